@@ -1,0 +1,41 @@
+# sim2real — the two commands a new user needs are `make demo` and `make test`.
+# Every target that may start ROS 2 keeps DDS on loopback with its own domain id.
+
+SHELL := /bin/bash
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+OUT ?= demo_out
+
+export ROS_AUTOMATIC_DISCOVERY_RANGE := LOCALHOST
+export ROS_DOMAIN_ID ?= 57
+export PYTHONDONTWRITEBYTECODE := 1
+
+.PHONY: venv demo test lint bench clean
+
+venv: $(STAMP)
+
+$(STAMP): requirements.txt setup.py
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else "sim2real needs Python 3.11 (the ROS 2 Kilted wheels are cp311 here); found " + sys.version.split()[0])'
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet -r requirements.txt
+	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
+	touch $(STAMP)
+
+demo: venv
+	$(BIN)/sim2real demo --out $(OUT)
+
+test: venv
+	$(BIN)/ruff check sim2real tests benchmarks launch setup.py
+	ROS_LOG_DIR=$$(mktemp -d) $(BIN)/python -m pytest -q
+
+lint: venv
+	$(BIN)/ruff check sim2real tests benchmarks launch setup.py
+
+bench: venv
+	@for b in benchmarks/*.py; do m=$$(basename $$b .py); [ "$$m" = "__init__" ] && continue; \
+	  echo "# benchmarks.$$m" >&2; ROS_LOG_DIR=$$(mktemp -d) $(BIN)/python -m benchmarks.$$m --json || exit 1; done
+
+clean:
+	rm -rf build install log .pytest_cache .ruff_cache $(OUT)

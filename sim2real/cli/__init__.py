@@ -1,0 +1,64 @@
+"""The ``sim2real`` command: one subcommand per module in this package.
+
+Each subcommand module provides ``register(subparsers)``, which adds its parser and
+sets ``handler`` to a function ``(argparse.Namespace) -> int``. Modules import their
+heavy dependencies inside the handler so that ``sim2real --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from sim2real import __version__
+from sim2real.errors import Sim2RealError
+
+# Subcommand modules, in the order --help lists them. Only built commands appear here.
+COMMANDS: tuple[str, ...] = (
+    "params_cmd",
+)
+
+
+class _Parser(argparse.ArgumentParser):
+    """ArgumentParser whose usage errors are one line plus exit status 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The top-level parser with every built subcommand registered."""
+    parser = _Parser(
+        prog="sim2real",
+        description="Sim-to-real toolkit for a UFactory xArm 6 pushing a box: mirrored real/sim PD "
+        "control, a differentiable contact simulator, recording, system identification and reports.",
+        epilog="Run 'sim2real COMMAND --help' for the options of a command. Units are SI throughout.",
+    )
+    parser.add_argument("--version", action="version", version=f"sim2real {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for module_name in COMMANDS:
+        importlib.import_module(f"sim2real.cli.{module_name}").register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``sim2real`` console script; returns the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "handler", None) is None:
+        parser.print_help()
+        return 2
+    try:
+        return int(args.handler(args) or 0)
+    except Sim2RealError as err:
+        print(f"sim2real: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("sim2real: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,202 @@
+"""Load and save simulator parameters as ROS 2 params YAML, and parse ``--set`` overrides.
+
+File layout (what ``--ros-args --params-file`` reads)::
+
+    /**:                      # or a node name such as sim_node
+      ros__parameters:
+        box:
+          mass: 0.5           # nested keys form the dotted name box.mass
+        contact:
+          mu_table: 0.35
+
+A file may give only some parameters; the rest keep their nominal values.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from sim2real.errors import Sim2RealError
+from sim2real.params.registry import PARAMETERS, ParameterSet, coerce, spec
+
+DEFAULT_NODE_KEY = "/**"
+
+
+def _flatten(tree: Mapping[str, Any], prefix: str, source: str) -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for key, value in tree.items():
+        name = f"{prefix}.{key}" if prefix else str(key)
+        if isinstance(value, Mapping):
+            flat.update(_flatten(value, name, source))
+        else:
+            flat[name] = value
+    return flat
+
+
+def parse_params_document(document: object, source: str, node: str | None = None) -> dict[str, float | int]:
+    """Extract validated parameter values from a parsed params YAML document.
+
+    Parameters
+    ----------
+    document : object
+        The result of ``yaml.safe_load`` on a params file.
+    source : str
+        File name used in error messages.
+    node : str, optional
+        Node name. Sections ``/**``, ``<node>`` and ``/**/<node>`` apply, in file order.
+        When None, every section applies.
+
+    Returns
+    -------
+    dict
+        ``{dotted name: value}`` of the parameters the document sets.
+    """
+    if not isinstance(document, Mapping) or not document:
+        raise Sim2RealError(f"{source}: not a ROS 2 params file (expected 'node_name: ros__parameters: ...')")
+    values: dict[str, float | int] = {}
+    for node_key, section in document.items():
+        if node is not None and str(node_key) not in (DEFAULT_NODE_KEY, node, f"/**/{node}", f"/{node}"):
+            continue
+        if not isinstance(section, Mapping) or "ros__parameters" not in section:
+            raise Sim2RealError(f"{source}: section '{node_key}' has no 'ros__parameters' mapping")
+        params = section["ros__parameters"]
+        if not isinstance(params, Mapping):
+            raise Sim2RealError(f"{source}: 'ros__parameters' of '{node_key}' is not a mapping")
+        for name, value in _flatten(params, "", source).items():
+            try:
+                values[name] = coerce(name, value)
+            except Sim2RealError as err:
+                raise Sim2RealError(f"{source}: {err}") from None
+    return values
+
+
+def load_params(path: str | os.PathLike[str], base: ParameterSet | None = None,
+                node: str | None = None) -> ParameterSet:
+    """Read a ROS 2 params YAML file into a complete :class:`ParameterSet`.
+
+    Parameters
+    ----------
+    path : path-like
+        The params file.
+    base : ParameterSet, optional
+        Values for names the file does not set (default: nominal).
+    node : str, optional
+        Node name whose sections apply (default: all sections).
+
+    Raises
+    ------
+    Sim2RealError
+        Missing or unreadable file, malformed YAML, unknown name, wrong type, out of bounds.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise Sim2RealError(f"params file not found: {path}") from None
+    except OSError as err:
+        raise Sim2RealError(f"cannot read params file {path}: {err.strerror}") from None
+    try:
+        document = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(err, "problem", None) or "invalid syntax"
+        raise Sim2RealError(f"{path}: malformed YAML{where}: {problem}") from None
+    values = parse_params_document(document, str(path), node)
+    return (base or ParameterSet.nominal()).replace(values)
+
+
+def params_to_document(params: Mapping[str, float], node_key: str = DEFAULT_NODE_KEY,
+                       only: Iterable[str] | None = None) -> dict[str, Any]:
+    """Nested ROS 2 params document of ``params`` (all names, or ``only`` these)."""
+    tree: dict[str, Any] = {}
+    for name in (only if only is not None else params.keys()):
+        value = params[name]
+        kind = spec(name).kind
+        node = tree
+        *groups, leaf = name.split(".")
+        for group in groups:
+            node = node.setdefault(group, {})
+        node[leaf] = int(value) if kind is int else float(value)
+    return {node_key: {"ros__parameters": tree}}
+
+
+def save_params(path: str | os.PathLike[str], params: Mapping[str, float], node_key: str = DEFAULT_NODE_KEY,
+                header: str | None = None) -> Path:
+    """Write ``params`` as a ROS 2 params YAML file, atomically.
+
+    Floats are written with full precision (``repr``), so a load of the file gives back
+    exactly the same values.
+
+    Parameters
+    ----------
+    path : path-like
+        Destination; parent directories are created.
+    params : mapping
+        ``{dotted name: value}``; typically a complete :class:`ParameterSet`.
+    node_key : str
+        Top-level node key; ``/**`` applies to every node.
+    header : str, optional
+        Comment lines written at the top of the file.
+    """
+    path = Path(path)
+    document = params_to_document(params, node_key)
+    body = yaml.safe_dump(document, sort_keys=False, default_flow_style=False)
+    comment = "".join(f"# {line}\n" for line in header.splitlines()) if header else ""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(comment + body)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def parse_override(text: str) -> tuple[str, float | int]:
+    """Parse one ``NAME=VALUE`` override (as given to ``--set``).
+
+    Raises
+    ------
+    Sim2RealError
+        Missing ``=``, unknown name, non-numeric value, out of bounds.
+    """
+    if "=" not in text:
+        raise Sim2RealError(f"--set expects NAME=VALUE, got '{text}'")
+    name, raw = (part.strip() for part in text.split("=", 1))
+    spec(name)
+    try:
+        value: float | int = int(raw) if spec(name).kind is int else float(raw)
+    except ValueError:
+        raise Sim2RealError(f"--set {name}: '{raw}' is not a number") from None
+    if isinstance(value, float) and not math.isfinite(value):
+        raise Sim2RealError(f"--set {name}: value must be finite, got '{raw}'")
+    return name, coerce(name, value)
+
+
+def apply_overrides(params: ParameterSet, overrides: Iterable[str]) -> ParameterSet:
+    """Apply ``NAME=VALUE`` strings (later ones win) to ``params``."""
+    values = dict(parse_override(text) for text in overrides)
+    return params.replace(values) if values else params
+
+
+def resolve_params(params_file: str | os.PathLike[str] | None, overrides: Iterable[str] = ()) -> ParameterSet:
+    """The parameter set a command runs with: nominal, then the file, then ``--set`` overrides."""
+    params = load_params(params_file) if params_file else ParameterSet.nominal()
+    return apply_overrides(params, overrides)
+
+
+def describe_registry() -> str:
+    """A plain-text table of every registered parameter (used by ``--help`` texts)."""
+    rows = [f"  {p.name:<22} {p.unit:<8} nominal {p.nominal!r:<8} [{p.lower!r}, {p.upper!r}]  {p.description}"
+            for p in PARAMETERS]
+    return "\n".join(rows)
