@@ -1,0 +1,82 @@
+"""Trial records: the recording contract shared by the recorder, replay, fit and report.
+
+Run directory layout::
+
+    RUN_DIR/
+      run.json                  # run metadata (schema "sim2real.run/1"): mode, mirror, distances,
+                                #   params file, versions, created
+      <trial_name>/             # one rosbag2 directory per trial, e.g. trial_00_d0.300
+        metadata.yaml           # rosbag2 metadata (written by rosbags)
+        <trial_name>.mcap       # storage: mcap, typestore ROS2_KILTED
+        trial.json              # outcomes, parameters, versions, timing, complete flag
+
+Topics (any subset may be present; ``<ns>`` is ``real`` or ``sim``):
+
+====================================  ==============================  =============================================
+topic                                 type                            content
+====================================  ==============================  =============================================
+``/<ns>/joint_states``                sensor_msgs/msg/JointState      joint1..joint6: position rad, velocity rad/s,
+                                                                      effort N·m (zeros if unknown)
+``/<ns>/joint_command``               sensor_msgs/msg/JointState      velocity = PD output rad/s, stamped with the
+                                                                      send time; position = reference of the tick
+                                                                      (or zeros); effort zeros
+``/<ns>/box_pose``                    geometry_msgs/msg/PoseStamped   box geometric centre and orientation, arm base
+                                                                      frame (``link_base``), m
+``/<ns>/pusher_pose``                 geometry_msgs/msg/PoseStamped   pusher sphere centre from FK, arm base frame
+``/reference/joint_trajectory``       trajectory_msgs/msg/            one message: the whole reference (positions,
+                                      JointTrajectory                 velocities, time_from_start); header stamp =
+                                                                      time of the first point
+====================================  ==============================  =============================================
+
+Times: bags hold ns (ROS time); every in-memory time axis is s since the trial start
+``timing.start_ns`` (for a bare bag: its first message). Samples are timed by header stamps.
+
+trial.json (``"schema": "sim2real.trial/1"``)::
+
+    {"schema", "trial": name, "complete": bool, "initial_distance_m": float|null,
+     "mode": str|null, "mirror": str|null,
+     "outcomes": {"real"|"sim": Outcome.as_dict()},
+     "params": {name: value}, "versions": {sim2real, numpy, rosbags, python},
+     "timing": {"start_ns", "end_ns", "wall_s"}, "topics": {topic: message count},
+     "written": ISO time, ...free extra keys (e.g. "object", "source")}
+
+Writers never leave a half-written trial under its name (temporary hidden directory, then a
+rename); an interrupted recording closed with ``complete=False`` keeps everything recorded.
+
+Public API: :class:`TrialBagWriter`, :func:`write_trial`, :func:`write_run_meta`,
+:func:`read_trial`, :func:`read_run`, :func:`read_run_meta`, :func:`trial_dirs`,
+:func:`compute_outcome`, :class:`Outcome`, the record dataclasses and the schema names.
+"""
+
+from sim2real.trials.outcome import Outcome, compute_outcome, rotation_matrices, tilt_deg, up_axis
+from sim2real.trials.reader import read_run, read_run_meta, read_trial, trial_dirs
+from sim2real.trials.records import (
+    JOINT_NAMES,
+    PLATFORM_SERIES,
+    PLATFORMS,
+    JointReference,
+    JointSeries,
+    PlatformRecord,
+    PoseSeries,
+    TrialRecord,
+)
+from sim2real.trials.schema import (
+    BASE_FRAME,
+    REFERENCE_TOPIC,
+    RUN_JSON,
+    RUN_SCHEMA,
+    TRIAL_JSON,
+    TRIAL_SCHEMA,
+    topic,
+    trial_name,
+    versions,
+)
+from sim2real.trials.writer import TrialBagWriter, box_size_from_meta, write_run_meta, write_trial
+
+__all__ = [
+    "BASE_FRAME", "JOINT_NAMES", "PLATFORMS", "PLATFORM_SERIES", "REFERENCE_TOPIC", "RUN_JSON", "RUN_SCHEMA",
+    "TRIAL_JSON", "TRIAL_SCHEMA", "JointReference", "JointSeries", "Outcome", "PlatformRecord", "PoseSeries",
+    "TrialBagWriter", "TrialRecord", "box_size_from_meta", "compute_outcome", "read_run", "read_run_meta",
+    "read_trial", "rotation_matrices", "tilt_deg", "topic", "trial_dirs", "trial_name", "up_axis", "versions",
+    "write_run_meta", "write_trial",
+]

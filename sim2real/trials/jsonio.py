@@ -1,0 +1,64 @@
+"""Small JSON helpers: NumPy-aware conversion and atomic writes."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sim2real.errors import Sim2RealError
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` with NumPy scalars/arrays, tuples and paths turned into plain JSON types.
+
+    Non-finite floats become None (JSON has no NaN).
+    """
+    if isinstance(value, Mapping):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return [jsonable(v) for v in value.tolist()]
+    if isinstance(value, np.generic):
+        return jsonable(value.item())
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+def write_json_atomic(path: Path, content: Mapping[str, Any]) -> Path:
+    """Write ``content`` as indented JSON to ``path`` through a temporary file and a rename."""
+    path = Path(path)
+    text = json.dumps(jsonable(content), indent=2) + "\n"
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp_name, path)
+    except BaseException:
+        Path(tmp_name).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def read_json(path: Path, what: str) -> dict[str, Any]:
+    """Read a JSON object from ``path``; one-line Sim2RealError if unreadable or not an object."""
+    try:
+        content = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise Sim2RealError(f"{what} {path} does not exist") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        reason = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise Sim2RealError(f"cannot read {what} {path}: {reason}") from None
+    if not isinstance(content, dict):
+        raise Sim2RealError(f"{what} {path} must hold a JSON object, got {type(content).__name__}")
+    return content

@@ -1,0 +1,200 @@
+"""Trial outcome metrics computed from a box pose series (issue 4, "Trial outcomes").
+
+Frames: every pose is in the arm base frame, whose origin is the world origin and whose z
+axis points up; the table surface is horizontal. Quaternions are (w, x, y, z).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from sim2real.errors import Sim2RealError
+from sim2real.trials.records import PoseSeries
+
+_AXIS_LABELS = ("x", "y", "z")
+
+
+def rotation_matrices(quaternion_wxyz: np.ndarray) -> np.ndarray:
+    """Rotation matrices of unit quaternions.
+
+    Parameters
+    ----------
+    quaternion_wxyz : numpy.ndarray, shape (N, 4)
+        Quaternions (w, x, y, z); normalised here.
+
+    Returns
+    -------
+    numpy.ndarray, shape (N, 3, 3)
+        ``R[k] @ v_body`` is ``v_body`` expressed in the base frame.
+    """
+    q = np.asarray(quaternion_wxyz, dtype=float)
+    q = q / np.linalg.norm(q, axis=-1, keepdims=True)
+    w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
+    return np.stack([
+        np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], axis=-1),
+        np.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], axis=-1),
+        np.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], axis=-1),
+    ], axis=-2)
+
+
+def up_axis(rotation: np.ndarray) -> tuple[int, int]:
+    """The body axis most aligned with ±world z.
+
+    Parameters
+    ----------
+    rotation : numpy.ndarray, shape (3, 3)
+        Body-to-base rotation.
+
+    Returns
+    -------
+    (int, int)
+        Body axis index (0, 1, 2 for x, y, z) and sign (+1 if it points up, -1 if down).
+    """
+    world_z_in_body = rotation[2, :]  # z components of the body axes in the base frame
+    axis = int(np.argmax(np.abs(world_z_in_body)))
+    return axis, 1 if world_z_in_body[axis] >= 0 else -1
+
+
+def axis_label(axis: int, sign: int) -> str:
+    """``(2, +1)`` → ``"+z"``."""
+    return f"{'+' if sign > 0 else '-'}{_AXIS_LABELS[axis]}"
+
+
+def tilt_deg(box_pose: PoseSeries) -> np.ndarray:
+    """Angle between the initially-up body axis and world z over time.
+
+    Returns
+    -------
+    numpy.ndarray, shape (N,)
+        Tilt, degrees in [0, 180]; 0 when the box stands as it started.
+    """
+    rotations = rotation_matrices(box_pose.quaternion)
+    axis, sign = up_axis(rotations[0])
+    up_world = sign * rotations[:, :, axis]  # (N, 3): the initially-up body axis in the base frame
+    return np.degrees(np.arccos(np.clip(up_world[:, 2], -1.0, 1.0)))
+
+
+def _yaw_deg(q_initial: np.ndarray, q_final: np.ndarray) -> float:
+    """Twist about world z of the rotation from the initial to the final orientation, degrees."""
+    w0, v0 = q_initial[0], -q_initial[1:]  # conjugate of the initial quaternion
+    w1, v1 = q_final[0], q_final[1:]
+    w = w1 * w0 - v1 @ v0
+    v = w1 * v0 + w0 * v1 + np.cross(v1, v0)  # q_final ⊗ conj(q_initial), world-frame relative rotation
+    if abs(w) < 1e-12 and abs(v[2]) < 1e-12:
+        return 0.0  # pure 180° rotation about a horizontal axis: no twist
+    yaw = np.degrees(2.0 * np.arctan2(v[2], w))
+    return float((yaw + 180.0) % 360.0 - 180.0)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """Outcome of one platform in one trial.
+
+    Attributes
+    ----------
+    initial_position, final_position : numpy.ndarray, shape (3,)
+        Box centre at the first and last sample, m, arm base frame.
+    final_quaternion : numpy.ndarray, shape (4,)
+        Box orientation (w, x, y, z) at the last sample.
+    initial_distance_m, final_distance_m : float
+        x coordinate of the box centre at the first / last sample, m (distance from the arm
+        base along x; the base is the world origin).
+    near_face_distance_m : float
+        Smallest x over the box's eight corners at the last sample, m (the face nearest the arm).
+    yaw_deg : float
+        Rotation of the final pose relative to the initial one about world z (twist), degrees
+        in [-180, 180).
+    max_tilt_deg : float
+        Largest angle over time between the initially-up body axis and world z, degrees.
+    flipped : bool
+        The face the box rests on changed (the body axis most aligned with ±world z, with its
+        sign, differs between the first and the last pose).
+    up_axis_initial, up_axis_final : str
+        That body axis at the first / last sample, e.g. ``"+z"``.
+    touched : bool or None
+        Whether the pusher touched the box, as given by the caller (None: unknown).
+    duration_s : float
+        Time from the first to the last box pose sample, s.
+    """
+
+    initial_position: np.ndarray
+    final_position: np.ndarray
+    final_quaternion: np.ndarray
+    initial_distance_m: float
+    final_distance_m: float
+    near_face_distance_m: float
+    yaw_deg: float
+    max_tilt_deg: float
+    flipped: bool
+    up_axis_initial: str
+    up_axis_final: str
+    touched: bool | None
+    duration_s: float
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready dictionary (arrays as lists), as stored under ``outcomes`` in trial.json."""
+        return {
+            "initial_position_m": [float(v) for v in self.initial_position],
+            "final_position_m": [float(v) for v in self.final_position],
+            "final_quaternion_wxyz": [float(v) for v in self.final_quaternion],
+            "initial_distance_m": self.initial_distance_m,
+            "final_distance_m": self.final_distance_m,
+            "near_face_distance_m": self.near_face_distance_m,
+            "yaw_deg": self.yaw_deg,
+            "max_tilt_deg": self.max_tilt_deg,
+            "flipped": self.flipped,
+            "up_axis_initial": self.up_axis_initial,
+            "up_axis_final": self.up_axis_final,
+            "touched": self.touched,
+            "duration_s": self.duration_s,
+        }
+
+
+def compute_outcome(box_pose: PoseSeries, box_size: Any, touched: bool | None = None) -> Outcome:
+    """Outcome metrics of a box pose series.
+
+    Parameters
+    ----------
+    box_pose : PoseSeries
+        Box centre and orientation over time, arm base frame; at least one sample.
+    box_size : array_like, shape (3,)
+        Box edge lengths along its body x, y, z axes, m.
+    touched : bool or None
+        Passed through to :attr:`Outcome.touched`.
+
+    Returns
+    -------
+    Outcome
+    """
+    if len(box_pose) == 0:
+        raise Sim2RealError("cannot compute a trial outcome from an empty box pose series")
+    size = np.asarray(box_size, dtype=float).reshape(-1)
+    if size.shape != (3,) or not np.all(size > 0):
+        raise Sim2RealError(f"box size must be three positive lengths in m, got {box_size!r}")
+    if not (np.all(np.isfinite(box_pose.position)) and np.all(np.isfinite(box_pose.quaternion))):
+        raise Sim2RealError("box pose series holds non-finite values")
+    rotations = rotation_matrices(box_pose.quaternion[[0, -1]])
+    first_axis = up_axis(rotations[0])
+    last_axis = up_axis(rotations[1])
+    corners_body = 0.5 * size * np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)])
+    corners_x = box_pose.position[-1, 0] + corners_body @ rotations[1][0, :]
+    q_final = box_pose.quaternion[-1] / np.linalg.norm(box_pose.quaternion[-1])
+    q_initial = box_pose.quaternion[0] / np.linalg.norm(box_pose.quaternion[0])
+    return Outcome(
+        initial_position=box_pose.position[0].copy(),
+        final_position=box_pose.position[-1].copy(),
+        final_quaternion=q_final,
+        initial_distance_m=float(box_pose.position[0, 0]),
+        final_distance_m=float(box_pose.position[-1, 0]),
+        near_face_distance_m=float(np.min(corners_x)),
+        yaw_deg=_yaw_deg(q_initial, q_final),
+        max_tilt_deg=float(np.max(tilt_deg(box_pose))),
+        flipped=first_axis != last_axis,
+        up_axis_initial=axis_label(*first_axis),
+        up_axis_final=axis_label(*last_axis),
+        touched=touched,
+        duration_s=float(box_pose.t[-1] - box_pose.t[0]),
+    )

@@ -1,0 +1,387 @@
+"""Writing trials: an incremental rosbag2 (mcap) writer and whole-record helpers.
+
+A trial is written into a hidden temporary directory inside the run directory and renamed
+to its final name only when it is closed, so a crash never leaves a half-written trial
+under the trial's name. ``close(complete=False)`` (after Ctrl-C, say) keeps what was recorded
+and marks trial.json ``"complete": false``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import shutil
+import tempfile
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from rosbags.rosbag2 import StoragePlugin, Writer
+
+from sim2real.errors import Sim2RealError
+from sim2real.trials.jsonio import write_json_atomic
+from sim2real.trials.messages import (
+    NS_PER_S,
+    joint_state_cdr,
+    joint_trajectory_cdr,
+    make_typestore,
+    pose_stamped_cdr,
+)
+from sim2real.trials.outcome import compute_outcome
+from sim2real.trials.records import PLATFORMS, JointReference, PoseSeries, TrialRecord
+from sim2real.trials.schema import (
+    BASE_FRAME,
+    MSGTYPE_JOINT_TRAJECTORY,
+    REFERENCE_TOPIC,
+    RUN_JSON,
+    RUN_SCHEMA,
+    SERIES_MSGTYPE,
+    TRIAL_JSON,
+    TRIAL_SCHEMA,
+    check_trial_name,
+    topic,
+    versions,
+)
+
+
+def _check_ns(ns: str) -> str:
+    if ns not in PLATFORMS:
+        raise Sim2RealError(f"unknown platform namespace '{ns}' (expected one of {PLATFORMS})")
+    return ns
+
+
+def box_size_from_meta(meta: Mapping[str, Any]) -> np.ndarray:
+    """Box edge lengths (3,) in m: trial.json ``params`` box.size_*, else ``object.size_m``, else nominal."""
+    from sim2real.params import spec
+
+    params = meta.get("params") or {}
+    obj = meta.get("object") or {}
+    if isinstance(obj, Mapping) and isinstance(obj.get("size_m"), (list, tuple)) and len(obj["size_m"]) == 3:
+        fallback = [float(v) for v in obj["size_m"]]
+    else:
+        fallback = [spec(f"box.size_{a}").nominal for a in "xyz"]
+    return np.array([float(params.get(f"box.size_{a}", fallback[i])) for i, a in enumerate("xyz")])
+
+
+class TrialBagWriter:
+    """Write one trial incrementally: messages as they arrive, trial.json on :meth:`close`.
+
+    Parameters
+    ----------
+    run_dir : path
+        Run directory (created if missing).
+    trial_name : str
+        Name of the trial directory and of its ``.mcap`` file.
+    start_ns : int, optional
+        Trial start, ns (ROS time); the zero of every in-memory time axis. Default: now.
+    frame_id : str
+        frame_id written into pose headers (the arm base frame).
+
+    Examples
+    --------
+    >>> w = TrialBagWriter(run_dir, "trial_00_d0.300", start_ns=t0)       # doctest: +SKIP
+    >>> w.write_joint_state("real", t_ns, position, velocity, effort)     # doctest: +SKIP
+    >>> w.write_box_pose("real", t_ns, box_xyz, box_wxyz)                 # doctest: +SKIP
+    >>> w.close({"initial_distance_m": 0.3, "mode": "standin"})           # doctest: +SKIP
+    """
+
+    def __init__(self, run_dir: str | Path, trial_name: str, start_ns: int | None = None,
+                 frame_id: str = BASE_FRAME) -> None:
+        self.run_dir = Path(run_dir)
+        self.name = check_trial_name(trial_name)
+        self.final_path = self.run_dir / self.name
+        if self.final_path.exists():
+            raise Sim2RealError(f"trial {self.final_path} already exists; refusing to overwrite it")
+        self.start_ns = int(time.time_ns() if start_ns is None else start_ns)
+        self.frame_id = frame_id
+        self._typestore = make_typestore()
+        self._wall_start = time.monotonic()
+        self._connections: dict[str, Any] = {}
+        self._counts: dict[str, int] = {}
+        self._box_samples: dict[str, list[tuple[float, np.ndarray, np.ndarray]]] = {}
+        self._last_ns = self.start_ns
+        self._closed = False
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self._tmp_parent = Path(tempfile.mkdtemp(prefix=f".{self.name}.", suffix=".partial", dir=self.run_dir))
+        self._bag_path = self._tmp_parent / self.name
+        try:
+            self._writer = Writer(self._bag_path, version=9, storage_plugin=StoragePlugin.MCAP)
+            self._writer.open()
+        except Exception:
+            shutil.rmtree(self._tmp_parent, ignore_errors=True)
+            raise
+
+    # -- context manager -------------------------------------------------------------------
+    def __enter__(self) -> TrialBagWriter:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
+        """Close normally; keep an interrupted trial (``complete: false``); discard on other errors."""
+        if self._closed:
+            return
+        if exc_type is None:
+            self.close()
+        elif issubclass(exc_type, KeyboardInterrupt):
+            self.close(complete=False)
+        else:
+            self.abort()
+
+    # -- messages ----------------------------------------------------------------------------
+    def _write(self, topic_name: str, msgtype: str, t_ns: int, data: bytes) -> None:
+        if self._closed:
+            raise Sim2RealError(f"trial writer for {self.name} is already closed")
+        connection = self._connections.get(topic_name)
+        if connection is None:
+            connection = self._writer.add_connection(topic_name, msgtype, typestore=self._typestore)
+            self._connections[topic_name] = connection
+        self._writer.write(connection, int(t_ns), data)
+        self._counts[topic_name] = self._counts.get(topic_name, 0) + 1
+        self._last_ns = max(self._last_ns, int(t_ns))
+
+    def write_joint_state(self, ns: str, t_ns: int, position: Any, velocity: Any, effort: Any | None = None,
+                          stamp_ns: int | None = None) -> None:
+        """Record a measured joint state on ``/<ns>/joint_states``.
+
+        Parameters
+        ----------
+        ns : {"real", "sim"}
+        t_ns : int
+            Receive (log) time, ns; also the header stamp unless ``stamp_ns`` is given.
+        position, velocity, effort : array_like, shape (6,)
+            rad, rad/s, N·m (effort None → zeros).
+        """
+        stamp = int(t_ns if stamp_ns is None else stamp_ns)
+        data = joint_state_cdr(self._typestore, stamp, position, velocity, effort)
+        self._write(topic(_check_ns(ns), "joint_states"), SERIES_MSGTYPE["joint_states"], t_ns, data)
+
+    def write_joint_command(self, ns: str, t_ns: int, velocity: Any, position: Any | None = None,
+                            stamp_ns: int | None = None) -> None:
+        """Record a PD command on ``/<ns>/joint_command`` (velocity field = command, rad/s).
+
+        ``position`` may carry the reference position of that tick (rad); zeros when None.
+        The header stamp is the send time (``stamp_ns``, default ``t_ns``).
+        """
+        stamp = int(t_ns if stamp_ns is None else stamp_ns)
+        data = joint_state_cdr(self._typestore, stamp, position, velocity, None)
+        self._write(topic(_check_ns(ns), "joint_command"), SERIES_MSGTYPE["joint_command"], t_ns, data)
+
+    def _write_pose(self, ns: str, series: str, t_ns: int, position: Any, quaternion_wxyz: Any,
+                    stamp_ns: int | None) -> None:
+        stamp = int(t_ns if stamp_ns is None else stamp_ns)
+        data = pose_stamped_cdr(self._typestore, stamp, position, quaternion_wxyz, self.frame_id)
+        self._write(topic(_check_ns(ns), series), SERIES_MSGTYPE[series], t_ns, data)
+
+    def write_box_pose(self, ns: str, t_ns: int, position: Any, quaternion_wxyz: Any,
+                       stamp_ns: int | None = None) -> None:
+        """Record a box pose on ``/<ns>/box_pose``: centre (3,) m and (w, x, y, z), arm base frame."""
+        self._write_pose(ns, "box_pose", t_ns, position, quaternion_wxyz, stamp_ns)
+        stamp = int(t_ns if stamp_ns is None else stamp_ns)
+        self._box_samples.setdefault(ns, []).append(
+            ((stamp - self.start_ns) / NS_PER_S, np.asarray(position, float).reshape(3),
+             np.asarray(quaternion_wxyz, float).reshape(4)))
+
+    def write_pusher_pose(self, ns: str, t_ns: int, position: Any, quaternion_wxyz: Any = (1.0, 0.0, 0.0, 0.0),
+                          stamp_ns: int | None = None) -> None:
+        """Record the pusher sphere centre (3,) m on ``/<ns>/pusher_pose`` (orientation: flange)."""
+        self._write_pose(ns, "pusher_pose", t_ns, position, quaternion_wxyz, stamp_ns)
+
+    def write_reference(self, reference: JointReference, t_ns: int | None = None) -> None:
+        """Record the whole reference as one JointTrajectory on ``/reference/joint_trajectory``.
+
+        The header stamp is the trial start plus ``reference.t[0]``; each point's
+        ``time_from_start`` is its offset from that. ``t_ns`` is the log time (default: the stamp).
+        """
+        if len(reference) == 0:
+            raise Sim2RealError("cannot record an empty reference trajectory")
+        offsets_ns = np.round(reference.t * NS_PER_S).astype(np.int64)
+        stamp = self.start_ns + int(offsets_ns[0])
+        data = joint_trajectory_cdr(self._typestore, stamp, offsets_ns - offsets_ns[0], reference.position,
+                                    reference.velocity)
+        self._write(REFERENCE_TOPIC, MSGTYPE_JOINT_TRAJECTORY, stamp if t_ns is None else t_ns, data)
+
+    # -- finishing ---------------------------------------------------------------------------
+    def recorded_box_pose(self, ns: str) -> PoseSeries | None:
+        """The box poses recorded so far on platform ``ns`` (t relative to the trial start)."""
+        samples = self._box_samples.get(ns)
+        if not samples:
+            return None
+        return PoseSeries(np.array([s[0] for s in samples]), np.array([s[1] for s in samples]),
+                          np.array([s[2] for s in samples]))
+
+    def _trial_json(self, meta: Mapping[str, Any], complete: bool,
+                    touched: Mapping[str, bool | None]) -> dict[str, Any]:
+        outcomes = dict(meta.get("outcomes") or {})
+        size = box_size_from_meta(meta)
+        for ns in PLATFORMS:
+            poses = self.recorded_box_pose(ns)
+            if ns not in outcomes and poses is not None:
+                outcomes[ns] = compute_outcome(poses, size, touched.get(ns)).as_dict()
+        initial = meta.get("initial_distance_m")
+        if initial is None:
+            for ns in PLATFORMS:
+                if ns in outcomes and outcomes[ns].get("initial_distance_m") is not None:
+                    initial = outcomes[ns]["initial_distance_m"]
+                    break
+        timing = {
+            "start_ns": self.start_ns,
+            "end_ns": self._last_ns,
+            "wall_s": round(time.monotonic() - self._wall_start, 6),
+        }
+        content: dict[str, Any] = {
+            "schema": TRIAL_SCHEMA,
+            "trial": self.name,
+            "complete": bool(complete),
+            "initial_distance_m": initial,
+            "mode": meta.get("mode"),
+            "mirror": meta.get("mirror"),
+            "outcomes": outcomes,
+            "params": dict(meta.get("params") or {}),
+            "versions": versions(),
+            "timing": dict(meta.get("timing") or timing),
+            "topics": dict(self._counts),
+            "written": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        }
+        for key, value in meta.items():
+            if key not in content:
+                content[key] = value
+        return content
+
+    def close(self, meta: Mapping[str, Any] | None = None, complete: bool = True,
+              touched: Mapping[str, bool | None] | None = None) -> Path:
+        """Close the bag, write trial.json and move the trial to its final directory.
+
+        Parameters
+        ----------
+        meta : mapping, optional
+            trial.json keys (``initial_distance_m``, ``mode``, ``mirror``, ``params``,
+            ``outcomes``, ``timing``, any extra key). Outcomes missing for a platform that
+            recorded box poses are computed with :func:`compute_outcome`, using the box size
+            from ``params`` (or ``object.size_m``, or the nominal size).
+        complete : bool
+            False marks the trial as interrupted; everything recorded is kept.
+        touched : mapping of str to bool, optional
+            Per platform, whether the pusher touched the box (stored in computed outcomes).
+
+        Returns
+        -------
+        pathlib.Path
+            The trial directory ``run_dir/trial_name``.
+        """
+        if self._closed:
+            raise Sim2RealError(f"trial writer for {self.name} is already closed")
+        try:
+            self._writer.close()
+            content = self._trial_json(meta or {}, complete, touched or {})
+            write_json_atomic(self._bag_path / TRIAL_JSON, content)
+            if self.final_path.exists():
+                raise Sim2RealError(f"trial {self.final_path} appeared while recording; refusing to overwrite it")
+            self._bag_path.rename(self.final_path)
+        except BaseException:
+            self._closed = True
+            shutil.rmtree(self._tmp_parent, ignore_errors=True)
+            raise
+        self._closed = True
+        shutil.rmtree(self._tmp_parent, ignore_errors=True)
+        return self.final_path
+
+    def abort(self) -> None:
+        """Discard everything written (nothing is left under the run directory)."""
+        if self._closed:
+            return
+        self._closed = True
+        with contextlib.suppress(Exception):  # the bag is discarded anyway
+            self._writer.close()
+        shutil.rmtree(self._tmp_parent, ignore_errors=True)
+
+
+def _ns(t: np.ndarray, start_ns: int) -> np.ndarray:
+    return start_ns + np.round(np.asarray(t, dtype=float) * NS_PER_S).astype(np.int64)
+
+
+def write_trial(run_dir: str | Path, record: TrialRecord) -> Path:
+    """Write a whole :class:`TrialRecord` as ``run_dir/<record.name>/`` (bag + trial.json).
+
+    Messages are written in time order. ``record.meta`` supplies the trial.json keys (its
+    ``timing.start_ns`` is the zero of the record's time axes; default: now), and
+    ``record.meta["complete"]`` (default True) is kept. Refuses to overwrite an existing
+    trial; on any failure nothing is left behind.
+
+    Returns
+    -------
+    pathlib.Path
+        The trial directory.
+    """
+    meta = dict(record.meta)
+    start_ns = (meta.get("timing") or {}).get("start_ns")
+    writer = TrialBagWriter(run_dir, record.name, start_ns=start_ns)
+    try:
+        start = writer.start_ns
+        events: list[tuple[int, int, Any]] = []  # (t_ns, order, callable)
+        order = 0
+
+        def add(t_ns: int, action: Any) -> None:
+            nonlocal order
+            events.append((int(t_ns), order, action))
+            order += 1
+
+        if record.reference is not None:
+            ref = record.reference
+            add(_ns(ref.t[:1], start)[0], lambda ref=ref: writer.write_reference(ref))
+        for ns, platform in record.platforms.items():
+            for series_name in ("joint_states", "joint_command"):
+                series = getattr(platform, series_name)
+                if series is None:
+                    continue
+                for k, t_ns in enumerate(_ns(series.t, start)):
+                    if series_name == "joint_states":
+                        add(t_ns, lambda ns=ns, t_ns=t_ns, s=series, k=k: writer.write_joint_state(
+                            ns, t_ns, s.position[k], s.velocity[k], s.effort[k]))
+                    else:
+                        add(t_ns, lambda ns=ns, t_ns=t_ns, s=series, k=k: writer.write_joint_command(
+                            ns, t_ns, s.velocity[k], s.position[k]))
+            for series_name in ("box_pose", "pusher_pose"):
+                poses = getattr(platform, series_name)
+                if poses is None:
+                    continue
+                method = writer.write_box_pose if series_name == "box_pose" else writer.write_pusher_pose
+                for k, t_ns in enumerate(_ns(poses.t, start)):
+                    add(t_ns, lambda ns=ns, t_ns=t_ns, p=poses, k=k, m=method: m(
+                        ns, t_ns, p.position[k], p.quaternion[k]))
+        events.sort(key=lambda e: (e[0], e[1]))
+        for _, _, action in events:
+            action()
+        complete = bool(meta.pop("complete", True))
+        for key in ("schema", "trial", "versions", "topics", "written"):
+            meta.pop(key, None)
+        return writer.close(meta, complete=complete)
+    except BaseException:
+        writer.abort()
+        raise
+
+
+def write_run_meta(run_dir: str | Path, meta: Mapping[str, Any]) -> Path:
+    """Write ``run_dir/run.json`` (schema ``sim2real.run/1``), creating the directory.
+
+    Parameters
+    ----------
+    meta : mapping
+        Run metadata, e.g. ``mode``, ``mirror``, ``distances_m``, ``params_file``; extra keys kept.
+        ``schema``, ``versions`` and ``created`` are filled in unless given.
+
+    Returns
+    -------
+    pathlib.Path
+        Path of run.json (replaced atomically if it existed).
+    """
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    content: dict[str, Any] = {
+        "schema": RUN_SCHEMA,
+        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "versions": versions(),
+    }
+    content.update(meta)
+    content["schema"] = RUN_SCHEMA
+    return write_json_atomic(run_dir / RUN_JSON, content)
