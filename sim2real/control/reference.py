@@ -1,0 +1,240 @@
+"""The standard push: a joint-space reference trajectory sampled at 100 Hz.
+
+The pusher (sphere centre) moves along +x at a fixed height and lateral offset from
+``start_x`` to ``end_x`` with a velocity profile that ramps up and down smoothly
+(cosine blends of ``ramp_time``), then holds for ``settle_time`` while the box comes to
+rest. Each sample is solved with the pusher IK (tool pointing down), seeded with the
+previous one; joint velocities come from the Jacobian. The result maps directly onto
+``trajectory_msgs/JointTrajectory`` (positions, velocities, time_from_start).
+
+The push is described by the ``experiment`` node's section of ``config/experiment.yaml``
+(ROS 2 params file). All lengths in m (base frame), times in s.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+import numpy as np
+import yaml
+from numpy.typing import NDArray
+
+from sim2real.errors import Sim2RealError
+from sim2real.model import PUSHER_LINK, ArmModel, solve_pusher_ik
+
+FloatArray = NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class PushConfig:
+    """The standard push (base frame; the table top is at z = 0).
+
+    Attributes
+    ----------
+    height : float
+        Pusher centre height above the table (m).
+    lateral : float
+        Pusher centre y (m).
+    start_x, end_x : float
+        Pusher centre x at the start and the end of the push (m).
+    speed : float
+        Cruise speed along +x (m/s).
+    ramp_time : float
+        Duration of the smooth acceleration and deceleration (s).
+    pre_time : float
+        Hold at the start pose before moving (s).
+    settle_time : float
+        Hold at the end pose after the push (s).
+    rate_hz : float
+        Sample rate of the reference (Hz).
+    """
+
+    height: float = 0.15
+    lateral: float = 0.0
+    start_x: float = 0.20
+    end_x: float = 0.42
+    speed: float = 0.2
+    ramp_time: float = 0.2
+    pre_time: float = 0.2
+    settle_time: float = 1.5
+    rate_hz: float = 100.0
+
+    def __post_init__(self) -> None:
+        problems = []
+        if self.end_x <= self.start_x:
+            problems.append("end_x must be greater than start_x")
+        if self.speed <= 0 or self.rate_hz <= 0:
+            problems.append("speed and rate_hz must be positive")
+        if min(self.ramp_time, self.pre_time, self.settle_time) < 0:
+            problems.append("times must be non-negative")
+        if self.ramp_time * self.speed > self.end_x - self.start_x:
+            problems.append("push too short for its ramps (ramp_time * speed > end_x - start_x)")
+        if problems:
+            raise Sim2RealError(f"bad push configuration: {'; '.join(problems)}")
+
+
+@dataclass(frozen=True)
+class ExperimentConfig:
+    """What ``config/experiment.yaml`` describes: the start distances and the push."""
+
+    distances: tuple[float, ...]
+    push: PushConfig
+    start_tolerance: float = 0.01
+
+
+def load_experiment_config(path: str | os.PathLike[str] | None = None) -> ExperimentConfig:
+    """Read the ``experiment`` node's parameters from a ROS 2 params file.
+
+    Parameters
+    ----------
+    path : path-like, optional
+        Default: the package's ``config/experiment.yaml``.
+
+    Raises
+    ------
+    Sim2RealError
+        Missing file, malformed YAML, unknown or mistyped keys.
+    """
+    from sim2real.paths import config_file
+
+    path = Path(path) if path else config_file("experiment.yaml")
+    try:
+        document = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise Sim2RealError(f"experiment file not found: {path}") from None
+    except yaml.YAMLError as err:
+        raise Sim2RealError(f"{path}: malformed YAML: {getattr(err, 'problem', err)}") from None
+    try:
+        section = document["experiment"]["ros__parameters"]
+    except (TypeError, KeyError):
+        raise Sim2RealError(f"{path}: expected 'experiment: ros__parameters: ...'") from None
+    push_keys = {f.name for f in fields(PushConfig)}
+    push_values = section.get("push", {}) or {}
+    unknown = set(push_values) - push_keys
+    if unknown:
+        raise Sim2RealError(f"{path}: unknown push keys {sorted(unknown)} (known: {sorted(push_keys)})")
+    try:
+        push = PushConfig(**{k: float(v) for k, v in push_values.items()})
+        distances = tuple(float(d) for d in section.get("distances", ()))
+        tolerance = float(section.get("start_tolerance", 0.01))
+    except (TypeError, ValueError) as err:
+        raise Sim2RealError(f"{path}: {err}") from None
+    return ExperimentConfig(distances=distances, push=push, start_tolerance=tolerance)
+
+
+def push_profile(push: PushConfig) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """Pusher x position and velocity along the push, sampled at ``push.rate_hz``.
+
+    The speed rises from 0 to ``push.speed`` over ``ramp_time`` as ``(1 − cos)/2``, cruises,
+    and falls back symmetrically so that the travel is exactly ``end_x − start_x``.
+
+    Returns
+    -------
+    t : ndarray, shape (N,)
+        Sample times from the start of the trajectory (s).
+    x : ndarray, shape (N,)
+        Pusher centre x (m).
+    xdot : ndarray, shape (N,)
+        Pusher centre x velocity (m/s).
+    """
+    distance = push.end_x - push.start_x
+    ramp = push.ramp_time
+    cruise = (distance - ramp * push.speed) / push.speed  # each ramp covers speed·ramp/2
+    move_time = 2 * ramp + cruise
+    total = push.pre_time + move_time + push.settle_time
+    dt = 1.0 / push.rate_hz
+    t = np.arange(round(total / dt) + 1) * dt
+    s = np.clip(t - push.pre_time, 0.0, move_time)
+
+    def speed_at(s_: FloatArray) -> FloatArray:
+        up = np.where(s_ < ramp, 0.5 * (1 - np.cos(np.pi * s_ / max(ramp, 1e-12))), 1.0)
+        down_s = move_time - s_
+        down = np.where(down_s < ramp, 0.5 * (1 - np.cos(np.pi * down_s / max(ramp, 1e-12))), 1.0)
+        return push.speed * np.minimum(up, down)
+
+    def travel_at(s_: FloatArray) -> FloatArray:
+        # Integral of speed_at, piecewise closed form.
+        r = max(ramp, 1e-12)
+        up_part = 0.5 * (np.minimum(s_, ramp) - r / np.pi * np.sin(np.pi * np.minimum(s_, ramp) / r))
+        cruise_part = np.clip(s_ - ramp, 0.0, cruise)
+        d = np.clip(s_ - ramp - cruise, 0.0, ramp)
+        down_part = 0.5 * (d + r / np.pi * np.sin(np.pi * d / r))
+        return push.speed * (up_part + cruise_part + down_part)
+
+    moving = (t > push.pre_time) & (t < push.pre_time + move_time)
+    x = push.start_x + travel_at(s)
+    xdot = np.where(moving, speed_at(s), 0.0)
+    return t, x, xdot
+
+
+@dataclass(frozen=True)
+class JointTrajectory:
+    """A joint-space reference, ``trajectory_msgs/JointTrajectory`` compatible.
+
+    Attributes
+    ----------
+    t : ndarray, shape (N,)
+        ``time_from_start`` of each point (s), uniformly spaced.
+    position : ndarray, shape (N, 6)
+        Joint positions (rad).
+    velocity : ndarray, shape (N, 6)
+        Joint velocities (rad/s).
+    pusher : ndarray, shape (N, 3)
+        Pusher centre of each point in the base frame (m), for reference and plots.
+    """
+
+    t: FloatArray
+    position: FloatArray
+    velocity: FloatArray
+    pusher: FloatArray
+
+    @property
+    def dt(self) -> float:
+        """Sample period (s)."""
+        return float(self.t[1] - self.t[0]) if len(self.t) > 1 else 0.0
+
+    def sample(self, time: float) -> tuple[FloatArray, FloatArray]:
+        """Reference position and velocity at ``time`` (s): linear interpolation, held at the ends."""
+        if time <= self.t[0]:
+            return self.position[0], self.velocity[0]
+        if time >= self.t[-1]:
+            return self.position[-1], self.velocity[-1]
+        i = int(np.searchsorted(self.t, time, side="right")) - 1
+        w = (time - self.t[i]) / (self.t[i + 1] - self.t[i])
+        return ((1 - w) * self.position[i] + w * self.position[i + 1],
+                (1 - w) * self.velocity[i] + w * self.velocity[i + 1])
+
+
+def plan_push(arm: ArmModel, push: PushConfig, table_height: float = 0.0) -> JointTrajectory:
+    """Plan the standard push as a joint-space trajectory.
+
+    Parameters
+    ----------
+    arm : ArmModel
+        The xArm 6 chain with its pusher.
+    push : PushConfig
+        The pusher path and timing.
+    table_height : float
+        Table surface z in the base frame (m); the push height is measured from it.
+
+    Raises
+    ------
+    UnreachableError
+        If a point of the path cannot be reached with the tool pointing down.
+    """
+    t, x, xdot = push_profile(push)
+    z = table_height + push.height
+    positions = np.empty((len(t), 6))
+    velocities = np.empty((len(t), 6))
+    seed = None
+    for i, (xi, vi) in enumerate(zip(x, xdot, strict=True)):
+        q = solve_pusher_ik(arm, np.array([xi, push.lateral, z]), seed=seed).q
+        jac = arm.jacobian(q, PUSHER_LINK)
+        # Pusher moves along +x without rotating: solve the full 6-D twist for joint rates.
+        velocities[i] = np.linalg.solve(jac, np.array([vi, 0.0, 0.0, 0.0, 0.0, 0.0]))
+        positions[i] = q
+        seed = q
+    pusher = arm.pusher_position(positions)
+    return JointTrajectory(t=t, position=positions, velocity=velocities, pusher=pusher)
