@@ -1,0 +1,293 @@
+"""The simulated platform of the mirror: PD → servo model → FK → pusher → contact engine.
+
+Every control period ``dt`` (10 ms, ``sim.dt``):
+
+1. the sim's measured joint state ``(q_k, v_k)`` and the reference at ``t_k`` give the PD
+   command ``u_k`` (:mod:`sim2real.control.pd`), or, in ``commands`` mirroring and replay,
+   ``u_k`` is taken verbatim from a given command stream;
+2. the servo model advances the joints over ``[t_k, t_k+1]`` under the delayed commands
+   (:mod:`sim2real.physics.servo`);
+3. forward kinematics places the pusher sphere at ``t_k+1``;
+4. the contact engine steps the box with the pusher moving from its ``t_k`` to its
+   ``t_k+1`` position.
+
+With ``grad_names`` the forward-mode sensitivities of every joint and box state with
+respect to those parameters are propagated alongside (engine parameters through the
+engine's implicit gradients, ``arm.servo_tau``/``arm.command_delay`` through the servo
+model, ``pd.kp``/``pd.kd`` through the PD law, chained by the arm's FK Jacobian).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from sim2real.control.pd import CommandLimits, PDGains, pd_command
+from sim2real.control.reference import JointTrajectory
+from sim2real.errors import Sim2RealError
+from sim2real.model import ArmModel, load_arm
+from sim2real.params import ParameterSet
+from sim2real.physics import BoxState, BoxWorld
+from sim2real.physics.servo import ServoParams, delay_split, servo_step
+
+FloatArray = NDArray[np.float64]
+
+SERVO_PARAMS = ("arm.servo_tau", "arm.command_delay")
+PD_PARAMS = ("pd.kp", "pd.kd")
+#: Parameters the engine differentiates (its implicit gradients).
+ENGINE_PARAMS = ("box.mass", "box.size_x", "box.size_y", "box.size_z", "box.com_x", "box.com_y", "box.com_z",
+                 "contact.mu_table", "contact.mu_pusher")
+
+
+@dataclass(frozen=True)
+class ArmTrialResult:
+    """Everything one simulated arm trial produced.
+
+    Attributes
+    ----------
+    t : ndarray, shape (T+1,)
+        Tick times (s) from the trial start.
+    joint_position, joint_velocity : ndarray, shape (T+1, 6)
+        Sim joint states at the ticks (rad, rad/s).
+    command : ndarray, shape (T, 6)
+        Joint velocity command sent at each tick (rad/s).
+    reference_position, reference_velocity : ndarray, shape (T, 6)
+        The reference sampled at each tick.
+    pusher : ndarray, shape (T+1, 3)
+        Pusher centre (m, base frame).
+    box : ndarray, shape (T+1, 13)
+        Box state vectors (:meth:`BoxState.as_vector`).
+    touched : bool
+        Whether the pusher ever came into contact with the box.
+    min_pusher_distance : float
+        Smallest pusher-box signed distance seen (m).
+    stop_reason : str
+        Why the PD law stopped the arm, or ``""``.
+    grad_names : tuple of str
+        Parameters of the sensitivities.
+    d_box : ndarray, shape (T+1, 13, p) or None
+        d box state / d parameters.
+    d_joint_position : ndarray, shape (T+1, 6, p) or None
+        d joint positions / d parameters.
+    """
+
+    t: FloatArray
+    joint_position: FloatArray
+    joint_velocity: FloatArray
+    command: FloatArray
+    reference_position: FloatArray
+    reference_velocity: FloatArray
+    pusher: FloatArray
+    box: FloatArray
+    touched: bool
+    min_pusher_distance: float
+    stop_reason: str
+    grad_names: tuple[str, ...] = ()
+    d_box: FloatArray | None = None
+    d_joint_position: FloatArray | None = None
+
+
+def box_at_distance(distance: float, params: ParameterSet) -> BoxState:
+    """The box standing upright on the table with its centre ``distance`` m along base x.
+
+    The box's body axes are aligned with the base axes (``box.size_x`` along x, the
+    pushing direction; ``box.size_z`` up).
+    """
+    height = float(params["contact.table_height"]) + 0.5 * float(params["box.size_z"])
+    return BoxState(position=np.array([distance, 0.0, height]), quaternion=np.array([1.0, 0.0, 0.0, 0.0]))
+
+
+def _check_grad_names(names: Sequence[str]) -> None:
+    known = set(ENGINE_PARAMS) | set(SERVO_PARAMS) | set(PD_PARAMS)
+    for name in names:
+        if name not in known:
+            raise Sim2RealError(f"no gradient available for '{name}' in an arm trial "
+                                f"(available: {', '.join(sorted(known))})")
+
+
+class SimPlatform:
+    """The mirrored arm in the simulator, advanced one control period at a time.
+
+    The caller supplies one joint-velocity command per tick (from the PD law, from the
+    real platform's command stream, or from a bag); the platform applies the servo model
+    with its command delay, moves the pusher by FK and steps the box. With ``grad_names``
+    it also carries forward-mode sensitivities; the caller passes ``d_command`` (6, p),
+    the sensitivity of each command (zero for commands given from outside).
+
+    Parameters
+    ----------
+    params : ParameterSet
+        Simulator parameters (engine, servo, ``sim.dt``).
+    initial_q : ndarray, shape (6,)
+        Joint angles at ``t = 0`` (rad); the arm starts at rest.
+    initial_box : BoxState
+        Box state at ``t = 0``.
+    arm : ArmModel, optional
+        Default: the URDF model with the pusher from ``params``.
+    grad_names : sequence of str
+        Parameters to propagate sensitivities for.
+    """
+
+    def __init__(self, params: ParameterSet, initial_q: FloatArray, initial_box: BoxState,
+                 arm: ArmModel | None = None, grad_names: Sequence[str] = ()) -> None:
+        self.grad_names = tuple(grad_names)
+        _check_grad_names(self.grad_names)
+        self.arm = arm or load_arm(params)
+        self.servo = ServoParams.from_params(params)
+        self.world = BoxWorld.from_params(params)
+        self.dt = float(params["sim.dt"])
+        self._shift, self._lead = delay_split(self.servo.delay, self.dt)
+        self._engine_names = tuple(n for n in self.grad_names if n in ENGINE_PARAMS)
+        self._engine_cols = [self.grad_names.index(n) for n in self._engine_names]
+        self._col = {name: i for i, name in enumerate(self.grad_names)}
+        p = len(self.grad_names)
+        self.k = 0
+        self.q = np.array(initial_q, dtype=float)
+        self.v = np.zeros(6)
+        self.box = initial_box
+        self.pusher = self.arm.pusher_position(self.q)
+        self.touched = False
+        self.min_pusher_distance = np.inf
+        self._commands: list[FloatArray] = []
+        self._d_commands: list[FloatArray] = []
+        self.s_q = np.zeros((6, p))
+        self.s_v = np.zeros((6, p))
+        self.s_box = np.zeros((13, p))
+        self._s_pusher = np.zeros((3, p))
+
+    @property
+    def t(self) -> float:
+        """Time of the current state (s)."""
+        return self.k * self.dt
+
+    def step(self, command: FloatArray, d_command: FloatArray | None = None) -> None:
+        """Apply ``command`` (6,) rad/s at the current tick and advance by one period."""
+        p = len(self.grad_names)
+        grad = p > 0
+        self._commands.append(np.asarray(command, dtype=float))
+        self._d_commands.append(np.zeros((6, p)) if d_command is None else d_command)
+        k, zero = self.k, np.zeros(6)
+        early_index, late_index = k - self._shift - 1, k - self._shift
+        u_early = self._commands[early_index] if early_index >= 0 else zero
+        u_late = self._commands[late_index] if late_index >= 0 else zero
+        step = servo_step(self.q, self.v, u_early, u_late, self._lead, self.dt, self.servo)
+        if grad:
+            zero_s = np.zeros((6, p))
+            s_early = self._d_commands[early_index] if early_index >= 0 else zero_s
+            s_late = self._d_commands[late_index] if late_index >= 0 else zero_s
+            s_q = (step.dq_dq0[:, None] * self.s_q + step.dq_dv0[:, None] * self.s_v
+                   + step.dq_du_early[:, None] * s_early + step.dq_du_late[:, None] * s_late)
+            s_v = (step.dv_dv0[:, None] * self.s_v + step.dv_du_early[:, None] * s_early
+                   + step.dv_du_late[:, None] * s_late)
+            if "arm.servo_tau" in self._col:
+                s_q[:, self._col["arm.servo_tau"]] += step.dq_dtau
+                s_v[:, self._col["arm.servo_tau"]] += step.dv_dtau
+            if "arm.command_delay" in self._col:
+                s_q[:, self._col["arm.command_delay"]] += step.dq_dlead
+                s_v[:, self._col["arm.command_delay"]] += step.dv_dlead
+        q, v = step.position, step.velocity
+        pusher_next = self.arm.pusher_position(q)
+        result = self.world.step(self.box, self.pusher, pusher_next, grad=grad, param_names=self._engine_names)
+        contact = result.contacts
+        self.min_pusher_distance = min(self.min_pusher_distance, float(contact.pusher_distance))
+        self.touched = self.touched or contact.pusher_force > 0.0 or contact.pusher_distance <= 1e-4
+        if grad:
+            s_pusher = self.arm.pusher_jacobian(q) @ s_q
+            s_box = (result.d_state @ self.s_box + result.d_pusher_start @ self._s_pusher
+                     + result.d_pusher_end @ s_pusher)
+            if self._engine_cols:
+                s_box[:, self._engine_cols] += result.d_params
+            self.s_q, self.s_v, self.s_box, self._s_pusher = s_q, s_v, s_box, s_pusher
+        self.q, self.v, self.box, self.pusher = q, v, result.state, pusher_next
+        self.k += 1
+
+
+def simulate_arm_trial(params: ParameterSet, reference: JointTrajectory, initial_box: BoxState,
+                       duration: float | None = None, grad_names: Sequence[str] = (),
+                       commands: FloatArray | None = None, arm: ArmModel | None = None,
+                       limits: CommandLimits | None = None) -> ArmTrialResult:
+    """Run the sim platform for one trial under the PD law (or given commands).
+
+    Parameters
+    ----------
+    params : ParameterSet
+        Simulator parameters (engine, servo, PD, ``sim.dt``).
+    reference : JointTrajectory
+        The joint reference; the arm starts at rest at its first point.
+    initial_box : BoxState
+        Box state at ``t = 0``.
+    duration : float, optional
+        Trial length (s); default: the reference length.
+    grad_names : sequence of str
+        Parameters to propagate sensitivities for.
+    commands : ndarray, shape (T, 6), optional
+        Drive the servo with these joint-velocity commands (rad/s, one per tick) instead of
+        the PD law (``commands`` mirroring, replay).
+    arm : ArmModel, optional
+        Default: the URDF model with the pusher from ``params``.
+    limits : CommandLimits, optional
+        Default: the arm's limits, no workspace box.
+    """
+    platform = SimPlatform(params, reference.position[0], initial_box, arm=arm, grad_names=grad_names)
+    arm = platform.arm
+    limits = limits or CommandLimits.for_arm(arm, params)
+    gains = PDGains.from_params(params)
+    dt = platform.dt
+    duration = float(reference.t[-1] if duration is None else duration)
+    n_steps = round(duration / dt) if commands is None else len(commands)
+    grad_names = platform.grad_names
+    p = len(grad_names)
+    col = {name: i for i, name in enumerate(grad_names)}
+
+    t = np.arange(n_steps + 1) * dt
+    joint_position = np.empty((n_steps + 1, 6))
+    joint_velocity = np.empty((n_steps + 1, 6))
+    command_log = np.zeros((n_steps, 6))
+    ref_q = np.empty((n_steps, 6))
+    ref_v = np.empty((n_steps, 6))
+    pusher_log = np.empty((n_steps + 1, 3))
+    box_log = np.empty((n_steps + 1, 13))
+    d_box = np.zeros((n_steps + 1, 13, p)) if p else None
+    d_joint = np.zeros((n_steps + 1, 6, p)) if p else None
+    joint_position[0], joint_velocity[0] = platform.q, platform.v
+    pusher_log[0], box_log[0] = platform.pusher, platform.box.as_vector()
+
+    stop_reason = ""
+    previous = np.zeros(6)
+    for k in range(n_steps):
+        q, v = platform.q, platform.v
+        q_ref, v_ref = reference.sample(t[k])
+        ref_q[k], ref_v[k] = q_ref, v_ref
+        d_command = None
+        if commands is not None:
+            u = np.asarray(commands[k], dtype=float)
+        else:
+            out = pd_command(q_ref, v_ref, q, v, gains, limits, previous, dt)
+            if out.stopped and not stop_reason:
+                stop_reason = f"t = {t[k]:.2f} s: {out.reason}"
+            u = out.velocity
+            if p:
+                active = out.active[:, None]
+                d_command = active * (-gains.kp * platform.s_q - gains.kd * platform.s_v)
+                if "pd.kp" in col:
+                    d_command[:, col["pd.kp"]] += out.active * (q_ref - q)
+                if "pd.kd" in col:
+                    d_command[:, col["pd.kd"]] += out.active * (v_ref - v)
+        command_log[k] = u
+        previous = u
+        platform.step(u, d_command)
+        joint_position[k + 1], joint_velocity[k + 1] = platform.q, platform.v
+        pusher_log[k + 1], box_log[k + 1] = platform.pusher, platform.box.as_vector()
+        if p:
+            d_box[k + 1] = platform.s_box
+            d_joint[k + 1] = platform.s_q
+
+    return ArmTrialResult(
+        t=t, joint_position=joint_position, joint_velocity=joint_velocity, command=command_log,
+        reference_position=ref_q, reference_velocity=ref_v, pusher=pusher_log, box=box_log,
+        touched=platform.touched, min_pusher_distance=float(platform.min_pusher_distance),
+        stop_reason=stop_reason, grad_names=grad_names, d_box=d_box, d_joint_position=d_joint,
+    )
