@@ -1,0 +1,48 @@
+"""The real xArm 6 over ``xarm-python-sdk``, and a wire-protocol emulator of its controller.
+
+* :class:`XArmDriver` (``driver``): connect with preflight, start, stream joint velocities
+  (mode 4) or servo targets (mode 1) with a watchdog, read joint states, stop safely.
+* :class:`XArmEmulator` (``emulator``): a loopback controller the unmodified SDK talks to,
+  with the servo model of :mod:`sim2real.physics.servo` and fault injection.
+
+Never imports rclpy.
+"""
+
+from sim2real.hardware.codes import describe_error, describe_warn, error_meaning, mode_name, state_name, warn_meaning
+from sim2real.hardware.driver import (
+    CommandRecord,
+    ControllerError,
+    DriverConfig,
+    DriverStatus,
+    Fault,
+    HardwareError,
+    Preflight,
+    XArmDriver,
+    probe_controller,
+)
+from sim2real.hardware.emulator import EmulatedState, EmulatorConfig, FaultConfig, XArmEmulator
+from sim2real.hardware.limits import XARM6_JOINT_LIMITS, XARM6_MAX_JOINT_VELOCITY
+
+__all__ = [
+    "XARM6_JOINT_LIMITS",
+    "XARM6_MAX_JOINT_VELOCITY",
+    "CommandRecord",
+    "ControllerError",
+    "DriverConfig",
+    "DriverStatus",
+    "EmulatedState",
+    "EmulatorConfig",
+    "Fault",
+    "FaultConfig",
+    "HardwareError",
+    "Preflight",
+    "XArmDriver",
+    "XArmEmulator",
+    "describe_error",
+    "describe_warn",
+    "error_meaning",
+    "mode_name",
+    "probe_controller",
+    "state_name",
+    "warn_meaning",
+]

@@ -1,0 +1,691 @@
+"""Driver of the real xArm 6 through the vendor SDK (``xarm.wrapper.XArmAPI``).
+
+Typical use from a 100 Hz timer::
+
+    driver = XArmDriver(DriverConfig(ip="192.168.1.185"))
+    driver.connect()            # bounded handshake + preflight; Sim2RealError if not ready
+    driver.start()              # enable, set mode (4 = joint velocity), set state 0
+    ...
+    q, v, effort, stamp = driver.read_joint_states()
+    driver.send_velocity(qdot, stamp=t)   # clamped; raises HardwareError after any fault
+    ...
+    driver.stop()               # zero velocity, mode 0, state 4, disconnect
+
+Every velocity command carries a short auto-stop ``command_duration``; a watchdog thread
+sends zero velocity when no fresh command came within ``watchdog_timeout``. After any
+fault (controller error, rejected command, slow or lost link) the driver stops the arm as
+far as the link allows, latches the fault (:attr:`XArmDriver.fault`) and refuses every
+further command: it never resumes by itself.
+
+Times are ``time.monotonic()`` seconds; angles rad; velocities rad/s; efforts N·m.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import ipaddress
+import logging
+import math
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+from numpy.typing import NDArray
+
+from sim2real.errors import Sim2RealError
+from sim2real.hardware import protocol as wire
+from sim2real.hardware.codes import describe_error, describe_warn, mode_name, state_name
+from sim2real.hardware.limits import XARM6_JOINT_LIMITS
+
+FloatArray = NDArray[np.float64]
+LOG = logging.getLogger(__name__)
+N_JOINTS = 6
+
+# SDK return codes (xarm/x3/code.py APIState and XCONF.UxbusState).
+_SDK_OK, _SDK_ERROR, _SDK_WARNING, _SDK_TIMEOUT, _SDK_NOT_READY, _SDK_INVALID = 0, 1, 2, 3, 9, 10
+_SDK_NOT_CONNECTED = -1
+
+
+@dataclass(frozen=True)
+class DriverConfig:
+    """Configuration of an :class:`XArmDriver`.
+
+    Attributes
+    ----------
+    ip : str
+        Controller IPv4 address; the driver connects to nothing else.
+    command_port : int
+        Controller command port (502 on a real controller).
+    mode : int
+        4 = joint velocity (default), 1 = servo (servo_j targets integrated from the velocities).
+    command_duration : float
+        Auto-stop duration carried by every velocity command (s).
+    watchdog_timeout : float
+        Zero velocity is sent when no fresh command came within this time (s).
+    watchdog_period : float
+        Watchdog check period (s).
+    max_velocity : float
+        Commanded joint speeds are clamped to ±this (rad/s).
+    joint_limits : tuple of (float, float), length 6
+        Position limits (rad); motion further out of ``limit_margin`` inside them is zeroed.
+    limit_margin : float
+        Margin inside the joint limits (rad).
+    connect_timeout : float
+        TCP connect timeout (s).
+    handshake_timeout : float
+        Time the controller has to answer the firmware-version query (s).
+    command_timeout : float
+        SDK reply timeout of every command (s).
+    max_round_trip : float
+        A single command round trip longer than this is a stall fault (s).
+    max_mean_round_trip : float
+        A mean round trip over the last ``latency_window`` commands above this is a latency fault (s).
+    latency_window : int
+        Number of commands in the latency mean.
+    min_firmware : tuple of int
+        Oldest accepted firmware (needs velocity durations and get_joint_states).
+    report_type : str
+        SDK report stream: ``"real"`` (100 Hz, port 30003), ``"rich"`` or ``"normal"`` (5 Hz).
+    servo_max_step_time : float
+        Mode 1: longest time (s) one velocity command is integrated over into a target.
+    """
+
+    ip: str
+    command_port: int = 502
+    mode: int = 4
+    command_duration: float = 0.1
+    watchdog_timeout: float = 0.05
+    watchdog_period: float = 0.005
+    max_velocity: float = 3.14
+    joint_limits: tuple[tuple[float, float], ...] = XARM6_JOINT_LIMITS
+    limit_margin: float = 0.02
+    connect_timeout: float = 2.0
+    handshake_timeout: float = 2.0
+    command_timeout: float = 0.25
+    max_round_trip: float = 0.1
+    max_mean_round_trip: float = 0.02
+    latency_window: int = 10
+    min_firmware: tuple[int, int, int] = (1, 8, 103)
+    report_type: str = "real"
+    servo_max_step_time: float = 0.03
+
+    def __post_init__(self) -> None:
+        try:
+            ipaddress.IPv4Address(self.ip)
+        except ValueError:
+            raise Sim2RealError(f"xArm ip must be a dotted IPv4 address, got {self.ip!r}") from None
+        if not 1 <= self.command_port <= 65535:
+            raise Sim2RealError(f"xArm command port must be in 1..65535, got {self.command_port}")
+        if self.mode not in (1, 4):
+            raise Sim2RealError(f"xArm driver mode must be 4 (joint velocity) or 1 (servo), got {self.mode}")
+        if self.report_type not in ("real", "rich", "normal"):
+            raise Sim2RealError(f"report type must be real, rich or normal, got {self.report_type!r}")
+        if len(self.joint_limits) != N_JOINTS or any(lo >= hi for lo, hi in self.joint_limits):
+            raise Sim2RealError(f"joint limits must be {N_JOINTS} (lower, upper) pairs with lower < upper")
+        positive = ("command_duration", "watchdog_timeout", "watchdog_period", "max_velocity", "connect_timeout",
+                    "handshake_timeout", "command_timeout", "max_round_trip", "max_mean_round_trip",
+                    "servo_max_step_time")
+        for name in positive:
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value > 0.0):
+                raise Sim2RealError(f"xArm driver {name} must be a positive number of seconds/units, got {value}")
+        if self.latency_window < 1:
+            raise Sim2RealError(f"latency window must be >= 1, got {self.latency_window}")
+
+
+@dataclass(frozen=True)
+class Fault:
+    """Why the driver stopped.
+
+    Attributes
+    ----------
+    kind : str
+        ``controller_error``, ``not_ready``, ``rejected``, ``stall``, ``latency``,
+        ``timeout``, ``disconnected`` or ``sdk``.
+    message : str
+        One line, with the controller code and its meaning where there is one.
+    code : int
+        Controller error code (0 if the fault is not a controller error).
+    at : float
+        When it was detected (s, ``time.monotonic``).
+    """
+
+    kind: str
+    message: str
+    code: int = 0
+    at: float = field(default_factory=time.monotonic)
+
+
+class HardwareError(Sim2RealError):
+    """The arm was stopped because of :attr:`fault`; the driver will not resume by itself."""
+
+    def __init__(self, fault: Fault) -> None:
+        super().__init__(fault.message)
+        self.fault = fault
+
+
+class ControllerError(HardwareError):
+    """The controller reported error ``code`` (``C<code>``); see :attr:`meaning`."""
+
+    @property
+    def code(self) -> int:
+        return self.fault.code
+
+
+@dataclass(frozen=True)
+class CommandRecord:
+    """One command sent to the controller.
+
+    Attributes
+    ----------
+    stamp : float
+        The caller's timestamp of the command (any clock, usually ROS time, s).
+    sent_at, replied_at : float
+        ``time.monotonic()`` just before the SDK call and after its reply (s).
+    requested : ndarray, shape (6,)
+        Joint velocities asked for (rad/s).
+    sent : ndarray, shape (6,)
+        Joint velocities actually commanded after clamping (rad/s).
+    target : ndarray, shape (6,) or None
+        Mode 1: the servo_j target sent (rad); None in mode 4.
+    clamped : bool
+        Whether clamping changed the command.
+    source : str
+        ``"caller"`` or ``"watchdog"``.
+    code : int
+        SDK return code (0 = accepted).
+    """
+
+    stamp: float
+    sent_at: float
+    replied_at: float
+    requested: FloatArray
+    sent: FloatArray
+    target: FloatArray | None
+    clamped: bool
+    source: str
+    code: int
+
+    @property
+    def round_trip(self) -> float:
+        """Command round trip (s)."""
+        return self.replied_at - self.sent_at
+
+
+@dataclass(frozen=True)
+class Preflight:
+    """What the controller reported before starting."""
+
+    firmware: wire.FirmwareVersion
+    error_code: int
+    warn_code: int
+    state: int
+    mode: int
+
+    def summary(self) -> str:
+        """One line for logs."""
+        return (f"xArm {self.firmware.robot_sn} firmware {self.firmware.label}: "
+                f"error {describe_error(self.error_code) if self.error_code else 'none'}, "
+                f"warning {describe_warn(self.warn_code) if self.warn_code else 'none'}, "
+                f"state {self.state} ({state_name(self.state)}), mode {self.mode} ({mode_name(self.mode)})")
+
+
+@dataclass(frozen=True)
+class DriverStatus:
+    """A snapshot the ROS node can poll."""
+
+    connected: bool
+    running: bool
+    fault: Fault | None
+    commands_sent: int
+    watchdog_trips: int
+    last_command_age: float
+
+
+def probe_controller(ip: str, port: int, connect_timeout: float, handshake_timeout: float) -> wire.FirmwareVersion:
+    """Connect to ``ip:port`` and ask for the firmware version, with hard time limits.
+
+    The SDK retries an unanswered version query for minutes; this probe bounds that.
+
+    Raises
+    ------
+    Sim2RealError
+        Refused or unreachable address, no answer, or an answer that is not an xArm version.
+    """
+    where = f"{ip}:{port}"
+    try:
+        sock = socket.create_connection((ip, port), timeout=connect_timeout)
+    except ConnectionRefusedError:
+        raise Sim2RealError(f"cannot connect to the xArm controller at {where}: connection refused "
+                            f"(is it switched on, and is the address right?)") from None
+    except TimeoutError:
+        raise Sim2RealError(f"cannot connect to the xArm controller at {where}: "
+                            f"no TCP connection within {connect_timeout:g} s") from None
+    except OSError as err:
+        raise Sim2RealError(f"cannot connect to the xArm controller at {where}: {err.strerror or err}") from None
+    with sock:
+        deadline = time.monotonic() + handshake_timeout
+        buffer = bytearray()
+        try:
+            sock.sendall(wire.encode_request(1, wire.PROTOCOL_PRIVATE, wire.Register.GET_VERSION))
+            while True:
+                if len(buffer) >= wire.HEADER_SIZE:
+                    length = wire.HEADER.unpack_from(buffer, 0)[2]
+                    if len(buffer) >= wire.HEADER_SIZE + length:
+                        break
+                remaining = deadline - time.monotonic()
+                if remaining <= 0.0:
+                    raise TimeoutError
+                sock.settimeout(remaining)
+                chunk = sock.recv(4096)
+                if not chunk:
+                    raise Sim2RealError(f"the xArm controller at {where} closed the connection "
+                                        f"instead of answering the version query")
+                buffer.extend(chunk)
+        except TimeoutError:
+            raise Sim2RealError(f"the xArm controller at {where} accepted the connection but did not answer "
+                                f"the version query within {handshake_timeout:g} s") from None
+        except OSError as err:
+            raise Sim2RealError(f"lost the connection to {where} during the version query: {err}") from None
+    _, protocol, length = wire.HEADER.unpack_from(buffer, 0)
+    register = buffer[wire.HEADER_SIZE]
+    data = bytes(buffer[wire.HEADER_SIZE + 2:wire.HEADER_SIZE + length])
+    if protocol != wire.PROTOCOL_PRIVATE or register != wire.Register.GET_VERSION:
+        raise Sim2RealError(f"{where} does not speak the xArm protocol (reply protocol {protocol}, "
+                            f"register {register} to a version query)")
+    version = wire.parse_version(data)
+    if version is None:
+        text = data.split(b"\0", 1)[0].decode("ascii", errors="replace")
+        raise Sim2RealError(f"unexpected firmware answer from {where}: {text!r} is not an xArm version string")
+    if version.axis != N_JOINTS:
+        raise Sim2RealError(f"{where} is a {version.axis}-axis arm ({version.text!r}), expected an xArm 6")
+    return version
+
+
+class XArmDriver:
+    """Joint-velocity driver of one xArm 6 (see the module docstring).
+
+    Parameters
+    ----------
+    config : DriverConfig
+        Address, mode, limits, timeouts.
+    """
+
+    #: The SDK reads its command port from a process-wide class attribute; serialise patching it.
+    _SDK_PORT_LOCK: ClassVar[threading.Lock] = threading.Lock()
+
+    def __init__(self, config: DriverConfig) -> None:
+        self.config = config
+        self._arm: Any = None
+        self._io = threading.RLock()
+        self._fault: Fault | None = None
+        self._running = False
+        self.preflight: Preflight | None = None
+        self._lower = np.array([lo for lo, _ in config.joint_limits]) + config.limit_margin
+        self._upper = np.array([hi for _, hi in config.joint_limits]) - config.limit_margin
+        self._last_q: FloatArray | None = None
+        self._servo_target: FloatArray | None = None
+        self._last_send_at = -math.inf
+        self._last_fresh_at = -math.inf
+        self._zero_sent = True
+        self._round_trips: collections.deque[float] = collections.deque(maxlen=config.latency_window)
+        self._history: collections.deque[CommandRecord] = collections.deque(maxlen=100_000)
+        self._commands_sent = 0
+        self._watchdog_trips = 0
+        self._watchdog_stop = threading.Event()
+        self._watchdog: threading.Thread | None = None
+
+    # --- connection ----------------------------------------------------------------------
+    @property
+    def where(self) -> str:
+        return f"{self.config.ip}:{self.config.command_port}"
+
+    @property
+    def connected(self) -> bool:
+        return self._arm is not None and bool(self._arm.connected)
+
+    def connect(self) -> Preflight:
+        """Connect (bounded in time), then run the preflight checks.
+
+        Raises
+        ------
+        Sim2RealError
+            Unreachable, silent or foreign controller; too old firmware; or the arm is not
+            ready (controller error present, arm moving under another client).
+        """
+        if self._arm is not None:
+            raise Sim2RealError("xArm driver is already connected")
+        cfg = self.config
+        firmware = probe_controller(cfg.ip, cfg.command_port, cfg.connect_timeout, cfg.handshake_timeout)
+        if firmware.number < cfg.min_firmware:
+            need = ".".join(str(n) for n in cfg.min_firmware)
+            raise Sim2RealError(f"xArm at {self.where} runs firmware {firmware.label}; this driver needs >= v{need}")
+        self._arm = self._open_sdk(cfg.connect_timeout + cfg.handshake_timeout + 2.0)
+        self._arm.set_timeout(cfg.command_timeout)
+        try:
+            self.preflight = self._preflight(firmware)
+        except Sim2RealError:
+            self._disconnect()
+            raise
+        LOG.info("%s", self.preflight.summary())
+        return self.preflight
+
+    def _open_sdk(self, deadline_s: float) -> Any:
+        """Construct ``XArmAPI`` and connect it in a helper thread with a deadline."""
+        from xarm.core.config.x_config import XCONF
+        from xarm.wrapper import XArmAPI
+
+        cfg = self.config
+        arm = XArmAPI(cfg.ip, is_radian=True, do_not_open=True, forbid_uds=True, report_type=cfg.report_type)
+        outcome: dict[str, BaseException | None] = {"error": None}
+
+        def open_arm() -> None:
+            try:
+                arm.connect()
+            except BaseException as err:
+                outcome["error"] = err
+
+        previous_default = socket.getdefaulttimeout()
+        with self._SDK_PORT_LOCK:
+            saved_port = XCONF.SocketConf.TCP_CONTROL_PORT
+            XCONF.SocketConf.TCP_CONTROL_PORT = cfg.command_port
+            try:
+                worker = threading.Thread(target=open_arm, name="xarm-sdk-connect", daemon=True)
+                worker.start()
+                worker.join(deadline_s)
+            finally:
+                XCONF.SocketConf.TCP_CONTROL_PORT = saved_port
+                socket.setdefaulttimeout(previous_default)  # the SDK sets a process-wide 1 s default
+        if worker.is_alive():
+            with contextlib.suppress(Exception):
+                arm.disconnect()
+            raise Sim2RealError(f"the xArm SDK did not finish connecting to {self.where} within {deadline_s:g} s")
+        if outcome["error"] is not None or not arm.connected:
+            with contextlib.suppress(Exception):
+                arm.disconnect()
+            reason = outcome["error"] or "not connected"
+            raise Sim2RealError(f"the xArm SDK could not connect to {self.where}: {reason}")
+        return arm
+
+    def _preflight(self, firmware: wire.FirmwareVersion) -> Preflight:
+        arm = self._arm
+        code, (error_code, warn_code) = arm.get_err_warn_code()
+        if code != 0:
+            raise Sim2RealError(f"xArm at {self.where} did not report its error codes (SDK code {code})")
+        code, state = arm.get_state()
+        if code != 0:
+            raise Sim2RealError(f"xArm at {self.where} did not report its state (SDK code {code})")
+        deadline = time.monotonic() + 0.5  # the mode is only known from the report stream
+        while not arm.arm.reported and time.monotonic() < deadline:
+            time.sleep(0.01)
+        preflight = Preflight(firmware, int(error_code), int(warn_code), int(state), int(arm.mode))
+        if error_code:
+            raise Sim2RealError(f"xArm at {self.where} is not ready: controller error {describe_error(error_code)}; "
+                                f"remove its cause and clear it before starting")
+        if state == 1:
+            raise Sim2RealError(f"xArm at {self.where} is not ready: it is moving (state 1); "
+                                f"another client may be driving it")
+        if warn_code:
+            LOG.warning("xArm at %s reports warning %s", self.where, describe_warn(warn_code))
+        return preflight
+
+    # --- start / stop --------------------------------------------------------------------
+    def start(self) -> None:
+        """Enable the motors, set the configured mode and state 0, start the watchdog.
+
+        Raises
+        ------
+        HardwareError
+            The controller refused or reported an error.
+        """
+        if self._arm is None:
+            raise Sim2RealError("xArm driver: connect() before start()")
+        self._raise_if_faulted()
+        cfg = self.config
+        with self._io:
+            self._check(self._arm.motion_enable(True), "motion_enable")
+            self._check(self._arm.set_mode(cfg.mode), f"set_mode({cfg.mode})")
+            self._check(self._arm.set_state(0), "set_state(0)")
+            deadline = time.monotonic() + 1.0
+            while self._arm.mode != cfg.mode and time.monotonic() < deadline:
+                time.sleep(0.005)
+            code, state = self._arm.get_state()
+            self._check(code, "get_state")
+            if state not in (1, 2):
+                self._latch(Fault("not_ready", f"xArm at {self.where} did not become ready after start: "
+                                               f"state {state} ({state_name(state)})"))
+            q, _, _, _ = self.read_joint_states()
+            self._servo_target = q.copy()
+            self._last_fresh_at = self._last_send_at = time.monotonic()
+            self._zero_sent = True
+            self._running = True
+        self._watchdog_stop.clear()
+        self._watchdog = threading.Thread(target=self._watchdog_loop, name="xarm-watchdog", daemon=True)
+        self._watchdog.start()
+
+    def stop(self) -> None:
+        """Stop the arm, leave it in a safe mode (mode 0, state 4) and disconnect. Idempotent."""
+        self._running = False
+        self._watchdog_stop.set()
+        if self._watchdog is not None and self._watchdog is not threading.current_thread():
+            self._watchdog.join(timeout=1.0)
+        self._watchdog = None
+        if self._arm is None:
+            return
+        with self._io:
+            if self.connected:
+                self._halt()
+                with contextlib.suppress(Exception):
+                    self._arm.set_mode(0)
+                with contextlib.suppress(Exception):
+                    self._arm.set_state(4)
+            self._disconnect()
+
+    def __enter__(self) -> XArmDriver:
+        if self._arm is None:
+            self.connect()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _disconnect(self) -> None:
+        arm, self._arm = self._arm, None
+        if arm is not None:
+            with contextlib.suppress(Exception):
+                arm.disconnect()
+
+    # --- streaming -----------------------------------------------------------------------
+    def send_velocity(self, qdot: FloatArray, stamp: float) -> CommandRecord:
+        """Send joint velocities ``qdot`` (rad/s, (6,)) stamped ``stamp`` (caller's clock, s).
+
+        The command is clamped to ``±max_velocity`` and zeroed for joints that would move
+        further out of their limits (using the last read positions). Mode 1 integrates it
+        into the next servo_j target.
+
+        Raises
+        ------
+        Sim2RealError
+            NaN/inf or wrong shape (nothing is sent), or the driver is not running.
+        HardwareError
+            The driver has faulted (now or before); the arm has been stopped.
+        """
+        requested = np.asarray(qdot, dtype=float)
+        if requested.shape != (N_JOINTS,):
+            raise Sim2RealError(f"velocity command must have shape ({N_JOINTS},), got {requested.shape}")
+        if not np.all(np.isfinite(requested)):
+            raise Sim2RealError(f"velocity command refused: it contains NaN or inf ({requested.tolist()})")
+        self._raise_if_faulted()
+        if not self._running:
+            raise Sim2RealError("xArm driver is not running: call start() first")
+        with self._io:
+            self._raise_if_faulted()
+            record = self._send(requested, float(stamp), "caller")
+            self._last_fresh_at = record.replied_at
+            self._zero_sent = not np.any(record.sent)
+        self._raise_if_faulted()
+        return record
+
+    def read_joint_states(self) -> tuple[FloatArray, FloatArray, FloatArray, float]:
+        """Joint positions (rad), velocities (rad/s), efforts (N·m), each (6,), and the read time (s).
+
+        Raises
+        ------
+        HardwareError
+            The controller reports an error, or the link failed.
+        """
+        self._raise_if_faulted()
+        if self._arm is None:
+            raise Sim2RealError("xArm driver is not connected")
+        with self._io:
+            code, states = self._arm.get_joint_states(is_radian=True, num=3)
+            stamp = time.monotonic()
+            self._check(code, "get_joint_states")
+            if self._arm.arm.arm_cmd.has_err_warn:
+                self._check_error_codes("get_joint_states")
+        position, velocity, effort = (np.array(block[:N_JOINTS], dtype=float) for block in states)
+        self._last_q = position
+        return position, velocity, effort, stamp
+
+    @property
+    def fault(self) -> Fault | None:
+        """The latched fault, or None."""
+        return self._fault
+
+    def status(self) -> DriverStatus:
+        """Snapshot for polling (e.g. from a ROS timer)."""
+        return DriverStatus(self.connected, self._running, self._fault, self._commands_sent, self._watchdog_trips,
+                            time.monotonic() - self._last_fresh_at)
+
+    def sent_commands(self) -> list[CommandRecord]:
+        """Every command sent so far (caller and watchdog), oldest first."""
+        with self._io:
+            return list(self._history)
+
+    # --- internals -----------------------------------------------------------------------
+    def _clamp(self, requested: FloatArray) -> FloatArray:
+        sent = np.clip(requested, -self.config.max_velocity, self.config.max_velocity)
+        if self._last_q is not None:
+            sent = np.where((self._last_q <= self._lower) & (sent < 0.0), 0.0, sent)
+            sent = np.where((self._last_q >= self._upper) & (sent > 0.0), 0.0, sent)
+        return sent
+
+    def _send(self, requested: FloatArray, stamp: float, source: str) -> CommandRecord:
+        cfg = self.config
+        sent = self._clamp(requested)
+        target = None
+        sent_at = time.monotonic()
+        if cfg.mode == 4:
+            code = self._arm.vc_set_joint_velocity(sent.tolist(), is_radian=True, duration=cfg.command_duration)
+        else:
+            step = min(max(sent_at - self._last_send_at, 0.0), cfg.servo_max_step_time)
+            assert self._servo_target is not None
+            target = np.clip(self._servo_target + sent * step, self._lower, self._upper)
+            code = self._arm.set_servo_angle_j(target.tolist(), is_radian=True)
+            if code == 0:
+                self._servo_target = target
+        replied_at = time.monotonic()
+        self._last_send_at = sent_at
+        record = CommandRecord(stamp, sent_at, replied_at, requested.copy(), sent, target,
+                               bool(np.any(sent != requested)), source, int(code))
+        self._history.append(record)
+        self._commands_sent += 1
+        what = "vc_set_joint_velocity" if cfg.mode == 4 else "set_servo_angle_j"
+        self._check(code, what)
+        self._check_round_trip(record.round_trip)
+        return record
+
+    def _check_round_trip(self, round_trip: float) -> None:
+        cfg = self.config
+        self._round_trips.append(round_trip)
+        if round_trip > cfg.max_round_trip:
+            self._latch(Fault("stall", f"the xArm link stalled: a command took {round_trip * 1e3:.0f} ms "
+                                       f"(limit {cfg.max_round_trip * 1e3:.0f} ms)"))
+        elif len(self._round_trips) == cfg.latency_window:
+            mean = float(np.mean(self._round_trips))
+            if mean > cfg.max_mean_round_trip:
+                self._latch(Fault("latency", f"the xArm link is too slow: mean command round trip "
+                                             f"{mean * 1e3:.1f} ms over {cfg.latency_window} commands "
+                                             f"(limit {cfg.max_mean_round_trip * 1e3:.0f} ms)"))
+
+    def _check(self, code: int, what: str) -> None:
+        """Turn an SDK return code into a latched fault (no-op for success and warnings)."""
+        if code in (_SDK_OK, _SDK_WARNING):
+            return
+        if code == _SDK_NOT_CONNECTED or not self.connected:
+            self._latch(Fault("disconnected", f"lost the connection to the xArm controller at {self.where} "
+                                              f"during {what}; the arm stops by the "
+                                              f"{self.config.command_duration:g} s command auto-stop"))
+        elif code == _SDK_TIMEOUT:
+            self._latch(Fault("timeout", f"no reply from the xArm controller at {self.where} to {what} within "
+                                         f"{self.config.command_timeout:g} s"))
+        elif code in (_SDK_ERROR, _SDK_NOT_READY):
+            self._check_error_codes(what)
+            if self._fault is None:
+                _, state = self._arm.get_state()
+                self._latch(Fault("not_ready", f"xArm not ready for {what}: state {state} ({state_name(state)})"))
+        elif code == _SDK_INVALID:
+            self._latch(Fault("rejected", f"the xArm controller rejected {what} (invalid in mode {self._arm.mode}: "
+                                          f"{mode_name(self._arm.mode)})"))
+        else:
+            self._latch(Fault("sdk", f"xArm SDK returned code {code} for {what}"))
+
+    def _check_error_codes(self, what: str) -> None:
+        code, (error_code, warn_code) = self._arm.get_err_warn_code()
+        if code != 0:
+            self._check(code, "get_err_warn_code")
+            return
+        if error_code:
+            self._latch(Fault("controller_error", f"xArm controller error {describe_error(error_code)} "
+                                                  f"(seen at {what}); the arm is stopped", code=int(error_code)))
+        elif warn_code:
+            LOG.warning("xArm warning %s", describe_warn(warn_code))
+
+    def _latch(self, fault: Fault) -> None:
+        """Record the first fault and stop the arm as far as the link allows."""
+        if self._fault is not None:
+            return
+        self._fault = fault
+        self._running = False
+        self._watchdog_stop.set()
+        LOG.error("xArm driver fault (%s): %s", fault.kind, fault.message)
+        if fault.kind not in ("disconnected", "timeout") and self.connected:
+            self._halt()
+            with contextlib.suppress(Exception):
+                self._arm.set_state(4)
+
+    def _halt(self) -> None:
+        """Best-effort zero-velocity command (mode 4) or hold of the last target (mode 1)."""
+        with contextlib.suppress(Exception):
+            if self.config.mode == 4:
+                self._arm.vc_set_joint_velocity([0.0] * N_JOINTS, is_radian=True,
+                                                duration=self.config.command_duration)
+            elif self._servo_target is not None:
+                self._arm.set_servo_angle_j(self._servo_target.tolist(), is_radian=True)
+
+    def _raise_if_faulted(self) -> None:
+        fault = self._fault
+        if fault is not None:
+            if fault.kind == "controller_error":
+                raise ControllerError(fault)
+            raise HardwareError(fault)
+
+    def _watchdog_loop(self) -> None:
+        cfg = self.config
+        while not self._watchdog_stop.wait(cfg.watchdog_period):
+            if self._zero_sent or time.monotonic() - self._last_fresh_at <= cfg.watchdog_timeout:
+                continue
+            with self._io:
+                stale = time.monotonic() - self._last_fresh_at > cfg.watchdog_timeout
+                if not self._running or self._fault is not None or self._zero_sent or not stale:
+                    continue
+                self._watchdog_trips += 1
+                LOG.warning("xArm watchdog: no fresh command for %.0f ms; sending zero velocity",
+                            (time.monotonic() - self._last_fresh_at) * 1e3)
+                with contextlib.suppress(Sim2RealError):
+                    self._send(np.zeros(N_JOINTS), math.nan, "watchdog")
+                self._zero_sent = True
