@@ -55,7 +55,7 @@ PARAMETERS: tuple[Parameter, ...] = (
     _P("box.com_x", "m", 0.0, -0.5, 0.5, "centre-of-mass offset from the geometric centre, box body x"),
     _P("box.com_y", "m", 0.0, -0.5, 0.5, "centre-of-mass offset from the geometric centre, box body y"),
     _P("box.com_z", "m", 0.0, -0.5, 0.5, "centre-of-mass offset from the geometric centre, box body z"),
-    _P("contact.mu_table", "-", 0.35, 0.0, 2.0, "Coulomb friction coefficient box-table"),
+    _P("contact.mu_table", "-", 0.5, 0.0, 2.0, "Coulomb friction coefficient box-table"),
     _P("contact.mu_pusher", "-", 0.3, 0.0, 2.0, "Coulomb friction coefficient pusher-box"),
     _P("contact.kappa_grad", "-", 1e-4, 1e-9, 1e-1,
        "interior-point central-path value at which gradients are taken (smoothing)", frozen=True),
