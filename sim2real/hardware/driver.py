@@ -74,6 +74,9 @@ class DriverConfig:
         Position limits (rad); motion further out of ``limit_margin`` inside them is zeroed.
     limit_margin : float
         Margin inside the joint limits (rad).
+    limit_lookahead : float
+        A joint's command is zeroed when its last read position moved on at that speed for
+        this long (s) would leave the margin; covers the servo's delay and lag.
     connect_timeout : float
         TCP connect timeout (s).
     handshake_timeout : float
@@ -103,6 +106,7 @@ class DriverConfig:
     max_velocity: float = 3.14
     joint_limits: tuple[tuple[float, float], ...] = XARM6_JOINT_LIMITS
     limit_margin: float = 0.02
+    limit_lookahead: float = 0.1
     connect_timeout: float = 2.0
     handshake_timeout: float = 2.0
     command_timeout: float = 0.25
@@ -570,8 +574,9 @@ class XArmDriver:
     def _clamp(self, requested: FloatArray) -> FloatArray:
         sent = np.clip(requested, -self.config.max_velocity, self.config.max_velocity)
         if self._last_q is not None:
-            sent = np.where((self._last_q <= self._lower) & (sent < 0.0), 0.0, sent)
-            sent = np.where((self._last_q >= self._upper) & (sent > 0.0), 0.0, sent)
+            ahead = self._last_q + sent * self.config.limit_lookahead
+            sent = np.where((ahead <= self._lower) & (sent < 0.0), 0.0, sent)
+            sent = np.where((ahead >= self._upper) & (sent > 0.0), 0.0, sent)
         return sent
 
     def _send(self, requested: FloatArray, stamp: float, source: str) -> CommandRecord:

@@ -8,8 +8,9 @@ configurable, see :attr:`EmulatorConfig.command_port`) and on the report ports 3
 Joint motion follows :mod:`sim2real.physics.servo` with the emulator's own true servo
 parameters: velocity commands (mode 4) go into a delayed :class:`CommandHistory` and the
 joints are advanced exactly with :func:`advance_servo`; servo_j targets (mode 1) are
-tracked by a velocity command ``(target - q) / servo_j_time_constant`` clipped to the
-velocity limit, recomputed every tick. Joint states answer at the moment of the query.
+tracked by a velocity command: the target's own speed (feed-forward, from the last two
+targets, held for 1.5 streaming periods) plus ``(target - q) / servo_j_time_constant``,
+clipped to the velocity limit and recomputed every tick. Joint states answer at the moment of the query.
 
 Controller behaviour: states and modes as on the real controller (mode and motion-enable
 changes put it in state 5, ``set_state(0)`` makes it ready); motion commands while not
@@ -128,8 +129,9 @@ class EmulatorConfig:
         Answer to the firmware-version query.
     tick_rate : float
         Internal control tick (Hz): limit checks, servo_j tracking, faults, the tick hook.
-    servo_j_time_constant : float
-        Time constant (s) of the servo_j target tracking in mode 1.
+    servo_j_time_constant : float or None
+        Time constant (s) of the servo_j position correction in mode 1; None means
+        ``4 * (servo.tau + servo.delay)``, which keeps the loop well damped.
     reject_wrong_mode : bool
         Answer motion commands sent in the wrong mode with the "invalid" status bit
         (the real controller's answer is undocumented; they are ignored either way).
@@ -146,7 +148,7 @@ class EmulatorConfig:
     joint_limits: tuple[tuple[float, float], ...] = XARM6_JOINT_LIMITS
     version: str = DEFAULT_VERSION
     tick_rate: float = 250.0
-    servo_j_time_constant: float = 0.02
+    servo_j_time_constant: float | None = None
     reject_wrong_mode: bool = True
     faults: FaultConfig = field(default_factory=FaultConfig)
     report_ports: tuple[int, ...] = (wire.REPORT_PORT_NORMAL, wire.REPORT_PORT_RICH, wire.REPORT_PORT_REAL)
@@ -215,6 +217,10 @@ class _ArmCore:
         self.vc_deadline: float | None = None
         self.servo_target: FloatArray | None = None
         self.last_servo_target: tuple[float, FloatArray] | None = None
+        self.feed_forward = np.zeros(N_JOINTS)
+        self.feed_forward_until = -math.inf
+        self.servo_j_time_constant = (config.servo_j_time_constant if config.servo_j_time_constant is not None
+                                      else 4.0 * (config.servo.tau + config.servo.delay))
         self.state = 4
         self.mode = 0
         self.error_code = 0
@@ -249,7 +255,9 @@ class _ArmCore:
         if self.servo_target is None:
             return
         gap = self.servo_target - self.q
-        u = np.clip(gap / self.config.servo_j_time_constant, -self.servo.max_velocity, self.servo.max_velocity)
+        feed_forward = self.feed_forward if now < self.feed_forward_until else 0.0
+        u = np.clip(feed_forward + gap / self.servo_j_time_constant, -self.servo.max_velocity,
+                    self.servo.max_velocity)
         self._push(now, u)
 
     def halt(self, now: float) -> None:
@@ -402,10 +410,13 @@ class _ArmCore:
             t_prev, q_prev = self.last_servo_target
             # Implied target speed; the interval is floored at the 100 Hz streaming period so
             # that two commands arriving back to back do not look infinitely fast.
-            implied = np.abs(target - q_prev) / max(now - t_prev, 0.01)
-            if np.any(implied > self.servo.max_velocity + 1e-6):
+            interval = max(now - t_prev, 0.01)
+            implied = (target - q_prev) / interval
+            if np.any(np.abs(implied) > self.servo.max_velocity + 1e-6):
                 self.raise_error(24, now)
                 return 0
+            self.feed_forward = implied
+            self.feed_forward_until = now + 1.5 * interval
         self.last_servo_target = (now, target.copy())
         self.servo_target = target.copy()
         self.track_servo_target(now)
