@@ -1,0 +1,38 @@
+"""``sim2real report``: sim-vs-real report (report.html, report.md, figures) from run directories."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``report`` subcommand."""
+    parser = subparsers.add_parser(
+        "report",
+        help="sim-vs-real report (report.html, report.md, figures) from run directories",
+        description="Read one or more run directories (one rosbag2 trial per sub-directory) and write "
+        "report.html (self-contained) and report.md with PNG figures: the experiment table (start, real and "
+        "sim final distance, gap, flips, agreement), per-trial box paths, tilt, joint tracking and command "
+        "streams, and with --fit the fitted parameters, 95 %% intervals, correlations and fit trace. Two run "
+        "directories are compared side by side (e.g. --labels before,after).",
+    )
+    parser.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run directory (repeatable)")
+    parser.add_argument("--out", required=True, metavar="DIR", help="output directory (created; report replaced)")
+    parser.add_argument("--fit", metavar="FIT_JSON", help="fit.json written by 'sim2real fit'")
+    parser.add_argument("--labels", metavar="A,B", help="comma-separated label per run directory")
+    parser.add_argument("--max-trial-figures", type=int, default=10, metavar="N",
+                        help="per run, draw per-trial figures for the first N trials (default 10)")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Build the report and print the experiment table and the report paths."""
+    from sim2real.report import build_report
+
+    labels = [part.strip() for part in args.labels.split(",")] if args.labels is not None else None
+    paths = build_report(args.run_dirs, args.out, fit=args.fit, labels=labels,
+                         max_trial_figures=args.max_trial_figures)
+    print(paths.text)
+    print(f"wrote {paths.html}")
+    print(f"wrote {paths.markdown} ({len(paths.figures)} figures)")
+    return 0

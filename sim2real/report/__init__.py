@@ -1,0 +1,12 @@
+"""Sim-vs-real reports: the experiment table (Dojo Table IV form), per-trial figures, fit results.
+
+``build_report(run_dirs, out_dir, fit=None, labels=None) -> ReportPaths`` writes
+``report.html`` (self-contained: figures embedded as base64 PNG, no external URLs) and
+``report.md`` (figures as PNG files next to it). Pure Python with matplotlib (Agg); no ROS.
+"""
+
+from sim2real.report.build import ReportPaths, build_report
+from sim2real.report.tables import ExperimentRow, ExperimentTable, FitSummary, experiment_table, read_fit
+
+__all__ = ["ExperimentRow", "ExperimentTable", "FitSummary", "ReportPaths", "build_report", "experiment_table",
+           "read_fit"]

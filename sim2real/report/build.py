@@ -1,0 +1,318 @@
+"""Assemble the sim-vs-real report from run directories (and optionally a fit.json) and write it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from sim2real.errors import Sim2RealError
+from sim2real.report.document import (
+    Block,
+    Figure,
+    Heading,
+    Note,
+    Paragraph,
+    Table,
+    render_html,
+    render_markdown,
+    render_text_table,
+)
+from sim2real.report.figures import (
+    box_motion_figure,
+    command_figure,
+    correlation_figure,
+    final_distance_figure,
+    fit_trace_figure,
+    joint_tracking_figure,
+)
+from sim2real.report.tables import (
+    EXPERIMENT_HEADER,
+    ExperimentTable,
+    FitSummary,
+    comparison_rows_text,
+    comparison_sentence,
+    experiment_rows_text,
+    experiment_summary_text,
+    experiment_table,
+    fit_parameter_rows,
+    read_fit,
+    strong_correlations,
+    trial_outcomes,
+)
+from sim2real.trials import TrialRecord, read_run, read_run_meta
+
+REPORT_HTML = "report.html"
+REPORT_MD = "report.md"
+FIGURE_PREFIX = "fig_"
+
+
+@dataclass(frozen=True)
+class ReportPaths:
+    """What :func:`build_report` wrote and computed.
+
+    Attributes
+    ----------
+    html, markdown : pathlib.Path
+        ``report.html`` (self-contained) and ``report.md``.
+    figures : tuple of pathlib.Path
+        PNG files next to report.md.
+    tables : tuple of ExperimentTable
+        The experiment table of each run (mean/max gap, flip agreement as properties).
+    text : str
+        The experiment table(s) and summary as plain text, for a terminal.
+    """
+
+    html: Path
+    markdown: Path
+    figures: tuple[Path, ...]
+    tables: tuple[ExperimentTable, ...]
+    text: str
+
+
+@dataclass(frozen=True)
+class _Run:
+    label: str
+    path: Path
+    trials: tuple[TrialRecord, ...]
+    meta: dict
+
+
+def _labels(run_dirs: Sequence[Path], labels: Sequence[str] | None) -> list[str]:
+    if labels is not None:
+        cleaned = [str(label).strip() for label in labels]
+        if len(cleaned) != len(run_dirs):
+            raise Sim2RealError(f"got {len(cleaned)} label(s) for {len(run_dirs)} run director(ies); "
+                                "give one label per run")
+        if any(not label for label in cleaned) or len(set(cleaned)) != len(cleaned):
+            raise Sim2RealError(f"labels must be non-empty and distinct, got {', '.join(cleaned)}")
+        return cleaned
+    names = [p.resolve().name or str(p) for p in run_dirs]
+    if len(set(names)) == len(names):
+        return names
+    return [f"{name} ({k + 1})" for k, name in enumerate(names)]
+
+
+def _platform_summary(trials: Sequence[TrialRecord]) -> str:
+    counts = {ns: sum(1 for t in trials if ns in t.platforms) for ns in ("real", "sim")}
+    return ", ".join(f"{ns} in {n}" for ns, n in counts.items() if n) or "none"
+
+
+def _input_blocks(runs: Sequence[_Run], fit: FitSummary | None) -> list[Block]:
+    rows = []
+    for run in runs:
+        incomplete = sum(1 for t in run.trials if not t.complete)
+        rows.append((run.label, str(run.path), str(len(run.trials)), _platform_summary(run.trials),
+                     str(run.meta.get("mode", "—")), str(run.meta.get("mirror", "—")),
+                     str(incomplete) if incomplete else "0"))
+    blocks: list[Block] = [
+        Heading("Inputs"),
+        Table(("run", "directory", "trials", "platforms (trials)", "mode", "mirror", "incomplete"),
+              tuple(rows), css_class="inputs"),
+    ]
+    kinds = {ns for run in runs for t in run.trials for ns in t.platforms}
+    if kinds == {"real"}:
+        blocks.append(Note("Real recordings only: there is nothing simulated to compare with; sim columns are empty."))
+    elif kinds == {"sim"}:
+        blocks.append(Note("Simulated recordings only: there is no real recording to compare with; real columns "
+                           "are empty."))
+    elif not kinds:
+        blocks.append(Note("The trials hold no platform data at all."))
+    if fit is None:
+        blocks.append(Note("No fit file given (--fit): the parameter, correlation and fit-trace sections are "
+                           "omitted."))
+    return blocks
+
+
+def _experiment_blocks(tables: Sequence[ExperimentTable], runs: Sequence[_Run]) -> list[Block]:
+    blocks: list[Block] = [Heading("Experiment table"),
+                           Paragraph("Per trial: start distance and final distance of the box centre from the "
+                                     "arm base along x, the sim-vs-real gap |sim − real|, and whether the box "
+                                     "flipped (the face it rests on changed), in the form of Table IV of the "
+                                     "Dojo paper.")]
+    for table in tables:
+        caption = f"Run '{table.label}'" if len(tables) > 1 else "Sim vs real"
+        blocks.append(Table(EXPERIMENT_HEADER, tuple(tuple(r) for r in experiment_rows_text(table)), caption,
+                            css_class="experiment"))
+        blocks.append(Paragraph(experiment_summary_text(table)))
+        blocks += [Note(note) for note in table.notes]
+    figure = final_distance_figure(tables)
+    if figure is not None:
+        blocks.append(Figure(f"{FIGURE_PREFIX}final_distance.png", figure,
+                             "Final box distance against start distance (cm), real and sim."))
+    if len(tables) > 1:
+        header, rows = comparison_rows_text(tables)
+        blocks += [Heading(f"{' vs '.join(t.label for t in tables)}"),
+                   Table(tuple(header), tuple(tuple(r) for r in rows), "Final distance and gap per run",
+                         css_class="comparison"),
+                   Paragraph(comparison_sentence(tables))]
+    return blocks
+
+
+def _fit_blocks(fit: FitSummary) -> list[Block]:
+    header, rows = fit_parameter_rows(fit)
+    blocks: list[Block] = [Heading("Fitted parameters"), Paragraph(f"From {fit.path}."),
+                           Table(tuple(header), tuple(tuple(r) for r in rows),
+                                 "Parameters before and after the fit (SI units)", css_class="parameters")]
+    if fit.missing:
+        blocks.append(Note(f"The fit file lacks: {', '.join(fit.missing)}; those parts are not shown."))
+    for warning in fit.warnings:
+        blocks.append(Note(f"Fit warning: {warning}"))
+    if fit.extras:
+        blocks.append(Table(("item", "value"), tuple((k, str(v)) for k, v in fit.extras.items()), "Fit details",
+                            css_class="fit-details"))
+    if fit.correlation_names:
+        pairs = strong_correlations(fit)
+        blocks.append(Paragraph("Strongly correlated pairs (|r| ≥ 0.8): " + (
+            "; ".join(f"{a} / {b}: {r:+.2f}" for a, b, r in pairs) if pairs else "none") + "."))
+        figure = correlation_figure(fit.correlation_names, fit.correlation)
+        if figure is not None:
+            blocks.append(Figure(f"{FIGURE_PREFIX}correlation.png", figure, "Correlation of the fitted parameters."))
+    figure = fit_trace_figure(fit.trace)
+    if figure is not None:
+        first, last = fit.trace[0]["cost"], fit.trace[-1]["cost"]
+        blocks += [Paragraph(f"Cost {first:.4g} → {last:.4g} in {len(fit.trace)} recorded iteration(s)."),
+                   Figure(f"{FIGURE_PREFIX}fit_trace.png", figure, "Fit cost against iteration.")]
+    return blocks
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+
+
+def _trial_blocks(runs: Sequence[_Run], max_trial_figures: int) -> list[Block]:
+    blocks: list[Block] = [Heading("Trials")]
+    for k, run in enumerate(runs):
+        shown = run.trials[:max_trial_figures]
+        if len(runs) > 1:
+            blocks.append(Heading(f"Run '{run.label}'", 3))
+        if len(run.trials) > len(shown):
+            blocks.append(Note(f"Figures are shown for the first {len(shown)} of {len(run.trials)} trials of run "
+                               f"'{run.label}' (--max-trial-figures)."))
+        for trial in shown:
+            blocks.append(Heading(f"{trial.name}" + ("" if len(runs) == 1 else f" ({run.label})"), 4))
+            outcomes = trial_outcomes(trial)
+            facts = []
+            for ns, outcome in outcomes.items():
+                facts.append(f"{ns}: final {100 * outcome['final_distance_m']:.1f} cm, yaw "
+                             f"{outcome['yaw_deg']:.1f}°, max tilt {outcome['max_tilt_deg']:.1f}°, "
+                             f"{'flipped' if outcome['flipped'] else 'not flipped'}"
+                             + ("" if outcome.get("touched") is None else
+                                f", {'touched' if outcome['touched'] else 'not touched'}"))
+            if facts:
+                blocks.append(Paragraph("; ".join(facts) + "."))
+            if not trial.complete:
+                blocks.append(Note("This trial was interrupted; the data end where the recording stopped."))
+            stem = f"{FIGURE_PREFIX}{k}_{_safe(trial.name)}"
+            missing = []
+            for suffix, make, caption, what in (
+                ("box", box_motion_figure, "box path (top view) and tilt against time", "box poses"),
+                ("joints", joint_tracking_figure, "joint positions: reference vs real vs sim",
+                 "reference or joint states"),
+                ("commands", command_figure, "PD joint-velocity command streams", "joint commands"),
+            ):
+                png = make(trial, run.label if len(runs) > 1 else "")
+                if png is None:
+                    missing.append(what)
+                else:
+                    blocks.append(Figure(f"{stem}_{suffix}.png", png, f"{trial.name}: {caption}."))
+            for ns in ("real", "sim"):
+                if ns not in trial.platforms:
+                    missing.append(f"{ns} platform")
+            if missing:
+                blocks.append(Note(f"Not recorded in this trial: {', '.join(missing)}."))
+    return blocks
+
+
+def _write_outputs(out_dir: Path, html_text: str, md_text: str, figures: Sequence[Figure]) -> list[Path]:
+    out_dir = Path(out_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise Sim2RealError(f"output {out_dir} exists and is not a directory")
+    parent = out_dir.resolve().parent
+    parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", suffix=".partial", dir=parent))
+    try:
+        (tmp / REPORT_HTML).write_text(html_text, encoding="utf-8")
+        (tmp / REPORT_MD).write_text(md_text, encoding="utf-8")
+        for figure in figures:
+            (tmp / figure.file_name).write_bytes(figure.png)
+        if not out_dir.exists():
+            os.rename(tmp, out_dir)
+        else:
+            for stale in out_dir.glob(f"{FIGURE_PREFIX}*.png"):
+                stale.unlink()
+            for item in tmp.iterdir():
+                os.replace(item, out_dir / item.name)
+            tmp.rmdir()
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return [out_dir / f.file_name for f in figures]
+
+
+def build_report(run_dirs: Sequence[str | Path], out_dir: str | Path, fit: str | Path | None = None,
+                 labels: Sequence[str] | None = None, max_trial_figures: int = 10,
+                 title: str = "sim2real: sim-vs-real report") -> ReportPaths:
+    """Write ``report.html`` (self-contained) and ``report.md`` with PNG figures into ``out_dir``.
+
+    Parameters
+    ----------
+    run_dirs : sequence of path
+        Run directories (one trial per sub-directory). With two or more, the report compares
+        them (e.g. before vs after a fit); runs without real recordings borrow the real
+        outcomes of the first run that has them, matched by trial name or start distance.
+    out_dir : path
+        Created if missing; an existing report there is replaced.
+    fit : path, optional
+        A fit.json (keys ``values``, ``std``, ``ci95``, ``correlation``, ``start_values``,
+        ``trace``; read tolerantly, missing parts are named in the report).
+    labels : sequence of str, optional
+        One label per run (default: directory names).
+    max_trial_figures : int
+        Per run, trials with per-trial figures (the table always lists all trials).
+
+    Returns
+    -------
+    ReportPaths
+
+    Raises
+    ------
+    Sim2RealError
+        No run directory, unreadable run or fit file, wrong number of labels. Nothing is
+        written then.
+    """
+    if not run_dirs:
+        raise Sim2RealError("give at least one run directory")
+    if max_trial_figures < 0:
+        raise Sim2RealError(f"max trial figures must be >= 0, got {max_trial_figures}")
+    paths = [Path(p) for p in run_dirs]
+    names = _labels(paths, labels)
+    runs = [_Run(label, path, tuple(read_run(path)), read_run_meta(path)) for label, path in zip(names, paths,
+                                                                                                strict=True)]
+    fit_summary = read_fit(fit) if fit is not None else None
+    with_real = [run for run in runs if any("real" in t.platforms for t in run.trials)]
+    tables = []
+    for run in runs:
+        has_real = run in with_real
+        donor = next((r for r in with_real if r is not run), None) if not has_real else None
+        tables.append(experiment_table(run.label, run.trials, (donor.label, donor.trials) if donor else None))
+    blocks: list[Block] = []
+    blocks += _input_blocks(runs, fit_summary)
+    blocks += _experiment_blocks(tables, runs)
+    if fit_summary is not None:
+        blocks += _fit_blocks(fit_summary)
+    blocks += _trial_blocks(runs, max_trial_figures)
+    figures = [b for b in blocks if isinstance(b, Figure)]
+    out = Path(out_dir)
+    figure_paths = _write_outputs(out, render_html(title, blocks), render_markdown(title, blocks), figures)
+    text_parts = []
+    for table in tables:
+        text_parts += [f"[{table.label}]", render_text_table(EXPERIMENT_HEADER, experiment_rows_text(table)),
+                       experiment_summary_text(table)]
+    if len(tables) > 1:
+        text_parts.append(comparison_sentence(tables))
+    return ReportPaths(out / REPORT_HTML, out / REPORT_MD, tuple(figure_paths), tuple(tables),
+                       "\n".join(text_parts))

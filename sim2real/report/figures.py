@@ -1,0 +1,209 @@
+"""Report figures rendered with matplotlib (Agg) into PNG bytes.
+
+Every function returns the PNG of one figure, or None when the data for it is absent
+(the caller says so in the text). Frames: box and pusher positions are in the arm base
+frame (x away from the arm, y to its left), m; plotted in cm.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from sim2real.trials import JOINT_NAMES, TrialRecord, tilt_deg
+
+PLATFORM_STYLE: dict[str, dict[str, Any]] = {
+    "real": {"color": "#1f77b4", "label": "real"},
+    "sim": {"color": "#d62728", "label": "sim"},
+}
+REFERENCE_STYLE: dict[str, Any] = {"color": "#444444", "linestyle": "--", "label": "reference"}
+DPI = 90
+
+
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _png(fig: Any) -> bytes:
+    plt = _pyplot()
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=DPI, bbox_inches="tight")
+    plt.close(fig)
+    return buffer.getvalue()
+
+
+def _no_data(ax: Any, text: str) -> None:
+    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, color="#888888")
+
+
+def box_motion_figure(trial: TrialRecord, label: str = "") -> bytes | None:
+    """Top view of the box paths (real vs sim, cm) and box tilt against time (deg).
+
+    Returns None when no platform recorded box poses.
+    """
+    poses = {ns: p.box_pose for ns, p in trial.platforms.items() if p.box_pose is not None and len(p.box_pose)}
+    if not poses:
+        return None
+    plt = _pyplot()
+    fig, (ax_top, ax_tilt) = plt.subplots(1, 2, figsize=(10, 3.6))
+    for ns, series in poses.items():
+        style = PLATFORM_STYLE[ns]
+        ax_top.plot(100 * series.position[:, 0], 100 * series.position[:, 1], color=style["color"],
+                    label=f"{style['label']} box")
+        ax_top.plot(100 * series.position[0, 0], 100 * series.position[0, 1], "o", color=style["color"], ms=5)
+        ax_top.plot(100 * series.position[-1, 0], 100 * series.position[-1, 1], "s", color=style["color"], ms=6)
+        ax_tilt.plot(series.t, tilt_deg(series), color=style["color"], label=style["label"])
+    for ns, platform in trial.platforms.items():
+        if platform.pusher_pose is not None and len(platform.pusher_pose):
+            ax_top.plot(100 * platform.pusher_pose.position[:, 0], 100 * platform.pusher_pose.position[:, 1],
+                        ":", color=PLATFORM_STYLE[ns]["color"], alpha=0.7, label=f"{ns} pusher")
+    ax_top.set_xlabel("x from arm base (cm)")
+    ax_top.set_ylabel("y (cm)")
+    ax_top.set_title("top view (o start, □ end)")
+    ax_top.set_aspect("equal", adjustable="datalim")
+    ax_top.grid(alpha=0.3)
+    ax_top.legend(fontsize=8)
+    ax_tilt.set_xlabel("time since trial start (s)")
+    ax_tilt.set_ylabel("tilt of the initially-up axis (deg)")
+    ax_tilt.set_title("box tilt")
+    ax_tilt.grid(alpha=0.3)
+    ax_tilt.legend(fontsize=8)
+    fig.suptitle(f"{label} {trial.name}: box".strip())
+    return _png(fig)
+
+
+def _joint_grid(title: str) -> tuple[Any, Sequence[Any]]:
+    plt = _pyplot()
+    fig, axes = plt.subplots(2, 3, figsize=(11, 5), sharex=True)
+    fig.suptitle(title)
+    return fig, axes.ravel()
+
+
+def joint_tracking_figure(trial: TrialRecord, label: str = "") -> bytes | None:
+    """Per joint: reference vs real vs sim joint positions (rad) against time.
+
+    Returns None when the trial has neither a reference nor joint states.
+    """
+    states = {ns: p.joint_states for ns, p in trial.platforms.items()
+              if p.joint_states is not None and len(p.joint_states)}
+    if trial.reference is None and not states:
+        return None
+    fig, axes = _joint_grid(f"{label} {trial.name}: joint positions".strip())
+    for j, ax in enumerate(axes):
+        if trial.reference is not None:
+            ax.plot(trial.reference.t, trial.reference.position[:, j], **REFERENCE_STYLE)
+        for ns, series in states.items():
+            ax.plot(series.t, series.position[:, j], color=PLATFORM_STYLE[ns]["color"], label=ns, alpha=0.85)
+        ax.set_title(JOINT_NAMES[j], fontsize=9)
+        ax.grid(alpha=0.3)
+        if j % 3 == 0:
+            ax.set_ylabel("rad")
+        if j >= 3:
+            ax.set_xlabel("time (s)")
+    axes[0].legend(fontsize=7)
+    return _png(fig)
+
+
+def command_figure(trial: TrialRecord, label: str = "") -> bytes | None:
+    """Per joint: the PD joint-velocity command streams (rad/s) of each platform against time.
+
+    Returns None when no platform recorded commands.
+    """
+    commands = {ns: p.joint_command for ns, p in trial.platforms.items()
+                if p.joint_command is not None and len(p.joint_command)}
+    if not commands:
+        return None
+    fig, axes = _joint_grid(f"{label} {trial.name}: PD velocity commands".strip())
+    for j, ax in enumerate(axes):
+        for ns, series in commands.items():
+            ax.step(series.t, series.velocity[:, j], where="post", color=PLATFORM_STYLE[ns]["color"],
+                    label=ns, alpha=0.8, linewidth=1.0)
+        ax.set_title(JOINT_NAMES[j], fontsize=9)
+        ax.grid(alpha=0.3)
+        if j % 3 == 0:
+            ax.set_ylabel("rad/s")
+        if j >= 3:
+            ax.set_xlabel("time (s)")
+    axes[0].legend(fontsize=7)
+    return _png(fig)
+
+
+def final_distance_figure(tables: Sequence[Any]) -> bytes | None:
+    """Final distance against start distance for real and each run's sim (cm).
+
+    ``tables`` are :class:`~sim2real.report.tables.ExperimentTable`; None if no row has a start.
+    """
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    plotted = False
+    markers = ["s", "^", "D", "v", "P"]
+    real_done = False
+    for k, table in enumerate(tables):
+        rows = [r for r in table.rows if r.start_m is not None]
+        real = [(r.start_m, r.real_final_m, r.real_flip) for r in rows if r.real_final_m is not None]
+        sim = [(r.start_m, r.sim_final_m, r.sim_flip) for r in rows if r.sim_final_m is not None]
+        if real and not real_done:
+            ax.plot([100 * a for a, _, _ in real], [100 * b for _, b, _ in real], "o-",
+                    color=PLATFORM_STYLE["real"]["color"], label="real")
+            real_done = True
+            plotted = True
+        if sim:
+            name = "sim" if len(tables) == 1 else f"sim ({table.label})"
+            ax.plot([100 * a for a, _, _ in sim], [100 * b for _, b, _ in sim], markers[k % len(markers)] + "--",
+                    label=name, color=PLATFORM_STYLE["sim"]["color"] if k == 0 else None)
+            plotted = True
+    if not plotted:
+        plt.close(fig)
+        return None
+    lo, hi = ax.get_xlim()
+    ax.plot([lo, hi], [lo, hi], color="#bbbbbb", linewidth=0.8, label="no motion")
+    ax.set_xlabel("start distance (cm)")
+    ax.set_ylabel("final distance (cm)")
+    ax.set_title("final box distance from the arm base")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return _png(fig)
+
+
+def fit_trace_figure(trace: Sequence[dict[str, Any]]) -> bytes | None:
+    """Cost against iteration (log scale when positive); None for an empty trace."""
+    if not trace:
+        return None
+    plt = _pyplot()
+    iterations = np.array([float(item.get("iteration", k)) for k, item in enumerate(trace)])
+    cost = np.array([float(item["cost"]) for item in trace])
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    ax.plot(iterations, cost, "o-", color="#2ca02c")
+    if np.all(cost > 0):
+        ax.set_yscale("log")
+    ax.set_xlabel("iteration")
+    ax.set_ylabel("cost")
+    ax.set_title("fit trace")
+    ax.grid(alpha=0.3, which="both")
+    return _png(fig)
+
+
+def correlation_figure(names: Sequence[str], matrix: np.ndarray) -> bytes | None:
+    """Heat map of the parameter correlation matrix (P, P); None when empty."""
+    if len(names) == 0:
+        return None
+    plt = _pyplot()
+    size = 2.5 + 0.6 * len(names)
+    fig, ax = plt.subplots(figsize=(size + 1, size))
+    image = ax.imshow(matrix, vmin=-1, vmax=1, cmap="coolwarm")
+    ax.set_xticks(range(len(names)), labels=names, rotation=45, ha="right", fontsize=8)
+    ax.set_yticks(range(len(names)), labels=names, fontsize=8)
+    for i in range(len(names)):
+        for j in range(len(names)):
+            ax.text(j, i, f"{matrix[i, j]:.2f}", ha="center", va="center", fontsize=7)
+    fig.colorbar(image, ax=ax, fraction=0.046)
+    ax.set_title("parameter correlation")
+    return _png(fig)

@@ -1,0 +1,397 @@
+"""Report tables: the experiment table (Dojo's Table IV form), before-vs-after, fit parameters.
+
+Everything here is pure data: trial records and fit.json content in, rows and summary
+numbers out. Distances are metres in the data and centimetres only when formatted.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sim2real.errors import Sim2RealError
+from sim2real.trials import PLATFORMS, TrialRecord, box_size_from_meta, compute_outcome
+from sim2real.trials.jsonio import read_json
+
+
+def trial_outcomes(trial: TrialRecord) -> dict[str, dict[str, Any]]:
+    """Per-platform outcome dicts: trial.json ``outcomes``, else computed from the box poses."""
+    stored = trial.meta.get("outcomes") or {}
+    outcomes: dict[str, dict[str, Any]] = {}
+    for ns in PLATFORMS:
+        if isinstance(stored.get(ns), Mapping):
+            outcomes[ns] = dict(stored[ns])
+            continue
+        platform = trial.platform(ns)
+        if platform is not None and platform.box_pose is not None and len(platform.box_pose) > 0:
+            outcomes[ns] = compute_outcome(platform.box_pose, box_size_from_meta(trial.meta)).as_dict()
+    return outcomes
+
+
+def _float_or_none(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+@dataclass(frozen=True)
+class ExperimentRow:
+    """One trial in the experiment table (metres; None where the data lacks it).
+
+    ``gap_m`` is ``|sim final − real final|``; ``agree`` is whether both flipped or neither.
+    ``real_source`` names the run the real outcome came from when it is borrowed from another run.
+    """
+
+    trial: str
+    start_m: float | None
+    real_final_m: float | None
+    sim_final_m: float | None
+    real_flip: bool | None
+    sim_flip: bool | None
+    complete: bool = True
+    real_source: str | None = None
+
+    @property
+    def gap_m(self) -> float | None:
+        """Absolute final-distance gap between sim and real, m."""
+        if self.real_final_m is None or self.sim_final_m is None:
+            return None
+        return abs(self.sim_final_m - self.real_final_m)
+
+    @property
+    def agree(self) -> bool | None:
+        """Flip agreement between sim and real (None if either is unknown)."""
+        if self.real_flip is None or self.sim_flip is None:
+            return None
+        return self.real_flip == self.sim_flip
+
+
+@dataclass(frozen=True)
+class ExperimentTable:
+    """The experiment table of one run, with its summary statistics."""
+
+    label: str
+    rows: tuple[ExperimentRow, ...]
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def gaps_m(self) -> np.ndarray:
+        """Gaps (K,) of the rows that have both platforms, m."""
+        return np.array([r.gap_m for r in self.rows if r.gap_m is not None], dtype=float)
+
+    @property
+    def mean_gap_m(self) -> float | None:
+        """Mean final-distance gap, m (None without rows that have both platforms)."""
+        gaps = self.gaps_m
+        return float(np.mean(gaps)) if gaps.size else None
+
+    @property
+    def max_gap_m(self) -> float | None:
+        """Largest final-distance gap, m."""
+        gaps = self.gaps_m
+        return float(np.max(gaps)) if gaps.size else None
+
+    @property
+    def flip_agreement(self) -> float | None:
+        """Fraction of rows (with both flips known) where sim and real agree on the flip."""
+        agree = [r.agree for r in self.rows if r.agree is not None]
+        return float(np.mean(agree)) if agree else None
+
+    def has(self, ns: str) -> bool:
+        """True if any row has a final distance for platform ``ns``."""
+        attr = "real_final_m" if ns == "real" else "sim_final_m"
+        return any(getattr(r, attr) is not None for r in self.rows)
+
+
+def _match_key(trial: TrialRecord) -> tuple[str, float | None]:
+    start = _float_or_none(trial.meta.get("initial_distance_m"))
+    return trial.name, None if start is None else round(start, 3)
+
+
+def experiment_table(label: str, trials: Sequence[TrialRecord],
+                     real_fallback: tuple[str, Sequence[TrialRecord]] | None = None) -> ExperimentTable:
+    """Build the experiment table of one run.
+
+    Parameters
+    ----------
+    label : str
+        Name of the run in the report.
+    trials : sequence of TrialRecord
+        The run's trials.
+    real_fallback : (str, sequence of TrialRecord), optional
+        Label and trials of another run whose real outcomes are used for trials of this run
+        that have no real data (matched by trial name, then by start distance).
+    """
+    notes: list[str] = []
+    by_name: dict[str, tuple[str, dict[str, Any]]] = {}
+    by_start: dict[float, tuple[str, dict[str, Any]]] = {}
+    if real_fallback is not None:
+        other_label, other_trials = real_fallback
+        for other in other_trials:
+            real = trial_outcomes(other).get("real")
+            if real is None:
+                continue
+            name, start = _match_key(other)
+            by_name.setdefault(name, (other_label, real))
+            if start is not None:
+                by_start.setdefault(start, (other_label, real))
+    rows = []
+    borrowed = 0
+    for trial in trials:
+        outcomes = trial_outcomes(trial)
+        real, sim = outcomes.get("real"), outcomes.get("sim")
+        source = None
+        if real is None and (by_name or by_start):
+            name, start = _match_key(trial)
+            found = by_name.get(name) or (by_start.get(start) if start is not None else None)
+            if found is not None:
+                source, real = found
+                borrowed += 1
+        start_m = _float_or_none(trial.meta.get("initial_distance_m"))
+        if start_m is None:
+            for outcome in (real, sim):
+                if outcome is not None and _float_or_none(outcome.get("initial_distance_m")) is not None:
+                    start_m = float(outcome["initial_distance_m"])
+                    break
+        rows.append(ExperimentRow(
+            trial=trial.name,
+            start_m=start_m,
+            real_final_m=_float_or_none(real.get("final_distance_m")) if real else None,
+            sim_final_m=_float_or_none(sim.get("final_distance_m")) if sim else None,
+            real_flip=bool(real["flipped"]) if real and isinstance(real.get("flipped"), bool) else None,
+            sim_flip=bool(sim["flipped"]) if sim and isinstance(sim.get("flipped"), bool) else None,
+            complete=trial.complete,
+            real_source=source,
+        ))
+    table = ExperimentTable(label, tuple(rows))
+    if borrowed:
+        notes.append(f"{borrowed} trial(s) have no real recording in this run; their real outcome is taken from "
+                     f"run '{real_fallback[0] if real_fallback else ''}' (matched by trial name or start distance).")
+    if not table.has("real"):
+        notes.append("No real-platform box poses: real final distances, gaps and flip agreement are not available.")
+    if not table.has("sim"):
+        notes.append("No sim-platform box poses: sim final distances, gaps and flip agreement are not available.")
+    incomplete = [r.trial for r in rows if not r.complete]
+    if incomplete:
+        notes.append(f"Interrupted (incomplete) trials: {', '.join(incomplete)}; their outcomes use what was "
+                     "recorded.")
+    return ExperimentTable(label, tuple(rows), tuple(notes))
+
+
+def _cm(value: float | None) -> str:
+    return "—" if value is None else f"{100.0 * value:.1f}"
+
+
+def _yes_no(value: bool | None) -> str:
+    return "—" if value is None else ("yes" if value else "no")
+
+
+EXPERIMENT_HEADER: tuple[str, ...] = ("trial", "start (cm)", "real final (cm)", "sim final (cm)", "gap (cm)",
+                                      "real flip", "sim flip", "agree")
+
+
+def experiment_rows_text(table: ExperimentTable) -> list[list[str]]:
+    """Formatted rows (strings) of the experiment table, in :data:`EXPERIMENT_HEADER` order."""
+    rows = []
+    for r in table.rows:
+        name = r.trial if r.complete else f"{r.trial} (incomplete)"
+        rows.append([name, _cm(r.start_m), _cm(r.real_final_m), _cm(r.sim_final_m), _cm(r.gap_m),
+                     _yes_no(r.real_flip), _yes_no(r.sim_flip), _yes_no(r.agree)])
+    return rows
+
+
+def experiment_summary_text(table: ExperimentTable) -> str:
+    """One sentence: mean and max gap and the flip agreement rate, or what is missing."""
+    if table.mean_gap_m is None:
+        return "Mean and max gap: not available (no trial has both real and sim box poses)."
+    agreement = table.flip_agreement
+    rate = "not available" if agreement is None else (
+        f"{100.0 * agreement:.0f} % ({sum(1 for r in table.rows if r.agree)}/"
+        f"{sum(1 for r in table.rows if r.agree is not None)})")
+    return (f"Mean gap {_cm(table.mean_gap_m)} cm, max gap {_cm(table.max_gap_m)} cm over "
+            f"{table.gaps_m.size} trial(s); flip agreement {rate}.")
+
+
+def comparison_rows_text(tables: Sequence[ExperimentTable]) -> tuple[list[str], list[list[str]]]:
+    """Side-by-side table of several runs (before vs after): per trial, each run's sim final and gap.
+
+    Rows are matched by trial name, then by start distance, against the first run.
+    """
+    header = ["trial", "start (cm)", "real final (cm)"]
+    for table in tables:
+        header += [f"{table.label}: sim final (cm)", f"{table.label}: gap (cm)", f"{table.label}: agree"]
+    rows = []
+    for base in tables[0].rows:
+        cells = [base.trial, _cm(base.start_m), _cm(base.real_final_m)]
+        for table in tables:
+            match = next((r for r in table.rows if r.trial == base.trial), None)
+            if match is None and base.start_m is not None:
+                match = next((r for r in table.rows if r.start_m is not None
+                              and abs(r.start_m - base.start_m) < 5e-4), None)
+            cells += ([_cm(match.sim_final_m), _cm(match.gap_m), _yes_no(match.agree)] if match
+                      else ["—", "—", "—"])
+        rows.append(cells)
+    summary = ["mean gap", "", ""]
+    for table in tables:
+        rate = table.flip_agreement
+        summary += ["", _cm(table.mean_gap_m), "—" if rate is None else f"{100.0 * rate:.0f} %"]
+    rows.append(summary)
+    return header, rows
+
+
+def comparison_sentence(tables: Sequence[ExperimentTable]) -> str:
+    """How the mean gap changed from the first run to the last, in plain words."""
+    first, last = tables[0], tables[-1]
+    if first.mean_gap_m is None or last.mean_gap_m is None:
+        return (f"The change of the mean gap from '{first.label}' to '{last.label}' is not available "
+                "(one of them has no trial with both real and sim outcomes).")
+    change = last.mean_gap_m - first.mean_gap_m
+    relative = f" ({100.0 * change / first.mean_gap_m:+.0f} %)" if first.mean_gap_m > 0 else ""
+    direction = "smaller" if change < 0 else ("larger" if change > 0 else "unchanged")
+    return (f"Mean sim-vs-real gap: {_cm(first.mean_gap_m)} cm ('{first.label}') → {_cm(last.mean_gap_m)} cm "
+            f"('{last.label}'), {abs(100.0 * change):.1f} cm {direction}{relative}.")
+
+
+# -- fit.json -----------------------------------------------------------------------------------
+
+FIT_KEYS: tuple[str, ...] = ("values", "std", "ci95", "correlation", "start_values", "trace")
+
+
+@dataclass(frozen=True)
+class FitSummary:
+    """The parts of a fit.json the report uses; anything absent is empty and listed in ``missing``.
+
+    Attributes
+    ----------
+    values, std, start_values : dict of str to float
+        Fitted values, standard deviations and starting values (SI units).
+    ci95 : dict of str to (float, float)
+        95 % intervals.
+    correlation_names : tuple of str
+        Order of the correlation matrix.
+    correlation : numpy.ndarray, shape (P, P)
+        Parameter correlations (empty (0, 0) if absent).
+    trace : tuple of dict
+        Iterations, each with at least ``iteration`` and ``cost``.
+    warnings : tuple of str
+        Warnings carried by the fit (undetermined parameters, bounds).
+    extras : dict
+        Other scalar information worth showing (stop reason, data used).
+    missing : tuple of str
+        Expected keys that were absent or unusable.
+    """
+
+    path: str
+    values: dict[str, float]
+    std: dict[str, float]
+    ci95: dict[str, tuple[float, float]]
+    start_values: dict[str, float]
+    correlation_names: tuple[str, ...]
+    correlation: np.ndarray
+    trace: tuple[dict[str, Any], ...]
+    warnings: tuple[str, ...]
+    extras: dict[str, Any]
+    missing: tuple[str, ...]
+
+
+def _number_map(raw: Any) -> dict[str, float] | None:
+    if not isinstance(raw, Mapping):
+        return None
+    out = {str(k): float(v) for k, v in raw.items() if _float_or_none(v) is not None}
+    return out
+
+
+def read_fit(path: str | Path) -> FitSummary:
+    """Read a fit.json tolerantly (see :class:`FitSummary`).
+
+    Raises
+    ------
+    Sim2RealError
+        The file cannot be read, is not a JSON object, or has no ``values`` mapping.
+    """
+    content = read_json(Path(path), "fit file")
+    missing: list[str] = []
+    values = _number_map(content.get("values"))
+    if not values:
+        raise Sim2RealError(f"fit file {path} has no 'values' mapping of parameter names to numbers")
+    std = _number_map(content.get("std"))
+    if std is None:
+        missing.append("std")
+    start = _number_map(content.get("start_values"))
+    if start is None:
+        missing.append("start_values")
+    ci95: dict[str, tuple[float, float]] = {}
+    raw_ci = content.get("ci95")
+    if isinstance(raw_ci, Mapping):
+        for name, bounds in raw_ci.items():
+            if (isinstance(bounds, (list, tuple)) and len(bounds) == 2
+                    and all(_float_or_none(b) is not None for b in bounds)):
+                ci95[str(name)] = (float(bounds[0]), float(bounds[1]))
+    else:
+        missing.append("ci95")
+    names: tuple[str, ...] = ()
+    matrix = np.zeros((0, 0))
+    raw_corr = content.get("correlation")
+    if isinstance(raw_corr, Mapping) and isinstance(raw_corr.get("names"), list):
+        try:
+            candidate = np.array(raw_corr.get("matrix"), dtype=float)
+            if candidate.shape == (len(raw_corr["names"]),) * 2:
+                names, matrix = tuple(str(n) for n in raw_corr["names"]), candidate
+        except (TypeError, ValueError):
+            pass
+    if not names:
+        missing.append("correlation")
+    trace: list[dict[str, Any]] = []
+    raw_trace = content.get("trace")
+    if isinstance(raw_trace, list):
+        for k, item in enumerate(raw_trace):
+            if isinstance(item, Mapping) and _float_or_none(item.get("cost")) is not None:
+                entry = dict(item)
+                entry.setdefault("iteration", k)
+                trace.append(entry)
+    if not trace:
+        missing.append("trace")
+    raw_warnings = content.get("warnings")
+    warnings = tuple(str(w) for w in raw_warnings) if isinstance(raw_warnings, list) else ()
+    extras = {k: v for k, v in content.items()
+              if k not in FIT_KEYS and k != "warnings" and isinstance(v, (str, int, float, bool))}
+    return FitSummary(str(path), values, std or {}, ci95, start or {}, names, matrix, tuple(trace), warnings,
+                      extras, tuple(missing))
+
+
+def fit_parameter_rows(fit: FitSummary) -> tuple[list[str], list[list[str]]]:
+    """Header and rows: parameter, unit, start, fitted, change, std, 95 % interval."""
+    from sim2real.params import names as registry_names
+    from sim2real.params import spec
+
+    known = set(registry_names())
+    header = ["parameter", "unit", "before (start)", "after (fitted)", "change", "std", "95 % interval"]
+    rows = []
+    for name, value in fit.values.items():
+        unit = spec(name).unit if name in known else "?"
+        start = fit.start_values.get(name)
+        if start is None and name in known:
+            start = spec(name).nominal
+        change = "—" if start in (None, 0) else f"{100.0 * (value - start) / abs(start):+.1f} %"
+        std = fit.std.get(name)
+        ci = fit.ci95.get(name)
+        rows.append([name, unit, "—" if start is None else f"{start:.5g}", f"{value:.5g}", change,
+                     "—" if std is None else f"{std:.3g}", "—" if ci is None else f"[{ci[0]:.5g}, {ci[1]:.5g}]"])
+    return header, rows
+
+
+def strong_correlations(fit: FitSummary, threshold: float = 0.8) -> list[tuple[str, str, float]]:
+    """Parameter pairs with ``|correlation| ≥ threshold``, strongest first."""
+    pairs = []
+    n = len(fit.correlation_names)
+    for i in range(n):
+        for j in range(i + 1, n):
+            r = float(fit.correlation[i, j])
+            if math.isfinite(r) and abs(r) >= threshold:
+                pairs.append((fit.correlation_names[i], fit.correlation_names[j], r))
+    return sorted(pairs, key=lambda p: -abs(p[2]))
