@@ -19,6 +19,7 @@ from sim2real.errors import Sim2RealError
 COMMANDS: tuple[str, ...] = (
     "params_cmd",
     "import_cmd",
+    "report_cmd",
 )
 
 
