@@ -65,7 +65,7 @@ PARAMETERS: tuple[Parameter, ...] = (
     _P("pusher.radius", "m", 0.02, 0.002, 0.1, "radius of the spherical pusher on the flange"),
     _P("pusher.offset", "m", 0.06, 0.0, 0.3, "distance of the pusher centre from the flange along flange z"),
     _P("arm.servo_tau", "s", 0.05, 0.001, 1.0, "time constant of the xArm joint-velocity servo (first-order lag)"),
-    _P("arm.command_delay", "s", 0.01, 0.0, 0.2, "delay between a velocity command and the servo acting on it"),
+    _P("arm.command_delay", "s", 0.015, 0.0, 0.2, "delay between a velocity command and the servo acting on it (derivatives kink at multiples of sim.dt)"),
     _P("arm.max_joint_acc", "rad/s^2", 20.0, 0.1, 50.0, "joint acceleration limit of the servo"),
     _P("pd.kp", "1/s", 10.0, 0.0, 100.0, "PD position gain: joint velocity command per rad of position error"),
     _P("pd.kd", "-", 0.2, 0.0, 10.0, "PD derivative gain: velocity command per rad/s of velocity error"),
