@@ -101,7 +101,7 @@ class StandardTrial:
         meta = {
             "initial_distance_m": self.distance, "mode": mode, "mirror": None, "complete": True,
             "outcomes": {"sim": self.outcome.as_dict()}, "params": self.params.as_dict(),
-            "versions": versions(), "timing": {"start_ns": 0, "end_ns": int(round(r.t[-1] * 1e9)),
+            "versions": versions(), "timing": {"start_ns": 0, "end_ns": round(r.t[-1] * 1e9),
                                                "wall_s": self.wall_s},
         }
         return TrialRecord(name=trial_name(index, self.distance), platforms={"sim": platform},
