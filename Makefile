@@ -12,7 +12,7 @@ export ROS_AUTOMATIC_DISCOVERY_RANGE := LOCALHOST
 export ROS_DOMAIN_ID ?= 57
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: venv demo test lint bench clean
+.PHONY: venv demo test lint bench clean browser
 
 venv: $(STAMP)
 
@@ -26,7 +26,11 @@ $(STAMP): requirements.txt setup.py
 demo: venv
 	$(BIN)/sim2real demo --out $(OUT)
 
-test: venv
+# Headless Chromium (Debian package) for the report's browser check; CI runs as root.
+browser:
+	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
+
+test: venv browser
 	$(BIN)/ruff check sim2real tests benchmarks launch setup.py
 	ROS_LOG_DIR=$$(mktemp -d) $(BIN)/python -m pytest -q
 
