@@ -1,0 +1,374 @@
+"""Primal-dual interior-point solver for the contact NCP of one step (Dojo §IV-B).
+
+Unknowns ``w = (a, γ, s, ξ, η)`` for ``n`` contacts:
+
+* ``a`` (6): next velocities (v_com m/s world, ω rad/s body);
+* ``γ, s`` (n each): normal impulse (N s) and normal slack (m/s), positive-orthant pair;
+* ``ξ, η`` (n × 3): friction cone pair in second-order cones; ``ξ = (μγ, friction impulse (2))``,
+  ``η = (dual, tangential slip velocity (2))`` — the exact isotropic Coulomb cone.
+
+Residual (rows): dynamics, ``s - (Jn a + bn)``, ``ξ₁ - μγ``, ``η_t - (Jt a + bt)``, ``γ s - κ``,
+``ξ ∘ η - κ e``. Impulses are measured in units of ``m g dt`` and velocities in ``g dt`` so that κ
+and all tolerances are dimensionless.
+
+The Newton system is never formed: per-contact blocks are eliminated analytically (a scalar
+and a 3 × 3 block per contact) leaving a 6 × 6 system in ``Δa``; the resulting
+:class:`Factorization` is reused for the predictor, the corrector and, via the implicit function
+theorem, for any number of sensitivity right-hand sides.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.linalg
+
+from sim2real.physics.dynamics import ProblemData
+
+
+@dataclass(frozen=True)
+class SolverSettings:
+    """Tolerances and constants of the interior-point method.
+
+    Attributes
+    ----------
+    residual_tol : float
+        Converged when every scaled equality row is below this.
+    kappa_rtol : float
+        ... and every complementarity product is within ``kappa_rtol * κ`` of its target κ.
+    max_iterations : int
+        Newton iterations allowed per central-path target.
+    tau_min, tau_soc_max : float
+        Fraction-to-boundary constants (Dojo Alg. 2: 0.95 and 0.99).
+    backtrack : float
+        Step-size decay of the violation line search.
+    max_backtracks : int
+        Halvings allowed per iteration.
+    """
+
+    residual_tol: float = 1e-9
+    kappa_rtol: float = 1e-2
+    max_iterations: int = 60
+    tau_min: float = 0.95
+    tau_soc_max: float = 0.99
+    backtrack: float = 0.5
+    max_backtracks: int = 12
+
+
+@dataclass
+class Iterate:
+    """Solver variables (see module docstring); arrays are owned by the iterate."""
+
+    a: np.ndarray
+    gamma: np.ndarray
+    s: np.ndarray
+    xi: np.ndarray
+    eta: np.ndarray
+
+    def copy(self) -> Iterate:
+        return Iterate(self.a.copy(), self.gamma.copy(), self.s.copy(), self.xi.copy(), self.eta.copy())
+
+    def stepped(self, d: Iterate, alpha: float) -> Iterate:
+        return Iterate(self.a + alpha * d.a, self.gamma + alpha * d.gamma, self.s + alpha * d.s,
+                       self.xi + alpha * d.xi, self.eta + alpha * d.eta)
+
+
+@dataclass(frozen=True)
+class Residual:
+    """Residual rows (trailing column axis ``k`` optional, e.g. for sensitivity right-hand sides).
+
+    dynamics (6, ...), normal (n, ...), cone_head (n, ...), slip (n, 2, ...), comp_normal (n, ...),
+    comp_cone (n, 3, ...).
+    """
+
+    dynamics: np.ndarray
+    normal: np.ndarray
+    cone_head: np.ndarray
+    slip: np.ndarray
+    comp_normal: np.ndarray
+    comp_cone: np.ndarray
+
+
+class SolverFailureError(Exception):
+    """The interior-point iteration did not converge; carries the final violations."""
+
+    def __init__(self, message: str, residual_violation: float, kappa_violation: float, iterations: int):
+        super().__init__(message)
+        self.residual_violation = residual_violation
+        self.kappa_violation = kappa_violation
+        self.iterations = iterations
+
+
+def _gyroscopic(inertia: np.ndarray, omega: np.ndarray) -> np.ndarray:
+    return np.cross(omega, inertia * omega)
+
+
+def cone_product(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Second-order-cone Jordan product ``x ∘ y = (xᵀy, x₁ y_t + y₁ x_t)``; (..., 3) -> (..., 3)."""
+    head = np.sum(x * y, axis=-1, keepdims=True)
+    return np.concatenate((head, x[..., :1] * y[..., 1:] + y[..., :1] * x[..., 1:]), axis=-1)
+
+
+def equality_residual(w: Iterate, data: ProblemData, dt: float) -> tuple[np.ndarray, ...]:
+    """Dynamics, normal-slack, cone-head and slip rows at ``w``; data may carry batch dimensions.
+
+    Returns
+    -------
+    tuple of ndarray
+        dynamics (..., 6), normal (..., n), cone_head (..., n), slip (..., n, 2).
+    """
+    a = w.a
+    mass_diag = np.concatenate((np.repeat(data.mass[..., None], 3, axis=-1), data.inertia), axis=-1)
+    contact = (np.einsum("...ck,...c->...k", data.normal_jacobian, w.gamma)
+               + np.einsum("...ctk,...ct->...k", data.tangent_jacobian, w.xi[:, 1:]))
+    gyro = np.concatenate((np.zeros(data.inertia.shape), dt * _gyroscopic(data.inertia, a[3:])), axis=-1)
+    dynamics = mass_diag * (a - data.velocity_start) + gyro - data.gravity_impulse - contact
+    normal = w.s - (data.normal_jacobian @ a + data.normal_offset)
+    cone_head = w.xi[:, 0] - data.friction * w.gamma
+    slip = w.eta[:, 1:] - (data.tangent_jacobian @ a + data.tangent_offset)
+    return dynamics, normal, cone_head, slip
+
+
+def residual(w: Iterate, data: ProblemData, dt: float, kappa: float) -> Residual:
+    """Full residual at central-path value ``kappa`` (dimensionless)."""
+    dynamics, normal, cone_head, slip = equality_residual(w, data, dt)
+    unit = float(data.impulse_scale) * data.velocity_scale
+    comp_cone = cone_product(w.xi, w.eta)
+    comp_cone[:, 0] -= kappa * unit
+    return Residual(dynamics, normal, cone_head, slip, w.gamma * w.s - kappa * unit, comp_cone)
+
+
+def violations(res: Residual, data: ProblemData, kappa: float) -> tuple[float, float, float]:
+    """Scaled violation metrics (Dojo eqs. 49-50).
+
+    Returns
+    -------
+    residual_violation : float
+        Max-norm of the scaled equality rows.
+    complementarity : float
+        Max scaled complementarity product (Dojo's κ_vio).
+    central_path_error : float
+        Max deviation of the scaled products from their target ``kappa``, relative to ``kappa``.
+    """
+    p = float(data.impulse_scale)
+    v = data.velocity_scale
+    length = float(data.length_scale)
+    eq = max(
+        np.max(np.abs(res.dynamics[:3])) / p,
+        np.max(np.abs(res.dynamics[3:])) / (p * length),
+        np.max(np.abs(res.normal)) / v if res.normal.size else 0.0,
+        np.max(np.abs(res.cone_head)) / p if res.cone_head.size else 0.0,
+        np.max(np.abs(res.slip)) / v if res.slip.size else 0.0,
+    )
+    unit = p * v
+    if res.comp_normal.size == 0:
+        return float(eq), 0.0, 0.0
+    deviation = max(np.max(np.abs(res.comp_normal)), np.max(np.abs(res.comp_cone))) / unit
+    products = max(np.max(res.comp_normal), np.max(np.abs(res.comp_cone[:, 1:])),
+                   np.max(res.comp_cone[:, 0])) / unit + kappa
+    return float(eq), float(products), float(deviation / kappa)
+
+
+@dataclass(frozen=True)
+class Factorization:
+    """The Newton matrix at one iterate, block-eliminated down to 6 × 6 (see module docstring)."""
+
+    w: Iterate
+    data: ProblemData
+    ratio: np.ndarray          # γ/s, (n,)
+    q_inverse: np.ndarray      # (n, 3, 3): inverse of the cone block in (Δξ_t, Δη₁)
+    q_inv_c: np.ndarray        # (n, 3, 6): its product with the Δa coupling
+    lu: tuple[np.ndarray, np.ndarray]
+
+
+def factorize(w: Iterate, data: ProblemData, dt: float) -> Factorization:
+    """Factorise the residual Jacobian at ``w``."""
+    a = w.a
+    inertia = data.inertia
+    omega = a[3:]
+    jn, jt, mu = data.normal_jacobian, data.tangent_jacobian, data.friction
+    ratio = w.gamma / w.s
+    xi1, xit = w.xi[:, 0], w.xi[:, 1:]
+    eta1, etat = w.eta[:, 0], w.eta[:, 1:]
+    n = ratio.shape[0]
+    q = np.zeros((n, 3, 3))
+    q[:, 0, 0:2] = etat
+    q[:, 0, 2] = xi1
+    q[:, 1, 0] = eta1
+    q[:, 2, 1] = eta1
+    q[:, 1:, 2] = xit
+    q_inverse = np.linalg.inv(q)
+    # Coupling of the cone rows to Δa (see solve()).
+    c = np.empty((n, 3, 6))
+    mu_ratio_jn = (mu * ratio)[:, None] * jn
+    c[:, 0] = eta1[:, None] * mu_ratio_jn - np.einsum("ct,ctk->ck", xit, jt)
+    c[:, 1:] = etat[:, :, None] * mu_ratio_jn[:, None, :] - xi1[:, None, None] * jt
+    q_inv_c = q_inverse @ c
+    h = np.diag(np.concatenate((np.repeat(data.mass, 3), inertia)))
+    h[3:, 3:] += dt * (skew_matrix(omega) * inertia[None, :] - skew_matrix(inertia * omega))
+    h += (jn.T * ratio) @ jn
+    h -= np.einsum("ctj,ctk->jk", jt, q_inv_c[:, :2])
+    return Factorization(w, data, ratio, q_inverse, q_inv_c, scipy.linalg.lu_factor(h, check_finite=False))
+
+
+def skew_matrix(v: np.ndarray) -> np.ndarray:
+    """``[v]×`` of one vector (3,) -> (3, 3)."""
+    return np.array([[0.0, -v[2], v[1]], [v[2], 0.0, -v[0]], [-v[1], v[0], 0.0]])
+
+
+def solve(f: Factorization, r: Residual) -> Iterate:
+    """Newton direction ``Δ`` with ``R Δ = -r``; ``r`` rows may carry a trailing column axis ``k``.
+
+    Returns
+    -------
+    Iterate
+        Directions; each field gets the trailing axis ``k`` if ``r`` had it.
+    """
+    w, data = f.w, f.data
+    jn, jt, mu = data.normal_jacobian, data.tangent_jacobian, data.friction
+    cols = r.dynamics.ndim == 2
+    ex = (lambda x: x[..., None]) if cols else (lambda x: x)
+    xi1, xit = ex(w.xi[:, 0]), ex(w.xi[:, 1:])
+    eta1, etat = ex(w.eta[:, 0]), ex(w.eta[:, 1:])
+    gamma, s, ratio, mu_e = ex(w.gamma), ex(w.s), ex(f.ratio), ex(mu)
+    # Δs = Jn Δa - r_s;  Δξ₁ = μ Δγ - r_ξ;  Δη_t = Jt Δa - r_η
+    # γ-row:  s Δγ + γ Δs = -r_c1  ->  Δγ = g_γ - (γ/s) Jn Δa
+    g_gamma = (-r.comp_normal + gamma * r.normal) / s
+    # cone rows, known part c0 (the Δa-coupling was folded into the factorization)
+    c0 = np.empty(r.comp_cone.shape)
+    base = mu_e * g_gamma - r.cone_head
+    c0[:, 0] = -r.comp_cone[:, 0] - eta1 * base + np.sum(xit * r.slip, axis=1)
+    c0[:, 1:] = -r.comp_cone[:, 1:] - etat * base[:, None] + xi1[:, None] * r.slip
+    z0 = np.einsum("cij,cj...->ci...", f.q_inverse, c0)
+    rhs = -r.dynamics + np.einsum("ck,c...->k...", jn, g_gamma) + np.einsum("ctk,ct...->k...", jt, z0[:, :2])
+    da = scipy.linalg.lu_solve(f.lu, rhs, check_finite=False)
+    dgamma = g_gamma - ratio * np.einsum("ck,k...->c...", jn, da)
+    z = z0 + np.einsum("cik,k...->ci...", f.q_inv_c, da)
+    ds = np.einsum("ck,k...->c...", jn, da) - r.normal
+    dxi = np.concatenate(((mu_e * dgamma - r.cone_head)[:, None], z[:, :2]), axis=1)
+    deta = np.concatenate((z[:, 2:3], np.einsum("ctk,k...->ct...", jt, da) - r.slip), axis=1)
+    return Iterate(da, dgamma, ds, dxi, deta)
+
+
+def _orthant_step(y: np.ndarray, dy: np.ndarray, tau: float) -> float:
+    neg = dy < 0.0
+    if not np.any(neg):
+        return 1.0
+    return float(min(1.0, tau * np.min(-y[neg] / dy[neg])))
+
+
+def _cone_step(y: np.ndarray, dy: np.ndarray, tau: float) -> float:
+    """Largest step (fraction ``tau`` of the way to the boundary) keeping each row of (n, 3) in the cone."""
+    nu = y[:, 0] ** 2 - np.sum(y[:, 1:] ** 2, axis=1)
+    nu = np.maximum(nu, 1e-300)
+    sqrt_nu = np.sqrt(nu)
+    zeta = y[:, 0] * dy[:, 0] - np.sum(y[:, 1:] * dy[:, 1:], axis=1)
+    rho1 = zeta / nu
+    rhot = dy[:, 1:] / sqrt_nu[:, None] - ((zeta / sqrt_nu + dy[:, 0]) / (y[:, 0] * sqrt_nu + nu))[:, None] * y[:, 1:]
+    gap = np.linalg.norm(rhot, axis=1) - rho1
+    hit = gap > 0.0
+    if not np.any(hit):
+        return 1.0
+    return float(min(1.0, tau * np.min(1.0 / gap[hit])))
+
+
+def cone_search(w: Iterate, d: Iterate, tau_orthant: float, tau_soc: float) -> float:
+    """Analytic line search over the orthant and the second-order cones (Dojo Alg. 1, eqs. 41-46)."""
+    return min(_orthant_step(w.gamma, d.gamma, tau_orthant), _orthant_step(w.s, d.s, tau_orthant),
+               _cone_step(w.xi, d.xi, tau_soc), _cone_step(w.eta, d.eta, tau_soc))
+
+
+def initial_iterate(data: ProblemData) -> Iterate:
+    """Free-flight velocities and unit (scaled) cone variables strictly inside their cones."""
+    n = data.contact_count
+    mass_diag = np.concatenate((np.repeat(data.mass, 3), data.inertia))
+    a = data.velocity_start + data.gravity_impulse / mass_diag
+    p, v = float(data.impulse_scale), data.velocity_scale
+    unit_cone = np.zeros((n, 3))
+    unit_cone[:, 0] = 1.0
+    s = np.maximum(data.normal_jacobian @ a + data.normal_offset, v)
+    return Iterate(a, np.full(n, p), s, p * unit_cone, v * unit_cone)
+
+
+def interior_point(
+    data: ProblemData, dt: float, kappa: float, settings: SolverSettings, start: Iterate | None = None,
+) -> tuple[Iterate, int, tuple[float, float, float]]:
+    """Solve ``r(w; κ) = 0`` with ``(γ, s)`` and ``(ξ, η)`` strictly inside their cones.
+
+    Mehrotra predictor-corrector: an affine (κ = 0) predictor, centring ``σ = (μ_aff/μ)³``,
+    a corrector aiming at ``max(σμ, kappa)`` with the second-order term, the analytic cone
+    line search, then backtracking until a violation metric decreases (Dojo Alg. 2).
+
+    Parameters
+    ----------
+    data : ProblemData
+        Unbatched problem data.
+    dt : float
+        Step, s.
+    kappa : float
+        Target central-path value (dimensionless).
+    settings : SolverSettings
+    start : Iterate, optional
+        Starting point (e.g. the solution at a larger κ); default :func:`initial_iterate`.
+
+    Returns
+    -------
+    w : Iterate
+        Solution.
+    iterations : int
+    violations : (float, float, float)
+        Final :func:`violations`.
+
+    Raises
+    ------
+    SolverFailureError
+        If the tolerances are not met within ``settings.max_iterations``.
+    """
+    w = initial_iterate(data) if start is None else start.copy()
+    unit = float(data.impulse_scale) * data.velocity_scale
+    degree = 2 * data.contact_count
+    res = residual(w, data, dt, kappa)
+    r_vio, k_vio, path = violations(res, data, kappa)
+    for iteration in range(settings.max_iterations + 1):
+        if r_vio <= settings.residual_tol and path <= settings.kappa_rtol:
+            return w, iteration, (r_vio, k_vio, path)
+        if iteration == settings.max_iterations:
+            break
+        f = factorize(w, data, dt)
+        res0 = residual(w, data, dt, 0.0)
+        d_aff = solve(f, res0)
+        alpha_aff = cone_search(w, d_aff, 1.0, 1.0)
+        mu = (np.dot(w.gamma, w.s) + np.sum(w.xi * w.eta)) / (degree * unit)
+        mu_aff = (np.dot(w.gamma + alpha_aff * d_aff.gamma, w.s + alpha_aff * d_aff.s)
+                  + np.sum((w.xi + alpha_aff * d_aff.xi) * (w.eta + alpha_aff * d_aff.eta))) / (degree * unit)
+        sigma = min(1.0, max(0.0, mu_aff / mu)) ** 3
+        target = max(sigma * mu, kappa)
+        corr = residual(w, data, dt, target)
+        if sigma * mu > kappa:
+            # Mehrotra's second-order correction; dropped once the target is the fixed κ, where
+            # plain Newton on r(w; κ) converges quadratically to the central-path point.
+            corr = Residual(
+                corr.dynamics, corr.normal, corr.cone_head, corr.slip,
+                corr.comp_normal + d_aff.gamma * d_aff.s,
+                corr.comp_cone + cone_product(d_aff.xi, d_aff.eta),
+            )
+        d = solve(f, corr)
+        tau_ort = max(settings.tau_min, 1.0 - max(r_vio, k_vio) ** 2)
+        tau_soc = min(settings.tau_soc_max, tau_ort)
+        alpha = cone_search(w, d, tau_ort, tau_soc)
+        for _ in range(settings.max_backtracks):
+            candidate = w.stepped(d, alpha)
+            res = residual(candidate, data, dt, kappa)
+            new = violations(res, data, kappa)
+            if (new[0] <= max(r_vio, settings.residual_tol) or new[1] <= k_vio
+                    or new[2] <= path):
+                break
+            alpha *= settings.backtrack
+        w = candidate
+        r_vio, k_vio, path = new
+    raise SolverFailureError(
+        f"interior-point solver did not converge in {settings.max_iterations} iterations "
+        f"(residual violation {r_vio:.3g}, complementarity {k_vio:.3g}, central-path error {path:.3g})",
+        r_vio, k_vio, settings.max_iterations,
+    )
