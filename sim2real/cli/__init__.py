@@ -20,6 +20,7 @@ COMMANDS: tuple[str, ...] = (
     "params_cmd",
     "import_cmd",
     "report_cmd",
+    "simulate",
     "emulate_cmd",
 )
 
