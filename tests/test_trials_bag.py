@@ -173,3 +173,28 @@ def test_run_directory(tmp_path: Path) -> None:
 def test_pose_series_shape_checked() -> None:
     with pytest.raises(Sim2RealError, match=r"shape \(N, 4\)"):
         PoseSeries(np.zeros(3), np.zeros((3, 3)), np.zeros((3, 3)))
+
+
+def test_live_writer_threads_and_bad_meta_keep_the_recording(tmp_path: Path) -> None:
+    """Several executor threads write at once; a bad box size in meta does not lose the data."""
+    import threading
+
+    writer = TrialBagWriter(tmp_path, "live", start_ns=0)
+
+    def publish(ns: str, offset: int) -> None:
+        for k in range(100):
+            t_ns = (offset + 4 * k) * 1_000_000
+            writer.write_joint_state(ns, t_ns, np.full(6, k), np.zeros(6))
+            writer.write_box_pose(ns, t_ns, [0.3, 0, 0.105], [1, 0, 0, 0])
+
+    threads = [threading.Thread(target=publish, args=(ns, i)) for i, ns in enumerate(("real", "sim", "real", "sim"))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    path = writer.close({"params": {"box.size_x": 0.0}})
+    back = read_trial(path)
+    assert len(back.platforms["real"].joint_states) == 200 and len(back.platforms["sim"].box_pose) == 200
+    assert "box size" in back.meta["outcomes"]["real"]["error"]
+    with pytest.raises(Sim2RealError, match="already closed"):
+        writer.write_box_pose("real", 0, [0, 0, 0], [1, 0, 0, 0])

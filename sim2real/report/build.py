@@ -179,6 +179,22 @@ def _fit_blocks(fit: FitSummary) -> list[Block]:
     return blocks
 
 
+def _outcome_sentence(ns: str, outcome: dict) -> str:
+    """One platform's outcome in words, tolerant of missing keys."""
+    if outcome.get("final_distance_m") is None:
+        return f"{ns}: no outcome ({outcome.get('error', 'not recorded')})"
+    parts = [f"final {100 * float(outcome['final_distance_m']):.1f} cm"]
+    if outcome.get("yaw_deg") is not None:
+        parts.append(f"yaw {float(outcome['yaw_deg']):.1f}°")
+    if outcome.get("max_tilt_deg") is not None:
+        parts.append(f"max tilt {float(outcome['max_tilt_deg']):.1f}°")
+    if isinstance(outcome.get("flipped"), bool):
+        parts.append("flipped" if outcome["flipped"] else "not flipped")
+    if isinstance(outcome.get("touched"), bool):
+        parts.append("touched" if outcome["touched"] else "not touched")
+    return f"{ns}: " + ", ".join(parts)
+
+
 def _safe(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
 
@@ -195,13 +211,7 @@ def _trial_blocks(runs: Sequence[_Run], max_trial_figures: int) -> list[Block]:
         for trial in shown:
             blocks.append(Heading(f"{trial.name}" + ("" if len(runs) == 1 else f" ({run.label})"), 4))
             outcomes = trial_outcomes(trial)
-            facts = []
-            for ns, outcome in outcomes.items():
-                facts.append(f"{ns}: final {100 * outcome['final_distance_m']:.1f} cm, yaw "
-                             f"{outcome['yaw_deg']:.1f}°, max tilt {outcome['max_tilt_deg']:.1f}°, "
-                             f"{'flipped' if outcome['flipped'] else 'not flipped'}"
-                             + ("" if outcome.get("touched") is None else
-                                f", {'touched' if outcome['touched'] else 'not touched'}"))
+            facts = [_outcome_sentence(ns, outcome) for ns, outcome in outcomes.items()]
             if facts:
                 blocks.append(Paragraph("; ".join(facts) + "."))
             if not trial.complete:

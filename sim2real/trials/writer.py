@@ -12,6 +12,7 @@ import contextlib
 import datetime
 import shutil
 import tempfile
+import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -103,6 +104,7 @@ class TrialBagWriter:
         self._box_samples: dict[str, list[tuple[float, np.ndarray, np.ndarray]]] = {}
         self._last_ns = self.start_ns
         self._closed = False
+        self._lock = threading.Lock()  # write_* may be called from several executor threads
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self._tmp_parent = Path(tempfile.mkdtemp(prefix=f".{self.name}.", suffix=".partial", dir=self.run_dir))
         self._bag_path = self._tmp_parent / self.name
@@ -130,15 +132,16 @@ class TrialBagWriter:
 
     # -- messages ----------------------------------------------------------------------------
     def _write(self, topic_name: str, msgtype: str, t_ns: int, data: bytes) -> None:
-        if self._closed:
-            raise Sim2RealError(f"trial writer for {self.name} is already closed")
-        connection = self._connections.get(topic_name)
-        if connection is None:
-            connection = self._writer.add_connection(topic_name, msgtype, typestore=self._typestore)
-            self._connections[topic_name] = connection
-        self._writer.write(connection, int(t_ns), data)
-        self._counts[topic_name] = self._counts.get(topic_name, 0) + 1
-        self._last_ns = max(self._last_ns, int(t_ns))
+        with self._lock:
+            if self._closed:
+                raise Sim2RealError(f"trial writer for {self.name} is already closed")
+            connection = self._connections.get(topic_name)
+            if connection is None:
+                connection = self._writer.add_connection(topic_name, msgtype, typestore=self._typestore)
+                self._connections[topic_name] = connection
+            self._writer.write(connection, int(t_ns), data)
+            self._counts[topic_name] = self._counts.get(topic_name, 0) + 1
+            self._last_ns = max(self._last_ns, int(t_ns))
 
     def write_joint_state(self, ns: str, t_ns: int, position: Any, velocity: Any, effort: Any | None = None,
                           stamp_ns: int | None = None) -> None:
@@ -178,9 +181,10 @@ class TrialBagWriter:
         """Record a box pose on ``/<ns>/box_pose``: centre (3,) m and (w, x, y, z), arm base frame."""
         self._write_pose(ns, "box_pose", t_ns, position, quaternion_wxyz, stamp_ns)
         stamp = int(t_ns if stamp_ns is None else stamp_ns)
-        self._box_samples.setdefault(ns, []).append(
-            ((stamp - self.start_ns) / NS_PER_S, np.asarray(position, float).reshape(3),
-             np.asarray(quaternion_wxyz, float).reshape(4)))
+        with self._lock:
+            self._box_samples.setdefault(ns, []).append(
+                ((stamp - self.start_ns) / NS_PER_S, np.asarray(position, float).reshape(3),
+                 np.asarray(quaternion_wxyz, float).reshape(4)))
 
     def write_pusher_pose(self, ns: str, t_ns: int, position: Any, quaternion_wxyz: Any = (1.0, 0.0, 0.0, 0.0),
                           stamp_ns: int | None = None) -> None:
@@ -217,7 +221,10 @@ class TrialBagWriter:
         for ns in PLATFORMS:
             poses = self.recorded_box_pose(ns)
             if ns not in outcomes and poses is not None:
-                outcomes[ns] = compute_outcome(poses, size, touched.get(ns)).as_dict()
+                try:
+                    outcomes[ns] = compute_outcome(poses, size, touched.get(ns)).as_dict()
+                except Sim2RealError as err:  # keep the recording; say why there is no outcome
+                    outcomes[ns] = {"error": str(err)}
         initial = meta.get("initial_distance_m")
         if initial is None:
             for ns in PLATFORMS:
@@ -269,8 +276,10 @@ class TrialBagWriter:
         pathlib.Path
             The trial directory ``run_dir/trial_name``.
         """
-        if self._closed:
-            raise Sim2RealError(f"trial writer for {self.name} is already closed")
+        with self._lock:
+            if self._closed:
+                raise Sim2RealError(f"trial writer for {self.name} is already closed")
+            self._closed = True
         try:
             self._writer.close()
             content = self._trial_json(meta or {}, complete, touched or {})
@@ -279,18 +288,17 @@ class TrialBagWriter:
                 raise Sim2RealError(f"trial {self.final_path} appeared while recording; refusing to overwrite it")
             self._bag_path.rename(self.final_path)
         except BaseException:
-            self._closed = True
             shutil.rmtree(self._tmp_parent, ignore_errors=True)
             raise
-        self._closed = True
         shutil.rmtree(self._tmp_parent, ignore_errors=True)
         return self.final_path
 
     def abort(self) -> None:
         """Discard everything written (nothing is left under the run directory)."""
-        if self._closed:
-            return
-        self._closed = True
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
         with contextlib.suppress(Exception):  # the bag is discarded anyway
             self._writer.close()
         shutil.rmtree(self._tmp_parent, ignore_errors=True)
@@ -314,6 +322,9 @@ def write_trial(run_dir: str | Path, record: TrialRecord) -> Path:
         The trial directory.
     """
     meta = dict(record.meta)
+    size = box_size_from_meta(meta)
+    if not np.all(np.isfinite(size) & (size > 0)):
+        raise Sim2RealError(f"box size must be three positive lengths in m, got {size.tolist()}")
     start_ns = (meta.get("timing") or {}).get("start_ns")
     writer = TrialBagWriter(run_dir, record.name, start_ns=start_ns)
     try:

@@ -1,0 +1,229 @@
+"""The box-push experiment's trial sequence, without ROS: poses, moves, tolerances, windows.
+
+The ``experiment`` node (:mod:`sim2real.nodes.experiment`) runs, per start distance:
+
+1. **home** (real arm only): a smooth joint-space move from the measured joints to the
+   push start (:func:`return_trajectory`), tracked by the PD controllers, until the arm is
+   still within ``joint_tolerance`` of the start (:func:`arm_settled`);
+2. **place** the box: request the start pose (:func:`requested_box_pose`); the operator
+   (or the stand-in world) places it and the measured pose must stay within
+   ``start_tolerance`` (:func:`box_within`); the sim is then reset to the measured joints and
+   the measured box pose laid flat on the table (:func:`resting_pose`);
+3. **push**: the reference is stamped ``lead_time`` in the future and recorded in the
+   window :class:`TrialWindow` (stamps ``[start_ns, end_ns]``);
+4. **end**: once every platform has reported past ``end_ns``, the outcome is computed from
+   the box poses in the window (:func:`window_outcome`).
+
+Frames: arm base frame (``link_base``), table top at ``contact.table_height``. Units SI;
+times in ns where they are ROS stamps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from sim2real.control.reference import JointTrajectory, PushConfig
+from sim2real.errors import Sim2RealError
+from sim2real.model import ArmModel, solve_pusher_ik
+from sim2real.params import ParameterSet
+from sim2real.trials.outcome import Outcome, compute_outcome
+from sim2real.trials.records import PoseSeries
+from sim2real.trials.schema import trial_name
+
+FloatArray = NDArray[np.float64]
+NS_PER_S = 1_000_000_000
+
+#: Platforms each run mode drives.
+MODE_PLATFORMS: dict[str, tuple[str, ...]] = {
+    "mirror": ("real", "sim"),
+    "standin": ("real", "sim"),
+    "real": ("real",),
+    "sim": ("sim",),
+}
+MIRROR_MODES = ("closed", "commands")
+
+
+def platforms_of(mode: str) -> tuple[str, ...]:
+    """Platform namespaces of run ``mode`` (``mirror``, ``standin``, ``real`` or ``sim``)."""
+    try:
+        return MODE_PLATFORMS[mode]
+    except KeyError:
+        raise Sim2RealError(f"unknown mode '{mode}' (expected one of {', '.join(MODE_PLATFORMS)})") from None
+
+
+def check_mirror(mirror: str, mode: str) -> str:
+    """Validate the mirroring mode; ``commands`` needs both platforms."""
+    if mirror not in MIRROR_MODES:
+        raise Sim2RealError(f"unknown mirroring '{mirror}' (expected closed or commands)")
+    if mirror == "commands" and len(platforms_of(mode)) < 2:
+        raise Sim2RealError(f"--mirror commands needs a real and a sim platform; mode '{mode}' has only "
+                            f"{platforms_of(mode)[0]}")
+    return mirror
+
+
+def parse_distances(text: str | Sequence[float]) -> tuple[float, ...]:
+    """Start distances (m) from ``"0.30,0.45"`` or a sequence; each in (0, 1.5)."""
+    if isinstance(text, str):
+        parts = [p.strip() for p in text.split(",") if p.strip()]
+        try:
+            values = tuple(float(p) for p in parts)
+        except ValueError:
+            raise Sim2RealError(f"distances must be comma-separated numbers in m, got '{text}'") from None
+    else:
+        values = tuple(float(v) for v in text)
+    if not values:
+        raise Sim2RealError("no start distance given")
+    for value in values:
+        if not (np.isfinite(value) and 0.0 < value < 1.5):
+            raise Sim2RealError(f"start distance {value} m is outside (0, 1.5) m")
+    return values
+
+
+def start_joints(arm: ArmModel, push: PushConfig, table_height: float = 0.0) -> FloatArray:
+    """Joint angles (6,) rad with the pusher at the push start, tool pointing down."""
+    target = np.array([push.start_x, push.lateral, table_height + push.height])
+    return solve_pusher_ik(arm, target).q
+
+
+def return_trajectory(q_from: FloatArray, q_to: FloatArray, max_speed: float = 0.5,
+                      rate_hz: float = 100.0, min_duration: float = 0.5, hold: float = 0.3) -> JointTrajectory:
+    """A smooth joint-space move from ``q_from`` to ``q_to`` (both (6,) rad), then a hold.
+
+    Each joint follows the same cosine blend ``s(τ) = (1 − cos πτ)/2``, with the duration
+    chosen so that the fastest joint peaks at ``max_speed`` rad/s.
+
+    Returns
+    -------
+    JointTrajectory
+        ``t`` from 0; ``pusher`` is NaN (the move is not a push).
+    """
+    q_from = np.asarray(q_from, dtype=float)
+    q_to = np.asarray(q_to, dtype=float)
+    span = float(np.max(np.abs(q_to - q_from)))
+    duration = max(min_duration, np.pi * span / (2.0 * max_speed))
+    dt = 1.0 / rate_hz
+    t = np.arange(round((duration + hold) / dt) + 1) * dt
+    tau = np.clip(t / duration, 0.0, 1.0)
+    s = 0.5 * (1.0 - np.cos(np.pi * tau))
+    sdot = np.where(t < duration, 0.5 * np.pi / duration * np.sin(np.pi * tau), 0.0)
+    position = q_from + s[:, None] * (q_to - q_from)
+    velocity = sdot[:, None] * (q_to - q_from)
+    return JointTrajectory(t=t, position=position, velocity=velocity, pusher=np.full((len(t), 3), np.nan))
+
+
+def arm_settled(q: FloatArray, v: FloatArray, q_target: FloatArray, joint_tolerance: float = 0.01,
+                velocity_tolerance: float = 0.02) -> bool:
+    """True when every joint is within ``joint_tolerance`` rad of ``q_target`` and slower than
+    ``velocity_tolerance`` rad/s."""
+    return bool(np.max(np.abs(np.asarray(q) - q_target)) <= joint_tolerance
+                and np.max(np.abs(v)) <= velocity_tolerance)
+
+
+def requested_box_pose(distance: float, params: ParameterSet) -> tuple[FloatArray, FloatArray]:
+    """Start pose of the box: upright on the table, centre ``distance`` m along base x.
+
+    Returns
+    -------
+    position : ndarray, shape (3,)
+        Box centre, m, base frame.
+    quaternion : ndarray, shape (4,)
+        (w, x, y, z); body axes aligned with the base axes.
+    """
+    height = float(params["contact.table_height"]) + 0.5 * float(params["box.size_z"])
+    return np.array([distance, 0.0, height]), np.array([1.0, 0.0, 0.0, 0.0])
+
+
+def box_within(position: FloatArray, requested: FloatArray, tolerance: float) -> bool:
+    """True when the box centre is within ``tolerance`` m of ``requested`` in the table plane."""
+    return bool(np.hypot(*(np.asarray(position)[:2] - np.asarray(requested)[:2])) <= tolerance)
+
+
+def resting_pose(position: FloatArray, quaternion: FloatArray, params: ParameterSet) -> tuple[FloatArray, FloatArray]:
+    """A measured box pose laid flat on the table: measured x, y and yaw, exact height, no tilt.
+
+    Used to start the sim from where the real box actually stands (mocap noise would
+    otherwise put the sim box slightly into or above the table).
+    """
+    w, x, y, z = np.asarray(quaternion, dtype=float)
+    heading = np.arctan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z))
+    height = float(params["contact.table_height"]) + 0.5 * float(params["box.size_z"])
+    return (np.array([position[0], position[1], height]),
+            np.array([np.cos(heading / 2.0), 0.0, 0.0, np.sin(heading / 2.0)]))
+
+
+@dataclass(frozen=True)
+class TrialWindow:
+    """One trial's identity and recording window.
+
+    Attributes
+    ----------
+    index : int
+        Trial number in the run (0-based).
+    distance : float
+        Requested start distance (m).
+    name : str
+        Trial directory name (:func:`sim2real.trials.trial_name`).
+    start_ns, end_ns : int
+        ROS stamps (ns) of the first and last reference point; messages stamped in
+        ``[start_ns, end_ns]`` belong to the trial.
+    """
+
+    index: int
+    distance: float
+    name: str
+    start_ns: int
+    end_ns: int
+
+    @classmethod
+    def plan(cls, index: int, distance: float, now_ns: int, reference: JointTrajectory,
+             lead_time: float) -> TrialWindow:
+        """The window of a trial whose reference starts ``lead_time`` s after ``now_ns``."""
+        start = int(now_ns + round(lead_time * NS_PER_S))
+        end = start + int(round(float(reference.t[-1] - reference.t[0]) * NS_PER_S))
+        return cls(index, float(distance), trial_name(index, distance), start, end)
+
+    def contains(self, stamp_ns: int) -> bool:
+        """Whether a message stamped ``stamp_ns`` belongs to the trial."""
+        return self.start_ns <= stamp_ns <= self.end_ns
+
+    def as_dict(self) -> dict[str, object]:
+        """JSON-ready form (the recorder's trial start event)."""
+        return {"index": self.index, "distance": self.distance, "trial": self.name,
+                "start_ns": self.start_ns, "end_ns": self.end_ns}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, object]) -> TrialWindow:
+        """Inverse of :meth:`as_dict`."""
+        return cls(int(data["index"]), float(data["distance"]), str(data["trial"]),  # type: ignore[arg-type]
+                   int(data["start_ns"]), int(data["end_ns"]))  # type: ignore[arg-type]
+
+
+def window_outcome(samples: Sequence[tuple[int, FloatArray, FloatArray]], window: TrialWindow,
+                   box_size: FloatArray) -> Outcome | None:
+    """Outcome of the box poses ``(stamp_ns, position (3,), quaternion (4,))`` inside ``window``.
+
+    Returns None when no sample falls in the window.
+    """
+    inside = sorted((s for s in samples if window.contains(s[0])), key=lambda s: s[0])
+    if not inside:
+        return None
+    series = PoseSeries(np.array([(s[0] - window.start_ns) / NS_PER_S for s in inside]),
+                        np.array([s[1] for s in inside]), np.array([s[2] for s in inside]))
+    return compute_outcome(series, box_size)
+
+
+def progress_line(window: TrialWindow, total: int, outcomes: dict[str, Outcome | None]) -> str:
+    """One line per finished trial, e.g. ``trial 1/2 d=0.300 m: real 0.300→0.462 m upright; ...``."""
+    parts = []
+    for ns in sorted(outcomes):
+        outcome = outcomes[ns]
+        if outcome is None:
+            parts.append(f"{ns}: no box pose")
+        else:
+            state = "FLIPPED" if outcome.flipped else "upright"
+            parts.append(f"{ns} {outcome.initial_distance_m:.3f}->{outcome.final_distance_m:.3f} m {state}")
+    return f"trial {window.index + 1}/{total} d={window.distance:.3f} m: " + "; ".join(parts)
