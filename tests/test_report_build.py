@@ -78,6 +78,7 @@ def test_real_vs_sim_report_with_fit(tmp_path: Path) -> None:
     assert "| contact.mu_table | - | 0.35 | 0.42 | +20.0 % | 0.01 | [0.4, 0.44] |" in md
     assert "contact.mu_table / box.com_z: -0.90" in md and "Cost 4 → 0.1 in 3" in md
     assert "relative cost change below 1e-8" in md
+    assert "All recorded parameters are at their nominal values." in md
     for figure in paths.figures:
         assert figure.parent == paths.markdown.parent and f"]({figure.name})" in md
     assert "[run]" in paths.text and "flip agreement 50 %" in paths.text

@@ -127,6 +127,33 @@ def _input_blocks(runs: Sequence[_Run], fit: FitSummary | None) -> list[Block]:
     return blocks
 
 
+def _parameter_blocks(runs: Sequence[_Run]) -> list[Block]:
+    """Simulator parameters recorded in trial.json (first trial of each run) that differ from nominal
+    or between runs."""
+    from sim2real.params import names as registry_names
+    from sim2real.params import spec
+
+    recorded = [dict(run.trials[0].meta.get("params") or {}) if run.trials else {} for run in runs]
+    blocks: list[Block] = [Heading("Simulator parameters")]
+    if not any(recorded):
+        return [*blocks, Note("The trials record no simulator parameters (trial.json 'params').")]
+    known = set(registry_names())
+    rows = []
+    for name in sorted({n for params in recorded for n in params}):
+        values = [params.get(name) for params in recorded]
+        nominal = spec(name).nominal if name in known else None
+        if len({repr(v) for v in values}) == 1 and values[0] == nominal:
+            continue
+        rows.append((name, spec(name).unit if name in known else "?", "—" if nominal is None else f"{nominal:.5g}",
+                     *("—" if v is None else (f"{v:.5g}" if isinstance(v, (int, float)) else str(v))
+                       for v in values)))
+    if not rows:
+        return [*blocks, Paragraph("All recorded parameters are at their nominal values.")]
+    header = ("parameter", "unit", "nominal", *(f"{run.label}" for run in runs))
+    return [*blocks, Table(header, tuple(rows), "Parameters that differ from nominal (first trial of each run)",
+                           css_class="run-parameters")]
+
+
 def _experiment_blocks(tables: Sequence[ExperimentTable], runs: Sequence[_Run]) -> list[Block]:
     blocks: list[Block] = [Heading("Experiment table"),
                            Paragraph("Per trial: start distance and final distance of the box centre from the "
@@ -312,6 +339,7 @@ def build_report(run_dirs: Sequence[str | Path], out_dir: str | Path, fit: str |
     blocks: list[Block] = []
     blocks += _input_blocks(runs, fit_summary)
     blocks += _experiment_blocks(tables, runs)
+    blocks += _parameter_blocks(runs)
     if fit_summary is not None:
         blocks += _fit_blocks(fit_summary)
     blocks += _trial_blocks(runs, max_trial_figures)

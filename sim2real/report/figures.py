@@ -163,8 +163,9 @@ def final_distance_figure(tables: Sequence[Any]) -> bytes | None:
     if not plotted:
         plt.close(fig)
         return None
-    lo, hi = ax.get_xlim()
-    ax.plot([lo, hi], [lo, hi], color="#bbbbbb", linewidth=0.8, label="no motion")
+    lo = min(ax.get_xlim()[0], ax.get_ylim()[0])
+    hi = max(ax.get_xlim()[1], ax.get_ylim()[1])
+    ax.plot([lo, hi], [lo, hi], color="#bbbbbb", linewidth=0.8, label="final = start (no motion)")
     ax.set_xlabel("start distance (cm)")
     ax.set_ylabel("final distance (cm)")
     ax.set_title("final box distance from the arm base")
