@@ -37,6 +37,8 @@ FloatArray = NDArray[np.float64]
 
 SERVO_PARAMS = ("arm.servo_tau", "arm.command_delay")
 PD_PARAMS = ("pd.kp", "pd.kd")
+#: Pusher-box signed distance (m) at or below which the pusher counts as touching the box.
+TOUCH_DISTANCE = 1e-4
 #: Parameters the engine differentiates (its implicit gradients).
 ENGINE_PARAMS = ("box.mass", "box.size_x", "box.size_y", "box.size_z", "box.com_x", "box.com_y", "box.com_z",
                  "contact.mu_table", "contact.mu_pusher")
@@ -193,7 +195,7 @@ class SimPlatform:
         result = self.world.step(self.box, self.pusher, pusher_next, grad=grad, param_names=self._engine_names)
         contact = result.contacts
         self.min_pusher_distance = min(self.min_pusher_distance, float(contact.pusher_distance))
-        self.touched = self.touched or contact.pusher_force > 0.0 or contact.pusher_distance <= 1e-4
+        self.touched = self.touched or contact.pusher_distance <= TOUCH_DISTANCE
         if grad:
             s_pusher = self.arm.pusher_jacobian(q) @ s_q
             s_box = (result.d_state @ self.s_box + result.d_pusher_start @ self._s_pusher
