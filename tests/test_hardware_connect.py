@@ -127,8 +127,9 @@ def test_sigint_leaves_arm_stopped() -> None:
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
-        time.sleep(0.15)
-        snap = emu.snapshot()
+        deadline = time.monotonic() + 1.0  # the servo decelerates (tau 0.05 s) after the zero command
+        while np.max(np.abs((snap := emu.snapshot()).v)) >= 1e-3 and time.monotonic() < deadline:
+            time.sleep(0.01)
     assert "KeyboardInterrupt" in (proc.stderr.read() if proc.stderr else "")
     assert np.max(np.abs(snap.v)) < 1e-3
     assert snap.mode == 0 and snap.state == 4 and snap.error_code == 0
