@@ -1,8 +1,9 @@
 """``sim2real simulate``: one simulated trial.
 
 Modes: ``SCENARIO.yaml`` (a free box and an optional kinematic pusher path, see
-:mod:`sim2real.physics.scenario`). Further modes (the standard arm trial) plug into
-:data:`MODES` with their own options.
+:mod:`sim2real.physics.scenario`), or ``--distance D``: the standard arm trial of
+``config/experiment.yaml`` with the box at D m from the arm base (see
+:mod:`sim2real.trials.standard_trial`). Modes plug into :data:`MODES`.
 """
 
 from __future__ import annotations
@@ -22,13 +23,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``simulate`` subcommand."""
     parser = subparsers.add_parser(
         "simulate",
-        help="simulate one trial (a scenario file) and print its outcome",
-        description="Simulate a box on the table with an optional kinematic pusher, as described by "
-        "SCENARIO.yaml (duration, initial box state, pusher waypoints), with the differentiable contact "
-        "engine. Prints the outcome; --json prints one JSON object; --grad adds the derivatives of the final "
-        "box position and yaw with respect to parameters.",
+        help="simulate one trial (a scenario file, or the standard arm push with --distance) and print its outcome",
+        description="Simulate one trial with the differentiable contact engine: either a box on the table with "
+        "an optional kinematic pusher as described by SCENARIO.yaml (duration, initial box state, pusher "
+        "waypoints), or, with --distance D, the standard push of config/experiment.yaml by the mirrored xArm 6 "
+        "(PD law, servo model, forward kinematics) with the box centre D m from the arm base. Prints the "
+        "outcome; --json prints one JSON object; --grad adds the derivatives of the final box position and "
+        "yaw with respect to parameters (for the arm trial over the whole trial, including arm.servo_tau, "
+        "arm.command_delay, pd.kp and pd.kd).",
     )
     parser.add_argument("scenario", nargs="?", metavar="SCENARIO.yaml", help="scenario file")
+    parser.add_argument("--distance", type=float, metavar="D",
+                        help="run the standard arm trial with the box centre D m from the arm base along x "
+                        "(box.size_* from the parameters, standing upright)")
+    parser.add_argument("--experiment", metavar="FILE",
+                        help="with --distance: experiment params file defining the push "
+                        "(default: the package's config/experiment.yaml)")
     add_param_arguments(parser)
     parser.add_argument("--grad", metavar="NAMES",
                         help="comma-separated parameters to differentiate the final pose by, e.g. "
@@ -73,13 +83,50 @@ def _write_bag(out: Path, result: Any) -> None:
         writer.close({"mode": "scenario", "params": result.params.as_dict()})
 
 
-MODES: dict[str, Callable[[argparse.Namespace], dict[str, Any]]] = {"scenario": _scenario_mode}
+def _distance_mode(args: argparse.Namespace) -> dict[str, Any]:
+    from dataclasses import replace
+
+    from sim2real.control import load_experiment_config
+    from sim2real.control.sim_platform import ENGINE_PARAMS, PD_PARAMS, SERVO_PARAMS
+    from sim2real.trials import write_trial
+    from sim2real.trials.schema import check_trial_name
+    from sim2real.trials.standard_trial import run_standard_trial
+
+    params = params_from_args(args)
+    names = parse_name_list(args.grad)
+    available = (*ENGINE_PARAMS, *SERVO_PARAMS, *PD_PARAMS)
+    for name in names:
+        if name not in available:
+            raise Sim2RealError(f"--grad: no whole-trial gradient for '{name}' (choose from {', '.join(available)})")
+    out = Path(args.out) if args.out else None
+    if out is not None:
+        if out.exists():
+            raise Sim2RealError(f"--out {out} already exists; refusing to overwrite it")
+        check_trial_name(out.name)
+    experiment = load_experiment_config(args.experiment)
+    trial = run_standard_trial(args.distance, params, names, experiment=experiment)
+    summary = trial.summary()
+    if out is not None:
+        record = trial.record()
+        write_trial(out.parent if str(out.parent) else ".", replace(record, name=out.name))
+        summary["bag"] = str(out)
+    return summary
+
+
+MODES: dict[str, Callable[[argparse.Namespace], dict[str, Any]]] = {
+    "scenario": _scenario_mode,
+    "distance": _distance_mode,
+}
 
 
 def _select_mode(args: argparse.Namespace) -> str:
+    if args.scenario and args.distance is not None:
+        raise Sim2RealError("give either a SCENARIO.yaml or --distance, not both")
     if args.scenario:
         return "scenario"
-    raise Sim2RealError("simulate needs a SCENARIO.yaml")
+    if args.distance is not None:
+        return "distance"
+    raise Sim2RealError("simulate needs a SCENARIO.yaml or --distance D")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -91,6 +138,11 @@ def run(args: argparse.Namespace) -> int:
         return 0
     final = summary["final"]
     pos = ", ".join(f"{v:.4f}" for v in final["box_position"])
+    if "initial_distance_m" in summary:
+        print(f"box distance        {summary['initial_distance_m']:.3f} m -> {summary['final_distance_m']:.3f} m"
+              f" (pusher {'touched' if summary['touched'] else 'did not touch'} the box)")
+        if "stop_reason" in summary:
+            print(f"arm stopped         {summary['stop_reason']}")
     print(f"final box position  [{pos}] m, yaw {final['yaw_rad']:.4f} rad")
     print(f"flipped             {summary['flipped']} (max tilt {summary['max_tilt_deg']:.2f} deg)")
     print(f"min table distance  {summary['min_signed_distance_m']:.3g} m")

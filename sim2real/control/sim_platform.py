@@ -66,6 +66,8 @@ class ArmTrialResult:
         Whether the pusher ever came into contact with the box.
     min_pusher_distance : float
         Smallest pusher-box signed distance seen (m).
+    min_table_distance : float
+        Smallest box-table signed distance seen (m; negative = penetration).
     stop_reason : str
         Why the PD law stopped the arm, or ``""``.
     grad_names : tuple of str
@@ -86,6 +88,7 @@ class ArmTrialResult:
     box: FloatArray
     touched: bool
     min_pusher_distance: float
+    min_table_distance: float
     stop_reason: str
     grad_names: tuple[str, ...] = ()
     d_box: FloatArray | None = None
@@ -153,6 +156,7 @@ class SimPlatform:
         self.pusher = self.arm.pusher_position(self.q)
         self.touched = False
         self.min_pusher_distance = np.inf
+        self.min_table_distance = np.inf
         self._commands: list[FloatArray] = []
         self._d_commands: list[FloatArray] = []
         self.s_q = np.zeros((6, p))
@@ -195,6 +199,7 @@ class SimPlatform:
         result = self.world.step(self.box, self.pusher, pusher_next, grad=grad, param_names=self._engine_names)
         contact = result.contacts
         self.min_pusher_distance = min(self.min_pusher_distance, float(contact.pusher_distance))
+        self.min_table_distance = min(self.min_table_distance, float(contact.table_distance))
         self.touched = self.touched or contact.pusher_distance <= TOUCH_DISTANCE
         if grad:
             s_pusher = self.arm.pusher_jacobian(q) @ s_q
@@ -291,5 +296,6 @@ def simulate_arm_trial(params: ParameterSet, reference: JointTrajectory, initial
         t=t, joint_position=joint_position, joint_velocity=joint_velocity, command=command_log,
         reference_position=ref_q, reference_velocity=ref_v, pusher=pusher_log, box=box_log,
         touched=platform.touched, min_pusher_distance=float(platform.min_pusher_distance),
+        min_table_distance=float(platform.min_table_distance),
         stop_reason=stop_reason, grad_names=grad_names, d_box=d_box, d_joint_position=d_joint,
     )
