@@ -13,7 +13,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Read one or more run directories (one rosbag2 trial per sub-directory) and write "
         "report.html (self-contained) and report.md with PNG figures: the experiment table (start, real and "
         "sim final distance, gap, flips, agreement), per-trial box paths, tilt, joint tracking and command "
-        "streams, and with --fit the fitted parameters, 95 %% intervals, correlations and fit trace. Two run "
+        "streams, and with --fit the fitted parameters, 95 % intervals, correlations and fit trace. Two run "
         "directories are compared side by side (e.g. --labels before,after).",
     )
     parser.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run directory (repeatable)")
