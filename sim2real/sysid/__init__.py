@@ -1,0 +1,31 @@
+"""System identification: recorded trials in, fitted simulator parameters out.
+
+* :mod:`~sim2real.sysid.data` — recordings resampled onto the simulator's grid; box states
+  rebuilt from poses for teacher forcing.
+* :mod:`~sim2real.sysid.residuals` — weighted pose and joint residuals with Jacobians from
+  the simulator's implicit gradients (one-step, N-step segments, whole trials).
+* :mod:`~sim2real.sysid.optimizer` — Gauss-Newton / Levenberg-Marquardt with bounds and
+  robust losses.
+* :mod:`~sim2real.sysid.uncertainty` — covariance, intervals, correlations, identifiability.
+* :mod:`~sim2real.sysid.fit` — :func:`fit_trials` → :class:`FitResult` (the fit.json object).
+* :mod:`~sim2real.sysid.writeback` — fitted params YAML + fit.json, written together.
+* :mod:`~sim2real.sysid.replay` — re-simulating recorded trials into sim records.
+"""
+
+from sim2real.sysid.data import TrialData, box_states, prepare_trial
+from sim2real.sysid.fit import FitResult, FreeParameters, fit_trials, parse_bounds, prepare_trials
+from sim2real.sysid.optimizer import LMResult, LMSettings, levenberg_marquardt
+from sim2real.sysid.residuals import (
+    ResidualSpec,
+    TrialResiduals,
+    Weights,
+    finite_difference_jacobian,
+    trial_residuals,
+)
+from sim2real.sysid.uncertainty import Uncertainty, summarize_uncertainty
+
+__all__ = [
+    "FitResult", "FreeParameters", "LMResult", "LMSettings", "ResidualSpec", "TrialData", "TrialResiduals",
+    "Uncertainty", "Weights", "box_states", "finite_difference_jacobian", "fit_trials", "levenberg_marquardt",
+    "parse_bounds", "prepare_trial", "prepare_trials", "summarize_uncertainty", "trial_residuals",
+]

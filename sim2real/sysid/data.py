@@ -1,0 +1,237 @@
+"""Recorded trials on the simulator's time grid: what the residuals compare against.
+
+A :class:`TrialData` holds one platform's recording (normally ``real``) of one trial resampled onto a
+uniform grid ``t_k = t_0 + k dt`` (k = 0..K):
+
+* **arm trials** (the trial has ``/real/joint_states``): the grid is the control grid of
+  ``sim.dt``; ``t_0`` is the first joint command (or, without commands, the first joint
+  state). Joint states and box poses are interpolated linearly (quaternions by normalised
+  linear interpolation); the joint command of tick ``k`` is the last one sent before
+  ``t_k + dt/2`` (zero-order hold; send times jitter a little after the tick).
+* **box-only trials** (cube tosses: ``/real/box_pose`` only, no arm): the recording's own
+  sample interval is the step when the samples are uniform (within 5 %), so no
+  interpolation happens; otherwise the poses are resampled at ``sim.dt``.
+
+Box states for teacher forcing are rebuilt from consecutive poses (:func:`box_states`),
+following the engine's own update: the centre of mass moves by ``dt`` times the new
+velocity, and the orientation by ``q_k = q_{k-1} ⊗ exp(dt ω_body,k)``. Because the
+centre-of-mass offset enters that reconstruction, the states come with their derivative
+with respect to ``box.com_x/y/z``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from sim2real.errors import Sim2RealError
+from sim2real.spatial import conjugate, multiply, skew, to_matrix, to_rotation_vector
+from sim2real.trials import JointReference, PoseSeries, TrialRecord
+
+#: Relative tolerance for treating a pose recording as uniformly sampled.
+_UNIFORM_TOLERANCE = 0.05
+#: Fewest grid points a trial must give (one pose before, one step, one pose after).
+_MIN_POINTS = 3
+
+
+@dataclass(frozen=True)
+class TrialData:
+    """One recorded trial on a uniform grid (the real platform only).
+
+    Attributes
+    ----------
+    name : str
+        Trial name.
+    kind : str
+        ``"arm"`` (box pushed by the arm) or ``"box"`` (box only, e.g. a cube toss).
+    dt : float
+        Grid step, s.
+    t : ndarray, shape (K+1,)
+        Grid times, s since the trial start.
+    box_position : ndarray, shape (K+1, 3)
+        Recorded box centre, m, arm base (or surface) frame.
+    box_quaternion : ndarray, shape (K+1, 4)
+        Recorded box orientation (w, x, y, z), body -> base; sign-continuous.
+    joint_position, joint_velocity : ndarray, shape (K+1, 6) or None
+        Recorded joint states, rad and rad/s (arm trials).
+    command : ndarray, shape (K, 6) or None
+        Joint velocity command acting from tick k, rad/s (arm trials with commands).
+    reference : JointReference or None
+        The recorded reference trajectory (time axis as recorded).
+    dt_override : bool
+        True when ``dt`` is the recording's own interval rather than ``sim.dt``.
+    """
+
+    name: str
+    kind: str
+    dt: float
+    t: np.ndarray
+    box_position: np.ndarray
+    box_quaternion: np.ndarray
+    joint_position: np.ndarray | None = None
+    joint_velocity: np.ndarray | None = None
+    command: np.ndarray | None = None
+    reference: JointReference | None = None
+    dt_override: bool = False
+
+    @property
+    def steps(self) -> int:
+        """Number of grid steps ``K``."""
+        return int(self.t.shape[0] - 1)
+
+
+def _interp(t_new: np.ndarray, t: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Column-wise linear interpolation of ``values`` (N, d) at ``t_new`` (M,)."""
+    return np.stack([np.interp(t_new, t, values[:, j]) for j in range(values.shape[1])], axis=1)
+
+
+def continuous_quaternions(quaternion: np.ndarray) -> np.ndarray:
+    """Flip signs so consecutive quaternions (N, 4) lie in the same hemisphere."""
+    out = np.array(quaternion, dtype=float)
+    for k in range(1, out.shape[0]):
+        if np.dot(out[k], out[k - 1]) < 0.0:
+            out[k] = -out[k]
+    return out
+
+
+def _interp_quaternion(t_new: np.ndarray, t: np.ndarray, quaternion: np.ndarray) -> np.ndarray:
+    q = _interp(t_new, t, continuous_quaternions(quaternion))
+    return q / np.linalg.norm(q, axis=1, keepdims=True)
+
+
+def _strictly_increasing(t: np.ndarray, what: str, name: str) -> None:
+    if t.shape[0] >= 2 and np.any(np.diff(t) <= 0.0):
+        raise Sim2RealError(f"trial '{name}': {what} time stamps are not strictly increasing")
+
+
+def _uniform_interval(t: np.ndarray) -> float | None:
+    if t.shape[0] < 2:
+        return None
+    steps = np.diff(t)
+    median = float(np.median(steps))
+    if median > 0.0 and np.max(np.abs(steps - median)) <= _UNIFORM_TOLERANCE * median:
+        return median
+    return None
+
+
+def recorded_platform(record: TrialRecord, platform: str = "auto") -> str:
+    """The platform whose recording is fitted: ``platform``, or for ``"auto"`` ``real`` if present, else ``sim``."""
+    if platform != "auto":
+        return platform
+    if "real" in record.platforms or "sim" not in record.platforms:
+        return "real"
+    return "sim"
+
+
+def prepare_trial(record: TrialRecord, dt: float, platform: str = "auto") -> TrialData:
+    """Resample one platform's recording of ``record`` onto a uniform grid.
+
+    Parameters
+    ----------
+    record : TrialRecord
+        A trial read by :func:`sim2real.trials.read_trial`.
+    dt : float
+        The simulator's control period ``sim.dt``, s.
+    platform : str
+        ``"real"``, ``"sim"`` or ``"auto"`` (see :func:`recorded_platform`); the recording
+        of that platform is what the simulator is compared against.
+
+    Returns
+    -------
+    TrialData
+
+    Raises
+    ------
+    Sim2RealError
+        No ``/real/box_pose``, too few samples, or non-increasing time stamps.
+    """
+    ns = recorded_platform(record, platform)
+    real = record.platform(ns)
+    box_topic = f"/{ns}/box_pose"
+    poses: PoseSeries | None = real.box_pose if real is not None else None
+    if poses is None or len(poses) == 0:
+        raise Sim2RealError(f"trial '{record.name}' has no messages on {box_topic} (needed to fit or replay)")
+    _strictly_increasing(poses.t, box_topic, record.name)
+    joints = real.joint_states if real is not None else None
+    if joints is None:
+        return _prepare_box_trial(record.name, poses, dt)
+    _strictly_increasing(joints.t, f"/{ns}/joint_states", record.name)
+    commands = real.joint_command if real is not None else None
+    t0 = float(commands.t[0]) if commands is not None and len(commands) else float(joints.t[0])
+    t0 = max(t0, float(joints.t[0]), float(poses.t[0]))
+    t_end = min(float(joints.t[-1]), float(poses.t[-1]))
+    steps = int(np.floor((t_end - t0) / dt + 1e-6))
+    if steps + 1 < _MIN_POINTS:
+        raise Sim2RealError(f"trial '{record.name}': fewer than {_MIN_POINTS} control ticks where joint states "
+                            f"and box poses overlap (truncated recording?)")
+    t = t0 + dt * np.arange(steps + 1)
+    command = None
+    if commands is not None and len(commands):
+        index = np.searchsorted(commands.t, t[:-1] + 0.5 * dt, side="right") - 1
+        command = np.where((index >= 0)[:, None], commands.velocity[np.clip(index, 0, None)], 0.0)
+    return TrialData(
+        name=record.name, kind="arm", dt=dt, t=t,
+        box_position=_interp(t, poses.t, poses.position),
+        box_quaternion=continuous_quaternions(_interp_quaternion(t, poses.t, poses.quaternion)),
+        joint_position=_interp(t, joints.t, joints.position),
+        joint_velocity=_interp(t, joints.t, joints.velocity),
+        command=command, reference=record.reference,
+    )
+
+
+def _prepare_box_trial(name: str, poses: PoseSeries, dt: float) -> TrialData:
+    interval = _uniform_interval(poses.t)
+    if interval is not None:
+        t = poses.t - 0.0
+        position, quaternion = poses.position, continuous_quaternions(poses.quaternion)
+        step, override = interval, abs(interval - dt) > 1e-9
+    else:
+        steps = int(np.floor((poses.t[-1] - poses.t[0]) / dt + 1e-6))
+        t = poses.t[0] + dt * np.arange(steps + 1)
+        position = _interp(t, poses.t, poses.position)
+        quaternion = continuous_quaternions(_interp_quaternion(t, poses.t, poses.quaternion))
+        step, override = dt, False
+    if t.shape[0] < _MIN_POINTS:
+        raise Sim2RealError(f"trial '{name}': the box pose has fewer than {_MIN_POINTS} samples (truncated?)")
+    return TrialData(name=name, kind="box", dt=float(step), t=np.asarray(t, dtype=float),
+                     box_position=np.asarray(position, dtype=float), box_quaternion=quaternion,
+                     dt_override=override)
+
+
+def box_states(data: TrialData, com_body: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Box states rebuilt from consecutive recorded poses (teacher forcing, Dojo eqs. 55-57).
+
+    For ``k >= 1``, with ``c`` the centre-of-mass offset (body) and ``R_k`` the orientation:
+    the centre of mass velocity is ``(p_k + R_k c - p_{k-1} - R_{k-1} c) / dt``, the body
+    angular velocity ``log(q_{k-1}* ⊗ q_k) / dt``; the state holds the geometric-centre
+    velocity ``v_com - ω_world × (R_k c)`` and ``ω_world = R_k ω_body``. Row 0 has zero
+    velocities (the recording gives no earlier pose).
+
+    Parameters
+    ----------
+    data : TrialData
+    com_body : ndarray, shape (3,)
+        ``box.com_x/y/z``, m, box body frame.
+
+    Returns
+    -------
+    states : ndarray, shape (K+1, 13)
+        Position, quaternion (w, x, y, z), linear velocity (m/s, world), angular velocity (rad/s, world).
+    d_states_d_com : ndarray, shape (K+1, 13, 3)
+        Derivative of the states with respect to ``com_body``.
+    """
+    p, q, dt = data.box_position, data.box_quaternion, data.dt
+    n = p.shape[0]
+    rotation = to_matrix(q)  # (n, 3, 3)
+    omega_body = np.zeros((n, 3))
+    omega_body[1:] = to_rotation_vector(multiply(conjugate(q[:-1]), q[1:])) / dt
+    omega_world = np.einsum("nij,nj->ni", rotation, omega_body)
+    c = np.asarray(com_body, dtype=float)
+    lever = rotation @ c
+    velocity = np.zeros((n, 3))
+    velocity[1:] = (p[1:] + lever[1:] - p[:-1] - lever[:-1]) / dt - np.cross(omega_world[1:], lever[1:])
+    states = np.concatenate((p, q, velocity, omega_world), axis=1)
+    d_states = np.zeros((n, 13, 3))
+    d_states[1:, 7:10, :] = (rotation[1:] - rotation[:-1]) / dt - skew(omega_world[1:]) @ rotation[1:]
+    return states, d_states

@@ -1,0 +1,283 @@
+"""Gauss-Newton with Levenberg-Marquardt damping, box bounds and an optional robust loss.
+
+The problem is ``min_x ½ Σ ρ(r_i(x)²)`` subject to ``lower ≤ x ≤ upper``, with ``r`` and its
+Jacobian ``J`` supplied together by one callable. Each iteration solves the damped normal
+equations ``(JᵀWJ + λ D²) δ = −JᵀWr`` on the parameters not held at a bound (``D²`` is the
+running maximum of ``diag(JᵀWJ)``, Moré's scaling, so the method does not depend on
+parameter units), clips the step into the bounds, and accepts it when the cost falls; ``λ``
+follows Nielsen's gain-ratio rule. Directions the data do not determine (relative curvature
+below ``settings.null_tolerance``) are left out of the step rather than amplified.
+
+The robust losses are applied by iteratively reweighted least squares: each row is scaled by
+``sqrt(ρ'(r²))`` with ``ρ`` Huber's or soft-L1 of scale ``settings.loss_scale``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from sim2real.errors import Sim2RealError
+
+LOSSES: tuple[str, ...] = ("linear", "huber", "soft_l1")
+
+
+@dataclass(frozen=True)
+class LMSettings:
+    """Stopping tolerances and options of :func:`levenberg_marquardt`.
+
+    Attributes
+    ----------
+    max_iterations : int
+        Accepted-or-rejected iterations before stopping.
+    ftol : float
+        Stop when an accepted step lowers the cost by less than ``ftol`` times the cost.
+    xtol : float
+        Stop when the scaled step is below ``xtol`` times (scaled ``x`` + ``xtol``).
+    gtol : float
+        Stop when the projected gradient's largest scaled component is below ``gtol``.
+    initial_damping : float
+        ``λ`` of the first iteration, relative to the largest diagonal of ``JᵀWJ``.
+    max_damping : float
+        Stop when ``λ`` (relative) grows beyond this without an accepted step.
+    loss : str
+        ``"linear"`` (least squares), ``"huber"`` or ``"soft_l1"``.
+    loss_scale : float
+        Residual size where the robust loss starts to down-weight rows.
+    null_tolerance : float
+        Eigenvalues of the scaled ``JᵀWJ`` below this times the largest one count as undetermined.
+    """
+
+    max_iterations: int = 20
+    ftol: float = 1e-8
+    xtol: float = 1e-8
+    gtol: float = 1e-10
+    initial_damping: float = 1e-3
+    max_damping: float = 1e10
+    loss: str = "linear"
+    loss_scale: float = 1.0
+    null_tolerance: float = 1e-10
+
+    def __post_init__(self) -> None:
+        if self.loss not in LOSSES:
+            raise Sim2RealError(f"unknown loss '{self.loss}' (choose from {', '.join(LOSSES)})")
+        if self.loss_scale <= 0.0 or self.max_iterations < 0:
+            raise Sim2RealError("loss_scale must be positive and max_iterations non-negative")
+
+
+@dataclass(frozen=True)
+class TraceEntry:
+    """One iteration of the optimizer (the values after it)."""
+
+    iteration: int
+    cost: float
+    step_norm: float
+    damping: float
+    accepted: bool
+    gradient_norm: float
+    gain_ratio: float
+    x: tuple[float, ...]
+    seconds: float
+
+    def as_dict(self, names: tuple[str, ...]) -> dict[str, object]:
+        """JSON-ready form with ``values`` by parameter name."""
+        return {"iteration": self.iteration, "cost": self.cost, "step_norm": self.step_norm,
+                "damping": self.damping, "accepted": self.accepted, "gradient_norm": self.gradient_norm,
+                "gain_ratio": self.gain_ratio, "values": dict(zip(names, self.x, strict=True)),
+                "seconds": self.seconds}
+
+
+@dataclass(frozen=True)
+class LMResult:
+    """Outcome of :func:`levenberg_marquardt`.
+
+    Attributes
+    ----------
+    x : ndarray, shape (p,)
+        Final parameters.
+    cost : float
+        ``½ Σ ρ(r²)`` at ``x``.
+    residuals : ndarray, shape (m,)
+        Residuals at ``x`` (unweighted by the loss).
+    jacobian : ndarray, shape (m, p)
+        Jacobian at ``x``.
+    loss_weights : ndarray, shape (m,)
+        ``ρ'(r²)`` at ``x`` (ones for the linear loss).
+    trace : tuple of TraceEntry
+        Iteration 0 is the start.
+    stop_reason : str
+    evaluations : int
+    """
+
+    x: np.ndarray
+    cost: float
+    residuals: np.ndarray
+    jacobian: np.ndarray
+    loss_weights: np.ndarray
+    trace: tuple[TraceEntry, ...]
+    stop_reason: str
+    evaluations: int
+    active_bounds: tuple[int, ...] = field(default=())
+
+
+def loss_weights(residuals: np.ndarray, loss: str, scale: float) -> tuple[float, np.ndarray]:
+    """Cost ``½ Σ ρ(r²)`` and row weights ``ρ'(r²)`` of a robust loss.
+
+    Parameters
+    ----------
+    residuals : ndarray, shape (m,)
+    loss : str
+        ``"linear"``, ``"huber"`` or ``"soft_l1"``.
+    scale : float
+        Residual size where down-weighting starts.
+    """
+    z = (residuals / scale) ** 2
+    if loss == "linear":
+        return 0.5 * float(np.sum(residuals**2)), np.ones_like(residuals)
+    if loss == "huber":
+        rho = np.where(z <= 1.0, z, 2.0 * np.sqrt(z) - 1.0)
+        weight = np.where(z <= 1.0, 1.0, 1.0 / np.sqrt(np.maximum(z, 1.0)))
+    else:  # soft_l1
+        rho = 2.0 * (np.sqrt(1.0 + z) - 1.0)
+        weight = 1.0 / np.sqrt(1.0 + z)
+    return 0.5 * scale**2 * float(np.sum(rho)), weight
+
+
+Evaluate = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
+Progress = Callable[[TraceEntry], None]
+
+
+def determined_mask(hessian: np.ndarray, typical: np.ndarray, null_tolerance: float) -> np.ndarray:
+    """Parameters whose relative influence ``sqrt(H_ii) |typical_i|`` exceeds ``sqrt(null_tolerance)``
+    times the largest; the others have (numerically) no effect on the residuals."""
+    influence = np.sqrt(np.maximum(np.diag(hessian), 0.0)) * typical
+    top = float(np.max(influence, initial=0.0))
+    return influence > np.sqrt(null_tolerance) * top if top > 0.0 else np.zeros(len(typical), dtype=bool)
+
+
+def _solve_damped(hessian: np.ndarray, gradient: np.ndarray, diag: np.ndarray, damping: float,
+                  null_tolerance: float) -> np.ndarray:
+    """``δ = −(H + λ D²)⁻¹ g`` in scaled coordinates, dropping undetermined (collinear) directions."""
+    d = np.sqrt(np.maximum(diag, 1e-300))
+    scaled = hessian / np.outer(d, d)
+    eigval, eigvec = np.linalg.eigh(scaled)
+    top = max(float(eigval[-1]), 1e-300)
+    keep = eigval > null_tolerance * top
+    g_scaled = gradient / d
+    coeff = (eigvec[:, keep].T @ g_scaled) / (eigval[keep] + damping)
+    return -(eigvec[:, keep] @ coeff) / d
+
+
+def levenberg_marquardt(evaluate: Evaluate, x0: np.ndarray, lower: np.ndarray, upper: np.ndarray,
+                        settings: LMSettings = LMSettings(), progress: Progress | None = None,
+                        typical: np.ndarray | None = None) -> LMResult:
+    """Minimise ``½ Σ ρ(r(x)²)`` within ``[lower, upper]`` by damped Gauss-Newton.
+
+    Parameters
+    ----------
+    evaluate : callable
+        ``x (p,) -> (r (m,), J (m, p))``.
+    x0 : ndarray, shape (p,)
+        Start, inside the bounds.
+    lower, upper : ndarray, shape (p,)
+        Bounds.
+    settings : LMSettings
+    progress : callable, optional
+        Called with every :class:`TraceEntry` as it is made.
+    typical : ndarray, shape (p,), optional
+        Typical magnitude of each parameter (default ``max(|x0|, 1)``). Parameters whose
+        influence on the residuals, relative to this magnitude, is negligible are not moved.
+
+    Returns
+    -------
+    LMResult
+        ``stop_reason`` is one of: ``"gradient below gtol"``, ``"step below xtol"``,
+        ``"cost reduction below ftol"``, ``"zero residual"``, ``"maximum iterations"``,
+        ``"damping limit (no further decrease)"``.
+    """
+    x = np.asarray(x0, dtype=float).copy()
+    typical = np.maximum(np.abs(x), 1.0) if typical is None else np.asarray(typical, dtype=float)
+    lower, upper = np.asarray(lower, dtype=float), np.asarray(upper, dtype=float)
+    if np.any(x < lower) or np.any(x > upper):
+        raise Sim2RealError("start values lie outside the bounds")
+    clock = time.monotonic()
+    r, J = evaluate(x)
+    evaluations = 1
+    cost, w = loss_weights(r, settings.loss, settings.loss_scale)
+    trace: list[TraceEntry] = []
+    diag_max = np.zeros(x.shape[0])
+    damping = None
+    nu = 2.0
+    stop = "maximum iterations"
+
+    def record(entry: TraceEntry) -> None:
+        trace.append(entry)
+        if progress is not None:
+            progress(entry)
+
+    def projected_gradient(g: np.ndarray, xv: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        at_lower = (xv <= lower) & (g > 0.0)
+        at_upper = (xv >= upper) & (g < 0.0)
+        free = ~(at_lower | at_upper)
+        return np.where(free, g, 0.0), free
+
+    g = J.T @ (w * r)
+    pg, free = projected_gradient(g, x)
+    record(TraceEntry(0, cost, 0.0, 0.0, True, float(np.max(np.abs(pg), initial=0.0)), float("nan"),
+                      tuple(x), time.monotonic() - clock))
+    iteration = 0
+    while iteration < settings.max_iterations:
+        if cost <= 1e-30:
+            stop = "zero residual"
+            break
+        H = J.T @ (w[:, None] * J)
+        diag_max = np.maximum(diag_max, np.diag(H))
+        scale = np.sqrt(np.maximum(diag_max, 1e-300))
+        if np.max(np.abs(pg) / scale, initial=0.0) <= settings.gtol * max(np.sqrt(2.0 * cost), 1e-300):
+            stop = "gradient below gtol"
+            break
+        if damping is None:
+            damping = settings.initial_damping
+        iteration += 1
+        delta = np.zeros_like(x)
+        free = free & determined_mask(H, typical, settings.null_tolerance)
+        if np.any(free):
+            sub = np.ix_(free, free)
+            delta[free] = _solve_damped(H[sub], g[free], diag_max[free], damping, settings.null_tolerance)
+        x_new = np.clip(x + delta, lower, upper)
+        step = x_new - x
+        step_norm = float(np.linalg.norm(step * scale))
+        predicted = -(g @ step) - 0.5 * step @ H @ step
+        r_new, J_new = evaluate(x_new)
+        evaluations += 1
+        cost_new, w_new = loss_weights(r_new, settings.loss, settings.loss_scale)
+        actual = cost - cost_new
+        ratio = actual / predicted if predicted > 0.0 else -1.0
+        accepted = bool(actual > 0.0 and np.isfinite(cost_new))
+        if accepted:
+            old_cost = cost
+            x, r, J, cost, w = x_new, r_new, J_new, cost_new, w_new
+            damping *= max(1.0 / 3.0, 1.0 - (2.0 * min(ratio, 1.0) - 1.0) ** 3) if ratio > 0 else 1.0
+            nu = 2.0
+            g = J.T @ (w * r)
+            pg, free = projected_gradient(g, x)
+        else:
+            damping *= nu
+            nu *= 2.0
+        record(TraceEntry(iteration, cost, step_norm, float(damping), accepted,
+                          float(np.max(np.abs(pg), initial=0.0)), float(ratio), tuple(x), time.monotonic() - clock))
+        if accepted and actual <= settings.ftol * old_cost:
+            stop = "cost reduction below ftol"
+            break
+        if step_norm <= settings.xtol * (float(np.linalg.norm(x * scale)) + settings.xtol):
+            stop = "step below xtol"
+            break
+        if not accepted and damping > settings.max_damping:
+            stop = "damping limit (no further decrease)"
+            break
+    at_bounds = tuple(int(i) for i in np.flatnonzero((x <= lower) | (x >= upper)))
+    return LMResult(x=x, cost=cost, residuals=r, jacobian=J, loss_weights=w, trace=tuple(trace),
+                    stop_reason=stop, evaluations=evaluations, active_bounds=at_bounds)

@@ -1,0 +1,88 @@
+"""Write a fit back: the fitted ROS 2 params YAML and its fit.json, together or not at all.
+
+``--out F.yaml`` gives the params file (complete parameter set under the ``/**`` node key,
+readable by ``sim_node``, ``sim2real simulate --params`` and the launch files); the fit
+report goes to the same path with the suffix ``.json`` (``fitted.yaml`` → ``fitted.json``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from sim2real.errors import Sim2RealError
+from sim2real.params import save_params
+from sim2real.sysid.fit import FitResult
+
+PARAMS_SUFFIXES: tuple[str, ...] = (".yaml", ".yml")
+
+
+def check_out_path(out: str | os.PathLike[str]) -> Path:
+    """Validate ``--out`` before any work: a ``.yaml``/``.yml`` path whose directory can be made.
+
+    Raises
+    ------
+    Sim2RealError
+        Wrong suffix, or the path is an existing directory.
+    """
+    path = Path(out)
+    if path.suffix not in PARAMS_SUFFIXES:
+        raise Sim2RealError(f"--out must name a params YAML file (.yaml or .yml), got '{path}'")
+    if path.is_dir():
+        raise Sim2RealError(f"--out {path} is a directory; give a file name such as {path / 'fitted.yaml'}")
+    return path
+
+
+def fit_json_path(out: str | os.PathLike[str]) -> Path:
+    """Where fit.json goes for params file ``out``: same directory and stem, suffix ``.json``."""
+    return Path(out).with_suffix(".json")
+
+
+def _json_safe(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    if hasattr(value, "item") and callable(value.item):  # NumPy scalars
+        return _json_safe(value.item())
+    return value
+
+
+def fit_document(result: FitResult, out: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+    """The fit.json object of ``result`` (non-finite numbers become null), with ``params_file``."""
+    document = result.to_json()
+    if out is not None:
+        document["params_file"] = str(out)
+    return _json_safe(document)
+
+
+def write_fit(out: str | os.PathLike[str], result: FitResult) -> tuple[Path, Path]:
+    """Write the fitted params YAML at ``out`` and fit.json next to it (atomically, both or neither).
+
+    Returns
+    -------
+    (params path, fit.json path)
+    """
+    path = check_out_path(out)
+    json_path = fit_json_path(path)
+    document = fit_document(result, path)
+    header = (f"Fitted by sim2real fit: {', '.join(result.free.names)}\n"
+              f"stop reason: {result.stop_reason}; uncertainty in {json_path.name}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{json_path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(document, handle, indent=2)
+            handle.write("\n")
+        save_params(path, result.params, header=header)
+        os.replace(tmp, json_path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path, json_path
