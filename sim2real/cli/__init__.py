@@ -22,6 +22,8 @@ COMMANDS: tuple[str, ...] = (
     "report_cmd",
     "simulate",
     "emulate_cmd",
+    "fit_cmd",
+    "replay_cmd",
 )
 
 
