@@ -187,6 +187,8 @@ def levenberg_marquardt(evaluate: Evaluate, x0: np.ndarray, lower: np.ndarray, u
     settings : LMSettings
     progress : callable, optional
         Called with every :class:`TraceEntry` as it is made.
+        A :class:`Sim2RealError` raised by ``evaluate`` at a trial point (a simulation that
+        does not converge there) rejects that step; at ``x0`` it propagates.
     typical : ndarray, shape (p,), optional
         Typical magnitude of each parameter (default ``max(|x0|, 1)``). Parameters whose
         influence on the residuals, relative to this magnitude, is negligible are not moved.
@@ -251,9 +253,12 @@ def levenberg_marquardt(evaluate: Evaluate, x0: np.ndarray, lower: np.ndarray, u
         step = x_new - x
         step_norm = float(np.linalg.norm(step * scale))
         predicted = -(g @ step) - 0.5 * step @ H @ step
-        r_new, J_new = evaluate(x_new)
         evaluations += 1
-        cost_new, w_new = loss_weights(r_new, settings.loss, settings.loss_scale)
+        try:
+            r_new, J_new = evaluate(x_new)
+            cost_new, w_new = loss_weights(r_new, settings.loss, settings.loss_scale)
+        except Sim2RealError:  # the simulator failed at the trial point: treat as a rejected step
+            r_new, J_new, cost_new, w_new = r, J, float("inf"), w
         actual = cost - cost_new
         ratio = actual / predicted if predicted > 0.0 else -1.0
         accepted = bool(actual > 0.0 and np.isfinite(cost_new))
