@@ -44,6 +44,14 @@ class SolverSettings:
         Step-size decay of the violation line search.
     max_backtracks : int
         Halvings allowed per iteration.
+    continuation_kappa : float
+        Intermediate central-path value: a solve for a smaller κ first approaches the central
+        path at this value (to the looser tolerances below) and only then aims at κ. Without it
+        the predictor drives the complementarity to ~κ while the equality rows are still violated;
+        near κ → 0 the sliding friction-cone pairs then sit against their cone boundaries (scaling
+        condition ~1/κ) and every step is cut short by the cone line search.
+    continuation_residual_tol, continuation_kappa_rtol : float
+        Tolerances that end the intermediate stage.
     """
 
     residual_tol: float = 1e-9
@@ -53,6 +61,9 @@ class SolverSettings:
     tau_soc_max: float = 0.99
     backtrack: float = 0.5
     max_backtracks: int = 12
+    continuation_kappa: float = 1e-4
+    continuation_residual_tol: float = 1e-6
+    continuation_kappa_rtol: float = 0.5
 
 
 @dataclass
@@ -175,45 +186,118 @@ def violations(res: Residual, data: ProblemData, kappa: float) -> tuple[float, f
 
 @dataclass(frozen=True)
 class Factorization:
-    """The Newton matrix at one iterate, block-eliminated down to 6 × 6 (see module docstring)."""
+    """The Newton matrix at one iterate, block-eliminated down to 6 × 6 (see module docstring).
+
+    The cone rows of the linear system are ``A Δξ + B Δη = -r_cone`` per contact; only the
+    columns of ``A`` and ``B`` that multiply known quantities are kept (``cone_a0``, ``cone_bt``).
+    """
 
     w: Iterate
     data: ProblemData
     ratio: np.ndarray          # γ/s, (n,)
+    cone_a0: np.ndarray        # (n, 3): A[:, :, 0], multiplies Δξ₁ = μΔγ - r_head
+    cone_bt: np.ndarray        # (n, 3, 2): B[:, :, 1:], multiplies Δη_t = Jt Δa - r_slip
     q_inverse: np.ndarray      # (n, 3, 3): inverse of the cone block in (Δξ_t, Δη₁)
     q_inv_c: np.ndarray        # (n, 3, 6): its product with the Δa coupling
     h_inverse: np.ndarray      # (6, 6): inverse of the condensed matrix
 
 
-def factorize(w: Iterate, data: ProblemData, dt: float) -> Factorization:
-    """Factorise the residual Jacobian at ``w``."""
+@dataclass(frozen=True)
+class ConeScaling:
+    """Nesterov-Todd scaling of the friction-cone pairs: ``W² η = ξ``, ``λ = W η = W⁻¹ ξ``.
+
+    Attributes
+    ----------
+    w : ndarray (n, 3, 3)
+        Symmetric positive-definite scaling matrices ``W``.
+    w_inverse : ndarray (n, 3, 3)
+        ``W⁻¹``.
+    lam : ndarray (n, 3)
+        Scaled point ``λ`` (units of sqrt(impulse · velocity)).
+    """
+
+    w: np.ndarray
+    w_inverse: np.ndarray
+    lam: np.ndarray
+
+
+def arrow(x: np.ndarray) -> np.ndarray:
+    """Arrow matrices ``Arw(x)`` with ``Arw(x) y = x ∘ y``; (n, 3) -> (n, 3, 3)."""
+    m = np.zeros((x.shape[0], 3, 3))
+    m[:, 0, :] = x
+    m[:, 1:, 0] = x[:, 1:]
+    m[:, 1, 1] = x[:, 0]
+    m[:, 2, 2] = x[:, 0]
+    return m
+
+
+def nt_scaling(xi: np.ndarray, eta: np.ndarray) -> ConeScaling:
+    """Nesterov-Todd scaling point of cone pairs strictly inside their cones; (n, 3) each.
+
+    With ``det x = x₁² - |x_t|²``: normalise ``ξ̄ = ξ/√det ξ``, ``η̄ = η/√det η``, take
+    ``w̄ = (ξ̄ + J η̄) / √(2 (1 + ξ̄ᵀη̄))`` (``J = diag(1, -1, -1)``, ``det w̄ = 1``), its Jordan square
+    root ``v = (w̄ + e) / √(2 (w̄₁ + 1))`` and ``β = (det ξ / det η)^¼``; then
+    ``W = β (2 v vᵀ - J)`` and ``W⁻¹ = β⁻¹ (2 (J v)(J v)ᵀ - J)``.
+    """
+    det_xi = np.maximum(xi[:, 0] ** 2 - np.sum(xi[:, 1:] ** 2, axis=1), 1e-300)
+    det_eta = np.maximum(eta[:, 0] ** 2 - np.sum(eta[:, 1:] ** 2, axis=1), 1e-300)
+    xi_bar = xi / np.sqrt(det_xi)[:, None]
+    eta_bar = eta / np.sqrt(det_eta)[:, None]
+    flip = np.array([1.0, -1.0, -1.0])
+    w_bar = (xi_bar + flip * eta_bar) / np.sqrt(2.0 * (1.0 + np.sum(xi_bar * eta_bar, axis=1)))[:, None]
+    v = w_bar / np.sqrt(2.0 * (w_bar[:, 0] + 1.0))[:, None]
+    v[:, 0] += 1.0 / np.sqrt(2.0 * (w_bar[:, 0] + 1.0))
+    beta = (det_xi / det_eta) ** 0.25
+    j = np.diag(flip)
+    scale = beta[:, None, None] * (2.0 * v[:, :, None] * v[:, None, :] - j)
+    jv = flip * v
+    scale_inverse = (2.0 * jv[:, :, None] * jv[:, None, :] - j) / beta[:, None, None]
+    lam = np.einsum("cij,cj->ci", scale, eta)
+    return ConeScaling(scale, scale_inverse, lam)
+
+
+def factorize(w: Iterate, data: ProblemData, dt: float, scaling: ConeScaling | None = None) -> Factorization:
+    """Factorise the Newton matrix at ``w``.
+
+    Parameters
+    ----------
+    w : Iterate
+    data : ProblemData
+    dt : float
+        Step, s.
+    scaling : ConeScaling, optional
+        None: the exact Jacobian of :func:`residual` (cone rows ``Arw(η) Δξ + Arw(ξ) Δη``), as the
+        implicit function theorem needs. Given: the Nesterov-Todd linearisation
+        ``Arw(λ) (W⁻¹ Δξ + W Δη)`` of ``(W⁻¹ξ) ∘ (Wη)``, which the iterations use (it stays
+        well-conditioned when ξ and η approach their cone boundaries without sharing a Jordan frame).
+    """
     a = w.a
     inertia = data.inertia
     omega = a[3:]
     jn, jt, mu = data.normal_jacobian, data.tangent_jacobian, data.friction
     ratio = w.gamma / w.s
-    xi1, xit = w.xi[:, 0], w.xi[:, 1:]
-    eta1, etat = w.eta[:, 0], w.eta[:, 1:]
+    if scaling is None:
+        cone_a, cone_b = arrow(w.eta), arrow(w.xi)
+    else:
+        arw_lam = arrow(scaling.lam)
+        cone_a, cone_b = arw_lam @ scaling.w_inverse, arw_lam @ scaling.w
     n = ratio.shape[0]
-    q = np.zeros((n, 3, 3))
-    q[:, 0, 0:2] = etat
-    q[:, 0, 2] = xi1
-    q[:, 1, 0] = eta1
-    q[:, 2, 1] = eta1
-    q[:, 1:, 2] = xit
+    q = np.empty((n, 3, 3))
+    q[:, :, 0:2] = cone_a[:, :, 1:]
+    q[:, :, 2] = cone_b[:, :, 0]
     q_inverse = np.linalg.inv(q)
+    a0 = cone_a[:, :, 0]
+    bt = cone_b[:, :, 1:]
     # Coupling of the cone rows to Δa (see solve()).
-    c = np.empty((n, 3, 6))
     mu_ratio_jn = (mu * ratio)[:, None] * jn
-    c[:, 0] = eta1[:, None] * mu_ratio_jn - np.einsum("ct,ctk->ck", xit, jt)
-    c[:, 1:] = etat[:, :, None] * mu_ratio_jn[:, None, :] - xi1[:, None, None] * jt
+    c = a0[:, :, None] * mu_ratio_jn[:, None, :] - bt @ jt
     q_inv_c = q_inverse @ c
     h = np.diag(np.concatenate((np.repeat(data.mass, 3), inertia)))
     h[3:, 3:] += dt * (skew_matrix(omega) * inertia[None, :] - skew_matrix(inertia * omega))
     h += (jn.T * ratio) @ jn
     h -= np.einsum("ctj,ctk->jk", jt, q_inv_c[:, :2])
     # 6 × 6: an explicit inverse is as accurate as LU here and makes every later solve one matmul.
-    return Factorization(w, data, ratio, q_inverse, q_inv_c, np.linalg.inv(h))
+    return Factorization(w, data, ratio, a0, bt, q_inverse, q_inv_c, np.linalg.inv(h))
 
 
 def skew_matrix(v: np.ndarray) -> np.ndarray:
@@ -233,17 +317,13 @@ def solve(f: Factorization, r: Residual) -> Iterate:
     jn, jt, mu = data.normal_jacobian, data.tangent_jacobian, data.friction
     cols = r.dynamics.ndim == 2
     ex = (lambda x: x[..., None]) if cols else (lambda x: x)
-    xi1, xit = ex(w.xi[:, 0]), ex(w.xi[:, 1:])
-    eta1, etat = ex(w.eta[:, 0]), ex(w.eta[:, 1:])
     gamma, s, ratio, mu_e = ex(w.gamma), ex(w.s), ex(f.ratio), ex(mu)
     # Δs = Jn Δa - r_s;  Δξ₁ = μ Δγ - r_ξ;  Δη_t = Jt Δa - r_η
     # γ-row:  s Δγ + γ Δs = -r_c1  ->  Δγ = g_γ - (γ/s) Jn Δa
     g_gamma = (-r.comp_normal + gamma * r.normal) / s
-    # cone rows, known part c0 (the Δa-coupling was folded into the factorization)
-    c0 = np.empty(r.comp_cone.shape)
+    # cone rows A Δξ + B Δη = -r_cone, known part c0 (the Δa-coupling was folded into the factorization)
     base = mu_e * g_gamma - r.cone_head
-    c0[:, 0] = -r.comp_cone[:, 0] - eta1 * base + np.sum(xit * r.slip, axis=1)
-    c0[:, 1:] = -r.comp_cone[:, 1:] - etat * base[:, None] + xi1[:, None] * r.slip
+    c0 = -r.comp_cone - ex(f.cone_a0) * base[:, None] + np.einsum("cij,cj...->ci...", f.cone_bt, r.slip)
     z0 = np.einsum("cij,cj...->ci...", f.q_inverse, c0)
     rhs = -r.dynamics + np.einsum("ck,c...->k...", jn, g_gamma) + np.einsum("ctk,ct...->k...", jt, z0[:, :2])
     da = f.h_inverse @ rhs
@@ -301,8 +381,12 @@ def interior_point(
     """Solve ``r(w; κ) = 0`` with ``(γ, s)`` and ``(ξ, η)`` strictly inside their cones.
 
     Mehrotra predictor-corrector: an affine (κ = 0) predictor, centring ``σ = (μ_aff/μ)³``,
-    a corrector aiming at ``max(σμ, kappa)`` with the second-order term, the analytic cone
-    line search, then backtracking until a violation metric decreases (Dojo Alg. 2).
+    a corrector aiming at ``max(σμ, κ_target)`` with the second-order term, the analytic cone
+    line search, then backtracking until a violation metric decreases (Dojo Alg. 2). The
+    friction-cone rows of the Newton system use Nesterov-Todd scaling (:func:`nt_scaling`);
+    ``κ_target`` is first ``settings.continuation_kappa`` (loose tolerances), then ``kappa``.
+    Converged when the scaled equality rows are below ``residual_tol`` and every complementarity
+    product is within ``kappa_rtol`` of ``kappa`` (the point the implicit gradients belong to).
 
     Parameters
     ----------
@@ -332,39 +416,47 @@ def interior_point(
     w = initial_iterate(data) if start is None else start.copy()
     unit = float(data.impulse_scale) * data.velocity_scale
     degree = 2 * data.contact_count
-    res = residual(w, data, dt, kappa)
-    r_vio, k_vio, path = violations(res, data, kappa)
+    floor = max(kappa, settings.continuation_kappa)  # current central-path target (continuation)
+    res = residual(w, data, dt, floor)
+    r_vio, k_vio, path = violations(res, data, floor)
     for iteration in range(settings.max_iterations + 1):
-        if r_vio <= settings.residual_tol and path <= settings.kappa_rtol:
+        if (floor > kappa and r_vio <= settings.continuation_residual_tol
+                and path <= settings.continuation_kappa_rtol):
+            floor = kappa
+            res = residual(w, data, dt, floor)
+            r_vio, k_vio, path = violations(res, data, floor)
+        if floor == kappa and r_vio <= settings.residual_tol and path <= settings.kappa_rtol:
             return w, iteration, (r_vio, k_vio, path)
         if iteration == settings.max_iterations:
             break
-        f = factorize(w, data, dt)
-        res0 = residual(w, data, dt, 0.0)
-        d_aff = solve(f, res0)
+        scaling = nt_scaling(w.xi, w.eta)
+        f = factorize(w, data, dt, scaling)
+        lam_square = cone_product(scaling.lam, scaling.lam)
+        gamma_s = w.gamma * w.s
+        d_aff = solve(f, Residual(res.dynamics, res.normal, res.cone_head, res.slip, gamma_s, lam_square))
         alpha_aff = cone_search(w, d_aff, 1.0, 1.0)
-        mu = (np.dot(w.gamma, w.s) + np.sum(w.xi * w.eta)) / (degree * unit)
+        mu = (np.sum(gamma_s) + np.sum(w.xi * w.eta)) / (degree * unit)
         mu_aff = (np.dot(w.gamma + alpha_aff * d_aff.gamma, w.s + alpha_aff * d_aff.s)
                   + np.sum((w.xi + alpha_aff * d_aff.xi) * (w.eta + alpha_aff * d_aff.eta))) / (degree * unit)
         sigma = min(1.0, max(0.0, mu_aff / mu)) ** 3
-        target = max(sigma * mu, kappa)
-        corr = residual(w, data, dt, target)
-        if sigma * mu > kappa:
-            # Mehrotra's second-order correction; dropped once the target is the fixed κ, where
-            # plain Newton on r(w; κ) converges quadratically to the central-path point.
-            corr = Residual(
-                corr.dynamics, corr.normal, corr.cone_head, corr.slip,
-                corr.comp_normal + d_aff.gamma * d_aff.s,
-                corr.comp_cone + cone_product(d_aff.xi, d_aff.eta),
-            )
-        d = solve(f, corr)
+        target = max(sigma * mu, floor) * unit
+        comp_normal = gamma_s - target
+        comp_cone = lam_square.copy()
+        comp_cone[:, 0] -= target
+        if sigma * mu > floor:
+            # Mehrotra's second-order correction (in the scaled space); dropped once the target is the
+            # fixed κ, where plain Newton on r(w; κ) converges quadratically to the central-path point.
+            comp_normal = comp_normal + d_aff.gamma * d_aff.s
+            comp_cone += cone_product(np.einsum("cij,cj->ci", scaling.w_inverse, d_aff.xi),
+                                      np.einsum("cij,cj->ci", scaling.w, d_aff.eta))
+        d = solve(f, Residual(res.dynamics, res.normal, res.cone_head, res.slip, comp_normal, comp_cone))
         tau_ort = max(settings.tau_min, 1.0 - max(r_vio, k_vio) ** 2)
         tau_soc = min(settings.tau_soc_max, tau_ort)
         alpha = cone_search(w, d, tau_ort, tau_soc)
         for _ in range(settings.max_backtracks):
             candidate = w.stepped(d, alpha)
-            res = residual(candidate, data, dt, kappa)
-            new = violations(res, data, kappa)
+            res = residual(candidate, data, dt, floor)
+            new = violations(res, data, floor)
             if (new[0] <= max(r_vio, settings.residual_tol) or new[1] <= k_vio
                     or new[2] <= path):
                 break
