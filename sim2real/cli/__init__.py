@@ -24,6 +24,7 @@ COMMANDS: tuple[str, ...] = (
     "emulate_cmd",
     "fit_cmd",
     "replay_cmd",
+    "run_cmd",
 )
 
 

@@ -183,7 +183,7 @@ class TrialWindow:
              lead_time: float) -> TrialWindow:
         """The window of a trial whose reference starts ``lead_time`` s after ``now_ns``."""
         start = int(now_ns + round(lead_time * NS_PER_S))
-        end = start + int(round(float(reference.t[-1] - reference.t[0]) * NS_PER_S))
+        end = start + round(float(reference.t[-1] - reference.t[0]) * NS_PER_S)
         return cls(index, float(distance), trial_name(index, distance), start, end)
 
     def contains(self, stamp_ns: int) -> bool:

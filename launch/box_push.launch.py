@@ -1,0 +1,74 @@
+"""The box-push experiment as separate ROS 2 nodes (the same graph as `sim2real run`).
+
+    ros2 launch sim2real box_push.launch.py mode:=standin distances:="[0.30, 0.45]" out_dir:=/tmp/run
+
+Arguments: mode (mirror | sim | real | standin), mirror (closed | commands), robot_ip,
+params_file (simulator parameters for the sim node and both PD controllers, e.g. a file
+written by `sim2real fit`), distances, out_dir. Keep DDS on loopback with
+ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST.
+"""
+
+import os
+
+from ament_index_python.packages import get_package_share_directory
+from launch.actions import DeclareLaunchArgument, OpaqueFunction
+from launch.substitutions import LaunchConfiguration
+from launch_ros.actions import Node
+
+from launch import LaunchDescription
+
+PACKAGE = "sim2real"
+PLATFORMS = {"mirror": ("real", "sim"), "standin": ("real", "sim"), "real": ("real",), "sim": ("sim",)}
+STANDIN_HOST = "127.0.0.2"
+STANDIN_PORT = 5020
+
+
+def _nodes(context):
+    share = get_package_share_directory(PACKAGE)
+    config = os.path.join(share, "config")
+    mode = LaunchConfiguration("mode").perform(context)
+    mirror = LaunchConfiguration("mirror").perform(context)
+    params_file = LaunchConfiguration("params_file").perform(context)
+    distances = [float(d) for d in LaunchConfiguration("distances").perform(context).strip("[]").split(",")]
+    if mode not in PLATFORMS:
+        raise RuntimeError(f"mode must be one of {sorted(PLATFORMS)}, got {mode!r}")
+    platforms = PLATFORMS[mode]
+    sim_params = [params_file]
+    nodes = []
+    robot_ip, robot_port = LaunchConfiguration("robot_ip").perform(context), 502
+    if mode == "standin":
+        robot_ip, robot_port = STANDIN_HOST, STANDIN_PORT
+        nodes.append(Node(package=PACKAGE, executable="standin_world", name="standin_world", output="screen",
+                          parameters=[{"world_file": os.path.join(config, "standin.yaml"),
+                                       "host": STANDIN_HOST, "command_port": STANDIN_PORT}]))
+    if "real" in platforms:
+        nodes.append(Node(package=PACKAGE, executable="xarm_node", name="xarm_node", output="screen",
+                          parameters=[*sim_params, {"robot_ip": robot_ip, "command_port": robot_port}]))
+        nodes.append(Node(package=PACKAGE, executable="pd_controller", name="real_pd_controller", output="screen",
+                          parameters=[*sim_params, {"platform": "real", "mirror": mirror}]))
+    if "sim" in platforms:
+        nodes.append(Node(package=PACKAGE, executable="sim_node", name="sim_node", output="screen",
+                          parameters=[*sim_params, {"mirror": mirror}]))
+        nodes.append(Node(package=PACKAGE, executable="pd_controller", name="sim_pd_controller", output="screen",
+                          parameters=[*sim_params, {"platform": "sim", "mirror": mirror}]))
+    nodes.append(Node(package=PACKAGE, executable="recorder", name="recorder", output="screen",
+                      parameters=[*sim_params, {"out_dir": LaunchConfiguration("out_dir").perform(context)}]))
+    nodes.append(Node(package=PACKAGE, executable="experiment", name="experiment", output="screen",
+                      parameters=[*sim_params, os.path.join(config, "experiment.yaml"),
+                                  {"mode": mode, "mirror": mirror, "distances": distances}]))
+    return nodes
+
+
+def generate_launch_description():
+    share = get_package_share_directory(PACKAGE)
+    return LaunchDescription([
+        DeclareLaunchArgument("mode", default_value="standin", description="mirror | sim | real | standin"),
+        DeclareLaunchArgument("mirror", default_value="closed", description="closed | commands"),
+        DeclareLaunchArgument("robot_ip", default_value="192.168.1.185", description="xArm controller address"),
+        DeclareLaunchArgument("params_file", default_value=os.path.join(share, "config", "params.yaml"),
+                              description="simulator parameters (ROS 2 params file)"),
+        DeclareLaunchArgument("distances", default_value="[0.30, 0.35, 0.40, 0.45, 0.50]",
+                              description="box start distances, m"),
+        DeclareLaunchArgument("out_dir", default_value="box_push_run", description="run directory to write"),
+        OpaqueFunction(function=_nodes),
+    ])

@@ -1,0 +1,55 @@
+"""``sim2real run``: one experiment as ROS 2 nodes in one process (what box_push.launch.py starts)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from sim2real.cli.common import add_param_arguments, params_from_args
+
+MODES = ("mirror", "sim", "real", "standin")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``run`` subcommand."""
+    parser = subparsers.add_parser(
+        "run", help="run the box-push experiment as ROS 2 nodes in one process",
+        description="Run the box-push experiment: per start distance the arm (real, emulated stand-in or "
+        "simulated) pushes the box under the shared PD law while every topic is recorded into one rosbag2 "
+        "(mcap) per trial. Modes: sim (simulator only), real (xArm at --robot-ip only), mirror (real arm "
+        "plus mirrored sim), standin (emulated xArm + reality stand-in world + mirrored sim). DDS stays "
+        "on loopback (ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST is set if unset).")
+    parser.add_argument("--mode", required=True, choices=MODES, help="which platforms run")
+    parser.add_argument("--mirror", default="closed", choices=("closed", "commands"),
+                        help="closed: each platform runs the PD law on its own states (default); commands: the "
+                        "sim receives the real platform's PD commands verbatim")
+    parser.add_argument("--distances", metavar="D1,D2,...",
+                        help="start distances of the box in m (default: the experiment file's)")
+    parser.add_argument("--experiment", metavar="FILE", help="experiment params file (default config/experiment.yaml)")
+    parser.add_argument("--robot-ip", default="192.168.1.185", help="xArm controller address (real, mirror)")
+    parser.add_argument("--world", metavar="FILE", help="reality stand-in world file (default config/standin.yaml)")
+    parser.add_argument("--standin-host", default="127.0.0.2", help="loopback address of the emulated xArm")
+    parser.add_argument("--timeout", type=float, default=None, metavar="S", help="give up after S seconds")
+    parser.add_argument("--out", required=True, metavar="DIR", help="run directory to create (must be new or empty)")
+    add_param_arguments(parser)
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Handler of ``sim2real run``."""
+    from sim2real.errors import Sim2RealError
+    from sim2real.nodes.runner import run_experiment
+
+    if not os.environ.get("ROS_AUTOMATIC_DISCOVERY_RANGE"):
+        os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+        print("sim2real: warning: ROS_AUTOMATIC_DISCOVERY_RANGE was unset; using LOCALHOST", file=sys.stderr)
+    if args.mode != "standin" and args.world:
+        raise Sim2RealError("--world applies to --mode standin only")
+    params = params_from_args(args)
+    paths = run_experiment(args.mode, args.distances, params, args.out, mirror=args.mirror,
+                           experiment_file=args.experiment, robot_ip=args.robot_ip, world_file=args.world,
+                           standin_host=args.standin_host, timeout=args.timeout,
+                           progress=lambda line: print(line, flush=True))
+    print(f"{len(paths)} trial(s) recorded in {args.out}")
+    return 0

@@ -1,0 +1,255 @@
+"""Shared pieces of the rclpy nodes: environment, QoS, parameters, message conversion, main().
+
+Topic contract (DESIGN.md): ``<ns>/joint_states`` and ``<ns>/joint_command``
+(sensor_msgs/JointState, joints ``joint1``..``joint6``; effort always filled, zeros if
+unknown), ``<ns>/box_pose`` and ``<ns>/pusher_pose`` (geometry_msgs/PoseStamped, frame
+``link_base``), ``reference/joint_trajectory`` (trajectory_msgs/JointTrajectory). Internal
+coordination topics of the experiment are listed in :mod:`sim2real.nodes`.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+import traceback
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from builtin_interfaces.msg import Duration, Time
+from geometry_msgs.msg import PoseStamped
+from numpy.typing import NDArray
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import JointState
+from trajectory_msgs.msg import JointTrajectory as JointTrajectoryMsg
+from trajectory_msgs.msg import JointTrajectoryPoint
+
+from sim2real.control.reference import JointTrajectory
+from sim2real.params import ParameterSet, names, spec
+from sim2real.trials.schema import BASE_FRAME
+
+FloatArray = NDArray[np.float64]
+JOINT_NAMES = ("joint1", "joint2", "joint3", "joint4", "joint5", "joint6")
+NS_PER_S = 1_000_000_000
+
+#: Data streams: reliable, deep enough that a slow subscriber loses nothing in a trial.
+STREAM_QOS = QoSProfile(depth=500, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE,
+                        durability=DurabilityPolicy.VOLATILE)
+#: Events and the reference: reliable and latched for late joiners.
+LATCHED_QOS = QoSProfile(depth=50, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE,
+                         durability=DurabilityPolicy.TRANSIENT_LOCAL)
+
+# Coordination topics of the experiment (std_msgs/String with JSON, PoseStamped).
+TRIAL_EVENT_TOPIC = "experiment/trial_event"
+TRIAL_WRITTEN_TOPIC = "recorder/trial_written"
+BOX_REQUEST_TOPIC = "experiment/box_request"
+SIM_RESET_TOPIC = "sim/reset"
+REFERENCE_TOPIC = "reference/joint_trajectory"
+
+
+def ensure_localhost(env: dict[str, str] | None = None, warn: bool = True) -> None:
+    """Keep DDS discovery on loopback: set ``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST`` if unset.
+
+    ``ROS_LOCALHOST_ONLY`` is ignored by this ROS release, so it does not count.
+    """
+    env = os.environ if env is None else env
+    if not env.get("ROS_AUTOMATIC_DISCOVERY_RANGE"):
+        env["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+        if warn:
+            warnings.warn("ROS_AUTOMATIC_DISCOVERY_RANGE was unset; using LOCALHOST (DDS stays on loopback)",
+                          stacklevel=2)
+
+
+def ns_of(stamp: Time) -> int:
+    """builtin_interfaces/Time → integer ns."""
+    return int(stamp.sec) * NS_PER_S + int(stamp.nanosec)
+
+
+def time_msg(t_ns: int) -> Time:
+    """Integer ns → builtin_interfaces/Time."""
+    sec, nanosec = divmod(int(t_ns), NS_PER_S)
+    return Time(sec=sec, nanosec=nanosec)
+
+
+def joint_state_msg(stamp_ns: int, position: Any, velocity: Any, effort: Any | None = None) -> JointState:
+    """A JointState of joint1..joint6 (rad, rad/s, N·m); effort zeros when unknown (never empty)."""
+    msg = JointState()
+    msg.header.stamp = time_msg(stamp_ns)
+    msg.name = list(JOINT_NAMES)
+    msg.position = [float(x) for x in np.asarray(position, dtype=float).reshape(6)]
+    msg.velocity = [float(x) for x in np.asarray(velocity, dtype=float).reshape(6)]
+    msg.effort = [float(x) for x in (np.zeros(6) if effort is None else np.asarray(effort, float).reshape(6))]
+    return msg
+
+
+def joint_arrays(msg: JointState) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """Position, velocity, effort (6,) of a JointState in joint1..joint6 order (missing → zeros)."""
+    names_ = list(msg.name)
+    order = [names_.index(j) for j in JOINT_NAMES] if names_ and names_ != list(JOINT_NAMES) else list(range(6))
+    out = []
+    for field in (msg.position, msg.velocity, msg.effort):
+        values = np.asarray(field, dtype=float)
+        out.append(values[order] if len(values) >= 6 else np.zeros(6))
+    return out[0], out[1], out[2]
+
+
+def pose_msg(stamp_ns: int, position: Any, quaternion_wxyz: Any, frame_id: str = BASE_FRAME) -> PoseStamped:
+    """A PoseStamped: position (3,) m and orientation (w, x, y, z) in ``frame_id``."""
+    msg = PoseStamped()
+    msg.header.stamp = time_msg(stamp_ns)
+    msg.header.frame_id = frame_id
+    p, q = np.asarray(position, float).reshape(3), np.asarray(quaternion_wxyz, float).reshape(4)
+    msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = (float(v) for v in p)
+    msg.pose.orientation.w, msg.pose.orientation.x, msg.pose.orientation.y, msg.pose.orientation.z = (
+        float(v) for v in q)
+    return msg
+
+
+def pose_arrays(msg: PoseStamped) -> tuple[FloatArray, FloatArray]:
+    """Position (3,) and quaternion (w, x, y, z) of a PoseStamped."""
+    p, o = msg.pose.position, msg.pose.orientation
+    return np.array([p.x, p.y, p.z]), np.array([o.w, o.x, o.y, o.z])
+
+
+def trajectory_msg(start_ns: int, trajectory: JointTrajectory) -> JointTrajectoryMsg:
+    """The whole reference as one JointTrajectory stamped at its first point (``start_ns``)."""
+    msg = JointTrajectoryMsg()
+    msg.header.stamp = time_msg(start_ns)
+    msg.header.frame_id = BASE_FRAME
+    msg.joint_names = list(JOINT_NAMES)
+    t0 = float(trajectory.t[0])
+    for t, q, v in zip(trajectory.t, trajectory.position, trajectory.velocity, strict=True):
+        point = JointTrajectoryPoint()
+        point.positions = [float(x) for x in q]
+        point.velocities = [float(x) for x in v]
+        offset = round((float(t) - t0) * NS_PER_S)
+        point.time_from_start = Duration(sec=offset // NS_PER_S, nanosec=offset % NS_PER_S)
+        msg.points.append(point)
+    return msg
+
+
+def trajectory_from_msg(msg: JointTrajectoryMsg) -> tuple[int, JointTrajectory]:
+    """``(start_ns, JointTrajectory)`` of a reference message; ``t`` in s from its first point."""
+    names_ = list(msg.joint_names)
+    order = [names_.index(j) for j in JOINT_NAMES]
+    t = np.array([(int(p.time_from_start.sec) * NS_PER_S + int(p.time_from_start.nanosec)) / NS_PER_S
+                  for p in msg.points])
+    position = np.array([np.asarray(p.positions, float)[order] for p in msg.points]).reshape(-1, 6)
+    velocity = np.array([np.asarray(p.velocities, float)[order] if len(p.velocities) else np.zeros(6)
+                         for p in msg.points]).reshape(-1, 6)
+    return ns_of(msg.header.stamp), JointTrajectory(t=t, position=position, velocity=velocity,
+                                                   pusher=np.full((len(t), 3), np.nan))
+
+
+def declare_sim_params(node: Node, base: ParameterSet | None = None) -> ParameterSet:
+    """Declare every simulator parameter (dotted registry names) and return their values.
+
+    Defaults are ``base`` (default: the registry's nominal values); a params file given with
+    ``--params-file`` (node key ``/**`` or the node's name) overrides them.
+    """
+    base = base or ParameterSet.nominal()
+    values: dict[str, float | int] = {}
+    for name in names():
+        kind = spec(name).kind
+        default = int(base[name]) if kind is int else float(base[name])
+        values[name] = node.declare_parameter(name, default).value
+    return base.replace(values)
+
+
+def params_overrides(params: ParameterSet) -> dict[str, float | int]:
+    """``{name: value}`` for ``Node(parameter_overrides=...)`` in the one-process runner."""
+    return {name: (int(params[name]) if spec(name).kind is int else float(params[name])) for name in names()}
+
+
+def now_ns(node: Node) -> int:
+    """The node clock now, ns."""
+    return int(node.get_clock().now().nanoseconds)
+
+
+def run_node(factory: Callable[[], Node], args: Sequence[str] | None = None) -> int:
+    """Console-script main: init, spin one node on a multi-threaded executor, close cleanly on Ctrl-C.
+
+    The node may define ``close()`` (called on every exit path, before destruction) and
+    ``finished`` (a ``threading.Event``; the process exits when it is set).
+    """
+    import rclpy
+
+    ensure_localhost()
+    rclpy.init(args=list(sys.argv if args is None else args))
+    node = None
+    status = 0
+    try:
+        node = factory()
+        status = spin_until_finished([node], getattr(node, "finished", None))
+        if status == 0:
+            status = int(getattr(node, "exit_status", 0))
+    except KeyboardInterrupt:
+        status = 130
+    finally:
+        if node is not None:
+            close = getattr(node, "close", None)
+            if close is not None:
+                close()
+            node.destroy_node()
+        rclpy.try_shutdown()
+    return status
+
+
+def spin_until_finished(nodes: Sequence[Node], finished: threading.Event | None, num_threads: int = 6,
+                        timeout: float | None = None, context: Any = None) -> int:
+    """Spin ``nodes`` on a :class:`MultiThreadedExecutor` in a background thread until
+    ``finished`` is set, the context shuts down (SIGINT) or ``timeout`` s pass.
+
+    Returns
+    -------
+    int
+        0 when ``finished`` was set, 130 after a shutdown (Ctrl-C), 124 on timeout.
+    """
+    import rclpy
+    from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+
+    executor = MultiThreadedExecutor(num_threads=num_threads, context=context)
+    for node in nodes:
+        executor.add_node(node)
+
+    def spin() -> None:
+        # A failing callback must not silently stop every node: log it and keep spinning.
+        while rclpy.ok(context=context):
+            try:
+                executor.spin()
+                return
+            except ExternalShutdownException:
+                return
+            except RuntimeError as err:
+                if "after shutdown" in str(err):
+                    return
+                traceback.print_exc()
+            except Exception:
+                traceback.print_exc()
+
+    thread = threading.Thread(target=spin, name="sim2real-executor", daemon=True)
+    thread.start()
+    deadline = None if timeout is None else time.monotonic() + timeout
+    status = 0
+    try:
+        while True:
+            if finished is not None and finished.wait(0.05):
+                break
+            if finished is None:
+                time.sleep(0.05)
+            if not rclpy.ok(context=context):
+                status = 130
+                break
+            if deadline is not None and time.monotonic() > deadline:
+                status = 124
+                break
+    except KeyboardInterrupt:
+        status = 130
+    finally:
+        executor.shutdown(timeout_sec=2.0)
+        thread.join(timeout=2.0)
+    return status

@@ -1,0 +1,265 @@
+"""``experiment``: runs the trials of the box-push experiment (sequence in :mod:`sim2real.trials.experiment`).
+
+For each start distance: home the real arm to the push start, have the box placed (the
+stand-in places it on ``experiment/box_request``; in ``real``/``mirror`` mode the operator
+places it and confirms with the ``experiment/box_placed`` service, std_srvs/Trigger), wait
+until the measured box pose is within ``start_tolerance`` of the requested start, reset the
+sim to the measured state, publish the push reference stamped ``lead_time`` ahead, wait
+until every platform reported past its end, and close the trial (events for the
+``recorder`` on ``experiment/trial_event``; it answers on ``recorder/trial_written``).
+
+Parameters: ``mode``, ``mirror``, ``distances``, ``start_tolerance``, ``push.*`` (the
+``experiment`` section of ``config/experiment.yaml``), ``lead_time`` (0.3 s),
+``confirm_placement`` (default true in ``real``/``mirror``), ``placement_timeout`` (s),
+``home_speed`` (rad/s), ``joint_tolerance`` (rad), and the simulator parameters.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import threading
+import time
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from geometry_msgs.msg import PoseStamped
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.node import Node
+from sensor_msgs.msg import JointState
+from std_msgs.msg import String
+from std_srvs.srv import Trigger
+from trajectory_msgs.msg import JointTrajectory as JointTrajectoryMsg
+
+from sim2real.control import PushConfig, plan_push
+from sim2real.errors import Sim2RealError
+from sim2real.model import load_arm
+from sim2real.nodes.common import (
+    BOX_REQUEST_TOPIC,
+    LATCHED_QOS,
+    NS_PER_S,
+    REFERENCE_TOPIC,
+    SIM_RESET_TOPIC,
+    STREAM_QOS,
+    TRIAL_EVENT_TOPIC,
+    TRIAL_WRITTEN_TOPIC,
+    declare_sim_params,
+    joint_arrays,
+    now_ns,
+    ns_of,
+    pose_arrays,
+    pose_msg,
+    run_node,
+    trajectory_msg,
+)
+from sim2real.trials.experiment import (
+    TrialWindow,
+    arm_settled,
+    box_within,
+    check_mirror,
+    parse_distances,
+    platforms_of,
+    progress_line,
+    requested_box_pose,
+    resting_pose,
+    return_trajectory,
+    window_outcome,
+)
+
+
+class ExperimentNode(Node):
+    """The trial sequencer (see the module docstring). ``finished`` is set when all trials ended."""
+
+    def __init__(self, name: str = "experiment", progress: Any = None, **kwargs: object) -> None:
+        super().__init__(name, **kwargs)  # type: ignore[arg-type]
+        self.mode = str(self.declare_parameter("mode", "sim").value)
+        self.platforms = platforms_of(self.mode)
+        self.mirror = check_mirror(str(self.declare_parameter("mirror", "closed").value), self.mode)
+        self.distances = parse_distances(list(self.declare_parameter("distances", [0.30]).value))
+        self.tolerance = float(self.declare_parameter("start_tolerance", 0.01).value)
+        push_values = {f.name: float(self.declare_parameter(f"push.{f.name}", float(f.default)).value)
+                       for f in fields(PushConfig)}
+        self.push = PushConfig(**push_values)
+        self.lead_time = float(self.declare_parameter("lead_time", 0.3).value)
+        self.confirm = bool(self.declare_parameter("confirm_placement", self.mode in ("real", "mirror")).value)
+        self.placement_timeout = float(self.declare_parameter("placement_timeout", 30.0).value)
+        self.home_speed = float(self.declare_parameter("home_speed", 0.5).value)
+        self.joint_tolerance = float(self.declare_parameter("joint_tolerance", 0.01).value)
+        self.params = declare_sim_params(self)
+        self.progress = progress or (lambda line: self.get_logger().info(line))
+        arm = load_arm(self.params)
+        self.reference = plan_push(arm, self.push, float(self.params["contact.table_height"]))
+        self.box_size = np.array([float(self.params[f"box.size_{a}"]) for a in "xyz"])
+        self._lock = threading.Lock()
+        self._joints: dict[str, tuple[int, np.ndarray, np.ndarray]] = {}
+        self._boxes: dict[str, collections.deque[tuple[int, np.ndarray, np.ndarray]]] = {
+            ns: collections.deque(maxlen=2000) for ns in self.platforms}
+        self._written: dict[str, Path] = {}
+        self._placed = threading.Event()
+        self.finished = threading.Event()
+        self.exit_status = 0
+        self.results: list[Path] = []
+        self.error: str | None = None
+        self._stop = threading.Event()
+        group = ReentrantCallbackGroup()
+        for ns in self.platforms:
+            self.create_subscription(JointState, f"{ns}/joint_states",
+                                     lambda m, ns=ns: self._on_joints(ns, m), STREAM_QOS, callback_group=group)
+            self.create_subscription(PoseStamped, f"{ns}/box_pose",
+                                     lambda m, ns=ns: self._on_box(ns, m), STREAM_QOS, callback_group=group)
+        self.create_subscription(String, TRIAL_WRITTEN_TOPIC, self._on_written, LATCHED_QOS, callback_group=group)
+        self.create_service(Trigger, "experiment/box_placed", self._on_placed, callback_group=group)
+        self._pub_reference = self.create_publisher(JointTrajectoryMsg, REFERENCE_TOPIC, LATCHED_QOS)
+        self._pub_event = self.create_publisher(String, TRIAL_EVENT_TOPIC, LATCHED_QOS)
+        self._pub_request = self.create_publisher(PoseStamped, BOX_REQUEST_TOPIC, STREAM_QOS)
+        self._pub_reset = self.create_publisher(String, SIM_RESET_TOPIC, STREAM_QOS)
+        self._worker = threading.Thread(target=self._run, name="experiment", daemon=True)
+        self._worker.start()
+
+    # --- observations ---------------------------------------------------------------------
+    def _on_joints(self, ns: str, msg: JointState) -> None:
+        q, v, _ = joint_arrays(msg)
+        with self._lock:
+            self._joints[ns] = (ns_of(msg.header.stamp), q, v)
+
+    def _on_box(self, ns: str, msg: PoseStamped) -> None:
+        position, quaternion = pose_arrays(msg)
+        with self._lock:
+            self._boxes[ns].append((ns_of(msg.header.stamp), position, quaternion))
+
+    def _on_written(self, msg: String) -> None:
+        data = json.loads(msg.data)
+        with self._lock:
+            self._written[data["trial"]] = Path(data["path"])
+
+    def _on_placed(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        self._placed.set()
+        response.success, response.message = True, "placement confirmed"
+        return response
+
+    def _wait(self, condition: Any, timeout: float, what: str) -> None:
+        deadline = time.monotonic() + timeout
+        while not condition():
+            if self._stop.is_set():
+                raise Sim2RealError("experiment stopped")
+            if time.monotonic() > deadline:
+                raise Sim2RealError(f"timed out after {timeout:g} s waiting for {what}")
+            time.sleep(0.01)
+
+    def _latest_joints(self, ns: str) -> tuple[int, np.ndarray, np.ndarray] | None:
+        with self._lock:
+            return self._joints.get(ns)
+
+    def _recent_boxes(self, ns: str, count: int) -> list[tuple[int, np.ndarray, np.ndarray]]:
+        with self._lock:
+            return list(self._boxes[ns])[-count:]
+
+    def _event(self, **data: Any) -> None:
+        self._pub_event.publish(String(data=json.dumps(data)))
+
+    # --- sequence -------------------------------------------------------------------------
+    def _run(self) -> None:
+        try:
+            self._wait(lambda: all(self._latest_joints(ns) for ns in self.platforms), 30.0, "joint states")
+            self._event(event="run", mode=self.mode, mirror=self.mirror, distances_m=list(self.distances),
+                        platforms=list(self.platforms), push={f.name: getattr(self.push, f.name)
+                                                              for f in fields(PushConfig)})
+            for index, distance in enumerate(self.distances):
+                self.results.append(self._trial(index, distance))
+        except Sim2RealError as err:
+            self.error = str(err)
+            self.exit_status = 1
+            self.get_logger().error(f"experiment failed: {err}")
+        finally:
+            self._event(event="done")
+            self.finished.set()
+
+    def _home(self) -> None:
+        start = self.reference.position[0]
+        _, q, _ = self._latest_joints("real")  # type: ignore[misc]
+        move = return_trajectory(q, start, self.home_speed, self.push.rate_hz)
+        self._pub_reference.publish(trajectory_msg(now_ns(self), move))
+
+        def settled() -> bool:
+            _, q_now, v_now = self._latest_joints("real")  # type: ignore[misc]
+            return arm_settled(q_now, v_now, start, self.joint_tolerance)
+        self._wait(settled, float(move.t[-1]) + 10.0, "the real arm to reach the start pose")
+
+    def _place_real(self, requested: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        self._placed.clear()
+        self._pub_request.publish(pose_msg(now_ns(self), requested, (1.0, 0.0, 0.0, 0.0)))
+        if self.confirm:
+            self.progress(f"place the box at x = {requested[0]:.3f} m, y = {requested[1]:.3f} m, then call "
+                          f"the service experiment/box_placed (std_srvs/Trigger)")
+        asked_ns = now_ns(self)
+
+        def placed() -> bool:
+            if self.confirm and not self._placed.is_set():
+                return False
+            samples = [s for s in self._recent_boxes("real", 10) if s[0] > asked_ns]
+            return len(samples) >= 5 and all(box_within(s[1], requested, self.tolerance) for s in samples[-5:])
+        self._wait(placed, self.placement_timeout, f"the box within {self.tolerance} m of its start")
+        samples = self._recent_boxes("real", 5)
+        position = np.mean([s[1] for s in samples], axis=0)
+        return resting_pose(position, samples[-1][2], self.params)
+
+    def _reset_sim(self, q: np.ndarray, position: np.ndarray, quaternion: np.ndarray) -> None:
+        asked_ns = now_ns(self)
+        self._pub_reset.publish(String(data=json.dumps({
+            "q": q.tolist(), "box_position": position.tolist(), "box_quaternion": quaternion.tolist()})))
+
+        def ready() -> bool:
+            boxes = [s for s in self._recent_boxes("sim", 3) if s[0] >= asked_ns]
+            return bool(boxes) and box_within(boxes[-1][1], position, 1e-3)
+        self._wait(ready, 10.0, "the sim to reset")
+
+    def _trial(self, index: int, distance: float) -> Path:
+        requested, _ = requested_box_pose(distance, self.params)
+        q_start = self.reference.position[0]
+        if "real" in self.platforms:
+            self._home()
+            position, quaternion = self._place_real(requested)
+            q_start = self._latest_joints("real")[1]  # type: ignore[index]
+        else:
+            position, quaternion = resting_pose(requested, (1.0, 0.0, 0.0, 0.0), self.params)
+        if "sim" in self.platforms:
+            self._reset_sim(q_start, position, quaternion)
+        window = TrialWindow.plan(index, distance, now_ns(self), self.reference, self.lead_time)
+        self._event(event="start", **window.as_dict())
+        self._pub_reference.publish(trajectory_msg(window.start_ns, self.reference))
+
+        def past_end() -> bool:
+            for ns in self.platforms:
+                joints = self._latest_joints(ns)
+                boxes = self._recent_boxes(ns, 1)
+                if joints is None or joints[0] < window.end_ns or not boxes or boxes[-1][0] < window.end_ns:
+                    return False
+            return True
+        duration = (window.end_ns - now_ns(self)) / NS_PER_S
+        self._wait(past_end, duration + 30.0, f"the end of trial {window.name}")
+        time.sleep(0.2)  # let the last in-window messages reach the recorder
+        outcomes = {ns: window_outcome(self._recent_boxes(ns, 2000), window, self.box_size)
+                    for ns in self.platforms}
+        self._event(event="end", trial=window.name, complete=True,
+                    meta={"initial_distance_m": distance, "mode": self.mode, "mirror": self.mirror,
+                          "requested_start_m": requested.tolist()})
+        self._wait(lambda: window.name in self._written, 30.0, f"the recorder to write {window.name}")
+        self.progress(progress_line(window, len(self.distances), outcomes))
+        return self._written[window.name]
+
+    def close(self) -> None:
+        """Stop the sequence (the worker ends at its next wait)."""
+        self._stop.set()
+
+
+def main(args: list[str] | None = None) -> int:
+    """Console script ``experiment``: exits when all trials are recorded (1 on failure)."""
+    return run_node(lambda: ExperimentNode(progress=print), args)
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main())

@@ -1,0 +1,176 @@
+"""``recorder``: one rosbag2 (mcap) per trial, written with :class:`sim2real.trials.TrialBagWriter`.
+
+Subscribes to every contract topic of both platforms and the reference. The experiment's
+events on ``experiment/trial_event`` (std_msgs/String, JSON) drive it:
+
+* ``{"event": "run", ...}``: writes ``run.json`` in ``out_dir`` with the run metadata;
+* ``{"event": "start", "trial", "index", "distance", "start_ns", "end_ns"}``: opens the
+  trial's bag; messages stamped inside ``[start_ns, end_ns]`` are written (also those that
+  arrived shortly before the event);
+* ``{"event": "end", "meta": {...}}``: closes the bag with trial.json (``meta`` plus the
+  simulator parameters) and answers on ``recorder/trial_written`` with the path.
+
+Closing the node (Ctrl-C) closes an open trial with ``complete: false``: what was recorded
+stays readable. Parameters: ``out_dir`` and the simulator parameters (stored in trial.json).
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from geometry_msgs.msg import PoseStamped
+from rclpy.node import Node
+from sensor_msgs.msg import JointState
+from std_msgs.msg import String
+from trajectory_msgs.msg import JointTrajectory as JointTrajectoryMsg
+
+from sim2real.nodes.common import (
+    LATCHED_QOS,
+    REFERENCE_TOPIC,
+    STREAM_QOS,
+    TRIAL_EVENT_TOPIC,
+    TRIAL_WRITTEN_TOPIC,
+    declare_sim_params,
+    joint_arrays,
+    ns_of,
+    pose_arrays,
+    run_node,
+    trajectory_from_msg,
+)
+from sim2real.trials import JointReference, TrialBagWriter, write_run_meta
+from sim2real.trials.experiment import TrialWindow
+
+PLATFORM_TOPICS = ("joint_states", "joint_command", "box_pose", "pusher_pose")
+
+
+class RecorderNode(Node):
+    """Per-trial bag writer (see the module docstring)."""
+
+    def __init__(self, name: str = "recorder", **kwargs: object) -> None:
+        super().__init__(name, **kwargs)  # type: ignore[arg-type]
+        out_dir = str(self.declare_parameter("out_dir", "").value)
+        if not out_dir:
+            raise ValueError("recorder: parameter out_dir is required")
+        self.out_dir = Path(out_dir)
+        self.params = declare_sim_params(self)
+        self._lock = threading.Lock()
+        self._writer: TrialBagWriter | None = None
+        self._window: TrialWindow | None = None
+        self._recent: collections.deque[tuple[int, Callable[[TrialBagWriter], None]]] = collections.deque(
+            maxlen=4000)
+        self.written: list[Path] = []
+        self._run: dict[str, Any] = {}
+        self._pub_written = self.create_publisher(String, TRIAL_WRITTEN_TOPIC, LATCHED_QOS)
+        for ns in ("real", "sim"):
+            for series in PLATFORM_TOPICS:
+                msg_type = JointState if series in ("joint_states", "joint_command") else PoseStamped
+                self.create_subscription(msg_type, f"{ns}/{series}",
+                                         lambda msg, ns=ns, series=series: self._on_data(ns, series, msg),
+                                         STREAM_QOS)
+        self.create_subscription(JointTrajectoryMsg, REFERENCE_TOPIC, self._on_reference, LATCHED_QOS)
+        self.create_subscription(String, TRIAL_EVENT_TOPIC, self._on_event, LATCHED_QOS)
+
+    # --- data -----------------------------------------------------------------------------
+    def _on_data(self, ns: str, series: str, msg: Any) -> None:
+        stamp = ns_of(msg.header.stamp)
+        if series in ("joint_states", "joint_command"):
+            position, velocity, effort = joint_arrays(msg)
+            if series == "joint_states":
+                def write(w: TrialBagWriter) -> None:
+                    w.write_joint_state(ns, stamp, position, velocity, effort)
+            else:
+                def write(w: TrialBagWriter) -> None:
+                    w.write_joint_command(ns, stamp, velocity, position)
+        else:
+            position, quaternion = pose_arrays(msg)
+            method = "write_box_pose" if series == "box_pose" else "write_pusher_pose"
+
+            def write(w: TrialBagWriter) -> None:
+                getattr(w, method)(ns, stamp, position, quaternion)
+        self._offer(stamp, write)
+
+    def _on_reference(self, msg: JointTrajectoryMsg) -> None:
+        start_ns, trajectory = trajectory_from_msg(msg)
+        reference = JointReference(trajectory.t, trajectory.position, trajectory.velocity)
+
+        def write(w: TrialBagWriter) -> None:
+            w.write_reference(JointReference(reference.t + (start_ns - w.start_ns) / 1e9, reference.position,
+                                             reference.velocity))
+        self._offer(start_ns, write)
+
+    def _offer(self, stamp: int, write: Callable[[TrialBagWriter], None]) -> None:
+        with self._lock:
+            if self._writer is not None and self._window is not None and self._window.contains(stamp):
+                write(self._writer)
+            else:
+                self._recent.append((stamp, write))
+
+    # --- events ---------------------------------------------------------------------------
+    def _on_event(self, msg: String) -> None:
+        event = json.loads(msg.data)
+        kind = event.get("event")
+        if kind == "run":
+            meta = {k: v for k, v in event.items() if k != "event"}
+            self._run = {k: meta[k] for k in ("mode", "mirror") if k in meta}
+            meta["params"] = {name: float(value) for name, value in self.params.items()}
+            write_run_meta(self.out_dir, meta)
+        elif kind == "start":
+            self._start(TrialWindow.from_dict(event))
+        elif kind == "end":
+            self._end(event)
+
+    def _start(self, window: TrialWindow) -> None:
+        with self._lock:
+            if self._writer is not None:
+                self._writer.close({"note": "superseded by the next trial"}, complete=False)
+            if (self.out_dir / window.name).exists():
+                self.get_logger().warning(f"trial {window.name} already recorded; ignoring its start event")
+                self._writer = self._window = None
+                return
+            self._writer = TrialBagWriter(self.out_dir, window.name, start_ns=window.start_ns)
+            self._window = window
+            for stamp, write in list(self._recent):
+                if window.contains(stamp):
+                    write(self._writer)
+            self._recent.clear()
+
+    def _meta(self, extra: dict[str, Any]) -> dict[str, Any]:
+        meta = {**self._run, **extra}
+        meta["params"] = {name: float(value) for name, value in self.params.items()}
+        return meta
+
+    def _end(self, event: dict[str, Any]) -> None:
+        with self._lock:
+            writer, window = self._writer, self._window
+            if writer is None or window is None or event.get("trial") != window.name:
+                return
+            self._writer = self._window = None
+            path = writer.close(self._meta(event.get("meta") or {}), complete=bool(event.get("complete", True)))
+        self.written.append(path)
+        self._pub_written.publish(String(data=json.dumps({"trial": window.name, "path": str(path)})))
+
+    def close(self) -> None:
+        """Close an open trial as incomplete (Ctrl-C): everything recorded is kept."""
+        with self._lock:
+            writer, window = self._writer, self._window
+            self._writer = self._window = None
+            if writer is not None and window is not None:
+                path = writer.close(self._meta({"initial_distance_m": window.distance,
+                                                "note": "interrupted"}), complete=False)
+                self.written.append(path)
+
+
+def main(args: list[str] | None = None) -> int:
+    """Console script ``recorder``."""
+    return run_node(RecorderNode, args)
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main())

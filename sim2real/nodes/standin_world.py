@@ -1,0 +1,112 @@
+"""``standin_world``: reality for runs without hardware (emulated xArm + box world + mocap).
+
+Starts an :class:`~sim2real.hardware.XArmEmulator` on ``host:command_port`` (loopback only;
+``xarm_node`` reaches it through the real SDK) whose servo uses the stand-in's
+``arm.servo_tau`` and ``arm.command_delay``, and a
+:class:`~sim2real.hardware.standin.StandinWorld` with the stand-in's hidden parameters,
+driven by the emulator's true joint angles. A worker thread steps the world behind the
+emulator's ticks; each stepped pose goes through the :class:`MocapModel` (noise, latency,
+rate) and is published on ``real/box_pose`` stamped with its arrival time.
+
+``experiment/box_request`` (PoseStamped): the stand-in "operator" places the box there
+(with the placement error of the world file).
+
+Parameters: ``world_file`` (default: the installed ``config/standin.yaml``), ``host``
+(``127.0.0.2``), ``command_port`` (502), ``initial_joints`` (default: the push start),
+``initial_distance`` (0.40 m).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+from geometry_msgs.msg import PoseStamped
+from rclpy.node import Node
+
+from sim2real.control import load_experiment_config
+from sim2real.errors import Sim2RealError
+from sim2real.hardware import EmulatorConfig, XArmEmulator
+from sim2real.hardware.standin import MocapModel, StandinWorld, load_standin
+from sim2real.nodes.common import BOX_REQUEST_TOPIC, STREAM_QOS, now_ns, pose_arrays, pose_msg, run_node
+from sim2real.physics import BoxState
+from sim2real.physics.servo import ServoParams
+from sim2real.trials.experiment import requested_box_pose, resting_pose, start_joints
+
+
+class StandinWorldNode(Node):
+    """The reality stand-in (see the module docstring)."""
+
+    def __init__(self, name: str = "standin_world", **kwargs: object) -> None:
+        super().__init__(name, **kwargs)  # type: ignore[arg-type]
+        world_file = str(self.declare_parameter("world_file", "").value)
+        host = str(self.declare_parameter("host", "127.0.0.2").value)
+        port = int(self.declare_parameter("command_port", 502).value)
+        initial = list(self.declare_parameter("initial_joints", [0.0]).value)
+        initial_distance = float(self.declare_parameter("initial_distance", 0.40).value)
+        self.config = load_standin(world_file or None)
+        truth = self.config.params
+        box = BoxState.at_rest(*requested_box_pose(initial_distance, truth))
+        self.world = StandinWorld(self.config, box)
+        if len(initial) != 6:
+            initial = list(start_joints(self.world.arm, load_experiment_config().push,
+                                        float(truth["contact.table_height"])))
+        self.mocap = MocapModel(self.config.mocap)
+        # Map the emulator's monotonic clock onto ROS time once.
+        self._clock_offset_ns = now_ns(self) - time.monotonic_ns()
+        self._pub_box = self.create_publisher(PoseStamped, "real/box_pose", STREAM_QOS)
+        self.create_subscription(PoseStamped, BOX_REQUEST_TOPIC, self._on_request, STREAM_QOS)
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self.emulator = XArmEmulator(
+            EmulatorConfig(host=host, command_port=port, servo=ServoParams.from_params(truth),
+                           initial_joints=tuple(float(x) for x in initial)),
+            on_tick=self._on_tick)
+        self.emulator.start()
+        self._worker = threading.Thread(target=self._run_world, name="standin-world", daemon=True)
+        self._worker.start()
+        self.get_logger().info(f"reality stand-in: emulated xArm at {self.emulator.address}, "
+                               f"world {self.config.source}")
+
+    def _on_tick(self, t: float, q: np.ndarray, v: np.ndarray) -> None:
+        self.world.add_joint_sample(t, q)
+        self._wake.set()
+
+    def _run_world(self) -> None:
+        while not self._stop.is_set():
+            self._wake.wait(0.1)
+            self._wake.clear()
+            try:
+                states = self.world.advance()
+            except Sim2RealError as err:  # the engine failed: reality stops reporting, loudly
+                self.get_logger().error(f"stand-in world stopped: {err}")
+                return
+            for t, position, quaternion in states:
+                report = self.mocap.observe(t, position, quaternion)
+                if report is not None:
+                    stamp_s, measured, orientation = report
+                    stamp = round(stamp_s * 1e9) + self._clock_offset_ns
+                    self._pub_box.publish(pose_msg(stamp, measured, orientation))
+
+    def _on_request(self, msg: PoseStamped) -> None:
+        position, quaternion = resting_pose(*pose_arrays(msg), self.config.params)
+        yaw = 2.0 * np.arctan2(quaternion[3], quaternion[0])
+        self.world.place_box(position, float(yaw))
+
+    def close(self) -> None:
+        """Stop the world thread and the emulator."""
+        self._stop.set()
+        self._worker.join(timeout=2.0)
+        self.emulator.stop()
+
+
+def main(args: list[str] | None = None) -> int:
+    """Console script ``standin_world``."""
+    return run_node(StandinWorldNode, args)
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main())

@@ -1,0 +1,108 @@
+"""``xarm_node``: the xArm 6 driver (:class:`sim2real.hardware.XArmDriver`) on ``real/*`` topics.
+
+Every ``1 / rate_hz`` s the joint states are read from the controller and published on
+``real/joint_states`` (stamped with the read time, ROS clock) together with the pusher
+position from forward kinematics on ``real/pusher_pose``. Every ``real/joint_command``
+is sent to the arm as a joint-velocity command. The driver's safety behaviour applies
+unchanged: clamping, the 50 ms watchdog (zero velocity without fresh commands), and a
+latched stop after any fault (the node then logs the fault once and stops commanding; it
+never resumes by itself).
+
+Parameters: ``robot_ip`` (IPv4 of the controller), ``command_port`` (502), ``rate_hz``
+(100.0), ``mode`` (4 = joint velocity), ``report_type`` (``real``).
+"""
+
+from __future__ import annotations
+
+from geometry_msgs.msg import PoseStamped
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.node import Node
+from sensor_msgs.msg import JointState
+
+from sim2real.errors import Sim2RealError
+from sim2real.hardware import DriverConfig, XArmDriver
+from sim2real.model import load_arm
+from sim2real.nodes.common import (
+    NS_PER_S,
+    STREAM_QOS,
+    declare_sim_params,
+    joint_arrays,
+    joint_state_msg,
+    now_ns,
+    ns_of,
+    pose_msg,
+    run_node,
+)
+
+
+class XArmNode(Node):
+    """The real platform (see the module docstring)."""
+
+    def __init__(self, name: str = "xarm_node", **kwargs: object) -> None:
+        super().__init__(name, **kwargs)  # type: ignore[arg-type]
+        ip = str(self.declare_parameter("robot_ip", "192.168.1.185").value)
+        port = int(self.declare_parameter("command_port", 502).value)
+        rate = float(self.declare_parameter("rate_hz", 100.0).value)
+        mode = int(self.declare_parameter("mode", 4).value)
+        report_type = str(self.declare_parameter("report_type", "real").value)
+        self.params = declare_sim_params(self)
+        self.arm = load_arm(self.params)
+        self.driver = XArmDriver(DriverConfig(ip=ip, command_port=port, mode=mode, report_type=report_type))
+        preflight = self.driver.connect()
+        self.get_logger().info(preflight.summary())
+        self.driver.start()
+        self._fault_logged = False
+        self.commands_sent = 0
+        self.tick_times_ns: list[int] = []
+        self._pub_state = self.create_publisher(JointState, "real/joint_states", STREAM_QOS)
+        self._pub_pusher = self.create_publisher(PoseStamped, "real/pusher_pose", STREAM_QOS)
+        self.create_subscription(JointState, "real/joint_command", self._on_command, STREAM_QOS,
+                                 callback_group=MutuallyExclusiveCallbackGroup())
+        self.create_timer(1.0 / rate, self._on_timer, callback_group=MutuallyExclusiveCallbackGroup())
+
+    def _on_timer(self) -> None:
+        if self.driver.fault is not None:
+            self._log_fault()
+            return
+        try:
+            q, v, effort, _ = self.driver.read_joint_states()
+        except Sim2RealError as err:
+            self._log_fault(str(err))
+            return
+        stamp = now_ns(self)
+        self.tick_times_ns.append(stamp)
+        self._pub_state.publish(joint_state_msg(stamp, q, v, effort))
+        self._pub_pusher.publish(pose_msg(stamp, self.arm.pusher_position(q), (1.0, 0.0, 0.0, 0.0)))
+
+    def _on_command(self, msg: JointState) -> None:
+        if self.driver.fault is not None:
+            self._log_fault()
+            return
+        _, velocity, _ = joint_arrays(msg)
+        try:
+            self.driver.send_velocity(velocity, stamp=ns_of(msg.header.stamp) / NS_PER_S)
+            self.commands_sent += 1
+        except Sim2RealError as err:
+            self._log_fault(str(err))
+
+    def _log_fault(self, message: str | None = None) -> None:
+        if self._fault_logged:
+            return
+        self._fault_logged = True
+        fault = self.driver.fault
+        self.get_logger().error(f"xArm stopped: {fault.message if fault else message}")
+
+    def close(self) -> None:
+        """Stop the arm and disconnect (idempotent)."""
+        self.driver.stop()
+
+
+def main(args: list[str] | None = None) -> int:
+    """Console script ``xarm_node``."""
+    return run_node(XArmNode, args)
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main())

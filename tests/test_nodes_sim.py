@@ -1,0 +1,108 @@
+"""The experiment graph in one process (sim mode): complete bags, the PD law on every tick, outcomes."""
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sim2real.control import CommandLimits, PDGains, Workspace, pd_command
+from sim2real.control.reference import JointTrajectory
+from sim2real.model import load_arm
+from sim2real.params import ParameterSet, load_params
+from sim2real.paths import config_file
+from sim2real.trials import compute_outcome, read_run, read_run_meta
+
+SHORT_EXPERIMENT = """\
+experiment:
+  ros__parameters:
+    distances: [0.30, 0.45]
+    start_tolerance: 0.01
+    push: {height: 0.15, lateral: 0.0, start_x: 0.20, end_x: 0.42, speed: 0.2, ramp_time: 0.2,
+           pre_time: 0.1, settle_time: 0.3, rate_hz: 100.0}
+"""
+
+
+@pytest.fixture(scope="module", autouse=True)
+def ros_env(tmp_path_factory):
+    saved = dict(os.environ)
+    os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+    os.environ["ROS_DOMAIN_ID"] = str(60 + os.getpid() % 20)
+    os.environ["ROS_LOG_DIR"] = str(tmp_path_factory.mktemp("roslog"))
+    yield
+    os.environ.clear()
+    os.environ.update(saved)
+
+
+@pytest.fixture(scope="module")
+def experiment_file(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("cfg") / "experiment.yaml"
+    path.write_text(SHORT_EXPERIMENT)
+    return path
+
+
+@pytest.fixture(scope="module")
+def sim_run(tmp_path_factory, experiment_file):
+    from sim2real.nodes.runner import run_experiment
+
+    out = tmp_path_factory.mktemp("runs") / "sim"
+    lines: list[str] = []
+    params = load_params(config_file("params.yaml"))
+    paths = run_experiment("sim", None, params, out, experiment_file=experiment_file, progress=lines.append,
+                           timeout=60)
+    return out, paths, lines
+
+
+def check_pd_law(record) -> int:
+    """Every recorded command (after the first) equals the PD law on the recorded state of its tick."""
+    params = ParameterSet.nominal().replace(record.meta["params"])
+    gains = PDGains.from_params(params)
+    limits = CommandLimits.for_arm(load_arm(params), params, Workspace())
+    ref = record.reference
+    reference = JointTrajectory(ref.t, ref.position, ref.velocity, np.zeros((len(ref.t), 3)))
+    checked = 0
+    for platform in record.platforms.values():
+        states, commands = platform.joint_states, platform.joint_command
+        by_stamp = {round(t * 1e9): k for k, t in enumerate(states.t)}
+        for k in range(1, len(commands.t)):
+            j = by_stamp[round(commands.t[k] * 1e9)]
+            q_ref, v_ref = reference.sample(commands.t[k])
+            np.testing.assert_array_equal(commands.position[k], q_ref)
+            out = pd_command(q_ref, v_ref, states.position[j], states.velocity[j], gains, limits,
+                             commands.velocity[k - 1], float(params["sim.dt"]))
+            np.testing.assert_allclose(commands.velocity[k], out.velocity, rtol=0, atol=1e-12)
+            checked += 1
+    return checked
+
+
+def test_sim_run_records_complete_trials(sim_run):
+    out, paths, lines = sim_run
+    assert [p.name for p in paths] == ["trial_00_d0.300", "trial_01_d0.450"]
+    assert len(lines) == 2 and lines[0].startswith("trial 1/2 d=0.300 m: sim")
+    meta = read_run_meta(out)
+    assert meta["mode"] == "sim" and meta["distances_m"] == [0.30, 0.45]
+    records = read_run(out)
+    for record, distance in zip(records, (0.30, 0.45), strict=True):
+        assert record.complete and record.meta["initial_distance_m"] == distance
+        sim = record.platforms["sim"]
+        assert len(sim.joint_states) >= 165  # 1.7 s at 100 Hz
+        assert abs(sim.box_pose.position[0, 0] - distance) < 1e-9
+        assert np.all(np.diff(sim.joint_states.t) > 0)
+
+
+def test_every_command_is_the_pd_law_of_its_tick(sim_run):
+    for record in read_run(sim_run[0]):
+        assert check_pd_law(record) >= 160
+
+
+def test_outcomes_match_recorded_poses(sim_run):
+    for record in read_run(sim_run[0]):
+        params = record.meta["params"]
+        size = [params["box.size_x"], params["box.size_y"], params["box.size_z"]]
+        outcome = compute_outcome(record.platforms["sim"].box_pose, size)
+        stored = record.meta["outcomes"]["sim"]
+        assert stored["final_distance_m"] == pytest.approx(outcome.final_distance_m, abs=1e-12)
+        assert stored["flipped"] == outcome.flipped
+    # The pusher ends at x = 0.44 m (centre 0.42 + radius): both boxes are pushed forward.
+    for record, distance in zip(read_run(sim_run[0]), (0.30, 0.45), strict=True):
+        assert record.meta["outcomes"]["sim"]["final_distance_m"] > distance + 0.02
