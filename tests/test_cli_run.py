@@ -1,0 +1,82 @@
+"""``sim2real run`` end to end as a subprocess: bad input, and Ctrl-C in the middle of a trial."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from sim2real.trials import read_trial
+
+ROOT = Path(__file__).resolve().parent.parent
+EXPERIMENT = """\
+experiment:
+  ros__parameters:
+    distances: [0.30]
+    start_tolerance: 0.01
+    push: {height: 0.15, lateral: 0.0, start_x: 0.20, end_x: 0.42, speed: 0.2, ramp_time: 0.2,
+           pre_time: 0.1, settle_time: 1.5, rate_hz: 100.0}
+"""
+
+
+@pytest.fixture()
+def env(tmp_path):
+    return {**os.environ, "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST", "ROS_DOMAIN_ID": str(80 + os.getpid() % 20),
+            "ROS_LOG_DIR": str(tmp_path / "roslog"), "PYTHONPATH": str(ROOT)}
+
+
+def sim2real(*args, env, **kwargs):
+    return subprocess.Popen([sys.executable, "-m", "sim2real", *args], env=env, cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL), **kwargs)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--mode", "sim", "--mirror", "commands"], "needs a real and a sim platform"),
+    (["--mode", "sim", "--distances", "0.3,abc"], "comma-separated numbers"),
+    (["--mode", "sim", "--distances", "2.0"], "outside"),
+])
+def test_bad_input_is_one_line_and_status_2(tmp_path, env, args, message):
+    process = sim2real("run", *args, "--out", str(tmp_path / "run"), env=env)
+    _out, err = process.communicate(timeout=60)
+    assert process.returncode == 2
+    assert err.strip().count("\n") == 0 and message in err and err.startswith("sim2real: error:")
+
+
+def test_non_empty_output_directory_is_refused(tmp_path, env):
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "keep.txt").write_text("x")
+    process = sim2real("run", "--mode", "sim", "--out", str(tmp_path / "run"), env=env)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 2 and "not empty" in err
+
+
+def test_ctrl_c_mid_trial_keeps_a_readable_incomplete_trial(tmp_path, env):
+    experiment = tmp_path / "experiment.yaml"
+    experiment.write_text(EXPERIMENT)
+    out = tmp_path / "run"
+    process = sim2real("run", "--mode", "sim", "--experiment", str(experiment), "--out", str(out), env=env)
+    try:
+        deadline = time.monotonic() + 60
+        while not (out.is_dir() and any(p.name.endswith(".partial") for p in out.iterdir())):
+            assert process.poll() is None, process.communicate()
+            assert time.monotonic() < deadline, "the trial never started"
+            time.sleep(0.05)
+        time.sleep(1.0)  # well inside the 3 s trial
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 130, err
+    record = read_trial(out / "trial_00_d0.300")
+    assert not record.complete
+    sim = record.platforms["sim"]
+    # Interrupted well before the end of the 3 s trial (300 ticks), after the sim had run for a while.
+    assert 10 <= len(sim.joint_states) < 290
+    assert len(sim.joint_command) >= 5 and record.reference is not None
+    assert not any(p.name.endswith(".partial") for p in out.iterdir())

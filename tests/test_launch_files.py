@@ -1,0 +1,75 @@
+"""Every launch file parses, and every executable, config file and argument it names exists."""
+
+import ast
+import contextlib
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+LAUNCH_FILES = sorted((ROOT / "launch").glob("*.launch.py"))
+
+
+def _console_scripts() -> set[str]:
+    tree = ast.parse((ROOT / "setup.py").read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "CONSOLE_SCRIPTS":
+            return {entry.split("=")[0].strip() for entry in ast.literal_eval(node.value)}
+    raise AssertionError("setup.py has no CONSOLE_SCRIPTS")
+
+
+def _calls(tree: ast.AST, name: str) -> list[ast.Call]:
+    return [n for n in ast.walk(tree) if isinstance(n, ast.Call)
+            and getattr(n.func, "id", getattr(n.func, "attr", None)) == name]
+
+
+def _keyword(call: ast.Call, name: str) -> ast.expr | None:
+    return next((k.value for k in call.keywords if k.arg == name), None)
+
+
+def _value(node: ast.expr, constants: dict[str, object]) -> object:
+    if isinstance(node, ast.Name):
+        return constants[node.id]
+    return ast.literal_eval(node)
+
+
+def _constants(tree: ast.Module) -> dict[str, object]:
+    out = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
+            with contextlib.suppress(ValueError):
+                out[node.targets[0].id] = ast.literal_eval(node.value)
+    return out
+
+
+def test_there_are_launch_files():
+    assert {p.name for p in LAUNCH_FILES} == {"box_push.launch.py", "replay.launch.py"}
+
+
+@pytest.mark.parametrize("path", LAUNCH_FILES, ids=lambda p: p.name)
+def test_launch_file_names_only_existing_things(path):
+    source = path.read_text()
+    tree = ast.parse(source)
+    assert any(isinstance(n, ast.FunctionDef) and n.name == "generate_launch_description" for n in tree.body)
+    scripts = _console_scripts()
+    nodes = _calls(tree, "Node")
+    assert nodes, "no launch_ros Node"
+    constants = _constants(tree)
+    for call in nodes:
+        assert _value(_keyword(call, "package"), constants) == "sim2real"
+        assert _value(_keyword(call, "executable"), constants) in scripts
+    # Config files are joined onto the installed share directory and must exist in config/.
+    for name in re.findall(r'"([\w.]+\.yaml)"', source):
+        assert (ROOT / "config" / name).is_file(), name
+    assert "get_package_share_directory" in source
+    # Every LaunchConfiguration used is declared.
+    declared = {ast.literal_eval(c.args[0]) for c in _calls(tree, "DeclareLaunchArgument")}
+    used = {ast.literal_eval(c.args[0]) for c in _calls(tree, "LaunchConfiguration")}
+    assert used <= declared, used - declared
+
+
+def test_box_push_declares_the_issue_arguments():
+    tree = ast.parse((ROOT / "launch" / "box_push.launch.py").read_text())
+    declared = {ast.literal_eval(c.args[0]) for c in _calls(tree, "DeclareLaunchArgument")}
+    assert declared == {"mode", "mirror", "robot_ip", "params_file", "distances", "out_dir"}
