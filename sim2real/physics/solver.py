@@ -336,31 +336,34 @@ def solve(f: Factorization, r: Residual) -> Iterate:
 
 
 def _orthant_step(y: np.ndarray, dy: np.ndarray, tau: float) -> float:
+    """Largest step (fraction ``tau`` of the way to the boundary, at most 1) keeping ``y + α dy > 0``."""
     neg = dy < 0.0
-    if not np.any(neg):
+    if not neg.any():
         return 1.0
-    return float(min(1.0, tau * np.min(-y[neg] / dy[neg])))
+    return min(1.0, tau * float((-y[neg] / dy[neg]).min()))
 
 
 def _cone_step(y: np.ndarray, dy: np.ndarray, tau: float) -> float:
     """Largest step (fraction ``tau`` of the way to the boundary) keeping each row of (n, 3) in the cone."""
-    nu = y[:, 0] ** 2 - np.sum(y[:, 1:] ** 2, axis=1)
-    nu = np.maximum(nu, 1e-300)
+    y0, y1, y2 = y[:, 0], y[:, 1], y[:, 2]
+    d0, d1, d2 = dy[:, 0], dy[:, 1], dy[:, 2]
+    nu = np.maximum(y0 * y0 - y1 * y1 - y2 * y2, 1e-300)
     sqrt_nu = np.sqrt(nu)
-    zeta = y[:, 0] * dy[:, 0] - np.sum(y[:, 1:] * dy[:, 1:], axis=1)
-    rho1 = zeta / nu
-    rhot = dy[:, 1:] / sqrt_nu[:, None] - ((zeta / sqrt_nu + dy[:, 0]) / (y[:, 0] * sqrt_nu + nu))[:, None] * y[:, 1:]
-    gap = np.linalg.norm(rhot, axis=1) - rho1
+    zeta = y0 * d0 - y1 * d1 - y2 * d2
+    factor = (zeta / sqrt_nu + d0) / (y0 * sqrt_nu + nu)
+    rho1 = d1 / sqrt_nu - factor * y1
+    rho2 = d2 / sqrt_nu - factor * y2
+    gap = np.sqrt(rho1 * rho1 + rho2 * rho2) - zeta / nu
     hit = gap > 0.0
-    if not np.any(hit):
+    if not hit.any():
         return 1.0
-    return float(min(1.0, tau * np.min(1.0 / gap[hit])))
+    return min(1.0, tau / float(gap[hit].max()))
 
 
 def cone_search(w: Iterate, d: Iterate, tau_orthant: float, tau_soc: float) -> float:
     """Analytic line search over the orthant and the second-order cones (Dojo Alg. 1, eqs. 41-46)."""
-    return min(_orthant_step(w.gamma, d.gamma, tau_orthant), _orthant_step(w.s, d.s, tau_orthant),
-               _cone_step(w.xi, d.xi, tau_soc), _cone_step(w.eta, d.eta, tau_soc))
+    return min(_orthant_step(np.concatenate((w.gamma, w.s)), np.concatenate((d.gamma, d.s)), tau_orthant),
+               _cone_step(np.concatenate((w.xi, w.eta)), np.concatenate((d.xi, d.eta)), tau_soc))
 
 
 def initial_iterate(data: ProblemData) -> Iterate:
