@@ -102,6 +102,9 @@ class PDCommand:
         Why it stopped, or ``""``.
     active : ndarray of bool, shape (6,)
         Joints whose command is the unclamped PD law (derivatives pass through).
+    rate_limited : ndarray of bool, shape (6,)
+        Joints whose command is the previous command plus or minus the acceleration
+        limit (its derivatives are those of the previous command).
     """
 
     velocity: FloatArray
@@ -109,6 +112,7 @@ class PDCommand:
     stopped: bool = False
     reason: str = ""
     active: FloatArray = field(default_factory=lambda: np.ones(6, dtype=bool))
+    rate_limited: FloatArray = field(default_factory=lambda: np.zeros(6, dtype=bool))
 
 
 def pd_law(q_ref: FloatArray, v_ref: FloatArray, q: FloatArray, v: FloatArray, gains: PDGains) -> FloatArray:
@@ -150,9 +154,12 @@ def pd_command(q_ref: FloatArray, v_ref: FloatArray, q: FloatArray, v: FloatArra
                              np.zeros(6, dtype=bool))
     raw = pd_law(q_ref, v_ref, q, v, gains)
     command = np.clip(raw, -limits.max_velocity, limits.max_velocity)
+    rate_limited = np.zeros(6, dtype=bool)
     if previous is not None:
         step = limits.max_acceleration * dt
-        command = np.clip(command, previous - step, previous + step)
+        bounded = np.clip(command, previous - step, previous + step)
+        rate_limited = (bounded != command) & (np.abs(bounded) < limits.max_velocity)
+        command = bounded
     active = command == raw
     predicted = q + command * limits.lookahead
     outside = (predicted < limits.lower) | (predicted > limits.upper)
@@ -166,4 +173,4 @@ def pd_command(q_ref: FloatArray, v_ref: FloatArray, q: FloatArray, v: FloatArra
             return PDCommand(zero, raw, True,
                              f"command refused: pusher would leave the workspace at {np.round(pusher, 3).tolist()} m",
                              np.zeros(6, dtype=bool))
-    return PDCommand(command, raw, active=active)
+    return PDCommand(command, raw, active=active, rate_limited=rate_limited)

@@ -264,6 +264,7 @@ def simulate_arm_trial(params: ParameterSet, reference: JointTrajectory, initial
 
     stop_reason = ""
     previous = np.zeros(6)
+    d_previous = np.zeros((6, p))
     for k in range(n_steps):
         q, v = platform.q, platform.v
         q_ref, v_ref = reference.sample(t[k])
@@ -277,12 +278,16 @@ def simulate_arm_trial(params: ParameterSet, reference: JointTrajectory, initial
                 stop_reason = f"t = {t[k]:.2f} s: {out.reason}"
             u = out.velocity
             if p:
-                active = out.active[:, None]
-                d_command = active * (-gains.kp * platform.s_q - gains.kd * platform.s_v)
+                # Unclamped joints: derivative of the PD law; rate-limited joints: that of the
+                # previous command (u_k = u_k-1 ± a dt); velocity-clamped or stopped: zero.
+                d_law = -gains.kp * platform.s_q - gains.kd * platform.s_v
                 if "pd.kp" in col:
-                    d_command[:, col["pd.kp"]] += out.active * (q_ref - q)
+                    d_law[:, col["pd.kp"]] += q_ref - q
                 if "pd.kd" in col:
-                    d_command[:, col["pd.kd"]] += out.active * (v_ref - v)
+                    d_law[:, col["pd.kd"]] += v_ref - v
+                d_command = np.where(out.active[:, None], d_law,
+                                     np.where(out.rate_limited[:, None], d_previous, 0.0))
+                d_previous = d_command
         command_log[k] = u
         previous = u
         platform.step(u, d_command)
