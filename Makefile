@@ -23,8 +23,10 @@ $(STAMP): requirements.txt setup.py
 	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 
+# The demo's output directory is recreated on every run.
 demo: venv
-	$(BIN)/sim2real demo --out $(OUT)
+	rm -rf $(OUT)
+	ROS_LOG_DIR=$$(mktemp -d) $(BIN)/sim2real demo --out $(OUT)
 
 # Headless Chromium (Debian package) for the report's browser check; CI runs as root.
 browser:

@@ -17,6 +17,7 @@ from sim2real.errors import Sim2RealError
 
 # Subcommand modules, in the order --help lists them. Only built commands appear here.
 COMMANDS: tuple[str, ...] = (
+    "demo_cmd",
     "params_cmd",
     "import_cmd",
     "report_cmd",
