@@ -17,6 +17,17 @@ correlation, trace, stop_reason, warnings, data, versions. --json prints that ob
   --free contact.mu_table,box.size_x=box.size_y=box.size_z
 --horizon 1 (teacher-forced one-step), N (segments of N steps) or trial (whole trials).
 --weights position=1000,orientation=100,joint_position=1000,joint_velocity=100 (1/m, 1/rad, ...).
+
+Gradients: the Jacobian is taken at the forward solution (contact.kappa_grad set to
+contact.kappa_sim), i.e. it is the derivative of the residuals being minimised. The smoothed
+gradients at the default kappa_grad (1e-4) are biased for sticking and resting contacts.
+
+Horizon and noise: the segments of --horizon N start from box states rebuilt from
+consecutive recorded poses, so their velocities carry the pose noise divided by the sample
+interval. With clean or dense poses --horizon 1 is fine; with motion-capture noise of
+millimetres use segments of tens of steps (cube tosses at 148 Hz: --horizon 40) or whole
+trials. Whole arm trials (--horizon trial) use the recorded start only and are noise-robust,
+but their cost is rougher: allow more iterations (30-40).
 """
 
 

@@ -22,6 +22,17 @@ Horizons
     simulated platform (servo → FK → pusher → engine) driven by the recorded real commands
     (``mode="commands"``) or by the recorded reference under the PD law (``mode="closed"``).
 
+Gradients
+---------
+By default (:attr:`ResidualSpec.exact_gradients`) the engine's implicit gradients are taken
+at the forward solution (``contact.kappa_grad`` set to ``contact.kappa_sim``): the Jacobian
+is the derivative of the very residuals being minimised. At the registry's ``kappa_grad``
+(1e-4) the smoothed gradients of sticking and resting contacts differ from finite
+differences of the hard-contact rollout (smoothing bias). Known limitation: over whole
+trials with sliding, turning pusher contact (off-centre pushes) the exact-κ (1e-8) chain can
+be off by tens of per cent for the servo parameters and ``box.com_z`` while ``kappa_grad =
+1e-6`` matches finite differences to about 0.5 %; one-step and short segments are exact.
+
 Residual rows (each multiplied by its weight, see :class:`Weights`): box position error (m,
 3 per sample), box orientation error ``2 sgn(w) vec(q_rec* ⊗ q_sim)`` (rad for small errors,
 3 per sample), joint position error (rad, 6 per sample) and joint velocity error (rad/s, 6
