@@ -1,13 +1,15 @@
 """Thin rclpy nodes of the experiment (the only package, with ``sim2real run``, that imports rclpy).
 
 Console scripts: ``xarm_node``, ``sim_node``, ``pd_controller``, ``experiment``, ``recorder``,
-``standin_world``; :func:`sim2real.nodes.runner.run_experiment` runs the graph in one process.
+``standin_world``; :func:`sim2real.nodes.runner.run_experiment` runs the graph from one command
+(:mod:`sim2real.nodes.group` holds the nodes it gives their own process).
 
 Contract topics (DESIGN.md): ``<ns>/joint_states``, ``<ns>/joint_command``, ``<ns>/box_pose``
 (plus ``<ns>/pusher_pose``) with ``ns`` = ``real`` / ``sim``, and ``reference/joint_trajectory``.
 Coordination topics: ``experiment/trial_event`` and ``recorder/trial_written`` (std_msgs/String,
 JSON), ``experiment/box_request`` (PoseStamped: where the box should be placed), ``sim/reset``
-(std_msgs/String, JSON), service ``experiment/box_placed`` (std_srvs/Trigger, the operator's
+(std_msgs/String, JSON), ``real/fault`` (std_msgs/String, latched: the xArm driver's fault),
+service ``experiment/box_placed`` (std_srvs/Trigger, the operator's
 confirmation in real and mirror mode).
 
 Nothing here is imported by ``sim2real.nodes`` itself, so importing the package does not load rclpy.

@@ -40,6 +40,7 @@ from sim2real.nodes.common import (
     BOX_REQUEST_TOPIC,
     LATCHED_QOS,
     NS_PER_S,
+    REAL_FAULT_TOPIC,
     REFERENCE_TOPIC,
     SIM_RESET_TOPIC,
     STREAM_QOS,
@@ -103,6 +104,7 @@ class ExperimentNode(Node):
         self.results: list[Path] = []
         self.error: str | None = None
         self._stop = threading.Event()
+        self._abort_reason: str | None = None
         group = ReentrantCallbackGroup()
         for ns in self.platforms:
             self.create_subscription(JointState, f"{ns}/joint_states",
@@ -110,6 +112,8 @@ class ExperimentNode(Node):
             self.create_subscription(PoseStamped, f"{ns}/box_pose",
                                      lambda m, ns=ns: self._on_box(ns, m), STREAM_QOS, callback_group=group)
         self.create_subscription(String, TRIAL_WRITTEN_TOPIC, self._on_written, LATCHED_QOS, callback_group=group)
+        if "real" in self.platforms:
+            self.create_subscription(String, REAL_FAULT_TOPIC, self._on_fault, LATCHED_QOS, callback_group=group)
         self.create_service(Trigger, "experiment/box_placed", self._on_placed, callback_group=group)
         self._pub_reference = self.create_publisher(JointTrajectoryMsg, REFERENCE_TOPIC, LATCHED_QOS)
         self._pub_event = self.create_publisher(String, TRIAL_EVENT_TOPIC, LATCHED_QOS)
@@ -139,13 +143,29 @@ class ExperimentNode(Node):
         response.success, response.message = True, "placement confirmed"
         return response
 
-    def _wait(self, condition: Any, timeout: float, what: str) -> None:
+    def _on_fault(self, msg: String) -> None:
+        self.abort(f"the xArm stopped: {msg.data}")
+
+    def abort(self, reason: str) -> None:
+        """Stop the sequence with ``reason`` (the open trial is recorded as incomplete)."""
+        if self._abort_reason is None:
+            self._abort_reason = reason
+        self._stop.set()
+
+    def _wait(self, condition: Any, timeout: float, what: str, retry: Any = None, retry_every: float = 1.0) -> None:
+        """Poll ``condition`` every 10 ms; call ``retry`` every ``retry_every`` s while it is false
+        (re-sends a request a late subscriber may have missed)."""
         deadline = time.monotonic() + timeout
+        next_retry = time.monotonic() + retry_every
         while not condition():
             if self._stop.is_set():
-                raise Sim2RealError("experiment stopped")
-            if time.monotonic() > deadline:
+                raise Sim2RealError(self._abort_reason or "experiment stopped")
+            now = time.monotonic()
+            if now > deadline:
                 raise Sim2RealError(f"timed out after {timeout:g} s waiting for {what}")
+            if retry is not None and now >= next_retry:
+                retry()
+                next_retry = now + retry_every
             time.sleep(0.01)
 
     def _latest_joints(self, ns: str) -> tuple[int, np.ndarray, np.ndarray] | None:
@@ -189,7 +209,8 @@ class ExperimentNode(Node):
 
     def _place_real(self, requested: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         self._placed.clear()
-        self._pub_request.publish(pose_msg(now_ns(self), requested, (1.0, 0.0, 0.0, 0.0)))
+        request = pose_msg(now_ns(self), requested, (1.0, 0.0, 0.0, 0.0))
+        self._pub_request.publish(request)
         if self.confirm:
             self.progress(f"place the box at x = {requested[0]:.3f} m, y = {requested[1]:.3f} m, then call "
                           f"the service experiment/box_placed (std_srvs/Trigger)")
@@ -200,20 +221,25 @@ class ExperimentNode(Node):
                 return False
             samples = [s for s in self._recent_boxes("real", 10) if s[0] > asked_ns]
             return len(samples) >= 5 and all(box_within(s[1], requested, self.tolerance) for s in samples[-5:])
-        self._wait(placed, self.placement_timeout, f"the box within {self.tolerance} m of its start")
+        def ask_again() -> None:  # the request was lost or the box is off: place it again
+            if not self.confirm and not placed():
+                self._pub_request.publish(request)
+        self._wait(placed, self.placement_timeout, f"the box within {self.tolerance} m of its start",
+                   retry=ask_again, retry_every=2.0)
         samples = self._recent_boxes("real", 5)
         position = np.mean([s[1] for s in samples], axis=0)
         return resting_pose(position, samples[-1][2], self.params)
 
     def _reset_sim(self, q: np.ndarray, position: np.ndarray, quaternion: np.ndarray) -> None:
         asked_ns = now_ns(self)
-        self._pub_reset.publish(String(data=json.dumps({
-            "q": q.tolist(), "box_position": position.tolist(), "box_quaternion": quaternion.tolist()})))
+        reset = String(data=json.dumps({
+            "q": q.tolist(), "box_position": position.tolist(), "box_quaternion": quaternion.tolist()}))
+        self._pub_reset.publish(reset)
 
         def ready() -> bool:
             boxes = [s for s in self._recent_boxes("sim", 3) if s[0] >= asked_ns]
             return bool(boxes) and box_within(boxes[-1][1], position, 1e-3)
-        self._wait(ready, 10.0, "the sim to reset")
+        self._wait(ready, 10.0, "the sim to reset", retry=lambda: self._pub_reset.publish(reset))
 
     def _trial(self, index: int, distance: float) -> Path:
         requested, _ = requested_box_pose(distance, self.params)
@@ -227,24 +253,34 @@ class ExperimentNode(Node):
         if "sim" in self.platforms:
             self._reset_sim(q_start, position, quaternion)
         window = TrialWindow.plan(index, distance, now_ns(self), self.reference, self.lead_time)
+        meta = {"initial_distance_m": distance, "mode": self.mode, "mirror": self.mirror,
+                "requested_start_m": requested.tolist()}
         self._event(event="start", **window.as_dict())
-        self._pub_reference.publish(trajectory_msg(window.start_ns, self.reference))
+        try:
+            self._pub_reference.publish(trajectory_msg(window.start_ns, self.reference))
 
-        def past_end() -> bool:
-            for ns in self.platforms:
-                joints = self._latest_joints(ns)
-                boxes = self._recent_boxes(ns, 1)
-                if joints is None or joints[0] < window.end_ns or not boxes or boxes[-1][0] < window.end_ns:
-                    return False
-            return True
-        duration = (window.end_ns - now_ns(self)) / NS_PER_S
-        self._wait(past_end, duration + 30.0, f"the end of trial {window.name}")
-        time.sleep(0.2)  # let the last in-window messages reach the recorder
+            def past_end() -> bool:
+                for ns in self.platforms:
+                    joints = self._latest_joints(ns)
+                    boxes = self._recent_boxes(ns, 1)
+                    if joints is None or joints[0] < window.end_ns or not boxes or boxes[-1][0] < window.end_ns:
+                        return False
+                return True
+            duration = (window.end_ns - now_ns(self)) / NS_PER_S
+            self._wait(past_end, duration + 30.0, f"the end of trial {window.name}")
+            time.sleep(0.2)  # let the last in-window messages reach the recorder
+            if self._stop.is_set():  # e.g. a driver fault reported during the last 0.2 s
+                raise Sim2RealError(self._abort_reason or "experiment stopped")
+        except Sim2RealError as err:
+            # Close the trial as incomplete: what was recorded stays readable, marked with the reason.
+            self._event(event="end", trial=window.name, complete=False, meta={**meta, "note": str(err)})
+            deadline = time.monotonic() + 5.0
+            while window.name not in self._written and time.monotonic() < deadline:
+                time.sleep(0.01)
+            raise
         outcomes = {ns: window_outcome(self._recent_boxes(ns, 2000), window, self.box_size)
                     for ns in self.platforms}
-        self._event(event="end", trial=window.name, complete=True,
-                    meta={"initial_distance_m": distance, "mode": self.mode, "mirror": self.mirror,
-                          "requested_start_m": requested.tolist()})
+        self._event(event="end", trial=window.name, complete=True, meta=meta)
         self._wait(lambda: window.name in self._written, 30.0, f"the recorder to write {window.name}")
         self.progress(progress_line(window, len(self.distances), outcomes))
         return self._written[window.name]

@@ -22,11 +22,15 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from sim2real.control import PushConfig, load_experiment_config
 from sim2real.errors import Sim2RealError
@@ -34,9 +38,12 @@ from sim2real.nodes.common import ensure_localhost, params_overrides, spin_until
 from sim2real.params import ParameterSet
 from sim2real.trials.experiment import check_mirror, parse_distances, platforms_of
 
-#: Default loopback address and command port of the stand-in's emulated controller.
+#: Default loopback address of the stand-in's emulated controller; port 0 = a free port.
 STANDIN_HOST = "127.0.0.2"
-STANDIN_PORT = 5020
+STANDIN_PORT = 0
+#: Niceness of the mirrored sim platform's process: it runs lock-step on an ideal clock and
+#: tolerates lag, so on a busy machine the real control loop and the stand-in go first.
+SIM_NICENESS = 5
 
 
 def _parameters(values: dict[str, Any]) -> list[Any]:
@@ -51,7 +58,13 @@ def run_experiment(mode: str, distances: Sequence[float] | str | None, params: P
                    standin_host: str = STANDIN_HOST, standin_port: int = STANDIN_PORT,
                    progress: Callable[[str], None] = print, timeout: float | None = None,
                    node_hook: Callable[[dict[str, Any]], None] | None = None) -> list[Path]:
-    """Run one experiment as ROS 2 nodes in this process and return the recorded trial directories.
+    """Run one experiment as ROS 2 nodes and return the recorded trial directories.
+
+    In ``sim`` and ``real`` mode every node runs in this process. With both platforms
+    (``mirror``, ``standin``) the sim platform (``sim_node`` + ``sim_pd_controller``) and the
+    reality stand-in run in child processes (:mod:`sim2real.nodes.group`, parameters through a
+    params file), so that their physics steps do not hold the GIL the real arm's control
+    loop needs; the children are stopped (SIGINT, then SIGKILL) before this returns.
 
     Parameters
     ----------
@@ -70,30 +83,34 @@ def run_experiment(mode: str, distances: Sequence[float] | str | None, params: P
     world_file : path, optional
         Stand-in world (default ``config/standin.yaml``).
     standin_host, standin_port : str, int
-        Loopback address and command port of the emulated controller in ``standin`` mode.
+        Loopback address and command port of the emulated controller in ``standin`` mode
+        (port 0: a free one).
     progress : callable
         Receives one line per finished trial (and operator prompts).
     timeout : float, optional
         Give up after this many seconds (Sim2RealError).
     node_hook : callable, optional
-        Called with ``{name: node}`` once the graph is built (benchmarks, tests).
+        Called with ``{name: node}`` of the nodes in this process once the graph is built
+        (benchmarks, tests).
 
     Raises
     ------
     Sim2RealError
-        Bad arguments, a node that cannot start (e.g. no controller), a failed trial, timeout.
+        Bad arguments, a node that cannot start (e.g. no controller), a child process that
+        died, a failed trial (e.g. a latched driver fault), timeout.
     KeyboardInterrupt
         After Ctrl-C; the open trial was closed as incomplete.
     """
     import rclpy
     from rclpy.context import Context
 
-    platforms = platforms_of(mode)
-    check_mirror(mirror, mode)
+    check_mirror(mirror, platforms_of(mode)[0] and mode)
     config = load_experiment_config(experiment_file)
     chosen = parse_distances(distances) if distances else config.distances
     if not chosen:
         raise Sim2RealError("no start distances: give --distances or set them in the experiment file")
+    if mode == "standin" and not str(standin_host).startswith("127."):
+        raise Sim2RealError(f"the stand-in listens on loopback only; --standin-host {standin_host} is not 127.x.x.x")
     out = Path(out_dir)
     existing = [p.name for p in out.iterdir()] if out.is_dir() else []
     if existing:
@@ -102,56 +119,66 @@ def run_experiment(mode: str, distances: Sequence[float] | str | None, params: P
     if "ROS_DOMAIN_ID" not in os.environ:
         progress("note: ROS_DOMAIN_ID is unset; using domain 0")
 
-    # Many threads share the GIL here (executor, SDK, emulator, physics); a short switch
-    # interval keeps the SDK round trips and the control ticks from waiting 5 ms per hand-off.
+    sim_values = params_overrides(params)
+    if mode == "standin":
+        standin_port = int(standin_port) or free_port(standin_host)
+        robot_ip, robot_port = standin_host, standin_port
+    sections: dict[str, dict[str, Any]] = {
+        "/**": sim_values,
+        "sim_node": {"mirror": mirror},
+        "sim_pd_controller": {"platform": "sim", "mirror": mirror},
+        "real_pd_controller": {"platform": "real", "mirror": mirror},
+        "xarm_node": {"robot_ip": robot_ip, "command_port": int(robot_port)},
+        "standin_world": {"host": standin_host, "command_port": int(standin_port),
+                          "world_file": str(world_file or ""),
+                          "initial_joints": [float(x) for x in _start_joints(params, config.push)]},
+    }
+    local, remote = _placement(mode)
+
+    # Threads of this process share the GIL (executor, SDK, recorder); a short switch interval
+    # keeps the SDK round trips and the control ticks from waiting 5 ms per hand-off.
     switch_interval = sys.getswitchinterval()
     sys.setswitchinterval(0.0005)
     context = Context()
-    rclpy.init(context=context)
     nodes: dict[str, Any] = {}
-    standin: subprocess.Popen[bytes] | None = None
-    sim_values = params_overrides(params)
+    children: list[_Child] = []
+    workdir = tempfile.TemporaryDirectory(prefix="sim2real-run-")
     try:
+        params_file = write_params_file(Path(workdir.name) / "params.yaml", sections)
+        for group in remote:  # the stand-in first and alone: xarm_node connects to it
+            children.append(_Child.start(group, params_file, Path(workdir.name)))
+            if group == ["standin_world"]:
+                children[-1].wait_ready()
+        for child in children:
+            child.wait_ready()
+        rclpy.init(context=context)
         from sim2real.nodes.experiment import ExperimentNode
-        from sim2real.nodes.pd_controller import PDControllerNode
         from sim2real.nodes.recorder import RecorderNode
-        from sim2real.nodes.sim_node import SimNode
 
-        common = {"context": context}
-        if mode == "standin":
-            world = {"host": standin_host, "command_port": standin_port,
-                     "initial_joints": [float(x) for x in _start_joints(params, config.push)]}
-            if world_file:
-                world["world_file"] = str(world_file)
-            standin = _start_standin(world)
-            robot_ip, robot_port = standin_host, standin_port
-        if "real" in platforms:
-            from sim2real.nodes.xarm_node import XArmNode
+        def overrides(name: str) -> list[Any]:
+            return _parameters({**sim_values, **sections.get(name, {})})
 
-            nodes["xarm_node"] = XArmNode(parameter_overrides=_parameters(
-                {"robot_ip": robot_ip, "command_port": int(robot_port), **sim_values}), **common)
-            nodes["real_pd_controller"] = PDControllerNode(
-                "real_pd_controller", parameter_overrides=_parameters(
-                    {"platform": "real", "mirror": mirror, **sim_values}), **common)
-        if "sim" in platforms:
-            nodes["sim_node"] = SimNode(parameter_overrides=_parameters({"mirror": mirror, **sim_values}), **common)
-            nodes["sim_pd_controller"] = PDControllerNode(
-                "sim_pd_controller", parameter_overrides=_parameters(
-                    {"platform": "sim", "mirror": mirror, **sim_values}), **common)
+        for name in local:
+            nodes[name] = _local_factory(name)(parameter_overrides=overrides(name), context=context)
         nodes["recorder"] = RecorderNode(parameter_overrides=_parameters(
-            {"out_dir": str(out), **sim_values}), **common)
+            {"out_dir": str(out), **sim_values}), context=context)
         experiment_values: dict[str, Any] = {
             "mode": mode, "mirror": mirror, "distances": [float(d) for d in chosen],
             "start_tolerance": float(config.start_tolerance), **sim_values,
             **{f"push.{f.name}": float(getattr(config.push, f.name)) for f in fields(PushConfig)}}
-        experiment = ExperimentNode(progress=progress, parameter_overrides=_parameters(experiment_values), **common)
+        experiment = ExperimentNode(progress=progress, parameter_overrides=_parameters(experiment_values),
+                                    context=context)
         nodes["experiment"] = experiment
         if node_hook is not None:
             node_hook(nodes)
-        status = spin_until_finished(list(nodes.values()), experiment.finished, num_threads=8,
-                                     timeout=timeout, context=context)
+        watcher = _ChildWatcher(children, experiment)
+        status = spin_until_finished(list(nodes.values()), experiment.finished, timeout=timeout,
+                                     context=context)
+        watcher.stop()
         if status == 130:
             raise KeyboardInterrupt
+        if watcher.failure:
+            raise Sim2RealError(watcher.failure)
         if status == 124:
             raise Sim2RealError(f"experiment did not finish within {timeout:g} s")
         if experiment.error:
@@ -165,8 +192,61 @@ def run_experiment(mode: str, distances: Sequence[float] | str | None, params: P
             node.destroy_node()
         rclpy.try_shutdown(context=context)
         sys.setswitchinterval(switch_interval)
-        if standin is not None:
-            _stop_process(standin)
+        for child in reversed(children):
+            child.stop()
+        workdir.cleanup()
+
+
+def _placement(mode: str) -> tuple[list[str], list[list[str]]]:
+    """Platform nodes of ``mode`` in this process, and the node groups of the child processes.
+
+    A real platform gets a process of its own (its control loop then shares the GIL only with
+    the SDK's threads); so does the sim platform when it mirrors one, and the stand-in.
+    """
+    platforms = platforms_of(mode)
+    real = ["xarm_node", "real_pd_controller"] if "real" in platforms else []
+    sim = ["sim_node", "sim_pd_controller"] if "sim" in platforms else []
+    if not real:
+        return sim, []
+    remote = [["standin_world"]] if mode == "standin" else []
+    return [], [*remote, real, *([sim] if sim else [])]
+
+
+def _local_factory(name: str) -> Callable[..., Any]:
+    from sim2real.nodes.group import node_factory
+
+    return node_factory(name)
+
+
+def free_port(host: str) -> int:
+    """A TCP port on ``host`` that is free now (the OS picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((host, 0))
+        return int(probe.getsockname()[1])
+
+
+def write_params_file(path: Path, sections: dict[str, dict[str, Any]]) -> Path:
+    """Write a ROS 2 params file: ``{node: {ros__parameters: {...}}}``, dotted names nested.
+
+    Parameters
+    ----------
+    path : Path
+        File to write.
+    sections : dict
+        Node name (or ``/**``) → ``{parameter name: value}``; names with dots become nested maps.
+    """
+    document: dict[str, Any] = {}
+    for node, values in sections.items():
+        tree: dict[str, Any] = {}
+        for name, value in values.items():
+            *parents, leaf = name.split(".")
+            branch = tree
+            for part in parents:
+                branch = branch.setdefault(part, {})
+            branch[leaf] = value
+        document[node] = {"ros__parameters": tree}
+    path.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
+    return path
 
 
 def _start_joints(params: ParameterSet, push: PushConfig) -> Any:
@@ -176,34 +256,84 @@ def _start_joints(params: ParameterSet, push: PushConfig) -> Any:
     return start_joints(load_arm(params), push, float(params["contact.table_height"]))
 
 
-def _start_standin(values: dict[str, Any], wait: float = 20.0) -> subprocess.Popen[bytes]:
-    """Start the ``standin_world`` node in its own process (its emulator and box physics get
-    their own interpreter, away from the control loop) and wait until the emulator listens."""
-    command = [sys.executable, "-m", "sim2real.nodes.standin_world", "--ros-args"]
-    for name, value in values.items():
-        text = "[" + ", ".join(repr(float(v)) for v in value) + "]" if isinstance(value, list) else str(value)
-        command += ["-p", f"{name}:={text}"]
-    process = subprocess.Popen(command, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    deadline = time.monotonic() + wait
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise Sim2RealError(f"the reality stand-in exited at start (status {process.returncode})")
-        try:
-            with socket.create_connection((values["host"], int(values["command_port"])), timeout=0.5):
-                return process
-        except OSError:
-            time.sleep(0.1)
-    _stop_process(process)
-    raise Sim2RealError(f"the reality stand-in did not listen on {values['host']}:{values['command_port']} "
-                        f"within {wait:g} s")
+class _Child:
+    """One child process running a group of nodes (:mod:`sim2real.nodes.group`)."""
+
+    def __init__(self, names: list[str], process: subprocess.Popen[bytes], ready_file: Path) -> None:
+        self.names = names
+        self.process = process
+        self.ready_file = ready_file
+
+    @classmethod
+    def start(cls, names: list[str], params_file: Path, workdir: Path) -> _Child:
+        """Start ``names`` in a new interpreter (SIGINT at its default, same environment)."""
+        ready = workdir / f"{'+'.join(names)}.ready"
+        command = [sys.executable, "-m", "sim2real.nodes.group", "--ready-file", str(ready), *names,
+                   "--ros-args", "--params-file", str(params_file)]
+        niceness = SIM_NICENESS if "sim_node" in names else 0
+
+        def prepare() -> None:
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            if niceness:
+                os.nice(niceness)
+        # The SDK prints to stdout; keep the parent's stdout for its progress lines.
+        process = subprocess.Popen(command, preexec_fn=prepare, stdout=2)
+        return cls(names, process, ready)
+
+    @property
+    def label(self) -> str:
+        return " + ".join(self.names)
+
+    def wait_ready(self, wait: float = 120.0) -> None:
+        """Wait until every node of the group has been constructed (generous: the first start
+        after an engine change compiles the engine, tens of seconds).
+
+        Raises
+        ------
+        Sim2RealError
+            The child exited first (e.g. a node could not start) or did not get ready in time.
+        """
+        deadline = time.monotonic() + wait
+        while not self.ready_file.exists():
+            if self.process.poll() is not None:
+                raise Sim2RealError(f"the {self.label} process exited at start (status {self.process.returncode})")
+            if time.monotonic() > deadline:
+                self.stop()
+                raise Sim2RealError(f"the {self.label} process did not start within {wait:g} s")
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        """SIGINT, then SIGKILL after 5 s (this child only, by pid)."""
+        process = self.process
+        if process.poll() is None:
+            process.send_signal(signal.SIGINT)
+            try:
+                process.wait(timeout=5.0)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=5.0)
 
 
-def _stop_process(process: subprocess.Popen[bytes]) -> None:
-    """SIGINT, then SIGKILL after 5 s, of a child this module started."""
-    if process.poll() is None:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(timeout=5.0)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=5.0)
+class _ChildWatcher:
+    """Stops the experiment as soon as a child process dies (instead of waiting for timeouts)."""
+
+    def __init__(self, children: list[_Child], experiment: Any) -> None:
+        self.children = children
+        self.experiment = experiment
+        self.failure: str | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="sim2real-children", daemon=True)
+        self._thread.start()
+
+    def _watch(self) -> None:
+        while not self._stop.wait(0.2):
+            for child in self.children:
+                if child.process.poll() is not None:
+                    self.failure = f"the {child.label} process exited (status {child.process.returncode})"
+                    self.experiment.abort(self.failure)
+                    return
+
+    def stop(self) -> None:
+        """Stop watching (before the children are stopped on purpose)."""
+        self._stop.set()
+        self._thread.join(timeout=1.0)

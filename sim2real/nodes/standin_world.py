@@ -29,7 +29,15 @@ from sim2real.control import load_experiment_config
 from sim2real.errors import Sim2RealError
 from sim2real.hardware import EmulatorConfig, XArmEmulator
 from sim2real.hardware.standin import MocapModel, StandinWorld, load_standin
-from sim2real.nodes.common import BOX_REQUEST_TOPIC, STREAM_QOS, now_ns, pose_arrays, pose_msg, run_node
+from sim2real.nodes.common import (
+    BOX_REQUEST_TOPIC,
+    STREAM_QOS,
+    now_ns,
+    pose_arrays,
+    pose_msg,
+    run_node,
+    warm_up_engine,
+)
 from sim2real.physics import BoxState
 from sim2real.physics.servo import ServoParams
 from sim2real.trials.experiment import requested_box_pose, resting_pose, start_joints
@@ -53,6 +61,7 @@ class StandinWorldNode(Node):
             initial = list(start_joints(self.world.arm, load_experiment_config().push,
                                         float(truth["contact.table_height"])))
         self.mocap = MocapModel(self.config.mocap)
+        warm_up_engine(self.world.world, float(truth["pusher.radius"]))
         # Map the emulator's monotonic clock onto ROS time once.
         self._clock_offset_ns = now_ns(self) - time.monotonic_ns()
         self._pub_box = self.create_publisher(PoseStamped, "real/box_pose", STREAM_QOS)
@@ -87,7 +96,12 @@ class StandinWorldNode(Node):
                 if report is not None:
                     stamp_s, measured, orientation = report
                     stamp = round(stamp_s * 1e9) + self._clock_offset_ns
-                    self._pub_box.publish(pose_msg(stamp, measured, orientation))
+                    try:
+                        self._pub_box.publish(pose_msg(stamp, measured, orientation))
+                    except Exception:
+                        if self.context.ok():
+                            raise
+                        return  # shutting down (Ctrl-C): nobody listens any more
 
     def _on_request(self, msg: PoseStamped) -> None:
         position, quaternion = resting_pose(*pose_arrays(msg), self.config.params)

@@ -5,25 +5,32 @@ Every ``1 / rate_hz`` s the joint states are read from the controller and publis
 position from forward kinematics on ``real/pusher_pose``. Every ``real/joint_command``
 is sent to the arm as a joint-velocity command. The driver's safety behaviour applies
 unchanged: clamping, the 50 ms watchdog (zero velocity without fresh commands), and a
-latched stop after any fault (the node then logs the fault once and stops commanding; it
-never resumes by itself).
+latched stop after any fault (the node then logs the fault once, publishes its message on
+``real/fault`` (std_msgs/String, latched) so that the experiment ends the trial as
+incomplete, and stops commanding; it never resumes by itself).
 
 Parameters: ``robot_ip`` (IPv4 of the controller), ``command_port`` (502), ``rate_hz``
-(100.0), ``mode`` (4 = joint velocity), ``report_type`` (``real``).
+(100.0), ``mode`` (4 = joint velocity), ``report_type`` (``real``), ``connect_wait`` (10.0 s:
+how long to retry connecting when the controller does not answer yet).
 """
 
 from __future__ import annotations
+
+import time
 
 from geometry_msgs.msg import PoseStamped
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
+from std_msgs.msg import String
 
 from sim2real.errors import Sim2RealError
-from sim2real.hardware import DriverConfig, XArmDriver
+from sim2real.hardware import DriverConfig, Preflight, XArmDriver
 from sim2real.model import load_arm
 from sim2real.nodes.common import (
+    LATCHED_QOS,
     NS_PER_S,
+    REAL_FAULT_TOPIC,
     STREAM_QOS,
     declare_sim_params,
     joint_arrays,
@@ -47,8 +54,9 @@ class XArmNode(Node):
         report_type = str(self.declare_parameter("report_type", "real").value)
         self.params = declare_sim_params(self)
         self.arm = load_arm(self.params)
+        connect_wait = float(self.declare_parameter("connect_wait", 10.0).value)
         self.driver = XArmDriver(DriverConfig(ip=ip, command_port=port, mode=mode, report_type=report_type))
-        preflight = self.driver.connect()
+        preflight = self._connect(connect_wait)
         self.get_logger().info(preflight.summary())
         self.driver.start()
         self._fault_logged = False
@@ -56,9 +64,23 @@ class XArmNode(Node):
         self.tick_times_ns: list[int] = []
         self._pub_state = self.create_publisher(JointState, "real/joint_states", STREAM_QOS)
         self._pub_pusher = self.create_publisher(PoseStamped, "real/pusher_pose", STREAM_QOS)
+        self._pub_fault = self.create_publisher(String, REAL_FAULT_TOPIC, LATCHED_QOS)
         self.create_subscription(JointState, "real/joint_command", self._on_command, STREAM_QOS,
                                  callback_group=MutuallyExclusiveCallbackGroup())
         self.create_timer(1.0 / rate, self._on_timer, callback_group=MutuallyExclusiveCallbackGroup())
+
+    def _connect(self, wait: float) -> Preflight:
+        """Connect, retrying for up to ``wait`` s (a controller or stand-in started at the same
+        time may not listen yet); the last error is raised after that."""
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                return self.driver.connect()
+            except Sim2RealError as err:
+                if time.monotonic() >= deadline:
+                    raise
+                self.get_logger().info(f"{err}; retrying", once=True)
+                time.sleep(0.5)
 
     def _on_timer(self) -> None:
         if self.driver.fault is not None:
@@ -90,7 +112,9 @@ class XArmNode(Node):
             return
         self._fault_logged = True
         fault = self.driver.fault
-        self.get_logger().error(f"xArm stopped: {fault.message if fault else message}")
+        text = fault.message if fault else str(message)
+        self.get_logger().error(f"xArm stopped: {text}")
+        self._pub_fault.publish(String(data=text))
 
     def close(self) -> None:
         """Stop the arm and disconnect (idempotent)."""

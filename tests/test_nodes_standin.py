@@ -1,0 +1,176 @@
+"""``sim2real run --mode standin``: emulated xArm (real SDK on loopback) + stand-in world + mirrored sim.
+
+Two complete trials; each platform's commands are the PD law of its own recorded states on
+the one recorded reference; outcomes match the recorded poses; ``--mirror commands`` gives
+identical command streams; the stand-in's hidden parameters are 20-40 % off nominal.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sim2real.control import CommandLimits, PDGains, Workspace, pd_command
+from sim2real.control.reference import JointTrajectory
+from sim2real.hardware.standin import load_standin
+from sim2real.model import load_arm
+from sim2real.params import ParameterSet, load_params
+from sim2real.paths import config_file
+from sim2real.trials import compute_outcome, read_run, read_run_meta
+
+ROOT = Path(__file__).resolve().parent.parent
+SHORT_EXPERIMENT = """\
+experiment:
+  ros__parameters:
+    distances: [0.30, 0.45]
+    start_tolerance: 0.01
+    push: {height: 0.15, lateral: 0.0, start_x: 0.20, end_x: 0.42, speed: 0.2, ramp_time: 0.2,
+           pre_time: 0.1, settle_time: 0.3, rate_hz: 100.0}
+"""
+#: Ticks of the short trial: (0.1 + 0.22 / 0.2 + 0.2 + 0.3) s at 100 Hz is about 170.
+MIN_TICKS = 150
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory):
+    return {**os.environ, "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST", "ROS_DOMAIN_ID": str(20 + os.getpid() % 10),
+            "ROS_LOG_DIR": str(tmp_path_factory.mktemp("roslog")), "PYTHONPATH": str(ROOT)}
+
+
+@pytest.fixture(scope="module")
+def experiment_file(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("cfg") / "experiment.yaml"
+    path.write_text(SHORT_EXPERIMENT)
+    return path
+
+
+def run_cli(out: Path, env: dict, experiment_file: Path, *extra: str) -> subprocess.CompletedProcess:
+    host = f"127.0.0.{20 + os.getpid() % 10}"
+    return subprocess.run([sys.executable, "-m", "sim2real", "run", "--mode", "standin", "--experiment",
+                           str(experiment_file), "--standin-host", host, "--timeout", "150", "--out", str(out),
+                           *extra], env=env, cwd=ROOT, capture_output=True, text=True, timeout=200,
+                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+
+
+@pytest.fixture(scope="module")
+def closed_run(tmp_path_factory, env, experiment_file):
+    out = tmp_path_factory.mktemp("runs") / "closed"
+    result = run_cli(out, env, experiment_file, "--distances", "0.30,0.45")
+    assert result.returncode == 0, result.stderr[-3000:]
+    return out, result.stdout
+
+
+@pytest.fixture(scope="module")
+def commands_run(tmp_path_factory, env, experiment_file):
+    out = tmp_path_factory.mktemp("runs") / "commands"
+    result = run_cli(out, env, experiment_file, "--distances", "0.30", "--mirror", "commands")
+    assert result.returncode == 0, result.stderr[-3000:]
+    return out
+
+
+def reference_of(record) -> JointTrajectory:
+    ref = record.reference
+    return JointTrajectory(ref.t, ref.position, ref.velocity, np.zeros((len(ref.t), 3)))
+
+
+def check_platform_pd_law(record, platform: str) -> int:
+    """Every command of ``platform`` (after its first) is the PD law on that platform's recorded
+    state of the same tick (stamp), the recorded reference and the previous command."""
+    params = ParameterSet.nominal().replace(record.meta["params"])
+    gains = PDGains.from_params(params)
+    limits = CommandLimits.for_arm(load_arm(params), params, Workspace())
+    reference = reference_of(record)
+    states, commands = record.platforms[platform].joint_states, record.platforms[platform].joint_command
+    by_stamp = {round(t * 1e9): k for k, t in enumerate(states.t)}
+    checked = 0
+    for k in range(1, len(commands.t)):
+        j = by_stamp[round(commands.t[k] * 1e9)]
+        q_ref, v_ref = reference.sample(commands.t[k])
+        np.testing.assert_allclose(commands.position[k], q_ref, rtol=0, atol=1e-12)
+        out = pd_command(q_ref, v_ref, states.position[j], states.velocity[j], gains, limits,
+                         commands.velocity[k - 1], float(params["sim.dt"]))
+        np.testing.assert_allclose(commands.velocity[k], out.velocity, rtol=0, atol=1e-9)
+        checked += 1
+    return checked
+
+
+def test_two_complete_trials_with_both_platforms(closed_run):
+    out, stdout = closed_run
+    records = read_run(out)
+    assert [r.name for r in records] == ["trial_00_d0.300", "trial_01_d0.450"]
+    assert read_run_meta(out)["mode"] == "standin"
+    assert stdout.count("trial ") == 2 and "2 trial(s) recorded" in stdout
+    for record in records:
+        assert record.complete and record.meta["mirror"] == "closed"
+        for platform in ("real", "sim"):
+            data = record.platforms[platform]
+            assert len(data.joint_states) >= MIN_TICKS and len(data.joint_command) >= MIN_TICKS - 5
+            assert len(data.box_pose) >= MIN_TICKS - 10
+
+
+def test_real_loop_ran_at_100_hz(closed_run):
+    for record in read_run(closed_run[0]):
+        stamps = record.platforms["real"].joint_states.t
+        periods = np.diff(stamps)
+        assert len(stamps) / (stamps[-1] - stamps[0]) == pytest.approx(100.0, rel=0.05)
+        assert np.median(periods) == pytest.approx(0.01, abs=0.001)
+
+
+def test_both_platforms_tracked_the_identical_reference(closed_run):
+    for record in read_run(closed_run[0]):
+        reference = reference_of(record)
+        for platform in ("real", "sim"):
+            states = record.platforms[platform].joint_states
+            inside = states.t <= reference.t[-1]
+            q_ref = np.array([reference.sample(t)[0] for t in states.t[inside]])
+            error = np.abs(states.position[inside] - q_ref)
+            # The servo lags the reference (up to 1.3 rad/s) by a few periods: 0.05-0.07 rad at
+            # most; it never loses it and ends on it.
+            assert error.max() < 0.12, (platform, error.max())
+            assert error[-1].max() < 0.01, (platform, error[-1])
+
+
+def test_every_command_is_the_pd_law_of_its_platforms_state(closed_run):
+    for record in read_run(closed_run[0]):
+        for platform in ("real", "sim"):
+            assert check_platform_pd_law(record, platform) >= MIN_TICKS - 10
+
+
+def test_outcomes_match_the_recorded_poses(closed_run):
+    for record, distance in zip(read_run(closed_run[0]), (0.30, 0.45), strict=True):
+        params = record.meta["params"]
+        size = [params["box.size_x"], params["box.size_y"], params["box.size_z"]]
+        for platform in ("real", "sim"):
+            outcome = compute_outcome(record.platforms[platform].box_pose, size)
+            stored = record.meta["outcomes"][platform]
+            assert stored["final_distance_m"] == pytest.approx(outcome.final_distance_m, abs=1e-12)
+            assert stored["initial_distance_m"] == pytest.approx(outcome.initial_distance_m, abs=1e-12)
+            assert stored["flipped"] == outcome.flipped
+            # Placed within the start tolerance, then pushed forward.
+            assert abs(outcome.initial_distance_m - distance) < 0.01
+            assert outcome.final_distance_m > distance + 0.02
+
+
+def test_commands_mirroring_gives_identical_command_streams(commands_run):
+    (record,) = read_run(commands_run)
+    assert record.complete and record.meta["mirror"] == "commands"
+    real, sim = record.platforms["real"].joint_command, record.platforms["sim"].joint_command
+    assert len(real) >= MIN_TICKS - 5
+    np.testing.assert_array_equal(sim.t, real.t)
+    np.testing.assert_array_equal(sim.velocity, real.velocity)
+    np.testing.assert_array_equal(sim.position, real.position)
+    # The real stream is still the PD law of the real arm's states.
+    assert check_platform_pd_law(record, "real") >= MIN_TICKS - 10
+
+
+def test_hidden_parameters_are_20_to_40_percent_off_nominal():
+    hidden = load_standin().params
+    nominal = load_params(config_file("params.yaml"))
+    for name in ("contact.mu_table", "contact.mu_pusher", "arm.servo_tau", "arm.command_delay"):
+        gap = abs(hidden[name] / nominal[name] - 1.0)
+        assert 0.2 <= gap <= 0.4, (name, hidden[name], nominal[name])
+    assert nominal["box.com_z"] == 0.0 and hidden["box.com_z"] == pytest.approx(-0.03)
