@@ -52,6 +52,19 @@ class SolverSettings:
         condition ~1/κ) and every step is cut short by the cone line search.
     continuation_residual_tol, continuation_kappa_rtol : float
         Tolerances that end the intermediate stage.
+    resting_shortcut : bool
+        Let a forward step (no gradients) of a box resting flat on the table, with the pusher
+        out of reach for the whole step, return "stays at rest" without iterating (the exact
+        hard-contact solution; see ``kernels.resting``). Steps with gradients always solve.
+    resting_speed_tol : float
+        Largest velocity component (m/s, rad/s) that counts as at rest.
+    resting_gap_tol : float
+        Largest distance of the four lowest corners from the table, m, that counts as lying on it.
+    resting_pusher_margin : float
+        Clearance the pusher must keep from the box over the whole step, m.
+    resting_kappa_max : float
+        The shortcut is the hard-contact answer, so it is only taken when ``contact.kappa_sim`` is at
+        most this (at κ the solver keeps the box ~``4 κ g dt`` m/s off the table).
     """
 
     residual_tol: float = 1e-9
@@ -64,6 +77,11 @@ class SolverSettings:
     continuation_kappa: float = 1e-4
     continuation_residual_tol: float = 1e-6
     continuation_kappa_rtol: float = 0.5
+    resting_shortcut: bool = True
+    resting_speed_tol: float = 1e-6
+    resting_gap_tol: float = 1e-7
+    resting_pusher_margin: float = 0.005
+    resting_kappa_max: float = 1e-6
 
 
 @dataclass

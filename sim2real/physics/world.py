@@ -9,38 +9,14 @@ import numpy as np
 
 from sim2real.errors import Sim2RealError
 from sim2real.params import ParameterSet, spec
-from sim2real.physics.dynamics import (
-    GRAVITY,
-    PARAMS_OFFSET,
-    PUSHER_END_SLICE,
-    PUSHER_START_SLICE,
-    THETA_PARAMS,
-    THETA_SIZE,
-    next_state,
-    problem_data,
-)
-from sim2real.physics.geometry import sphere_box_distance, table_distance
+from sim2real.physics import kernels
+from sim2real.physics.dynamics import PARAMS_OFFSET, PUSHER_END_SLICE, PUSHER_START_SLICE, THETA_PARAMS, THETA_SIZE
 from sim2real.physics.shapes import Capsule, Sphere
-from sim2real.physics.solver import (
-    Residual,
-    SolverFailureError,
-    SolverSettings,
-    equality_residual,
-    factorize,
-    interior_point,
-    solve,
-)
+from sim2real.physics.solver import SolverSettings
 from sim2real.physics.state import BoxState
-from sim2real.spatial import to_matrix
 
 #: Parameters a step can be differentiated with respect to.
 DIFFERENTIABLE_PARAMS: tuple[str, ...] = THETA_PARAMS
-
-#: Relative finite-difference step used for the parameter-side partials ∂r/∂θ (see BoxWorld.step).
-_THETA_STEP = 1e-7
-
-#: Normal impulse (in units of m g dt) above which a contact counts as active.
-_ACTIVE_IMPULSE = 1e-3
 
 
 class SimulationError(Sim2RealError):
@@ -121,10 +97,18 @@ class BoxWorld:
     params: ParameterSet
     pusher: Sphere | Capsule | None
     settings: SolverSettings = field(default_factory=SolverSettings)
+    _params_theta: np.ndarray = field(init=False, repr=False, compare=False)
+    _settings_vector: np.ndarray = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if isinstance(self.pusher, Capsule):
             raise Sim2RealError("capsule pushers are not implemented yet; use a sphere")
+        # Parameters and settings never change for a world: pack them once for the compiled step.
+        values = [float(self.params[name]) for name in THETA_PARAMS]
+        if self.pusher is not None:
+            values[THETA_PARAMS.index("pusher.radius")] = self.pusher.radius
+        object.__setattr__(self, "_params_theta", np.array(values))
+        object.__setattr__(self, "_settings_vector", _settings_vector(self.settings))
 
     @classmethod
     def from_params(cls, params: ParameterSet, pusher: Sphere | Capsule | str | None = "sphere",
@@ -148,15 +132,15 @@ class BoxWorld:
         """Half edge lengths of the box, m, body frame, shape (3,)."""
         return 0.5 * np.array([self.params["box.size_x"], self.params["box.size_y"], self.params["box.size_z"]])
 
-    def _param_vector(self) -> np.ndarray:
-        values = [float(self.params[name]) for name in THETA_PARAMS]
-        if self.pusher is not None:
-            values[THETA_PARAMS.index("pusher.radius")] = self.pusher.radius
-        return np.array(values)
 
     def step(self, state: BoxState, pusher_start: np.ndarray | None = None, pusher_end: np.ndarray | None = None,
              grad: bool = False, param_names: Sequence[str] = (), step_index: int | None = None) -> StepResult:
         """Advance the box by one time step ``sim.dt``.
+
+        The numerical work runs in one compiled call (:func:`~sim2real.physics.kernels.step_kernel`).
+        A forward step of a box resting flat on the table with the pusher out of reach returns
+        "stays at rest" without iterating (``iterations == 0``; see
+        :attr:`SolverSettings.resting_shortcut`); steps with gradients always run the solver.
 
         Parameters
         ----------
@@ -193,135 +177,73 @@ class BoxWorld:
             raise Sim2RealError("give both pusher_start and pusher_end, or neither")
         if with_pusher and self.pusher is None:
             raise Sim2RealError("this world has no pusher shape, but a pusher placement was given")
-        theta = np.zeros(THETA_SIZE)
-        theta[0:13] = state.as_vector()
+        theta = np.empty(THETA_SIZE)
+        theta[0:3] = state.position
+        theta[3:7] = state.quaternion
+        theta[7:10] = state.linear_velocity
+        theta[10:13] = state.angular_velocity
         if with_pusher:
             theta[PUSHER_START_SLICE] = np.asarray(pusher_start, dtype=float).reshape(3)
             theta[PUSHER_END_SLICE] = np.asarray(pusher_end, dtype=float).reshape(3)
-        theta[PARAMS_OFFSET:] = self._param_vector()
-        n_sub = self.substeps
-        total = np.eye(THETA_SIZE)[:13] if grad else None  # d x_current / d θ_step
-        iterations = 0
-        smoothed = None
-        for k in range(n_sub):
-            sub = theta.copy()
-            if with_pusher:
-                p0, p1 = theta[PUSHER_START_SLICE], theta[PUSHER_END_SLICE]
-                sub[PUSHER_START_SLICE] = p0 + (p1 - p0) * (k / n_sub)
-                sub[PUSHER_END_SLICE] = p0 + (p1 - p0) * ((k + 1) / n_sub)
-            x_next, its, vio, jac, smoothed, impulse = self._substep(sub, with_pusher, grad, step_index)
-            iterations += its
-            if grad:
-                assert total is not None and jac is not None
-                # Chain: the sub-step sees the current state and sub-pusher positions (affine in θ).
-                lift = np.zeros((THETA_SIZE, THETA_SIZE))
-                lift[0:13] = total
-                lift[13:] = np.eye(THETA_SIZE)[13:]
-                if with_pusher:
-                    lift[PUSHER_START_SLICE] = 0.0
-                    lift[PUSHER_START_SLICE, PUSHER_START_SLICE] = np.eye(3) * (1 - k / n_sub)
-                    lift[PUSHER_START_SLICE, PUSHER_END_SLICE] = np.eye(3) * (k / n_sub)
-                    lift[PUSHER_END_SLICE] = 0.0
-                    lift[PUSHER_END_SLICE, PUSHER_START_SLICE] = np.eye(3) * (1 - (k + 1) / n_sub)
-                    lift[PUSHER_END_SLICE, PUSHER_END_SLICE] = np.eye(3) * ((k + 1) / n_sub)
-                total = jac @ lift
-            theta[0:13] = x_next
-        next_vec = theta[0:13]
-        half = self.half_size
-        table_h = float(self.params["contact.table_height"])
-        pusher_distance = float("inf")
-        if with_pusher:
-            assert isinstance(self.pusher, Sphere)
-            rotation = to_matrix(next_vec[3:7])
-            centre_body = rotation.T @ (theta[PUSHER_END_SLICE] - next_vec[0:3])
-            pusher_distance = float(sphere_box_distance(centre_body, half, np.array(self.pusher.radius))[0])
-        info = ContactInfo(
-            active=int(impulse[0]),
-            table_distance=float(table_distance(next_vec, half, table_h)),
-            pusher_distance=pusher_distance,
-            pusher_force=float(impulse[1]) / self.dt,
+        else:
+            theta[13:PARAMS_OFFSET] = 0.0
+        theta[PARAMS_OFFSET:] = self._params_theta
+        next_vec = np.empty(13)
+        jacobian = np.empty((13, THETA_SIZE)) if grad else _NO_JACOBIAN
+        smoothed = np.empty(13)
+        info = np.empty(kernels.INFO_SIZE)
+        status = kernels.step_kernel(
+            theta, self.dt, self.substeps, with_pusher, float(self.params["contact.kappa_sim"]),
+            float(self.params["contact.kappa_grad"]), grad, self._settings_vector, next_vec, jacobian, smoothed, info)
+        if status != kernels.STATUS_OK:
+            where = f"step {step_index}" if step_index is not None else "step"
+            raise SimulationError(
+                f"{where}: interior-point solver did not converge in {self.settings.max_iterations} iterations "
+                f"(residual violation {info[kernels.I_RESIDUAL_VIO]:.3g}, complementarity "
+                f"{info[kernels.I_KAPPA_VIO]:.3g}, central-path error {info[kernels.I_PATH_ERROR]:.3g}) "
+                f"at kappa={info[kernels.I_FAILED_KAPPA]:g}")
+        contacts = ContactInfo(
+            active=int(info[kernels.I_ACTIVE]),
+            table_distance=float(info[kernels.I_TABLE_DISTANCE]),
+            pusher_distance=float(info[kernels.I_PUSHER_DISTANCE]),
+            pusher_force=float(info[kernels.I_PUSHER_IMPULSE]) / self.dt,
         )
-        result = StepResult(state=BoxState.from_vector(next_vec), contacts=info, iterations=iterations,
-                            violation=(vio[0], vio[1]), param_names=names)
+        iterations = int(info[kernels.I_ITERATIONS])
+        violation = (float(info[kernels.I_RESIDUAL_VIO]), float(info[kernels.I_KAPPA_VIO]))
+        next_state = BoxState.from_vector(next_vec)
         if not grad:
-            return result
-        assert total is not None
+            return StepResult(state=next_state, contacts=contacts, iterations=iterations, violation=violation,
+                              param_names=names)
         param_cols = [PARAMS_OFFSET + THETA_PARAMS.index(n) for n in names]
         return StepResult(
-            state=result.state, contacts=info, iterations=iterations, violation=result.violation,
-            d_state=total[:, 0:13].copy(),
-            d_pusher_start=total[:, PUSHER_START_SLICE].copy() if with_pusher else np.zeros((13, 3)),
-            d_pusher_end=total[:, PUSHER_END_SLICE].copy() if with_pusher else np.zeros((13, 3)),
-            d_params=total[:, param_cols].copy(), param_names=names, smoothed_state=smoothed,
+            state=next_state, contacts=contacts, iterations=iterations, violation=violation,
+            d_state=jacobian[:, 0:13].copy(),
+            d_pusher_start=jacobian[:, PUSHER_START_SLICE].copy() if with_pusher else np.zeros((13, 3)),
+            d_pusher_end=jacobian[:, PUSHER_END_SLICE].copy() if with_pusher else np.zeros((13, 3)),
+            d_params=jacobian[:, param_cols].copy(), param_names=names, smoothed_state=smoothed,
         )
 
-    def _substep(self, theta: np.ndarray, with_pusher: bool, grad: bool, step_index: int | None):
-        """One engine step of length dt/substeps from problem vector ``theta``.
 
-        Returns the next state (13,), iterations, violations, d next / d θ (13, THETA_SIZE) or None,
-        the smoothed next state or None, and (active contact count, pusher normal impulse N s).
-        """
-        dt = self.dt / self.substeps
-        data = problem_data(theta, dt, with_pusher)
-        kappa_sim = float(self.params["contact.kappa_sim"])
-        kappa_grad = float(self.params["contact.kappa_grad"])
-        targets = sorted({kappa_sim, kappa_grad} if grad else {kappa_sim}, reverse=True)
-        w = None
-        iterations = 0
-        jacobian = None
-        smoothed = None
-        for kappa in targets:
-            try:
-                w, its, vio = interior_point(data, dt, kappa, self.settings, start=w)
-            except SolverFailureError as err:
-                where = f"step {step_index}" if step_index is not None else "step"
-                raise SimulationError(f"{where}: {err} at kappa={kappa:g}") from None
-            iterations += its
-            if grad and kappa == kappa_grad:
-                jacobian, smoothed = self._implicit_jacobian(theta, w, data, dt, with_pusher)
-        assert w is not None
-        x_next = next_state(theta, w.a, dt)
-        gamma_units = w.gamma / float(data.impulse_scale)
-        impulse = (int(np.sum(gamma_units > _ACTIVE_IMPULSE)), float(w.gamma[-1]) if with_pusher else 0.0)
-        return x_next, iterations, vio, jacobian, smoothed, impulse
+_NO_JACOBIAN = np.empty((13, THETA_SIZE))
+"""Placeholder output of the compiled step when no gradients are asked for (never read)."""
 
-    def _implicit_jacobian(self, theta: np.ndarray, w, data, dt: float, with_pusher: bool):
-        """d next state / d θ at the solution ``w`` (implicit function theorem).
 
-        ``da/dθ = -R⁻¹ ∂r/∂θ`` with ``R`` the factorised residual Jacobian at ``w`` (one
-        back-substitution for all columns). The partials ``∂r/∂θ`` and ``∂x⁺/∂(θ, a)`` of the
-        closed-form residual and next-state maps are evaluated by central differences in one
-        vectorised batch (the maps are smooth wherever the contact geometry is).
-        """
-        f = factorize(w, data, dt)
-        n_theta = THETA_SIZE
-        steps = _THETA_STEP * np.maximum(1.0, np.abs(theta))
-        perturbed = np.concatenate((theta + np.diag(steps), theta - np.diag(steps)), axis=0)  # (2T, T)
-        batch = problem_data(perturbed, dt, with_pusher)
-        dyn, normal, head, slip = equality_residual(w, batch, dt)
-        two_h = 2.0 * steps
-        d_dyn = ((dyn[:n_theta] - dyn[n_theta:]) / two_h[:, None]).T
-        d_normal = ((normal[:n_theta] - normal[n_theta:]) / two_h[:, None]).T
-        d_head = ((head[:n_theta] - head[n_theta:]) / two_h[:, None]).T
-        d_slip = np.moveaxis((slip[:n_theta] - slip[n_theta:]) / two_h[:, None, None], 0, -1)
-        # Complementarity rows depend on θ only through the units of κ (the box mass).
-        kappa = float(self.params["contact.kappa_grad"])
-        n = data.contact_count
-        d_unit = np.zeros(n_theta)
-        mass_col = PARAMS_OFFSET + THETA_PARAMS.index("box.mass")
-        d_unit[mass_col] = (GRAVITY * dt) ** 2  # d(m g dt · g dt)/dm
-        d_comp_normal = -kappa * np.broadcast_to(d_unit, (n, n_theta))
-        d_comp_cone = np.zeros((n, 3, n_theta))
-        d_comp_cone[:, 0] = -kappa * d_unit
-        rhs = Residual(d_dyn, d_normal, d_head, d_slip, d_comp_normal, d_comp_cone)
-        da = solve(f, rhs).a  # (6, T): already -R⁻¹ ∂r/∂θ
-        # Next-state map partials.
-        x_theta = next_state(perturbed, np.broadcast_to(w.a, (2 * n_theta, 6)), dt)
-        dx_dtheta = ((x_theta[:n_theta] - x_theta[n_theta:]) / two_h[:, None]).T
-        a_steps = 1e-7 * np.maximum(1.0, np.abs(w.a))
-        a_pert = np.concatenate((w.a + np.diag(a_steps), w.a - np.diag(a_steps)), axis=0)
-        x_a = next_state(np.broadcast_to(theta, (12, n_theta)), a_pert, dt)
-        dx_da = ((x_a[:6] - x_a[6:]) / (2.0 * a_steps)[:, None]).T
-        smoothed = next_state(theta, w.a, dt)
-        return dx_dtheta + dx_da @ da, smoothed
-
+def _settings_vector(settings: SolverSettings) -> np.ndarray:
+    """The settings packed in the order of the ``kernels.S_*`` indices, shape (SETTINGS_SIZE,)."""
+    vector = np.empty(kernels.SETTINGS_SIZE)
+    vector[kernels.S_RESIDUAL_TOL] = settings.residual_tol
+    vector[kernels.S_KAPPA_RTOL] = settings.kappa_rtol
+    vector[kernels.S_MAX_ITERATIONS] = settings.max_iterations
+    vector[kernels.S_TAU_MIN] = settings.tau_min
+    vector[kernels.S_TAU_SOC_MAX] = settings.tau_soc_max
+    vector[kernels.S_BACKTRACK] = settings.backtrack
+    vector[kernels.S_MAX_BACKTRACKS] = settings.max_backtracks
+    vector[kernels.S_CONT_KAPPA] = settings.continuation_kappa
+    vector[kernels.S_CONT_RESIDUAL_TOL] = settings.continuation_residual_tol
+    vector[kernels.S_CONT_KAPPA_RTOL] = settings.continuation_kappa_rtol
+    vector[kernels.S_REST_ENABLED] = 1.0 if settings.resting_shortcut else 0.0
+    vector[kernels.S_REST_SPEED_TOL] = settings.resting_speed_tol
+    vector[kernels.S_REST_GAP_TOL] = settings.resting_gap_tol
+    vector[kernels.S_REST_PUSHER_MARGIN] = settings.resting_pusher_margin
+    vector[kernels.S_REST_KAPPA_MAX] = settings.resting_kappa_max
+    return vector

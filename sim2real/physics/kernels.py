@@ -1,0 +1,998 @@
+"""Compiled per-step core of the engine (numba ``@njit(cache=True)`` on flat float64 arrays).
+
+This module is the step that :class:`~sim2real.physics.world.BoxWorld` runs. It computes the same
+maps as the vectorised NumPy reference (:mod:`~sim2real.physics.geometry`,
+:mod:`~sim2real.physics.dynamics`, :mod:`~sim2real.physics.solver`), which stays the readable
+specification and the cross-check in the tests, but without per-call NumPy overhead: contact
+geometry, residual, the block-eliminated Newton system, Nesterov-Todd scaling, the cone line
+search, the predictor-corrector loop and the implicit-function-theorem back-substitution all run
+in one compiled call per time step.
+
+Layouts (``n`` contacts: 8 table corners, then the pusher if present):
+
+* problem vector ``θ`` (:data:`~sim2real.physics.dynamics.THETA_SIZE`): state 13, pusher centre at
+  the start and end of the step (3 + 3, m world), parameters in the order of
+  :data:`~sim2real.physics.dynamics.THETA_PARAMS`;
+* iterate ``w`` (6 + 8n): ``a`` (6), ``γ`` (n), ``s`` (n), ``ξ`` (n × 3 row-major), ``η`` (n × 3);
+* residual ``r`` (6 + 8n): dynamics (6), normal (n), cone head (n), slip (n × 2), complementarity
+  of the normal pair (n), of the cone pair (n × 3). Sensitivity right-hand sides are columns of
+  a (6 + 8n, k) matrix in the same row layout.
+
+The first call of each function compiles it (a few seconds per function, then cached in
+``__pycache__``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from sim2real.physics.dynamics import GRAVITY, MIN_FRICTION, PARAMS_OFFSET, THETA_PARAMS, THETA_SIZE
+
+#: Indices into the settings vector handed to :func:`step_kernel` (see :func:`settings_vector`).
+S_RESIDUAL_TOL, S_KAPPA_RTOL, S_MAX_ITERATIONS, S_TAU_MIN, S_TAU_SOC_MAX = 0, 1, 2, 3, 4
+S_BACKTRACK, S_MAX_BACKTRACKS, S_CONT_KAPPA, S_CONT_RESIDUAL_TOL, S_CONT_KAPPA_RTOL = 5, 6, 7, 8, 9
+S_REST_ENABLED, S_REST_SPEED_TOL, S_REST_GAP_TOL, S_REST_PUSHER_MARGIN, S_REST_KAPPA_MAX = 10, 11, 12, 13, 14
+SETTINGS_SIZE = 15
+
+#: Indices into the info vector filled by :func:`step_kernel`.
+I_ACTIVE, I_PUSHER_IMPULSE, I_TABLE_DISTANCE, I_PUSHER_DISTANCE, I_RESIDUAL_VIO, I_KAPPA_VIO = 0, 1, 2, 3, 4, 5
+I_ITERATIONS, I_FAILED_KAPPA, I_PATH_ERROR, I_RESTING = 6, 7, 8, 9
+INFO_SIZE = 10
+
+#: Status codes returned by :func:`step_kernel`.
+STATUS_OK, STATUS_NOT_CONVERGED = 0, 1
+
+#: Work space (numbers) that the compiled maps need; :data:`SCRATCH_SIZE` covers every function here.
+PROBLEM_SCRATCH = 39
+SCRATCH_SIZE = 128
+
+#: Normal impulse (in units of m g dt) above which a contact counts as active.
+ACTIVE_IMPULSE = 1e-3
+#: Relative central-difference step of the partials ∂r/∂θ, ∂x⁺/∂θ and ∂x⁺/∂a.
+THETA_STEP = 1e-7
+
+_T = THETA_SIZE
+_P = PARAMS_OFFSET
+_MASS_COLUMN = PARAMS_OFFSET + THETA_PARAMS.index("box.mass")
+_SMALL_ANGLE = 1e-8
+
+
+# --- small dense helpers ----------------------------------------------------------------------
+@njit(cache=True)
+def _rotation(q0: float, q1: float, q2: float, q3: float, out: np.ndarray) -> None:
+    """Rotation matrix (3, 3) of the quaternion (w, x, y, z) after normalising it, into ``out``."""
+    norm = np.sqrt(q0 * q0 + q1 * q1 + q2 * q2 + q3 * q3)
+    w, x, y, z = q0 / norm, q1 / norm, q2 / norm, q3 / norm
+    xx, yy, zz, xy, xz, yz = x * x, y * y, z * z, x * y, x * z, y * z
+    wx, wy, wz = w * x, w * y, w * z
+    out[0, 0] = 1.0 - 2.0 * (yy + zz)
+    out[0, 1] = 2.0 * (xy - wz)
+    out[0, 2] = 2.0 * (xz + wy)
+    out[1, 0] = 2.0 * (xy + wz)
+    out[1, 1] = 1.0 - 2.0 * (xx + zz)
+    out[1, 2] = 2.0 * (yz - wx)
+    out[2, 0] = 2.0 * (xz - wy)
+    out[2, 1] = 2.0 * (yz + wx)
+    out[2, 2] = 1.0 - 2.0 * (xx + yy)
+
+
+@njit(cache=True)
+def _invert(m: np.ndarray, out: np.ndarray) -> None:
+    """Inverse of a small square matrix by Gauss-Jordan elimination with partial pivoting (``m`` is destroyed)."""
+    size = m.shape[0]
+    a = m
+    for i in range(size):
+        for j in range(size):
+            out[i, j] = 1.0 if i == j else 0.0
+    for col in range(size):
+        pivot = col
+        for row in range(col + 1, size):
+            if abs(a[row, col]) > abs(a[pivot, col]):
+                pivot = row
+        if pivot != col:
+            for j in range(size):
+                a[col, j], a[pivot, j] = a[pivot, j], a[col, j]
+                out[col, j], out[pivot, j] = out[pivot, j], out[col, j]
+        inv = 1.0 / a[col, col]
+        for j in range(size):
+            a[col, j] *= inv
+            out[col, j] *= inv
+        for row in range(size):
+            if row != col:
+                factor = a[row, col]
+                if factor != 0.0:
+                    for j in range(size):
+                        a[row, j] -= factor * a[col, j]
+                        out[row, j] -= factor * out[col, j]
+
+
+# --- geometry and problem data ----------------------------------------------------------------
+@njit(cache=True)
+def sphere_box_distance(centre: np.ndarray, half: np.ndarray, radius: float,
+                        normal: np.ndarray, point: np.ndarray) -> float:
+    """Signed sphere-box distance in the box's body frame (compiled twin of the NumPy function).
+
+    Parameters
+    ----------
+    centre : ndarray (3,)
+        Sphere centre relative to the box's geometric centre, m, body frame.
+    half : ndarray (3,)
+        Half edge lengths, m.
+    radius : float
+        m.
+    normal, point : ndarray (3,)
+        Outputs: outward unit box normal towards the sphere, closest box surface point (m), body.
+
+    Returns
+    -------
+    float
+        Signed distance, m (negative = overlap).
+    """
+    outside_sq = 0.0
+    for i in range(3):
+        clamped = min(max(centre[i], -half[i]), half[i])
+        point[i] = clamped
+        normal[i] = centre[i] - clamped
+        outside_sq += normal[i] * normal[i]
+    outside = np.sqrt(outside_sq)
+    if outside > 1e-12:
+        for i in range(3):
+            normal[i] /= outside
+        return outside - radius
+    axis = 0
+    depth = half[0] - abs(centre[0])
+    for i in range(1, 3):
+        d = half[i] - abs(centre[i])
+        if d < depth:
+            depth, axis = d, i
+    sign = 1.0 if centre[axis] >= 0.0 else -1.0
+    for i in range(3):
+        normal[i] = 0.0
+        point[i] = centre[i]
+    normal[axis] = sign
+    point[axis] = sign * half[axis]
+    return -depth - radius
+
+
+@njit(cache=True)
+def problem_data(theta: np.ndarray, dt: float, n: int, jn: np.ndarray, jt: np.ndarray, bn: np.ndarray,
+                 bt: np.ndarray, mu: np.ndarray, v0: np.ndarray, md: np.ndarray, scales: np.ndarray,
+                 scratch: np.ndarray) -> None:
+    """Linearised contact data of a step from ``θ`` (compiled twin of ``dynamics.problem_data``).
+
+    Outputs: ``jn`` (n, 6), ``jt`` (n, 2, 6), ``bn`` (n) m/s, ``bt`` (n, 2) m/s, ``mu`` (n),
+    ``v0`` (6) starting velocity (v_com m/s world, ω rad/s body), ``md`` (6) mass and principal
+    moments (kg, kg m²), ``scales`` (3): impulse unit m g dt (N s), velocity unit g dt (m/s),
+    half diagonal (m). ``n`` is 8 (table corners) or 9 (plus the pusher, last). ``scratch``:
+    work space of at least :data:`PROBLEM_SCRATCH` numbers.
+    """
+    mass = theta[_P]
+    sx, sy, sz = theta[_P + 1], theta[_P + 2], theta[_P + 3]
+    cx, cy, cz = theta[_P + 4], theta[_P + 5], theta[_P + 6]
+    half = scratch[36:39]
+    half[0], half[1], half[2] = 0.5 * sx, 0.5 * sy, 0.5 * sz
+    rot = scratch[0:9].reshape((3, 3))
+    _rotation(theta[3], theta[4], theta[5], theta[6], rot)
+    lever = scratch[9:12]  # R com, world
+    for i in range(3):
+        lever[i] = rot[i, 0] * cx + rot[i, 1] * cy + rot[i, 2] * cz
+    wx, wy, wz = theta[10], theta[11], theta[12]
+    v0[0] = theta[7] + wy * lever[2] - wz * lever[1]
+    v0[1] = theta[8] + wz * lever[0] - wx * lever[2]
+    v0[2] = theta[9] + wx * lever[1] - wy * lever[0]
+    for i in range(3):
+        v0[3 + i] = rot[0, i] * wx + rot[1, i] * wy + rot[2, i] * wz
+    md[0] = md[1] = md[2] = mass
+    md[3] = mass / 12.0 * (sy * sy + sz * sz)
+    md[4] = mass / 12.0 * (sx * sx + sz * sz)
+    md[5] = mass / 12.0 * (sx * sx + sy * sy)
+    com_z = theta[2] + lever[2]
+    mu_table = max(theta[_P + 7], MIN_FRICTION)
+    table_height = theta[_P + 9]
+    # Table corners: normal +z, tangents +x, +y (world); the rotational part of a row is d × (Rᵀ n).
+    for k in range(8):
+        dx = (2.0 * (k // 4) - 1.0) * half[0] - cx
+        dy = (2.0 * ((k // 2) % 2) - 1.0) * half[1] - cy
+        dz = (2.0 * (k % 2) - 1.0) * half[2] - cz
+        gap = com_z + rot[2, 0] * dx + rot[2, 1] * dy + rot[2, 2] * dz - table_height
+        for row in range(3):  # row 0: normal (world z), 1-2: tangents (world x, y)
+            axis = 2 if row == 0 else row - 1
+            ux, uy, uz = rot[axis, 0], rot[axis, 1], rot[axis, 2]
+            target = jn[k] if row == 0 else jt[k, row - 1]
+            for i in range(3):
+                target[i] = 1.0 if i == axis else 0.0
+            target[3] = dy * uz - dz * uy
+            target[4] = dz * ux - dx * uz
+            target[5] = dx * uy - dy * ux
+        bn[k] = gap / dt
+        bt[k, 0] = 0.0
+        bt[k, 1] = 0.0
+        mu[k] = mu_table
+    if n == 9:
+        centre = scratch[12:15]
+        for i in range(3):  # pusher centre relative to the geometric centre, world
+            centre[i] = theta[13 + i] - theta[i]
+        body = scratch[15:18]
+        for i in range(3):
+            body[i] = rot[0, i] * centre[0] + rot[1, i] * centre[1] + rot[2, i] * centre[2]
+        normal_body = scratch[18:21]
+        point_body = scratch[21:24]
+        distance = sphere_box_distance(body, half, theta[_P + 10], normal_body, point_body)
+        frame = scratch[24:33].reshape((3, 3))  # rows: normal, tangent 1, tangent 2 (world)
+        for i in range(3):
+            frame[0, i] = -(rot[i, 0] * normal_body[0] + rot[i, 1] * normal_body[1] + rot[i, 2] * normal_body[2])
+        nx, ny, nz = frame[0, 0], frame[0, 1], frame[0, 2]
+        if nz < -0.9999999:
+            frame[1, 0], frame[1, 1], frame[1, 2] = 0.0, -1.0, 0.0
+            frame[2, 0], frame[2, 1], frame[2, 2] = -1.0, 0.0, 0.0
+        else:
+            a = 1.0 / (1.0 + nz)
+            b = -nx * ny * a
+            frame[1, 0], frame[1, 1], frame[1, 2] = 1.0 - nx * nx * a, b, -nx
+            frame[2, 0], frame[2, 1], frame[2, 2] = b, 1.0 - ny * ny * a, -ny
+        dx, dy, dz = point_body[0] - cx, point_body[1] - cy, point_body[2] - cz
+        other = scratch[33:36]
+        for i in range(3):
+            other[i] = (theta[16 + i] - theta[13 + i]) / dt
+        for row in range(3):
+            target = jn[8] if row == 0 else jt[8, row - 1]
+            ux = rot[0, 0] * frame[row, 0] + rot[1, 0] * frame[row, 1] + rot[2, 0] * frame[row, 2]
+            uy = rot[0, 1] * frame[row, 0] + rot[1, 1] * frame[row, 1] + rot[2, 1] * frame[row, 2]
+            uz = rot[0, 2] * frame[row, 0] + rot[1, 2] * frame[row, 1] + rot[2, 2] * frame[row, 2]
+            for i in range(3):
+                target[i] = frame[row, i]
+            target[3] = dy * uz - dz * uy
+            target[4] = dz * ux - dx * uz
+            target[5] = dx * uy - dy * ux
+            along = frame[row, 0] * other[0] + frame[row, 1] * other[1] + frame[row, 2] * other[2]
+            if row == 0:
+                bn[8] = distance / dt - along
+            else:
+                bt[8, row - 1] = -along
+        mu[8] = max(theta[_P + 8], MIN_FRICTION)
+    scales[0] = mass * GRAVITY * dt
+    scales[1] = GRAVITY * dt
+    scales[2] = np.sqrt(half[0] * half[0] + half[1] * half[1] + half[2] * half[2])
+
+
+@njit(cache=True)
+def next_state(theta: np.ndarray, a: np.ndarray, dt: float, out: np.ndarray, scratch: np.ndarray) -> None:
+    """Geometric-centre state (13) at the end of the step from the solved velocities ``a`` (6).
+
+    Compiled twin of ``dynamics.next_state``: backward Euler on the centre of mass, orientation
+    ``q ⊗ exp(dt ω_body)`` on the unit-quaternion manifold. ``scratch``: at least 18 numbers.
+    """
+    cx, cy, cz = theta[_P + 4], theta[_P + 5], theta[_P + 6]
+    rot = scratch[0:9].reshape((3, 3))
+    _rotation(theta[3], theta[4], theta[5], theta[6], rot)
+    norm = np.sqrt(theta[3] ** 2 + theta[4] ** 2 + theta[5] ** 2 + theta[6] ** 2)
+    w1, x1, y1, z1 = theta[3] / norm, theta[4] / norm, theta[5] / norm, theta[6] / norm
+    rx, ry, rz = dt * a[3], dt * a[4], dt * a[5]
+    angle = np.sqrt(rx * rx + ry * ry + rz * rz)
+    scale = 0.5 - angle * angle / 48.0 if angle < _SMALL_ANGLE else np.sin(0.5 * angle) / angle
+    w2, x2, y2, z2 = np.cos(0.5 * angle), scale * rx, scale * ry, scale * rz
+    qw = w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2
+    qx = w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2
+    qy = w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2
+    qz = w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2
+    rot_next = scratch[9:18].reshape((3, 3))
+    _rotation(qw, qx, qy, qz, rot_next)
+    for i in range(3):
+        lever_start = rot[i, 0] * cx + rot[i, 1] * cy + rot[i, 2] * cz
+        lever_next = rot_next[i, 0] * cx + rot_next[i, 1] * cy + rot_next[i, 2] * cz
+        out[i] = theta[i] + lever_start + dt * a[i] - lever_next
+        out[10 + i] = rot_next[i, 0] * a[3] + rot_next[i, 1] * a[4] + rot_next[i, 2] * a[5]
+    out[3], out[4], out[5], out[6] = qw, qx, qy, qz
+    lx = rot_next[0, 0] * cx + rot_next[0, 1] * cy + rot_next[0, 2] * cz
+    ly = rot_next[1, 0] * cx + rot_next[1, 1] * cy + rot_next[1, 2] * cz
+    lz = rot_next[2, 0] * cx + rot_next[2, 1] * cy + rot_next[2, 2] * cz
+    out[7] = a[0] - (out[11] * lz - out[12] * ly)
+    out[8] = a[1] - (out[12] * lx - out[10] * lz)
+    out[9] = a[2] - (out[10] * ly - out[11] * lx)
+
+
+# --- residual ---------------------------------------------------------------------------------
+@njit(cache=True)
+def equality_residual(w: np.ndarray, n: int, dt: float, jn: np.ndarray, jt: np.ndarray, bn: np.ndarray,
+                      bt: np.ndarray, mu: np.ndarray, v0: np.ndarray, md: np.ndarray, scales: np.ndarray,
+                      out: np.ndarray) -> None:
+    """Dynamics, normal-slack, cone-head and slip rows at ``w`` into ``out[:6 + 4n]``."""
+    xi0 = 6 + 2 * n
+    eta0 = 6 + 5 * n
+    for k in range(6):
+        out[k] = md[k] * (w[k] - v0[k])
+    out[2] += scales[0]  # minus the gravity impulse -m g dt
+    ox, oy, oz = w[3], w[4], w[5]
+    ix, iy, iz = md[3] * ox, md[4] * oy, md[5] * oz
+    out[3] += dt * (oy * iz - oz * iy)
+    out[4] += dt * (oz * ix - ox * iz)
+    out[5] += dt * (ox * iy - oy * ix)
+    for c in range(n):
+        gamma = w[6 + c]
+        f1 = w[xi0 + 3 * c + 1]
+        f2 = w[xi0 + 3 * c + 2]
+        normal_velocity = bn[c]
+        t1 = bt[c, 0]
+        t2 = bt[c, 1]
+        for k in range(6):
+            out[k] -= jn[c, k] * gamma + jt[c, 0, k] * f1 + jt[c, 1, k] * f2
+            normal_velocity += jn[c, k] * w[k]
+            t1 += jt[c, 0, k] * w[k]
+            t2 += jt[c, 1, k] * w[k]
+        out[6 + c] = w[6 + n + c] - normal_velocity
+        out[6 + n + c] = w[xi0 + 3 * c] - mu[c] * gamma
+        out[6 + 2 * n + 2 * c] = w[eta0 + 3 * c + 1] - t1
+        out[6 + 2 * n + 2 * c + 1] = w[eta0 + 3 * c + 2] - t2
+
+
+@njit(cache=True)
+def residual(w: np.ndarray, n: int, dt: float, kappa: float, jn: np.ndarray, jt: np.ndarray, bn: np.ndarray,
+             bt: np.ndarray, mu: np.ndarray, v0: np.ndarray, md: np.ndarray, scales: np.ndarray,
+             out: np.ndarray) -> None:
+    """Full residual (6 + 8n) at the central-path value ``kappa`` (dimensionless)."""
+    equality_residual(w, n, dt, jn, jt, bn, bt, mu, v0, md, scales, out)
+    target = kappa * scales[0] * scales[1]
+    xi0 = 6 + 2 * n
+    eta0 = 6 + 5 * n
+    for c in range(n):
+        out[6 + 4 * n + c] = w[6 + c] * w[6 + n + c] - target
+        x0, x1, x2 = w[xi0 + 3 * c], w[xi0 + 3 * c + 1], w[xi0 + 3 * c + 2]
+        e0, e1, e2 = w[eta0 + 3 * c], w[eta0 + 3 * c + 1], w[eta0 + 3 * c + 2]
+        base = 6 + 5 * n + 3 * c
+        out[base] = x0 * e0 + x1 * e1 + x2 * e2 - target
+        out[base + 1] = x0 * e1 + e0 * x1
+        out[base + 2] = x0 * e2 + e0 * x2
+
+
+@njit(cache=True)
+def violations(r: np.ndarray, n: int, kappa: float, scales: np.ndarray) -> tuple[float, float, float]:
+    """Scaled (residual violation, complementarity, central-path error) as in ``solver.violations``."""
+    p, v, length = scales[0], scales[1], scales[2]
+    eq = 0.0
+    for k in range(3):
+        eq = max(eq, abs(r[k]) / p)
+    for k in range(3, 6):
+        eq = max(eq, abs(r[k]) / (p * length))
+    for c in range(n):
+        eq = max(eq, abs(r[6 + c]) / v, abs(r[6 + n + c]) / p,
+                 abs(r[6 + 2 * n + 2 * c]) / v, abs(r[6 + 2 * n + 2 * c + 1]) / v)
+    unit = p * v
+    deviation = 0.0
+    products = -np.inf
+    for c in range(n):
+        cn = r[6 + 4 * n + c]
+        h0, h1, h2 = r[6 + 5 * n + 3 * c], r[6 + 5 * n + 3 * c + 1], r[6 + 5 * n + 3 * c + 2]
+        deviation = max(deviation, abs(cn), abs(h0), abs(h1), abs(h2))
+        products = max(products, cn, abs(h1), abs(h2), h0)
+    return eq, products / unit + kappa, deviation / unit / kappa
+
+
+# --- Newton system ----------------------------------------------------------------------------
+@njit(cache=True)
+def nt_scaling(w: np.ndarray, n: int, scale: np.ndarray, scale_inverse: np.ndarray, lam: np.ndarray,
+               scratch: np.ndarray) -> None:
+    """Nesterov-Todd scaling of every cone pair of ``w`` (see ``solver.nt_scaling``).
+
+    Outputs ``scale`` W (n, 3, 3), ``scale_inverse`` W⁻¹ (n, 3, 3), ``lam`` λ = W η (n, 3);
+    ``scratch``: at least 9 numbers.
+    """
+    xi0 = 6 + 2 * n
+    eta0 = 6 + 5 * n
+    xb = scratch[0:3]
+    eb = scratch[3:6]
+    v = scratch[6:9]
+    for c in range(n):
+        x0, x1, x2 = w[xi0 + 3 * c], w[xi0 + 3 * c + 1], w[xi0 + 3 * c + 2]
+        e0, e1, e2 = w[eta0 + 3 * c], w[eta0 + 3 * c + 1], w[eta0 + 3 * c + 2]
+        det_xi = max(x0 * x0 - x1 * x1 - x2 * x2, 1e-300)
+        det_eta = max(e0 * e0 - e1 * e1 - e2 * e2, 1e-300)
+        sx = np.sqrt(det_xi)
+        se = np.sqrt(det_eta)
+        xb[0], xb[1], xb[2] = x0 / sx, x1 / sx, x2 / sx
+        eb[0], eb[1], eb[2] = e0 / se, e1 / se, e2 / se
+        norm = np.sqrt(2.0 * (1.0 + xb[0] * eb[0] + xb[1] * eb[1] + xb[2] * eb[2]))
+        wb0 = (xb[0] + eb[0]) / norm
+        root = np.sqrt(2.0 * (wb0 + 1.0))
+        v[0] = wb0 / root + 1.0 / root
+        v[1] = (xb[1] - eb[1]) / norm / root
+        v[2] = (xb[2] - eb[2]) / norm / root
+        beta = (det_xi / det_eta) ** 0.25
+        for i in range(3):
+            for j in range(3):
+                flip_i = 1.0 if i == 0 else -1.0
+                flip_j = 1.0 if j == 0 else -1.0
+                jd = flip_i if i == j else 0.0
+                scale[c, i, j] = beta * (2.0 * v[i] * v[j] - jd)
+                scale_inverse[c, i, j] = (2.0 * flip_i * v[i] * flip_j * v[j] - jd) / beta
+        for i in range(3):
+            lam[c, i] = scale[c, i, 0] * e0 + scale[c, i, 1] * e1 + scale[c, i, 2] * e2
+
+
+@njit(cache=True)
+def _arrow_times(x: np.ndarray, m: np.ndarray, out: np.ndarray) -> None:
+    """``Arw(x) @ m`` for a cone point ``x`` (3) and a 3 × 3 matrix ``m``."""
+    for j in range(3):
+        out[0, j] = x[0] * m[0, j] + x[1] * m[1, j] + x[2] * m[2, j]
+        out[1, j] = x[1] * m[0, j] + x[0] * m[1, j]
+        out[2, j] = x[2] * m[0, j] + x[0] * m[2, j]
+
+
+@njit(cache=True)
+def factorize(w: np.ndarray, n: int, dt: float, scaled: bool, jn: np.ndarray, jt: np.ndarray, mu: np.ndarray,
+              md: np.ndarray, scale: np.ndarray, scale_inverse: np.ndarray, lam: np.ndarray,
+              ratio: np.ndarray, cone_a0: np.ndarray, cone_bt: np.ndarray, q_inverse: np.ndarray,
+              q_inv_c: np.ndarray, h_inverse: np.ndarray, scratch: np.ndarray) -> None:
+    """Block-eliminate the Newton matrix at ``w`` down to 6 × 6 (see ``solver.factorize``).
+
+    ``scaled``: cone rows ``Arw(λ)(W⁻¹Δξ + WΔη)`` (iterations; needs ``nt_scaling`` outputs);
+    otherwise the exact Jacobian ``Arw(η)Δξ + Arw(ξ)Δη`` (implicit gradients). Outputs: ``ratio``
+    γ/s (n), ``cone_a0`` (n, 3), ``cone_bt`` (n, 3, 2), ``q_inverse`` (n, 3, 3), ``q_inv_c``
+    (n, 3, 6), ``h_inverse`` (6, 6). ``scratch``: at least 81 numbers.
+    """
+    xi0 = 6 + 2 * n
+    eta0 = 6 + 5 * n
+    cone_a = scratch[0:9].reshape((3, 3))
+    cone_b = scratch[9:18].reshape((3, 3))
+    q = scratch[18:27].reshape((3, 3))
+    c_mat = scratch[27:45].reshape((3, 6))
+    h = scratch[45:81].reshape((6, 6))
+    for j in range(6):
+        for k in range(6):
+            h[j, k] = md[k] if j == k else 0.0
+    ox, oy, oz = w[3], w[4], w[5]
+    ix, iy, iz = md[3] * ox, md[4] * oy, md[5] * oz
+    # d(ω × Iω)/dω = [ω]× I - [Iω]×
+    h[3, 4] += dt * (-oz * md[4] + iz)
+    h[3, 5] += dt * (oy * md[5] - iy)
+    h[4, 3] += dt * (oz * md[3] - iz)
+    h[4, 5] += dt * (-ox * md[5] + ix)
+    h[5, 3] += dt * (-oy * md[3] + iy)
+    h[5, 4] += dt * (ox * md[4] - ix)
+    for c in range(n):
+        ratio[c] = w[6 + c] / w[6 + n + c]
+        if scaled:
+            _arrow_times(lam[c], scale_inverse[c], cone_a)
+            _arrow_times(lam[c], scale[c], cone_b)
+        else:
+            x0, x1, x2 = w[xi0 + 3 * c], w[xi0 + 3 * c + 1], w[xi0 + 3 * c + 2]
+            e0, e1, e2 = w[eta0 + 3 * c], w[eta0 + 3 * c + 1], w[eta0 + 3 * c + 2]
+            cone_a[0, 0], cone_a[0, 1], cone_a[0, 2] = e0, e1, e2
+            cone_a[1, 0], cone_a[1, 1], cone_a[1, 2] = e1, e0, 0.0
+            cone_a[2, 0], cone_a[2, 1], cone_a[2, 2] = e2, 0.0, e0
+            cone_b[0, 0], cone_b[0, 1], cone_b[0, 2] = x0, x1, x2
+            cone_b[1, 0], cone_b[1, 1], cone_b[1, 2] = x1, x0, 0.0
+            cone_b[2, 0], cone_b[2, 1], cone_b[2, 2] = x2, 0.0, x0
+        for i in range(3):
+            q[i, 0] = cone_a[i, 1]
+            q[i, 1] = cone_a[i, 2]
+            q[i, 2] = cone_b[i, 0]
+            cone_a0[c, i] = cone_a[i, 0]
+            cone_bt[c, i, 0] = cone_b[i, 1]
+            cone_bt[c, i, 1] = cone_b[i, 2]
+        _invert(q, q_inverse[c])
+        mr = mu[c] * ratio[c]
+        for i in range(3):
+            for k in range(6):
+                c_mat[i, k] = (cone_a0[c, i] * mr * jn[c, k]
+                               - cone_bt[c, i, 0] * jt[c, 0, k] - cone_bt[c, i, 1] * jt[c, 1, k])
+        for i in range(3):
+            for k in range(6):
+                q_inv_c[c, i, k] = (q_inverse[c, i, 0] * c_mat[0, k] + q_inverse[c, i, 1] * c_mat[1, k]
+                                    + q_inverse[c, i, 2] * c_mat[2, k])
+        for j in range(6):
+            rj = ratio[c] * jn[c, j]
+            for k in range(6):
+                h[j, k] += rj * jn[c, k] - jt[c, 0, j] * q_inv_c[c, 0, k] - jt[c, 1, j] * q_inv_c[c, 1, k]
+    _invert(h, h_inverse)
+
+
+@njit(cache=True)
+def solve(w: np.ndarray, n: int, r: np.ndarray, jn: np.ndarray, jt: np.ndarray, mu: np.ndarray,
+          ratio: np.ndarray, cone_a0: np.ndarray, cone_bt: np.ndarray, q_inverse: np.ndarray,
+          q_inv_c: np.ndarray, h_inverse: np.ndarray, out: np.ndarray, scratch: np.ndarray) -> None:
+    """Newton directions ``Δ`` (6 + 8n, k) with ``R Δ = -r`` for residual columns ``r`` (6 + 8n, k).
+
+    ``scratch``: at least 4n + 18 numbers.
+    """
+    xi0 = 6 + 2 * n
+    eta0 = 6 + 5 * n
+    c_normal = 6 + 4 * n
+    c_cone = 6 + 5 * n
+    g_gamma = scratch[0:n]
+    z0 = scratch[n:4 * n].reshape((n, 3))
+    c0 = scratch[4 * n:4 * n + 3]
+    rhs = scratch[4 * n + 3:4 * n + 9]
+    da = scratch[4 * n + 9:4 * n + 15]
+    z = scratch[4 * n + 15:4 * n + 18]
+    for col in range(r.shape[1]):
+        for k in range(6):
+            rhs[k] = -r[k, col]
+        for c in range(n):
+            gamma, s = w[6 + c], w[6 + n + c]
+            g = (-r[c_normal + c, col] + gamma * r[6 + c, col]) / s
+            g_gamma[c] = g
+            base = mu[c] * g - r[6 + n + c, col]
+            rs1, rs2 = r[6 + 2 * n + 2 * c, col], r[6 + 2 * n + 2 * c + 1, col]
+            for i in range(3):
+                c0[i] = (-r[c_cone + 3 * c + i, col] - cone_a0[c, i] * base
+                         + cone_bt[c, i, 0] * rs1 + cone_bt[c, i, 1] * rs2)
+            for i in range(3):
+                z0[c, i] = q_inverse[c, i, 0] * c0[0] + q_inverse[c, i, 1] * c0[1] + q_inverse[c, i, 2] * c0[2]
+            for k in range(6):
+                rhs[k] += jn[c, k] * g + jt[c, 0, k] * z0[c, 0] + jt[c, 1, k] * z0[c, 1]
+        for j in range(6):
+            acc = 0.0
+            for k in range(6):
+                acc += h_inverse[j, k] * rhs[k]
+            da[j] = acc
+            out[j, col] = acc
+        for c in range(n):
+            jn_da = 0.0
+            t1 = 0.0
+            t2 = 0.0
+            for k in range(6):
+                jn_da += jn[c, k] * da[k]
+                t1 += jt[c, 0, k] * da[k]
+                t2 += jt[c, 1, k] * da[k]
+            dgamma = g_gamma[c] - ratio[c] * jn_da
+            out[6 + c, col] = dgamma
+            out[6 + n + c, col] = jn_da - r[6 + c, col]
+            for i in range(3):
+                acc = z0[c, i]
+                for k in range(6):
+                    acc += q_inv_c[c, i, k] * da[k]
+                z[i] = acc
+            out[xi0 + 3 * c, col] = mu[c] * dgamma - r[6 + n + c, col]
+            out[xi0 + 3 * c + 1, col] = z[0]
+            out[xi0 + 3 * c + 2, col] = z[1]
+            out[eta0 + 3 * c, col] = z[2]
+            out[eta0 + 3 * c + 1, col] = t1 - r[6 + 2 * n + 2 * c, col]
+            out[eta0 + 3 * c + 2, col] = t2 - r[6 + 2 * n + 2 * c + 1, col]
+
+
+@njit(cache=True)
+def cone_search(w: np.ndarray, d: np.ndarray, n: int, tau_orthant: float, tau_soc: float) -> float:
+    """Analytic line search over the orthant pairs and the second-order cones (Dojo Alg. 1)."""
+    ratio = np.inf
+    for i in range(6, 6 + 2 * n):
+        if d[i] < 0.0:
+            ratio = min(ratio, -w[i] / d[i])
+    alpha = 1.0 if ratio == np.inf else min(1.0, tau_orthant * ratio)
+    worst = 0.0
+    for c in range(2 * n):
+        base = 6 + 2 * n + 3 * c
+        y0, y1, y2 = w[base], w[base + 1], w[base + 2]
+        d0, d1, d2 = d[base], d[base + 1], d[base + 2]
+        nu = max(y0 * y0 - y1 * y1 - y2 * y2, 1e-300)
+        sqrt_nu = np.sqrt(nu)
+        zeta = y0 * d0 - y1 * d1 - y2 * d2
+        factor = (zeta / sqrt_nu + d0) / (y0 * sqrt_nu + nu)
+        rho1 = d1 / sqrt_nu - factor * y1
+        rho2 = d2 / sqrt_nu - factor * y2
+        gap = np.sqrt(rho1 * rho1 + rho2 * rho2) - zeta / nu
+        if gap > worst:
+            worst = gap
+    if worst > 0.0:
+        alpha = min(alpha, min(1.0, tau_soc / worst))
+    return alpha
+
+
+# --- the interior-point iteration ---------------------------------------------------------------
+@njit(cache=True)
+def initial_iterate(n: int, jn: np.ndarray, bn: np.ndarray, v0: np.ndarray, md: np.ndarray,
+                    scales: np.ndarray, w: np.ndarray) -> None:
+    """Free-flight velocities, unit (scaled) cone variables strictly inside their cones."""
+    p, v = scales[0], scales[1]
+    for k in range(6):
+        w[k] = v0[k]
+    w[2] -= p / md[0]
+    for c in range(n):
+        slack = bn[c]
+        for k in range(6):
+            slack += jn[c, k] * w[k]
+        w[6 + c] = p
+        w[6 + n + c] = max(slack, v)
+        for i in range(3):
+            w[6 + 2 * n + 3 * c + i] = p if i == 0 else 0.0
+            w[6 + 5 * n + 3 * c + i] = v if i == 0 else 0.0
+
+
+@njit(cache=True)
+def interior_point(w: np.ndarray, n: int, dt: float, kappa: float, settings: np.ndarray, jn: np.ndarray,
+                   jt: np.ndarray, bn: np.ndarray, bt: np.ndarray, mu: np.ndarray, v0: np.ndarray,
+                   md: np.ndarray, scales: np.ndarray) -> tuple[int, int, float, float, float]:
+    """Solve ``r(w; κ) = 0`` in place from the starting point in ``w`` (see ``solver.interior_point``).
+
+    Mehrotra predictor-corrector with Nesterov-Todd scaled cone rows, the analytic cone line
+    search and violation backtracking; κ continuation through ``continuation_kappa``.
+
+    Returns
+    -------
+    (status, iterations, residual violation, complementarity, central-path error)
+        ``status`` is :data:`STATUS_OK` or :data:`STATUS_NOT_CONVERGED`.
+    """
+    size = 6 + 8 * n
+    unit = scales[0] * scales[1]
+    degree = 2.0 * n
+    residual_tol = settings[S_RESIDUAL_TOL]
+    kappa_rtol = settings[S_KAPPA_RTOL]
+    max_iterations = int(settings[S_MAX_ITERATIONS])
+    max_backtracks = int(settings[S_MAX_BACKTRACKS])
+    floor = max(kappa, settings[S_CONT_KAPPA])
+    res = np.empty(size)
+    rhs = np.empty((size, 1))
+    d_aff = np.empty((size, 1))
+    d = np.empty((size, 1))
+    candidate = np.empty(size)
+    scale = np.empty((n, 3, 3))
+    scale_inverse = np.empty((n, 3, 3))
+    lam = np.empty((n, 3))
+    ratio = np.empty(n)
+    cone_a0 = np.empty((n, 3))
+    cone_bt = np.empty((n, 3, 2))
+    q_inverse = np.empty((n, 3, 3))
+    q_inv_c = np.empty((n, 3, 6))
+    h_inverse = np.empty((6, 6))
+    sx = np.empty(3)
+    se = np.empty(3)
+    scratch = np.empty(SCRATCH_SIZE)
+    residual(w, n, dt, floor, jn, jt, bn, bt, mu, v0, md, scales, res)
+    r_vio, k_vio, path = violations(res, n, floor, scales)
+    xi0 = 6 + 2 * n
+    eta0 = 6 + 5 * n
+    for iteration in range(max_iterations + 1):
+        if floor > kappa and r_vio <= settings[S_CONT_RESIDUAL_TOL] and path <= settings[S_CONT_KAPPA_RTOL]:
+            floor = kappa
+            residual(w, n, dt, floor, jn, jt, bn, bt, mu, v0, md, scales, res)
+            r_vio, k_vio, path = violations(res, n, floor, scales)
+        if floor == kappa and r_vio <= residual_tol and path <= kappa_rtol:
+            return STATUS_OK, iteration, r_vio, k_vio, path
+        if iteration == max_iterations:
+            break
+        nt_scaling(w, n, scale, scale_inverse, lam, scratch)
+        factorize(w, n, dt, True, jn, jt, mu, md, scale, scale_inverse, lam, ratio, cone_a0, cone_bt, q_inverse,
+                  q_inv_c, h_inverse, scratch)
+        # Predictor: κ = 0 in the scaled complementarity rows (λ ∘ λ).
+        for i in range(6 + 4 * n):
+            rhs[i, 0] = res[i]
+        mu_now = 0.0
+        for c in range(n):
+            rhs[6 + 4 * n + c, 0] = w[6 + c] * w[6 + n + c]
+            l0, l1, l2 = lam[c, 0], lam[c, 1], lam[c, 2]
+            rhs[6 + 5 * n + 3 * c, 0] = l0 * l0 + l1 * l1 + l2 * l2
+            rhs[6 + 5 * n + 3 * c + 1, 0] = 2.0 * l0 * l1
+            rhs[6 + 5 * n + 3 * c + 2, 0] = 2.0 * l0 * l2
+            mu_now += w[6 + c] * w[6 + n + c]
+            for i in range(3):
+                mu_now += w[xi0 + 3 * c + i] * w[eta0 + 3 * c + i]
+        solve(w, n, rhs, jn, jt, mu, ratio, cone_a0, cone_bt, q_inverse, q_inv_c, h_inverse, d_aff, scratch)
+        alpha_aff = cone_search(w, d_aff[:, 0], n, 1.0, 1.0)
+        mu_now /= degree * unit
+        mu_aff = 0.0
+        for c in range(n):
+            mu_aff += ((w[6 + c] + alpha_aff * d_aff[6 + c, 0]) * (w[6 + n + c] + alpha_aff * d_aff[6 + n + c, 0]))
+            for i in range(3):
+                mu_aff += ((w[xi0 + 3 * c + i] + alpha_aff * d_aff[xi0 + 3 * c + i, 0])
+                           * (w[eta0 + 3 * c + i] + alpha_aff * d_aff[eta0 + 3 * c + i, 0]))
+        mu_aff /= degree * unit
+        sigma = min(1.0, max(0.0, mu_aff / mu_now)) ** 3
+        target = max(sigma * mu_now, floor) * unit
+        second_order = sigma * mu_now > floor
+        for c in range(n):
+            rhs[6 + 4 * n + c, 0] -= target
+            rhs[6 + 5 * n + 3 * c, 0] -= target
+            if second_order:
+                # Mehrotra's second-order correction, in the scaled space.
+                rhs[6 + 4 * n + c, 0] += d_aff[6 + c, 0] * d_aff[6 + n + c, 0]
+                for i in range(3):
+                    sx[i] = 0.0
+                    se[i] = 0.0
+                    for j in range(3):
+                        sx[i] += scale_inverse[c, i, j] * d_aff[xi0 + 3 * c + j, 0]
+                        se[i] += scale[c, i, j] * d_aff[eta0 + 3 * c + j, 0]
+                rhs[6 + 5 * n + 3 * c, 0] += sx[0] * se[0] + sx[1] * se[1] + sx[2] * se[2]
+                rhs[6 + 5 * n + 3 * c + 1, 0] += sx[0] * se[1] + se[0] * sx[1]
+                rhs[6 + 5 * n + 3 * c + 2, 0] += sx[0] * se[2] + se[0] * sx[2]
+        solve(w, n, rhs, jn, jt, mu, ratio, cone_a0, cone_bt, q_inverse, q_inv_c, h_inverse, d, scratch)
+        tau_ort = max(settings[S_TAU_MIN], 1.0 - max(r_vio, k_vio) ** 2)
+        tau_soc = min(settings[S_TAU_SOC_MAX], tau_ort)
+        alpha = cone_search(w, d[:, 0], n, tau_ort, tau_soc)
+        new_r, new_k, new_path = r_vio, k_vio, path
+        for _ in range(max_backtracks):
+            for i in range(size):
+                candidate[i] = w[i] + alpha * d[i, 0]
+            residual(candidate, n, dt, floor, jn, jt, bn, bt, mu, v0, md, scales, res)
+            new_r, new_k, new_path = violations(res, n, floor, scales)
+            if new_r <= max(r_vio, residual_tol) or new_k <= k_vio or new_path <= path:
+                break
+            alpha *= settings[S_BACKTRACK]
+        for i in range(size):
+            w[i] = candidate[i]
+        r_vio, k_vio, path = new_r, new_k, new_path
+    return STATUS_NOT_CONVERGED, max_iterations, r_vio, k_vio, path
+
+
+# --- implicit gradients -----------------------------------------------------------------------
+@njit(cache=True)
+def implicit_jacobian(theta: np.ndarray, w: np.ndarray, n: int, dt: float, kappa: float, jn: np.ndarray,
+                      jt: np.ndarray, mu: np.ndarray, md: np.ndarray, out: np.ndarray) -> None:
+    """d next state / d θ (13, THETA_SIZE) at the solution ``w`` (implicit function theorem).
+
+    ``da/dθ = -R⁻¹ ∂r/∂θ``, with ``R`` the exact residual Jacobian at ``w`` block-eliminated once
+    and back-substituted for all columns together. The partials ``∂r/∂θ``, ``∂x⁺/∂θ`` and
+    ``∂x⁺/∂a`` of the closed-form maps are central differences of the compiled maps (relative step
+    :data:`THETA_STEP`); the complementarity rows depend on θ only through the unit of κ
+    (``m g dt · g dt``), which is added analytically.
+    """
+    size = 6 + 8 * n
+    ratio = np.empty(n)
+    cone_a0 = np.empty((n, 3))
+    cone_bt = np.empty((n, 3, 2))
+    q_inverse = np.empty((n, 3, 3))
+    q_inv_c = np.empty((n, 3, 6))
+    h_inverse = np.empty((6, 6))
+    dummy = np.empty((n, 3, 3))
+    scratch = np.empty(SCRATCH_SIZE)
+    factorize(w, n, dt, False, jn, jt, mu, md, dummy, dummy, np.empty((n, 3)), ratio, cone_a0, cone_bt,
+              q_inverse, q_inv_c, h_inverse, scratch)
+    pjn = np.empty((n, 6))
+    pjt = np.empty((n, 2, 6))
+    pbn = np.empty(n)
+    pbt = np.empty((n, 2))
+    pmu = np.empty(n)
+    pv0 = np.empty(6)
+    pmd = np.empty(6)
+    psc = np.empty(3)
+    plus = np.empty(size)
+    minus = np.empty(size)
+    x_plus = np.empty(13)
+    x_minus = np.empty(13)
+    rhs = np.zeros((size, _T))
+    dx_dtheta = np.empty((13, _T))
+    a = w[0:6].copy()
+    perturbed = theta.copy()
+    for j in range(_T):
+        h = THETA_STEP * max(1.0, abs(theta[j]))
+        perturbed[j] = theta[j] + h
+        problem_data(perturbed, dt, n, pjn, pjt, pbn, pbt, pmu, pv0, pmd, psc, scratch)
+        equality_residual(w, n, dt, pjn, pjt, pbn, pbt, pmu, pv0, pmd, psc, plus)
+        next_state(perturbed, a, dt, x_plus, scratch)
+        perturbed[j] = theta[j] - h
+        problem_data(perturbed, dt, n, pjn, pjt, pbn, pbt, pmu, pv0, pmd, psc, scratch)
+        equality_residual(w, n, dt, pjn, pjt, pbn, pbt, pmu, pv0, pmd, psc, minus)
+        next_state(perturbed, a, dt, x_minus, scratch)
+        perturbed[j] = theta[j]
+        for i in range(6 + 4 * n):
+            rhs[i, j] = (plus[i] - minus[i]) / (2.0 * h)
+        for i in range(13):
+            dx_dtheta[i, j] = (x_plus[i] - x_minus[i]) / (2.0 * h)
+    d_unit = (GRAVITY * dt) ** 2  # d(m g dt · g dt)/dm
+    for c in range(n):
+        rhs[6 + 4 * n + c, _MASS_COLUMN] = -kappa * d_unit
+        rhs[6 + 5 * n + 3 * c, _MASS_COLUMN] = -kappa * d_unit
+    directions = np.empty((size, _T))
+    solve(w, n, rhs, jn, jt, mu, ratio, cone_a0, cone_bt, q_inverse, q_inv_c, h_inverse, directions, scratch)
+    for k in range(6):
+        h = THETA_STEP * max(1.0, abs(a[k]))
+        a_k = a[k]
+        a[k] = a_k + h
+        next_state(theta, a, dt, x_plus, scratch)
+        a[k] = a_k - h
+        next_state(theta, a, dt, x_minus, scratch)
+        a[k] = a_k
+        for i in range(13):
+            slope = (x_plus[i] - x_minus[i]) / (2.0 * h)
+            for j in range(_T):
+                dx_dtheta[i, j] += slope * directions[k, j]
+    out[:, :] = dx_dtheta
+
+
+# --- the resting shortcut ---------------------------------------------------------------------
+@njit(cache=True)
+def resting(theta: np.ndarray, with_pusher: bool, dt: float, settings: np.ndarray) -> bool:
+    """Whether the hard-contact step is "the box stays at rest" without solving.
+
+    True when every state velocity component is within ``speed_tol`` (m/s, rad/s; and below a
+    tenth of the velocity that table friction removes in one step), the four lowest corners are
+    within ``gap_tol`` m of the table (the box lies flat on a face), and the pusher cannot come
+    within ``pusher_margin`` m of the box during the step (its start clearance minus the distance
+    it travels). Then gravity is carried by the four corners, friction sticks, and zero
+    velocities with an unchanged pose solve the contact problem exactly.
+    """
+    speed_tol = min(settings[S_REST_SPEED_TOL], 0.1 * max(theta[_P + 7], MIN_FRICTION) * GRAVITY * dt)
+    for i in range(7, 13):
+        if abs(theta[i]) > speed_tol:
+            return False
+    rot = np.empty((3, 3))
+    _rotation(theta[3], theta[4], theta[5], theta[6], rot)
+    half = np.empty(3)
+    for i in range(3):
+        half[i] = 0.5 * theta[_P + 1 + i]
+    gap_tol = settings[S_REST_GAP_TOL]
+    touching = 0
+    for k in range(8):
+        hx = (2.0 * (k // 4) - 1.0) * half[0]
+        hy = (2.0 * ((k // 2) % 2) - 1.0) * half[1]
+        hz = (2.0 * (k % 2) - 1.0) * half[2]
+        gap = theta[2] + rot[2, 0] * hx + rot[2, 1] * hy + rot[2, 2] * hz - theta[_P + 9]
+        if gap < -gap_tol:
+            return False
+        if gap <= gap_tol:
+            touching += 1
+    if touching != 4:
+        return False
+    if with_pusher:
+        centre = np.empty(3)
+        travel = 0.0
+        for i in range(3):
+            rel = theta[13 + i] - theta[i]
+            travel += (theta[16 + i] - theta[13 + i]) ** 2
+            centre[i] = rel
+        body = np.empty(3)
+        for i in range(3):
+            body[i] = rot[0, i] * centre[0] + rot[1, i] * centre[1] + rot[2, i] * centre[2]
+        normal = np.empty(3)
+        point = np.empty(3)
+        clearance = sphere_box_distance(body, half, theta[_P + 10], normal, point)
+        if clearance - np.sqrt(travel) <= settings[S_REST_PUSHER_MARGIN]:
+            return False
+    return True
+
+
+# --- one time step ----------------------------------------------------------------------------
+@njit(cache=True)
+def step_kernel(theta: np.ndarray, dt: float, substeps: int, with_pusher: bool, kappa_sim: float,
+                kappa_grad: float, grad: bool, settings: np.ndarray, state_out: np.ndarray,
+                jacobian_out: np.ndarray, smoothed_out: np.ndarray, info: np.ndarray) -> int:
+    """One time step ``dt`` (s) in ``substeps`` engine steps from the problem vector ``θ``.
+
+    Parameters
+    ----------
+    theta : ndarray (THETA_SIZE,)
+        State, pusher start and end centres (m world; ignored without pusher), parameters.
+    dt : float
+        Time step, s.
+    substeps : int
+        Engine steps of ``dt / substeps``; the pusher moves linearly over the step.
+    with_pusher : bool
+    kappa_sim, kappa_grad : float
+        Central-path values of the forward solution and of the gradients.
+    grad : bool
+        Also compute d next state / d θ (then the resting shortcut is not taken).
+    settings : ndarray (SETTINGS_SIZE,)
+    state_out : ndarray (13,)
+        Next state (at ``kappa_sim``).
+    jacobian_out : ndarray (13, THETA_SIZE)
+        With ``grad``: d next state / d θ at ``kappa_grad``.
+    smoothed_out : ndarray (13,)
+        With ``grad``: the next state at ``kappa_grad`` (last sub-step).
+    info : ndarray (INFO_SIZE,)
+        Active contacts, pusher normal impulse (N s), table and pusher distances at the end (m),
+        violations, iterations, the κ that failed, central-path error, 1 if the shortcut was taken.
+
+    Returns
+    -------
+    int
+        :data:`STATUS_OK` or :data:`STATUS_NOT_CONVERGED` (then ``info`` names the failing κ).
+    """
+    n = 9 if with_pusher else 8
+    size = 6 + 8 * n
+    sub_dt = dt / substeps
+    work = theta.copy()
+    for i in range(13):
+        state_out[i] = theta[i]
+    info[:] = 0.0
+    half = np.empty(3)
+    for i in range(3):
+        half[i] = 0.5 * theta[_P + 1 + i]
+    if (not grad and settings[S_REST_ENABLED] > 0.0 and kappa_sim <= settings[S_REST_KAPPA_MAX]
+            and resting(theta, with_pusher, dt, settings)):
+        for i in range(7, 13):
+            state_out[i] = 0.0
+        info[I_ACTIVE] = 4.0
+        info[I_RESTING] = 1.0
+    else:
+        jn = np.empty((n, 6))
+        jt = np.empty((n, 2, 6))
+        bn = np.empty(n)
+        bt = np.empty((n, 2))
+        mu = np.empty(n)
+        v0 = np.empty(6)
+        md = np.empty(6)
+        scales = np.empty(3)
+        w = np.empty(size)
+        scratch = np.empty(SCRATCH_SIZE)
+        sub = theta.copy()
+        total = np.zeros((13, _T))
+        jac = np.empty((13, _T))
+        chained = np.empty((13, _T))
+        lift = np.zeros((_T, _T))
+        first, second = kappa_sim, kappa_sim
+        if grad and kappa_grad != kappa_sim:
+            first, second = max(kappa_sim, kappa_grad), min(kappa_sim, kappa_grad)
+        if grad:
+            for i in range(13):
+                total[i, i] = 1.0
+        iterations = 0
+        for k in range(substeps):
+            for i in range(_T):
+                sub[i] = work[i]
+            if with_pusher:
+                f0, f1 = k / substeps, (k + 1) / substeps
+                for i in range(3):
+                    p0, p1 = theta[13 + i], theta[16 + i]
+                    sub[13 + i] = p0 + (p1 - p0) * f0
+                    sub[16 + i] = p0 + (p1 - p0) * f1
+            problem_data(sub, sub_dt, n, jn, jt, bn, bt, mu, v0, md, scales, scratch)
+            initial_iterate(n, jn, bn, v0, md, scales, w)
+            count = 1 if first == second else 2
+            for target in range(count):
+                kappa = first if target == 0 else second
+                status, its, r_vio, k_vio, path = interior_point(w, n, sub_dt, kappa, settings, jn, jt, bn, bt,
+                                                                  mu, v0, md, scales)
+                iterations += its
+                info[I_RESIDUAL_VIO] = r_vio
+                info[I_KAPPA_VIO] = k_vio
+                info[I_PATH_ERROR] = path
+                if status != STATUS_OK:
+                    info[I_ITERATIONS] = iterations
+                    info[I_FAILED_KAPPA] = kappa
+                    return status
+                if grad and kappa == kappa_grad:
+                    implicit_jacobian(sub, w, n, sub_dt, kappa_grad, jn, jt, mu, md, jac)
+                    next_state(sub, w[0:6], sub_dt, smoothed_out, scratch)
+            if grad:
+                # Chain: the sub-step sees the current state and the sub-step pusher positions (affine in θ).
+                lift[:, :] = 0.0
+                lift[0:13, :] = total
+                for i in range(13, _T):
+                    lift[i, i] = 1.0
+                if with_pusher:
+                    f0, f1 = k / substeps, (k + 1) / substeps
+                    for i in range(3):
+                        lift[13 + i, 13 + i] = 1.0 - f0
+                        lift[13 + i, 16 + i] = f0
+                        lift[16 + i, 13 + i] = 1.0 - f1
+                        lift[16 + i, 16 + i] = f1
+                for i in range(13):
+                    for j in range(_T):
+                        acc = 0.0
+                        for m in range(_T):
+                            acc += jac[i, m] * lift[m, j]
+                        chained[i, j] = acc
+                total[:, :] = chained
+            next_state(sub, w[0:6], sub_dt, state_out, scratch)
+            for i in range(13):
+                work[i] = state_out[i]
+        if grad:
+            jacobian_out[:, :] = total
+        active = 0
+        for c in range(n):
+            if w[6 + c] / scales[0] > ACTIVE_IMPULSE:
+                active += 1
+        info[I_ACTIVE] = active
+        info[I_PUSHER_IMPULSE] = w[6 + 8] if with_pusher else 0.0
+        info[I_ITERATIONS] = iterations
+    # Contact summary at the end of the step.
+    rot = np.empty((3, 3))
+    _rotation(state_out[3], state_out[4], state_out[5], state_out[6], rot)
+    lowest = np.inf
+    for k in range(8):
+        hx = (2.0 * (k // 4) - 1.0) * half[0]
+        hy = (2.0 * ((k // 2) % 2) - 1.0) * half[1]
+        hz = (2.0 * (k % 2) - 1.0) * half[2]
+        lowest = min(lowest, rot[2, 0] * hx + rot[2, 1] * hy + rot[2, 2] * hz)
+    info[I_TABLE_DISTANCE] = state_out[2] + lowest - theta[_P + 9]
+    info[I_PUSHER_DISTANCE] = np.inf
+    if with_pusher:
+        centre = np.empty(3)
+        body = np.empty(3)
+        for i in range(3):
+            centre[i] = theta[16 + i] - state_out[i]
+        for i in range(3):
+            body[i] = rot[0, i] * centre[0] + rot[1, i] * centre[1] + rot[2, i] * centre[2]
+        normal = np.empty(3)
+        point = np.empty(3)
+        info[I_PUSHER_DISTANCE] = sphere_box_distance(body, half, theta[_P + 10], normal, point)
+    return STATUS_OK
