@@ -716,14 +716,19 @@ def interior_point(w: np.ndarray, n: int, dt: float, kappa: float, settings: np.
 # --- implicit gradients -----------------------------------------------------------------------
 @njit(cache=True)
 def implicit_jacobian(theta: np.ndarray, w: np.ndarray, n: int, dt: float, kappa: float, jn: np.ndarray,
-                      jt: np.ndarray, mu: np.ndarray, md: np.ndarray, out: np.ndarray) -> None:
+                      jt: np.ndarray, mu: np.ndarray, v0: np.ndarray, md: np.ndarray, out: np.ndarray) -> None:
     """d next state / d θ (13, THETA_SIZE) at the solution ``w`` (implicit function theorem).
 
     ``da/dθ = -R⁻¹ ∂r/∂θ``, with ``R`` the exact residual Jacobian at ``w`` block-eliminated once
-    and back-substituted for all columns together. The partials ``∂r/∂θ``, ``∂x⁺/∂θ`` and
-    ``∂x⁺/∂a`` of the closed-form maps are central differences of the compiled maps (relative step
-    :data:`THETA_STEP`); the complementarity rows depend on θ only through the unit of κ
-    (``m g dt · g dt``), which is added analytically.
+    and back-substituted for all columns together.
+
+    The partials ``∂r/∂θ`` are analytic where θ enters the contact data simply: the state
+    velocities (only through ``v0``), the mass, both friction coefficients, the table height,
+    the pusher radius and the pusher end point (only through the pusher's velocity), and the unit
+    of κ (``m g dt · g dt``) in the complementarity rows. The columns that move the contact geometry
+    (position, quaternion, pusher start, box size, centre of mass) and the partials ``∂x⁺/∂θ``,
+    ``∂x⁺/∂a`` of the next-state map are central differences of the compiled maps (relative step
+    :data:`THETA_STEP`).
     """
     size = 6 + 8 * n
     ratio = np.empty(n)
@@ -749,24 +754,70 @@ def implicit_jacobian(theta: np.ndarray, w: np.ndarray, n: int, dt: float, kappa
     x_plus = np.empty(13)
     x_minus = np.empty(13)
     rhs = np.zeros((size, _T))
-    dx_dtheta = np.empty((13, _T))
+    dx_dtheta = np.zeros((13, _T))
     a = w[0:6].copy()
     perturbed = theta.copy()
     for j in range(_T):
+        geometry = j < 7 or (n == 9 and 13 <= j < 16) or _P + 1 <= j < _P + 7
+        if not geometry:
+            continue
+        pose = j < 7 or _P + 4 <= j < _P + 7  # what the next-state map reads besides a
         h = THETA_STEP * max(1.0, abs(theta[j]))
         perturbed[j] = theta[j] + h
         problem_data(perturbed, dt, n, pjn, pjt, pbn, pbt, pmu, pv0, pmd, psc, scratch)
         equality_residual(w, n, dt, pjn, pjt, pbn, pbt, pmu, pv0, pmd, psc, plus)
-        next_state(perturbed, a, dt, x_plus, scratch)
+        if pose:
+            next_state(perturbed, a, dt, x_plus, scratch)
         perturbed[j] = theta[j] - h
         problem_data(perturbed, dt, n, pjn, pjt, pbn, pbt, pmu, pv0, pmd, psc, scratch)
         equality_residual(w, n, dt, pjn, pjt, pbn, pbt, pmu, pv0, pmd, psc, minus)
-        next_state(perturbed, a, dt, x_minus, scratch)
+        if pose:
+            next_state(perturbed, a, dt, x_minus, scratch)
         perturbed[j] = theta[j]
         for i in range(6 + 4 * n):
             rhs[i, j] = (plus[i] - minus[i]) / (2.0 * h)
-        for i in range(13):
-            dx_dtheta[i, j] = (x_plus[i] - x_minus[i]) / (2.0 * h)
+        if pose:
+            for i in range(13):
+                dx_dtheta[i, j] = (x_plus[i] - x_minus[i]) / (2.0 * h)
+    # State velocities enter only through v0 = (v + ω × R com, Rᵀ ω); the dynamics rows carry -md ∂v0.
+    rot = np.empty((3, 3))
+    _rotation(theta[3], theta[4], theta[5], theta[6], rot)
+    cx, cy, cz = theta[_P + 4], theta[_P + 5], theta[_P + 6]
+    l0 = rot[0, 0] * cx + rot[0, 1] * cy + rot[0, 2] * cz
+    l1 = rot[1, 0] * cx + rot[1, 1] * cy + rot[1, 2] * cz
+    l2 = rot[2, 0] * cx + rot[2, 1] * cy + rot[2, 2] * cz
+    for i in range(3):
+        rhs[i, 7 + i] = -md[i]
+        for k in range(3):
+            rhs[3 + i, 10 + k] = -md[3 + i] * rot[k, i]
+    rhs[0, 11], rhs[0, 12] = -md[0] * l2, md[0] * l1
+    rhs[1, 10], rhs[1, 12] = md[1] * l2, -md[1] * l0
+    rhs[2, 10], rhs[2, 11] = -md[2] * l1, md[2] * l0
+    # Mass: inertia scales with it, and so does the gravity impulse.
+    mass = theta[_P]
+    ox, oy, oz = a[3], a[4], a[5]
+    ix, iy, iz = md[3] * ox, md[4] * oy, md[5] * oz
+    for k in range(6):
+        rhs[k, _MASS_COLUMN] = md[k] / mass * (a[k] - v0[k])
+    rhs[2, _MASS_COLUMN] += GRAVITY * dt
+    rhs[3, _MASS_COLUMN] += dt * (oy * iz - oz * iy) / mass
+    rhs[4, _MASS_COLUMN] += dt * (oz * ix - ox * iz) / mass
+    rhs[5, _MASS_COLUMN] += dt * (ox * iy - oy * ix) / mass
+    # Friction: cone head ξ₁ - μγ (μ is clamped at MIN_FRICTION from below).
+    if theta[_P + 7] > MIN_FRICTION:
+        for c in range(8):
+            rhs[6 + n + c, _P + 7] = -w[6 + c]
+    # Table height: corner gaps (z - h)/dt in the normal rows.
+    for c in range(8):
+        rhs[6 + c, _P + 9] = 1.0 / dt
+    if n == 9:
+        if theta[_P + 8] > MIN_FRICTION:
+            rhs[6 + n + 8, _P + 8] = -w[6 + 8]
+        rhs[6 + 8, _P + 10] = 1.0 / dt  # radius: distance - r
+        for i in range(3):  # pusher end: only its velocity (end - start)/dt, along the normal and tangents
+            rhs[6 + 8, 16 + i] = jn[8, i] / dt
+            rhs[6 + 2 * n + 16, 16 + i] = jt[8, 0, i] / dt
+            rhs[6 + 2 * n + 17, 16 + i] = jt[8, 1, i] / dt
     d_unit = (GRAVITY * dt) ** 2  # d(m g dt · g dt)/dm
     for c in range(n):
         rhs[6 + 4 * n + c, _MASS_COLUMN] = -kappa * d_unit
@@ -940,7 +991,7 @@ def step_kernel(theta: np.ndarray, dt: float, substeps: int, with_pusher: bool, 
                     info[I_FAILED_KAPPA] = kappa
                     return status
                 if grad and kappa == kappa_grad:
-                    implicit_jacobian(sub, w, n, sub_dt, kappa_grad, jn, jt, mu, md, jac)
+                    implicit_jacobian(sub, w, n, sub_dt, kappa_grad, jn, jt, mu, v0, md, jac)
                     next_state(sub, w[0:6], sub_dt, smoothed_out, scratch)
             if grad:
                 # Chain: the sub-step sees the current state and the sub-step pusher positions (affine in θ).
