@@ -48,6 +48,10 @@ TRIAL_EVENT_TOPIC = "experiment/trial_event"
 TRIAL_WRITTEN_TOPIC = "recorder/trial_written"
 BOX_REQUEST_TOPIC = "experiment/box_request"
 SIM_RESET_TOPIC = "sim/reset"
+#: Each data-consuming node's matched publishers, twice a second (std_msgs/String, JSON
+#: ``{"role": ..., "matched": {topic: count}}``): the experiment starts a trial only when the
+#: whole graph is connected (discovery between processes can take seconds).
+GRAPH_STATUS_TOPIC = "experiment/graph_status"
 #: The real platform's latched driver fault (std_msgs/String, the fault message; latched QoS).
 REAL_FAULT_TOPIC = "real/fault"
 REFERENCE_TOPIC = "reference/joint_trajectory"
@@ -183,6 +187,21 @@ def warm_up_engine(world: Any, pusher_radius: float) -> None:
     touching = box.position - np.array([half[0] + pusher_radius, 0.0, 0.0])
     world.step(box, far, far)
     world.step(box, touching, touching + np.array([0.003, 0.0, 0.0]))
+
+
+def report_matches(node: Node, role: str, period: float = 0.5) -> None:
+    """Publish ``node``'s matched publisher count per subscribed topic on
+    :data:`GRAPH_STATUS_TOPIC` every ``period`` s, as ``role`` (e.g. ``recorder``, ``sim``)."""
+    import json
+
+    from std_msgs.msg import String
+
+    publisher = node.create_publisher(String, GRAPH_STATUS_TOPIC, 10)
+
+    def report() -> None:
+        matched = {sub.topic_name: sub.get_publisher_count() for sub in node.subscriptions}
+        publisher.publish(String(data=json.dumps({"role": role, "matched": matched})))
+    node.create_timer(period, report)
 
 
 def now_ns(node: Node) -> int:

@@ -11,7 +11,9 @@ until every platform reported past its end, and close the trial (events for the
 Parameters: ``mode``, ``mirror``, ``distances``, ``start_tolerance``, ``push.*`` (the
 ``experiment`` section of ``config/experiment.yaml``), ``lead_time`` (0.3 s),
 ``confirm_placement`` (default true in ``real``/``mirror``), ``placement_timeout`` (s),
-``home_speed`` (rad/s), ``joint_tolerance`` (rad), and the simulator parameters.
+``home_speed`` (rad/s), ``joint_tolerance`` (rad), ``startup_timeout`` (120 s: how long to wait
+for every platform and the whole graph at start; the first start after an engine change
+compiles the engine in each physics process), and the simulator parameters.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from sim2real.errors import Sim2RealError
 from sim2real.model import load_arm
 from sim2real.nodes.common import (
     BOX_REQUEST_TOPIC,
+    GRAPH_STATUS_TOPIC,
     LATCHED_QOS,
     NS_PER_S,
     REAL_FAULT_TOPIC,
@@ -60,10 +63,12 @@ from sim2real.trials.experiment import (
     arm_settled,
     box_within,
     check_mirror,
+    missing_matches,
     parse_distances,
     platforms_of,
     progress_line,
     requested_box_pose,
+    required_matches,
     resting_pose,
     return_trajectory,
     window_outcome,
@@ -88,6 +93,7 @@ class ExperimentNode(Node):
         self.placement_timeout = float(self.declare_parameter("placement_timeout", 30.0).value)
         self.home_speed = float(self.declare_parameter("home_speed", 0.5).value)
         self.joint_tolerance = float(self.declare_parameter("joint_tolerance", 0.01).value)
+        self.startup_timeout = float(self.declare_parameter("startup_timeout", 120.0).value)
         self.params = declare_sim_params(self)
         self.progress = progress or (lambda line: self.get_logger().info(line))
         arm = load_arm(self.params)
@@ -112,6 +118,9 @@ class ExperimentNode(Node):
             self.create_subscription(PoseStamped, f"{ns}/box_pose",
                                      lambda m, ns=ns: self._on_box(ns, m), STREAM_QOS, callback_group=group)
         self.create_subscription(String, TRIAL_WRITTEN_TOPIC, self._on_written, LATCHED_QOS, callback_group=group)
+        self._graph: dict[str, dict[str, int]] = {}
+        self.required = required_matches(self.platforms, self.mirror)
+        self.create_subscription(String, GRAPH_STATUS_TOPIC, self._on_graph_status, 50, callback_group=group)
         if "real" in self.platforms:
             self.create_subscription(String, REAL_FAULT_TOPIC, self._on_fault, LATCHED_QOS, callback_group=group)
         self.create_service(Trigger, "experiment/box_placed", self._on_placed, callback_group=group)
@@ -142,6 +151,24 @@ class ExperimentNode(Node):
         self._placed.set()
         response.success, response.message = True, "placement confirmed"
         return response
+
+    def _on_graph_status(self, msg: String) -> None:
+        data = json.loads(msg.data)
+        with self._lock:
+            self._graph[str(data["role"])] = {str(k): int(v) for k, v in data["matched"].items()}
+
+    def _wait_connected(self, timeout: float = 30.0) -> None:
+        """Wait until every node reports a matched publisher on each topic it needs (DDS
+        discovery between processes can take seconds; a trial must not start half-connected)."""
+        def missing() -> list[str]:
+            with self._lock:
+                return missing_matches(self.required, self._graph)
+        try:
+            self._wait(lambda: not missing(), timeout, "the graph to connect")
+        except Sim2RealError as err:
+            if self._stop.is_set():
+                raise
+            raise Sim2RealError(f"{err}; still missing: {', '.join(missing())}") from None
 
     def _on_fault(self, msg: String) -> None:
         self.abort(f"the xArm stopped: {msg.data}")
@@ -182,7 +209,9 @@ class ExperimentNode(Node):
     # --- sequence -------------------------------------------------------------------------
     def _run(self) -> None:
         try:
-            self._wait(lambda: all(self._latest_joints(ns) for ns in self.platforms), 30.0, "joint states")
+            self._wait(lambda: all(self._latest_joints(ns) for ns in self.platforms), self.startup_timeout,
+                       "joint states of every platform")
+            self._wait_connected(self.startup_timeout)
             self._event(event="run", mode=self.mode, mirror=self.mirror, distances_m=list(self.distances),
                         platforms=list(self.platforms), push={f.name: getattr(self.push, f.name)
                                                               for f in fields(PushConfig)})
@@ -242,6 +271,7 @@ class ExperimentNode(Node):
         self._wait(ready, 10.0, "the sim to reset", retry=lambda: self._pub_reset.publish(reset))
 
     def _trial(self, index: int, distance: float) -> Path:
+        self._wait_connected()
         requested, _ = requested_box_pose(distance, self.params)
         q_start = self.reference.position[0]
         if "real" in self.platforms:

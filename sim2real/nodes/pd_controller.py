@@ -32,6 +32,7 @@ from sim2real.nodes.common import (
     joint_arrays,
     joint_state_msg,
     ns_of,
+    report_matches,
     run_node,
     trajectory_from_msg,
 )
@@ -65,6 +66,7 @@ class PDControllerNode(Node):
         else:
             self.create_subscription(JointTrajectoryMsg, REFERENCE_TOPIC, self._on_reference, LATCHED_QOS)
             self.create_subscription(JointState, f"{self.platform}/joint_states", self._on_state, STREAM_QOS)
+        report_matches(self, f"{self.platform}_pd_controller")
         self.get_logger().info(f"{self.platform} PD controller, mirror {self.mirror}, "
                                f"kp {self.gains.kp} kd {self.gains.kd}")
 

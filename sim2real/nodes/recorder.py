@@ -39,6 +39,7 @@ from sim2real.nodes.common import (
     joint_arrays,
     ns_of,
     pose_arrays,
+    report_matches,
     run_node,
     trajectory_from_msg,
 )
@@ -74,6 +75,7 @@ class RecorderNode(Node):
                                          STREAM_QOS)
         self.create_subscription(JointTrajectoryMsg, REFERENCE_TOPIC, self._on_reference, LATCHED_QOS)
         self.create_subscription(String, TRIAL_EVENT_TOPIC, self._on_event, LATCHED_QOS)
+        report_matches(self, "recorder")
 
     # --- data -----------------------------------------------------------------------------
     def _on_data(self, ns: str, series: str, msg: Any) -> None:

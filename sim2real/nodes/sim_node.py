@@ -45,6 +45,7 @@ from sim2real.nodes.common import (
     now_ns,
     ns_of,
     pose_msg,
+    report_matches,
     run_node,
     warm_up_engine,
 )
@@ -87,6 +88,7 @@ class SimNode(Node):
         self.create_subscription(JointState, "sim/joint_command", self._on_command, STREAM_QOS,
                                  callback_group=inputs)
         self.create_subscription(String, SIM_RESET_TOPIC, self._on_reset, STREAM_QOS, callback_group=inputs)
+        report_matches(self, "sim")
         self.create_timer(self.dt, self._on_timer, callback_group=MutuallyExclusiveCallbackGroup())
 
     # --- state ----------------------------------------------------------------------------

@@ -38,6 +38,7 @@ from sim2real.nodes.common import (
     now_ns,
     ns_of,
     pose_msg,
+    report_matches,
     run_node,
 )
 
@@ -67,6 +68,7 @@ class XArmNode(Node):
         self._pub_fault = self.create_publisher(String, REAL_FAULT_TOPIC, LATCHED_QOS)
         self.create_subscription(JointState, "real/joint_command", self._on_command, STREAM_QOS,
                                  callback_group=MutuallyExclusiveCallbackGroup())
+        report_matches(self, "real")
         self.create_timer(1.0 / rate, self._on_timer, callback_group=MutuallyExclusiveCallbackGroup())
 
     def _connect(self, wait: float) -> Preflight:

@@ -65,6 +65,43 @@ def check_mirror(mirror: str, mode: str) -> str:
     return mirror
 
 
+#: Topics of one platform the recorder stores.
+PLATFORM_SERIES = ("joint_states", "joint_command", "box_pose", "pusher_pose")
+
+
+def required_matches(platforms: Sequence[str], mirror: str) -> dict[str, tuple[str, ...]]:
+    """Which node (by role) must have a matched publisher on which topic before a trial starts.
+
+    Roles: ``recorder``, ``real`` (xarm_node), ``sim`` (sim_node), ``real_pd_controller``,
+    ``sim_pd_controller``. Topics are absolute names. Every topic listed has exactly one
+    publisher in the graph, so one match means the data path is connected.
+    """
+    reference = "/reference/joint_trajectory"
+    required: dict[str, tuple[str, ...]] = {
+        "recorder": (*(f"/{ns}/{series}" for ns in platforms for series in PLATFORM_SERIES), reference)}
+    if "real" in platforms:
+        required["real"] = ("/real/joint_command",)
+        required["real_pd_controller"] = ("/real/joint_states", reference)
+    if "sim" in platforms:
+        required["sim"] = ("/sim/joint_command", "/sim/reset")
+        required["sim_pd_controller"] = (("/real/joint_command",) if mirror == "commands"
+                                         else ("/sim/joint_states", reference))
+    return required
+
+
+def missing_matches(required: dict[str, tuple[str, ...]], reports: dict[str, dict[str, int]]) -> list[str]:
+    """``"role: topic"`` for every required match not (yet) reported; ``reports`` maps a role to
+    its last ``{topic: matched publisher count}``."""
+    missing = []
+    for role, topics in required.items():
+        matched = reports.get(role)
+        if matched is None:
+            missing.append(f"{role}: no status")
+            continue
+        missing += [f"{role}: {topic}" for topic in topics if matched.get(topic, 0) < 1]
+    return missing
+
+
 def parse_distances(text: str | Sequence[float]) -> tuple[float, ...]:
     """Start distances (m) from ``"0.30,0.45"`` or a sequence; each in (0, 1.5)."""
     if isinstance(text, str):

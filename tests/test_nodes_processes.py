@@ -1,0 +1,111 @@
+"""The experiment graph as separate processes, the way ``launch/box_push.launch.py mode:=standin``
+starts it: each node its own console script with ``--ros-args --params-file``; they find each
+other over DDS on loopback and complete a trial."""
+
+import ast
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from test_nodes_standin import MIN_TICKS, check_platform_pd_law
+
+from sim2real.paths import config_file
+from sim2real.trials import read_run
+
+ROOT = Path(__file__).resolve().parent.parent
+EXPERIMENT = """\
+experiment:
+  ros__parameters:
+    distances: [0.30]
+    start_tolerance: 0.01
+    push: {height: 0.15, lateral: 0.0, start_x: 0.20, end_x: 0.42, speed: 0.2, ramp_time: 0.2,
+           pre_time: 0.1, settle_time: 0.3, rate_hz: 100.0}
+"""
+
+
+def console_script(name: str) -> list[str]:
+    """The installed console script ``name``, or (not installed yet) its entry point from setup.py."""
+    installed = Path(sys.executable).parent / name
+    if installed.is_file():
+        return [str(installed)]
+    tree = ast.parse((ROOT / "setup.py").read_text())
+    entries = next(ast.literal_eval(n.value) for n in ast.walk(tree)
+                   if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "CONSOLE_SCRIPTS")
+    module, func = next(e.split("=")[1].strip() for e in entries if e.split("=")[0].strip() == name).split(":")
+    return [sys.executable, "-c", f"import sys; from {module} import {func}; sys.exit({func}())"]
+
+
+@pytest.fixture(scope="module")
+def graph(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("graph")
+    env = {**os.environ, "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST", "ROS_DOMAIN_ID": str(30 + os.getpid() % 10),
+           "ROS_LOG_DIR": str(tmp / "roslog"), "PYTHONPATH": str(ROOT)}
+    experiment = tmp / "experiment.yaml"
+    experiment.write_text(EXPERIMENT)
+    params = str(config_file("params.yaml"))
+    host, port = f"127.0.0.{30 + os.getpid() % 10}", str(5300 + os.getpid() % 500)
+    out = tmp / "run"
+    commands = {
+        "standin_world": ["--params-file", params, "-p", f"host:={host}", "-p", f"command_port:={port}"],
+        # connect_wait: the stand-in may need tens of seconds after an engine change (compilation).
+        "xarm_node": ["--params-file", params, "-p", f"robot_ip:={host}", "-p", f"command_port:={port}",
+                      "-p", "connect_wait:=120.0"],
+        "real_pd_controller": ["-r", "__node:=real_pd_controller", "--params-file", params,
+                               "-p", "platform:=real", "-p", "mirror:=closed"],
+        "sim_node": ["--params-file", params, "-p", "mirror:=closed"],
+        "sim_pd_controller": ["-r", "__node:=sim_pd_controller", "--params-file", params,
+                              "-p", "platform:=sim", "-p", "mirror:=closed"],
+        "recorder": ["--params-file", params, "-p", f"out_dir:={out}"],
+        "experiment": ["--params-file", params, "--params-file", str(experiment), "-p", "mode:=standin",
+                       "-p", "mirror:=closed"],
+    }
+    processes: dict[str, subprocess.Popen] = {}
+    logs = {}
+    try:
+        for name, args in commands.items():
+            script = "pd_controller" if name.endswith("pd_controller") else name
+            logs[name] = open(tmp / f"{name}.log", "w")  # noqa: SIM115 - closed below
+            processes[name] = subprocess.Popen(
+                [*console_script(script), "--ros-args", *args], env=env, cwd=tmp, stdout=logs[name],
+                stderr=subprocess.STDOUT, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        status = processes["experiment"].wait(timeout=240)
+        others = {}
+        for process in processes.values():
+            if process.poll() is None:
+                process.send_signal(signal.SIGINT)
+        deadline = time.monotonic() + 15
+        for name, process in processes.items():
+            others[name] = process.wait(timeout=max(0.1, deadline - time.monotonic()))
+    finally:
+        for process in processes.values():  # clean up by pid whatever happened
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+        for log in logs.values():
+            log.close()
+    texts = {name: (tmp / f"{name}.log").read_text() for name in commands}
+    return out, status, others, texts
+
+
+def test_separate_processes_complete_a_trial(graph):
+    out, status, _, texts = graph
+    assert status == 0, texts["experiment"][-2000:] + texts["xarm_node"][-1000:]
+    (record,) = read_run(out)
+    assert record.name == "trial_00_d0.300" and record.complete
+    assert record.meta["mode"] == "standin" and record.meta["mirror"] == "closed"
+    for platform in ("real", "sim"):
+        data = record.platforms[platform]
+        assert len(data.joint_states) >= MIN_TICKS and len(data.box_pose) >= MIN_TICKS - 10
+        assert check_platform_pd_law(record, platform) >= MIN_TICKS - 10
+    assert record.meta["outcomes"]["real"]["final_distance_m"] > 0.32
+
+
+def test_every_node_stops_on_sigint(graph):
+    _, _, others, texts = graph
+    for name, code in others.items():
+        assert code in (0, 130), (name, code, texts[name][-1500:])
+    assert "Traceback" not in "".join(texts.values())
