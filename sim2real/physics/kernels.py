@@ -490,10 +490,12 @@ def factorize(w: np.ndarray, n: int, dt: float, scaled: bool, jn: np.ndarray, jt
 @njit(cache=True)
 def solve(w: np.ndarray, n: int, r: np.ndarray, jn: np.ndarray, jt: np.ndarray, mu: np.ndarray,
           ratio: np.ndarray, cone_a0: np.ndarray, cone_bt: np.ndarray, q_inverse: np.ndarray,
-          q_inv_c: np.ndarray, h_inverse: np.ndarray, out: np.ndarray, scratch: np.ndarray) -> None:
+          q_inv_c: np.ndarray, h_inverse: np.ndarray, out: np.ndarray, scratch: np.ndarray,
+          velocity_only: bool = False) -> None:
     """Newton directions ``Δ`` (6 + 8n, k) with ``R Δ = -r`` for residual columns ``r`` (6 + 8n, k).
 
-    ``scratch``: at least 4n + 18 numbers.
+    ``velocity_only``: fill only the ``Δa`` rows (0-5) of ``out`` (all the implicit gradients
+    need). ``scratch``: at least 4n + 18 numbers.
     """
     xi0 = 6 + 2 * n
     eta0 = 6 + 5 * n
@@ -527,6 +529,8 @@ def solve(w: np.ndarray, n: int, r: np.ndarray, jn: np.ndarray, jt: np.ndarray, 
                 acc += h_inverse[j, k] * rhs[k]
             da[j] = acc
             out[j, col] = acc
+        if velocity_only:
+            continue
         for c in range(n):
             jn_da = 0.0
             t1 = 0.0
@@ -722,12 +726,13 @@ def implicit_jacobian(theta: np.ndarray, w: np.ndarray, n: int, dt: float, kappa
     ``da/dθ = -R⁻¹ ∂r/∂θ``, with ``R`` the exact residual Jacobian at ``w`` block-eliminated once
     and back-substituted for all columns together.
 
-    The partials ``∂r/∂θ`` are analytic where θ enters the contact data simply: the state
-    velocities (only through ``v0``), the mass, both friction coefficients, the table height,
-    the pusher radius and the pusher end point (only through the pusher's velocity), and the unit
-    of κ (``m g dt · g dt``) in the complementarity rows. The columns that move the contact geometry
-    (position, quaternion, pusher start, box size, centre of mass) and the partials ``∂x⁺/∂θ``,
-    ``∂x⁺/∂a`` of the next-state map are central differences of the compiled maps (relative step
+    The partials ``∂r/∂θ`` are analytic where θ enters the contact data simply: the position
+    (corner gaps; the pusher sees only its offset from the box), the state velocities (only
+    through ``v0``), the mass, both friction coefficients, the table height, the pusher radius,
+    the pusher end point (only through the pusher's velocity), and the unit of κ
+    (``m g dt · g dt``) in the complementarity rows. The columns that move the contact geometry
+    (quaternion, pusher start, box size, centre of mass) and the partials ``∂x⁺/∂θ``, ``∂x⁺/∂a``
+    of the next-state map are central differences of the compiled maps (relative step
     :data:`THETA_STEP`).
     """
     size = 6 + 8 * n
@@ -758,7 +763,7 @@ def implicit_jacobian(theta: np.ndarray, w: np.ndarray, n: int, dt: float, kappa
     a = w[0:6].copy()
     perturbed = theta.copy()
     for j in range(_T):
-        geometry = j < 7 or (n == 9 and 13 <= j < 16) or _P + 1 <= j < _P + 7
+        geometry = 3 <= j < 7 or (n == 9 and 13 <= j < 16) or _P + 1 <= j < _P + 7
         if not geometry:
             continue
         pose = j < 7 or _P + 4 <= j < _P + 7  # what the next-state map reads besides a
@@ -818,12 +823,22 @@ def implicit_jacobian(theta: np.ndarray, w: np.ndarray, n: int, dt: float, kappa
             rhs[6 + 8, 16 + i] = jn[8, i] / dt
             rhs[6 + 2 * n + 16, 16 + i] = jt[8, 0, i] / dt
             rhs[6 + 2 * n + 17, 16 + i] = jt[8, 1, i] / dt
+    # Position: the pusher's geometry sees only pusher start - position (its velocity (end - start)/dt
+    # not at all, so the start column less its velocity part, which is minus the end column), the
+    # corner gaps rise with z, and the next position moves with the current one.
+    for i in range(3):
+        dx_dtheta[i, i] = 1.0
+        if n == 9:
+            for row in range(6 + 4 * n):
+                rhs[row, i] = -(rhs[row, 13 + i] + rhs[row, 16 + i])
+    for c in range(8):
+        rhs[6 + c, 2] -= 1.0 / dt
     d_unit = (GRAVITY * dt) ** 2  # d(m g dt · g dt)/dm
     for c in range(n):
         rhs[6 + 4 * n + c, _MASS_COLUMN] = -kappa * d_unit
         rhs[6 + 5 * n + 3 * c, _MASS_COLUMN] = -kappa * d_unit
     directions = np.empty((size, _T))
-    solve(w, n, rhs, jn, jt, mu, ratio, cone_a0, cone_bt, q_inverse, q_inv_c, h_inverse, directions, scratch)
+    solve(w, n, rhs, jn, jt, mu, ratio, cone_a0, cone_bt, q_inverse, q_inv_c, h_inverse, directions, scratch, True)
     for k in range(6):
         h = THETA_STEP * max(1.0, abs(a[k]))
         a_k = a[k]

@@ -69,6 +69,21 @@ class BoxState:
         return cls(x[0:3], q / np.linalg.norm(q), x[7:10], x[10:13])
 
     @classmethod
+    def _from_engine(cls, x: np.ndarray) -> BoxState:
+        """State from a (13,) vector the engine produced (finite and with a unit quaternion up to rounding).
+
+        Skips the argument checks of the constructor (a converged step cannot produce non-finite
+        numbers: the solver's convergence test fails on them); the quaternion is still normalised.
+        """
+        state = object.__new__(cls)
+        q = x[3:7] / float(np.sqrt(x[3:7] @ x[3:7]))
+        for name, part in (("position", x[0:3].copy()), ("quaternion", q), ("linear_velocity", x[7:10].copy()),
+                           ("angular_velocity", x[10:13].copy())):
+            part.setflags(write=False)
+            object.__setattr__(state, name, part)
+        return state
+
+    @classmethod
     def at_rest(cls, position: np.ndarray, quaternion: np.ndarray = (1.0, 0.0, 0.0, 0.0)) -> BoxState:
         """A motionless box at ``position`` (m, world) with orientation ``quaternion`` (w, x, y, z)."""
         return cls(np.asarray(position, dtype=float), np.asarray(quaternion, dtype=float))

@@ -210,7 +210,7 @@ class BoxWorld:
         )
         iterations = int(info[kernels.I_ITERATIONS])
         violation = (float(info[kernels.I_RESIDUAL_VIO]), float(info[kernels.I_KAPPA_VIO]))
-        next_state = BoxState.from_vector(next_vec)
+        next_state = BoxState._from_engine(next_vec)
         if not grad:
             return StepResult(state=next_state, contacts=contacts, iterations=iterations, violation=violation,
                               param_names=names)
