@@ -16,6 +16,7 @@ CONSOLE_SCRIPTS = [
     "experiment = sim2real.nodes.experiment:main",
     "recorder = sim2real.nodes.recorder:main",
     "standin_world = sim2real.nodes.standin_world:main",
+    "mocap_bridge = sim2real.nodes.mocap_bridge:main",
 ]
 
 

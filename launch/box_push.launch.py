@@ -4,8 +4,9 @@
 
 Arguments: mode (mirror | sim | real | standin), mirror (closed | commands), robot_ip,
 params_file (simulator parameters for the sim node and both PD controllers, e.g. a file
-written by `sim2real fit`), distances, out_dir. Keep DDS on loopback with
-ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST.
+written by `sim2real fit`), distances, out_dir. In real and mirror mode the box pose comes
+from the motion-capture topic configured in config/mocap.yaml (mocap_bridge). Keep DDS on
+loopback with ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST.
 """
 
 import os
@@ -42,8 +43,13 @@ def _nodes(context):
                           parameters=[{"world_file": os.path.join(config, "standin.yaml"),
                                        "host": STANDIN_HOST, "command_port": STANDIN_PORT}]))
     if "real" in platforms:
+        # connect_wait: the stand-in (or the controller) may still be starting.
         nodes.append(Node(package=PACKAGE, executable="xarm_node", name="xarm_node", output="screen",
-                          parameters=[*sim_params, {"robot_ip": robot_ip, "command_port": robot_port}]))
+                          parameters=[*sim_params, {"robot_ip": robot_ip, "command_port": robot_port,
+                                                    "connect_wait": 60.0}]))
+        if mode != "standin":  # the box pose of the lab's motion capture, in the arm base frame
+            nodes.append(Node(package=PACKAGE, executable="mocap_bridge", name="mocap_bridge", output="screen",
+                              parameters=[os.path.join(config, "mocap.yaml")]))
         nodes.append(Node(package=PACKAGE, executable="pd_controller", name="real_pd_controller", output="screen",
                           parameters=[*sim_params, {"platform": "real", "mirror": mirror}]))
     if "sim" in platforms:

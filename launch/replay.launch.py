@@ -1,10 +1,13 @@
 """Play a recorded trial's reference into the sim platform (sim_node + its PD controller + recorder).
 
-    ros2 launch sim2real replay.launch.py distances:="[0.30]" params_file:=fitted.yaml out_dir:=/tmp/replay
+    ros2 launch sim2real replay.launch.py bag:=/data/run/trial_00_d0.300 params_file:=fitted.yaml \
+        out_dir:=/tmp/replay
 
-The experiment node in `sim` mode publishes the push reference and resets the sim box at each
-start distance; the sim platform tracks it with the PD law and the recorder writes one bag per
-trial. Offline replay with the recorded commands and timing is `sim2real replay` (no ROS needed).
+The experiment node (mode sim, ``replay_trial``) reads the recorded trial directory (its
+rosbag2 and trial.json), resets the sim to the recorded start (first joint state, first box
+pose laid on the table) and publishes the recorded reference; the sim tracks it with the PD law
+and the recorder writes one bag. Offline replay with the recorded *commands* and timing is
+`sim2real replay` (no ROS needed).
 """
 
 import os
@@ -24,10 +27,9 @@ def generate_launch_description():
     config = os.path.join(share, "config")
     params_file = LaunchConfiguration("params_file")
     return LaunchDescription([
+        DeclareLaunchArgument("bag", description="recorded trial directory (holds the .mcap and trial.json)"),
         DeclareLaunchArgument("params_file", default_value=os.path.join(config, "params.yaml"),
                               description="simulator parameters (e.g. written by sim2real fit)"),
-        DeclareLaunchArgument("distances", default_value="[0.30, 0.35, 0.40, 0.45, 0.50]",
-                              description="box start distances, m"),
         DeclareLaunchArgument("out_dir", default_value="replay_run", description="run directory to write"),
         Node(package=PACKAGE, executable="sim_node", name="sim_node", output="screen",
              parameters=[params_file, {"mirror": "closed"}]),
@@ -37,5 +39,5 @@ def generate_launch_description():
              parameters=[params_file, {"out_dir": LaunchConfiguration("out_dir")}]),
         Node(package=PACKAGE, executable="experiment", name="experiment", output="screen",
              parameters=[params_file, os.path.join(config, "experiment.yaml"),
-                         {"mode": "sim", "distances": LaunchConfiguration("distances")}]),
+                         {"mode": "sim", "replay_trial": LaunchConfiguration("bag")}]),
     ])

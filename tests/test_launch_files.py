@@ -73,3 +73,11 @@ def test_box_push_declares_the_issue_arguments():
     tree = ast.parse((ROOT / "launch" / "box_push.launch.py").read_text())
     declared = {ast.literal_eval(c.args[0]) for c in _calls(tree, "DeclareLaunchArgument")}
     assert declared == {"mode", "mirror", "robot_ip", "params_file", "distances", "out_dir"}
+
+
+def test_replay_plays_a_recorded_bag():
+    source = (ROOT / "launch" / "replay.launch.py").read_text()
+    tree = ast.parse(source)
+    declared = {ast.literal_eval(c.args[0]) for c in _calls(tree, "DeclareLaunchArgument")}
+    assert declared == {"bag", "params_file", "out_dir"}
+    assert '"replay_trial": LaunchConfiguration("bag")' in source

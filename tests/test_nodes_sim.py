@@ -106,3 +106,27 @@ def test_outcomes_match_recorded_poses(sim_run):
     # The pusher ends at x = 0.44 m (centre 0.42 + radius): both boxes are pushed forward.
     for record, distance in zip(read_run(sim_run[0]), (0.30, 0.45), strict=True):
         assert record.meta["outcomes"]["sim"]["final_distance_m"] > distance + 0.02
+
+
+def test_replay_trial_plays_the_recorded_reference_from_the_recorded_start(sim_run, experiment_file,
+                                                                             tmp_path_factory):
+    from sim2real.nodes.runner import run_experiment
+
+    original = read_run(sim_run[0])[1]
+    out = tmp_path_factory.mktemp("runs") / "replay"
+    params = load_params(config_file("params.yaml"))
+    paths = run_experiment("sim", None, params, out, experiment_file=experiment_file, progress=lambda _: None,
+                           timeout=60, replay_trial=sim_run[1][1])
+    (record,) = read_run(out)
+    assert [p.name for p in paths] == ["trial_00_d0.450"] and record.complete
+    np.testing.assert_allclose(record.reference.position, original.reference.position, atol=1e-12)
+    np.testing.assert_allclose(record.reference.t - record.reference.t[0],
+                               original.reference.t - original.reference.t[0], atol=1e-9)
+    start, recorded = record.platforms["sim"], original.platforms["sim"]
+    np.testing.assert_allclose(start.box_pose.position[0], recorded.box_pose.position[0], atol=1e-9)
+    # Both within the lead time's drift (< 1 mrad) of the recorded start joints.
+    np.testing.assert_allclose(start.joint_states.position[0], recorded.joint_states.position[0], atol=2e-3)
+    assert check_pd_law(record) >= 160
+    # Same start, same reference, same deterministic sim: the same outcome.
+    assert record.meta["outcomes"]["sim"]["final_distance_m"] == pytest.approx(
+        original.meta["outcomes"]["sim"]["final_distance_m"], abs=5e-3)

@@ -32,6 +32,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--standin-host", default="127.0.0.2", help="loopback address of the emulated xArm")
     parser.add_argument("--standin-port", type=int, default=0, metavar="PORT",
                         help="command port of the emulated xArm (default 0: a free port)")
+    parser.add_argument("--mocap", metavar="FILE",
+                        help="mocap_bridge params file: mocap topic and base-from-mocap transform (real, mirror; "
+                        "default config/mocap.yaml)")
     parser.add_argument("--timeout", type=float, default=None, metavar="S", help="give up after S seconds")
     parser.add_argument("--out", required=True, metavar="DIR", help="run directory to create (must be new or empty)")
     add_param_arguments(parser)
@@ -48,12 +51,17 @@ def run(args: argparse.Namespace) -> int:
         print("sim2real: warning: ROS_AUTOMATIC_DISCOVERY_RANGE was unset; using LOCALHOST", file=sys.stderr)
     if args.mode != "standin" and args.world:
         raise Sim2RealError("--world applies to --mode standin only")
+    if args.mocap and args.mode not in ("real", "mirror"):
+        raise Sim2RealError("--mocap applies to --mode real and mirror only")
+    if args.mocap and not os.path.isfile(args.mocap):
+        raise Sim2RealError(f"mocap file not found: {args.mocap}")
     if not 0 <= args.standin_port <= 65535:
         raise Sim2RealError(f"--standin-port must be in 0..65535, got {args.standin_port}")
     params = params_from_args(args)
     paths = run_experiment(args.mode, args.distances, params, args.out, mirror=args.mirror,
                            experiment_file=args.experiment, robot_ip=args.robot_ip, world_file=args.world,
                            standin_host=args.standin_host, standin_port=args.standin_port,
+                           mocap_file=args.mocap,
                            timeout=args.timeout,
                            progress=lambda line: print(line, flush=True))
     print(f"{len(paths)} trial(s) recorded in {args.out}")

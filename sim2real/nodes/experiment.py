@@ -11,7 +11,9 @@ until every platform reported past its end, and close the trial (events for the
 Parameters: ``mode``, ``mirror``, ``distances``, ``start_tolerance``, ``push.*`` (the
 ``experiment`` section of ``config/experiment.yaml``), ``lead_time`` (0.3 s),
 ``confirm_placement`` (default true in ``real``/``mirror``), ``placement_timeout`` (s),
-``home_speed`` (rad/s), ``joint_tolerance`` (rad), ``startup_timeout`` (120 s: how long to wait
+``home_speed`` (rad/s), ``joint_tolerance`` (rad), ``replay_trial`` (a recorded trial
+directory: in ``sim`` mode, one trial that plays that trial's recorded reference from its
+recorded start, see :func:`sim2real.trials.experiment.replay_start`), ``startup_timeout`` (120 s: how long to wait
 for every platform and the whole graph at start; the first start after an engine change
 compiles the engine in each physics process), and the simulator parameters.
 """
@@ -58,7 +60,9 @@ from sim2real.nodes.common import (
     run_node,
     trajectory_msg,
 )
+from sim2real.trials import read_trial
 from sim2real.trials.experiment import (
+    ReplayStart,
     TrialWindow,
     arm_settled,
     box_within,
@@ -67,6 +71,7 @@ from sim2real.trials.experiment import (
     parse_distances,
     platforms_of,
     progress_line,
+    replay_start,
     requested_box_pose,
     required_matches,
     resting_pose,
@@ -98,6 +103,14 @@ class ExperimentNode(Node):
         self.progress = progress or (lambda line: self.get_logger().info(line))
         arm = load_arm(self.params)
         self.reference = plan_push(arm, self.push, float(self.params["contact.table_height"]))
+        self.replay: ReplayStart | None = None
+        replay_trial = str(self.declare_parameter("replay_trial", "").value)
+        if replay_trial:
+            if self.platforms != ("sim",):
+                raise ValueError("experiment: replay_trial needs mode sim")
+            self.replay = replay_start(read_trial(replay_trial))
+            self.reference = self.replay.reference
+            self.distances = (self.replay.distance,)
         self.box_size = np.array([float(self.params[f"box.size_{a}"]) for a in "xyz"])
         self._lock = threading.Lock()
         self._joints: dict[str, tuple[int, np.ndarray, np.ndarray]] = {}
@@ -273,13 +286,14 @@ class ExperimentNode(Node):
     def _trial(self, index: int, distance: float) -> Path:
         self._wait_connected()
         requested, _ = requested_box_pose(distance, self.params)
-        q_start = self.reference.position[0]
+        q_start = self.reference.position[0] if self.replay is None else self.replay.joints
         if "real" in self.platforms:
             self._home()
             position, quaternion = self._place_real(requested)
             q_start = self._latest_joints("real")[1]  # type: ignore[index]
         else:
-            position, quaternion = resting_pose(requested, (1.0, 0.0, 0.0, 0.0), self.params)
+            start = (requested, (1.0, 0.0, 0.0, 0.0)) if self.replay is None else self.replay.box_pose
+            position, quaternion = resting_pose(*start, self.params)
         if "sim" in self.platforms:
             self._reset_sim(q_start, position, quaternion)
         window = TrialWindow.plan(index, distance, now_ns(self), self.reference, self.lead_time)

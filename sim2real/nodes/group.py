@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 #: Node names this module can start, with the module and class of each.
-NODE_NAMES = ("sim_node", "sim_pd_controller", "real_pd_controller", "xarm_node", "standin_world")
+NODE_NAMES = ("sim_node", "sim_pd_controller", "real_pd_controller", "xarm_node", "standin_world", "mocap_bridge")
 
 
 def node_factory(name: str) -> Callable[..., Any]:
@@ -41,6 +41,10 @@ def node_factory(name: str) -> Callable[..., Any]:
         from sim2real.nodes.standin_world import StandinWorldNode
 
         return StandinWorldNode
+    if name == "mocap_bridge":
+        from sim2real.nodes.mocap_bridge import MocapBridgeNode
+
+        return MocapBridgeNode
     raise ValueError(f"unknown node '{name}' (expected one of {', '.join(NODE_NAMES)})")
 
 

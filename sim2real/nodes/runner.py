@@ -1,18 +1,29 @@
-"""The whole experiment graph in one process (``sim2real run``, ``sim2real demo``).
+"""The experiment graph from one command (``sim2real run``, ``sim2real demo``).
 
-Builds the nodes that ``launch/box_push.launch.py`` starts as separate processes and spins
-them on one :class:`~rclpy.executors.MultiThreadedExecutor` in a private rclpy context,
-until the experiment node has finished every trial (or Ctrl-C, or a timeout).
+Builds the nodes that ``launch/box_push.launch.py`` starts as separate processes. The
+experiment and the recorder spin in this process, in a private rclpy context, each node on
+its own single-threaded executor, until the experiment node has finished every trial (or
+Ctrl-C, or a timeout). Platforms with a real-time duty get their own interpreter
+(:mod:`sim2real.nodes.group`, started with a generated params file and stopped by pid), so
+that no physics step or bag write holds the GIL their control loop needs:
 
-=========  ===============================================================================
-mode       nodes
-=========  ===============================================================================
-sim        sim_node, sim pd_controller, experiment, recorder
-real       xarm_node (``robot_ip``), real pd_controller, experiment, recorder
-mirror     real + sim nodes
-standin    standin_world (emulated xArm on loopback + box world + mocap), xarm_node
-           connected to it through the SDK, sim nodes, experiment, recorder
-=========  ===============================================================================
+=========  ================================  ==================================================
+mode       this process                      child processes
+=========  ================================  ==================================================
+sim        experiment, recorder, sim_node,   none
+           sim pd_controller
+real       experiment, recorder              xarm_node + real pd_controller + mocap_bridge
+mirror     experiment, recorder              xarm_node + real pd_controller + mocap_bridge;
+                                             sim_node + sim pd_controller (niced)
+standin    experiment, recorder              standin_world (emulated xArm on loopback + box
+                                             world + mocap); xarm_node + real pd_controller;
+                                             sim_node + sim pd_controller (niced)
+=========  ================================  ==================================================
+
+Measured on 2 cores (stand-in, engine at about 0.1 ms per step): with every node in one
+process on a MultiThreadedExecutor the process saturated one core and the real loop ran at
+45-80 Hz until the driver latched a latency or stall fault; with this layout it holds 100 Hz
+(see ``benchmarks/loop.py``).
 """
 
 from __future__ import annotations
@@ -36,6 +47,7 @@ from sim2real.control import PushConfig, load_experiment_config
 from sim2real.errors import Sim2RealError
 from sim2real.nodes.common import ensure_localhost, params_overrides, spin_until_finished
 from sim2real.params import ParameterSet
+from sim2real.paths import config_file
 from sim2real.trials.experiment import check_mirror, parse_distances, platforms_of
 
 #: Default loopback address of the stand-in's emulated controller; port 0 = a free port.
@@ -57,6 +69,7 @@ def run_experiment(mode: str, distances: Sequence[float] | str | None, params: P
                    robot_ip: str = "192.168.1.185", robot_port: int = 502, world_file: str | Path | None = None,
                    standin_host: str = STANDIN_HOST, standin_port: int = STANDIN_PORT,
                    progress: Callable[[str], None] = print, timeout: float | None = None,
+                   mocap_file: str | Path | None = None, replay_trial: str | Path | None = None,
                    node_hook: Callable[[dict[str, Any]], None] | None = None) -> list[Path]:
     """Run one experiment as ROS 2 nodes and return the recorded trial directories.
 
@@ -89,6 +102,12 @@ def run_experiment(mode: str, distances: Sequence[float] | str | None, params: P
         Receives one line per finished trial (and operator prompts).
     timeout : float, optional
         Give up after this many seconds (Sim2RealError).
+    mocap_file : path, optional
+        ``mocap_bridge`` params file for ``real``/``mirror`` mode: the mocap topic and the
+        base-from-mocap transform (default ``config/mocap.yaml``).
+    replay_trial : path, optional
+        ``sim`` mode: instead of the distances, one trial that plays this recorded trial's
+        reference from its recorded start (what ``launch/replay.launch.py`` runs).
     node_hook : callable, optional
         Called with ``{name: node}`` of the nodes in this process once the graph is built
         (benchmarks, tests).
@@ -145,8 +164,10 @@ def run_experiment(mode: str, distances: Sequence[float] | str | None, params: P
     workdir = tempfile.TemporaryDirectory(prefix="sim2real-run-")
     try:
         params_file = write_params_file(Path(workdir.name) / "params.yaml", sections)
+        extra_files = {"mocap_bridge": Path(mocap_file) if mocap_file else config_file("mocap.yaml")}
         for group in remote:  # the stand-in first and alone: xarm_node connects to it
-            children.append(_Child.start(group, params_file, Path(workdir.name)))
+            files = [params_file, *(extra_files[name] for name in group if name in extra_files)]
+            children.append(_Child.start(group, files, Path(workdir.name)))
             if group == ["standin_world"]:
                 children[-1].wait_ready()
         for child in children:
@@ -166,6 +187,8 @@ def run_experiment(mode: str, distances: Sequence[float] | str | None, params: P
             "mode": mode, "mirror": mirror, "distances": [float(d) for d in chosen],
             "start_tolerance": float(config.start_tolerance), **sim_values,
             **{f"push.{f.name}": float(getattr(config.push, f.name)) for f in fields(PushConfig)}}
+        if replay_trial:
+            experiment_values["replay_trial"] = str(replay_trial)
         experiment = ExperimentNode(progress=progress, parameter_overrides=_parameters(experiment_values),
                                     context=context)
         nodes["experiment"] = experiment
@@ -205,6 +228,8 @@ def _placement(mode: str) -> tuple[list[str], list[list[str]]]:
     """
     platforms = platforms_of(mode)
     real = ["xarm_node", "real_pd_controller"] if "real" in platforms else []
+    if real and mode != "standin":  # the stand-in publishes real/box_pose itself
+        real.append("mocap_bridge")
     sim = ["sim_node", "sim_pd_controller"] if "sim" in platforms else []
     if not real:
         return sim, []
@@ -265,11 +290,12 @@ class _Child:
         self.ready_file = ready_file
 
     @classmethod
-    def start(cls, names: list[str], params_file: Path, workdir: Path) -> _Child:
+    def start(cls, names: list[str], params_files: list[Path], workdir: Path) -> _Child:
         """Start ``names`` in a new interpreter (SIGINT at its default, same environment)."""
         ready = workdir / f"{'+'.join(names)}.ready"
-        command = [sys.executable, "-m", "sim2real.nodes.group", "--ready-file", str(ready), *names,
-                   "--ros-args", "--params-file", str(params_file)]
+        command = [sys.executable, "-m", "sim2real.nodes.group", "--ready-file", str(ready), *names, "--ros-args"]
+        for path in params_files:
+            command += ["--params-file", str(path)]
         niceness = SIM_NICENESS if "sim_node" in names else 0
 
         def prepare() -> None:

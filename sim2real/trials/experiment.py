@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -30,6 +31,7 @@ from sim2real.control.reference import JointTrajectory, PushConfig
 from sim2real.errors import Sim2RealError
 from sim2real.model import ArmModel, solve_pusher_ik
 from sim2real.params import ParameterSet
+from sim2real.spatial import multiply, normalize, rotate
 from sim2real.trials.outcome import Outcome, compute_outcome
 from sim2real.trials.records import PoseSeries
 from sim2real.trials.schema import trial_name
@@ -179,6 +181,29 @@ def box_within(position: FloatArray, requested: FloatArray, tolerance: float) ->
     return bool(np.hypot(*(np.asarray(position)[:2] - np.asarray(requested)[:2])) <= tolerance)
 
 
+def mocap_to_base(position: FloatArray, quaternion: FloatArray, translation: FloatArray,
+                  rotation: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """A motion-capture pose expressed in the arm base frame.
+
+    Parameters
+    ----------
+    position, quaternion : ndarray, shapes (3,), (4,)
+        Box pose in the mocap frame (m; w, x, y, z).
+    translation, rotation : ndarray, shapes (3,), (4,)
+        ``base_from_mocap``: the mocap frame's origin (m) and orientation (w, x, y, z) in the
+        arm base frame, so ``p_base = R · p_mocap + t``.
+
+    Returns
+    -------
+    position : ndarray, shape (3,)
+    quaternion : ndarray, shape (4,)
+        Unit (w, x, y, z), base frame.
+    """
+    rotation = normalize(np.asarray(rotation, dtype=float))
+    return (rotate(rotation, np.asarray(position, dtype=float)) + np.asarray(translation, dtype=float),
+            normalize(multiply(rotation, np.asarray(quaternion, dtype=float))))
+
+
 def resting_pose(position: FloatArray, quaternion: FloatArray, params: ParameterSet) -> tuple[FloatArray, FloatArray]:
     """A measured box pose laid flat on the table: measured x, y and yaw, exact height, no tilt.
 
@@ -190,6 +215,50 @@ def resting_pose(position: FloatArray, quaternion: FloatArray, params: Parameter
     height = float(params["contact.table_height"]) + 0.5 * float(params["box.size_z"])
     return (np.array([position[0], position[1], height]),
             np.array([np.cos(heading / 2.0), 0.0, 0.0, np.sin(heading / 2.0)]))
+
+
+@dataclass(frozen=True)
+class ReplayStart:
+    """What a recorded trial's replay into the sim starts from.
+
+    Attributes
+    ----------
+    reference : JointTrajectory
+        The recorded reference (``t`` from 0 s; ``pusher`` NaN).
+    joints : ndarray, shape (6,)
+        First recorded joint angles (rad) of the trial's platform.
+    box_pose : tuple of ndarray, shapes (3,), (4,)
+        First recorded box pose (m; w, x, y, z), base frame.
+    distance : float
+        The trial's requested start distance (m).
+    """
+
+    reference: JointTrajectory
+    joints: FloatArray
+    box_pose: tuple[FloatArray, FloatArray]
+    distance: float
+
+
+def replay_start(record: Any) -> ReplayStart:
+    """The replay start of a :class:`sim2real.trials.TrialRecord` (the real platform's data if
+    it has one, else the sim's).
+
+    Raises
+    ------
+    Sim2RealError
+        The trial has no reference, joint states or box poses.
+    """
+    platform = "real" if "real" in record.platforms else "sim"
+    data = record.platforms.get(platform)
+    if record.reference is None or data is None or data.joint_states is None or data.box_pose is None \
+            or not len(data.joint_states) or not len(data.box_pose):
+        raise Sim2RealError(f"trial {record.name}: a replay needs its reference, joint states and box poses")
+    ref = record.reference
+    reference = JointTrajectory(t=ref.t - ref.t[0], position=ref.position, velocity=ref.velocity,
+                                pusher=np.full((len(ref.t), 3), np.nan))
+    distance = float(record.meta.get("initial_distance_m", data.box_pose.position[0, 0]))
+    return ReplayStart(reference, np.array(data.joint_states.position[0], dtype=float),
+                       (np.array(data.box_pose.position[0]), np.array(data.box_pose.quaternion[0])), distance)
 
 
 @dataclass(frozen=True)
