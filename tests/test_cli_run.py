@@ -80,3 +80,46 @@ def test_ctrl_c_mid_trial_keeps_a_readable_incomplete_trial(tmp_path, env):
     assert 10 <= len(sim.joint_states) < 290
     assert len(sim.joint_command) >= 5 and record.reference is not None
     assert not any(p.name.endswith(".partial") for p in out.iterdir())
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+def test_ctrl_c_mid_standin_trial_stops_every_child_and_keeps_the_trial(tmp_path, env):
+    experiment = tmp_path / "experiment.yaml"
+    experiment.write_text(EXPERIMENT)
+    out = tmp_path / "run"
+    process = sim2real("run", "--mode", "standin", "--experiment", str(experiment), "--standin-host",
+                       f"127.0.0.{80 + os.getpid() % 10}", "--out", str(out), env=env)
+    children: list[int] = []
+    try:
+        deadline = time.monotonic() + 120
+        while not (out.is_dir() and any(p.name.endswith(".partial") for p in out.iterdir())):
+            assert process.poll() is None, process.communicate()
+            assert time.monotonic() < deadline, "the trial never started"
+            time.sleep(0.05)
+        children = _children(process.pid)
+        time.sleep(1.0)  # inside the push
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        for pid in children:  # never leave a node behind, whatever failed
+            if Path(f"/proc/{pid}").exists():
+                os.kill(pid, signal.SIGKILL)
+    assert process.returncode == 130, err[-2000:]
+    assert len(children) == 3  # stand-in, real platform, sim platform
+    assert not [pid for pid in children if Path(f"/proc/{pid}").exists()
+                and "zombie" not in Path(f"/proc/{pid}/status").read_text()]
+    record = read_trial(out / "trial_00_d0.300")
+    assert not record.complete and record.meta.get("note")
+    for platform in ("real", "sim"):
+        states = record.platforms[platform].joint_states
+        assert 10 <= len(states) < 290
+    assert not any(p.name.endswith(".partial") for p in out.iterdir())
