@@ -21,6 +21,7 @@ $(STAMP): requirements.txt setup.py
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet -r requirements.txt
 	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
+	$(BIN)/python -m sim2real.physics.warmup
 	touch $(STAMP)
 
 # The demo's output directory is recreated on every run.

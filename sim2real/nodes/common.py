@@ -171,24 +171,6 @@ def params_overrides(params: ParameterSet) -> dict[str, float | int]:
     return {name: (int(params[name]) if spec(name).kind is int else float(params[name])) for name in names()}
 
 
-def warm_up_engine(world: Any, pusher_radius: float) -> None:
-    """Step ``world`` (a :class:`sim2real.physics.BoxWorld`) once without and once with contact,
-    and discard the results.
-
-    The engine's first steps in a process can take hundreds of ms (compilation, caches). A
-    node that steps physics next to a real-time duty (the stand-in's emulator answering the
-    driver) pays that at construction instead of in the middle of the first push.
-    """
-    from sim2real.physics import BoxState
-
-    half = np.asarray(world.half_size, dtype=float)
-    box = BoxState.at_rest(np.array([0.5, 0.0, half[2]]), np.array([1.0, 0.0, 0.0, 0.0]))
-    far = box.position - np.array([half[0] + pusher_radius + 0.2, 0.0, 0.0])
-    touching = box.position - np.array([half[0] + pusher_radius, 0.0, 0.0])
-    world.step(box, far, far)
-    world.step(box, touching, touching + np.array([0.003, 0.0, 0.0]))
-
-
 def report_matches(node: Node, role: str, period: float = 0.5) -> None:
     """Publish ``node``'s matched publisher count per subscribed topic on
     :data:`GRAPH_STATUS_TOPIC` every ``period`` s, as ``role`` (e.g. ``recorder``, ``sim``)."""

@@ -47,9 +47,9 @@ from sim2real.nodes.common import (
     pose_msg,
     report_matches,
     run_node,
-    warm_up_engine,
 )
 from sim2real.physics import BoxState, BoxWorld
+from sim2real.physics.warmup import warm_up
 from sim2real.trials.experiment import requested_box_pose, start_joints
 
 
@@ -81,7 +81,7 @@ class SimNode(Node):
         self._pub_state = self.create_publisher(JointState, "sim/joint_states", STREAM_QOS)
         self._pub_box = self.create_publisher(PoseStamped, "sim/box_pose", STREAM_QOS)
         self._pub_pusher = self.create_publisher(PoseStamped, "sim/pusher_pose", STREAM_QOS)
-        warm_up_engine(BoxWorld.from_params(self.params), float(self.params["pusher.radius"]))
+        warm_up(BoxWorld.from_params(self.params), float(self.params["pusher.radius"]))
         self._reset(np.asarray(initial, float), box)
         # Commands get their own callback group: a lagging (always ready) timer must not starve them.
         inputs = MutuallyExclusiveCallbackGroup()

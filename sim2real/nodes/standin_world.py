@@ -36,10 +36,10 @@ from sim2real.nodes.common import (
     pose_arrays,
     pose_msg,
     run_node,
-    warm_up_engine,
 )
 from sim2real.physics import BoxState
 from sim2real.physics.servo import ServoParams
+from sim2real.physics.warmup import warm_up
 from sim2real.trials.experiment import requested_box_pose, resting_pose, start_joints
 
 
@@ -61,7 +61,7 @@ class StandinWorldNode(Node):
             initial = list(start_joints(self.world.arm, load_experiment_config().push,
                                         float(truth["contact.table_height"])))
         self.mocap = MocapModel(self.config.mocap)
-        warm_up_engine(self.world.world, float(truth["pusher.radius"]))
+        warm_up(self.world.world, float(truth["pusher.radius"]))
         # Map the emulator's monotonic clock onto ROS time once.
         self._clock_offset_ns = now_ns(self) - time.monotonic_ns()
         self._pub_box = self.create_publisher(PoseStamped, "real/box_pose", STREAM_QOS)
