@@ -13,11 +13,10 @@ and the recorder writes one bag. Offline replay with the recorded *commands* and
 import os
 
 from ament_index_python.packages import get_package_share_directory
+from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
-
-from launch import LaunchDescription
 
 PACKAGE = "sim2real"
 
