@@ -16,6 +16,7 @@ how long to retry connecting when the controller does not answer yet).
 
 from __future__ import annotations
 
+import threading
 import time
 
 from geometry_msgs.msg import PoseStamped
@@ -69,7 +70,12 @@ class XArmNode(Node):
         self.create_subscription(JointState, "real/joint_command", self._on_command, STREAM_QOS,
                                  callback_group=MutuallyExclusiveCallbackGroup())
         report_matches(self, "real")
-        self.create_timer(1.0 / rate, self._on_timer, callback_group=MutuallyExclusiveCallbackGroup())
+        # The read-and-publish loop runs on its own thread against absolute deadlines: an
+        # executor timer wakes late whenever another callback holds the executor.
+        self._period = 1.0 / rate
+        self._stop_loop = threading.Event()
+        self._loop = threading.Thread(target=self._run_loop, name="xarm-node-loop", daemon=True)
+        self._loop.start()
 
     def _connect(self, wait: float) -> Preflight:
         """Connect, retrying for up to ``wait`` s (a controller or stand-in started at the same
@@ -83,6 +89,17 @@ class XArmNode(Node):
                     raise
                 self.get_logger().info(f"{err}; retrying", once=True)
                 time.sleep(0.5)
+
+    def _run_loop(self) -> None:
+        deadline = time.monotonic()
+        while not self._stop_loop.is_set():
+            deadline += self._period
+            delay = deadline - time.monotonic()
+            if delay < -self._period:  # fell behind by more than a tick: skip, don't burst
+                deadline = time.monotonic()
+            elif delay > 0 and self._stop_loop.wait(delay):
+                break
+            self._on_timer()
 
     def _on_timer(self) -> None:
         if self.driver.fault is not None:
@@ -119,7 +136,10 @@ class XArmNode(Node):
         self._pub_fault.publish(String(data=text))
 
     def close(self) -> None:
-        """Stop the arm and disconnect (idempotent)."""
+        """Stop the loop, stop the arm and disconnect (idempotent)."""
+        self._stop_loop.set()
+        if self._loop.is_alive() and self._loop is not threading.current_thread():
+            self._loop.join(timeout=1.0)
         self.driver.stop()
 
 
