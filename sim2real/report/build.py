@@ -142,7 +142,7 @@ def _parameter_blocks(runs: Sequence[_Run]) -> list[Block]:
     for name in sorted({n for params in recorded for n in params}):
         values = [params.get(name) for params in recorded]
         nominal = spec(name).nominal if name in known else None
-        if len({repr(v) for v in values}) == 1 and values[0] == nominal:
+        if nominal is not None and all(v == nominal for v in values):  # 1 == 1.0: types may differ
             continue
         rows.append((name, spec(name).unit if name in known else "?", "—" if nominal is None else f"{nominal:.5g}",
                      *("—" if v is None else (f"{v:.5g}" if isinstance(v, (int, float)) else str(v))
