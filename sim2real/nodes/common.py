@@ -211,13 +211,19 @@ def run_node(factory: Callable[[], Node], args: Sequence[str] | None = None) -> 
     except KeyboardInterrupt:
         status = 130
     finally:
-        if node is not None:
-            close = getattr(node, "close", None)
-            if close is not None:
-                close()
-            node.destroy_node()
+        close_nodes([node] if node is not None else [])
         rclpy.try_shutdown()
     return status
+
+
+def close_nodes(nodes: Sequence[Node]) -> None:
+    """Call each node's ``close()`` (if it has one: stop hardware, close bags) and destroy it,
+    last started first."""
+    for node in reversed(list(nodes)):
+        close = getattr(node, "close", None)
+        if close is not None:
+            close()
+        node.destroy_node()
 
 
 def spin_until_finished(nodes: Sequence[Node], finished: threading.Event | None, timeout: float | None = None,

@@ -52,7 +52,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status (0 after SIGINT once the nodes were up, 1 on failure)."""
     import rclpy
 
-    from sim2real.nodes.common import ensure_localhost, spin_until_finished
+    from sim2real.nodes.common import close_nodes, ensure_localhost, spin_until_finished
 
     argv = list(sys.argv if argv is None else argv)
     own = argv[1:argv.index("--ros-args")] if "--ros-args" in argv else argv[1:]
@@ -80,11 +80,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"sim2real.nodes.group: {type(err).__name__}: {err}", file=sys.stderr, flush=True)
         status = 1
     finally:
-        for node in reversed(nodes):
-            close = getattr(node, "close", None)
-            if close is not None:
-                close()
-            node.destroy_node()
+        close_nodes(nodes)
         rclpy.try_shutdown()
     return status
 

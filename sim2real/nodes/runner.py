@@ -45,7 +45,7 @@ import yaml
 
 from sim2real.control import PushConfig, load_experiment_config
 from sim2real.errors import Sim2RealError
-from sim2real.nodes.common import ensure_localhost, params_overrides, spin_until_finished
+from sim2real.nodes.common import close_nodes, ensure_localhost, params_overrides, spin_until_finished
 from sim2real.params import ParameterSet
 from sim2real.paths import config_file
 from sim2real.trials.experiment import check_mirror, parse_distances, platforms_of
@@ -208,11 +208,7 @@ def run_experiment(mode: str, distances: Sequence[float] | str | None, params: P
             raise Sim2RealError(experiment.error)
         return list(experiment.results)
     finally:
-        for node in reversed(list(nodes.values())):
-            close = getattr(node, "close", None)
-            if close is not None:
-                close()
-            node.destroy_node()
+        close_nodes(list(nodes.values()))
         rclpy.try_shutdown(context=context)
         sys.setswitchinterval(switch_interval)
         for child in reversed(children):

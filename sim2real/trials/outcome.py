@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from sim2real.errors import Sim2RealError
+from sim2real.spatial import normalize, to_matrix
 from sim2real.trials.records import PoseSeries
 
 _AXIS_LABELS = ("x", "y", "z")
@@ -30,14 +31,7 @@ def rotation_matrices(quaternion_wxyz: np.ndarray) -> np.ndarray:
     numpy.ndarray, shape (N, 3, 3)
         ``R[k] @ v_body`` is ``v_body`` expressed in the base frame.
     """
-    q = np.asarray(quaternion_wxyz, dtype=float)
-    q = q / np.linalg.norm(q, axis=-1, keepdims=True)
-    w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
-    return np.stack([
-        np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], axis=-1),
-        np.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], axis=-1),
-        np.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], axis=-1),
-    ], axis=-2)
+    return to_matrix(normalize(quaternion_wxyz))
 
 
 def up_axis(rotation: np.ndarray) -> tuple[int, int]:
