@@ -20,6 +20,7 @@ import threading
 import time
 
 from geometry_msgs.msg import PoseStamped
+from rclpy._rclpy_pybind11 import RCLError
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
@@ -99,7 +100,14 @@ class XArmNode(Node):
                 deadline = time.monotonic()
             elif delay > 0 and self._stop_loop.wait(delay):
                 break
-            self._on_timer()
+            if not self.context.ok():  # shutting down (e.g. Ctrl-C): publishers are gone
+                break
+            try:
+                self._on_timer()
+            except RCLError:
+                if self.context.ok():
+                    raise
+                break
 
     def _on_timer(self) -> None:
         if self.driver.fault is not None:
