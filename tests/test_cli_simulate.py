@@ -65,7 +65,7 @@ def test_slide_scenario_in_process(tmp_path: Path, capsys: pytest.CaptureFixture
 def test_example_scenarios_parse() -> None:
     from sim2real.physics.scenario import load_scenario
 
-    for name in ("push_sphere.yaml", "slide.yaml", "topple.yaml"):
+    for name in ("push_sphere.yaml", "push_capsule.yaml", "slide.yaml", "topple.yaml"):
         scenario = load_scenario(config_file(f"scenarios/{name}"))
         assert scenario.duration > 0
 
@@ -109,3 +109,48 @@ def test_bad_options_give_one_line_errors(tmp_path: Path, args: list[str], messa
 def test_missing_scenario_file(tmp_path: Path) -> None:
     proc = _run([str(tmp_path / "nope.yaml")])
     assert proc.returncode == 2 and "cannot read scenario" in proc.stderr
+
+
+CAPSULE = {"duration": 0.3, "dt": 0.01,
+           "box": {"position": [0.4, 0.0, 0.105], "quaternion": [1, 0, 0, 0]},
+           "pusher": {"shape": "capsule", "radius": 0.01, "half_length": 0.04,
+                      "waypoints": [[0.0, 0.334, -0.04, 0.05, 0.334, 0.04, 0.05],
+                                    [0.3, 0.37, -0.04, 0.05, 0.37, 0.04, 0.05]]}}
+
+
+def test_capsule_scenario_json_with_gradients_and_bag(tmp_path: Path) -> None:
+    bag = tmp_path / "run" / "capsule_bag"
+    proc = _run([str(_write(tmp_path, CAPSULE)), "--json", "--grad", "box.size_x,pusher.radius",
+                 "--set", "contact.mu_table=0.5", "--out", str(bag)])
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["steps"] == 30 and out["flipped"] is False and out["max_tilt_deg"] < 1.0
+    assert out["min_signed_distance_m"] > -1e-4 and out["min_pusher_distance_m"] > -1e-4
+    # The capsule (radius 1 cm) lies across the -x face and ends at x = 0.37: the face is at 0.38.
+    assert out["final"]["box_position"][0] == pytest.approx(0.37 + 0.01 + 0.055, abs=1e-3)
+    assert abs(out["final"]["box_position"][1]) < 1e-4
+    assert out["gradients"]["box.size_x"]["box_position"][0] == pytest.approx(0.5, abs=0.05)
+    assert out["gradients"]["pusher.radius"]["box_position"][0] == pytest.approx(1.0, abs=0.05)
+    trial = read_trial(bag, require=["/sim/box_pose", "/sim/pusher_pose"])
+    pusher = trial.platforms["sim"].pusher_pose
+    np.testing.assert_allclose(pusher.position[-1], [0.37, 0.0, 0.05], atol=1e-12)  # the segment's midpoint
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda p: p.pop("half_length"), "missing key 'half_length'"),
+        (lambda p: p.update(shape="cylinder"), "pusher.shape must be one of sphere, capsule"),
+        (lambda p: p["waypoints"][1].pop(), "list of 7 numbers"),
+        (lambda p: p.update(half_length=0.03), "end points are 0.08 m apart, but 2 * half_length = 0.06 m"),
+        (lambda p: p.update(half_length=-0.01), "half_length must be non-negative"),
+        (lambda p: p.update(shape="sphere"), "half_length is only for shape: capsule"),
+    ],
+)
+def test_bad_capsule_scenarios_give_one_line_errors(tmp_path: Path, change, message: str) -> None:
+    doc = json.loads(json.dumps(CAPSULE))
+    change(doc["pusher"])
+    proc = _run([str(_write(tmp_path, doc))])
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("sim2real: error: ") and message in proc.stderr, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1

@@ -5,7 +5,15 @@ import pytest
 
 from sim2real.params import ParameterSet
 from sim2real.physics import BoxState, BoxWorld, SolverSettings, kernels, rollout
-from sim2real.physics.dynamics import PARAMS_OFFSET, THETA_PARAMS, THETA_SIZE, next_state, problem_data
+from sim2real.physics.dynamics import (
+    PARAMS_OFFSET,
+    SPHERE_END_SLICE,
+    SPHERE_START_SLICE,
+    THETA_PARAMS,
+    THETA_SIZE,
+    next_state,
+    problem_data,
+)
 from sim2real.physics.solver import interior_point
 from sim2real.spatial import from_axis_angle, multiply, to_matrix
 
@@ -18,7 +26,7 @@ def _theta(state: BoxState, ps=None, pe=None, params: ParameterSet = PARAMS) -> 
     theta = np.zeros(THETA_SIZE)
     theta[0:13] = state.as_vector()
     if ps is not None:
-        theta[13:16], theta[16:19] = ps, pe
+        theta[SPHERE_START_SLICE], theta[SPHERE_END_SLICE] = ps, pe
     theta[PARAMS_OFFSET:] = [params[name] for name in THETA_PARAMS]
     return theta
 
@@ -51,7 +59,7 @@ def test_compiled_contact_data_matches_the_numpy_reference(name):
     reference = problem_data(theta, 0.01, with_pusher)
     jn, jt, bn, bt = np.empty((n, 6)), np.empty((n, 2, 6)), np.empty(n), np.empty((n, 2))
     mu, v0, md, scales = np.empty(n), np.empty(6), np.empty(6), np.empty(3)
-    kernels.problem_data(theta, 0.01, n, jn, jt, bn, bt, mu, v0, md, scales, np.empty(kernels.SCRATCH_SIZE))
+    kernels.problem_data(theta, 0.01, n, False, jn, jt, bn, bt, mu, v0, md, scales, np.empty(kernels.SCRATCH_SIZE))
     np.testing.assert_allclose(jn, reference.normal_jacobian, atol=1e-14)
     np.testing.assert_allclose(jt, reference.tangent_jacobian, atol=1e-14)
     np.testing.assert_allclose(bn, reference.normal_offset, rtol=1e-12, atol=1e-12)

@@ -15,8 +15,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from sim2real.cli.common import add_param_arguments, params_from_args, parse_name_list
 from sim2real.errors import Sim2RealError
+from sim2real.spatial import from_axis_angle
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -79,8 +82,27 @@ def _write_bag(out: Path, result: Any) -> None:
         for k, state in enumerate(states):
             writer.write_box_pose("sim", k * dt_ns, state[0:3], state[3:7])
             if result.pusher_path is not None:
-                writer.write_pusher_pose("sim", k * dt_ns, result.pusher_path[k])
+                writer.write_pusher_pose("sim", k * dt_ns, *_pusher_pose(result.pusher_path[k]))
         writer.close({"mode": "scenario", "params": result.params.as_dict()})
+
+
+def _pusher_pose(placement: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Pose of a pusher placement, world: a sphere's centre (3,) with the identity orientation, or a
+    capsule's segment midpoint with the shortest rotation taking z onto the segment (end points (6,));
+    returns (position (3,) m, quaternion (4,) w, x, y, z)."""
+    if placement.shape[0] == 3:
+        return placement, np.array([1.0, 0.0, 0.0, 0.0])
+    a, b = placement[0:3], placement[3:6]
+    axis = b - a
+    length = float(np.linalg.norm(axis))
+    if length == 0.0:
+        return a, np.array([1.0, 0.0, 0.0, 0.0])
+    u = axis / length
+    rotation_axis = np.cross([0.0, 0.0, 1.0], u)
+    angle = float(np.arctan2(np.linalg.norm(rotation_axis), u[2]))
+    if np.linalg.norm(rotation_axis) < 1e-12:
+        rotation_axis = np.array([1.0, 0.0, 0.0])
+    return 0.5 * (a + b), from_axis_angle(rotation_axis / np.linalg.norm(rotation_axis), angle)
 
 
 def _distance_mode(args: argparse.Namespace) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim2real.physics.geometry import sphere_contact, table_contacts
+from sim2real.physics.geometry import capsule_contact, sphere_contact, table_contacts
 from sim2real.spatial import from_rotation_vector, multiply, skew, to_matrix
 
 GRAVITY = 9.81
@@ -33,9 +33,14 @@ THETA_PARAMS: tuple[str, ...] = (
 MIN_FRICTION = 1e-5
 
 STATE_SLICE = slice(0, 13)
-PUSHER_START_SLICE = slice(13, 16)
-PUSHER_END_SLICE = slice(16, 19)
-PARAMS_OFFSET = 19
+#: Pusher placement at the start / end of the step: two points (a, b), 3 + 3 m world. A sphere is
+#: placed by its centre ``a`` alone (``b`` is ignored); a capsule by its segment end points.
+PUSHER_START_SLICE = slice(13, 19)
+PUSHER_END_SLICE = slice(19, 25)
+#: Where a sphere's centre sits within θ (the first point of each placement), start / end of the step.
+SPHERE_START_SLICE = slice(13, 16)
+SPHERE_END_SLICE = slice(19, 22)
+PARAMS_OFFSET = 25
 THETA_SIZE = PARAMS_OFFSET + len(THETA_PARAMS)
 
 
@@ -133,18 +138,21 @@ def to_com_velocity(state: np.ndarray, com_body: np.ndarray) -> tuple[np.ndarray
     return state[..., 0:3] + lever_world, rotation, np.concatenate((v_com, omega_body), axis=-1)
 
 
-def problem_data(theta: np.ndarray, dt: float, with_pusher: bool) -> ProblemData:
+def problem_data(theta: np.ndarray, dt: float, with_pusher: bool, capsule: bool = False) -> ProblemData:
     """Linearised contact data of a step from the problem vector.
 
     Parameters
     ----------
     theta : ndarray (..., THETA_SIZE)
-        State (13), pusher centre at the start and end of the step (3 + 3, m world; ignored
-        without pusher), then the values of :data:`THETA_PARAMS`.
+        State (13), pusher placement at the start and at the end of the step (6 + 6, m world:
+        the sphere centre then 3 ignored numbers, or the capsule's two segment end points; all
+        ignored without pusher), then the values of :data:`THETA_PARAMS`.
     dt : float
         Step, s.
     with_pusher : bool
-        Add the sphere-box contact as the last contact.
+        Add the pusher-box contact as the last contact.
+    capsule : bool
+        The pusher is a capsule (segment end points) rather than a sphere (centre).
 
     Returns
     -------
@@ -156,9 +164,12 @@ def problem_data(theta: np.ndarray, dt: float, with_pusher: bool) -> ProblemData
     com_world, rotation, velocity = to_com_velocity(theta[..., STATE_SLICE], v["com"])
     frames = [table_contacts(com_world, rotation, half, v["com"], v["table_height"])]
     friction = [np.broadcast_to(v["mu_table"][..., None], (*v["mu_table"].shape, 8))]
-    if with_pusher:
-        frames.append(sphere_contact(com_world, rotation, half, v["com"], theta[..., PUSHER_START_SLICE],
-                                     theta[..., PUSHER_END_SLICE], v["radius"], dt))
+    if with_pusher and capsule:
+        frames.append(capsule_contact(com_world, rotation, half, v["com"], theta[..., PUSHER_START_SLICE],
+                                      theta[..., PUSHER_END_SLICE], v["radius"], dt))
+    elif with_pusher:
+        frames.append(sphere_contact(com_world, rotation, half, v["com"], theta[..., SPHERE_START_SLICE],
+                                     theta[..., SPHERE_END_SLICE], v["radius"], dt))
         friction.append(v["mu_pusher"][..., None])
     distance = np.concatenate([f.signed_distance for f in frames], axis=-1)
     normal = np.concatenate([f.normal for f in frames], axis=-2)

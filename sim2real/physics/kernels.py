@@ -10,8 +10,9 @@ in one compiled call per time step.
 
 Layouts (``n`` contacts: 8 table corners, then the pusher if present):
 
-* problem vector ``θ`` (:data:`~sim2real.physics.dynamics.THETA_SIZE`): state 13, pusher centre at
-  the start and end of the step (3 + 3, m world), parameters in the order of
+* problem vector ``θ`` (:data:`~sim2real.physics.dynamics.THETA_SIZE`): state 13, pusher placement
+  at the start and at the end of the step (6 + 6, m world: sphere centre and 3 unused numbers, or
+  the capsule's two segment end points), parameters in the order of
   :data:`~sim2real.physics.dynamics.THETA_PARAMS`;
 * iterate ``w`` (6 + 8n): ``a`` (6), ``γ`` (n), ``s`` (n), ``ξ`` (n × 3 row-major), ``η`` (n × 3);
 * residual ``r`` (6 + 8n): dynamics (6), normal (n), cone head (n), slip (n × 2), complementarity
@@ -27,7 +28,16 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from sim2real.physics.dynamics import GRAVITY, MIN_FRICTION, PARAMS_OFFSET, THETA_PARAMS, THETA_SIZE
+from sim2real.physics.dynamics import (
+    GRAVITY,
+    MIN_FRICTION,
+    PARAMS_OFFSET,
+    PUSHER_END_SLICE,
+    PUSHER_START_SLICE,
+    THETA_PARAMS,
+    THETA_SIZE,
+)
+from sim2real.physics.geometry import CONTACT_BAND as _CONTACT_BAND
 
 #: Indices into the settings vector handed to :func:`step_kernel` (see :func:`settings_vector`).
 S_RESIDUAL_TOL, S_KAPPA_RTOL, S_MAX_ITERATIONS, S_TAU_MIN, S_TAU_SOC_MAX = 0, 1, 2, 3, 4
@@ -44,7 +54,7 @@ INFO_SIZE = 10
 STATUS_OK, STATUS_NOT_CONVERGED = 0, 1
 
 #: Work space (numbers) that the compiled maps need; :data:`SCRATCH_SIZE` covers every function here.
-PROBLEM_SCRATCH = 39
+PROBLEM_SCRATCH = 53
 SCRATCH_SIZE = 128
 
 #: Normal impulse (in units of m g dt) above which a contact counts as active.
@@ -54,6 +64,10 @@ THETA_STEP = 1e-7
 
 _T = THETA_SIZE
 _P = PARAMS_OFFSET
+_PS = PUSHER_START_SLICE.start  # pusher placement (a, b) at the start of the step in θ
+_PE = PUSHER_END_SLICE.start  # ... and at its end
+#: Width of a capsule's near-minimum band, m (``geometry.CONTACT_BAND``).
+CONTACT_BAND = _CONTACT_BAND
 _MASS_COLUMN = PARAMS_OFFSET + THETA_PARAMS.index("box.mass")
 _SMALL_ANGLE = 1e-8
 
@@ -156,15 +170,167 @@ def sphere_box_distance(centre: np.ndarray, half: np.ndarray, radius: float,
 
 
 @njit(cache=True)
-def problem_data(theta: np.ndarray, dt: float, n: int, jn: np.ndarray, jt: np.ndarray, bn: np.ndarray,
-                 bt: np.ndarray, mu: np.ndarray, v0: np.ndarray, md: np.ndarray, scales: np.ndarray,
+def _piece(start: np.ndarray, end: np.ndarray, half: np.ndarray, t0: float, t1: float) -> tuple[float, float, float]:
+    """Squared segment-box distance on the knot interval [t0, t1] as ``quad t² + 2 lin t + const``."""
+    mid = 0.5 * (t0 + t1)
+    quad = 0.0
+    lin = 0.0
+    const = 0.0
+    for i in range(3):
+        di = end[i] - start[i]
+        c = start[i] + mid * di
+        if c > half[i] or c < -half[i]:
+            offset = start[i] - half[i] if c > half[i] else start[i] + half[i]
+            quad += di * di
+            lin += di * offset
+            const += offset * offset
+    return quad, lin, const
+
+
+@njit(cache=True)
+def _gap_sq(start: np.ndarray, end: np.ndarray, half: np.ndarray, t: float) -> float:
+    """Squared distance of the segment point ``c(t)`` to the box, m²."""
+    gap_sq = 0.0
+    for i in range(3):
+        excess = abs(start[i] + t * (end[i] - start[i])) - half[i]
+        if excess > 0.0:
+            gap_sq += excess * excess
+    return gap_sq
+
+
+@njit(cache=True)
+def segment_box_parameters(start: np.ndarray, end: np.ndarray, half: np.ndarray, knots: np.ndarray
+                           ) -> tuple[float, float]:
+    """(t_min, t_contact) of a segment against the box (compiled twin of ``geometry.segment_box_parameters``).
+
+    ``start``, ``end`` (3,): segment end points relative to the box's geometric centre, m, body frame;
+    ``half`` (3,): half edge lengths, m; ``knots``: work space of at least 8 numbers. Same cases,
+    candidates, band (:data:`CONTACT_BAND`) and tie-breaking as the NumPy function.
+    """
+    # Outside: knots where a coordinate crosses a face plane (clipped to [0, 1]), sorted.
+    knots[0] = 0.0
+    knots[7] = 1.0
+    for i in range(3):
+        di = end[i] - start[i]
+        for k in range(2):
+            value = 0.0
+            if di != 0.0:
+                value = ((half[i] if k == 0 else -half[i]) - start[i]) / di
+            knots[1 + 2 * i + k] = min(max(value, 0.0), 1.0)
+    for i in range(1, 8):
+        value = knots[i]
+        j = i - 1
+        while j >= 0 and knots[j] > value:
+            knots[j + 1] = knots[j]
+            j -= 1
+        knots[j + 1] = value
+    t_min = 0.0
+    g_min = np.inf
+    for k in range(7):
+        t0, t1 = knots[k], knots[k + 1]
+        quad, lin, _ = _piece(start, end, half, t0, t1)
+        t = t0
+        if quad > 0.0:
+            t = min(max(-lin / quad, t0), t1)
+        gap_sq = _gap_sq(start, end, half, t)
+        if gap_sq < g_min:
+            g_min, t_min = gap_sq, t
+    if g_min > 0.0:
+        # The near-minimum interval: ends at 0 / 1 or at a root of a piece's quadratic = level.
+        level = (np.sqrt(g_min) + CONTACT_BAND) ** 2
+        t_lo = 0.0 if _gap_sq(start, end, half, 0.0) <= level else np.inf
+        t_hi = 1.0 if _gap_sq(start, end, half, 1.0) <= level else -np.inf
+        for k in range(7):
+            t0, t1 = knots[k], knots[k + 1]
+            quad, lin, const = _piece(start, end, half, t0, t1)
+            disc = lin * lin - quad * (const - level)
+            if quad > 0.0 and disc >= 0.0:
+                root = np.sqrt(max(disc, 0.0))
+                low = (-lin - root) / quad
+                high = (-lin + root) / quad
+                if t0 <= low <= t1 and t_lo != 0.0:
+                    t_lo = min(t_lo, low)
+                if t0 <= high <= t1 and t_hi != 1.0:
+                    t_hi = max(t_hi, high)
+        t_lo = min(t_lo if np.isfinite(t_lo) else t_min, t_min)
+        t_hi = max(t_hi if np.isfinite(t_hi) else t_min, t_min)
+        return t_min, 0.5 * (t_lo + t_hi)
+    # Touching or inside: the deepest of the candidates (ends, zero crossings, equal face depths).
+    best_t = 0.0
+    best_depth = -np.inf
+    for m in range(17):
+        t = 0.0
+        if m == 1:
+            t = 1.0
+        elif 2 <= m < 5:
+            i = m - 2
+            di = end[i] - start[i]
+            if di != 0.0:
+                t = -start[i] / di
+        elif m >= 5:
+            pair = (m - 5) // 4
+            i = 0 if pair < 2 else 1
+            j = 1 if pair == 0 else 2
+            si = 1.0 if (m - 5) % 4 < 2 else -1.0
+            sj = 1.0 if (m - 5) % 2 == 0 else -1.0
+            den = si * (end[i] - start[i]) - sj * (end[j] - start[j])
+            if den != 0.0:
+                t = (half[i] - half[j] - si * start[i] + sj * start[j]) / den
+        t = min(max(t, 0.0), 1.0)
+        depth = np.inf
+        for i in range(3):
+            depth = min(depth, half[i] - abs(start[i] + t * (end[i] - start[i])))
+        if depth > best_depth:
+            best_depth, best_t = depth, t
+    return best_t, best_t
+
+
+@njit(cache=True)
+def pusher_box_distance(theta: np.ndarray, origin: np.ndarray, rot: np.ndarray, half: np.ndarray, capsule: bool,
+                        end_of_step: bool, normal: np.ndarray, point: np.ndarray,
+                        scratch: np.ndarray) -> tuple[float, float]:
+    """Signed pusher-box distance of the pusher placement in ``θ``, in the box's body frame.
+
+    ``origin`` (3,): the box's geometric centre, m world; ``rot`` (3, 3): body -> world;
+    ``end_of_step``: use the placement at the end of the step instead of the start. Outputs ``normal``,
+    ``point`` (3,) as in :func:`sphere_box_distance` (for a capsule: distance and normal at the nearest
+    segment point, ``point`` the box point nearest to the contact point ``c(t)``); ``scratch``: at least
+    17 numbers. Returns (distance m, contact segment parameter ``t``; 0 for a sphere).
+    """
+    base = _PE if end_of_step else _PS
+    centre = scratch[0:3]
+    other = scratch[3:6]
+    for i in range(3):
+        centre[i] = (rot[0, i] * (theta[base] - origin[0]) + rot[1, i] * (theta[base + 1] - origin[1])
+                     + rot[2, i] * (theta[base + 2] - origin[2]))
+    t = 0.0
+    if capsule:
+        for i in range(3):
+            other[i] = (rot[0, i] * (theta[base + 3] - origin[0]) + rot[1, i] * (theta[base + 4] - origin[1])
+                        + rot[2, i] * (theta[base + 5] - origin[2]))
+        t_min, t = segment_box_parameters(centre, other, half, scratch[6:14])
+        nearest = scratch[14:17]
+        for i in range(3):
+            nearest[i] = centre[i] + t_min * (other[i] - centre[i])
+            centre[i] = centre[i] + t * (other[i] - centre[i])
+        distance = sphere_box_distance(nearest, half, theta[_P + 10], normal, point)
+        # The contact point: the box point nearest to the segment's contact point c(t).
+        sphere_box_distance(centre, half, theta[_P + 10], other, point)
+        return distance, t
+    return sphere_box_distance(centre, half, theta[_P + 10], normal, point), t
+
+
+@njit(cache=True)
+def problem_data(theta: np.ndarray, dt: float, n: int, capsule: bool, jn: np.ndarray, jt: np.ndarray,
+                 bn: np.ndarray, bt: np.ndarray, mu: np.ndarray, v0: np.ndarray, md: np.ndarray, scales: np.ndarray,
                  scratch: np.ndarray) -> None:
     """Linearised contact data of a step from ``θ`` (compiled twin of ``dynamics.problem_data``).
 
     Outputs: ``jn`` (n, 6), ``jt`` (n, 2, 6), ``bn`` (n) m/s, ``bt`` (n, 2) m/s, ``mu`` (n),
     ``v0`` (6) starting velocity (v_com m/s world, ω rad/s body), ``md`` (6) mass and principal
     moments (kg, kg m²), ``scales`` (3): impulse unit m g dt (N s), velocity unit g dt (m/s),
-    half diagonal (m). ``n`` is 8 (table corners) or 9 (plus the pusher, last). ``scratch``:
+    half diagonal (m). ``n`` is 8 (table corners) or 9 (plus the pusher, last); ``capsule``: the
+    pusher is a capsule placed by its segment end points (else a sphere by its centre). ``scratch``:
     work space of at least :data:`PROBLEM_SCRATCH` numbers.
     """
     mass = theta[_P]
@@ -210,15 +376,13 @@ def problem_data(theta: np.ndarray, dt: float, n: int, jn: np.ndarray, jt: np.nd
         bt[k, 1] = 0.0
         mu[k] = mu_table
     if n == 9:
-        centre = scratch[12:15]
-        for i in range(3):  # pusher centre relative to the geometric centre, world
-            centre[i] = theta[13 + i] - theta[i]
-        body = scratch[15:18]
+        origin = scratch[12:15]
         for i in range(3):
-            body[i] = rot[0, i] * centre[0] + rot[1, i] * centre[1] + rot[2, i] * centre[2]
+            origin[i] = theta[i]
         normal_body = scratch[18:21]
         point_body = scratch[21:24]
-        distance = sphere_box_distance(body, half, theta[_P + 10], normal_body, point_body)
+        distance, t = pusher_box_distance(theta, origin, rot, half, capsule, False, normal_body, point_body,
+                                          scratch[39:53])
         frame = scratch[24:33].reshape((3, 3))  # rows: normal, tangent 1, tangent 2 (world)
         for i in range(3):
             frame[0, i] = -(rot[i, 0] * normal_body[0] + rot[i, 1] * normal_body[1] + rot[i, 2] * normal_body[2])
@@ -232,9 +396,14 @@ def problem_data(theta: np.ndarray, dt: float, n: int, jn: np.ndarray, jt: np.nd
             frame[1, 0], frame[1, 1], frame[1, 2] = 1.0 - nx * nx * a, b, -nx
             frame[2, 0], frame[2, 1], frame[2, 2] = b, 1.0 - ny * ny * a, -ny
         dx, dy, dz = point_body[0] - cx, point_body[1] - cy, point_body[2] - cz
-        other = scratch[33:36]
+        other = scratch[33:36]  # velocity of the pusher point (segment point of the capsule), world
         for i in range(3):
-            other[i] = (theta[16 + i] - theta[13 + i]) / dt
+            if capsule:
+                start = theta[_PS + i] + t * (theta[_PS + 3 + i] - theta[_PS + i])
+                end = theta[_PE + i] + t * (theta[_PE + 3 + i] - theta[_PE + i])
+                other[i] = (end - start) / dt
+            else:
+                other[i] = (theta[_PE + i] - theta[_PS + i]) / dt
         for row in range(3):
             target = jn[8] if row == 0 else jt[8, row - 1]
             ux = rot[0, 0] * frame[row, 0] + rot[1, 0] * frame[row, 1] + rot[2, 0] * frame[row, 2]
@@ -719,8 +888,9 @@ def interior_point(w: np.ndarray, n: int, dt: float, kappa: float, settings: np.
 
 # --- implicit gradients -----------------------------------------------------------------------
 @njit(cache=True)
-def implicit_jacobian(theta: np.ndarray, w: np.ndarray, n: int, dt: float, kappa: float, jn: np.ndarray,
-                      jt: np.ndarray, mu: np.ndarray, v0: np.ndarray, md: np.ndarray, out: np.ndarray) -> None:
+def implicit_jacobian(theta: np.ndarray, w: np.ndarray, n: int, capsule: bool, dt: float, kappa: float,
+                      jn: np.ndarray, jt: np.ndarray, mu: np.ndarray, v0: np.ndarray, md: np.ndarray,
+                      out: np.ndarray) -> None:
     """d next state / d θ (13, THETA_SIZE) at the solution ``w`` (implicit function theorem).
 
     ``da/dθ = -R⁻¹ ∂r/∂θ``, with ``R`` the exact residual Jacobian at ``w`` block-eliminated once
@@ -729,9 +899,10 @@ def implicit_jacobian(theta: np.ndarray, w: np.ndarray, n: int, dt: float, kappa
     The partials ``∂r/∂θ`` are analytic where θ enters the contact data simply: the position
     (corner gaps; the pusher sees only its offset from the box), the state velocities (only
     through ``v0``), the mass, both friction coefficients, the table height, the pusher radius,
-    the pusher end point (only through the pusher's velocity), and the unit of κ
-    (``m g dt · g dt``) in the complementarity rows. The columns that move the contact geometry
-    (quaternion, pusher start, box size, centre of mass) and the partials ``∂x⁺/∂θ``, ``∂x⁺/∂a``
+    the pusher placement at the end of the step (only through the pusher point's velocity; for a
+    capsule its end points weigh ``1 - t`` and ``t``), and the unit of κ (``m g dt · g dt``) in the
+    complementarity rows. The columns that move the contact geometry (quaternion, pusher placement
+    at the start, box size, centre of mass) and the partials ``∂x⁺/∂θ``, ``∂x⁺/∂a``
     of the next-state map are central differences of the compiled maps (relative step
     :data:`THETA_STEP`).
     """
@@ -763,18 +934,19 @@ def implicit_jacobian(theta: np.ndarray, w: np.ndarray, n: int, dt: float, kappa
     a = w[0:6].copy()
     perturbed = theta.copy()
     for j in range(_T):
-        geometry = 3 <= j < 7 or (n == 9 and 13 <= j < 16) or _P + 1 <= j < _P + 7
+        geometry = (3 <= j < 7 or (n == 9 and _PS <= j < (_PS + 6 if capsule else _PS + 3))
+                    or _P + 1 <= j < _P + 7)
         if not geometry:
             continue
         pose = j < 7 or _P + 4 <= j < _P + 7  # what the next-state map reads besides a
         h = THETA_STEP * max(1.0, abs(theta[j]))
         perturbed[j] = theta[j] + h
-        problem_data(perturbed, dt, n, pjn, pjt, pbn, pbt, pmu, pv0, pmd, psc, scratch)
+        problem_data(perturbed, dt, n, capsule, pjn, pjt, pbn, pbt, pmu, pv0, pmd, psc, scratch)
         equality_residual(w, n, dt, pjn, pjt, pbn, pbt, pmu, pv0, pmd, psc, plus)
         if pose:
             next_state(perturbed, a, dt, x_plus, scratch)
         perturbed[j] = theta[j] - h
-        problem_data(perturbed, dt, n, pjn, pjt, pbn, pbt, pmu, pv0, pmd, psc, scratch)
+        problem_data(perturbed, dt, n, capsule, pjn, pjt, pbn, pbt, pmu, pv0, pmd, psc, scratch)
         equality_residual(w, n, dt, pjn, pjt, pbn, pbt, pmu, pv0, pmd, psc, minus)
         if pose:
             next_state(perturbed, a, dt, x_minus, scratch)
@@ -819,18 +991,29 @@ def implicit_jacobian(theta: np.ndarray, w: np.ndarray, n: int, dt: float, kappa
         if theta[_P + 8] > MIN_FRICTION:
             rhs[6 + n + 8, _P + 8] = -w[6 + 8]
         rhs[6 + 8, _P + 10] = 1.0 / dt  # radius: distance - r
-        for i in range(3):  # pusher end: only its velocity (end - start)/dt, along the normal and tangents
-            rhs[6 + 8, 16 + i] = jn[8, i] / dt
-            rhs[6 + 2 * n + 16, 16 + i] = jt[8, 0, i] / dt
-            rhs[6 + 2 * n + 17, 16 + i] = jt[8, 1, i] / dt
-    # Position: the pusher's geometry sees only pusher start - position (its velocity (end - start)/dt
-    # not at all, so the start column less its velocity part, which is minus the end column), the
-    # corner gaps rise with z, and the next position moves with the current one.
+        weight_b = 0.0  # capsule: the segment parameter of the contact point (the point's share of b)
+        if capsule:
+            origin = np.empty(3)
+            half = np.empty(3)
+            for i in range(3):
+                origin[i] = theta[i]
+                half[i] = 0.5 * theta[_P + 1 + i]
+            _, weight_b = pusher_box_distance(theta, origin, rot, half, True, False, np.empty(3), np.empty(3),
+                                              scratch)
+        for i in range(3):  # pusher end: only the point's velocity (end - start)/dt, along the normal and tangents
+            for column, weight in ((_PE + i, 1.0 - weight_b), (_PE + 3 + i, weight_b)):
+                rhs[6 + 8, column] = weight * jn[8, i] / dt
+                rhs[6 + 2 * n + 16, column] = weight * jt[8, 0, i] / dt
+                rhs[6 + 2 * n + 17, column] = weight * jt[8, 1, i] / dt
+    # Position: the pusher's geometry sees only its start placement - position (its velocity not at all,
+    # so the start columns less their velocity part, which is minus the end columns), the corner gaps
+    # rise with z, and the next position moves with the current one.
     for i in range(3):
         dx_dtheta[i, i] = 1.0
         if n == 9:
             for row in range(6 + 4 * n):
-                rhs[row, i] = -(rhs[row, 13 + i] + rhs[row, 16 + i])
+                rhs[row, i] = -(rhs[row, _PS + i] + rhs[row, _PS + 3 + i]
+                                + rhs[row, _PE + i] + rhs[row, _PE + 3 + i])
     for c in range(8):
         rhs[6 + c, 2] -= 1.0 / dt
     d_unit = (GRAVITY * dt) ** 2  # d(m g dt · g dt)/dm
@@ -856,15 +1039,16 @@ def implicit_jacobian(theta: np.ndarray, w: np.ndarray, n: int, dt: float, kappa
 
 # --- the resting shortcut ---------------------------------------------------------------------
 @njit(cache=True)
-def resting(theta: np.ndarray, with_pusher: bool, dt: float, settings: np.ndarray) -> bool:
+def resting(theta: np.ndarray, with_pusher: bool, capsule: bool, dt: float, settings: np.ndarray) -> bool:
     """Whether the hard-contact step is "the box stays at rest" without solving.
 
     True when every state velocity component is within ``speed_tol`` (m/s, rad/s; and below a
     tenth of the velocity that table friction removes in one step), the four lowest corners are
     within ``gap_tol`` m of the table (the box lies flat on a face), and the pusher cannot come
     within ``pusher_margin`` m of the box during the step (its start clearance minus the distance
-    it travels). Then gravity is carried by the four corners, friction sticks, and zero
-    velocities with an unchanged pose solve the contact problem exactly.
+    it travels; for a capsule the farther-travelling end point bounds every point of the segment).
+    Then gravity is carried by the four corners, friction sticks, and zero velocities with an
+    unchanged pose solve the contact problem exactly.
     """
     speed_tol = min(settings[S_REST_SPEED_TOL], 0.1 * max(theta[_P + 7], MIN_FRICTION) * GRAVITY * dt)
     for i in range(7, 13):
@@ -889,18 +1073,14 @@ def resting(theta: np.ndarray, with_pusher: bool, dt: float, settings: np.ndarra
     if touching != 4:
         return False
     if with_pusher:
-        centre = np.empty(3)
-        travel = 0.0
+        travel_a = 0.0
+        travel_b = 0.0
         for i in range(3):
-            rel = theta[13 + i] - theta[i]
-            travel += (theta[16 + i] - theta[13 + i]) ** 2
-            centre[i] = rel
-        body = np.empty(3)
-        for i in range(3):
-            body[i] = rot[0, i] * centre[0] + rot[1, i] * centre[1] + rot[2, i] * centre[2]
-        normal = np.empty(3)
-        point = np.empty(3)
-        clearance = sphere_box_distance(body, half, theta[_P + 10], normal, point)
+            travel_a += (theta[_PE + i] - theta[_PS + i]) ** 2
+            travel_b += (theta[_PE + 3 + i] - theta[_PS + 3 + i]) ** 2
+        travel = max(travel_a, travel_b) if capsule else travel_a
+        clearance, _ = pusher_box_distance(theta, theta[0:3], rot, half, capsule, False, np.empty(3), np.empty(3),
+                                           np.empty(14))
         if clearance - np.sqrt(travel) <= settings[S_REST_PUSHER_MARGIN]:
             return False
     return True
@@ -908,7 +1088,7 @@ def resting(theta: np.ndarray, with_pusher: bool, dt: float, settings: np.ndarra
 
 # --- one time step ----------------------------------------------------------------------------
 @njit(cache=True)
-def step_kernel(theta: np.ndarray, dt: float, substeps: int, with_pusher: bool, kappa_sim: float,
+def step_kernel(theta: np.ndarray, dt: float, substeps: int, with_pusher: bool, capsule: bool, kappa_sim: float,
                 kappa_grad: float, grad: bool, settings: np.ndarray, state_out: np.ndarray,
                 jacobian_out: np.ndarray, smoothed_out: np.ndarray, info: np.ndarray) -> int:
     """One time step ``dt`` (s) in ``substeps`` engine steps from the problem vector ``θ``.
@@ -916,12 +1096,14 @@ def step_kernel(theta: np.ndarray, dt: float, substeps: int, with_pusher: bool, 
     Parameters
     ----------
     theta : ndarray (THETA_SIZE,)
-        State, pusher start and end centres (m world; ignored without pusher), parameters.
+        State, pusher placement at the start and end of the step (6 + 6, m world: sphere centre and 3
+        unused numbers, or capsule end points; ignored without pusher), parameters.
     dt : float
         Time step, s.
     substeps : int
-        Engine steps of ``dt / substeps``; the pusher moves linearly over the step.
-    with_pusher : bool
+        Engine steps of ``dt / substeps``; the pusher placement moves linearly over the step.
+    with_pusher, capsule : bool
+        There is a pusher; it is a capsule (else a sphere).
     kappa_sim, kappa_grad : float
         Central-path values of the forward solution and of the gradients.
     grad : bool
@@ -953,7 +1135,7 @@ def step_kernel(theta: np.ndarray, dt: float, substeps: int, with_pusher: bool, 
     for i in range(3):
         half[i] = 0.5 * theta[_P + 1 + i]
     if (not grad and settings[S_REST_ENABLED] > 0.0 and kappa_sim <= settings[S_REST_KAPPA_MAX]
-            and resting(theta, with_pusher, dt, settings)):
+            and resting(theta, with_pusher, capsule, dt, settings)):
         for i in range(7, 13):
             state_out[i] = 0.0
         info[I_ACTIVE] = 4.0
@@ -973,7 +1155,6 @@ def step_kernel(theta: np.ndarray, dt: float, substeps: int, with_pusher: bool, 
         total = np.zeros((13, _T))
         jac = np.empty((13, _T))
         chained = np.empty((13, _T))
-        lift = np.zeros((_T, _T))
         first, second = kappa_sim, kappa_sim
         if grad and kappa_grad != kappa_sim:
             first, second = max(kappa_sim, kappa_grad), min(kappa_sim, kappa_grad)
@@ -986,11 +1167,11 @@ def step_kernel(theta: np.ndarray, dt: float, substeps: int, with_pusher: bool, 
                 sub[i] = work[i]
             if with_pusher:
                 f0, f1 = k / substeps, (k + 1) / substeps
-                for i in range(3):
-                    p0, p1 = theta[13 + i], theta[16 + i]
-                    sub[13 + i] = p0 + (p1 - p0) * f0
-                    sub[16 + i] = p0 + (p1 - p0) * f1
-            problem_data(sub, sub_dt, n, jn, jt, bn, bt, mu, v0, md, scales, scratch)
+                for i in range(6):
+                    p0, p1 = theta[_PS + i], theta[_PE + i]
+                    sub[_PS + i] = p0 + (p1 - p0) * f0
+                    sub[_PE + i] = p0 + (p1 - p0) * f1
+            problem_data(sub, sub_dt, n, capsule, jn, jt, bn, bt, mu, v0, md, scales, scratch)
             initial_iterate(n, jn, bn, v0, md, scales, w)
             count = 1 if first == second else 2
             for target in range(count):
@@ -1006,27 +1187,23 @@ def step_kernel(theta: np.ndarray, dt: float, substeps: int, with_pusher: bool, 
                     info[I_FAILED_KAPPA] = kappa
                     return status
                 if grad and kappa == kappa_grad:
-                    implicit_jacobian(sub, w, n, sub_dt, kappa_grad, jn, jt, mu, v0, md, jac)
+                    implicit_jacobian(sub, w, n, capsule, sub_dt, kappa_grad, jn, jt, mu, v0, md, jac)
                     next_state(sub, w[0:6], sub_dt, smoothed_out, scratch)
             if grad:
-                # Chain: the sub-step sees the current state and the sub-step pusher positions (affine in θ).
-                lift[:, :] = 0.0
-                lift[0:13, :] = total
-                for i in range(13, _T):
-                    lift[i, i] = 1.0
-                if with_pusher:
-                    f0, f1 = k / substeps, (k + 1) / substeps
-                    for i in range(3):
-                        lift[13 + i, 13 + i] = 1.0 - f0
-                        lift[13 + i, 16 + i] = f0
-                        lift[16 + i, 13 + i] = 1.0 - f1
-                        lift[16 + i, 16 + i] = f1
+                # Chain: the sub-step sees the current state (d/dθ = total) and the sub-step pusher
+                # placements (affine in θ); the parameters pass through unchanged.
+                f0, f1 = k / substeps, (k + 1) / substeps
                 for i in range(13):
                     for j in range(_T):
-                        acc = 0.0
-                        for m in range(_T):
-                            acc += jac[i, m] * lift[m, j]
+                        acc = jac[i, j] if j >= _PS else 0.0
+                        for m in range(13):
+                            acc += jac[i, m] * total[m, j]
                         chained[i, j] = acc
+                    if with_pusher:
+                        for m in range(6):
+                            start, end = jac[i, _PS + m], jac[i, _PE + m]
+                            chained[i, _PS + m] += start * (1.0 - f0) - start + end * (1.0 - f1)
+                            chained[i, _PE + m] += start * f0 + end * f1 - end
                 total[:, :] = chained
             next_state(sub, w[0:6], sub_dt, state_out, scratch)
             for i in range(13):
@@ -1052,13 +1229,6 @@ def step_kernel(theta: np.ndarray, dt: float, substeps: int, with_pusher: bool, 
     info[I_TABLE_DISTANCE] = state_out[2] + lowest - theta[_P + 9]
     info[I_PUSHER_DISTANCE] = np.inf
     if with_pusher:
-        centre = np.empty(3)
-        body = np.empty(3)
-        for i in range(3):
-            centre[i] = theta[16 + i] - state_out[i]
-        for i in range(3):
-            body[i] = rot[0, i] * centre[0] + rot[1, i] * centre[1] + rot[2, i] * centre[2]
-        normal = np.empty(3)
-        point = np.empty(3)
-        info[I_PUSHER_DISTANCE] = sphere_box_distance(body, half, theta[_P + 10], normal, point)
+        info[I_PUSHER_DISTANCE], _ = pusher_box_distance(theta, state_out[0:3], rot, half, capsule, True,
+                                                         np.empty(3), np.empty(3), np.empty(14))
     return STATUS_OK

@@ -54,8 +54,9 @@ def rollout(world: BoxWorld, initial: BoxState, pusher_path: np.ndarray | None =
     ----------
     world : BoxWorld
     initial : BoxState
-    pusher_path : ndarray (T+1, 3) or None
-        Pusher centre at every step boundary, m, world. None: no pusher (then give ``steps``).
+    pusher_path : ndarray (T+1, 3) or (T+1, 6), or None
+        Pusher placement at every step boundary, m, world: the sphere's centre (3) or the capsule's
+        two segment end points (6), as the world's pusher needs. None: no pusher (then give ``steps``).
     steps : int, optional
         Number of steps ``T`` when there is no pusher path.
     grad_names : sequence of str
@@ -75,8 +76,9 @@ def rollout(world: BoxWorld, initial: BoxState, pusher_path: np.ndarray | None =
     """
     if pusher_path is not None:
         path = np.asarray(pusher_path, dtype=float)
-        if path.ndim != 2 or path.shape[1] != 3 or path.shape[0] < 2:
-            raise Sim2RealError(f"pusher_path must have shape (T+1, 3) with T >= 1, got {path.shape}")
+        size = world.pusher.placement_size if world.pusher is not None else 3
+        if path.ndim != 2 or path.shape[1] != size or path.shape[0] < 2:
+            raise Sim2RealError(f"pusher_path must have shape (T+1, {size}) with T >= 1, got {path.shape}")
         count = path.shape[0] - 1
     else:
         if steps is None or steps < 1:

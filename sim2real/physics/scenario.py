@@ -12,6 +12,15 @@ Format (YAML; times s, lengths m, world frame with the table top at ``contact.ta
     pusher:                           # optional kinematic sphere
       radius: 0.01                    # m (default pusher.radius)
       waypoints: [[t, x, y, z], ...]  # linear in between, held before the first and after the last
+
+or a kinematic capsule, placed by its two segment end points (each waypoint's end points must
+be ``2 * half_length`` apart within :data:`CAPSULE_LENGTH_TOL`; in between they move linearly)::
+
+    pusher:
+      shape: capsule                  # "sphere" (default) or "capsule"
+      radius: 0.01                    # m (default pusher.radius)
+      half_length: 0.03               # m, required for a capsule
+      waypoints: [[t, x1, y1, z1, x2, y2, z2], ...]
 """
 
 from __future__ import annotations
@@ -29,14 +38,17 @@ from sim2real.errors import Sim2RealError
 from sim2real.params import ParameterSet
 from sim2real.physics.geometry import table_distance
 from sim2real.physics.rollout import Rollout, rollout
-from sim2real.physics.shapes import Sphere
+from sim2real.physics.shapes import Capsule, Sphere
 from sim2real.physics.state import BoxState
 from sim2real.physics.world import BoxWorld
 from sim2real.spatial import to_matrix, yaw
 
 _TOP_KEYS = {"duration", "dt", "box", "pusher"}
 _BOX_KEYS = {"position", "quaternion", "linear_velocity", "angular_velocity"}
-_PUSHER_KEYS = {"radius", "waypoints"}
+_PUSHER_KEYS = {"shape", "radius", "half_length", "waypoints"}
+_SHAPES = ("sphere", "capsule")
+#: Largest difference, m, between a capsule waypoint's segment length and ``2 * half_length``.
+CAPSULE_LENGTH_TOL = 1e-4
 
 #: A box counts as flipped when its initially upward body axis tilts more than this, deg.
 FLIP_TILT_DEG = 45.0
@@ -55,8 +67,11 @@ class Scenario:
     initial : BoxState
     pusher_radius : float or None
         m; None means ``pusher.radius`` (only meaningful with waypoints).
-    waypoints : ndarray (k, 4) or None
-        Rows ``[t s, x m, y m, z m]`` with strictly increasing t.
+    waypoints : ndarray (k, 4) or (k, 7), or None
+        Rows ``[t s, x m, y m, z m]`` (sphere centre) or ``[t, x1, y1, z1, x2, y2, z2]`` (capsule
+        segment end points), world, with strictly increasing t.
+    pusher_half_length : float or None
+        Capsule half length, m; None for a sphere.
     """
 
     duration: float
@@ -64,14 +79,18 @@ class Scenario:
     initial: BoxState
     pusher_radius: float | None
     waypoints: np.ndarray | None
+    pusher_half_length: float | None = None
 
     def pusher_path(self, dt: float, steps: int) -> np.ndarray | None:
-        """Pusher centre at the step boundaries ``k dt``, ``k = 0..steps``; (steps+1, 3) m, or None."""
+        """Pusher placement at the step boundaries ``k dt``, ``k = 0..steps``, m world, or None.
+
+        Shape (steps+1, 3) (sphere centre) or (steps+1, 6) (capsule end points).
+        """
         if self.waypoints is None:
             return None
         t = np.arange(steps + 1) * dt
         w = self.waypoints
-        return np.stack([np.interp(t, w[:, 0], w[:, i]) for i in (1, 2, 3)], axis=1)
+        return np.stack([np.interp(t, w[:, 0], w[:, i]) for i in range(1, w.shape[1])], axis=1)
 
 
 def _number(where: str, value: Any) -> float:
@@ -128,19 +147,39 @@ def parse_scenario(document: Any, source: str = "scenario") -> Scenario:
     )
     radius = None
     waypoints = None
+    half_length = None
     if doc.get("pusher") is not None:
         pusher = _check_keys(f"{source}: pusher", doc["pusher"], _PUSHER_KEYS, {"waypoints"})
+        shape = pusher.get("shape", "sphere")
+        if shape not in _SHAPES:
+            raise Sim2RealError(f"{source}: pusher.shape must be one of {', '.join(_SHAPES)}, got {shape!r}")
         if pusher.get("radius") is not None:
             radius = _number(f"{source}: pusher.radius", pusher["radius"])
             if radius <= 0:
                 raise Sim2RealError(f"{source}: pusher.radius must be positive, got {radius!r} m")
+        if shape == "capsule":
+            if pusher.get("half_length") is None:
+                raise Sim2RealError(f"{source}: pusher: missing key 'half_length' (required for a capsule)")
+            half_length = _number(f"{source}: pusher.half_length", pusher["half_length"])
+            if half_length < 0:
+                raise Sim2RealError(f"{source}: pusher.half_length must be non-negative, got {half_length!r} m")
+        elif "half_length" in pusher:
+            raise Sim2RealError(f"{source}: pusher.half_length is only for shape: capsule")
+        row = "[t, x, y, z]" if shape == "sphere" else "[t, x1, y1, z1, x2, y2, z2]"
         raw = pusher["waypoints"]
         if not isinstance(raw, Sequence) or isinstance(raw, str) or len(raw) == 0:
-            raise Sim2RealError(f"{source}: pusher.waypoints must be a non-empty list of [t, x, y, z]")
-        waypoints = np.array([_vector(f"{source}: pusher.waypoints[{i}]", row, 4) for i, row in enumerate(raw)])
+            raise Sim2RealError(f"{source}: pusher.waypoints must be a non-empty list of {row}")
+        size = 4 if shape == "sphere" else 7
+        waypoints = np.array([_vector(f"{source}: pusher.waypoints[{i}] {row}", r, size) for i, r in enumerate(raw)])
         if np.any(np.diff(waypoints[:, 0]) <= 0):
             raise Sim2RealError(f"{source}: pusher.waypoints times must be strictly increasing")
-    return Scenario(duration, dt, initial, radius, waypoints)
+        if half_length is not None:
+            lengths = np.linalg.norm(waypoints[:, 4:7] - waypoints[:, 1:4], axis=1)
+            worst = int(np.argmax(np.abs(lengths - 2.0 * half_length)))
+            if abs(lengths[worst] - 2.0 * half_length) > CAPSULE_LENGTH_TOL:
+                raise Sim2RealError(f"{source}: pusher.waypoints[{worst}]: the end points are {lengths[worst]:.6g} m "
+                                    f"apart, but 2 * half_length = {2.0 * half_length:.6g} m")
+    return Scenario(duration, dt, initial, radius, waypoints, half_length)
 
 
 def load_scenario(path: str | Path) -> Scenario:
@@ -202,7 +241,9 @@ def run_scenario(scenario: Scenario, params: ParameterSet, grad_names: Sequence[
         params = params.replace({"sim.dt": scenario.dt})
     if scenario.pusher_radius is not None:
         params = params.replace({"pusher.radius": scenario.pusher_radius})
-    world = BoxWorld.from_params(params, Sphere(float(params["pusher.radius"])))
+    radius = float(params["pusher.radius"])
+    shape = Sphere(radius) if scenario.pusher_half_length is None else Capsule(radius, scenario.pusher_half_length)
+    world = BoxWorld.from_params(params, shape)
     half = world.half_size
     table_h = float(params["contact.table_height"])
     start_gap = float(table_distance(scenario.initial.as_vector(), half, table_h))

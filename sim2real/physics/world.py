@@ -60,8 +60,9 @@ class StepResult:
         (residual violation, complementarity violation) of the final solve, scaled.
     d_state : ndarray (13, 13) or None
         d next state / d state (raw quaternion components; their radial direction has no effect).
-    d_pusher_start, d_pusher_end : ndarray (13, 3) or None
-        d next state / d pusher centre at the start / end of the step (m world).
+    d_pusher_start, d_pusher_end : ndarray (13, 3) or (13, 6), or None
+        d next state / d pusher placement at the start / end of the step (m world): the sphere's
+        centre (13, 3), or the capsule's two segment end points (13, 6).
     d_params : ndarray (13, p) or None
         d next state / d parameter, in the order asked for.
     param_names : tuple of str
@@ -89,8 +90,10 @@ class BoxWorld:
     ----------
     params : ParameterSet
         Source of box geometry, mass, friction, κ values, ``sim.dt`` and ``sim.substeps``.
-    pusher : Sphere or None
-        Pusher shape (its placement is given per step).
+    pusher : Sphere, Capsule or None
+        Pusher shape (its placement is given per step: a sphere by its centre (3,), a capsule by its
+        two segment end points (6,); a capsule's segment is used as given, ``half_length`` is not
+        enforced, so interpolated or perturbed placements are fine).
     settings : SolverSettings
     """
 
@@ -101,8 +104,6 @@ class BoxWorld:
     _settings_vector: np.ndarray = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if isinstance(self.pusher, Capsule):
-            raise Sim2RealError("capsule pushers are not implemented yet; use a sphere")
         # Parameters and settings never change for a world: pack them once for the compiled step.
         values = [float(self.params[name]) for name in THETA_PARAMS]
         if self.pusher is not None:
@@ -113,7 +114,11 @@ class BoxWorld:
     @classmethod
     def from_params(cls, params: ParameterSet, pusher: Sphere | Capsule | str | None = "sphere",
                     settings: SolverSettings | None = None) -> BoxWorld:
-        """World from parameters; the default pusher is a sphere of radius ``pusher.radius``."""
+        """World from parameters; the default pusher is a sphere of radius ``pusher.radius``.
+
+        A :class:`Capsule` (or :class:`Sphere`) given here sets ``pusher.radius`` for the step (its
+        radius is what the engine uses and what ``pusher.radius`` gradients refer to).
+        """
         shape = Sphere(float(params["pusher.radius"])) if pusher == "sphere" else pusher
         return cls(params, shape, settings or SolverSettings())  # type: ignore[arg-type]
 
@@ -145,9 +150,10 @@ class BoxWorld:
         Parameters
         ----------
         state : BoxState
-        pusher_start, pusher_end : ndarray (3,) or None
-            Pusher (sphere) centre at the start and end of the step, m, world; it moves linearly
-            in between. Both None: no pusher contact this step.
+        pusher_start, pusher_end : ndarray (3,) or (6,), or None
+            Pusher placement at the start and end of the step, m, world: the sphere's centre (3,)
+            or the capsule's segment end points ``(a, b)`` flattened (6,); it moves linearly in
+            between. Both None: no pusher contact this step.
         grad : bool
             Also return the implicit derivatives of the next state.
         param_names : sequence of str
@@ -177,14 +183,24 @@ class BoxWorld:
             raise Sim2RealError("give both pusher_start and pusher_end, or neither")
         if with_pusher and self.pusher is None:
             raise Sim2RealError("this world has no pusher shape, but a pusher placement was given")
+        capsule = isinstance(self.pusher, Capsule)
         theta = np.empty(THETA_SIZE)
         theta[0:3] = state.position
         theta[3:7] = state.quaternion
         theta[7:10] = state.linear_velocity
         theta[10:13] = state.angular_velocity
         if with_pusher:
-            theta[PUSHER_START_SLICE] = np.asarray(pusher_start, dtype=float).reshape(3)
-            theta[PUSHER_END_SLICE] = np.asarray(pusher_end, dtype=float).reshape(3)
+            size = 6 if capsule else 3
+            for name, placement in (("pusher_start", pusher_start), ("pusher_end", pusher_end)):
+                if np.size(placement) != size:
+                    raise Sim2RealError(f"{name} of a {type(self.pusher).__name__.lower()} pusher must have "
+                                        f"{size} numbers (m, world), got shape {np.shape(placement)}")
+            start, end = PUSHER_START_SLICE.start, PUSHER_END_SLICE.start
+            theta[start:start + size] = np.asarray(pusher_start, dtype=float).ravel()
+            theta[end:end + size] = np.asarray(pusher_end, dtype=float).ravel()
+            if not capsule:
+                theta[PUSHER_START_SLICE.start + 3:PUSHER_START_SLICE.stop] = 0.0
+                theta[PUSHER_END_SLICE.start + 3:PUSHER_END_SLICE.stop] = 0.0
         else:
             theta[13:PARAMS_OFFSET] = 0.0
         theta[PARAMS_OFFSET:] = self._params_theta
@@ -193,7 +209,7 @@ class BoxWorld:
         smoothed = np.empty(13)
         info = np.empty(kernels.INFO_SIZE)
         status = kernels.step_kernel(
-            theta, self.dt, self.substeps, with_pusher, float(self.params["contact.kappa_sim"]),
+            theta, self.dt, self.substeps, with_pusher, capsule, float(self.params["contact.kappa_sim"]),
             float(self.params["contact.kappa_grad"]), grad, self._settings_vector, next_vec, jacobian, smoothed, info)
         if status != kernels.STATUS_OK:
             where = f"step {step_index}" if step_index is not None else "step"
@@ -215,11 +231,14 @@ class BoxWorld:
             return StepResult(state=next_state, contacts=contacts, iterations=iterations, violation=violation,
                               param_names=names)
         param_cols = [PARAMS_OFFSET + THETA_PARAMS.index(n) for n in names]
+        size = 6 if capsule else 3
+        start_cols = slice(PUSHER_START_SLICE.start, PUSHER_START_SLICE.start + size)
+        end_cols = slice(PUSHER_END_SLICE.start, PUSHER_END_SLICE.start + size)
         return StepResult(
             state=next_state, contacts=contacts, iterations=iterations, violation=violation,
             d_state=jacobian[:, 0:13].copy(),
-            d_pusher_start=jacobian[:, PUSHER_START_SLICE].copy() if with_pusher else np.zeros((13, 3)),
-            d_pusher_end=jacobian[:, PUSHER_END_SLICE].copy() if with_pusher else np.zeros((13, 3)),
+            d_pusher_start=jacobian[:, start_cols].copy() if with_pusher else np.zeros((13, size)),
+            d_pusher_end=jacobian[:, end_cols].copy() if with_pusher else np.zeros((13, size)),
             d_params=jacobian[:, param_cols].copy(), param_names=names, smoothed_state=smoothed,
         )
 
