@@ -113,7 +113,7 @@ def test_compiled_capsule_contact_data_matches_the_numpy_reference(name):
     theta = _theta(state, start, end)
     reference = problem_data(theta, 0.01, True, capsule=True)
     jn, jt, bn, bt = np.empty((9, 6)), np.empty((9, 2, 6)), np.empty(9), np.empty((9, 2))
-    mu, v0, md, scales = np.empty(9), np.empty(6), np.empty(6), np.empty(3)
+    mu, v0, md, scales = np.empty(9), np.empty(6), np.empty(6), np.empty(4)
     kernels.problem_data(theta, 0.01, 9, True, jn, jt, bn, bt, mu, v0, md, scales, np.empty(kernels.SCRATCH_SIZE))
     np.testing.assert_allclose(jn, reference.normal_jacobian, atol=1e-14)
     np.testing.assert_allclose(jt, reference.tangent_jacobian, atol=1e-14)

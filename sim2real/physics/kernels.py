@@ -34,6 +34,7 @@ from sim2real.physics.dynamics import (
     PARAMS_OFFSET,
     PUSHER_END_SLICE,
     PUSHER_START_SLICE,
+    PUSHER_STIFFNESS,
     THETA_PARAMS,
     THETA_SIZE,
 )
@@ -43,15 +44,17 @@ from sim2real.physics.geometry import CONTACT_BAND as _CONTACT_BAND
 S_RESIDUAL_TOL, S_KAPPA_RTOL, S_MAX_ITERATIONS, S_TAU_MIN, S_TAU_SOC_MAX = 0, 1, 2, 3, 4
 S_BACKTRACK, S_MAX_BACKTRACKS, S_CONT_KAPPA, S_CONT_RESIDUAL_TOL, S_CONT_KAPPA_RTOL = 5, 6, 7, 8, 9
 S_REST_ENABLED, S_REST_SPEED_TOL, S_REST_GAP_TOL, S_REST_PUSHER_MARGIN, S_REST_KAPPA_MAX = 10, 11, 12, 13, 14
-SETTINGS_SIZE = 15
+S_GAP_FACTOR, S_GAP_PATIENCE = 15, 16
+SETTINGS_SIZE = 17
 
 #: Indices into the info vector filled by :func:`step_kernel`.
 I_ACTIVE, I_PUSHER_IMPULSE, I_TABLE_DISTANCE, I_PUSHER_DISTANCE, I_RESIDUAL_VIO, I_KAPPA_VIO = 0, 1, 2, 3, 4, 5
 I_ITERATIONS, I_FAILED_KAPPA, I_PATH_ERROR, I_RESTING = 6, 7, 8, 9
 INFO_SIZE = 10
 
-#: Status codes returned by :func:`step_kernel`.
-STATUS_OK, STATUS_NOT_CONVERGED = 0, 1
+#: Status codes returned by :func:`step_kernel`: converged; iteration budget spent; numerical breakdown
+#: (a singular Newton block or a non-finite iterate; never raised as a Python exception).
+STATUS_OK, STATUS_NOT_CONVERGED, STATUS_BREAKDOWN = 0, 1, 2
 
 #: Work space (numbers) that the compiled maps need; :data:`SCRATCH_SIZE` covers every function here.
 PROBLEM_SCRATCH = 53
@@ -92,8 +95,11 @@ def _rotation(q0: float, q1: float, q2: float, q3: float, out: np.ndarray) -> No
 
 
 @njit(cache=True)
-def _invert(m: np.ndarray, out: np.ndarray) -> None:
-    """Inverse of a small square matrix by Gauss-Jordan elimination with partial pivoting (``m`` is destroyed)."""
+def _invert(m: np.ndarray, out: np.ndarray) -> bool:
+    """Inverse of a small square matrix by Gauss-Jordan elimination with partial pivoting (``m`` is destroyed).
+
+    Returns False (``out`` unusable) if a pivot is zero or not finite.
+    """
     size = m.shape[0]
     a = m
     for i in range(size):
@@ -108,6 +114,8 @@ def _invert(m: np.ndarray, out: np.ndarray) -> None:
             for j in range(size):
                 a[col, j], a[pivot, j] = a[pivot, j], a[col, j]
                 out[col, j], out[pivot, j] = out[pivot, j], out[col, j]
+        if not (abs(a[col, col]) > 0.0 and abs(a[col, col]) < np.inf):
+            return False
         inv = 1.0 / a[col, col]
         for j in range(size):
             a[col, j] *= inv
@@ -119,6 +127,7 @@ def _invert(m: np.ndarray, out: np.ndarray) -> None:
                     for j in range(size):
                         a[row, j] -= factor * a[col, j]
                         out[row, j] -= factor * out[col, j]
+    return True
 
 
 # --- geometry and problem data ----------------------------------------------------------------
@@ -328,10 +337,11 @@ def problem_data(theta: np.ndarray, dt: float, n: int, capsule: bool, jn: np.nda
 
     Outputs: ``jn`` (n, 6), ``jt`` (n, 2, 6), ``bn`` (n) m/s, ``bt`` (n, 2) m/s, ``mu`` (n),
     ``v0`` (6) starting velocity (v_com m/s world, ω rad/s body), ``md`` (6) mass and principal
-    moments (kg, kg m²), ``scales`` (3): impulse unit m g dt (N s), velocity unit g dt (m/s),
-    half diagonal (m). ``n`` is 8 (table corners) or 9 (plus the pusher, last); ``capsule``: the
-    pusher is a capsule placed by its segment end points (else a sphere by its centre). ``scratch``:
-    work space of at least :data:`PROBLEM_SCRATCH` numbers.
+    moments (kg, kg m²), ``scales`` (4): impulse unit m g dt (N s), velocity unit g dt (m/s),
+    half diagonal (m), compliance of the pusher contact ``1 / (k dt²)`` (m/s per N s; 0 without
+    pusher, see ``dynamics.PUSHER_STIFFNESS``). ``n`` is 8 (table corners) or 9 (plus the pusher,
+    last); ``capsule``: the pusher is a capsule placed by its segment end points (else a sphere by
+    its centre). ``scratch``: work space of at least :data:`PROBLEM_SCRATCH` numbers.
     """
     mass = theta[_P]
     sx, sy, sz = theta[_P + 1], theta[_P + 2], theta[_P + 3]
@@ -423,6 +433,7 @@ def problem_data(theta: np.ndarray, dt: float, n: int, capsule: bool, jn: np.nda
     scales[0] = mass * GRAVITY * dt
     scales[1] = GRAVITY * dt
     scales[2] = np.sqrt(half[0] * half[0] + half[1] * half[1] + half[2] * half[2])
+    scales[3] = 1.0 / (PUSHER_STIFFNESS * dt * dt) if n == 9 else 0.0
 
 
 @njit(cache=True)
@@ -466,7 +477,10 @@ def next_state(theta: np.ndarray, a: np.ndarray, dt: float, out: np.ndarray, scr
 def equality_residual(w: np.ndarray, n: int, dt: float, jn: np.ndarray, jt: np.ndarray, bn: np.ndarray,
                       bt: np.ndarray, mu: np.ndarray, v0: np.ndarray, md: np.ndarray, scales: np.ndarray,
                       out: np.ndarray) -> None:
-    """Dynamics, normal-slack, cone-head and slip rows at ``w`` into ``out[:6 + 4n]``."""
+    """Dynamics, normal-slack, cone-head and slip rows at ``w`` into ``out[:6 + 4n]``.
+
+    The normal row of the pusher contact (index 8) carries its compliance ``scales[3] γ``.
+    """
     xi0 = 6 + 2 * n
     eta0 = 6 + 5 * n
     for k in range(6):
@@ -489,6 +503,8 @@ def equality_residual(w: np.ndarray, n: int, dt: float, jn: np.ndarray, jt: np.n
             normal_velocity += jn[c, k] * w[k]
             t1 += jt[c, 0, k] * w[k]
             t2 += jt[c, 1, k] * w[k]
+        if c == 8:  # compliant pusher contact: s = Jn a + bn + ε γ
+            normal_velocity += scales[3] * gamma
         out[6 + c] = w[6 + n + c] - normal_velocity
         out[6 + n + c] = w[xi0 + 3 * c] - mu[c] * gamma
         out[6 + 2 * n + 2 * c] = w[eta0 + 3 * c + 1] - t1
@@ -515,16 +531,22 @@ def residual(w: np.ndarray, n: int, dt: float, kappa: float, jn: np.ndarray, jt:
 
 
 @njit(cache=True)
-def violations(r: np.ndarray, n: int, kappa: float, scales: np.ndarray) -> tuple[float, float, float]:
-    """Scaled (residual violation, complementarity, central-path error) as in ``solver.violations``."""
+def violations(r: np.ndarray, w: np.ndarray, n: int, kappa: float, scales: np.ndarray) -> tuple[float, float, float]:
+    """Scaled (residual violation, complementarity, central-path error) of the residual ``r`` at ``w``.
+
+    As ``solver.violations``: the impulse rows are measured in ``max(m g dt, max γ)``.
+    """
     p, v, length = scales[0], scales[1], scales[2]
+    p_rows = p
+    for c in range(n):
+        p_rows = max(p_rows, w[6 + c])
     eq = 0.0
     for k in range(3):
-        eq = max(eq, abs(r[k]) / p)
+        eq = max(eq, abs(r[k]) / p_rows)
     for k in range(3, 6):
-        eq = max(eq, abs(r[k]) / (p * length))
+        eq = max(eq, abs(r[k]) / (p_rows * length))
     for c in range(n):
-        eq = max(eq, abs(r[6 + c]) / v, abs(r[6 + n + c]) / p,
+        eq = max(eq, abs(r[6 + c]) / v, abs(r[6 + n + c]) / p_rows,
                  abs(r[6 + 2 * n + 2 * c]) / v, abs(r[6 + 2 * n + 2 * c + 1]) / v)
     unit = p * v
     deviation = 0.0
@@ -591,13 +613,19 @@ def _arrow_times(x: np.ndarray, m: np.ndarray, out: np.ndarray) -> None:
 def factorize(w: np.ndarray, n: int, dt: float, scaled: bool, jn: np.ndarray, jt: np.ndarray, mu: np.ndarray,
               md: np.ndarray, scale: np.ndarray, scale_inverse: np.ndarray, lam: np.ndarray,
               ratio: np.ndarray, cone_a0: np.ndarray, cone_bt: np.ndarray, q_inverse: np.ndarray,
-              q_inv_c: np.ndarray, h_inverse: np.ndarray, scratch: np.ndarray) -> None:
+              q_inv_c: np.ndarray, h_inverse: np.ndarray, scratch: np.ndarray, compliance: float) -> bool:
     """Block-eliminate the Newton matrix at ``w`` down to 6 × 6 (see ``solver.factorize``).
 
     ``scaled``: cone rows ``Arw(λ)(W⁻¹Δξ + WΔη)`` (iterations; needs ``nt_scaling`` outputs);
     otherwise the exact Jacobian ``Arw(η)Δξ + Arw(ξ)Δη`` (implicit gradients). Outputs: ``ratio``
-    γ/s (n), ``cone_a0`` (n, 3), ``cone_bt`` (n, 3, 2), ``q_inverse`` (n, 3, 3), ``q_inv_c``
-    (n, 3, 6), ``h_inverse`` (6, 6). ``scratch``: at least 81 numbers.
+    γ/(s + εγ) (n; ``ε = compliance`` for the pusher contact, 0 for the table), ``cone_a0`` (n, 3),
+    ``cone_bt`` (n, 3, 2), ``q_inverse`` (n, 3, 3), ``q_inv_c`` (n, 3, 6), ``h_inverse`` (6, 6).
+    ``scratch``: at least 81 numbers.
+
+    Returns
+    -------
+    bool
+        False if a block was numerically singular (then the outputs are unusable).
     """
     xi0 = 6 + 2 * n
     eta0 = 6 + 5 * n
@@ -619,7 +647,8 @@ def factorize(w: np.ndarray, n: int, dt: float, scaled: bool, jn: np.ndarray, jt
     h[5, 3] += dt * (-oy * md[3] + iy)
     h[5, 4] += dt * (ox * md[4] - ix)
     for c in range(n):
-        ratio[c] = w[6 + c] / w[6 + n + c]
+        eps = compliance if c == 8 else 0.0
+        ratio[c] = w[6 + c] / (w[6 + n + c] + eps * w[6 + c])
         if scaled:
             _arrow_times(lam[c], scale_inverse[c], cone_a)
             _arrow_times(lam[c], scale[c], cone_b)
@@ -639,7 +668,8 @@ def factorize(w: np.ndarray, n: int, dt: float, scaled: bool, jn: np.ndarray, jt
             cone_a0[c, i] = cone_a[i, 0]
             cone_bt[c, i, 0] = cone_b[i, 1]
             cone_bt[c, i, 1] = cone_b[i, 2]
-        _invert(q, q_inverse[c])
+        if not _invert(q, q_inverse[c]):
+            return False
         mr = mu[c] * ratio[c]
         for i in range(3):
             for k in range(6):
@@ -653,18 +683,18 @@ def factorize(w: np.ndarray, n: int, dt: float, scaled: bool, jn: np.ndarray, jt
             rj = ratio[c] * jn[c, j]
             for k in range(6):
                 h[j, k] += rj * jn[c, k] - jt[c, 0, j] * q_inv_c[c, 0, k] - jt[c, 1, j] * q_inv_c[c, 1, k]
-    _invert(h, h_inverse)
+    return _invert(h, h_inverse)
 
 
 @njit(cache=True)
 def solve(w: np.ndarray, n: int, r: np.ndarray, jn: np.ndarray, jt: np.ndarray, mu: np.ndarray,
           ratio: np.ndarray, cone_a0: np.ndarray, cone_bt: np.ndarray, q_inverse: np.ndarray,
-          q_inv_c: np.ndarray, h_inverse: np.ndarray, out: np.ndarray, scratch: np.ndarray,
+          q_inv_c: np.ndarray, h_inverse: np.ndarray, out: np.ndarray, scratch: np.ndarray, compliance: float,
           velocity_only: bool = False) -> None:
     """Newton directions ``Δ`` (6 + 8n, k) with ``R Δ = -r`` for residual columns ``r`` (6 + 8n, k).
 
     ``velocity_only``: fill only the ``Δa`` rows (0-5) of ``out`` (all the implicit gradients
-    need). ``scratch``: at least 4n + 18 numbers.
+    need). ``compliance``: ε of the pusher contact (index 8). ``scratch``: at least 4n + 18 numbers.
     """
     xi0 = 6 + 2 * n
     eta0 = 6 + 5 * n
@@ -681,7 +711,10 @@ def solve(w: np.ndarray, n: int, r: np.ndarray, jn: np.ndarray, jt: np.ndarray, 
             rhs[k] = -r[k, col]
         for c in range(n):
             gamma, s = w[6 + c], w[6 + n + c]
-            g = (-r[c_normal + c, col] + gamma * r[6 + c, col]) / s
+            # Δs = Jn Δa + ε Δγ - r_s (ε: compliance of the pusher contact), so the γ row gives
+            # Δγ = g - γ/(s + εγ) Jn Δa.
+            eps = compliance if c == 8 else 0.0
+            g = (-r[c_normal + c, col] + gamma * r[6 + c, col]) / (s + eps * gamma)
             g_gamma[c] = g
             base = mu[c] * g - r[6 + n + c, col]
             rs1, rs2 = r[6 + 2 * n + 2 * c, col], r[6 + 2 * n + 2 * c + 1, col]
@@ -710,7 +743,7 @@ def solve(w: np.ndarray, n: int, r: np.ndarray, jn: np.ndarray, jt: np.ndarray, 
                 t2 += jt[c, 1, k] * da[k]
             dgamma = g_gamma[c] - ratio[c] * jn_da
             out[6 + c, col] = dgamma
-            out[6 + n + c, col] = jn_da - r[6 + c, col]
+            out[6 + n + c, col] = jn_da - r[6 + c, col] + (compliance * dgamma if c == 8 else 0.0)
             for i in range(3):
                 acc = z0[c, i]
                 for k in range(6):
@@ -753,6 +786,19 @@ def cone_search(w: np.ndarray, d: np.ndarray, n: int, tau_orthant: float, tau_so
 
 # --- the interior-point iteration ---------------------------------------------------------------
 @njit(cache=True)
+def pair_gap(w: np.ndarray, n: int) -> float:
+    """Largest duality gap of one complementarity pair, ``max(γ s, ξᵀη)`` (N s · m/s)."""
+    gap = 0.0
+    for c in range(n):
+        gap = max(gap, w[6 + c] * w[6 + n + c])
+        base_xi = 6 + 2 * n + 3 * c
+        base_eta = 6 + 5 * n + 3 * c
+        gap = max(gap, w[base_xi] * w[base_eta] + w[base_xi + 1] * w[base_eta + 1]
+                  + w[base_xi + 2] * w[base_eta + 2])
+    return gap
+
+
+@njit(cache=True)
 def initial_iterate(n: int, jn: np.ndarray, bn: np.ndarray, v0: np.ndarray, md: np.ndarray,
                     scales: np.ndarray, w: np.ndarray) -> None:
     """Free-flight velocities, unit (scaled) cone variables strictly inside their cones."""
@@ -774,16 +820,19 @@ def initial_iterate(n: int, jn: np.ndarray, bn: np.ndarray, v0: np.ndarray, md: 
 @njit(cache=True)
 def interior_point(w: np.ndarray, n: int, dt: float, kappa: float, settings: np.ndarray, jn: np.ndarray,
                    jt: np.ndarray, bn: np.ndarray, bt: np.ndarray, mu: np.ndarray, v0: np.ndarray,
-                   md: np.ndarray, scales: np.ndarray) -> tuple[int, int, float, float, float]:
+                   md: np.ndarray, scales: np.ndarray, centred: bool = True) -> tuple[int, int, float, float, float]:
     """Solve ``r(w; κ) = 0`` in place from the starting point in ``w`` (see ``solver.interior_point``).
 
     Mehrotra predictor-corrector with Nesterov-Todd scaled cone rows, the analytic cone line
     search and violation backtracking; κ continuation through ``continuation_kappa``.
+    ``centred``: converge onto the central-path point at κ (what the implicit gradients need);
+    otherwise (forward hard-contact solve) after ``gap_patience`` iterations also accept every
+    pair's duality gap within ``gap_factor`` κ (see ``solver.SolverSettings``).
 
     Returns
     -------
     (status, iterations, residual violation, complementarity, central-path error)
-        ``status`` is :data:`STATUS_OK` or :data:`STATUS_NOT_CONVERGED`.
+        ``status`` is :data:`STATUS_OK`, :data:`STATUS_NOT_CONVERGED` or :data:`STATUS_BREAKDOWN`.
     """
     size = 6 + 8 * n
     unit = scales[0] * scales[1]
@@ -811,21 +860,26 @@ def interior_point(w: np.ndarray, n: int, dt: float, kappa: float, settings: np.
     se = np.empty(3)
     scratch = np.empty(SCRATCH_SIZE)
     residual(w, n, dt, floor, jn, jt, bn, bt, mu, v0, md, scales, res)
-    r_vio, k_vio, path = violations(res, n, floor, scales)
+    r_vio, k_vio, path = violations(res, w, n, floor, scales)
     xi0 = 6 + 2 * n
     eta0 = 6 + 5 * n
     for iteration in range(max_iterations + 1):
         if floor > kappa and r_vio <= settings[S_CONT_RESIDUAL_TOL] and path <= settings[S_CONT_KAPPA_RTOL]:
             floor = kappa
             residual(w, n, dt, floor, jn, jt, bn, bt, mu, v0, md, scales, res)
-            r_vio, k_vio, path = violations(res, n, floor, scales)
-        if floor == kappa and r_vio <= residual_tol and path <= kappa_rtol:
+            r_vio, k_vio, path = violations(res, w, n, floor, scales)
+        if not (r_vio < np.inf and path < np.inf):  # also catches NaN
+            return STATUS_BREAKDOWN, iteration, r_vio, k_vio, path
+        if floor == kappa and r_vio <= residual_tol and (
+                path <= kappa_rtol or (not centred and iteration >= settings[S_GAP_PATIENCE]
+                                       and pair_gap(w, n) <= settings[S_GAP_FACTOR] * kappa * unit)):
             return STATUS_OK, iteration, r_vio, k_vio, path
         if iteration == max_iterations:
             break
         nt_scaling(w, n, scale, scale_inverse, lam, scratch)
-        factorize(w, n, dt, True, jn, jt, mu, md, scale, scale_inverse, lam, ratio, cone_a0, cone_bt, q_inverse,
-                  q_inv_c, h_inverse, scratch)
+        if not factorize(w, n, dt, True, jn, jt, mu, md, scale, scale_inverse, lam, ratio, cone_a0, cone_bt,
+                         q_inverse, q_inv_c, h_inverse, scratch, scales[3]):
+            return STATUS_BREAKDOWN, iteration, r_vio, k_vio, path
         # Predictor: κ = 0 in the scaled complementarity rows (λ ∘ λ).
         for i in range(6 + 4 * n):
             rhs[i, 0] = res[i]
@@ -839,7 +893,8 @@ def interior_point(w: np.ndarray, n: int, dt: float, kappa: float, settings: np.
             mu_now += w[6 + c] * w[6 + n + c]
             for i in range(3):
                 mu_now += w[xi0 + 3 * c + i] * w[eta0 + 3 * c + i]
-        solve(w, n, rhs, jn, jt, mu, ratio, cone_a0, cone_bt, q_inverse, q_inv_c, h_inverse, d_aff, scratch)
+        solve(w, n, rhs, jn, jt, mu, ratio, cone_a0, cone_bt, q_inverse, q_inv_c, h_inverse, d_aff, scratch,
+              scales[3])
         alpha_aff = cone_search(w, d_aff[:, 0], n, 1.0, 1.0)
         mu_now /= degree * unit
         mu_aff = 0.0
@@ -867,7 +922,7 @@ def interior_point(w: np.ndarray, n: int, dt: float, kappa: float, settings: np.
                 rhs[6 + 5 * n + 3 * c, 0] += sx[0] * se[0] + sx[1] * se[1] + sx[2] * se[2]
                 rhs[6 + 5 * n + 3 * c + 1, 0] += sx[0] * se[1] + se[0] * sx[1]
                 rhs[6 + 5 * n + 3 * c + 2, 0] += sx[0] * se[2] + se[0] * sx[2]
-        solve(w, n, rhs, jn, jt, mu, ratio, cone_a0, cone_bt, q_inverse, q_inv_c, h_inverse, d, scratch)
+        solve(w, n, rhs, jn, jt, mu, ratio, cone_a0, cone_bt, q_inverse, q_inv_c, h_inverse, d, scratch, scales[3])
         tau_ort = max(settings[S_TAU_MIN], 1.0 - max(r_vio, k_vio) ** 2)
         tau_soc = min(settings[S_TAU_SOC_MAX], tau_ort)
         alpha = cone_search(w, d[:, 0], n, tau_ort, tau_soc)
@@ -876,7 +931,7 @@ def interior_point(w: np.ndarray, n: int, dt: float, kappa: float, settings: np.
             for i in range(size):
                 candidate[i] = w[i] + alpha * d[i, 0]
             residual(candidate, n, dt, floor, jn, jt, bn, bt, mu, v0, md, scales, res)
-            new_r, new_k, new_path = violations(res, n, floor, scales)
+            new_r, new_k, new_path = violations(res, candidate, n, floor, scales)
             if new_r <= max(r_vio, residual_tol) or new_k <= k_vio or new_path <= path:
                 break
             alpha *= settings[S_BACKTRACK]
@@ -890,8 +945,12 @@ def interior_point(w: np.ndarray, n: int, dt: float, kappa: float, settings: np.
 @njit(cache=True)
 def implicit_jacobian(theta: np.ndarray, w: np.ndarray, n: int, capsule: bool, dt: float, kappa: float,
                       jn: np.ndarray, jt: np.ndarray, mu: np.ndarray, v0: np.ndarray, md: np.ndarray,
-                      out: np.ndarray) -> None:
+                      compliance: float, out: np.ndarray) -> bool:
     """d next state / d θ (13, THETA_SIZE) at the solution ``w`` (implicit function theorem).
+
+    ``compliance``: ε of the pusher contact (``scales[3]`` of :func:`problem_data`; it depends on
+    ``dt`` only, so it has no θ partials). Returns False if the residual Jacobian is numerically
+    singular at ``w`` (``out`` is then unusable).
 
     ``da/dθ = -R⁻¹ ∂r/∂θ``, with ``R`` the exact residual Jacobian at ``w`` block-eliminated once
     and back-substituted for all columns together.
@@ -915,8 +974,9 @@ def implicit_jacobian(theta: np.ndarray, w: np.ndarray, n: int, capsule: bool, d
     h_inverse = np.empty((6, 6))
     dummy = np.empty((n, 3, 3))
     scratch = np.empty(SCRATCH_SIZE)
-    factorize(w, n, dt, False, jn, jt, mu, md, dummy, dummy, np.empty((n, 3)), ratio, cone_a0, cone_bt,
-              q_inverse, q_inv_c, h_inverse, scratch)
+    if not factorize(w, n, dt, False, jn, jt, mu, md, dummy, dummy, np.empty((n, 3)), ratio, cone_a0, cone_bt,
+                     q_inverse, q_inv_c, h_inverse, scratch, compliance):
+        return False
     pjn = np.empty((n, 6))
     pjt = np.empty((n, 2, 6))
     pbn = np.empty(n)
@@ -924,7 +984,7 @@ def implicit_jacobian(theta: np.ndarray, w: np.ndarray, n: int, capsule: bool, d
     pmu = np.empty(n)
     pv0 = np.empty(6)
     pmd = np.empty(6)
-    psc = np.empty(3)
+    psc = np.empty(4)
     plus = np.empty(size)
     minus = np.empty(size)
     x_plus = np.empty(13)
@@ -1021,7 +1081,8 @@ def implicit_jacobian(theta: np.ndarray, w: np.ndarray, n: int, capsule: bool, d
         rhs[6 + 4 * n + c, _MASS_COLUMN] = -kappa * d_unit
         rhs[6 + 5 * n + 3 * c, _MASS_COLUMN] = -kappa * d_unit
     directions = np.empty((size, _T))
-    solve(w, n, rhs, jn, jt, mu, ratio, cone_a0, cone_bt, q_inverse, q_inv_c, h_inverse, directions, scratch, True)
+    solve(w, n, rhs, jn, jt, mu, ratio, cone_a0, cone_bt, q_inverse, q_inv_c, h_inverse, directions, scratch,
+          compliance, True)
     for k in range(6):
         h = THETA_STEP * max(1.0, abs(a[k]))
         a_k = a[k]
@@ -1035,6 +1096,7 @@ def implicit_jacobian(theta: np.ndarray, w: np.ndarray, n: int, capsule: bool, d
             for j in range(_T):
                 dx_dtheta[i, j] += slope * directions[k, j]
     out[:, :] = dx_dtheta
+    return True
 
 
 # --- the resting shortcut ---------------------------------------------------------------------
@@ -1122,7 +1184,8 @@ def step_kernel(theta: np.ndarray, dt: float, substeps: int, with_pusher: bool, 
     Returns
     -------
     int
-        :data:`STATUS_OK` or :data:`STATUS_NOT_CONVERGED` (then ``info`` names the failing κ).
+        :data:`STATUS_OK`, :data:`STATUS_NOT_CONVERGED` or :data:`STATUS_BREAKDOWN` (then ``info``
+        names the failing κ).
     """
     n = 9 if with_pusher else 8
     size = 6 + 8 * n
@@ -1148,7 +1211,7 @@ def step_kernel(theta: np.ndarray, dt: float, substeps: int, with_pusher: bool, 
         mu = np.empty(n)
         v0 = np.empty(6)
         md = np.empty(6)
-        scales = np.empty(3)
+        scales = np.empty(4)
         w = np.empty(size)
         scratch = np.empty(SCRATCH_SIZE)
         sub = theta.copy()
@@ -1176,8 +1239,9 @@ def step_kernel(theta: np.ndarray, dt: float, substeps: int, with_pusher: bool, 
             count = 1 if first == second else 2
             for target in range(count):
                 kappa = first if target == 0 else second
+                centred = grad and kappa == kappa_grad
                 status, its, r_vio, k_vio, path = interior_point(w, n, sub_dt, kappa, settings, jn, jt, bn, bt,
-                                                                  mu, v0, md, scales)
+                                                                  mu, v0, md, scales, centred)
                 iterations += its
                 info[I_RESIDUAL_VIO] = r_vio
                 info[I_KAPPA_VIO] = k_vio
@@ -1187,7 +1251,11 @@ def step_kernel(theta: np.ndarray, dt: float, substeps: int, with_pusher: bool, 
                     info[I_FAILED_KAPPA] = kappa
                     return status
                 if grad and kappa == kappa_grad:
-                    implicit_jacobian(sub, w, n, capsule, sub_dt, kappa_grad, jn, jt, mu, v0, md, jac)
+                    if not implicit_jacobian(sub, w, n, capsule, sub_dt, kappa_grad, jn, jt, mu, v0, md, scales[3],
+                                             jac):
+                        info[I_ITERATIONS] = iterations
+                        info[I_FAILED_KAPPA] = kappa
+                        return STATUS_BREAKDOWN
                     next_state(sub, w[0:6], sub_dt, smoothed_out, scratch)
             if grad:
                 # Chain: the sub-step sees the current state (d/dθ = total) and the sub-step pusher

@@ -7,7 +7,8 @@ Unknowns ``w = (a, γ, s, ξ, η)`` for ``n`` contacts:
 * ``ξ, η`` (n × 3): friction cone pair in second-order cones; ``ξ = (μγ, friction impulse (2))``,
   ``η = (dual, tangential slip velocity (2))`` — the exact isotropic Coulomb cone.
 
-Residual (rows): dynamics, ``s - (Jn a + bn)``, ``ξ₁ - μγ``, ``η_t - (Jt a + bt)``, ``γ s - κ``,
+Residual (rows): dynamics, ``s - (Jn a + bn + ε γ)`` (``ε``: compliance, non-zero only at the
+pusher, see ``dynamics.PUSHER_STIFFNESS``), ``ξ₁ - μγ``, ``η_t - (Jt a + bt)``, ``γ s - κ``,
 ``ξ ∘ η - κ e``. Impulses are measured in units of ``m g dt`` and velocities in ``g dt`` so that κ
 and all tolerances are dimensionless.
 
@@ -52,6 +53,16 @@ class SolverSettings:
         condition ~1/κ) and every step is cut short by the cone line search.
     continuation_residual_tol, continuation_kappa_rtol : float
         Tolerances that end the intermediate stage.
+    gap_factor, gap_patience : float, int
+        A forward (hard-contact) solve, whose point is not differentiated, that has not reached the
+        central-path point within ``gap_patience`` iterations is also converged once the equality
+        rows are within ``residual_tol`` and every pair's duality gap (``γ s`` and ``ξᵀη``) is at
+        most ``gap_factor κ`` (Dojo's complementarity criterion, eq. 50, on the gaps). The
+        off-diagonal Jordan components ``ξ₁ η_t + η₁ ξ_t`` of a sliding pair are then
+        bounded by ``√(2 ξ₁ η₁ gap)`` (friction direction within ~1e-3 rad of the slip), but
+        centring them to ``kappa_rtol κ`` takes dozens of short steps when the box both slides and
+        spins, since ξ and η must turn on their cone boundaries. Centring first keeps the cheap,
+        common steps exactly on the central path (e.g. a straight slide stays free of spin).
     resting_shortcut : bool
         Let a forward step (no gradients) of a box resting flat on the table, with the pusher
         out of reach for the whole step, return "stays at rest" without iterating (the exact
@@ -69,7 +80,7 @@ class SolverSettings:
 
     residual_tol: float = 1e-9
     kappa_rtol: float = 1e-2
-    max_iterations: int = 60
+    max_iterations: int = 100
     tau_min: float = 0.95
     tau_soc_max: float = 0.99
     backtrack: float = 0.5
@@ -77,6 +88,8 @@ class SolverSettings:
     continuation_kappa: float = 1e-4
     continuation_residual_tol: float = 1e-6
     continuation_kappa_rtol: float = 0.5
+    gap_factor: float = 10.0
+    gap_patience: int = 20
     resting_shortcut: bool = True
     resting_speed_tol: float = 1e-6
     resting_gap_tol: float = 1e-7
@@ -156,7 +169,7 @@ def equality_residual(w: Iterate, data: ProblemData, dt: float) -> tuple[np.ndar
                + np.einsum("...ctk,...ct->...k", data.tangent_jacobian, w.xi[:, 1:]))
     gyro = np.concatenate((np.zeros(data.inertia.shape), dt * _gyroscopic(data.inertia, a[3:])), axis=-1)
     dynamics = mass_diag * (a - data.velocity_start) + gyro - data.gravity_impulse - contact
-    normal = w.s - (data.normal_jacobian @ a + data.normal_offset)
+    normal = w.s - (data.normal_jacobian @ a + data.normal_offset + data.compliance * w.gamma)
     cone_head = w.xi[:, 0] - data.friction * w.gamma
     slip = w.eta[:, 1:] - (data.tangent_jacobian @ a + data.tangent_offset)
     return dynamics, normal, cone_head, slip
@@ -171,8 +184,12 @@ def residual(w: Iterate, data: ProblemData, dt: float, kappa: float) -> Residual
     return Residual(dynamics, normal, cone_head, slip, w.gamma * w.s - kappa * unit, comp_cone)
 
 
-def violations(res: Residual, data: ProblemData, kappa: float) -> tuple[float, float, float]:
-    """Scaled violation metrics (Dojo eqs. 49-50).
+def violations(res: Residual, data: ProblemData, kappa: float, gamma: np.ndarray) -> tuple[float, float, float]:
+    """Scaled violation metrics (Dojo eqs. 49-50) of the residual at an iterate with normal impulses ``gamma``.
+
+    The impulse rows (dynamics, cone head) are measured in ``max(m g dt, max γ)``: at an impact or
+    a pusher pressing hard, impulses reach thousands of ``m g dt`` and an absolute tolerance in that
+    unit would ask for more digits than the Newton system has (relative accuracy stays 1e-9).
 
     Returns
     -------
@@ -184,13 +201,14 @@ def violations(res: Residual, data: ProblemData, kappa: float) -> tuple[float, f
         Max deviation of the scaled products from their target ``kappa``, relative to ``kappa``.
     """
     p = float(data.impulse_scale)
+    p_rows = max(p, float(np.max(gamma))) if gamma.size else p
     v = data.velocity_scale
     length = float(data.length_scale)
     eq = max(
-        np.max(np.abs(res.dynamics[:3])) / p,
-        np.max(np.abs(res.dynamics[3:])) / (p * length),
+        np.max(np.abs(res.dynamics[:3])) / p_rows,
+        np.max(np.abs(res.dynamics[3:])) / (p_rows * length),
         np.max(np.abs(res.normal)) / v if res.normal.size else 0.0,
-        np.max(np.abs(res.cone_head)) / p if res.cone_head.size else 0.0,
+        np.max(np.abs(res.cone_head)) / p_rows if res.cone_head.size else 0.0,
         np.max(np.abs(res.slip)) / v if res.slip.size else 0.0,
     )
     unit = p * v
@@ -212,7 +230,7 @@ class Factorization:
 
     w: Iterate
     data: ProblemData
-    ratio: np.ndarray          # γ/s, (n,)
+    ratio: np.ndarray          # γ/(s + εγ), (n,)
     cone_a0: np.ndarray        # (n, 3): A[:, :, 0], multiplies Δξ₁ = μΔγ - r_head
     cone_bt: np.ndarray        # (n, 3, 2): B[:, :, 1:], multiplies Δη_t = Jt Δa - r_slip
     q_inverse: np.ndarray      # (n, 3, 3): inverse of the cone block in (Δξ_t, Δη₁)
@@ -293,7 +311,7 @@ def factorize(w: Iterate, data: ProblemData, dt: float, scaling: ConeScaling | N
     inertia = data.inertia
     omega = a[3:]
     jn, jt, mu = data.normal_jacobian, data.tangent_jacobian, data.friction
-    ratio = w.gamma / w.s
+    ratio = w.gamma / (w.s + data.compliance * w.gamma)
     if scaling is None:
         cone_a, cone_b = arrow(w.eta), arrow(w.xi)
     else:
@@ -336,9 +354,10 @@ def solve(f: Factorization, r: Residual) -> Iterate:
     cols = r.dynamics.ndim == 2
     ex = (lambda x: x[..., None]) if cols else (lambda x: x)
     gamma, s, ratio, mu_e = ex(w.gamma), ex(w.s), ex(f.ratio), ex(mu)
-    # Δs = Jn Δa - r_s;  Δξ₁ = μ Δγ - r_ξ;  Δη_t = Jt Δa - r_η
-    # γ-row:  s Δγ + γ Δs = -r_c1  ->  Δγ = g_γ - (γ/s) Jn Δa
-    g_gamma = (-r.comp_normal + gamma * r.normal) / s
+    eps = ex(data.compliance)
+    # Δs = Jn Δa + ε Δγ - r_s;  Δξ₁ = μ Δγ - r_ξ;  Δη_t = Jt Δa - r_η
+    # γ-row:  s Δγ + γ Δs = -r_c1  ->  Δγ = g_γ - (γ/(s + εγ)) Jn Δa
+    g_gamma = (-r.comp_normal + gamma * r.normal) / (s + eps * gamma)
     # cone rows A Δξ + B Δη = -r_cone, known part c0 (the Δa-coupling was folded into the factorization)
     base = mu_e * g_gamma - r.cone_head
     c0 = -r.comp_cone - ex(f.cone_a0) * base[:, None] + np.einsum("cij,cj...->ci...", f.cone_bt, r.slip)
@@ -347,7 +366,7 @@ def solve(f: Factorization, r: Residual) -> Iterate:
     da = f.h_inverse @ rhs
     dgamma = g_gamma - ratio * np.einsum("ck,k...->c...", jn, da)
     z = z0 + np.einsum("cik,k...->ci...", f.q_inv_c, da)
-    ds = np.einsum("ck,k...->c...", jn, da) - r.normal
+    ds = np.einsum("ck,k...->c...", jn, da) + eps * dgamma - r.normal
     dxi = np.concatenate(((mu_e * dgamma - r.cone_head)[:, None], z[:, :2]), axis=1)
     deta = np.concatenate((z[:, 2:3], np.einsum("ctk,k...->ct...", jt, da) - r.slip), axis=1)
     return Iterate(da, dgamma, ds, dxi, deta)
@@ -384,6 +403,11 @@ def cone_search(w: Iterate, d: Iterate, tau_orthant: float, tau_soc: float) -> f
                _cone_step(np.concatenate((w.xi, w.eta)), np.concatenate((d.xi, d.eta)), tau_soc))
 
 
+def _pair_gap(w: Iterate) -> float:
+    """Largest duality gap of one complementarity pair, ``max(γ s, ξᵀη)`` (N s · m/s)."""
+    return float(max(np.max(w.gamma * w.s), np.max(np.sum(w.xi * w.eta, axis=1))))
+
+
 def initial_iterate(data: ProblemData) -> Iterate:
     """Free-flight velocities and unit (scaled) cone variables strictly inside their cones."""
     n = data.contact_count
@@ -398,6 +422,7 @@ def initial_iterate(data: ProblemData) -> Iterate:
 
 def interior_point(
     data: ProblemData, dt: float, kappa: float, settings: SolverSettings, start: Iterate | None = None,
+    centred: bool = True,
 ) -> tuple[Iterate, int, tuple[float, float, float]]:
     """Solve ``r(w; κ) = 0`` with ``(γ, s)`` and ``(ξ, η)`` strictly inside their cones.
 
@@ -420,6 +445,10 @@ def interior_point(
     settings : SolverSettings
     start : Iterate, optional
         Starting point (e.g. the solution at a larger κ); default :func:`initial_iterate`.
+    centred : bool
+        True: converge onto the central-path point at κ (the point implicit gradients belong
+        to). False (forward solve): also accept the duality-gap criterion of
+        :attr:`SolverSettings.gap_factor`.
 
     Returns
     -------
@@ -432,21 +461,29 @@ def interior_point(
     Raises
     ------
     SolverFailureError
-        If the tolerances are not met within ``settings.max_iterations``.
+        If the tolerances are not met within ``settings.max_iterations``, or on a numerical
+        breakdown (a non-finite iterate).
     """
     w = initial_iterate(data) if start is None else start.copy()
     unit = float(data.impulse_scale) * data.velocity_scale
     degree = 2 * data.contact_count
     floor = max(kappa, settings.continuation_kappa)  # current central-path target (continuation)
     res = residual(w, data, dt, floor)
-    r_vio, k_vio, path = violations(res, data, floor)
+    r_vio, k_vio, path = violations(res, data, floor, w.gamma)
     for iteration in range(settings.max_iterations + 1):
         if (floor > kappa and r_vio <= settings.continuation_residual_tol
                 and path <= settings.continuation_kappa_rtol):
             floor = kappa
             res = residual(w, data, dt, floor)
-            r_vio, k_vio, path = violations(res, data, floor)
-        if floor == kappa and r_vio <= settings.residual_tol and path <= settings.kappa_rtol:
+            r_vio, k_vio, path = violations(res, data, floor, w.gamma)
+        if not (r_vio < np.inf and path < np.inf):  # also catches NaN
+            raise SolverFailureError(
+                f"interior-point solver broke down after {iteration} iterations (non-finite iterate)",
+                r_vio, k_vio, iteration)
+        if floor == kappa and r_vio <= settings.residual_tol and (
+                path <= settings.kappa_rtol
+                or (not centred and iteration >= settings.gap_patience
+                    and _pair_gap(w) <= settings.gap_factor * kappa * unit)):
             return w, iteration, (r_vio, k_vio, path)
         if iteration == settings.max_iterations:
             break
@@ -477,7 +514,7 @@ def interior_point(
         for _ in range(settings.max_backtracks):
             candidate = w.stepped(d, alpha)
             res = residual(candidate, data, dt, floor)
-            new = violations(res, data, floor)
+            new = violations(res, data, floor, candidate.gamma)
             if (new[0] <= max(r_vio, settings.residual_tol) or new[1] <= k_vio
                     or new[2] <= path):
                 break

@@ -213,8 +213,11 @@ class BoxWorld:
             float(self.params["contact.kappa_grad"]), grad, self._settings_vector, next_vec, jacobian, smoothed, info)
         if status != kernels.STATUS_OK:
             where = f"step {step_index}" if step_index is not None else "step"
+            what = ("broke down (singular Newton system or non-finite iterate) after "
+                    f"{int(info[kernels.I_ITERATIONS])} iterations" if status == kernels.STATUS_BREAKDOWN
+                    else f"did not converge in {self.settings.max_iterations} iterations")
             raise SimulationError(
-                f"{where}: interior-point solver did not converge in {self.settings.max_iterations} iterations "
+                f"{where}: interior-point solver {what} "
                 f"(residual violation {info[kernels.I_RESIDUAL_VIO]:.3g}, complementarity "
                 f"{info[kernels.I_KAPPA_VIO]:.3g}, central-path error {info[kernels.I_PATH_ERROR]:.3g}) "
                 f"at kappa={info[kernels.I_FAILED_KAPPA]:g}")
@@ -265,4 +268,6 @@ def _settings_vector(settings: SolverSettings) -> np.ndarray:
     vector[kernels.S_REST_GAP_TOL] = settings.resting_gap_tol
     vector[kernels.S_REST_PUSHER_MARGIN] = settings.resting_pusher_margin
     vector[kernels.S_REST_KAPPA_MAX] = settings.resting_kappa_max
+    vector[kernels.S_GAP_FACTOR] = settings.gap_factor
+    vector[kernels.S_GAP_PATIENCE] = settings.gap_patience
     return vector
