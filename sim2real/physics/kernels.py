@@ -32,9 +32,9 @@ from sim2real.physics.dynamics import (
     GRAVITY,
     MIN_FRICTION,
     PARAMS_OFFSET,
+    PUSHER_CONTACT_FREQUENCY,
     PUSHER_END_SLICE,
     PUSHER_START_SLICE,
-    PUSHER_STIFFNESS,
     THETA_PARAMS,
     THETA_SIZE,
 )
@@ -338,8 +338,8 @@ def problem_data(theta: np.ndarray, dt: float, n: int, capsule: bool, jn: np.nda
     Outputs: ``jn`` (n, 6), ``jt`` (n, 2, 6), ``bn`` (n) m/s, ``bt`` (n, 2) m/s, ``mu`` (n),
     ``v0`` (6) starting velocity (v_com m/s world, ω rad/s body), ``md`` (6) mass and principal
     moments (kg, kg m²), ``scales`` (4): impulse unit m g dt (N s), velocity unit g dt (m/s),
-    half diagonal (m), compliance of the pusher contact ``1 / (k dt²)`` (m/s per N s; 0 without
-    pusher, see ``dynamics.PUSHER_STIFFNESS``). ``n`` is 8 (table corners) or 9 (plus the pusher,
+    half diagonal (m), compliance of the pusher contact ``1 / (m ω² dt²)`` (m/s per N s; 0 without
+    pusher, see ``dynamics.PUSHER_CONTACT_FREQUENCY``). ``n`` is 8 (table corners) or 9 (plus the pusher,
     last); ``capsule``: the pusher is a capsule placed by its segment end points (else a sphere by
     its centre). ``scratch``: work space of at least :data:`PROBLEM_SCRATCH` numbers.
     """
@@ -433,7 +433,7 @@ def problem_data(theta: np.ndarray, dt: float, n: int, capsule: bool, jn: np.nda
     scales[0] = mass * GRAVITY * dt
     scales[1] = GRAVITY * dt
     scales[2] = np.sqrt(half[0] * half[0] + half[1] * half[1] + half[2] * half[2])
-    scales[3] = 1.0 / (PUSHER_STIFFNESS * dt * dt) if n == 9 else 0.0
+    scales[3] = 1.0 / (mass * (PUSHER_CONTACT_FREQUENCY * dt) ** 2) if n == 9 else 0.0
 
 
 @njit(cache=True)
@@ -948,8 +948,8 @@ def implicit_jacobian(theta: np.ndarray, w: np.ndarray, n: int, capsule: bool, d
                       compliance: float, out: np.ndarray) -> bool:
     """d next state / d θ (13, THETA_SIZE) at the solution ``w`` (implicit function theorem).
 
-    ``compliance``: ε of the pusher contact (``scales[3]`` of :func:`problem_data`; it depends on
-    ``dt`` only, so it has no θ partials). Returns False if the residual Jacobian is numerically
+    ``compliance``: ε of the pusher contact (``scales[3]`` of :func:`problem_data`; ∝ 1/mass, which
+    enters the mass column). Returns False if the residual Jacobian is numerically
     singular at ``w`` (``out`` is then unusable).
 
     ``da/dθ = -R⁻¹ ∂r/∂θ``, with ``R`` the exact residual Jacobian at ``w`` block-eliminated once
@@ -1040,6 +1040,8 @@ def implicit_jacobian(theta: np.ndarray, w: np.ndarray, n: int, capsule: bool, d
     rhs[3, _MASS_COLUMN] += dt * (oy * iz - oz * iy) / mass
     rhs[4, _MASS_COLUMN] += dt * (oz * ix - ox * iz) / mass
     rhs[5, _MASS_COLUMN] += dt * (ox * iy - oy * ix) / mass
+    if n == 9:  # pusher normal row s - (Jn a + bn + ε γ) with ε ∝ 1/m
+        rhs[6 + 8, _MASS_COLUMN] += compliance * w[6 + 8] / mass
     # Friction: cone head ξ₁ - μγ (μ is clamped at MIN_FRICTION from below).
     if theta[_P + 7] > MIN_FRICTION:
         for c in range(8):

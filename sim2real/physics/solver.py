@@ -8,7 +8,7 @@ Unknowns ``w = (a, γ, s, ξ, η)`` for ``n`` contacts:
   ``η = (dual, tangential slip velocity (2))`` — the exact isotropic Coulomb cone.
 
 Residual (rows): dynamics, ``s - (Jn a + bn + ε γ)`` (``ε``: compliance, non-zero only at the
-pusher, see ``dynamics.PUSHER_STIFFNESS``), ``ξ₁ - μγ``, ``η_t - (Jt a + bt)``, ``γ s - κ``,
+pusher, see ``dynamics.PUSHER_CONTACT_FREQUENCY``), ``ξ₁ - μγ``, ``η_t - (Jt a + bt)``, ``γ s - κ``,
 ``ξ ∘ η - κ e``. Impulses are measured in units of ``m g dt`` and velocities in ``g dt`` so that κ
 and all tolerances are dimensionless.
 
