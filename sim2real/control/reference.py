@@ -54,8 +54,8 @@ class PushConfig:
     height: float = 0.15
     lateral: float = 0.0
     start_x: float = 0.20
-    end_x: float = 0.41
-    speed: float = 0.3
+    end_x: float = 0.40
+    speed: float = 0.55
     ramp_time: float = 0.2
     pre_time: float = 0.2
     settle_time: float = 1.5

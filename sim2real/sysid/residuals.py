@@ -323,13 +323,17 @@ def trial_residuals(data: TrialData, params: ParameterSet, grad_names: Sequence[
             else:
                 _arm_trial(rows, data, sim_params, names, spec)
         else:
-            pusher = None
-            if data.kind == "arm":
-                assert data.joint_position is not None
-                pusher = load_arm(sim_params).pusher_position(data.joint_position)
-            _box_segments(rows, data, sim_params, names, spec.horizon, spec.weights, pusher)
-            if data.kind == "arm" and data.command is not None:
-                _joint_segments(rows, data, sim_params, names, spec.horizon, spec.weights)
+            # Groups weighted zero are not simulated at all (e.g. a servo fit on joint states only).
+            weights = spec.weights
+            if weights.position > 0.0 or weights.orientation > 0.0:
+                pusher = None
+                if data.kind == "arm":
+                    assert data.joint_position is not None
+                    pusher = load_arm(sim_params).pusher_position(data.joint_position)
+                _box_segments(rows, data, sim_params, names, spec.horizon, weights, pusher)
+            if (data.kind == "arm" and data.command is not None
+                    and (weights.joint_position > 0.0 or weights.joint_velocity > 0.0)):
+                _joint_segments(rows, data, sim_params, names, spec.horizon, weights)
     except Sim2RealError as err:
         raise Sim2RealError(f"trial '{data.name}': {err}") from None
     return rows.build(data.name, names, bool(names))
