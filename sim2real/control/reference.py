@@ -18,11 +18,11 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 import numpy as np
-import yaml
 from numpy.typing import NDArray
 
 from sim2real.errors import Sim2RealError
 from sim2real.model import PUSHER_LINK, ArmModel, solve_pusher_ik
+from sim2real.params.yaml_io import read_node_section
 
 FloatArray = NDArray[np.float64]
 
@@ -100,16 +100,7 @@ def load_experiment_config(path: str | os.PathLike[str] | None = None) -> Experi
     from sim2real.paths import config_file
 
     path = Path(path) if path else config_file("experiment.yaml")
-    try:
-        document = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise Sim2RealError(f"experiment file not found: {path}") from None
-    except yaml.YAMLError as err:
-        raise Sim2RealError(f"{path}: malformed YAML: {getattr(err, 'problem', err)}") from None
-    try:
-        section = document["experiment"]["ros__parameters"]
-    except (TypeError, KeyError):
-        raise Sim2RealError(f"{path}: expected 'experiment: ros__parameters: ...'") from None
+    section = read_node_section(path, "experiment", "experiment file")
     push_keys = {f.name for f in fields(PushConfig)}
     push_values = section.get("push", {}) or {}
     unknown = set(push_values) - push_keys

@@ -30,13 +30,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 from numpy.typing import NDArray
 
 from sim2real.errors import Sim2RealError
 from sim2real.model import ArmModel, load_arm
 from sim2real.params import ParameterSet, load_params
 from sim2real.params.registry import coerce, names
+from sim2real.params.yaml_io import read_node_section
 from sim2real.physics import BoxState, BoxWorld
 from sim2real.spatial import from_rotation_vector, multiply, normalize, to_matrix
 
@@ -134,16 +134,7 @@ def load_standin(path: str | Path | None = None, base: ParameterSet | None = Non
     from sim2real.paths import config_file
 
     path = Path(path) if path else config_file("standin.yaml")
-    try:
-        document = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise Sim2RealError(f"stand-in world file not found: {path}") from None
-    except yaml.YAMLError as err:
-        raise Sim2RealError(f"{path}: malformed YAML: {getattr(err, 'problem', err)}") from None
-    try:
-        section = document[SECTION]["ros__parameters"]
-    except (TypeError, KeyError):
-        raise Sim2RealError(f"{path}: expected '{SECTION}: ros__parameters: ...'") from None
+    section = read_node_section(path, SECTION, "stand-in world file")
     flat = _flatten(section or {})
     registry = set(names())
     values: dict[str, float | int] = {}

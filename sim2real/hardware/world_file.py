@@ -18,10 +18,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
 from sim2real.errors import Sim2RealError
 from sim2real.params import ParameterSet, coerce
+from sim2real.params.yaml_io import read_yaml
 from sim2real.physics.servo import ServoParams
 
 
@@ -42,12 +41,7 @@ def load_world_file(path: str | os.PathLike[str]) -> EmulatedArm:
         Missing or malformed file, out-of-bounds values, wrong number of joints.
     """
     path = Path(path)
-    try:
-        document = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise Sim2RealError(f"world file not found: {path}") from None
-    except (OSError, yaml.YAMLError) as err:
-        raise Sim2RealError(f"cannot read world file {path}: {str(err).splitlines()[0]}") from None
+    document = read_yaml(path, "world file")
     if not isinstance(document, Mapping):
         raise Sim2RealError(f"{path}: expected a YAML mapping with an 'arm' group")
     if "arm" not in document:  # ROS 2 params layout: <node>: ros__parameters: arm: ...

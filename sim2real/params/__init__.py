@@ -7,6 +7,8 @@ from sim2real.params.yaml_io import (
     load_params,
     params_to_document,
     parse_override,
+    read_node_section,
+    read_yaml,
     resolve_params,
     save_params,
 )
@@ -14,5 +16,5 @@ from sim2real.params.yaml_io import (
 __all__ = [
     "PARAMETERS", "Parameter", "ParameterSet", "apply_overrides", "closest_name", "coerce",
     "describe_registry", "load_params", "names", "params_to_document", "parse_override",
-    "resolve_params", "save_params", "spec",
+    "read_node_section", "read_yaml", "resolve_params", "save_params", "spec",
 ]

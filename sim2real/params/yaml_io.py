@@ -96,21 +96,53 @@ def load_params(path: str | os.PathLike[str], base: ParameterSet | None = None,
         Missing or unreadable file, malformed YAML, unknown name, wrong type, out of bounds.
     """
     path = Path(path)
+    document = read_yaml(path, "params file")
+    values = parse_params_document(document, str(path), node)
+    return (base or ParameterSet.nominal()).replace(values)
+
+
+def read_yaml(path: str | os.PathLike[str], what: str) -> object:
+    """Parse a YAML file, turning every failure into a one-line :class:`Sim2RealError`.
+
+    Parameters
+    ----------
+    path : path-like
+        The file.
+    what : str
+        What the file is, for messages (``"params file"``, ``"experiment file"``, ...).
+    """
+    path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise Sim2RealError(f"params file not found: {path}") from None
+        raise Sim2RealError(f"{what} not found: {path}") from None
     except OSError as err:
-        raise Sim2RealError(f"cannot read params file {path}: {err.strerror}") from None
+        raise Sim2RealError(f"cannot read {what} {path}: {err.strerror}") from None
     try:
-        document = yaml.safe_load(text)
+        return yaml.safe_load(text)
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
         problem = getattr(err, "problem", None) or "invalid syntax"
         raise Sim2RealError(f"{path}: malformed YAML{where}: {problem}") from None
-    values = parse_params_document(document, str(path), node)
-    return (base or ParameterSet.nominal()).replace(values)
+
+
+def read_node_section(path: str | os.PathLike[str], node: str, what: str) -> Mapping[str, Any]:
+    """The ``node: ros__parameters:`` mapping of a ROS 2 params file (nested, not flattened).
+
+    Raises
+    ------
+    Sim2RealError
+        Missing or malformed file, or no such section.
+    """
+    document = read_yaml(path, what)
+    try:
+        section = document[node]["ros__parameters"]  # type: ignore[index]
+    except (TypeError, KeyError):
+        raise Sim2RealError(f"{path}: expected '{node}: ros__parameters: ...'") from None
+    if not isinstance(section, Mapping):
+        raise Sim2RealError(f"{path}: '{node}: ros__parameters' is not a mapping")
+    return section
 
 
 def params_to_document(params: Mapping[str, float], node_key: str = DEFAULT_NODE_KEY,
