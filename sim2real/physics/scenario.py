@@ -41,7 +41,7 @@ from sim2real.physics.rollout import Rollout, rollout
 from sim2real.physics.shapes import Capsule, Sphere
 from sim2real.physics.state import BoxState
 from sim2real.physics.world import BoxWorld
-from sim2real.spatial import to_matrix, yaw
+from sim2real.spatial import to_matrix, yaw, yaw_gradient
 
 _TOP_KEYS = {"duration", "dt", "box", "pusher"}
 _BOX_KEYS = {"position", "quaternion", "linear_velocity", "angular_velocity"}
@@ -209,16 +209,6 @@ class ScenarioRun:
 def _up_axis_tilt_deg(quaternions: np.ndarray, axis: int, sign: float) -> np.ndarray:
     z_of_axis = to_matrix(quaternions)[..., 2, axis] * sign
     return np.degrees(np.arccos(np.clip(z_of_axis, -1.0, 1.0)))
-
-
-def yaw_gradient(q: np.ndarray) -> np.ndarray:
-    """d yaw / d q (4,) of :func:`sim2real.spatial.yaw` at a unit quaternion q (w, x, y, z)."""
-    w, x, y, z = q
-    a = 2.0 * (x * y + w * z)
-    b = 1.0 - 2.0 * (y * y + z * z)
-    da = 2.0 * np.array([z, y, x, w])
-    db = np.array([0.0, 0.0, -4.0 * y, -4.0 * z])
-    return (b * da - a * db) / (a * a + b * b)
 
 
 def run_scenario(scenario: Scenario, params: ParameterSet, grad_names: Sequence[str] = ()) -> ScenarioRun:

@@ -102,14 +102,20 @@ def joint_tracking_figure(trial: TrialRecord, label: str = "") -> bytes | None:
             ax.plot(trial.reference.t, trial.reference.position[:, j], **REFERENCE_STYLE)
         for ns, series in states.items():
             ax.plot(series.t, series.position[:, j], color=PLATFORM_STYLE[ns]["color"], label=ns, alpha=0.85)
+    _label_joint_axes(axes, "rad")
+    return _png(fig)
+
+
+def _label_joint_axes(axes: Sequence[Any], unit: str) -> None:
+    """Titles (joint names), grid, y unit on the left column, time on the bottom row, legend."""
+    for j, ax in enumerate(axes):
         ax.set_title(JOINT_NAMES[j], fontsize=9)
         ax.grid(alpha=0.3)
         if j % 3 == 0:
-            ax.set_ylabel("rad")
+            ax.set_ylabel(unit)
         if j >= 3:
             ax.set_xlabel("time (s)")
     axes[0].legend(fontsize=7)
-    return _png(fig)
 
 
 def command_figure(trial: TrialRecord, label: str = "") -> bytes | None:
@@ -126,13 +132,7 @@ def command_figure(trial: TrialRecord, label: str = "") -> bytes | None:
         for ns, series in commands.items():
             ax.step(series.t, series.velocity[:, j], where="post", color=PLATFORM_STYLE[ns]["color"],
                     label=ns, alpha=0.8, linewidth=1.0)
-        ax.set_title(JOINT_NAMES[j], fontsize=9)
-        ax.grid(alpha=0.3)
-        if j % 3 == 0:
-            ax.set_ylabel("rad/s")
-        if j >= 3:
-            ax.set_xlabel("time (s)")
-    axes[0].legend(fontsize=7)
+    _label_joint_axes(axes, "rad/s")
     return _png(fig)
 
 

@@ -12,9 +12,10 @@ from sim2real.spatial.quaternion import (
     to_matrix,
     to_rotation_vector,
     yaw,
+    yaw_gradient,
 )
 
 __all__ = [
     "conjugate", "from_axis_angle", "from_rotation_vector", "multiply", "normalize", "rotate", "skew",
-    "tilt", "to_matrix", "to_rotation_vector", "yaw",
+    "tilt", "to_matrix", "to_rotation_vector", "yaw", "yaw_gradient",
 ]

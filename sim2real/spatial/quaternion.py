@@ -137,6 +137,16 @@ def yaw(q: np.ndarray) -> np.ndarray:
     return np.arctan2(R[..., 1, 0], R[..., 0, 0])
 
 
+def yaw_gradient(q: np.ndarray) -> np.ndarray:
+    """d yaw / d q (4,) of :func:`sim2real.spatial.yaw` at a unit quaternion q (w, x, y, z)."""
+    w, x, y, z = q
+    a = 2.0 * (x * y + w * z)
+    b = 1.0 - 2.0 * (y * y + z * z)
+    da = 2.0 * np.array([z, y, x, w])
+    db = np.array([0.0, 0.0, -4.0 * y, -4.0 * z])
+    return (b * da - a * db) / (a * a + b * b)
+
+
 def tilt(q: np.ndarray, body_axis: int = 2) -> np.ndarray:
     """Angle between a body axis (default z) and world +z, rad in [0, π], shape (...)."""
     R = to_matrix(q)

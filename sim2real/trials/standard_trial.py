@@ -20,8 +20,7 @@ from sim2real.control.sim_platform import ArmTrialResult, box_at_distance, simul
 from sim2real.errors import Sim2RealError
 from sim2real.model import load_arm
 from sim2real.params import ParameterSet
-from sim2real.physics.scenario import yaw_gradient
-from sim2real.spatial import yaw
+from sim2real.spatial import yaw, yaw_gradient
 from sim2real.trials.outcome import Outcome, compute_outcome
 from sim2real.trials.records import JointReference, JointSeries, PlatformRecord, PoseSeries, TrialRecord
 from sim2real.trials.schema import trial_name, versions
