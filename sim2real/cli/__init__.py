@@ -26,6 +26,7 @@ COMMANDS: tuple[str, ...] = (
     "fit_cmd",
     "replay_cmd",
     "run_cmd",
+    "resolve_cmd",
 )
 
 

@@ -20,7 +20,7 @@ model, ``pd.kp``/``pd.kd`` through the PD law, chained by the arm's FK Jacobian)
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import NDArray
@@ -30,7 +30,7 @@ from sim2real.control.reference import JointTrajectory
 from sim2real.errors import Sim2RealError
 from sim2real.model import ArmModel, load_arm
 from sim2real.params import ParameterSet
-from sim2real.physics import BoxState, BoxWorld
+from sim2real.physics import BoxState, BoxWorld, HardStep, SolveLog, SolverSettings, SolveSummary
 from sim2real.physics.servo import ServoParams, delay_split, servo_step
 
 FloatArray = NDArray[np.float64]
@@ -76,6 +76,12 @@ class ArmTrialResult:
         d box state / d parameters.
     d_joint_position : ndarray, shape (T+1, 6, p) or None
         d joint positions / d parameters.
+    outcomes : ndarray, shape (T,), int8
+        Contact-solve outcome class of every step (:class:`~sim2real.physics.StepOutcome` codes).
+    solve : SolveSummary
+        Their tally and worst violations.
+    hard_steps : tuple of HardStep
+        Reproduction records of the first recovered or degraded steps.
     """
 
     t: FloatArray
@@ -93,6 +99,9 @@ class ArmTrialResult:
     grad_names: tuple[str, ...] = ()
     d_box: FloatArray | None = None
     d_joint_position: FloatArray | None = None
+    outcomes: NDArray[np.int8] = field(default_factory=lambda: np.zeros(0, dtype=np.int8))
+    solve: SolveSummary = field(default_factory=SolveSummary)
+    hard_steps: tuple[HardStep, ...] = ()
 
 
 def box_at_distance(distance: float, params: ParameterSet) -> BoxState:
@@ -134,15 +143,26 @@ class SimPlatform:
         Default: the URDF model with the pusher from ``params``.
     grad_names : sequence of str
         Parameters to propagate sensitivities for.
+    strict : bool
+        Raise ``SimulationError`` on a step that would be degraded, instead of flagging it.
+    context : str
+        Names the platform in hard-step records (e.g. ``"trial_02_d0.400 sim"``).
+
+    Attributes
+    ----------
+    log : SolveLog
+        Outcome of every contact solve so far.
     """
 
     def __init__(self, params: ParameterSet, initial_q: FloatArray, initial_box: BoxState,
-                 arm: ArmModel | None = None, grad_names: Sequence[str] = ()) -> None:
+                 arm: ArmModel | None = None, grad_names: Sequence[str] = (), strict: bool = False,
+                 context: str = "") -> None:
         self.grad_names = tuple(grad_names)
         _check_grad_names(self.grad_names)
         self.arm = arm or load_arm(params)
         self.servo = ServoParams.from_params(params)
-        self.world = BoxWorld.from_params(params)
+        self.world = BoxWorld.from_params(params, settings=SolverSettings(strict=strict))
+        self.log = SolveLog(context)
         self.dt = float(params["sim.dt"])
         self._shift, self._lead = delay_split(self.servo.delay, self.dt)
         self._engine_names = tuple(n for n in self.grad_names if n in ENGINE_PARAMS)
@@ -196,7 +216,9 @@ class SimPlatform:
                 s_v[:, self._col["arm.command_delay"]] += step.dv_dlead
         q, v = step.position, step.velocity
         pusher_next = self.arm.pusher_position(q)
-        result = self.world.step(self.box, self.pusher, pusher_next, grad=grad, param_names=self._engine_names)
+        result = self.world.step(self.box, self.pusher, pusher_next, grad=grad, param_names=self._engine_names,
+                                 step_index=self.k)
+        self.log.record(result, self.k)
         contact = result.contacts
         self.min_pusher_distance = min(self.min_pusher_distance, float(contact.pusher_distance))
         self.min_table_distance = min(self.min_table_distance, float(contact.table_distance))
@@ -215,7 +237,8 @@ class SimPlatform:
 def simulate_arm_trial(params: ParameterSet, reference: JointTrajectory, initial_box: BoxState,
                        duration: float | None = None, grad_names: Sequence[str] = (),
                        commands: FloatArray | None = None, arm: ArmModel | None = None,
-                       limits: CommandLimits | None = None) -> ArmTrialResult:
+                       limits: CommandLimits | None = None, strict: bool = False,
+                       context: str = "") -> ArmTrialResult:
     """Run the sim platform for one trial under the PD law (or given commands).
 
     Parameters
@@ -237,8 +260,13 @@ def simulate_arm_trial(params: ParameterSet, reference: JointTrajectory, initial
         Default: the URDF model with the pusher from ``params``.
     limits : CommandLimits, optional
         Default: the arm's limits, no workspace box.
+    strict : bool
+        Raise ``SimulationError`` on a step that would be degraded (default: flag it in ``solve``).
+    context : str
+        Names the trial in hard-step records.
     """
-    platform = SimPlatform(params, reference.position[0], initial_box, arm=arm, grad_names=grad_names)
+    platform = SimPlatform(params, reference.position[0], initial_box, arm=arm, grad_names=grad_names,
+                           strict=strict, context=context)
     arm = platform.arm
     limits = limits or CommandLimits.for_arm(arm, params)
     gains = PDGains.from_params(params)
@@ -303,4 +331,5 @@ def simulate_arm_trial(params: ParameterSet, reference: JointTrajectory, initial
         touched=platform.touched, min_pusher_distance=float(platform.min_pusher_distance),
         min_table_distance=float(platform.min_table_distance),
         stop_reason=stop_reason, grad_names=grad_names, d_box=d_box, d_joint_position=d_joint,
+        outcomes=platform.log.outcomes, solve=platform.log.summary(), hard_steps=tuple(platform.log.hard_steps),
     )

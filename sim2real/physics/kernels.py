@@ -44,17 +44,24 @@ from sim2real.physics.geometry import CONTACT_BAND as _CONTACT_BAND
 S_RESIDUAL_TOL, S_KAPPA_RTOL, S_MAX_ITERATIONS, S_TAU_MIN, S_TAU_SOC_MAX = 0, 1, 2, 3, 4
 S_BACKTRACK, S_MAX_BACKTRACKS, S_CONT_KAPPA, S_CONT_RESIDUAL_TOL, S_CONT_KAPPA_RTOL = 5, 6, 7, 8, 9
 S_REST_ENABLED, S_REST_SPEED_TOL, S_REST_GAP_TOL, S_REST_PUSHER_MARGIN, S_REST_KAPPA_MAX = 10, 11, 12, 13, 14
-S_GAP_FACTOR, S_GAP_PATIENCE = 15, 16
-SETTINGS_SIZE = 17
+S_GAP_FACTOR, S_GAP_PATIENCE, S_ACCEPT_BEST, S_CONT_FACTOR = 15, 16, 17, 18
+SETTINGS_SIZE = 19
 
 #: Indices into the info vector filled by :func:`step_kernel`.
 I_ACTIVE, I_PUSHER_IMPULSE, I_TABLE_DISTANCE, I_PUSHER_DISTANCE, I_RESIDUAL_VIO, I_KAPPA_VIO = 0, 1, 2, 3, 4, 5
-I_ITERATIONS, I_FAILED_KAPPA, I_PATH_ERROR, I_RESTING = 6, 7, 8, 9
-INFO_SIZE = 10
+I_ITERATIONS, I_FAILED_KAPPA, I_PATH_ERROR, I_RESTING, I_BEST_USED = 6, 7, 8, 9, 10
+INFO_SIZE = 11
+
+#: Columns of a solver trace row (see :func:`interior_point`): sub-step, target κ, current central-path
+#: target (continuation), iteration, residual violation, complementarity, central-path error, step length.
+TRACE_COLUMNS = ("substep", "kappa", "target", "iteration", "residual", "complementarity", "path_error", "alpha")
+NO_TRACE = np.empty((0, len(TRACE_COLUMNS)))
+"""Trace buffer of a call that records no trace."""
 
 #: Status codes returned by :func:`step_kernel`: converged; iteration budget spent; numerical breakdown
-#: (a singular Newton block or a non-finite iterate; never raised as a Python exception).
-STATUS_OK, STATUS_NOT_CONVERGED, STATUS_BREAKDOWN = 0, 1, 2
+#: (a singular Newton block or a non-finite iterate; never raised as a Python exception); finished, but
+#: at least one solve ended on its best iterate instead of converging (only with ``S_ACCEPT_BEST``).
+STATUS_OK, STATUS_NOT_CONVERGED, STATUS_BREAKDOWN, STATUS_BEST_ITERATE = 0, 1, 2, 3
 
 #: Work space (numbers) that the compiled maps need; :data:`SCRATCH_SIZE` covers every function here.
 PROBLEM_SCRATCH = 53
@@ -820,7 +827,8 @@ def initial_iterate(n: int, jn: np.ndarray, bn: np.ndarray, v0: np.ndarray, md: 
 @njit(cache=True)
 def interior_point(w: np.ndarray, n: int, dt: float, kappa: float, settings: np.ndarray, jn: np.ndarray,
                    jt: np.ndarray, bn: np.ndarray, bt: np.ndarray, mu: np.ndarray, v0: np.ndarray,
-                   md: np.ndarray, scales: np.ndarray, centred: bool = True) -> tuple[int, int, float, float, float]:
+                   md: np.ndarray, scales: np.ndarray, centred: bool, trace: np.ndarray, trace_count: np.ndarray,
+                   substep: int) -> tuple[int, int, float, float, float]:
     """Solve ``r(w; κ) = 0`` in place from the starting point in ``w`` (see ``solver.interior_point``).
 
     Mehrotra predictor-corrector with Nesterov-Todd scaled cone rows, the analytic cone line
@@ -829,10 +837,16 @@ def interior_point(w: np.ndarray, n: int, dt: float, kappa: float, settings: np.
     otherwise (forward hard-contact solve) after ``gap_patience`` iterations also accept every
     pair's duality gap within ``gap_factor`` κ (see ``solver.SolverSettings``).
 
+    Whatever the outcome, ``w`` ends as a finite iterate: on failure it is the best iterate seen (the
+    lowest ``max(residual violation, complementarity)``), so a caller may accept it as a last resort.
+    With a ``trace`` buffer of shape (rows, len(TRACE_COLUMNS)), one row per iteration is appended at
+    ``trace_count[0]`` (rows beyond the buffer are dropped; the count keeps growing).
+
     Returns
     -------
     (status, iterations, residual violation, complementarity, central-path error)
-        ``status`` is :data:`STATUS_OK`, :data:`STATUS_NOT_CONVERGED` or :data:`STATUS_BREAKDOWN`.
+        ``status`` is :data:`STATUS_OK`, :data:`STATUS_NOT_CONVERGED` or :data:`STATUS_BREAKDOWN`; on
+        failure the violations are those of the best iterate left in ``w``.
     """
     size = 6 + 8 * n
     unit = scales[0] * scales[1]
@@ -863,13 +877,34 @@ def interior_point(w: np.ndarray, n: int, dt: float, kappa: float, settings: np.
     r_vio, k_vio, path = violations(res, w, n, floor, scales)
     xi0 = 6 + 2 * n
     eta0 = 6 + 5 * n
+    best = w.copy()
+    best_merit = np.inf
+    best_r, best_k, best_path = r_vio, k_vio, path
+    alpha = 0.0
     for iteration in range(max_iterations + 1):
         if floor > kappa and r_vio <= settings[S_CONT_RESIDUAL_TOL] and path <= settings[S_CONT_KAPPA_RTOL]:
-            floor = kappa
+            floor = max(kappa, floor * settings[S_CONT_FACTOR])
             residual(w, n, dt, floor, jn, jt, bn, bt, mu, v0, md, scales, res)
             r_vio, k_vio, path = violations(res, w, n, floor, scales)
+        row = trace_count[0]
+        if row < trace.shape[0]:
+            trace[row, 0] = substep
+            trace[row, 1] = kappa
+            trace[row, 2] = floor
+            trace[row, 3] = iteration
+            trace[row, 4] = r_vio
+            trace[row, 5] = k_vio
+            trace[row, 6] = path
+            trace[row, 7] = alpha
+        trace_count[0] = row + 1
         if not (r_vio < np.inf and path < np.inf):  # also catches NaN
-            return STATUS_BREAKDOWN, iteration, r_vio, k_vio, path
+            w[:] = best
+            return STATUS_BREAKDOWN, iteration, best_r, best_k, best_path
+        merit = max(r_vio, k_vio)
+        if merit < best_merit:
+            best_merit = merit
+            best[:] = w
+            best_r, best_k, best_path = r_vio, k_vio, path
         if floor == kappa and r_vio <= residual_tol and (
                 path <= kappa_rtol or (not centred and iteration >= settings[S_GAP_PATIENCE]
                                        and pair_gap(w, n) <= settings[S_GAP_FACTOR] * kappa * unit)):
@@ -879,7 +914,8 @@ def interior_point(w: np.ndarray, n: int, dt: float, kappa: float, settings: np.
         nt_scaling(w, n, scale, scale_inverse, lam, scratch)
         if not factorize(w, n, dt, True, jn, jt, mu, md, scale, scale_inverse, lam, ratio, cone_a0, cone_bt,
                          q_inverse, q_inv_c, h_inverse, scratch, scales[3]):
-            return STATUS_BREAKDOWN, iteration, r_vio, k_vio, path
+            w[:] = best
+            return STATUS_BREAKDOWN, iteration, best_r, best_k, best_path
         # Predictor: κ = 0 in the scaled complementarity rows (λ ∘ λ).
         for i in range(6 + 4 * n):
             rhs[i, 0] = res[i]
@@ -938,7 +974,8 @@ def interior_point(w: np.ndarray, n: int, dt: float, kappa: float, settings: np.
         for i in range(size):
             w[i] = candidate[i]
         r_vio, k_vio, path = new_r, new_k, new_path
-    return STATUS_NOT_CONVERGED, max_iterations, r_vio, k_vio, path
+    w[:] = best
+    return STATUS_NOT_CONVERGED, max_iterations, best_r, best_k, best_path
 
 
 # --- implicit gradients -----------------------------------------------------------------------
@@ -1154,7 +1191,8 @@ def resting(theta: np.ndarray, with_pusher: bool, capsule: bool, dt: float, sett
 @njit(cache=True)
 def step_kernel(theta: np.ndarray, dt: float, substeps: int, with_pusher: bool, capsule: bool, kappa_sim: float,
                 kappa_grad: float, grad: bool, settings: np.ndarray, state_out: np.ndarray,
-                jacobian_out: np.ndarray, smoothed_out: np.ndarray, info: np.ndarray) -> int:
+                jacobian_out: np.ndarray, smoothed_out: np.ndarray, info: np.ndarray, trace: np.ndarray,
+                trace_count: np.ndarray) -> int:
     """One time step ``dt`` (s) in ``substeps`` engine steps from the problem vector ``θ``.
 
     Parameters
@@ -1181,13 +1219,18 @@ def step_kernel(theta: np.ndarray, dt: float, substeps: int, with_pusher: bool, 
         With ``grad``: the next state at ``kappa_grad`` (last sub-step).
     info : ndarray (INFO_SIZE,)
         Active contacts, pusher normal impulse (N s), table and pusher distances at the end (m),
-        violations, iterations, the κ that failed, central-path error, 1 if the shortcut was taken.
+        the worst violations of the step's solves, iterations, the κ that failed, central-path error,
+        1 if the shortcut was taken, the number of solves that ended on their best iterate.
+    trace, trace_count : ndarray (rows, len(TRACE_COLUMNS)), ndarray (1,) int64
+        Per-iteration solver trace (see :func:`interior_point`); :data:`NO_TRACE` records none.
 
     Returns
     -------
     int
         :data:`STATUS_OK`, :data:`STATUS_NOT_CONVERGED` or :data:`STATUS_BREAKDOWN` (then ``info``
-        names the failing κ).
+        names the failing κ); with ``settings[S_ACCEPT_BEST]`` a solve that fails continues from its
+        best iterate (its Jacobian block, if asked for, is zero when singular there) and the step
+        returns :data:`STATUS_BEST_ITERATE`.
     """
     n = 9 if with_pusher else 8
     size = 6 + 8 * n
@@ -1227,6 +1270,8 @@ def step_kernel(theta: np.ndarray, dt: float, substeps: int, with_pusher: bool, 
             for i in range(13):
                 total[i, i] = 1.0
         iterations = 0
+        accept_best = settings[S_ACCEPT_BEST] > 0.0
+        best_used = 0
         for k in range(substeps):
             for i in range(_T):
                 sub[i] = work[i]
@@ -1243,21 +1288,26 @@ def step_kernel(theta: np.ndarray, dt: float, substeps: int, with_pusher: bool, 
                 kappa = first if target == 0 else second
                 centred = grad and kappa == kappa_grad
                 status, its, r_vio, k_vio, path = interior_point(w, n, sub_dt, kappa, settings, jn, jt, bn, bt,
-                                                                  mu, v0, md, scales, centred)
+                                                                  mu, v0, md, scales, centred, trace, trace_count, k)
                 iterations += its
-                info[I_RESIDUAL_VIO] = r_vio
-                info[I_KAPPA_VIO] = k_vio
-                info[I_PATH_ERROR] = path
+                info[I_RESIDUAL_VIO] = max(info[I_RESIDUAL_VIO], r_vio)
+                info[I_KAPPA_VIO] = max(info[I_KAPPA_VIO], k_vio)
+                info[I_PATH_ERROR] = max(info[I_PATH_ERROR], path)
                 if status != STATUS_OK:
-                    info[I_ITERATIONS] = iterations
                     info[I_FAILED_KAPPA] = kappa
-                    return status
+                    if not accept_best or not (r_vio < np.inf and k_vio < np.inf):
+                        info[I_ITERATIONS] = iterations
+                        return status
+                    best_used += 1
                 if grad and kappa == kappa_grad:
                     if not implicit_jacobian(sub, w, n, capsule, sub_dt, kappa_grad, jn, jt, mu, v0, md, scales[3],
                                              jac):
-                        info[I_ITERATIONS] = iterations
                         info[I_FAILED_KAPPA] = kappa
-                        return STATUS_BREAKDOWN
+                        if not accept_best:
+                            info[I_ITERATIONS] = iterations
+                            return STATUS_BREAKDOWN
+                        best_used += 1
+                        jac[:, :] = 0.0
                     next_state(sub, w[0:6], sub_dt, smoothed_out, scratch)
             if grad:
                 # Chain: the sub-step sees the current state (d/dθ = total) and the sub-step pusher
@@ -1287,6 +1337,7 @@ def step_kernel(theta: np.ndarray, dt: float, substeps: int, with_pusher: bool, 
         info[I_ACTIVE] = active
         info[I_PUSHER_IMPULSE] = w[6 + 8] if with_pusher else 0.0
         info[I_ITERATIONS] = iterations
+        info[I_BEST_USED] = best_used
     # Contact summary at the end of the step.
     rot = np.empty((3, 3))
     _rotation(state_out[3], state_out[4], state_out[5], state_out[6], rot)
@@ -1301,4 +1352,4 @@ def step_kernel(theta: np.ndarray, dt: float, substeps: int, with_pusher: bool, 
     if with_pusher:
         info[I_PUSHER_DISTANCE], _ = pusher_box_distance(theta, state_out[0:3], rot, half, capsule, True,
                                                          np.empty(3), np.empty(3), np.empty(14))
-    return STATUS_OK
+    return STATUS_BEST_ITERATE if info[I_BEST_USED] > 0.0 else STATUS_OK

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from sim2real.errors import Sim2RealError
+from sim2real.physics.ladder import HardStep
+from sim2real.physics.outcome import SolveLog, SolveSummary
 from sim2real.physics.state import STATE_SIZE, BoxState
 from sim2real.physics.world import BoxWorld, ContactInfo
 
@@ -31,6 +33,12 @@ class Rollout:
         d states / d parameters (zero at t = 0), when parameters were asked for.
     initial_sensitivities : ndarray (T+1, 13, 13) or None
         d states / d initial state, when asked for.
+    outcomes : ndarray (T,) int8
+        Outcome class of every step (:class:`~sim2real.physics.outcome.StepOutcome` codes).
+    solve : SolveSummary
+        Their tally and worst violations.
+    hard_steps : tuple of HardStep
+        Reproduction records of the first recovered or degraded steps.
     """
 
     times: np.ndarray
@@ -40,6 +48,9 @@ class Rollout:
     param_names: tuple[str, ...] = ()
     sensitivities: np.ndarray | None = None
     initial_sensitivities: np.ndarray | None = None
+    outcomes: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int8))
+    solve: SolveSummary = field(default_factory=SolveSummary)
+    hard_steps: tuple[HardStep, ...] = ()
 
     def state(self, index: int) -> BoxState:
         """The state at step ``index`` as a :class:`BoxState`."""
@@ -47,7 +58,7 @@ class Rollout:
 
 
 def rollout(world: BoxWorld, initial: BoxState, pusher_path: np.ndarray | None = None, steps: int | None = None,
-            grad_names: Sequence[str] = (), initial_grad: bool = False) -> Rollout:
+            grad_names: Sequence[str] = (), initial_grad: bool = False, context: str = "") -> Rollout:
     """Simulate ``T`` steps of ``world.dt``.
 
     Parameters
@@ -64,6 +75,8 @@ def rollout(world: BoxWorld, initial: BoxState, pusher_path: np.ndarray | None =
         ``S_{t+1} = A_t S_t + B_t`` with the step Jacobians ``A_t`` (13×13) and ``B_t`` (13×p)).
     initial_grad : bool
         Also propagate ``d states / d initial state``.
+    context : str
+        Names the rollout in hard-step records (e.g. the trial).
 
     Returns
     -------
@@ -72,7 +85,7 @@ def rollout(world: BoxWorld, initial: BoxState, pusher_path: np.ndarray | None =
     Raises
     ------
     SimulationError
-        Naming the failing step.
+        Only in strict mode (``world.settings.strict``), naming the step that would be degraded.
     """
     if pusher_path is not None:
         path = np.asarray(pusher_path, dtype=float)
@@ -96,6 +109,7 @@ def rollout(world: BoxWorld, initial: BoxState, pusher_path: np.ndarray | None =
     contacts = []
     iterations = np.empty(count, dtype=int)
     state = initial
+    log = SolveLog(context)
     for t in range(count):
         start = path[t] if path is not None else None
         end = path[t + 1] if path is not None else None
@@ -104,9 +118,11 @@ def rollout(world: BoxWorld, initial: BoxState, pusher_path: np.ndarray | None =
         states[t + 1] = state.as_vector()
         contacts.append(res.contacts)
         iterations[t] = res.iterations
+        log.record(res, t)
         if sens is not None:
             sens[t + 1] = res.d_state @ sens[t] + res.d_params
         if sens0 is not None:
             sens0[t + 1] = res.d_state @ sens0[t]
     times = np.arange(count + 1) * world.dt
-    return Rollout(times, states, tuple(contacts), iterations, names, sens, sens0)
+    return Rollout(times, states, tuple(contacts), iterations, names, sens, sens0, log.outcomes, log.summary(),
+                   tuple(log.hard_steps))

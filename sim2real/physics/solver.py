@@ -76,6 +76,9 @@ class SolverSettings:
     resting_kappa_max : float
         The shortcut is the hard-contact answer, so it is only taken when ``contact.kappa_sim`` is at
         most this (at κ the solver keeps the box ~``4 κ g dt`` m/s off the table).
+    strict : bool
+        Raise ``SimulationError`` instead of returning a degraded step (see
+        :mod:`sim2real.physics.ladder`); recovered steps are returned either way.
     """
 
     residual_tol: float = 1e-9
@@ -95,6 +98,7 @@ class SolverSettings:
     resting_gap_tol: float = 1e-7
     resting_pusher_margin: float = 0.005
     resting_kappa_max: float = 1e-6
+    strict: bool = False
 
 
 @dataclass

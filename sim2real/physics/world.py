@@ -11,6 +11,9 @@ from sim2real.errors import Sim2RealError
 from sim2real.params import ParameterSet, spec
 from sim2real.physics import kernels
 from sim2real.physics.dynamics import PARAMS_OFFSET, PUSHER_END_SLICE, PUSHER_START_SLICE, THETA_PARAMS, THETA_SIZE
+from sim2real.physics.errors import SimulationError
+from sim2real.physics.ladder import HardStep, settings_vector, solve_step
+from sim2real.physics.outcome import StepOutcome
 from sim2real.physics.shapes import Capsule, Sphere
 from sim2real.physics.solver import SolverSettings
 from sim2real.physics.state import BoxState
@@ -18,9 +21,7 @@ from sim2real.physics.state import BoxState
 #: Parameters a step can be differentiated with respect to.
 DIFFERENTIABLE_PARAMS: tuple[str, ...] = THETA_PARAMS
 
-
-class SimulationError(Sim2RealError):
-    """A step could not be solved; the message names the step and the solver's violations."""
+__all__ = ["DIFFERENTIABLE_PARAMS", "BoxWorld", "ContactInfo", "SimulationError", "StepResult"]
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,14 @@ class StepResult:
     param_names : tuple of str
     smoothed_state : ndarray (13,) or None
         With gradients: the next state at ``contact.kappa_grad``, the point the gradients belong to.
+    outcome : StepOutcome
+        Converged, recovered (by the escalation ladder) or degraded (see :mod:`sim2real.physics.ladder`).
+    rung : str
+        The ladder rung that produced the answer (``"first"`` when converged).
+    kappa : float
+        Central-path value of ``state`` (larger than ``contact.kappa_sim`` only when degraded).
+    problem : HardStep or None
+        For a recovered or degraded step: the step, ready to be saved and re-solved.
     """
 
     state: BoxState
@@ -80,6 +89,10 @@ class StepResult:
     d_params: np.ndarray | None = None
     param_names: tuple[str, ...] = ()
     smoothed_state: np.ndarray | None = field(default=None, repr=False)
+    outcome: StepOutcome = StepOutcome.CONVERGED
+    rung: str = "first"
+    kappa: float = 0.0
+    problem: HardStep | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True)
@@ -109,7 +122,7 @@ class BoxWorld:
         if self.pusher is not None:
             values[THETA_PARAMS.index("pusher.radius")] = self.pusher.radius
         object.__setattr__(self, "_params_theta", np.array(values))
-        object.__setattr__(self, "_settings_vector", _settings_vector(self.settings))
+        object.__setattr__(self, "_settings_vector", settings_vector(self.settings))
 
     @classmethod
     def from_params(cls, params: ParameterSet, pusher: Sphere | Capsule | str | None = "sphere",
@@ -165,12 +178,16 @@ class BoxWorld:
         -------
         StepResult
 
+        A step always returns a state: when the first solve does not converge, the escalation ladder
+        of :func:`~sim2real.physics.ladder.solve_step` takes over and ``outcome`` says how it ended.
+
         Raises
         ------
         SimulationError
-            If the contact solver does not converge (message names the step and the violations).
+            With ``settings.strict``, when the answer would be degraded (the message names the step,
+            the rungs tried and the violations).
         Sim2RealError
-            For bad arguments.
+            For bad arguments (wrong shapes, non-finite pusher placement).
         """
         names = tuple(param_names)
         for name in names:
@@ -195,6 +212,9 @@ class BoxWorld:
                 if np.size(placement) != size:
                     raise Sim2RealError(f"{name} of a {type(self.pusher).__name__.lower()} pusher must have "
                                         f"{size} numbers (m, world), got shape {np.shape(placement)}")
+                if not np.all(np.isfinite(np.asarray(placement, dtype=float))):
+                    where = f" at step {step_index}" if step_index is not None else ""
+                    raise Sim2RealError(f"{name}{where} is not finite: {np.asarray(placement).tolist()}")
             start, end = PUSHER_START_SLICE.start, PUSHER_END_SLICE.start
             theta[start:start + size] = np.asarray(pusher_start, dtype=float).ravel()
             theta[end:end + size] = np.asarray(pusher_end, dtype=float).ravel()
@@ -204,35 +224,29 @@ class BoxWorld:
         else:
             theta[13:PARAMS_OFFSET] = 0.0
         theta[PARAMS_OFFSET:] = self._params_theta
-        next_vec = np.empty(13)
-        jacobian = np.empty((13, THETA_SIZE)) if grad else _NO_JACOBIAN
-        smoothed = np.empty(13)
-        info = np.empty(kernels.INFO_SIZE)
-        status = kernels.step_kernel(
-            theta, self.dt, self.substeps, with_pusher, capsule, float(self.params["contact.kappa_sim"]),
-            float(self.params["contact.kappa_grad"]), grad, self._settings_vector, next_vec, jacobian, smoothed, info)
-        if status != kernels.STATUS_OK:
-            where = f"step {step_index}" if step_index is not None else "step"
-            what = ("broke down (singular Newton system or non-finite iterate) after "
-                    f"{int(info[kernels.I_ITERATIONS])} iterations" if status == kernels.STATUS_BREAKDOWN
-                    else f"did not converge in {self.settings.max_iterations} iterations")
-            raise SimulationError(
-                f"{where}: interior-point solver {what} "
-                f"(residual violation {info[kernels.I_RESIDUAL_VIO]:.3g}, complementarity "
-                f"{info[kernels.I_KAPPA_VIO]:.3g}, central-path error {info[kernels.I_PATH_ERROR]:.3g}) "
-                f"at kappa={info[kernels.I_FAILED_KAPPA]:g}")
+        kappa_sim = float(self.params["contact.kappa_sim"])
+        problem = HardStep(theta, self.dt, self.substeps, with_pusher, capsule, kappa_sim,
+                           float(self.params["contact.kappa_grad"]), grad, self.settings, step_index=step_index)
+        solution = solve_step(problem, strict=self.settings.strict, first_vector=self._settings_vector)
+        info = solution.info
+        if solution.outcome != StepOutcome.CONVERGED:
+            problem = problem.with_context(outcome=solution.outcome.label, rung=solution.rung.name,
+                                           violation=solution.violation)
         contacts = ContactInfo(
             active=int(info[kernels.I_ACTIVE]),
             table_distance=float(info[kernels.I_TABLE_DISTANCE]),
             pusher_distance=float(info[kernels.I_PUSHER_DISTANCE]),
             pusher_force=float(info[kernels.I_PUSHER_IMPULSE]) / self.dt,
         )
-        iterations = int(info[kernels.I_ITERATIONS])
-        violation = (float(info[kernels.I_RESIDUAL_VIO]), float(info[kernels.I_KAPPA_VIO]))
-        next_state = BoxState._from_engine(next_vec)
+        iterations = solution.iterations
+        violation = solution.violation
+        next_state = BoxState._from_engine(solution.next_state)
+        ladder = {"outcome": solution.outcome, "rung": solution.rung.name, "kappa": solution.kappa,
+                  "problem": problem if solution.outcome != StepOutcome.CONVERGED else None}
         if not grad:
             return StepResult(state=next_state, contacts=contacts, iterations=iterations, violation=violation,
-                              param_names=names)
+                              param_names=names, **ladder)
+        jacobian = solution.jacobian
         param_cols = [PARAMS_OFFSET + THETA_PARAMS.index(n) for n in names]
         size = 6 if capsule else 3
         start_cols = slice(PUSHER_START_SLICE.start, PUSHER_START_SLICE.start + size)
@@ -242,32 +256,5 @@ class BoxWorld:
             d_state=jacobian[:, 0:13].copy(),
             d_pusher_start=jacobian[:, start_cols].copy() if with_pusher else np.zeros((13, size)),
             d_pusher_end=jacobian[:, end_cols].copy() if with_pusher else np.zeros((13, size)),
-            d_params=jacobian[:, param_cols].copy(), param_names=names, smoothed_state=smoothed,
-        )
-
-
-_NO_JACOBIAN = np.empty((13, THETA_SIZE))
-"""Placeholder output of the compiled step when no gradients are asked for (never read)."""
-
-
-def _settings_vector(settings: SolverSettings) -> np.ndarray:
-    """The settings packed in the order of the ``kernels.S_*`` indices, shape (SETTINGS_SIZE,)."""
-    vector = np.empty(kernels.SETTINGS_SIZE)
-    vector[kernels.S_RESIDUAL_TOL] = settings.residual_tol
-    vector[kernels.S_KAPPA_RTOL] = settings.kappa_rtol
-    vector[kernels.S_MAX_ITERATIONS] = settings.max_iterations
-    vector[kernels.S_TAU_MIN] = settings.tau_min
-    vector[kernels.S_TAU_SOC_MAX] = settings.tau_soc_max
-    vector[kernels.S_BACKTRACK] = settings.backtrack
-    vector[kernels.S_MAX_BACKTRACKS] = settings.max_backtracks
-    vector[kernels.S_CONT_KAPPA] = settings.continuation_kappa
-    vector[kernels.S_CONT_RESIDUAL_TOL] = settings.continuation_residual_tol
-    vector[kernels.S_CONT_KAPPA_RTOL] = settings.continuation_kappa_rtol
-    vector[kernels.S_REST_ENABLED] = 1.0 if settings.resting_shortcut else 0.0
-    vector[kernels.S_REST_SPEED_TOL] = settings.resting_speed_tol
-    vector[kernels.S_REST_GAP_TOL] = settings.resting_gap_tol
-    vector[kernels.S_REST_PUSHER_MARGIN] = settings.resting_pusher_margin
-    vector[kernels.S_REST_KAPPA_MAX] = settings.resting_kappa_max
-    vector[kernels.S_GAP_FACTOR] = settings.gap_factor
-    vector[kernels.S_GAP_PATIENCE] = settings.gap_patience
-    return vector
+            d_params=jacobian[:, param_cols].copy(), param_names=names, smoothed_state=solution.smoothed_state,
+            **ladder)

@@ -1,0 +1,420 @@
+"""A contact solve that always returns: the escalation ladder and reproducible hard steps.
+
+One step of the engine is one call of :func:`~sim2real.physics.kernels.step_kernel`. When that
+first solve does not converge, :func:`solve_step` escalates, each rung keeping what the previous
+ones added:
+
+1. ``iterations`` — four times the Newton iterations;
+2. ``substeps`` — the step split into four sub-steps (the pusher moves linearly across them);
+3. ``continuation`` — the central path approached at a relaxed κ (1e-2) first, then re-tightened
+   a decade at a time to the requested κ.
+
+A step solved by any of these meets every tolerance at the requested κ: outcome ``RECOVERED``.
+If none does, the answer is ``DEGRADED`` (:mod:`sim2real.physics.outcome`):
+
+4. ``relaxed-kappa`` — the solution at a relaxed central-path value (1e-6, then 1e-4: a slightly
+   softer contact, with every equality row still satisfied);
+5. ``best-iterate`` — the iterate with the lowest violation that the solver found.
+
+In strict mode a step that would be degraded raises :class:`~sim2real.physics.errors.SimulationError`
+instead, naming the step, the rungs tried and their violations.
+
+A step that needed the ladder carries a :class:`HardStep`: everything needed to solve it again
+(state, pusher placement, parameters, settings), which can be saved as a small JSON file and
+re-solved with ``sim2real resolve-step FILE --trace``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sim2real.errors import Sim2RealError
+from sim2real.physics import kernels
+from sim2real.physics.dynamics import PARAMS_OFFSET, PUSHER_END_SLICE, PUSHER_START_SLICE, THETA_PARAMS, THETA_SIZE
+from sim2real.physics.errors import SimulationError
+from sim2real.physics.outcome import StepOutcome
+from sim2real.physics.solver import SolverSettings
+
+#: Format tag of hard-step files.
+HARD_STEP_FORMAT = "sim2real.hard_step/1"
+#: Rows of the per-iteration trace kept per rung when a trace is asked for.
+TRACE_ROWS = 4096
+
+
+@dataclass(frozen=True)
+class Rung:
+    """One rung of the escalation ladder.
+
+    Attributes
+    ----------
+    name : str
+    iterations : int
+        Multiplier of ``SolverSettings.max_iterations``.
+    substeps : int
+        Multiplier of the step's sub-steps.
+    continuation_kappa : float or None
+        Intermediate central-path value (None: the settings' own).
+    relaxed_kappa : float
+        Lower bound put on both κ values (0: none). A relaxed answer is ``DEGRADED``.
+    continuation_factor : float
+        Shrink factor of the intermediate central-path target each time it is reached (0: straight
+        to the requested κ; 0.1: re-tighten a decade at a time).
+    accept_best : bool
+        Accept a solve's best iterate when it does not converge (``DEGRADED``).
+    """
+
+    name: str
+    iterations: int = 1
+    substeps: int = 1
+    continuation_kappa: float | None = None
+    relaxed_kappa: float = 0.0
+    continuation_factor: float = 0.0
+    accept_best: bool = False
+
+    @property
+    def outcome(self) -> StepOutcome:
+        """The outcome class of a step this rung solved."""
+        if self.name == "first":
+            return StepOutcome.CONVERGED
+        return StepOutcome.DEGRADED if self.relaxed_kappa > 0.0 or self.accept_best else StepOutcome.RECOVERED
+
+
+#: The ladder, first rung first.
+LADDER: tuple[Rung, ...] = (
+    Rung("first"),
+    Rung("iterations", iterations=4),
+    Rung("substeps", iterations=4, substeps=4),
+    Rung("continuation", iterations=4, substeps=4, continuation_kappa=1e-2, continuation_factor=0.1),
+    Rung("relaxed-kappa", iterations=4, substeps=4, continuation_kappa=1e-2, continuation_factor=0.1,
+         relaxed_kappa=1e-6),
+    Rung("relaxed-kappa", iterations=4, substeps=4, continuation_kappa=1e-2, continuation_factor=0.1,
+         relaxed_kappa=1e-4),
+    Rung("best-iterate", iterations=4, substeps=4, continuation_kappa=1e-2, continuation_factor=0.1,
+         accept_best=True),
+)
+
+
+@dataclass(frozen=True)
+class HardStep:
+    """One engine step, self-contained: enough to solve it again anywhere.
+
+    Attributes
+    ----------
+    theta : ndarray (THETA_SIZE,)
+        Problem vector of :func:`~sim2real.physics.kernels.step_kernel`: box state (13: position m,
+        quaternion w-x-y-z, velocity m/s, angular velocity rad/s; world frame), pusher placement at the
+        start and end of the step (6 + 6, m world), parameters in the order of ``THETA_PARAMS``.
+    dt : float
+        Step, s.
+    substeps : int
+    with_pusher, capsule : bool
+    kappa_sim, kappa_grad : float
+        Central-path values of the forward solution and of the gradients.
+    grad : bool
+        Whether gradients were asked for.
+    settings : SolverSettings
+    context : str
+        Where it came from (trial, platform, fit evaluation).
+    step_index : int or None
+    outcome : str
+        Outcome class when it was met (``recovered`` / ``degraded`` / ``failed`` in strict mode).
+    rung : str
+        The rung that produced the answer then.
+    violation : tuple of float
+        (residual, complementarity) of that answer.
+    """
+
+    theta: np.ndarray
+    dt: float
+    substeps: int
+    with_pusher: bool
+    capsule: bool
+    kappa_sim: float
+    kappa_grad: float
+    grad: bool = False
+    settings: SolverSettings = field(default_factory=SolverSettings)
+    context: str = ""
+    step_index: int | None = None
+    outcome: str = ""
+    rung: str = ""
+    violation: tuple[float, float] = (0.0, 0.0)
+
+    def with_context(self, **changes: Any) -> HardStep:
+        """A copy with ``context``, ``step_index``, ``outcome``, ``rung`` or ``violation`` changed."""
+        return dataclasses.replace(self, **changes)
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready form; the problem vector is split into named parts."""
+        theta = [float(v) for v in self.theta]
+        start, end = PUSHER_START_SLICE, PUSHER_END_SLICE
+        return {
+            "format": HARD_STEP_FORMAT,
+            "context": self.context, "step_index": self.step_index, "outcome": self.outcome, "rung": self.rung,
+            "violation": {"residual": self.violation[0], "complementarity": self.violation[1]},
+            "state": {"position_m": theta[0:3], "quaternion_wxyz": theta[3:7], "linear_velocity_m_s": theta[7:10],
+                      "angular_velocity_rad_s": theta[10:13]},
+            "pusher": None if not self.with_pusher else {
+                "shape": "capsule" if self.capsule else "sphere",
+                "start_m": theta[start] if self.capsule else theta[start.start:start.start + 3],
+                "end_m": theta[end] if self.capsule else theta[end.start:end.start + 3]},
+            "params": {name: theta[PARAMS_OFFSET + i] for i, name in enumerate(THETA_PARAMS)},
+            "dt_s": self.dt, "substeps": self.substeps, "kappa_sim": self.kappa_sim, "kappa_grad": self.kappa_grad,
+            "grad": self.grad, "settings": dataclasses.asdict(self.settings),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> HardStep:
+        """Inverse of :meth:`as_dict`; raises Sim2RealError naming a missing or malformed key."""
+        if data.get("format") != HARD_STEP_FORMAT:
+            raise Sim2RealError(f"not a hard-step file (format {data.get('format')!r}, expected {HARD_STEP_FORMAT})")
+        try:
+            theta = np.zeros(THETA_SIZE)
+            state = data["state"]
+            theta[0:3] = state["position_m"]
+            theta[3:7] = state["quaternion_wxyz"]
+            theta[7:10] = state["linear_velocity_m_s"]
+            theta[10:13] = state["angular_velocity_rad_s"]
+            pusher = data["pusher"]
+            capsule = False
+            if pusher is not None:
+                capsule = pusher["shape"] == "capsule"
+                size = 6 if capsule else 3
+                theta[PUSHER_START_SLICE.start:PUSHER_START_SLICE.start + size] = pusher["start_m"]
+                theta[PUSHER_END_SLICE.start:PUSHER_END_SLICE.start + size] = pusher["end_m"]
+            for i, name in enumerate(THETA_PARAMS):
+                theta[PARAMS_OFFSET + i] = float(data["params"][name])
+            violation = data.get("violation", {})
+            return cls(theta, float(data["dt_s"]), int(data["substeps"]), pusher is not None, capsule,
+                       float(data["kappa_sim"]), float(data["kappa_grad"]), bool(data.get("grad", False)),
+                       SolverSettings(**data.get("settings", {})), str(data.get("context", "")),
+                       data.get("step_index"), str(data.get("outcome", "")), str(data.get("rung", "")),
+                       (float(violation.get("residual", 0.0)), float(violation.get("complementarity", 0.0))))
+        except (KeyError, TypeError, ValueError) as err:
+            raise Sim2RealError(f"malformed hard-step file: {type(err).__name__}: {err}") from None
+
+    def save(self, path: str | Path) -> Path:
+        """Write the JSON file (refuses to overwrite); returns its path."""
+        path = Path(path)
+        if path.exists():
+            raise Sim2RealError(f"{path} already exists; not overwriting it")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(self.as_dict(), indent=1) + "\n")
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path) -> HardStep:
+        """Read a file written by :meth:`save`."""
+        path = Path(path)
+        if not path.is_file():
+            raise Sim2RealError(f"hard-step file {path} does not exist")
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError) as err:
+            raise Sim2RealError(f"cannot read hard-step file {path}: {err}") from None
+        if not isinstance(data, dict):
+            raise Sim2RealError(f"hard-step file {path} does not hold a JSON object")
+        return cls.from_dict(data)
+
+
+def save_hard_steps(directory: str | Path, hard_steps: Sequence[HardStep], prefix: str = "") -> list[Path]:
+    """Write hard steps as ``<directory>/<prefix>step_<index>.json`` (new names only); returns the paths."""
+    directory = Path(directory)
+    paths = []
+    for number, hard in enumerate(hard_steps):
+        index = hard.step_index if hard.step_index is not None else number
+        path = directory / f"{prefix}step_{index:05d}.json"
+        suffix = 1
+        while path.exists():
+            path = directory / f"{prefix}step_{index:05d}_{suffix}.json"
+            suffix += 1
+        paths.append(hard.save(path))
+    return paths
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """What one rung did.
+
+    Attributes
+    ----------
+    rung : Rung
+    status : int
+        ``kernels.STATUS_*`` of the compiled step.
+    iterations : int
+    residual, complementarity, path_error : float
+        Worst violations of the rung's solves (scaled; see ``kernels.violations``).
+    failed_kappa : float
+        The κ whose solve failed (0 when it did not).
+    trace : ndarray (rows, len(kernels.TRACE_COLUMNS)) or None
+        Per-iteration trace when asked for.
+    """
+
+    rung: Rung
+    status: int
+    iterations: int
+    residual: float
+    complementarity: float
+    path_error: float
+    failed_kappa: float
+    trace: np.ndarray | None = None
+
+    @property
+    def solved(self) -> bool:
+        """The rung produced a state (converged, or accepted its best iterate)."""
+        return self.status == kernels.STATUS_OK or (
+            self.rung.accept_best and self.status == kernels.STATUS_BEST_ITERATE)
+
+    def describe(self) -> str:
+        """One line: rung, status, iterations and violations."""
+        status = {kernels.STATUS_OK: "converged", kernels.STATUS_NOT_CONVERGED: "not converged",
+                  kernels.STATUS_BREAKDOWN: "breakdown", kernels.STATUS_BEST_ITERATE: "best iterate"}[self.status]
+        extra = f" at kappa={self.failed_kappa:g}" if self.failed_kappa else ""
+        return (f"{self.rung.name:<14} {status}{extra}: {self.iterations} iterations, residual {self.residual:.3g}, "
+                f"complementarity {self.complementarity:.3g}, central-path error {self.path_error:.3g}")
+
+
+@dataclass(frozen=True)
+class StepSolution:
+    """The answer of :func:`solve_step`.
+
+    Attributes
+    ----------
+    outcome : StepOutcome
+    rung : Rung
+        The rung whose answer is returned.
+    attempts : tuple of Attempt
+        Every rung tried, in order.
+    next_state : ndarray (13,)
+    jacobian : ndarray (13, THETA_SIZE) or None
+        d next state / d θ (with ``grad``).
+    smoothed_state : ndarray (13,) or None
+        Next state at the gradient κ (with ``grad``).
+    info : ndarray (kernels.INFO_SIZE,)
+        The compiled step's info vector of the returned answer.
+    kappa : float
+        Central-path value of the returned forward state.
+    """
+
+    outcome: StepOutcome
+    rung: Rung
+    attempts: tuple[Attempt, ...]
+    next_state: np.ndarray
+    jacobian: np.ndarray | None
+    smoothed_state: np.ndarray | None
+    info: np.ndarray
+    kappa: float
+
+    @property
+    def iterations(self) -> int:
+        """Newton iterations over every rung."""
+        return sum(a.iterations for a in self.attempts)
+
+    @property
+    def violation(self) -> tuple[float, float]:
+        """(residual, complementarity) of the returned answer."""
+        last = self.attempts[-1]
+        return last.residual, last.complementarity
+
+
+def settings_vector(settings: SolverSettings, rung: Rung = LADDER[0]) -> np.ndarray:
+    """The settings packed in the order of the ``kernels.S_*`` indices, with a rung's escalation applied."""
+    vector = np.empty(kernels.SETTINGS_SIZE)
+    vector[kernels.S_RESIDUAL_TOL] = settings.residual_tol
+    vector[kernels.S_KAPPA_RTOL] = settings.kappa_rtol
+    vector[kernels.S_MAX_ITERATIONS] = settings.max_iterations * rung.iterations
+    vector[kernels.S_TAU_MIN] = settings.tau_min
+    vector[kernels.S_TAU_SOC_MAX] = settings.tau_soc_max
+    vector[kernels.S_BACKTRACK] = settings.backtrack
+    vector[kernels.S_MAX_BACKTRACKS] = settings.max_backtracks
+    vector[kernels.S_CONT_KAPPA] = (settings.continuation_kappa if rung.continuation_kappa is None
+                                    else max(settings.continuation_kappa, rung.continuation_kappa))
+    vector[kernels.S_CONT_RESIDUAL_TOL] = settings.continuation_residual_tol
+    vector[kernels.S_CONT_KAPPA_RTOL] = settings.continuation_kappa_rtol
+    vector[kernels.S_REST_ENABLED] = 1.0 if settings.resting_shortcut else 0.0
+    vector[kernels.S_REST_SPEED_TOL] = settings.resting_speed_tol
+    vector[kernels.S_REST_GAP_TOL] = settings.resting_gap_tol
+    vector[kernels.S_REST_PUSHER_MARGIN] = settings.resting_pusher_margin
+    vector[kernels.S_REST_KAPPA_MAX] = settings.resting_kappa_max
+    vector[kernels.S_GAP_FACTOR] = settings.gap_factor
+    vector[kernels.S_GAP_PATIENCE] = settings.gap_patience
+    vector[kernels.S_ACCEPT_BEST] = 1.0 if rung.accept_best else 0.0
+    vector[kernels.S_CONT_FACTOR] = rung.continuation_factor
+    return vector
+
+
+_NO_JACOBIAN = np.empty((13, THETA_SIZE))
+"""Placeholder output of the compiled step when no gradients are asked for (never read)."""
+
+
+def _attempt(problem: HardStep, rung: Rung, vector: np.ndarray, trace: bool
+             ) -> tuple[Attempt, np.ndarray, np.ndarray | None, np.ndarray, np.ndarray, float]:
+    kappa_sim = max(problem.kappa_sim, rung.relaxed_kappa)
+    kappa_grad = max(problem.kappa_grad, rung.relaxed_kappa)
+    next_vec = np.empty(13)
+    jacobian = np.empty((13, THETA_SIZE)) if problem.grad else _NO_JACOBIAN
+    smoothed = np.empty(13)
+    info = np.empty(kernels.INFO_SIZE)
+    rows = np.zeros((TRACE_ROWS, len(kernels.TRACE_COLUMNS))) if trace else kernels.NO_TRACE
+    count = np.zeros(1, dtype=np.int64)
+    status = kernels.step_kernel(problem.theta, problem.dt, problem.substeps * rung.substeps, problem.with_pusher,
+                                 problem.capsule, kappa_sim, kappa_grad, problem.grad, vector, next_vec, jacobian,
+                                 smoothed, info, rows, count)
+    attempt = Attempt(rung, int(status), int(info[kernels.I_ITERATIONS]), float(info[kernels.I_RESIDUAL_VIO]),
+                      float(info[kernels.I_KAPPA_VIO]), float(info[kernels.I_PATH_ERROR]),
+                      float(info[kernels.I_FAILED_KAPPA]) if status != kernels.STATUS_OK else 0.0,
+                      rows[:min(int(count[0]), TRACE_ROWS)].copy() if trace else None)
+    return attempt, next_vec, (jacobian if problem.grad else None), smoothed, info, kappa_sim
+
+
+def solve_step(problem: HardStep, strict: bool = False, trace: bool = False,
+               first_vector: np.ndarray | None = None) -> StepSolution:
+    """Solve one step, escalating through :data:`LADDER` until a rung returns a state.
+
+    Parameters
+    ----------
+    problem : HardStep
+    strict : bool
+        Raise :class:`SimulationError` instead of returning a ``DEGRADED`` answer.
+    trace : bool
+        Record the per-iteration trace of every rung tried.
+    first_vector : ndarray, optional
+        Pre-packed settings vector of the first rung (saves packing it per step).
+
+    Returns
+    -------
+    StepSolution
+
+    Raises
+    ------
+    SimulationError
+        In strict mode when no recovery rung converges; or when even the best iterate is not
+        finite (non-finite problem data).
+    """
+    attempts: list[Attempt] = []
+    for number, rung in enumerate(LADDER):
+        if strict and rung.outcome == StepOutcome.DEGRADED:
+            break
+        vector = first_vector if number == 0 and first_vector is not None else settings_vector(problem.settings, rung)
+        attempt, next_vec, jacobian, smoothed, info, kappa = _attempt(problem, rung, vector, trace)
+        attempts.append(attempt)
+        if attempt.solved and np.all(np.isfinite(next_vec)):
+            return StepSolution(rung.outcome, rung, tuple(attempts), next_vec, jacobian,
+                                smoothed if problem.grad else None, info, kappa)
+    where = f"step {problem.step_index}" if problem.step_index is not None else "step"
+    first = attempts[0]
+    what = ("broke down (singular Newton system or non-finite iterate) after "
+            f"{first.iterations} iterations" if first.status == kernels.STATUS_BREAKDOWN
+            else f"did not converge in {problem.settings.max_iterations} iterations")
+    last = attempts[-1]
+    raise SimulationError(
+        f"{where}: interior-point solver {what} (residual violation {first.residual:.3g}, complementarity "
+        f"{first.complementarity:.3g}, central-path error {first.path_error:.3g}) at kappa={first.failed_kappa:g}; "
+        f"{len(attempts) - 1} recovery rungs tried, last ({last.rung.name}): residual {last.residual:.3g}, "
+        f"complementarity {last.complementarity:.3g}" + (" [strict mode]" if strict else ""))
