@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import Any
 
 from sim2real.cli.common import add_param_arguments, params_from_args
 
@@ -19,7 +20,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "simulated) pushes the box under the shared PD law while every topic is recorded into one rosbag2 "
         "(mcap) per trial. Modes: sim (simulator only), real (xArm at --robot-ip only), mirror (real arm "
         "plus mirrored sim), standin (emulated xArm + reality stand-in world + mirrored sim). DDS stays "
-        "on loopback (ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST is set if unset).")
+        "on loopback (ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST is set if unset).",
+        epilog="Each trial.json carries 'solver': per simulating platform (the stand-in world as 'real', the "
+        "simulator as 'sim'), how many contact steps converged, were recovered or were degraded; recovered "
+        "and degraded steps are saved in <trial>/hard_steps/ (re-solve with 'sim2real resolve-step'). Exit "
+        "status: 0 recorded; 3 recorded, but some simulated steps are degraded (listed at the end); 2 bad input.")
     parser.add_argument("--mode", required=True, choices=MODES, help="which platforms run")
     parser.add_argument("--mirror", default="closed", choices=("closed", "commands"),
                         help="closed: each platform runs the PD law on its own states (default); commands: the "
@@ -65,4 +70,27 @@ def run(args: argparse.Namespace) -> int:
                            timeout=args.timeout,
                            progress=lambda line: print(line, flush=True))
     print(f"{len(paths)} trial(s) recorded in {args.out}")
-    return 0
+    return report_solver(paths)
+
+
+def report_solver(paths: list[Any]) -> int:
+    """Print each trial's contact-solve tally when any step needed the ladder; 3 if any is degraded, else 0."""
+    import json
+    from pathlib import Path
+
+    from sim2real.physics import SolveSummary
+
+    status = 0
+    for path in paths:
+        meta_file = Path(path) / "trial.json"
+        if not meta_file.is_file():
+            continue
+        solver = json.loads(meta_file.read_text()).get("solver") or {}
+        for ns, data in sorted(solver.items()):
+            summary = SolveSummary.from_dict(data)
+            if summary.degraded:
+                status = 3
+                print(f"DEGRADED {Path(path).name} {ns}: {summary.describe()} (hard steps in {path}/hard_steps)")
+            elif summary.recovered:
+                print(f"recovered {Path(path).name} {ns}: {summary.describe()}")
+    return status

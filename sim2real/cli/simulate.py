@@ -49,6 +49,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--out", metavar="BAG",
                         help="write the trajectory as a rosbag2 (mcap) directory with /sim/box_pose")
     parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    parser.add_argument("--strict", action="store_true",
+                        help="fail (exit 2, naming the step) instead of returning a degraded contact step")
+    parser.add_argument("--save-hard-steps", metavar="DIR",
+                        help="write every recovered or degraded contact step as a re-solvable JSON file into "
+                        "DIR (with --out they also go to BAG/hard_steps/)")
+    parser.epilog = ("Exit status: 0 every contact step converged or was recovered; 3 the trial finished but "
+                     "some steps are degraded (accepted at a relaxed kappa or as the solver's best iterate; the "
+                     "summary's 'solver' entry counts them and names the worst); 2 bad input.")
     parser.set_defaults(handler=run)
 
 
@@ -66,11 +74,27 @@ def _scenario_mode(args: argparse.Namespace) -> dict[str, Any]:
     if out is not None and out.exists():
         raise Sim2RealError(f"--out {out} already exists; refusing to overwrite it")
     scenario = load_scenario(args.scenario)
-    result = run_scenario(scenario, params, names)
+    result = run_scenario(scenario, params, names, strict=args.strict)
     if out is not None:
         _write_bag(out, result)
         result.summary["bag"] = str(out)
+    _save_hard_steps(args, out, result.rollout.hard_steps, result.summary)
     return result.summary
+
+
+def _save_hard_steps(args: argparse.Namespace, out: Path | None, hard_steps: Any, summary: dict[str, Any]) -> None:
+    """Write the run's hard steps into ``out/hard_steps`` and ``--save-hard-steps``; list them in the summary."""
+    from sim2real.physics import save_hard_steps
+
+    if not hard_steps:
+        return
+    written = []
+    for directory in (out / "hard_steps" if out is not None else None,
+                      Path(args.save_hard_steps) if args.save_hard_steps else None):
+        if directory is not None:
+            written += [str(p) for p in save_hard_steps(directory, hard_steps, prefix="sim_")]
+    if written:
+        summary["hard_step_files"] = written
 
 
 def _write_bag(out: Path, result: Any) -> None:
@@ -83,7 +107,8 @@ def _write_bag(out: Path, result: Any) -> None:
             writer.write_box_pose("sim", k * dt_ns, state[0:3], state[3:7])
             if result.pusher_path is not None:
                 writer.write_pusher_pose("sim", k * dt_ns, *_pusher_pose(result.pusher_path[k]))
-        writer.close({"mode": "scenario", "params": result.params.as_dict()})
+        writer.close({"mode": "scenario", "params": result.params.as_dict(),
+                      "solver": {"sim": result.rollout.solve.as_dict()}})
 
 
 def _pusher_pose(placement: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -126,12 +151,13 @@ def _distance_mode(args: argparse.Namespace) -> dict[str, Any]:
             raise Sim2RealError(f"--out {out} already exists; refusing to overwrite it")
         check_trial_name(out.name)
     experiment = load_experiment_config(args.experiment)
-    trial = run_standard_trial(args.distance, params, names, experiment=experiment)
+    trial = run_standard_trial(args.distance, params, names, experiment=experiment, strict=args.strict)
     summary = trial.summary()
     if out is not None:
         record = trial.record()
         write_trial(out.parent if str(out.parent) else ".", replace(record, name=out.name))
         summary["bag"] = str(out)
+    _save_hard_steps(args, out, trial.result.hard_steps, summary)
     return summary
 
 
@@ -153,11 +179,18 @@ def _select_mode(args: argparse.Namespace) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Simulate and print the outcome."""
+    from sim2real.physics import SolveSummary
+
     summary = MODES[_select_mode(args)](args)
+    solve = SolveSummary.from_dict(summary["solver"])
+    status = 0 if solve.ok else 3
+    if not solve.ok:
+        print(f"sim2real: warning: DEGRADED contact steps: {solve.describe()}; re-solve them with "
+              f"'sim2real resolve-step FILE --trace' (files: --save-hard-steps DIR or --out)", file=sys.stderr)
     if args.json:
         json.dump(summary, sys.stdout, indent=2)
         print()
-        return 0
+        return status
     final = summary["final"]
     pos = ", ".join(f"{v:.4f}" for v in final["box_position"])
     if "initial_distance_m" in summary:
@@ -169,9 +202,12 @@ def run(args: argparse.Namespace) -> int:
     print(f"flipped             {summary['flipped']} (max tilt {summary['max_tilt_deg']:.2f} deg)")
     print(f"min table distance  {summary['min_signed_distance_m']:.3g} m")
     print(f"steps               {summary['steps']} x {summary['dt']} s in {summary['wall_s']:.2f} s wall")
+    print(f"contact solves      {solve.describe()}")
     for name, g in summary.get("gradients", {}).items():
         gp = ", ".join(f"{v:.4g}" for v in g["box_position"])
         print(f"d final / d {name:<20} position [{gp}], yaw {g['yaw']:.4g}")
     if "bag" in summary:
         print(f"wrote {summary['bag']}")
-    return 0
+    for path in summary.get("hard_step_files", []):
+        print(f"hard step           {path}")
+    return status

@@ -37,7 +37,7 @@ from sim2real.model import ArmModel, load_arm
 from sim2real.params import ParameterSet, load_params
 from sim2real.params.registry import coerce, names
 from sim2real.params.yaml_io import read_node_section
-from sim2real.physics import BoxState, BoxWorld
+from sim2real.physics import BoxState, BoxWorld, SolveLog
 from sim2real.spatial import from_rotation_vector, multiply, normalize, to_matrix
 
 FloatArray = NDArray[np.float64]
@@ -186,6 +186,12 @@ class StandinWorld:
         Default: the URDF model with the stand-in's pusher.
     quiet_margin : float
         Pusher-to-box clearance (m) beyond which a resting box is not simulated.
+
+    Attributes
+    ----------
+    log : SolveLog
+        Outcome of every contact solve since the last :meth:`place_box` (a hard step never stops the
+        stand-in: it is recovered or degraded, and counted here).
     """
 
     def __init__(self, config: StandinConfig, initial_box: BoxState, arm: ArmModel | None = None,
@@ -193,6 +199,7 @@ class StandinWorld:
         self.config = config
         self.arm = arm or load_arm(config.params)
         self.world = BoxWorld.from_params(config.params)
+        self.log = SolveLog("standin")
         self.dt = self.world.dt
         self.quiet_margin = float(quiet_margin)
         self.box = initial_box
@@ -225,6 +232,7 @@ class StandinWorld:
             pos = np.array([position[0] + error[0], position[1] + error[1], position[2]])
             quat = np.array([np.cos(heading / 2), 0.0, 0.0, np.sin(heading / 2)])
             self.box = BoxState.at_rest(pos, quat)
+            self.log = SolveLog("standin")
             return self.box
 
     # --- stepping -------------------------------------------------------------------------
@@ -272,7 +280,9 @@ class StandinWorld:
                 if self._quiet(pusher_end):
                     box = self.box
                 else:
-                    box = self.world.step(self.box, self._pusher, pusher_end).state
+                    result = self.world.step(self.box, self._pusher, pusher_end, step_index=self.steps)
+                    self.log.record(result, self.steps)
+                    box = result.state
                     self.solver_steps += 1
                 self.box, self._pusher, self._t = box, pusher_end, t_next
                 self.steps += 1

@@ -9,6 +9,7 @@ coordination topics of the experiment are listed in :mod:`sim2real.nodes`.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import threading
@@ -25,6 +26,7 @@ from numpy.typing import NDArray
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
+from std_msgs.msg import String
 from trajectory_msgs.msg import JointTrajectory as JointTrajectoryMsg
 from trajectory_msgs.msg import JointTrajectoryPoint
 
@@ -55,6 +57,14 @@ GRAPH_STATUS_TOPIC = "experiment/graph_status"
 #: The real platform's latched driver fault (std_msgs/String, the fault message; latched QoS).
 REAL_FAULT_TOPIC = "real/fault"
 REFERENCE_TOPIC = "reference/joint_trajectory"
+#: Per simulating platform (``real`` for the stand-in, ``sim``): the contact-solve tally of the current
+#: trial (std_msgs/String, JSON of ``SolveSummary.as_dict()``), sent on reset, on every recovered or
+#: degraded step and every :data:`SOLVER_STATUS_EVERY` steps; the recorder puts the last one in trial.json.
+SOLVER_STATUS_TOPIC = "{ns}/solver_status"
+#: Per simulating platform: one recovered or degraded step (std_msgs/String, JSON of ``HardStep.as_dict()``),
+#: written by the recorder into ``<trial>/hard_steps/``.
+HARD_STEP_TOPIC = "{ns}/hard_step"
+SOLVER_STATUS_EVERY = 25
 
 
 def ensure_localhost(env: dict[str, str] | None = None, warn: bool = True) -> None:
@@ -291,3 +301,36 @@ def spin_until_finished(nodes: Sequence[Node], finished: threading.Event | None,
         for thread in threads:
             thread.join(timeout=2.0)
     return status
+
+
+class SolveReporter:
+    """Publishes a platform's :class:`~sim2real.physics.SolveLog` on :data:`SOLVER_STATUS_TOPIC` and
+    :data:`HARD_STEP_TOPIC` (see there for when).
+
+    Parameters
+    ----------
+    node : rclpy.node.Node
+    ns : str
+        Platform namespace (``real`` or ``sim``).
+    """
+
+    def __init__(self, node: Node, ns: str) -> None:
+        self._status = node.create_publisher(String, SOLVER_STATUS_TOPIC.format(ns=ns), LATCHED_QOS)
+        self._hard = node.create_publisher(String, HARD_STEP_TOPIC.format(ns=ns), STREAM_QOS)
+        self._log: Any = None
+        self._sent_hard = 0
+        self._sent_steps = -1
+        self._sent_flagged = -1
+
+    def report(self, log: Any, force: bool = False) -> None:
+        """Publish what changed in ``log`` (a new log object starts a new trial's count)."""
+        if log is not self._log:
+            self._log, self._sent_hard, force = log, 0, True
+        summary = log.summary()
+        flagged = summary.recovered + summary.degraded
+        for hard in log.hard_steps[self._sent_hard:]:
+            self._hard.publish(String(data=json.dumps(hard.as_dict())))
+        self._sent_hard = len(log.hard_steps)
+        if force or flagged != self._sent_flagged or summary.steps - self._sent_steps >= SOLVER_STATUS_EVERY:
+            self._status.publish(String(data=json.dumps(summary.as_dict())))
+            self._sent_steps, self._sent_flagged = summary.steps, flagged

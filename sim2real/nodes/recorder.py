@@ -30,8 +30,10 @@ from std_msgs.msg import String
 from trajectory_msgs.msg import JointTrajectory as JointTrajectoryMsg
 
 from sim2real.nodes.common import (
+    HARD_STEP_TOPIC,
     LATCHED_QOS,
     REFERENCE_TOPIC,
+    SOLVER_STATUS_TOPIC,
     STREAM_QOS,
     TRIAL_EVENT_TOPIC,
     TRIAL_WRITTEN_TOPIC,
@@ -47,6 +49,8 @@ from sim2real.trials import JointReference, TrialBagWriter, write_run_meta
 from sim2real.trials.experiment import TrialWindow
 
 PLATFORM_TOPICS = ("joint_states", "joint_command", "box_pose", "pusher_pose")
+#: Hard-step files kept per platform and trial.
+MAX_HARD_STEP_FILES = 20
 
 
 class RecorderNode(Node):
@@ -73,6 +77,13 @@ class RecorderNode(Node):
                 self.create_subscription(msg_type, f"{ns}/{series}",
                                          lambda msg, ns=ns, series=series: self._on_data(ns, series, msg),
                                          STREAM_QOS)
+        self._solver: dict[str, dict[str, Any]] = {}
+        self._hard_steps: dict[str, list[dict[str, Any]]] = {"real": [], "sim": []}
+        for ns in ("real", "sim"):
+            self.create_subscription(String, SOLVER_STATUS_TOPIC.format(ns=ns),
+                                     lambda msg, ns=ns: self._on_solver(ns, msg), LATCHED_QOS)
+            self.create_subscription(String, HARD_STEP_TOPIC.format(ns=ns),
+                                     lambda msg, ns=ns: self._on_hard_step(ns, msg), STREAM_QOS)
         self.create_subscription(JointTrajectoryMsg, REFERENCE_TOPIC, self._on_reference, LATCHED_QOS)
         self.create_subscription(String, TRIAL_EVENT_TOPIC, self._on_event, LATCHED_QOS)
         report_matches(self, "recorder")
@@ -105,6 +116,15 @@ class RecorderNode(Node):
                                              reference.velocity))
         self._offer(start_ns, write)
 
+    def _on_solver(self, ns: str, msg: String) -> None:
+        with self._lock:
+            self._solver[ns] = json.loads(msg.data)
+
+    def _on_hard_step(self, ns: str, msg: String) -> None:
+        with self._lock:
+            if self._writer is not None and len(self._hard_steps[ns]) < MAX_HARD_STEP_FILES:
+                self._hard_steps[ns].append(json.loads(msg.data))
+
     def _offer(self, stamp: int, write: Callable[[TrialBagWriter], None]) -> None:
         with self._lock:
             if self._writer is not None and self._window is not None and self._window.contains(stamp):
@@ -136,6 +156,7 @@ class RecorderNode(Node):
                 return
             self._writer = TrialBagWriter(self.out_dir, window.name, start_ns=window.start_ns)
             self._window = window
+            self._hard_steps = {"real": [], "sim": []}
             for stamp, write in list(self._recent):
                 if window.contains(stamp):
                     write(self._writer)
@@ -144,7 +165,20 @@ class RecorderNode(Node):
     def _meta(self, extra: dict[str, Any]) -> dict[str, Any]:
         meta = {**self._run, **extra}
         meta["params"] = {name: float(value) for name, value in self.params.items()}
+        if self._solver:
+            meta["solver"] = dict(self._solver)
         return meta
+
+    def _write_hard_steps(self, trial_dir: Path) -> None:
+        """Save the trial's hard steps as ``<trial>/hard_steps/<ns>_step_<k>.json`` (never overwriting)."""
+        directory = trial_dir / "hard_steps"
+        for ns, steps in self._hard_steps.items():
+            for number, data in enumerate(steps):
+                path = directory / f"{ns}_step_{data.get('step_index') or number:05d}.json"
+                if not path.exists():
+                    directory.mkdir(parents=True, exist_ok=True)
+                    path.write_text(json.dumps(data, indent=1) + "\n")
+        self._hard_steps = {"real": [], "sim": []}
 
     def _end(self, event: dict[str, Any]) -> None:
         with self._lock:
@@ -153,6 +187,7 @@ class RecorderNode(Node):
                 return
             self._writer = self._window = None
             path = writer.close(self._meta(event.get("meta") or {}), complete=bool(event.get("complete", True)))
+            self._write_hard_steps(path)
         self.written.append(path)
         self._pub_written.publish(String(data=json.dumps({"trial": window.name, "path": str(path)})))
 
@@ -164,6 +199,7 @@ class RecorderNode(Node):
             if writer is not None and window is not None:
                 path = writer.close(self._meta({"initial_distance_m": window.distance,
                                                 "note": "interrupted"}), complete=False)
+                self._write_hard_steps(path)
                 self.written.append(path)
 
 

@@ -39,6 +39,7 @@ from sim2real.nodes.common import (
     NS_PER_S,
     SIM_RESET_TOPIC,
     STREAM_QOS,
+    SolveReporter,
     declare_sim_params,
     joint_arrays,
     joint_state_msg,
@@ -82,6 +83,7 @@ class SimNode(Node):
         self._pub_box = self.create_publisher(PoseStamped, "sim/box_pose", STREAM_QOS)
         self._pub_pusher = self.create_publisher(PoseStamped, "sim/pusher_pose", STREAM_QOS)
         warm_up(BoxWorld.from_params(self.params), float(self.params["pusher.radius"]))
+        self._solver = SolveReporter(self, "sim")
         self._reset(np.asarray(initial, float), box)
         # Commands get their own callback group: a lagging (always ready) timer must not starve them.
         inputs = MutuallyExclusiveCallbackGroup()
@@ -93,12 +95,13 @@ class SimNode(Node):
 
     # --- state ----------------------------------------------------------------------------
     def _reset(self, q: np.ndarray, box: BoxState) -> None:
-        self.platform = SimPlatform(self.params, q, box, arm=self.arm)
+        self.platform = SimPlatform(self.params, q, box, arm=self.arm, context="sim_node")
         self.epoch_ns = now_ns(self)
         self._pending.clear()
         self._queue.clear()
         self._last_command_ns = self.epoch_ns
         self._publish()
+        self._solver.report(self.platform.log, force=True)
 
     def stamp_ns(self, k: int | None = None) -> int:
         """Stamp (ns) of state ``k`` (default: the current one)."""
@@ -115,6 +118,7 @@ class SimNode(Node):
         self.platform.step(command)
         self.steps += 1
         self._publish()
+        self._solver.report(self.platform.log)
 
     # --- callbacks ------------------------------------------------------------------------
     def _on_reset(self, msg: String) -> None:

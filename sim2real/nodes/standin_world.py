@@ -32,6 +32,7 @@ from sim2real.hardware.standin import MocapModel, StandinWorld, load_standin
 from sim2real.nodes.common import (
     BOX_REQUEST_TOPIC,
     STREAM_QOS,
+    SolveReporter,
     now_ns,
     pose_arrays,
     pose_msg,
@@ -65,6 +66,7 @@ class StandinWorldNode(Node):
         # Map the emulator's monotonic clock onto ROS time once.
         self._clock_offset_ns = now_ns(self) - time.monotonic_ns()
         self._pub_box = self.create_publisher(PoseStamped, "real/box_pose", STREAM_QOS)
+        self._solver = SolveReporter(self, "real")
         self.create_subscription(PoseStamped, BOX_REQUEST_TOPIC, self._on_request, STREAM_QOS)
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -88,7 +90,9 @@ class StandinWorldNode(Node):
             self._wake.clear()
             try:
                 states = self.world.advance()
-            except Sim2RealError as err:  # the engine failed: reality stops reporting, loudly
+                if states:
+                    self._solver.report(self.world.log)
+            except Sim2RealError as err:  # bad input (the engine itself always returns): stop, loudly
                 self.get_logger().error(f"stand-in world stopped: {err}")
                 return
             for t, position, quaternion in states:

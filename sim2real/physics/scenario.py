@@ -39,6 +39,7 @@ from sim2real.params import ParameterSet
 from sim2real.physics.geometry import table_distance
 from sim2real.physics.rollout import Rollout, rollout
 from sim2real.physics.shapes import Capsule, Sphere
+from sim2real.physics.solver import SolverSettings
 from sim2real.physics.state import BoxState
 from sim2real.physics.world import BoxWorld
 from sim2real.spatial import to_matrix, yaw, yaw_gradient
@@ -211,8 +212,9 @@ def _up_axis_tilt_deg(quaternions: np.ndarray, axis: int, sign: float) -> np.nda
     return np.degrees(np.arccos(np.clip(z_of_axis, -1.0, 1.0)))
 
 
-def run_scenario(scenario: Scenario, params: ParameterSet, grad_names: Sequence[str] = ()) -> ScenarioRun:
-    """Simulate a scenario and summarise it.
+def run_scenario(scenario: Scenario, params: ParameterSet, grad_names: Sequence[str] = (),
+                 strict: bool = False) -> ScenarioRun:
+    """Simulate a scenario and summarise it (``strict``: raise on a step that would be degraded).
 
     Returns
     -------
@@ -220,12 +222,13 @@ def run_scenario(scenario: Scenario, params: ParameterSet, grad_names: Sequence[
         ``summary`` holds ``final.box_position`` (3), ``final.box_quaternion`` (4), ``final.yaw_rad``,
         ``flipped``, ``max_tilt_deg``, ``min_signed_distance_m`` (box-table, whole run),
         ``min_pusher_distance_m``, ``max_pusher_force_n``, ``steps``, ``dt``, ``wall_s``, ``iterations``
-        and with ``grad_names`` ``gradients[name] = {"box_position": (3), "yaw": float}``.
+        ``solver`` (the step outcome tally, see :class:`~sim2real.physics.SolveSummary`) and with
+        ``grad_names`` ``gradients[name] = {"box_position": (3), "yaw": float}``.
 
     Raises
     ------
     Sim2RealError
-        Box starting inside the table; SimulationError if a step fails.
+        Box starting inside the table; SimulationError in strict mode for a step that would be degraded.
     """
     if scenario.dt is not None:
         params = params.replace({"sim.dt": scenario.dt})
@@ -233,7 +236,7 @@ def run_scenario(scenario: Scenario, params: ParameterSet, grad_names: Sequence[
         params = params.replace({"pusher.radius": scenario.pusher_radius})
     radius = float(params["pusher.radius"])
     shape = Sphere(radius) if scenario.pusher_half_length is None else Capsule(radius, scenario.pusher_half_length)
-    world = BoxWorld.from_params(params, shape)
+    world = BoxWorld.from_params(params, shape, SolverSettings(strict=strict))
     half = world.half_size
     table_h = float(params["contact.table_height"])
     start_gap = float(table_distance(scenario.initial.as_vector(), half, table_h))
@@ -243,7 +246,7 @@ def run_scenario(scenario: Scenario, params: ParameterSet, grad_names: Sequence[
     steps = max(1, round(scenario.duration / world.dt))
     path = scenario.pusher_path(world.dt, steps)
     wall = time.perf_counter()
-    result = rollout(world, scenario.initial, path, steps=steps, grad_names=grad_names)
+    result = rollout(world, scenario.initial, path, steps=steps, grad_names=grad_names, context="scenario")
     wall = time.perf_counter() - wall
     r0 = to_matrix(scenario.initial.quaternion)
     axis = int(np.argmax(np.abs(r0[2])))
@@ -265,6 +268,7 @@ def run_scenario(scenario: Scenario, params: ParameterSet, grad_names: Sequence[
         "dt": world.dt,
         "iterations": {"mean": float(result.iterations.mean()), "max": int(result.iterations.max())},
         "wall_s": wall,
+        "solver": result.solve.as_dict(),
     }
     if grad_names:
         assert result.sensitivities is not None

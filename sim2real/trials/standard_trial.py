@@ -74,6 +74,7 @@ class StandardTrial:
             "steps": len(r.t) - 1,
             "dt": float(self.params["sim.dt"]),
             "wall_s": self.wall_s,
+            "solver": r.solve.as_dict(),
         }
         if r.stop_reason:
             summary["stop_reason"] = r.stop_reason
@@ -100,7 +101,8 @@ class StandardTrial:
         reference = JointReference(self.reference.t, self.reference.position, self.reference.velocity)
         meta = {
             "initial_distance_m": self.distance, "mode": mode, "mirror": None, "complete": True,
-            "outcomes": {"sim": self.outcome.as_dict()}, "params": self.params.as_dict(),
+            "outcomes": {"sim": self.outcome.as_dict()}, "solver": {"sim": r.solve.as_dict()},
+            "params": self.params.as_dict(),
             "versions": versions(), "timing": {"start_ns": 0, "end_ns": round(r.t[-1] * 1e9),
                                                "wall_s": self.wall_s},
         }
@@ -110,7 +112,7 @@ class StandardTrial:
 
 def run_standard_trial(distance: float, params: ParameterSet, grad_names: Sequence[str] = (),
                        experiment: ExperimentConfig | None = None,
-                       reference: JointTrajectory | None = None) -> StandardTrial:
+                       reference: JointTrajectory | None = None, strict: bool = False) -> StandardTrial:
     """Simulate the standard push with the box centre at ``distance`` m along base x.
 
     Parameters
@@ -125,6 +127,9 @@ def run_standard_trial(distance: float, params: ParameterSet, grad_names: Sequen
         Default: ``config/experiment.yaml``.
     reference : JointTrajectory, optional
         A planned push to reuse (must match ``params``' pusher); default: planned here.
+    strict : bool
+        Raise ``SimulationError`` on a contact step that would be degraded (default: flag it in
+        ``result.solve``).
     """
     if not 0.15 <= distance <= 0.7:
         raise Sim2RealError(f"--distance {distance} m is outside the push workspace (0.15 to 0.7 m)")
@@ -133,7 +138,8 @@ def run_standard_trial(distance: float, params: ParameterSet, grad_names: Sequen
         reference = plan_push(load_arm(params), experiment.push, float(params["contact.table_height"]))
     initial = box_at_distance(distance, params)
     start = time.perf_counter()
-    result = simulate_arm_trial(params, reference, initial, grad_names=grad_names)
+    result = simulate_arm_trial(params, reference, initial, grad_names=grad_names, strict=strict,
+                                context=trial_name(0, distance))
     wall = time.perf_counter() - start
     size = np.array([params["box.size_x"], params["box.size_y"], params["box.size_z"]])
     outcome = compute_outcome(PoseSeries(result.t, result.box[:, 0:3], result.box[:, 3:7]), size, result.touched)
