@@ -8,9 +8,16 @@ uniform grid ``t_k = t_0 + k dt`` (k = 0..K):
   state). Joint states and box poses are interpolated linearly (quaternions by normalised
   linear interpolation); the joint command of tick ``k`` is the last one sent before
   ``t_k + dt/2`` (zero-order hold; send times jitter a little after the tick).
+* **pusher trials** (``/real/box_pose`` and ``/real/pusher_pose``, no joint states: a probe
+  or another robot pushing the box): the grid is ``sim.dt`` over the time both poses cover;
+  the pusher follows its recorded pose.
 * **box-only trials** (cube tosses: ``/real/box_pose`` only, no arm): the recording's own
   sample interval is the step when the samples are uniform (within 5 %), so no
   interpolation happens; otherwise the poses are resampled at ``sim.dt``.
+
+The recorded pusher pose, when there is one, is kept on the grid of arm trials too
+(:attr:`TrialData.pusher_position`), so that fits and replays can take the pusher from it
+rather than from forward kinematics of the joint states (see :mod:`sim2real.sysid.inputs`).
 
 Box states for teacher forcing are rebuilt from consecutive poses (:func:`box_states`),
 following the engine's own update: the centre of mass moves by ``dt`` times the new
@@ -44,7 +51,8 @@ class TrialData:
     name : str
         Trial name.
     kind : str
-        ``"arm"`` (box pushed by the arm) or ``"box"`` (box only, e.g. a cube toss).
+        ``"arm"`` (joint states recorded: the box pushed by the arm), ``"pusher"`` (no joint
+        states, a recorded pusher pose) or ``"box"`` (box only, e.g. a cube toss).
     dt : float
         Grid step, s.
     t : ndarray, shape (K+1,)
@@ -61,6 +69,13 @@ class TrialData:
         The recorded reference trajectory (time axis as recorded).
     dt_override : bool
         True when ``dt`` is the recording's own interval rather than ``sim.dt``.
+    platform : str
+        Namespace of the recording (``"real"`` or ``"sim"``), for naming its topics.
+    pusher_position : ndarray, shape (K+1, 3) or None
+        Recorded pusher centre (``/<platform>/pusher_pose``), m, base frame, on the grid; None
+        when the trial has no pusher pose or it does not cover the grid.
+    pusher_gap : str
+        Why a recorded pusher pose is not usable (empty when it is, or when there is none).
     """
 
     name: str
@@ -74,11 +89,18 @@ class TrialData:
     command: np.ndarray | None = None
     reference: JointReference | None = None
     dt_override: bool = False
+    platform: str = "real"
+    pusher_position: np.ndarray | None = None
+    pusher_gap: str = ""
 
     @property
     def steps(self) -> int:
         """Number of grid steps ``K``."""
         return int(self.t.shape[0] - 1)
+
+    def topic(self, series: str) -> str:
+        """The recorded topic of ``series`` (e.g. ``"joint_states"``): ``/<platform>/<series>``."""
+        return f"/{self.platform}/{series}"
 
 
 def _interp(t_new: np.ndarray, t: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -144,7 +166,7 @@ def prepare_trial(record: TrialRecord, dt: float, platform: str = "auto") -> Tri
     Raises
     ------
     Sim2RealError
-        No ``/real/box_pose``, too few samples, or non-increasing time stamps.
+        No ``/<platform>/box_pose``, too few samples, or non-increasing time stamps.
     """
     ns = recorded_platform(record, platform)
     real = record.platform(ns)
@@ -153,34 +175,76 @@ def prepare_trial(record: TrialRecord, dt: float, platform: str = "auto") -> Tri
     if poses is None or len(poses) == 0:
         raise Sim2RealError(f"trial '{record.name}' has no messages on {box_topic} (needed to fit or replay)")
     _strictly_increasing(poses.t, box_topic, record.name)
+    pusher = real.pusher_pose if real is not None else None
+    if pusher is not None and len(pusher) < 2:
+        pusher = None
+    if pusher is not None:
+        _strictly_increasing(pusher.t, f"/{ns}/pusher_pose", record.name)
     joints = real.joint_states if real is not None else None
-    if joints is None:
-        return _prepare_box_trial(record.name, poses, dt)
+    if joints is None or len(joints) == 0:
+        if pusher is not None:
+            return _prepare_pusher_trial(record, ns, poses, pusher, dt)
+        return _prepare_box_trial(record.name, poses, dt, ns)
     _strictly_increasing(joints.t, f"/{ns}/joint_states", record.name)
     commands = real.joint_command if real is not None else None
     t0 = float(commands.t[0]) if commands is not None and len(commands) else float(joints.t[0])
     t0 = max(t0, float(joints.t[0]), float(poses.t[0]))
     t_end = min(float(joints.t[-1]), float(poses.t[-1]))
-    steps = int(np.floor((t_end - t0) / dt + 1e-6))
-    if steps + 1 < _MIN_POINTS:
-        raise Sim2RealError(f"trial '{record.name}': fewer than {_MIN_POINTS} control ticks where joint states "
-                            f"and box poses overlap (truncated recording?)")
-    t = t0 + dt * np.arange(steps + 1)
+    t = _grid(t0, t_end, dt, record.name, "joint states and box poses")
     command = None
     if commands is not None and len(commands):
         index = np.searchsorted(commands.t, t[:-1] + 0.5 * dt, side="right") - 1
         command = np.where((index >= 0)[:, None], commands.velocity[np.clip(index, 0, None)], 0.0)
+    pusher_position, gap = _pusher_on_grid(t, pusher, dt, f"/{ns}/pusher_pose")
     return TrialData(
         name=record.name, kind="arm", dt=dt, t=t,
         box_position=_interp(t, poses.t, poses.position),
         box_quaternion=continuous_quaternions(_interp_quaternion(t, poses.t, poses.quaternion)),
         joint_position=_interp(t, joints.t, joints.position),
         joint_velocity=_interp(t, joints.t, joints.velocity),
-        command=command, reference=record.reference,
+        command=command, reference=record.reference, platform=ns,
+        pusher_position=pusher_position, pusher_gap=gap,
     )
 
 
-def _prepare_box_trial(name: str, poses: PoseSeries, dt: float) -> TrialData:
+def _grid(t0: float, t_end: float, dt: float, name: str, what: str) -> np.ndarray:
+    """Uniform grid ``t0 + k dt`` (s) up to ``t_end``; at least :data:`_MIN_POINTS` points."""
+    steps = int(np.floor((t_end - t0) / dt + 1e-6))
+    if steps + 1 < _MIN_POINTS:
+        raise Sim2RealError(f"trial '{name}': fewer than {_MIN_POINTS} control ticks where {what} "
+                            f"overlap (truncated recording?)")
+    return t0 + dt * np.arange(steps + 1)
+
+
+def _pusher_on_grid(t: np.ndarray, pusher: PoseSeries | None, dt: float,
+                    topic: str) -> tuple[np.ndarray | None, str]:
+    """The recorded pusher centre (K+1, 3) on the grid ``t``, or None and why it is not usable.
+
+    The recording must cover the grid to within one grid step at either end (no extrapolation).
+    """
+    if pusher is None:
+        return None, ""
+    if pusher.t[0] > t[0] + dt or pusher.t[-1] < t[-1] - dt:
+        return None, (f"{topic} covers {pusher.t[0]:.3f}-{pusher.t[-1]:.3f} s, not the fitted span "
+                      f"{t[0]:.3f}-{t[-1]:.3f} s")
+    return _interp(t, pusher.t, pusher.position), ""
+
+
+def _prepare_pusher_trial(record: TrialRecord, ns: str, poses: PoseSeries, pusher: PoseSeries,
+                          dt: float) -> TrialData:
+    """A trial with box and pusher poses but no joint states, on the ``sim.dt`` grid both cover."""
+    t0 = max(float(poses.t[0]), float(pusher.t[0]))
+    t_end = min(float(poses.t[-1]), float(pusher.t[-1]))
+    t = _grid(t0, t_end, dt, record.name, "box and pusher poses")
+    return TrialData(
+        name=record.name, kind="pusher", dt=dt, t=t,
+        box_position=_interp(t, poses.t, poses.position),
+        box_quaternion=continuous_quaternions(_interp_quaternion(t, poses.t, poses.quaternion)),
+        reference=record.reference, platform=ns, pusher_position=_interp(t, pusher.t, pusher.position),
+    )
+
+
+def _prepare_box_trial(name: str, poses: PoseSeries, dt: float, ns: str = "real") -> TrialData:
     interval = _uniform_interval(poses.t)
     if interval is not None:
         t = poses.t - 0.0
@@ -196,7 +260,7 @@ def _prepare_box_trial(name: str, poses: PoseSeries, dt: float) -> TrialData:
         raise Sim2RealError(f"trial '{name}': the box pose has fewer than {_MIN_POINTS} samples (truncated?)")
     return TrialData(name=name, kind="box", dt=float(step), t=np.asarray(t, dtype=float),
                      box_position=np.asarray(position, dtype=float), box_quaternion=quaternion,
-                     dt_override=override)
+                     dt_override=override, platform=ns)
 
 
 def box_states(data: TrialData, com_body: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

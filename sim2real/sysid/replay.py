@@ -1,11 +1,13 @@
 """Replay recorded trials in the simulator, offline, with the recorded timing.
 
-:func:`replay_trial` re-simulates one trial and returns it as a :class:`TrialRecord` whose
-``sim`` platform holds the replay (same topics and schema as a recorded sim platform) next
-to the recorded ``real`` platform, so it can be written with
-:func:`sim2real.trials.write_trial` and compared by the report.
+:func:`replay` re-simulates one trial and returns it as a :class:`TrialRecord` whose ``sim``
+platform holds the replay (same topics and schema as a recorded sim platform) next to the
+recorded ``real`` platform, so it can be written with :func:`sim2real.trials.write_trial` and
+compared by the report; with it come the engine's outcome tally (also in the record's
+``meta["solver"]["sim"]``) and the hard steps met.
 
-Modes (arm trials):
+Modes (see :mod:`sim2real.sysid.inputs` for what each needs; a missing input is an error
+naming the trial and the topic):
 
 ``commands``
     The simulated platform (servo → FK → pusher → engine) driven by the recorded joint
@@ -13,29 +15,69 @@ Modes (arm trials):
 ``closed``
     The simulated platform under the PD law on the recorded reference.
 ``kinematic``
-    The arm played back from the recorded joint states (no servo model); the pusher
-    follows them through forward kinematics.
+    The arm played back from the recorded joint states; the pusher follows the recorded
+    motion: the recorded pusher pose when there is one, else FK of the joint states
+    (``pusher`` chooses).
 ``pusher``
-    The pusher driven by the recorded ``/real/pusher_pose`` positions.
-
-Box-only trials (cube tosses) are a free rollout from the state rebuilt from the first two
-recorded poses, whatever the mode.
+    The pusher driven by the recorded ``/<ns>/pusher_pose`` positions (no joint states needed).
+``auto``
+    ``commands`` / ``closed`` for arm trials (as recorded), ``pusher`` for trials with a pusher
+    pose but no joint states, and a free rollout for box-only trials (cube tosses: from the
+    state rebuilt from the first two recorded poses).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from typing import Any
+
 import numpy as np
 
-from sim2real.control.sim_platform import ArmTrialResult, simulate_arm_trial
+from sim2real.control.sim_platform import ArmTrialResult
 from sim2real.errors import Sim2RealError
-from sim2real.model import load_arm
 from sim2real.params import ParameterSet
-from sim2real.physics import BoxState, BoxWorld, rollout
+from sim2real.physics import BoxState, BoxWorld, SolverSettings, SolveSummary, rollout
 from sim2real.sysid.data import TrialData, box_states, prepare_trial, recorded_platform
-from sim2real.sysid.residuals import COM_PARAMS, arm_reference, resolve_mode, step_params
+from sim2real.sysid.inputs import (
+    MODES,
+    SIMULATED_ARM_MODES,
+    TrialInputError,
+    describe_pusher,
+    mode_pusher_source,
+    pusher_path,
+    resolve_mode,
+)
+from sim2real.sysid.residuals import COM_PARAMS, MAX_HARD_STEPS, arm_solve, simulate_recorded_arm, step_params
 from sim2real.trials import JointSeries, PlatformRecord, PoseSeries, TrialRecord
 
-REPLAY_MODES: tuple[str, ...] = ("commands", "closed", "kinematic", "pusher")
+#: Replay modes (``auto`` resolves per trial).
+REPLAY_MODES: tuple[str, ...] = MODES
+
+
+@dataclass(frozen=True)
+class ReplayResult:
+    """One replayed trial.
+
+    Attributes
+    ----------
+    record : TrialRecord
+        Platforms ``real`` (the recording) and ``sim`` (the replay); meta with ``"mode":
+        "replay"``, ``"mirror"`` (the mode used), ``"pusher"``, ``"params"`` and ``"solver"``.
+    mode : str
+        The mode used (``auto`` resolved): ``commands``, ``closed``, ``kinematic``, ``pusher`` or ``box``.
+    pusher : str
+        Where the pusher came from, in words.
+    solve : SolveSummary or None
+        Engine outcome tally of the replay (None when the engine reported none).
+    hard_steps : tuple of HardStep
+        The first (at most 20) recovered or degraded steps, for reproduction files.
+    """
+
+    record: TrialRecord
+    mode: str
+    pusher: str
+    solve: SolveSummary | None
+    hard_steps: tuple[Any, ...] = field(default=(), repr=False)
 
 
 def platform_from_arm_result(result: ArmTrialResult, t0: float = 0.0) -> PlatformRecord:
@@ -68,23 +110,64 @@ def _box_platform(t: np.ndarray, states: np.ndarray, pusher: np.ndarray | None =
                           pusher_pose=pusher_pose)
 
 
-def _replay_box_only(data: TrialData, params: ParameterSet) -> PlatformRecord:
-    world = BoxWorld.from_params(params, pusher=None)
+def _replay_box_only(data: TrialData, params: ParameterSet, settings: SolverSettings) -> tuple[PlatformRecord, Any]:
+    world = BoxWorld.from_params(params, None, settings)
     states, _ = box_states(data, np.array([float(params[n]) for n in COM_PARAMS]))
-    result = rollout(world, BoxState.from_vector(states[1]), steps=data.steps - 1)
-    return _box_platform(data.t[1:], result.states)
+    result = rollout(world, BoxState.from_vector(states[1]), steps=data.steps - 1, context=data.name)
+    return _box_platform(data.t[1:], result.states), result
 
 
 def _replay_pusher_path(data: TrialData, params: ParameterSet, pusher: np.ndarray,
-                        joints: tuple[np.ndarray, np.ndarray] | None) -> PlatformRecord:
-    world = BoxWorld.from_params(params)
+                        joints: tuple[np.ndarray, np.ndarray] | None,
+                        settings: SolverSettings) -> tuple[PlatformRecord, Any]:
+    world = BoxWorld.from_params(params, "sphere", settings)
     initial = BoxState(data.box_position[0], data.box_quaternion[0])
-    result = rollout(world, initial, pusher_path=pusher)
-    return _box_platform(data.t, result.states, pusher, joints)
+    result = rollout(world, initial, pusher_path=pusher, context=data.name)
+    return _box_platform(data.t, result.states, pusher, joints), result
 
 
-def replay_trial(record: TrialRecord, params: ParameterSet, mode: str = "commands",
-                 platform: str = "auto") -> TrialRecord:
+def _simulate(data: TrialData, params: ParameterSet, mode: str, source: str,
+              strict: bool) -> tuple[PlatformRecord, SolveSummary | None, tuple[Any, ...]]:
+    """The replayed platform, its outcome tally and hard steps, in the resolved ``mode``."""
+    settings = SolverSettings(strict=strict)
+    if mode in SIMULATED_ARM_MODES:
+        arm: ArmTrialResult = simulate_recorded_arm(data, params, mode, strict=strict)
+        summary, hard, _ = arm_solve(arm)
+        return platform_from_arm_result(arm, float(data.t[0])), summary, hard
+    if mode == "box":
+        platform, result = _replay_box_only(data, params, settings)
+    else:
+        path = pusher_path(data, params, source)
+        assert path is not None
+        joints = None
+        if mode == "kinematic":
+            assert data.joint_position is not None and data.joint_velocity is not None
+            joints = (data.joint_position, data.joint_velocity)
+        platform, result = _replay_pusher_path(data, params, path, joints, settings)
+    return platform, result.solve, tuple(result.hard_steps)[:MAX_HARD_STEPS]
+
+
+def _replay_meta(record: TrialRecord, ns: str, params: ParameterSet, mode: str, pusher: str,
+                 summary: SolveSummary | None) -> dict[str, Any]:
+    meta = {k: v for k, v in record.meta.items() if k not in ("outcomes", "topics", "written", "schema", "versions")}
+    recorded_solver = meta.pop("solver", None)
+    solver: dict[str, Any] = {}
+    if ns == "real" and isinstance(recorded_solver, dict) and "real" in recorded_solver:
+        solver["real"] = recorded_solver["real"]
+    if summary is not None:
+        solver["sim"] = summary.as_dict()
+    meta.update({"mode": "replay", "mirror": mode, "pusher": pusher, "params": params.as_dict(),
+                 "replay_of": record.name, "complete": True, "solver": solver})
+    return meta
+
+
+def _named(name: str, err: Exception) -> str:
+    text = " ".join(str(err).split())
+    return text if f"'{name}'" in text else f"replay of trial '{name}': {text}"
+
+
+def replay(record: TrialRecord, params: ParameterSet, mode: str = "auto", platform: str = "auto",
+           pusher: str = "auto", strict: bool = False) -> ReplayResult:
     """Re-simulate one recorded trial with ``params``.
 
     Parameters
@@ -94,50 +177,47 @@ def replay_trial(record: TrialRecord, params: ParameterSet, mode: str = "command
     params : ParameterSet
         Simulator parameters of the replay.
     mode : str
-        ``"commands"``, ``"closed"``, ``"kinematic"`` or ``"pusher"`` (see the module docstring).
+        ``"auto"``, ``"commands"``, ``"closed"``, ``"kinematic"`` or ``"pusher"`` (module docstring).
     platform : str
         Recording that drives the replay: ``"real"``, ``"sim"`` or ``"auto"``.
+    pusher : str
+        Pusher source where it is played back: ``"auto"``, ``"recorded"`` or ``"arm"``.
+    strict : bool
+        Raise on the first engine step that does not converge.
 
     Returns
     -------
-    TrialRecord
-        Same name; platforms: the recorded one as ``real`` and the replay as ``sim``; meta
-        from the recording with ``"mode": "replay"``, ``"mirror": mode`` and the parameters.
+    ReplayResult
 
     Raises
     ------
+    TrialInputError
+        A topic the mode needs is missing (named), or the recording is unusable.
     Sim2RealError
-        Unknown mode, missing topics for the mode, or a simulation failure.
+        Unknown mode, or the simulation failed ((strict) a step that does not converge); the
+        message names the trial.
     """
     if mode not in REPLAY_MODES:
         raise Sim2RealError(f"unknown replay mode '{mode}' (choose from {', '.join(REPLAY_MODES)})")
     ns = recorded_platform(record, platform)
-    data = prepare_trial(record, float(params["sim.dt"]), ns)
-    sim_params = step_params(data, params)
     try:
-        if data.kind == "box":
-            replayed = _replay_box_only(data, sim_params)
-        elif mode in ("commands", "closed"):
-            used = resolve_mode(data, mode)
-            reference = arm_reference(data, sim_params, used)
-            initial_box = BoxState(data.box_position[0], data.box_quaternion[0])
-            result = simulate_arm_trial(sim_params, reference, initial_box, duration=data.steps * data.dt,
-                                        commands=data.command if used == "commands" else None)
-            replayed = platform_from_arm_result(result, float(data.t[0]))
-        elif mode == "kinematic":
-            assert data.joint_position is not None and data.joint_velocity is not None
-            pusher = load_arm(sim_params).pusher_position(data.joint_position)
-            replayed = _replay_pusher_path(data, sim_params, pusher, (data.joint_position, data.joint_velocity))
-        else:
-            recorded = record.platforms[ns].pusher_pose
-            if recorded is None or len(recorded) < 2:
-                raise Sim2RealError(f"trial '{record.name}' has no /{ns}/pusher_pose (needed by the pusher mode)")
-            pusher = np.stack([np.interp(data.t, recorded.t, recorded.position[:, j]) for j in range(3)], axis=1)
-            replayed = _replay_pusher_path(data, sim_params, pusher, None)
+        data = prepare_trial(record, float(params["sim.dt"]), ns)
+        used = resolve_mode(data, mode, pusher)
+        source = mode_pusher_source(data, used, pusher)
     except Sim2RealError as err:
-        raise Sim2RealError(f"replay of trial '{record.name}': {err}") from None
-    meta = {k: v for k, v in record.meta.items() if k not in ("outcomes", "topics", "written", "schema", "versions")}
-    meta.update({"mode": "replay", "mirror": mode, "params": params.as_dict(), "replay_of": record.name,
-                 "complete": True})
-    return TrialRecord(name=record.name, platforms={"real": record.platforms[ns], "sim": replayed},
-                       reference=record.reference, meta=meta)
+        raise TrialInputError(_named(record.name, err)) from None
+    try:
+        replayed, summary, hard = _simulate(data, step_params(data, params), used, source, strict)
+    except Sim2RealError as err:
+        raise Sim2RealError(_named(record.name, err)) from None
+    description = describe_pusher(data, source)
+    meta = _replay_meta(record, ns, params, used, description, summary)
+    out = TrialRecord(name=record.name, platforms={"real": record.platforms[ns], "sim": replayed},
+                      reference=record.reference, meta=meta)
+    return ReplayResult(out, used, description, summary, hard)
+
+
+def replay_trial(record: TrialRecord, params: ParameterSet, mode: str = "auto", platform: str = "auto",
+                 pusher: str = "auto", strict: bool = False) -> TrialRecord:
+    """:func:`replay`, returning only the replayed :class:`TrialRecord`."""
+    return replay(record, params, mode, platform, pusher, strict).record

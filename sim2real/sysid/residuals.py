@@ -17,10 +17,23 @@ Horizons
     residual of Dojo's system identification (eqs. 55-57). In arm trials the pusher follows
     the recorded joint states through forward kinematics, and the joints are simulated by the
     servo model from the recorded commands, so box and servo residuals each see recorded inputs.
+    The pusher of the box segments is played back from the source :attr:`ResidualSpec.pusher`
+    picks (the recorded pusher pose when there is one, else FK of the recorded joint states;
+    see :mod:`sim2real.sysid.inputs`).
 ``horizon = None`` (``trial``)
     One free rollout of the whole trial from its first recorded state. Arm trials run the
     simulated platform (servo → FK → pusher → engine) driven by the recorded real commands
-    (``mode="commands"``) or by the recorded reference under the PD law (``mode="closed"``).
+    (``mode="commands"``) or by the recorded reference under the PD law (``mode="closed"``);
+    in ``kinematic`` and ``pusher`` modes the box is driven by the played-back pusher path.
+    A mode whose inputs the trial lacks is an error naming the missing topic.
+
+Solver outcomes
+---------------
+Every engine step reports whether it converged, was recovered by the escalation ladder or is
+*degraded* (:class:`sim2real.physics.StepOutcome`). Residual rows that depend on a degraded
+step — the box rows at and after it within the same segment or rollout — are flagged in
+:attr:`TrialResiduals.dropped`; the fit leaves them out. The outcome tally and the first hard
+steps (reproduction records) come with the residuals.
 
 Gradients
 ---------
@@ -42,23 +55,41 @@ per sample, horizons ``N`` only).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
+from typing import Any
 
 import numpy as np
 
 from sim2real.control import JointTrajectory
-from sim2real.control.sim_platform import ENGINE_PARAMS, PD_PARAMS, SERVO_PARAMS, simulate_arm_trial
+from sim2real.control.sim_platform import (
+    ENGINE_PARAMS,
+    PD_PARAMS,
+    SERVO_PARAMS,
+    ArmTrialResult,
+    simulate_arm_trial,
+)
 from sim2real.errors import Sim2RealError
 from sim2real.model import load_arm
 from sim2real.params import ParameterSet
-from sim2real.physics import DIFFERENTIABLE_PARAMS, BoxState, BoxWorld, rollout
+from sim2real.physics import (
+    DIFFERENTIABLE_PARAMS,
+    BoxState,
+    BoxWorld,
+    SolveLog,
+    SolverSettings,
+    SolveSummary,
+    StepOutcome,
+    rollout,
+)
 from sim2real.physics.servo import ServoParams, delay_split, servo_step
 from sim2real.sysid.data import TrialData, box_states
+from sim2real.sysid.inputs import MODES, PUSHER_SOURCES, SIMULATED_ARM_MODES, pusher_path, resolve_mode, resolve_pusher
 
 #: Residual groups, in the order of their integer codes in :attr:`TrialResiduals.groups`.
 GROUPS: tuple[str, ...] = ("box_position", "box_orientation", "joint_position", "joint_velocity")
 COM_PARAMS: tuple[str, ...] = ("box.com_x", "box.com_y", "box.com_z")
-MODES: tuple[str, ...] = ("auto", "commands", "closed")
+#: Hard-step reproduction records kept per trial evaluation.
+MAX_HARD_STEPS = 20
 
 
 @dataclass(frozen=True)
@@ -130,8 +161,14 @@ class ResidualSpec:
         Steps per teacher-forced segment (1 = one-step), or None for whole trials.
     weights : Weights
     mode : str
-        Whole arm trials: ``"commands"`` (drive the sim by the recorded real commands),
-        ``"closed"`` (PD law on the recorded reference) or ``"auto"`` (commands when recorded).
+        Whole trials: ``"commands"`` (drive the simulated arm by the recorded real commands),
+        ``"closed"`` (PD law on the recorded reference), ``"kinematic"`` / ``"pusher"`` (the
+        pusher played back) or ``"auto"`` (see :func:`sim2real.sysid.inputs.resolve_mode`).
+    pusher : str
+        Source of a played-back pusher: ``"auto"`` (recorded pose when present, else FK of
+        the recorded joint states), ``"recorded"`` or ``"arm"``.
+    strict : bool
+        Raise on the first engine step that does not converge (instead of a degraded step).
     exact_gradients : bool
         True (default): take the engine's implicit gradients at the forward solution
         (``contact.kappa_grad`` set to ``contact.kappa_sim``), i.e. the derivatives of the
@@ -143,12 +180,40 @@ class ResidualSpec:
     weights: Weights = Weights()
     mode: str = "auto"
     exact_gradients: bool = True
+    pusher: str = "auto"
+    strict: bool = False
 
     def __post_init__(self) -> None:
         if self.horizon is not None and (not isinstance(self.horizon, int) or self.horizon < 1):
             raise Sim2RealError(f"horizon must be a positive number of steps or 'trial', got {self.horizon!r}")
         if self.mode not in MODES:
             raise Sim2RealError(f"mode must be one of {', '.join(MODES)}, got '{self.mode}'")
+        if self.pusher not in PUSHER_SOURCES:
+            raise Sim2RealError(f"pusher must be one of {', '.join(PUSHER_SOURCES)}, got '{self.pusher}'")
+
+    def resolved_mode(self, data: TrialData) -> str:
+        """The concrete mode of ``data`` under this spec (whole trials; ``"segments"`` for horizons N).
+
+        Raises
+        ------
+        Sim2RealError
+            The trial lacks a topic the mode or the pusher source needs.
+        """
+        if self.horizon is not None:
+            resolve_pusher(data, self.pusher)
+            return "segments"
+        return resolve_mode(data, self.mode, self.pusher)
+
+    def pusher_source(self, data: TrialData) -> str:
+        """``"simulated"``, ``"recorded"``, ``"arm"`` or ``"none"``: where this spec takes the pusher from."""
+        mode = self.resolved_mode(data)
+        if mode in SIMULATED_ARM_MODES:
+            return "simulated"
+        if mode == "pusher":
+            return "recorded"
+        if mode == "box":
+            return "none"
+        return resolve_pusher(data, self.pusher)
 
     @property
     def label(self) -> str:
@@ -171,6 +236,13 @@ class TrialResiduals:
     groups : ndarray of int, shape (m,)
         Index into :data:`GROUPS` of each row.
     grad_names : tuple of str
+    dropped : ndarray of bool, shape (m,) or None
+        Rows that depend on a degraded engine step (at or after it in the same segment or
+        rollout); None means none.
+    solve : SolveSummary or None
+        Outcome tally of the engine steps taken (None when no engine step was taken).
+    hard_steps : tuple of HardStep
+        Reproduction records of the first recovered or degraded steps (at most 20).
     """
 
     name: str
@@ -178,6 +250,21 @@ class TrialResiduals:
     jacobian: np.ndarray | None
     groups: np.ndarray
     grad_names: tuple[str, ...] = ()
+    dropped: np.ndarray | None = None
+    solve: SolveSummary | None = None
+    hard_steps: tuple[Any, ...] = field(default=(), repr=False)
+
+    @property
+    def dropped_mask(self) -> np.ndarray:
+        """``dropped`` as a full boolean mask, shape (m,)."""
+        if self.dropped is None:
+            return np.zeros(self.residuals.shape[0], dtype=bool)
+        return self.dropped
+
+    @property
+    def degraded_steps(self) -> int:
+        """Degraded engine steps taken."""
+        return 0 if self.solve is None else int(self.solve.degraded)
 
     def counts(self) -> dict[str, int]:
         """Rows per residual group."""
@@ -194,13 +281,25 @@ class TrialResiduals:
         return out
 
 
-def available_gradients(kind: str, horizon: int | None) -> tuple[str, ...]:
-    """Parameters whose residual derivatives are available for a trial kind and horizon."""
+def available_gradients(kind: str, horizon: int | None, mode: str = "commands") -> tuple[str, ...]:
+    """Parameters whose residual derivatives are available.
+
+    Parameters
+    ----------
+    kind : str
+        ``"arm"``, ``"pusher"`` or ``"box"`` (:attr:`TrialData.kind`).
+    horizon : int or None
+    mode : str
+        Resolved whole-trial mode (horizon None only): the simulated-arm modes add the servo
+        and PD parameters; played-back pushers give the engine's only.
+    """
     engine = tuple(DIFFERENTIABLE_PARAMS)
-    if kind == "box":
+    if kind != "arm":
         return engine
     if horizon is None:
-        return tuple(ENGINE_PARAMS) + tuple(SERVO_PARAMS) + tuple(PD_PARAMS)
+        if mode in SIMULATED_ARM_MODES:
+            return tuple(ENGINE_PARAMS) + tuple(SERVO_PARAMS) + tuple(PD_PARAMS)
+        return engine
     return engine + tuple(SERVO_PARAMS) + tuple(PD_PARAMS)
 
 
@@ -255,32 +354,53 @@ def step_params(data: TrialData, params: ParameterSet, exact_gradients: bool = F
 class _Rows:
     """Accumulates residual rows, their Jacobian rows and group codes."""
 
-    def __init__(self, p: int) -> None:
+    def __init__(self, p: int, context: str = "") -> None:
         self.p = p
         self.r: list[np.ndarray] = []
         self.j: list[np.ndarray] = []
         self.g: list[np.ndarray] = []
+        self.d: list[np.ndarray] = []
+        self.log = SolveLog(context)
+        self.summaries: list[SolveSummary] = []
+        self.hard_steps: list[Any] = []
 
-    def add(self, residual: np.ndarray, jacobian: np.ndarray | None, group: int) -> None:
+    def add(self, residual: np.ndarray, jacobian: np.ndarray | None, group: int, dropped: bool = False) -> None:
         self.r.append(residual)
         self.j.append(jacobian if jacobian is not None else np.zeros((residual.shape[0], self.p)))
         self.g.append(np.full(residual.shape[0], group, dtype=int))
+        self.d.append(np.full(residual.shape[0], dropped, dtype=bool))
 
     def add_pose(self, state: np.ndarray, sens: np.ndarray | None, data: TrialData, k: int,
-                 weights: Weights) -> None:
+                 weights: Weights, dropped: bool = False) -> None:
         residual, d_residual = pose_residual(state, data.box_position[k], data.box_quaternion[k], weights)
         jac = d_residual @ sens if sens is not None else None
         if weights.position > 0.0:
-            self.add(residual[:3], None if jac is None else jac[:3], 0)
+            self.add(residual[:3], None if jac is None else jac[:3], 0, dropped)
         if weights.orientation > 0.0:
-            self.add(residual[3:], None if jac is None else jac[3:], 1)
+            self.add(residual[3:], None if jac is None else jac[3:], 1, dropped)
+
+    def add_solve(self, summary: SolveSummary | None, hard_steps: Sequence[Any]) -> None:
+        """Count the engine outcomes of a rollout run outside :attr:`log`."""
+        if summary is not None:
+            self.summaries.append(summary)
+        self.hard_steps.extend(hard_steps)
+
+    def solve(self) -> tuple[SolveSummary | None, tuple[Any, ...]]:
+        """The outcome tally of every engine step counted, and the first hard steps."""
+        summary = self.log.summary() if self.log.summary().steps else None
+        for other in self.summaries:
+            summary = other if summary is None else summary.merged(other)
+        hard = (list(self.log.hard_steps) + self.hard_steps)[:MAX_HARD_STEPS]
+        return summary, tuple(hard)
 
     def build(self, name: str, grad_names: tuple[str, ...], grad: bool) -> TrialResiduals:
+        summary, hard = self.solve()
         if not self.r:
             return TrialResiduals(name, np.zeros(0), np.zeros((0, self.p)) if grad else None,
-                                  np.zeros(0, dtype=int), grad_names)
+                                  np.zeros(0, dtype=int), grad_names, None, summary, hard)
+        dropped = np.concatenate(self.d)
         return TrialResiduals(name, np.concatenate(self.r), np.concatenate(self.j) if grad else None,
-                              np.concatenate(self.g), grad_names)
+                              np.concatenate(self.g), grad_names, dropped if dropped.any() else None, summary, hard)
 
 
 def trial_residuals(data: TrialData, params: ParameterSet, grad_names: Sequence[str] = (),
@@ -296,47 +416,61 @@ def trial_residuals(data: TrialData, params: ParameterSet, grad_names: Sequence[
     grad_names : sequence of str
         Parameters for the Jacobian columns (each must be in :func:`available_gradients`).
     spec : ResidualSpec
-        Horizon, weights and mirroring mode.
+        Horizon, weights, mode, pusher source and strictness.
 
     Returns
     -------
     TrialResiduals
+        With the rows that depend on degraded engine steps flagged in ``dropped``.
 
     Raises
     ------
     Sim2RealError
-        A parameter without a gradient for this trial, a whole closed-loop trial without a
-        recorded reference, or a simulation failure (message names the trial).
+        A parameter without a gradient for this trial, a mode or pusher source whose topics
+        the trial lacks, or (strict mode) a step that does not converge; the message names
+        the trial.
     """
     names = tuple(grad_names)
-    available = available_gradients(data.kind, spec.horizon)
+    mode = spec.resolved_mode(data)
+    available = available_gradients(data.kind, spec.horizon, mode)
     for name in names:
         if name not in available:
             raise Sim2RealError(f"trial '{data.name}': no simulator gradient for '{name}' with horizon "
                                 f"{spec.label} (available: {', '.join(available)})")
-    rows = _Rows(len(names))
+    rows = _Rows(len(names), data.name)
     sim_params = step_params(data, params, spec.exact_gradients and bool(names))
+    settings = SolverSettings(strict=spec.strict)
     try:
         if spec.horizon is None:
-            if data.kind == "box":
-                _box_rollout(rows, data, sim_params, names, spec.weights)
-            else:
-                _arm_trial(rows, data, sim_params, names, spec)
+            _whole_trial(rows, data, sim_params, names, spec, mode, settings)
         else:
             # Groups weighted zero are not simulated at all (e.g. a servo fit on joint states only).
             weights = spec.weights
             if weights.position > 0.0 or weights.orientation > 0.0:
-                pusher = None
-                if data.kind == "arm":
-                    assert data.joint_position is not None
-                    pusher = load_arm(sim_params).pusher_position(data.joint_position)
-                _box_segments(rows, data, sim_params, names, spec.horizon, weights, pusher)
+                pusher = pusher_path(data, sim_params, resolve_pusher(data, spec.pusher))
+                _box_segments(rows, data, sim_params, names, spec.horizon, weights, pusher, settings)
             if (data.kind == "arm" and data.command is not None
                     and (weights.joint_position > 0.0 or weights.joint_velocity > 0.0)):
                 _joint_segments(rows, data, sim_params, names, spec.horizon, weights)
     except Sim2RealError as err:
-        raise Sim2RealError(f"trial '{data.name}': {err}") from None
+        text = str(err)
+        raise Sim2RealError(text if text.startswith(f"trial '{data.name}'") else f"trial '{data.name}': {text}") \
+            from None
     return rows.build(data.name, names, bool(names))
+
+
+def _whole_trial(rows: _Rows, data: TrialData, params: ParameterSet, names: tuple[str, ...], spec: ResidualSpec,
+                 mode: str, settings: SolverSettings) -> None:
+    """One rollout of the whole trial in the resolved ``mode``."""
+    if mode == "box":
+        _box_rollout(rows, data, params, names, spec.weights, settings)
+    elif mode in SIMULATED_ARM_MODES:
+        _arm_trial(rows, data, params, names, spec.weights, mode, settings.strict)
+    else:
+        source = "recorded" if mode == "pusher" else resolve_pusher(data, spec.pusher)
+        path = pusher_path(data, params, source)
+        assert path is not None
+        _pusher_rollout(rows, data, params, names, spec.weights, path, settings)
 
 
 def _initial_sensitivity(names: tuple[str, ...], d_com: np.ndarray) -> np.ndarray:
@@ -347,10 +481,29 @@ def _initial_sensitivity(names: tuple[str, ...], d_com: np.ndarray) -> np.ndarra
     return sens
 
 
+def first_degraded_state(outcomes: np.ndarray | None) -> int | None:
+    """Index of the first state produced by a degraded step (step ``t`` produces state ``t + 1``).
+
+    Parameters
+    ----------
+    outcomes : ndarray, shape (T,) or None
+        :class:`~sim2real.physics.StepOutcome` code per step.
+
+    Returns
+    -------
+    int or None
+        None when no step is degraded.
+    """
+    if outcomes is None:
+        return None
+    degraded = np.flatnonzero(np.asarray(outcomes) >= int(StepOutcome.DEGRADED))
+    return int(degraded[0]) + 1 if degraded.size else None
+
+
 def _box_segments(rows: _Rows, data: TrialData, params: ParameterSet, names: tuple[str, ...], horizon: int,
-                  weights: Weights, pusher: np.ndarray | None) -> None:
+                  weights: Weights, pusher: np.ndarray | None, settings: SolverSettings) -> None:
     """Teacher-forced segments of ``horizon`` steps (box); segments start at k = 1, 1 + N, ..."""
-    world = BoxWorld.from_params(params, pusher="sphere" if pusher is not None else None)
+    world = BoxWorld.from_params(params, "sphere" if pusher is not None else None, settings)
     engine_names, engine_cols = _columns(names, DIFFERENTIABLE_PARAMS)
     grad = bool(names)
     com = np.array([float(params[n]) for n in COM_PARAMS])
@@ -359,16 +512,19 @@ def _box_segments(rows: _Rows, data: TrialData, params: ParameterSet, names: tup
     for start in range(1, K, horizon):
         state = BoxState.from_vector(states[start])
         sens = _initial_sensitivity(names, d_com[start]) if grad else None
+        degraded = False
         for k in range(start, min(start + horizon, K)):
             p0 = pusher[k] if pusher is not None else None
             p1 = pusher[k + 1] if pusher is not None else None
             step = world.step(state, p0, p1, grad=grad, param_names=engine_names, step_index=k)
+            rows.log.record(step, k)
+            degraded = degraded or int(step.outcome) >= int(StepOutcome.DEGRADED)
             if sens is not None:
                 sens = step.d_state @ sens
                 if engine_cols:
                     sens[:, engine_cols] += step.d_params
             state = step.state
-            rows.add_pose(state.as_vector(), sens, data, k + 1, weights)
+            rows.add_pose(state.as_vector(), sens, data, k + 1, weights, degraded)
 
 
 def _joint_segments(rows: _Rows, data: TrialData, params: ParameterSet, names: tuple[str, ...], horizon: int,
@@ -410,68 +566,109 @@ def _joint_segments(rows: _Rows, data: TrialData, params: ParameterSet, names: t
 
 
 def _box_rollout(rows: _Rows, data: TrialData, params: ParameterSet, names: tuple[str, ...],
-                 weights: Weights) -> None:
+                 weights: Weights, settings: SolverSettings) -> None:
     """Whole box-only trial: one rollout from the state rebuilt from the first two poses."""
-    world = BoxWorld.from_params(params, pusher=None)
+    world = BoxWorld.from_params(params, None, settings)
     com = np.array([float(params[n]) for n in COM_PARAMS])
     states, d_com = box_states(data, com)
     grad = bool(names)
     result = rollout(world, BoxState.from_vector(states[1]), steps=data.steps - 1, grad_names=names,
-                     initial_grad=grad)
+                     initial_grad=grad, context=data.name)
+    rows.add_solve(result.solve, result.hard_steps)
+    first_bad = first_degraded_state(result.outcomes)
     for j in range(1, result.states.shape[0]):
         sens = None
         if grad:
             assert result.sensitivities is not None and result.initial_sensitivities is not None
             sens = result.sensitivities[j] + result.initial_sensitivities[j] @ _initial_sensitivity(names, d_com[1])
-        rows.add_pose(result.states[j], sens, data, j + 1, weights)
+        rows.add_pose(result.states[j], sens, data, j + 1, weights, first_bad is not None and j >= first_bad)
 
 
-def resolve_mode(data: TrialData, mode: str) -> str:
-    """The mirroring mode used for a whole arm trial (``auto``: commands when they were recorded)."""
-    if mode == "auto":
-        return "commands" if data.command is not None else "closed"
-    if mode == "commands" and data.command is None:
-        raise Sim2RealError(f"trial '{data.name}' has no /real/joint_command; use the closed mode")
-    if mode == "closed" and data.reference is None:
-        raise Sim2RealError(f"trial '{data.name}' has no recorded reference (/reference/joint_trajectory)")
-    return mode
+def _pusher_rollout(rows: _Rows, data: TrialData, params: ParameterSet, names: tuple[str, ...], weights: Weights,
+                    path: np.ndarray, settings: SolverSettings) -> None:
+    """Whole trial with a played-back pusher: one rollout from the first recorded pose, at rest."""
+    world = BoxWorld.from_params(params, "sphere", settings)
+    initial = BoxState(data.box_position[0], data.box_quaternion[0])
+    result = rollout(world, initial, pusher_path=path, grad_names=names, context=data.name)
+    rows.add_solve(result.solve, result.hard_steps)
+    first_bad = first_degraded_state(result.outcomes)
+    for k in range(1, result.states.shape[0]):
+        sens = result.sensitivities[k] if result.sensitivities is not None else None
+        rows.add_pose(result.states[k], sens, data, k, weights, first_bad is not None and k >= first_bad)
 
 
 def arm_reference(data: TrialData, params: ParameterSet, mode: str) -> JointTrajectory:
     """The joint reference a whole arm trial is simulated with, on the trial's time axis from ``t_0``.
 
     In ``commands`` mode only its first point matters (the arm starts at rest there): the
-    recorded joint angles at ``t_0``.
+    recorded joint angles at ``t_0``. In ``closed`` mode it is the recorded reference.
+
+    Raises
+    ------
+    Sim2RealError
+        ``closed`` mode without a recorded reference.
     """
     assert data.joint_position is not None
     arm = load_arm(params)
-    if mode == "commands" or data.reference is None:
+    if mode == "commands":
         q0 = data.joint_position[0]
         position = np.stack((q0, q0))
         return JointTrajectory(t=np.array([0.0, data.dt]), position=position, velocity=np.zeros((2, 6)),
                                pusher=arm.pusher_position(position))
     ref = data.reference
+    if ref is None:
+        raise Sim2RealError(f"trial '{data.name}' has no /reference/joint_trajectory (needed by the closed mode)")
     return JointTrajectory(t=ref.t - data.t[0], position=ref.position, velocity=ref.velocity,
                            pusher=arm.pusher_position(ref.position))
 
 
-def _arm_trial(rows: _Rows, data: TrialData, params: ParameterSet, names: tuple[str, ...],
-               spec: ResidualSpec) -> None:
-    """Whole arm trial: the simulated platform from rest, box residuals and joint positions at every tick."""
-    mode = resolve_mode(data, spec.mode)
+def simulate_recorded_arm(data: TrialData, params: ParameterSet, mode: str, grad_names: Sequence[str] = (),
+                          strict: bool = False) -> ArmTrialResult:
+    """The simulated platform over a whole arm trial in ``commands`` or ``closed`` mode.
+
+    Parameters
+    ----------
+    data : TrialData
+        An arm trial (its recorded start, commands or reference).
+    params : ParameterSet
+    mode : str
+        ``"commands"`` or ``"closed"`` (resolved; see :func:`sim2real.sysid.inputs.resolve_mode`).
+    grad_names : sequence of str
+    strict : bool
+        Raise on the first engine step that does not converge.
+
+    Returns
+    -------
+    ArmTrialResult
+        ``T = data.steps`` ticks from the trial's ``t_0``.
+    """
     reference = arm_reference(data, params, mode)
     initial_box = BoxState(data.box_position[0], data.box_quaternion[0])
     commands = data.command if mode == "commands" else None
-    result = simulate_arm_trial(params, reference, initial_box, duration=data.steps * data.dt,
-                                grad_names=names, commands=commands)
-    weights = spec.weights
+    return simulate_arm_trial(params, reference, initial_box, duration=data.steps * data.dt,
+                              grad_names=tuple(grad_names), commands=commands, strict=strict, context=data.name)
+
+
+def arm_solve(result: ArmTrialResult) -> tuple[SolveSummary, tuple[Any, ...], np.ndarray]:
+    """Outcome tally, the first hard steps and per-step outcomes (T,) of a simulated arm trial."""
+    return result.solve, tuple(result.hard_steps)[:MAX_HARD_STEPS], result.outcomes
+
+
+def _arm_trial(rows: _Rows, data: TrialData, params: ParameterSet, names: tuple[str, ...],
+               weights: Weights, mode: str, strict: bool) -> None:
+    """Whole arm trial: the simulated platform from rest, box residuals and joint positions at every tick."""
+    result = simulate_recorded_arm(data, params, mode, names, strict)
+    summary, hard, outcomes = arm_solve(result)
+    rows.add_solve(summary, hard)
+    first_bad = first_degraded_state(outcomes)
     steps = min(result.box.shape[0], data.steps + 1)
     for k in range(1, steps):
         sens = result.d_box[k] if result.d_box is not None else None
-        rows.add_pose(result.box[k], sens, data, k, weights)
+        rows.add_pose(result.box[k], sens, data, k, weights, first_bad is not None and k >= first_bad)
         if weights.joint_position > 0.0:
             assert data.joint_position is not None
             jac = weights.joint_position * result.d_joint_position[k] if result.d_joint_position is not None else None
+            # Joint rows do not depend on the box (the pusher is kinematic): never dropped.
             rows.add(weights.joint_position * (result.joint_position[k] - data.joint_position[k]), jac, 2)
 
 
