@@ -3,7 +3,13 @@
 Free parameters are registry names; names joined by ``=`` (``box.size_x=box.size_y=box.size_z``)
 form one tied unknown that sets all of them (its Jacobian column is the sum of theirs).
 Residuals and Jacobians of each trial are computed independently (one task per trial, see
-:mod:`sim2real.sysid.tasks`), stacked, and minimised by :func:`levenberg_marquardt`.
+:mod:`sim2real.sysid.tasks`), stacked (:mod:`sim2real.sysid.evaluation`), and minimised by
+:func:`levenberg_marquardt`.
+
+Trials that lack the inputs the fit needs, or whose simulation fails at the start values,
+are left out and named (:attr:`FitResult.failures`); the fit runs on the rest. The result
+says whether it can be trusted: :attr:`FitResult.status` and :attr:`FitResult.problems`
+(:mod:`sim2real.sysid.status`).
 """
 
 from __future__ import annotations
@@ -17,10 +23,14 @@ import numpy as np
 from sim2real.errors import Sim2RealError
 from sim2real.params import ParameterSet, spec
 from sim2real.sysid.data import TrialData, prepare_trial
-from sim2real.sysid.optimizer import LMSettings, Progress, levenberg_marquardt
+from sim2real.sysid.evaluation import FitEvaluator, HeldOut, merge_summaries
+from sim2real.sysid.inputs import describe_pusher
+from sim2real.sysid.optimizer import LMResult, LMSettings, Progress, TraceEntry, levenberg_marquardt
 from sim2real.sysid.residuals import ResidualSpec, TrialResiduals, Weights, available_gradients
-from sim2real.sysid.tasks import TrialTask, evaluate_tasks, make_executor
-from sim2real.sysid.uncertainty import summarize_uncertainty
+from sim2real.sysid.runs import TrialFailure, raise_all_failed
+from sim2real.sysid.status import bound_problems, fit_problems, fit_status
+from sim2real.sysid.tasks import make_executor, one_line
+from sim2real.sysid.uncertainty import Uncertainty, summarize_uncertainty
 from sim2real.trials import TrialRecord, versions
 
 
@@ -138,8 +148,25 @@ class FitResult:
     stop_reason : str
     warnings : list of str
     data : dict
-        Trials used, residual counts, horizon, weights, RMS errors at start and end.
+        Trials used (with their mode, pusher source and solver tally), residual counts,
+        horizon, weights, RMS errors at start and end.
     cost_start, cost_final : float
+    undetermined : tuple of str
+    status : str
+        ``"converged"`` or ``"not converged"`` (:func:`sim2real.sysid.status.fit_status`).
+    problems : tuple of str
+        One line each; empty when the fit can be used as it is.
+    failures : tuple of TrialFailure
+        Trials left out (unreadable, missing inputs, failing at the start values).
+    solver : dict
+        Engine outcome tallies (``SolveSummary.as_dict()``) at the ``start`` and ``final`` values.
+    dropped_rows : int
+        Residual rows left out because they depend on degraded solver steps.
+    validation : dict or None
+        Held-out cost along the fit (``--validate``).
+    hard_steps : tuple of (str, HardStep)
+        The trial and reproduction record of hard steps met (at most 20 per trial); written
+        next to the params file by :func:`sim2real.sysid.writeback.write_fit`, not in fit.json.
     """
 
     params: ParameterSet
@@ -157,18 +184,35 @@ class FitResult:
     cost_start: float
     cost_final: float
     undetermined: tuple[str, ...] = field(default=())
+    status: str = "converged"
+    problems: tuple[str, ...] = ()
+    failures: tuple[TrialFailure, ...] = ()
+    solver: dict[str, Any] = field(default_factory=dict)
+    dropped_rows: int = 0
+    validation: dict[str, Any] | None = None
+    hard_steps: tuple[tuple[str, Any], ...] = field(default=(), repr=False)
+
+    @property
+    def ok(self) -> bool:
+        """Converged, with no problem at all."""
+        return self.status == "converged" and not self.problems
 
     def to_json(self) -> dict[str, Any]:
-        """The fit.json object (keys ``values``, ``start_values``, ``std``, ``ci95``, ``correlation``,
-        ``trace``, ``stop_reason``, ``warnings``, ``data``, ``versions`` plus ``tied``, ``undetermined``,
-        ``cost``)."""
+        """The fit.json object: ``status`` and ``problems`` first, then ``values``, ``start_values``,
+        ``std``, ``ci95``, ``correlation``, ``trace``, ``stop_reason``, ``warnings``, ``data``,
+        ``versions``, ``tied``, ``undetermined``, ``cost``, ``failures``, ``solver``,
+        ``dropped_rows``, ``validation``, ``hard_steps``."""
         return {
+            "status": self.status, "problems": list(self.problems),
             "values": self.values, "start_values": self.start_values, "std": self.std, "ci95": self.ci95,
             "correlation": self.correlation, "trace": self.trace, "stop_reason": self.stop_reason,
             "warnings": self.warnings, "data": self.data, "versions": versions(),
             "tied": [list(g) for g in self.free.groups if len(g) > 1],
             "undetermined": list(self.undetermined),
             "cost": {"start": self.cost_start, "final": self.cost_final},
+            "failures": [f.as_dict() for f in self.failures],
+            "solver": self.solver, "dropped_rows": self.dropped_rows, "validation": self.validation,
+            "hard_steps": {"directory": "hard_steps", "count": len(self.hard_steps)},
         }
 
 
@@ -178,10 +222,114 @@ def _param_scale(name: str, value: float) -> float:
 
 
 def prepare_trials(records: Sequence[TrialRecord], params: ParameterSet, platform: str = "auto") -> list[TrialData]:
-    """:func:`prepare_trial` for every record on the grid of ``params['sim.dt']``."""
+    """:func:`prepare_trial` for every record on the grid of ``params['sim.dt']`` (raises on the first failure)."""
     if not records:
         raise Sim2RealError("no trials to fit")
     return [prepare_trial(r, float(params["sim.dt"]), platform) for r in records]
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """Trials ready to fit, with their mode and pusher source in words, and the ones left out."""
+
+    trials: list[TrialData]
+    sources: list[str | None]
+    modes: list[str]
+    pushers: list[str]
+    failures: list[TrialFailure]
+
+
+def _prepare(records: Sequence[TrialRecord], sources: Sequence[str | None], params: ParameterSet, platform: str,
+             spec_: ResidualSpec, names: tuple[str, ...], stage: str) -> _Prepared:
+    """Resample every record and check it has what ``spec_`` needs; a trial that does not is left out.
+
+    Raises
+    ------
+    Sim2RealError
+        A free parameter has no simulator gradient for a trial (bad request, not bad data).
+    """
+    out = _Prepared([], [], [], [], [])
+    for record, source in zip(records, sources, strict=True):
+        try:
+            trial = prepare_trial(record, float(params["sim.dt"]), platform)
+            mode = spec_.resolved_mode(trial)
+            pusher = describe_pusher(trial, spec_.pusher_source(trial))
+        except Sim2RealError as err:
+            out.failures.append(TrialFailure(record.name, one_line(err), source, stage))
+            continue
+        available = available_gradients(trial.kind, spec_.horizon, mode)
+        missing = [n for n in names if n not in available]
+        if missing:
+            raise Sim2RealError(f"trial '{trial.name}' ({trial.kind} trial, horizon {spec_.label}"
+                                f"{'' if mode == 'segments' else ', ' + mode + ' mode'}): no simulator gradient "
+                                f"for {', '.join(missing)}")
+        out.trials.append(trial)
+        out.sources.append(source)
+        out.modes.append(mode)
+        out.pushers.append(pusher)
+    return out
+
+
+def _bounds(free_set: FreeParameters, x0: np.ndarray,
+            bounds: Mapping[str, tuple[float, float]]) -> tuple[np.ndarray, np.ndarray]:
+    """Lower and upper bounds (p,) of the unknowns: the registry's, narrowed by ``bounds``."""
+    for name in bounds:
+        if name not in free_set.names:
+            raise Sim2RealError(f"--bounds names '{name}', which is not a free parameter")
+    lower, upper = np.empty(len(x0)), np.empty(len(x0))
+    for i, group in enumerate(free_set.groups):
+        lo = max(spec(n).lower for n in group)
+        hi = min(spec(n).upper for n in group)
+        for n in group:
+            if n in bounds:
+                lo, hi = max(lo, bounds[n][0]), min(hi, bounds[n][1])
+        if not lo <= x0[i] <= hi:
+            raise Sim2RealError(f"bounds [{lo:g}, {hi:g}] of '{group[0]}' exclude its start value {x0[i]:g}")
+        lower[i], upper[i] = lo, hi
+    return lower, upper
+
+
+def _tie_start(free_set: FreeParameters, start: ParameterSet) -> tuple[ParameterSet, list[str]]:
+    """Tied names start from the first name's value (with a warning when they differed)."""
+    warnings: list[str] = []
+    tie_values: dict[str, float] = {}
+    for group in free_set.groups:
+        first = float(start[group[0]])
+        if any(float(start[n]) != first for n in group[1:]):
+            warnings.append(f"tied parameters {', '.join(group)} started from different values; "
+                            f"all start at {group[0]} = {first:g}")
+        tie_values.update({n: first for n in group})
+    return start.replace(tie_values), warnings
+
+
+def _log_inputs(log: Callable[[str], None], prepared: _Prepared) -> None:
+    """One line per distinct pusher source (and mode), naming its trials."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for trial, mode, pusher in zip(prepared.trials, prepared.modes, prepared.pushers, strict=True):
+        groups.setdefault((mode, pusher), []).append(trial.name)
+    for (mode, pusher), names in groups.items():
+        listed = ", ".join(names[:6]) + (f", ... ({len(names)} trials)" if len(names) > 6 else "")
+        how = "" if mode == "segments" else f"{mode} mode, "
+        log(f"{how}pusher from {pusher}: {listed}")
+
+
+def _trials_info(prepared: _Prepared, first: Sequence[TrialResiduals], last: Sequence[TrialResiduals],
+                 weights: Weights, start_dropped: Sequence[int]) -> list[dict[str, Any]]:
+    info = []
+    for k, trial in enumerate(prepared.trials):
+        solve = last[k].solve
+        info.append({
+            "name": trial.name, "source": prepared.sources[k], "kind": trial.kind, "steps": trial.steps,
+            "dt": trial.dt, "mode": prepared.modes[k], "pusher": prepared.pushers[k],
+            "residuals": first[k].counts(), "rms_start": first[k].rms(weights), "rms_final": last[k].rms(weights),
+            "dropped_rows": start_dropped[k], "solver": None if solve is None else solve.as_dict(),
+        })
+    return info
+
+
+def _solver_info(evaluator: FitEvaluator) -> dict[str, Any]:
+    start, final = merge_summaries(evaluator.start_results), merge_summaries(evaluator.final_results)
+    return {"start": None if start is None else start.as_dict(), "final": None if final is None else final.as_dict()}
 
 
 def fit_trials(records: Sequence[TrialRecord], start: ParameterSet, free: Sequence[str] | str | FreeParameters,
@@ -189,13 +337,15 @@ def fit_trials(records: Sequence[TrialRecord], start: ParameterSet, free: Sequen
                bounds: Mapping[str, tuple[float, float]] | None = None, settings: LMSettings | None = None,
                workers: int = 1, platform: str = "auto", sources: Sequence[str] | None = None,
                progress: Progress | None = None,
-               log: Callable[[str], None] | None = None) -> FitResult:
+               log: Callable[[str], None] | None = None, *, pusher: str = "auto", strict: bool = False,
+               validation: Sequence[TrialRecord] = (), validation_sources: Sequence[str] | None = None,
+               failures: Sequence[TrialFailure] = ()) -> FitResult:
     """Fit the free parameters to recorded trials by Gauss-Newton / Levenberg-Marquardt.
 
     Parameters
     ----------
     records : sequence of TrialRecord
-        Trials (arm pushes and/or box-only recordings such as cube tosses).
+        Trials (arm pushes, pusher recordings and/or box-only recordings such as cube tosses).
     start : ParameterSet
         Start values; parameters not free stay at these values.
     free : sequence of str, str or FreeParameters
@@ -205,7 +355,8 @@ def fit_trials(records: Sequence[TrialRecord], start: ParameterSet, free: Sequen
     weights : Weights, optional
         Residual group weights (default :class:`Weights`).
     mode : str
-        Whole arm trials: ``"auto"``, ``"commands"`` or ``"closed"``.
+        Whole trials: ``"auto"``, ``"commands"``, ``"closed"``, ``"kinematic"`` or ``"pusher"``
+        (see :mod:`sim2real.sysid.inputs`).
     bounds : mapping, optional
         ``{name: (lower, upper)}`` narrowing the registry bounds of free names.
     settings : LMSettings, optional
@@ -219,126 +370,134 @@ def fit_trials(records: Sequence[TrialRecord], start: ParameterSet, free: Sequen
         Called with each optimizer :class:`~sim2real.sysid.optimizer.TraceEntry`.
     log : callable, optional
         Receives one-line progress messages.
+    pusher : str
+        Played-back pusher source: ``"auto"`` (recorded pose when present, else FK of the
+        recorded joint states), ``"recorded"`` or ``"arm"``.
+    strict : bool
+        Raise at the first engine step that does not converge (no trial is left out then).
+    validation : sequence of TrialRecord
+        Held-out trials: their cost is tracked along the fit, and a rise is a problem.
+    validation_sources : sequence of str, optional
+    failures : sequence of TrialFailure
+        Trials the caller could not read; carried into the result.
 
     Returns
     -------
     FitResult
+        Its ``failures`` name every trial left out; ``status`` and ``problems`` say whether
+        the fit can be used.
 
     Raises
     ------
     Sim2RealError
-        Bad free names, bounds excluding the start, a parameter without gradient for some
-        trial, trials lacking needed topics, or a simulation failure.
+        Bad free names or bounds, a parameter without gradient for some trial, no trial
+        usable (the message names each one and why), or in strict mode a step that does
+        not converge.
     """
     free_set = free if isinstance(free, FreeParameters) else FreeParameters.parse(free)
-    spec_ = ResidualSpec(horizon=horizon, weights=weights or Weights(), mode=mode)
+    spec_ = ResidualSpec(horizon=horizon, weights=weights or Weights(), mode=mode, pusher=pusher, strict=strict)
     settings = settings or LMSettings()
-    bounds = dict(bounds or {})
-    for name in bounds:
-        if name not in free_set.names:
-            raise Sim2RealError(f"--bounds names '{name}', which is not a free parameter")
-    warnings: list[str] = []
-    # Tied names start from the first name's value.
-    tie_values: dict[str, float] = {}
-    for group in free_set.groups:
-        first = float(start[group[0]])
-        if any(float(start[n]) != first for n in group[1:]):
-            warnings.append(f"tied parameters {', '.join(group)} started from different values; "
-                            f"all start at {group[0]} = {first:g}")
-        tie_values.update({n: first for n in group})
-    start = start.replace(tie_values)
+    start, warnings = _tie_start(free_set, start)
     x0 = np.array([float(start[g[0]]) for g in free_set.groups])
-    lower, upper = np.empty(len(x0)), np.empty(len(x0))
-    for i, group in enumerate(free_set.groups):
-        lo = max(spec(n).lower for n in group)
-        hi = min(spec(n).upper for n in group)
-        for n in group:
-            if n in bounds:
-                lo, hi = max(lo, bounds[n][0]), min(hi, bounds[n][1])
-        if not lo <= x0[i] <= hi:
-            raise Sim2RealError(f"bounds [{lo:g}, {hi:g}] of '{group[0]}' exclude its start value {x0[i]:g}")
-        lower[i], upper[i] = lo, hi
-    data = prepare_trials(records, start, platform)
-    for trial in data:
-        available = available_gradients(trial.kind, spec_.horizon)
-        missing = [n for n in free_set.names if n not in available]
-        if missing:
-            raise Sim2RealError(f"trial '{trial.name}' ({trial.kind} trial, horizon {spec_.label}): no simulator "
-                                f"gradient for {', '.join(missing)}")
+    lower, upper = _bounds(free_set, x0, dict(bounds or {}))
+    if not records:
+        raise Sim2RealError("no trials to fit")
+    names = free_set.names
+    sources_ = list(sources) if sources is not None else [None] * len(records)
+    prepared = _prepare(records, sources_, start, platform, spec_, names, "inputs")
+    held = _prepare(validation, list(validation_sources or [None] * len(validation)), start, platform,
+                    ResidualSpec(horizon=horizon, weights=spec_.weights, mode=mode, pusher=pusher, strict=strict),
+                    (), "validation")
+    left_out = list(failures) + prepared.failures + held.failures
+    if not prepared.trials:
+        raise_all_failed(left_out, "no trial can be fitted")
+    for trial in prepared.trials:
         if trial.kind == "arm" and spec_.horizon is not None and trial.command is None and any(
-                n.startswith("arm.") for n in free_set.names):
+                n.startswith("arm.") for n in names):
             warnings.append(f"trial '{trial.name}' has no recorded joint commands: it gives no servo residuals")
 
-    names = free_set.names
-    per_trial: list[TrialResiduals] = []
-
     with make_executor(workers) as executor:
-        def evaluate(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-            params = start.replace(free_set.expand(x))
-            tasks = [TrialTask(trial, params, names, spec_) for trial in data]
-            results = evaluate_tasks(executor, tasks)
-            per_trial[:] = results
-            r = np.concatenate([res.residuals for res in results])
-            J = np.concatenate([res.jacobian for res in results])  # type: ignore[misc]
-            return r, free_set.reduce_columns(J)
+        evaluator = FitEvaluator(executor, prepared.trials, start, free_set.expand, free_set.reduce_columns,
+                                 names, spec_)
+        start_failures = evaluator.start(x0)
+        left_out += start_failures
+        if not evaluator.start_results:
+            raise_all_failed(left_out, "no trial can be fitted")
+        _drop_failed(prepared, {f.name for f in start_failures})
+        held_out = HeldOut(executor, held.trials, start, free_set.expand, held_spec(spec_), settings.loss,
+                           settings.loss_scale)
+        left_out += held_out.start(x0)
+        if log is not None:
+            _log_inputs(log, prepared)
+            log(f"fitting {len(free_set.groups)} parameter(s) to {len(prepared.trials)} trial(s), horizon "
+                f"{spec_.label}, {workers} worker(s)")
+            if evaluator.dropped_rows:
+                log(f"{evaluator.dropped_rows} residual row(s) left out: they depend on degraded solver steps")
 
-        def report(entry: Any) -> None:
+        def report(entry: TraceEntry) -> None:
+            evaluator.on_entry(entry)
+            held_out.on_entry(entry)
             if progress is not None:
                 progress(entry)
             if log is not None:
-                mark = "" if entry.accepted else " (rejected)"
+                mark = "" if entry.accepted else (f" (rejected: {entry.note})" if entry.note else " (rejected)")
                 log(f"iteration {entry.iteration:2d}: cost {entry.cost:.6g}  step {entry.step_norm:.3g}  "
                     f"damping {entry.damping:.3g}{mark}")
 
-        if log is not None:
-            log(f"fitting {len(free_set.groups)} parameter(s) to {len(data)} trial(s), horizon {spec_.label}, "
-                f"{workers} worker(s)")
-        start_results: list[TrialResiduals] = []
-        first_eval = True
-
-        def evaluate_first(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-            nonlocal first_eval
-            out = evaluate(x)
-            if first_eval:
-                start_results.extend(per_trial)
-                first_eval = False
-            return out
-
         typical = np.array([_param_scale(g[0], float(v)) for g, v in zip(free_set.groups, x0, strict=True)])
-        result = levenberg_marquardt(evaluate_first, x0, lower, upper, settings, report, typical)
-        # The last evaluation may be a rejected step: recompute the per-trial rows at the solution.
-        final_results = [TrialResiduals(p.name, p.residuals, None, p.groups) for p in per_trial]
-        if not np.array_equal(np.concatenate([p.residuals for p in per_trial]), result.residuals):
-            params_final = start.replace(free_set.expand(result.x))
-            final_results = evaluate_tasks(executor, [TrialTask(t, params_final, (), spec_) for t in data])
+        result = levenberg_marquardt(evaluator, x0, lower, upper, settings, report, typical)
 
+    return _result(result, start, free_set, x0, lower, upper, settings, spec_, prepared, evaluator, held_out,
+                   warnings, left_out, mode, platform)
+
+
+def held_spec(spec_: ResidualSpec) -> ResidualSpec:
+    """The spec held-out trials are evaluated with (the fit's, never strict: a held-out failure is noted)."""
+    return ResidualSpec(horizon=spec_.horizon, weights=spec_.weights, mode=spec_.mode, pusher=spec_.pusher,
+                        exact_gradients=spec_.exact_gradients, strict=False)
+
+
+def _drop_failed(prepared: _Prepared, failed: set[str]) -> None:
+    """Remove trials that failed at the start values from ``prepared`` (in place)."""
+    keep = [k for k, t in enumerate(prepared.trials) if t.name not in failed]
+    for attr in ("trials", "sources", "modes", "pushers"):
+        values = getattr(prepared, attr)
+        values[:] = [values[k] for k in keep]
+
+
+def _result(result: LMResult, start: ParameterSet, free_set: FreeParameters, x0: np.ndarray, lower: np.ndarray,
+            upper: np.ndarray, settings: LMSettings, spec_: ResidualSpec, prepared: _Prepared,
+            evaluator: FitEvaluator, held_out: HeldOut, warnings: list[str], left_out: list[TrialFailure],
+            mode: str, platform: str) -> FitResult:
+    """Assemble the :class:`FitResult`: uncertainty, status, problems, per-trial information."""
     labels = free_set.labels
     scale = np.array([_param_scale(g[0], float(v)) for g, v in zip(free_set.groups, result.x, strict=True)])
-    unc = summarize_uncertainty(labels, result.x, result.jacobian, result.residuals, result.loss_weights,
-                                lower, upper, scale, settings.null_tolerance)
-    fitted = start.replace(free_set.expand(result.x))
+    unc: Uncertainty = summarize_uncertainty(labels, result.x, result.jacobian, result.residuals,
+                                             result.loss_weights, lower, upper, scale, settings.null_tolerance)
     values = free_set.expand(result.x)
-    start_values = free_set.expand(x0)
-    std = {n: unc.std[g[0]] for g in free_set.groups for n in g}
-    ci95 = {n: unc.ci95[g[0]] for g in free_set.groups for n in g}
     undetermined = tuple(n for g in free_set.groups if g[0] in unc.undetermined for n in g)
-    sources = list(sources) if sources is not None else [None] * len(data)
-    trials_info = []
-    for trial, src, first, last in zip(data, sources, start_results, final_results, strict=True):
-        trials_info.append({
-            "name": trial.name, "source": src, "kind": trial.kind, "steps": trial.steps, "dt": trial.dt,
-            "residuals": first.counts(), "rms_start": first.rms(spec_.weights), "rms_final": last.rms(spec_.weights),
-        })
+    status = fit_status(result.stop_reason)
+    iterations = int(result.trace[-1].iteration) if result.trace else 0
+    problems = fit_problems(result.stop_reason, iterations, bound_problems(labels, result.x, lower, upper),
+                            undetermined, held_out.rising(), evaluator.dropped_rows,
+                            int(result.residuals.shape[0]), left_out)
     data_info = {
-        "trials": trials_info, "horizon": spec_.label, "mode": mode, "platform": platform,
+        "trials": _trials_info(prepared, evaluator.first_rows(), evaluator.final_rows(), spec_.weights,
+                               evaluator.dropped_per_trial),
+        "horizon": spec_.label, "mode": mode, "platform": platform, "pusher": spec_.pusher,
         "weights": spec_.weights.as_dict(), "residual_count": int(result.residuals.shape[0]),
         "parameter_count": len(free_set.groups), "evaluations": result.evaluations,
-        "loss": settings.loss, "residual_std": unc.residual_std,
+        "loss": settings.loss, "residual_std": unc.residual_std, "strict": spec_.strict,
         "jacobian": "implicit simulator gradients (engine IFT, servo and PD analytic), forward-mode chained",
     }
     return FitResult(
-        params=fitted, start=start, free=free_set, values=values, start_values=start_values, std=std, ci95=ci95,
-        correlation=unc.correlation, trace=[e.as_dict(labels) for e in result.trace],
-        stop_reason=result.stop_reason, warnings=warnings + list(unc.warnings), data=data_info,
-        cost_start=float(result.trace[0].cost), cost_final=float(result.cost), undetermined=undetermined,
+        params=start.replace(values), start=start, free=free_set, values=values,
+        start_values=free_set.expand(x0), std={n: unc.std[g[0]] for g in free_set.groups for n in g},
+        ci95={n: unc.ci95[g[0]] for g in free_set.groups for n in g}, correlation=unc.correlation,
+        trace=[e.as_dict(labels) for e in result.trace], stop_reason=result.stop_reason,
+        warnings=warnings + list(unc.warnings), data=data_info, cost_start=float(result.trace[0].cost),
+        cost_final=float(result.cost), undetermined=undetermined, status=status, problems=tuple(problems),
+        failures=tuple(left_out), solver=_solver_info(evaluator), dropped_rows=evaluator.dropped_rows,
+        validation=held_out.as_dict() if held_out.trials or held_out.costs else None,
+        hard_steps=tuple(evaluator.hard_steps),
     )

@@ -23,6 +23,12 @@ import numpy as np
 from sim2real.errors import Sim2RealError
 
 LOSSES: tuple[str, ...] = ("linear", "huber", "soft_l1")
+#: The stop reason of a fit that ran out of iterations (the one reason that is not convergence).
+STOP_MAX_ITERATIONS = "maximum iterations"
+
+
+class FitAbortedError(Sim2RealError):
+    """Raised by an ``evaluate`` callable to end the fit (e.g. strict mode); never turned into a rejection."""
 
 
 @dataclass(frozen=True)
@@ -70,7 +76,11 @@ class LMSettings:
 
 @dataclass(frozen=True)
 class TraceEntry:
-    """One iteration of the optimizer (the values after it)."""
+    """One iteration of the optimizer (the values after it).
+
+    ``note`` says why a trial step was rejected when its evaluation failed rather than
+    raised the cost (the one-line message of the :class:`Sim2RealError`), else it is empty.
+    """
 
     iteration: int
     cost: float
@@ -81,13 +91,14 @@ class TraceEntry:
     gain_ratio: float
     x: tuple[float, ...]
     seconds: float
+    note: str = ""
 
     def as_dict(self, names: tuple[str, ...]) -> dict[str, object]:
         """JSON-ready form with ``values`` by parameter name."""
         return {"iteration": self.iteration, "cost": self.cost, "step_norm": self.step_norm,
                 "damping": self.damping, "accepted": self.accepted, "gradient_norm": self.gradient_norm,
                 "gain_ratio": self.gain_ratio, "values": dict(zip(names, self.x, strict=True)),
-                "seconds": self.seconds}
+                "seconds": self.seconds, "note": self.note}
 
 
 @dataclass(frozen=True)
@@ -188,7 +199,9 @@ def levenberg_marquardt(evaluate: Evaluate, x0: np.ndarray, lower: np.ndarray, u
     progress : callable, optional
         Called with every :class:`TraceEntry` as it is made.
         A :class:`Sim2RealError` raised by ``evaluate`` at a trial point (a simulation that
-        does not converge there) rejects that step; at ``x0`` it propagates.
+        fails or degrades there) rejects that step like a cost increase, and its message is
+        the entry's ``note``; at ``x0`` it propagates, and :class:`FitAbortedError`
+        always propagates.
     typical : ndarray, shape (p,), optional
         Typical magnitude of each parameter (default ``max(|x0|, 1)``). Parameters whose
         influence on the residuals, relative to this magnitude, is negligible are not moved.
@@ -197,8 +210,8 @@ def levenberg_marquardt(evaluate: Evaluate, x0: np.ndarray, lower: np.ndarray, u
     -------
     LMResult
         ``stop_reason`` is one of: ``"gradient below gtol"``, ``"step below xtol"``,
-        ``"cost reduction below ftol"``, ``"zero residual"``, ``"maximum iterations"``,
-        ``"damping limit (no further decrease)"``.
+        ``"cost reduction below ftol"``, ``"zero residual"``, ``"maximum iterations"``
+        (:data:`STOP_MAX_ITERATIONS`: not converged), ``"damping limit (no further decrease)"``.
     """
     x = np.asarray(x0, dtype=float).copy()
     typical = np.maximum(np.abs(x), 1.0) if typical is None else np.asarray(typical, dtype=float)
@@ -213,7 +226,7 @@ def levenberg_marquardt(evaluate: Evaluate, x0: np.ndarray, lower: np.ndarray, u
     diag_max = np.zeros(x.shape[0])
     damping = None
     nu = 2.0
-    stop = "maximum iterations"
+    stop = STOP_MAX_ITERATIONS
 
     def record(entry: TraceEntry) -> None:
         trace.append(entry)
@@ -254,11 +267,15 @@ def levenberg_marquardt(evaluate: Evaluate, x0: np.ndarray, lower: np.ndarray, u
         step_norm = float(np.linalg.norm(step * scale))
         predicted = -(g @ step) - 0.5 * step @ H @ step
         evaluations += 1
+        note = ""
         try:
             r_new, J_new = evaluate(x_new)
             cost_new, w_new = loss_weights(r_new, settings.loss, settings.loss_scale)
-        except Sim2RealError:  # the simulator failed at the trial point: treat as a rejected step
+        except FitAbortedError:
+            raise
+        except Sim2RealError as err:  # the simulator failed or degraded at the trial point: reject the step
             r_new, J_new, cost_new, w_new = r, J, float("inf"), w
+            note = " ".join(str(err).split()) or "evaluation failed"
         actual = cost - cost_new
         ratio = actual / predicted if predicted > 0.0 else -1.0
         accepted = bool(actual > 0.0 and np.isfinite(cost_new))
@@ -273,7 +290,8 @@ def levenberg_marquardt(evaluate: Evaluate, x0: np.ndarray, lower: np.ndarray, u
             damping *= nu
             nu *= 2.0
         record(TraceEntry(iteration, cost, step_norm, float(damping), accepted,
-                          float(np.max(np.abs(pg), initial=0.0)), float(ratio), tuple(x), time.monotonic() - clock))
+                          float(np.max(np.abs(pg), initial=0.0)), float(ratio), tuple(x), time.monotonic() - clock,
+                          note))
         if accepted and actual <= settings.ftol * old_cost:
             stop = "cost reduction below ftol"
             break

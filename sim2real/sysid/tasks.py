@@ -3,7 +3,9 @@
 A :class:`TrialTask` carries everything one trial's residuals need (picklable: arrays,
 a parameter set, names, the residual spec), and :func:`run_task` is a plain top-level
 function, so any executor with ``map(fn, iterable)`` — a ``concurrent.futures`` pool here,
-a cluster executor later — can run them.
+a cluster executor later — can run them. A task that fails returns a :class:`TaskFailure`
+(the trial and a one-line reason) instead of raising, so one trial cannot take the others
+down with it.
 """
 
 from __future__ import annotations
@@ -30,9 +32,28 @@ class TrialTask:
     spec: ResidualSpec
 
 
-def run_task(task: TrialTask) -> TrialResiduals:
-    """Evaluate one task (the unit of work handed to executors)."""
-    return trial_residuals(task.data, task.params, task.grad_names, task.spec)
+@dataclass(frozen=True)
+class TaskFailure:
+    """A task that raised: the trial's name and the reason in one line."""
+
+    name: str
+    reason: str
+
+
+def one_line(err: BaseException) -> str:
+    """An exception as one line; unexpected types (not :class:`Sim2RealError`) carry their class name."""
+    text = " ".join(str(err).split())
+    if isinstance(err, Sim2RealError):
+        return text or type(err).__name__
+    return f"{type(err).__name__}: {text}" if text else type(err).__name__
+
+
+def run_task(task: TrialTask) -> TrialResiduals | TaskFailure:
+    """Evaluate one task (the unit of work handed to executors); failures are returned, not raised."""
+    try:
+        return trial_residuals(task.data, task.params, task.grad_names, task.spec)
+    except Exception as err:  # one trial's failure of any kind must not end the others
+        return TaskFailure(task.data.name, one_line(err))
 
 
 class MapExecutor(Protocol):
@@ -72,6 +93,7 @@ def make_executor(workers: int) -> Iterator[MapExecutor | Executor]:
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def evaluate_tasks(executor: MapExecutor | Executor, tasks: Sequence[TrialTask]) -> list[TrialResiduals]:
-    """Run ``tasks`` on ``executor``; results in task order."""
+def evaluate_tasks(executor: MapExecutor | Executor,
+                   tasks: Sequence[TrialTask]) -> list[TrialResiduals | TaskFailure]:
+    """Run ``tasks`` on ``executor``; results (or failures) in task order."""
     return list(executor.map(run_task, tasks))

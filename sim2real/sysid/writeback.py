@@ -3,6 +3,10 @@
 ``--out F.yaml`` gives the params file (complete parameter set under the ``/**`` node key,
 readable by ``sim_node``, ``sim2real simulate --params`` and the launch files); the fit
 report goes to the same path with the suffix ``.json`` (``fitted.yaml`` → ``fitted.json``).
+Both are written whatever the fit's status (its ``status`` and ``problems`` say whether to use
+it). Hard solver steps met during the fit go to ``hard_steps/`` next to them, one
+reproduction file each (``<stem>_<trial>_step_<index>.json``; re-solve one with the command
+the README gives).
 """
 
 from __future__ import annotations
@@ -16,9 +20,12 @@ from typing import Any
 
 from sim2real.errors import Sim2RealError
 from sim2real.params import save_params
+from sim2real.physics import save_hard_steps
 from sim2real.sysid.fit import FitResult
 
 PARAMS_SUFFIXES: tuple[str, ...] = (".yaml", ".yml")
+#: Directory (next to the params file) of the hard-step reproduction files.
+HARD_STEPS_DIR = "hard_steps"
 
 
 def check_out_path(out: str | os.PathLike[str]) -> Path:
@@ -73,7 +80,9 @@ def write_fit(out: str | os.PathLike[str], result: FitResult) -> tuple[Path, Pat
     json_path = fit_json_path(path)
     document = fit_document(result, path)
     header = (f"Fitted by sim2real fit: {', '.join(result.free.names)}\n"
-              f"stop reason: {result.stop_reason}; uncertainty in {json_path.name}")
+              f"status: {result.status}; stop reason: {result.stop_reason}; uncertainty in {json_path.name}")
+    if result.problems:
+        header += "\nPROBLEMS (see " + json_path.name + "):\n" + "\n".join(f"- {p}" for p in result.problems)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{json_path.name}.", dir=path.parent)
     try:
@@ -85,4 +94,23 @@ def write_fit(out: str | os.PathLike[str], result: FitResult) -> tuple[Path, Pat
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    write_hard_steps(path, result)
     return path, json_path
+
+
+def write_hard_steps(out: str | os.PathLike[str], result: FitResult) -> list[Path]:
+    """Save the fit's hard steps as ``<dir of out>/hard_steps/<stem>_<trial>_step_<index>.json``.
+
+    Returns
+    -------
+    list of pathlib.Path
+        The files written (none when the fit met no hard step).
+    """
+    directory = Path(out).parent / HARD_STEPS_DIR
+    written: list[Path] = []
+    by_trial: dict[str, list] = {}
+    for trial, hard in result.hard_steps:
+        by_trial.setdefault(trial, []).append(hard)
+    for trial, steps in by_trial.items():
+        written += save_hard_steps(directory, steps, prefix=f"{Path(out).stem}_{trial}_")
+    return written

@@ -1,0 +1,264 @@
+"""The fit's view of many trials: one residual vector and Jacobian, evaluated trial by trial.
+
+:class:`FitEvaluator` is the callable the optimizer minimises. It keeps every trial that
+works and leaves out (and names) the ones whose simulation fails at the start values. Rows
+that depend on a degraded engine step at the start values are left out for the whole fit
+(the row set must not change between iterations, or costs would not compare); a trial point
+whose evaluation fails, or degrades a step whose rows are still in the fit, is rejected by
+raising :class:`Sim2RealError` (the optimizer treats it like a cost increase and notes the
+message), or in strict mode ends the fit (:class:`FitAbortedError`).
+
+:class:`HeldOut` evaluates held-out (validation) trials without gradients, for the cost the
+fit does not see.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from concurrent.futures import Executor
+from typing import Any
+
+import numpy as np
+
+from sim2real.errors import Sim2RealError
+from sim2real.params import ParameterSet
+from sim2real.physics import SolveSummary
+from sim2real.sysid.data import TrialData
+from sim2real.sysid.optimizer import FitAbortedError, TraceEntry, loss_weights
+from sim2real.sysid.residuals import MAX_HARD_STEPS, ResidualSpec, TrialResiduals
+from sim2real.sysid.runs import TrialFailure
+from sim2real.sysid.tasks import MapExecutor, TaskFailure, TrialTask, evaluate_tasks
+
+Expand = Any  # callable: x (p,) -> {name: value}
+Reduce = Any  # callable: J (m, len(names)) -> J (m, p)
+
+
+def merge_summaries(results: Sequence[TrialResiduals]) -> SolveSummary | None:
+    """The outcome tally over several trials' evaluations (None when none reports one)."""
+    total: SolveSummary | None = None
+    for res in results:
+        if res.solve is not None:
+            total = res.solve if total is None else total.merged(res.solve)
+    return total
+
+
+class FitEvaluator:
+    """Stacked residuals ``r (m,)`` and Jacobian ``J (m, p)`` of the fitted trials at ``x (p,)``.
+
+    Parameters
+    ----------
+    executor : executor with ``map``
+        Runs the per-trial tasks.
+    trials : sequence of TrialData
+        Candidate trials (those failing at the start values are left out by :meth:`start`).
+    start : ParameterSet
+        Values of everything not free.
+    expand : callable
+        ``x -> {name: value}`` for every involved registry name.
+    reduce_columns : callable
+        Jacobian columns per name → per unknown (tied names summed).
+    names : tuple of str
+        Registry names of the Jacobian columns.
+    spec : ResidualSpec
+        How trials are compared (its ``strict`` ends the fit at the first failure).
+    """
+
+    def __init__(self, executor: MapExecutor | Executor, trials: Sequence[TrialData], start: ParameterSet,
+                 expand: Expand, reduce_columns: Reduce, names: tuple[str, ...], spec: ResidualSpec) -> None:
+        self._executor = executor
+        self.trials: list[TrialData] = list(trials)
+        self._start = start
+        self._expand = expand
+        self._reduce = reduce_columns
+        self._names = names
+        self._spec = spec
+        self._masks: list[np.ndarray] = []
+        self._x0: np.ndarray | None = None
+        self._cached: tuple[np.ndarray, np.ndarray] | None = None
+        self._last: list[TrialResiduals] = []
+        self.start_results: list[TrialResiduals] = []
+        self.final_results: list[TrialResiduals] = []
+        self._hard: dict[str, list[Any]] = {}
+
+    def _run(self, x: np.ndarray, trials: Sequence[TrialData]) -> list[TrialResiduals | TaskFailure]:
+        params = self._start.replace(self._expand(x))
+        return evaluate_tasks(self._executor, [TrialTask(t, params, self._names, self._spec) for t in trials])
+
+    def _keep_hard_steps(self, results: Sequence[TrialResiduals]) -> None:
+        for res in results:
+            kept = self._hard.setdefault(res.name, [])
+            kept.extend(res.hard_steps[:MAX_HARD_STEPS - len(kept)])
+
+    def start(self, x0: np.ndarray) -> list[TrialFailure]:
+        """Evaluate every trial at ``x0``; leave out (and return) the ones that fail.
+
+        Raises
+        ------
+        Sim2RealError
+            In strict mode at the first failure; otherwise when no trial is left or the
+            remaining trials give no residual rows.
+        """
+        results = self._run(x0, self.trials)
+        failures, kept, kept_results = [], [], []
+        for trial, res in zip(self.trials, results, strict=True):
+            if isinstance(res, TaskFailure):
+                if self._spec.strict:
+                    raise Sim2RealError(f"at the start values: {res.reason}")
+                failures.append(TrialFailure(trial.name, f"at the start values: {res.reason}", stage="start"))
+            else:
+                kept.append(trial)
+                kept_results.append(res)
+        if not kept:
+            return failures
+        self.trials, self.start_results = kept, kept_results
+        self._masks = [res.dropped_mask for res in kept_results]
+        self._keep_hard_steps(kept_results)
+        self._x0 = np.array(x0, dtype=float)
+        self._cached = self._stack(kept_results)
+        if self._cached[0].shape[0] == 0:
+            raise Sim2RealError("the trials give no residual rows to fit (check --weights, and that the trials "
+                                "hold the topics those residual groups compare: box poses, joint states, commands)")
+        self._last = self.final_results = kept_results
+        return failures
+
+    @property
+    def dropped_per_trial(self) -> list[int]:
+        """Rows left out per kept trial because they depend on a degraded step at the start values."""
+        return [int(mask.sum()) for mask in self._masks]
+
+    @property
+    def dropped_rows(self) -> int:
+        """Rows left out in all (see :attr:`dropped_per_trial`)."""
+        return int(sum(self.dropped_per_trial))
+
+    @property
+    def hard_steps(self) -> list[tuple[str, Any]]:
+        """``(trial name, HardStep)`` pairs met in any evaluation, at most 20 per trial."""
+        return [(name, hard) for name, steps in self._hard.items() for hard in steps]
+
+    def _stack(self, results: Sequence[TrialResiduals]) -> tuple[np.ndarray, np.ndarray]:
+        keep = [~mask for mask in self._masks]
+        r = np.concatenate([res.residuals[k] for res, k in zip(results, keep, strict=True)])
+        J = np.concatenate([res.jacobian[k] for res, k in zip(results, keep, strict=True)])  # type: ignore[index]
+        return r, self._reduce(J)
+
+    def _check(self, results: Sequence[TrialResiduals | TaskFailure]) -> list[TrialResiduals]:
+        """Raise the reason a trial point must be rejected (or the fit aborted), else the results."""
+        for res in results:
+            if isinstance(res, TaskFailure):
+                if self._spec.strict:
+                    raise FitAbortedError(res.reason)
+                raise Sim2RealError(res.reason)
+        checked = [res for res in results if isinstance(res, TrialResiduals)]
+        self._keep_hard_steps(checked)
+        for res, mask in zip(checked, self._masks, strict=True):
+            if res.residuals.shape[0] != mask.shape[0]:
+                raise Sim2RealError(f"trial '{res.name}': {res.residuals.shape[0]} residual rows instead of "
+                                    f"{mask.shape[0]}")
+            new = res.dropped_mask & ~mask
+            if new.any():
+                raise Sim2RealError(f"trial '{res.name}': degraded solver step(s) ({res.degraded_steps} in all) "
+                                    f"would affect {int(new.sum())} residual row(s) that are in the fit")
+        return checked
+
+    def __call__(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``r (m,)`` and ``J (m, p)`` at ``x``; the cached start evaluation at ``x0``."""
+        if self._cached is not None and self._x0 is not None and np.array_equal(x, self._x0):
+            self._last = self.start_results
+            return self._cached
+        results = self._check(self._run(x, self.trials))
+        self._last = results
+        return self._stack(results)
+
+    def on_entry(self, entry: TraceEntry) -> None:
+        """Optimizer progress hook: an accepted iterate's evaluation becomes the final one."""
+        if entry.accepted:
+            self.final_results = self._last
+
+    def final_rows(self) -> list[TrialResiduals]:
+        """Per-trial results at the accepted solution with the start-dropped rows removed."""
+        return [TrialResiduals(res.name, res.residuals[~mask], None, res.groups[~mask], (), None, res.solve)
+                for res, mask in zip(self.final_results, self._masks, strict=True)]
+
+    def first_rows(self) -> list[TrialResiduals]:
+        """Per-trial results at the start values with the dropped rows removed."""
+        return [TrialResiduals(res.name, res.residuals[~mask], None, res.groups[~mask], (), None, res.solve)
+                for res, mask in zip(self.start_results, self._masks, strict=True)]
+
+
+class HeldOut:
+    """Cost of held-out trials (no gradients), tracked along the fit.
+
+    Parameters
+    ----------
+    executor : executor with ``map``
+    trials : sequence of TrialData
+    start : ParameterSet
+    expand : callable
+        ``x -> {name: value}``.
+    spec : ResidualSpec
+    loss, loss_scale : str, float
+        The fit's loss (:func:`~sim2real.sysid.optimizer.loss_weights`).
+    """
+
+    def __init__(self, executor: MapExecutor | Executor, trials: Sequence[TrialData], start: ParameterSet,
+                 expand: Expand, spec: ResidualSpec, loss: str, loss_scale: float) -> None:
+        self._executor = executor
+        self.trials = list(trials)
+        self._start = start
+        self._expand = expand
+        self._spec = spec
+        self._loss = (loss, loss_scale)
+        self._masks: list[np.ndarray] = []
+        #: ``(iteration, cost)`` at the start and at every accepted iterate.
+        self.costs: list[tuple[int, float]] = []
+        self.notes: list[str] = []
+
+    def _cost(self, x: np.ndarray, results: Sequence[TrialResiduals | TaskFailure], iteration: int) -> float:
+        rows = []
+        for res, mask in zip(results, self._masks, strict=True):
+            if isinstance(res, TaskFailure):
+                self.notes.append(f"iteration {iteration}: {res.reason}")
+                return float("nan")
+            rows.append(res.residuals[~(mask | res.dropped_mask)])
+        return loss_weights(np.concatenate(rows), *self._loss)[0] if rows else float("nan")
+
+    def _run(self, x: np.ndarray) -> list[TrialResiduals | TaskFailure]:
+        params = self._start.replace(self._expand(x))
+        return evaluate_tasks(self._executor, [TrialTask(t, params, (), self._spec) for t in self.trials])
+
+    def start(self, x0: np.ndarray) -> list[TrialFailure]:
+        """Evaluate at ``x0``, leave out (and return) the held-out trials that fail there."""
+        results = self._run(x0)
+        failures = [TrialFailure(t.name, f"held-out trial at the start values: {r.reason}", stage="validation")
+                    for t, r in zip(self.trials, results, strict=True) if isinstance(r, TaskFailure)]
+        kept = [(t, r) for t, r in zip(self.trials, results, strict=True) if isinstance(r, TrialResiduals)]
+        self.trials = [t for t, _ in kept]
+        self._masks = [r.dropped_mask for _, r in kept]
+        if kept:
+            self.costs.append((0, self._cost(x0, [r for _, r in kept], 0)))
+        return failures
+
+    def on_entry(self, entry: TraceEntry) -> None:
+        """Optimizer progress hook: the held-out cost at every accepted iterate."""
+        if entry.accepted and entry.iteration > 0 and self.trials:
+            x = np.array(entry.x)
+            self.costs.append((entry.iteration, self._cost(x, self._run(x), entry.iteration)))
+
+    def rising(self, tolerance: float = 0.01) -> str | None:
+        """A one-line problem when the final held-out cost exceeds the lowest seen by more than ``tolerance``."""
+        finite = [(i, c) for i, c in self.costs if np.isfinite(c)]
+        if len(finite) < 2:
+            return None
+        best_iteration, best = min(finite, key=lambda item: item[1])
+        last_iteration, last = finite[-1]
+        if last > (1.0 + tolerance) * best:
+            where = "the start" if best_iteration == 0 else f"iteration {best_iteration}"
+            return (f"held-out cost rose: {best:.6g} at {where} -> {last:.6g} at iteration {last_iteration} "
+                    f"(the fit does not generalise to the validation trials)")
+        return None
+
+    def as_dict(self) -> dict[str, Any]:
+        """fit.json ``validation``: trials, costs per iteration, notes."""
+        return {"trials": [t.name for t in self.trials],
+                "cost": [{"iteration": i, "cost": c} for i, c in self.costs], "notes": list(self.notes)}

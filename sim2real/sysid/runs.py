@@ -1,0 +1,118 @@
+"""Many trials at once: reading them tolerantly and naming the ones that could not be used.
+
+``fit`` and ``replay`` over a run directory keep every trial that works and name every one
+that does not (:class:`TrialFailure`, one line each). Only input that names nothing usable
+at all — a path that does not exist, a directory without trials, or trials that all fail —
+is an error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sim2real.errors import Sim2RealError
+from sim2real.trials import TrialRecord, read_trial, trial_dirs
+
+
+@dataclass(frozen=True)
+class TrialFailure:
+    """A trial left out, and why.
+
+    Attributes
+    ----------
+    name : str
+        Trial name (its directory name when it could not be read).
+    reason : str
+        One line.
+    source : str or None
+        Where it came from (path).
+    stage : str
+        ``"read"``, ``"inputs"`` (its topics do not serve the mode), ``"start"`` (its
+        simulation failed at the start values), ``"replay"`` or ``"validation"``.
+    """
+
+    name: str
+    reason: str
+    source: str | None = None
+    stage: str = ""
+
+    def line(self) -> str:
+        """``name: reason`` (without repeating the name when the reason already gives it)."""
+        return self.reason if f"'{self.name}'" in self.reason else f"{self.name}: {self.reason}"
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready form (fit.json ``failures``, run.json ``failed``)."""
+        return {"trial": self.name, "source": self.source, "stage": self.stage, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class LoadedTrials:
+    """Trials read from paths, their sources, and the ones that could not be read."""
+
+    records: tuple[TrialRecord, ...]
+    sources: tuple[str, ...]
+    failures: tuple[TrialFailure, ...]
+
+
+def _trial_paths(raw: str | Path) -> list[Path]:
+    path = Path(raw)
+    if not path.exists():
+        raise Sim2RealError(f"bag {path} does not exist")
+    if path.is_dir() and not (path / "metadata.yaml").exists():
+        dirs = trial_dirs(path)
+        if not dirs:
+            raise Sim2RealError(f"{path} is neither a trial (no metadata.yaml) nor a run directory with trials")
+        return dirs
+    return [path]
+
+
+def read_trials(paths: Sequence[str | Path]) -> LoadedTrials:
+    """Read every trial named by ``paths`` (trial or run directories), keeping the readable ones.
+
+    Raises
+    ------
+    Sim2RealError
+        A path does not exist or holds no trial (bad input), or no trial could be read at all
+        (the message gives every reason).
+    """
+    records: list[TrialRecord] = []
+    sources: list[str] = []
+    failures: list[TrialFailure] = []
+    for raw in paths:
+        for trial in _trial_paths(raw):
+            try:
+                records.append(read_trial(trial))
+                sources.append(str(trial))
+            except Sim2RealError as err:
+                failures.append(TrialFailure(trial.name, " ".join(str(err).split()), str(trial), "read"))
+    if not records:
+        raise_all_failed(failures, "no trial could be read")
+    return LoadedTrials(tuple(records), tuple(sources), tuple(failures))
+
+
+def raise_all_failed(failures: Sequence[TrialFailure], what: str) -> None:
+    """Raise one :class:`Sim2RealError` for a run where every trial failed.
+
+    One failure: its own message. Several: ``what`` followed by every ``name: reason``.
+    """
+    if len(failures) == 1:
+        raise Sim2RealError(failures[0].line())
+    raise Sim2RealError(f"{what}: " + "; ".join(f.line() for f in failures))
+
+
+def check_unique_names(records: Sequence[TrialRecord]) -> None:
+    """Trials written into one run directory need distinct names.
+
+    Raises
+    ------
+    Sim2RealError
+        Naming the duplicated name.
+    """
+    seen: set[str] = set()
+    for record in records:
+        if record.name in seen:
+            raise Sim2RealError(f"two trials are named '{record.name}'; replay them into separate output directories")
+        seen.add(record.name)
