@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import TextIO
 
 from sim2real.params import ParameterSet
 
@@ -32,3 +33,22 @@ def parse_name_list(text: str | None) -> list[str]:
     for name in names:
         spec(name)
     return names
+
+
+#: Exit status of a command that finished and wrote its output, but some trials failed.
+EXIT_TRIALS_FAILED = 1
+#: Exit status of a fit that finished and wrote its files but did not converge or has problems.
+EXIT_FIT_PROBLEMS = 3
+
+
+def use_color(stream: TextIO) -> bool:
+    """Whether to colour ``stream``: a terminal, and ``NO_COLOR`` unset (https://no-color.org)."""
+    import os
+
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty is not None and isatty() and not os.environ.get("NO_COLOR"))
+
+
+def red(text: str, stream: TextIO) -> str:
+    """``text`` in bold red (ANSI) when ``stream`` is a colour terminal, else unchanged."""
+    return f"\033[1;31m{text}\033[0m" if use_color(stream) else text

@@ -4,19 +4,57 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
-from sim2real.cli.common import add_param_arguments, params_from_args
+from sim2real.cli.common import EXIT_FIT_PROBLEMS, EXIT_TRIALS_FAILED, add_param_arguments, params_from_args, red
+
+if TYPE_CHECKING:
+    from sim2real.sysid import FitResult
 
 EPILOG = """\
 BAG is a trial directory (rosbag2 + trial.json) or a run directory (all trials in it).
 Writes OUT (a complete ROS 2 params YAML under '/**') and, next to it, the fit report with
-the same stem and suffix .json (fitted.yaml -> fitted.json): values, start_values, std, ci95,
-correlation, trace, stop_reason, warnings, data, versions. --json prints that object.
+the same stem and suffix .json (fitted.yaml -> fitted.json): status, problems, values,
+start_values, std, ci95, correlation, trace, stop_reason, warnings, data, failures, solver,
+dropped_rows, validation, versions. --json prints that object.
+
+Status: the summary opens with it (in red on a terminal), and so do fit.json ("status":
+"converged" or "not converged", "problems": one line each) and the report. A fit is not
+converged when it stopped at --max-iterations. Problems: not converged, a parameter at a
+bound, parameters the data do not determine, a held-out cost that rose (--validate),
+residual rows left out because they depend on degraded solver steps, trials left out.
+
+Exit status:
+  0  converged, no problem;
+  1  some trials were left out (unreadable, missing inputs, failing at the start values):
+     each is named on stderr and in fit.json "failures"; the fit ran on the others;
+  2  bad input, or no trial could be fitted (one line, nothing written);
+  3  the fit finished but did not converge or has problems (the files are still written).
 
 --free takes comma-separated names; names joined by '=' are tied into one unknown, e.g.
   --free contact.mu_table,box.size_x=box.size_y=box.size_z
 --horizon 1 (teacher-forced one-step), N (segments of N steps) or trial (whole trials).
 --weights position=1000,orientation=100,joint_position=1000,joint_velocity=100 (1/m, 1/rad, ...).
+
+Inputs: every mode needs topics, and a trial without them is left out and named, never
+simulated with a stand-in (the arm held still, the box alone):
+  --mode commands  joint states + /<ns>/joint_command (the arm simulated under them)
+  --mode closed    joint states + /reference/joint_trajectory (the arm simulated under PD)
+  --mode kinematic joint states (played back; the pusher from --pusher)
+  --mode pusher    /<ns>/pusher_pose (the pusher played back)
+  --mode auto      commands, else closed, for trials with joint states; pusher for trials
+                   with only a pusher pose; a free box for box-only trials (cube tosses)
+--mode applies to whole trials; --horizon N segments always play the pusher back.
+--pusher recorded|arm: where a played-back pusher comes from: the recorded /<ns>/pusher_pose,
+or xArm forward kinematics of the recorded joint states. Default: the recorded pose when the
+trial has one, else FK. The choice is printed per trial and kept in fit.json (data.trials).
+
+Solver: steps that do not converge are recovered (more iterations, sub-steps, continuation)
+or, as a last resort, degraded. Residual rows that depend on a degraded step at the start
+values are left out (counted in "dropped_rows"); a trial step of the optimizer whose
+evaluation fails, or degrades a step whose rows are in the fit, is rejected and noted in the
+trace. Hard steps are saved to hard_steps/ next to OUT (at most 20 per trial). --strict
+raises at the first step that does not converge instead (exit 2, naming trial and step).
 
 Gradients: the Jacobian is taken at the forward solution (contact.kappa_grad set to
 contact.kappa_sim), i.e. it is the derivative of the residuals being minimised. The smoothed
@@ -45,8 +83,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--horizon", default="1", metavar="1|N|trial",
                         help="residual horizon: 1 (default), N steps, or trial")
     parser.add_argument("--weights", metavar="GROUP=W,...", help="residual group weights")
-    parser.add_argument("--mode", choices=("auto", "commands", "closed"), default="auto",
-                        help="whole arm trials: drive the sim by recorded commands or by the PD law (default auto)")
+    parser.add_argument("--mode", choices=("auto", "commands", "closed", "kinematic", "pusher"), default="auto",
+                        help="whole trials: how the arm/pusher is driven (default auto; see below)")
+    parser.add_argument("--pusher", choices=("auto", "recorded", "arm"), default="auto",
+                        help="played-back pusher: recorded pusher pose or FK of the joint states "
+                             "(default: recorded when present, else arm)")
     parser.add_argument("--bounds", metavar="NAME=LO:HI,...", help="narrow the bounds of free parameters")
     parser.add_argument("--loss", choices=("linear", "huber", "soft_l1"), default="linear",
                         help="robust loss (default linear least squares)")
@@ -55,6 +96,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--max-iterations", type=int, default=20, metavar="N", help="default 20")
     parser.add_argument("--platform", choices=("auto", "real", "sim"), default="auto",
                         help="recording to fit against (default: real if present, else sim)")
+    parser.add_argument("--validate", nargs="+", action="extend", default=[], metavar="BAG",
+                        help="held-out trials or run directories: their cost is tracked along the fit")
+    parser.add_argument("--strict", action="store_true",
+                        help="raise at the first solver step that does not converge (no degraded steps)")
     parser.add_argument("--workers", type=int, default=1, metavar="N", help="processes evaluating trials")
     parser.add_argument("--json", action="store_true", help="print the fit.json object on stdout")
     parser.set_defaults(handler=run)
@@ -75,35 +120,54 @@ def parse_horizon(text: str) -> int | None:
     return value
 
 
-def load_records(paths: list[str]) -> tuple[list, list[str]]:
-    """Read every BAG (trial or run directory); returns the records and their source paths."""
-    from pathlib import Path
+def _log(message: str, alarm: bool = False) -> None:
+    print(f"fit: {red(message, sys.stderr) if alarm else message}", file=sys.stderr, flush=True)
 
-    from sim2real.errors import Sim2RealError
-    from sim2real.trials import read_trial, trial_dirs
 
-    records, sources = [], []
-    for raw in paths:
-        path = Path(raw)
-        if not path.exists():
-            raise Sim2RealError(f"bag {path} does not exist")
-        if path.is_dir() and not (path / "metadata.yaml").exists():
-            dirs = trial_dirs(path)
-            if not dirs:
-                raise Sim2RealError(f"{path} is neither a trial (no metadata.yaml) nor a run directory with trials")
-        else:
-            dirs = [path]
-        for trial in dirs:
-            records.append(read_trial(trial))
-            sources.append(str(trial))
-    return records, sources
+def print_summary(result: FitResult, params_path: object, json_path: object) -> None:
+    """The console summary on stderr: status and problems first (red on a terminal), then the rest."""
+    if result.ok:
+        _log(f"status: {result.status}, no problems")
+    else:
+        _log(f"status: {result.status.upper()}, {len(result.problems)} problem(s)", alarm=True)
+        for problem in result.problems:
+            _log(f"  problem: {problem}", alarm=True)
+    for warning in result.warnings:
+        _log(f"warning: {warning}")
+    iterations = result.trace[-1]["iteration"] if result.trace else 0
+    _log(f"stopped: {result.stop_reason} after {iterations} iteration(s); cost {result.cost_start:.6g} -> "
+         f"{result.cost_final:.6g}")
+    for when in ("start", "final"):
+        summary = result.solver.get(when)
+        if summary:
+            _log(f"solver at the {when} values: {_describe_solve(summary)}")
+    if result.dropped_rows:
+        _log(f"{result.dropped_rows} residual row(s) left out (degraded solver steps)")
+    for name, value in result.values.items():
+        std = result.std[name]
+        std_text = f"± {std:.3g}" if std is not None else "(not determined)"
+        _log(f"  {name} = {value:.6g} {std_text}  (start {result.start_values[name]:.6g})")
+    if result.hard_steps:
+        _log(f"{len(result.hard_steps)} hard solver step(s) saved under hard_steps/")
+    _log(f"wrote {params_path} and {json_path}")
+
+
+def _describe_solve(summary: dict) -> str:
+    text = (f"{summary.get('steps', 0)} steps: {summary.get('converged', 0)} converged, "
+            f"{summary.get('recovered', 0)} recovered, {summary.get('degraded', 0)} degraded")
+    if summary.get("recovered") or summary.get("degraded"):
+        text += (f"; worst residual {float(summary.get('worst_residual') or 0.0):.2g}, worst complementarity "
+                 f"{float(summary.get('worst_complementarity') or 0.0):.2g}")
+    return text
 
 
 def run(args: argparse.Namespace) -> int:
-    """Handler of ``sim2real fit``."""
+    """Handler of ``sim2real fit``; the exit status is documented in the epilog."""
     import json
+    from dataclasses import replace
 
     from sim2real.sysid import FreeParameters, LMSettings, Weights, fit_trials, parse_bounds
+    from sim2real.sysid.runs import read_trials
     from sim2real.sysid.writeback import check_out_path, fit_document, write_fit
 
     out = check_out_path(args.out)
@@ -113,22 +177,21 @@ def run(args: argparse.Namespace) -> int:
     bounds = parse_bounds(args.bounds)
     settings = LMSettings(max_iterations=args.max_iterations, loss=args.loss, loss_scale=args.loss_scale)
     start = params_from_args(args)
-    records, sources = load_records(args.bags)
+    loaded = read_trials(args.bags)
+    held = read_trials(args.validate) if args.validate else None
+    failures = list(loaded.failures)
+    if held is not None:
+        failures += [replace(f, stage="validation") for f in held.failures]
 
-    def log(message: str) -> None:
-        print(f"fit: {message}", file=sys.stderr, flush=True)
-
-    result = fit_trials(records, start, free, horizon=horizon, weights=weights, mode=args.mode, bounds=bounds,
-                        settings=settings, workers=args.workers, platform=args.platform, sources=sources, log=log)
+    result = fit_trials(loaded.records, start, free, horizon=horizon, weights=weights, mode=args.mode,
+                        bounds=bounds, settings=settings, workers=args.workers, platform=args.platform,
+                        sources=loaded.sources, log=_log, pusher=args.pusher, strict=args.strict,
+                        validation=held.records if held is not None else (),
+                        validation_sources=held.sources if held is not None else None, failures=failures)
     params_path, json_path = write_fit(out, result)
-    for warning in result.warnings:
-        log(f"warning: {warning}")
-    log(f"stopped: {result.stop_reason}; cost {result.cost_start:.6g} -> {result.cost_final:.6g}")
-    for name, value in result.values.items():
-        std = result.std[name]
-        std_text = f"± {std:.3g}" if std is not None else "(not determined)"
-        log(f"  {name} = {value:.6g} {std_text}  (start {result.start_values[name]:.6g})")
-    log(f"wrote {params_path} and {json_path}")
+    print_summary(result, params_path, json_path)
     if args.json:
         print(json.dumps(fit_document(result, params_path), indent=2))
-    return 0
+    if result.failures:
+        return EXIT_TRIALS_FAILED
+    return 0 if result.ok else EXIT_FIT_PROBLEMS
