@@ -13,8 +13,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Read one or more run directories (one rosbag2 trial per sub-directory) and write "
         "report.html (self-contained) and report.md with PNG figures: the experiment table (start, real and "
         "sim final distance, gap, flips, agreement), per-trial box paths, tilt, joint tracking and command "
-        "streams, and with --fit the fitted parameters, 95 % intervals, correlations and fit trace. Two run "
-        "directories are compared side by side (e.g. --labels before,after).",
+        "streams, and with --fit the fit's status and problems first, then the fitted parameters, 95 % "
+        "intervals, correlations and fit trace. Two run directories are compared side by side (e.g. --labels "
+        "before,after). Interrupted (incomplete) trials are listed but kept out of the mean gap and flip "
+        "agreement; trials with degraded solver steps are named.",
     )
     parser.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run directory (repeatable)")
     parser.add_argument("--out", required=True, metavar="DIR", help="output directory (created; report replaced)")
@@ -26,12 +28,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Build the report and print the experiment table and the report paths."""
+    """Build the report and print the fit status (red on a terminal when it has problems), the experiment
+    table and the report paths."""
+    import sys
+
+    from sim2real.cli.common import red
     from sim2real.report import build_report
 
     labels = [part.strip() for part in args.labels.split(",")] if args.labels is not None else None
     paths = build_report(args.run_dirs, args.out, fit=args.fit, labels=labels,
                          max_trial_figures=args.max_trial_figures)
+    for line in paths.fit_status:
+        print(line if paths.fit_ok else red(line, sys.stdout))
     print(paths.text)
     print(f"wrote {paths.html}")
     print(f"wrote {paths.markdown} ({len(paths.figures)} figures)")

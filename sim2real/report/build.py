@@ -5,12 +5,14 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from sim2real.errors import Sim2RealError
 from sim2real.report.document import (
+    Alert,
     Block,
     Figure,
     Heading,
@@ -64,6 +66,10 @@ class ReportPaths:
         The experiment table of each run (mean/max gap, flip agreement as properties).
     text : str
         The experiment table(s) and summary as plain text, for a terminal.
+    fit_status : tuple of str
+        With a fit: its status line and one line per problem (empty without a fit).
+    fit_ok : bool or None
+        With a fit: converged with no problem (None without a fit).
     """
 
     html: Path
@@ -71,6 +77,8 @@ class ReportPaths:
     figures: tuple[Path, ...]
     tables: tuple[ExperimentTable, ...]
     text: str
+    fit_status: tuple[str, ...] = ()
+    fit_ok: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -127,6 +135,42 @@ def _input_blocks(runs: Sequence[_Run], fit: FitSummary | None) -> list[Block]:
     return blocks
 
 
+def solver_tallies(trial: TrialRecord) -> dict[str, dict[str, Any]]:
+    """Per-platform solver outcome tallies of a trial (trial.json ``solver``), tolerant of absence."""
+    raw = trial.meta.get("solver")
+    if not isinstance(raw, Mapping):
+        return {}
+    return {str(ns): dict(v) for ns, v in raw.items() if isinstance(v, Mapping)}
+
+
+def describe_tally(tally: Mapping[str, Any]) -> str:
+    """``226 steps: 225 converged, 1 recovered, 0 degraded`` (+ worst violations when not all converged)."""
+    text = (f"{tally.get('steps', '?')} steps: {tally.get('converged', '?')} converged, "
+            f"{tally.get('recovered', '?')} recovered, {tally.get('degraded', '?')} degraded")
+    if tally.get("degraded") or tally.get("recovered"):
+        text += (f" (worst residual {float(tally.get('worst_residual') or 0.0):.2g}, worst complementarity "
+                 f"{float(tally.get('worst_complementarity') or 0.0):.2g})")
+    return text
+
+
+def _degraded(tally: Mapping[str, Any]) -> int:
+    value = tally.get("degraded")
+    return int(value) if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _solver_blocks(runs: Sequence[_Run]) -> list[Block]:
+    """An alert naming the trials with degraded solver steps, per run and platform."""
+    blocks: list[Block] = []
+    for run in runs:
+        hits = [f"{t.name} ({ns}: {_degraded(tally)})" for t in run.trials
+                for ns, tally in solver_tallies(t).items() if _degraded(tally)]
+        if hits:
+            blocks.append(Alert(f"Run '{run.label}': degraded solver steps (accepted at a relaxed central-path "
+                                f"value or as the solver's best iterate) in {len(hits)} trial(s): {', '.join(hits)}. "
+                                "Their outcomes are less exact; reproduction files are in <trial>/hard_steps/."))
+    return blocks
+
+
 def _parameter_blocks(runs: Sequence[_Run]) -> list[Block]:
     """Simulator parameters recorded in trial.json (first trial of each run) that differ from nominal
     or between runs."""
@@ -179,9 +223,38 @@ def _experiment_blocks(tables: Sequence[ExperimentTable], runs: Sequence[_Run]) 
     return blocks
 
 
+def _fit_status_blocks(fit: FitSummary) -> list[Block]:
+    """The fit's status first: red when it did not converge or has problems."""
+    if fit.status is None:
+        return [Note("The fit file records no status (written before fits reported one): check its stop reason "
+                     "and warnings before using the values.")]
+    if fit.ok:
+        blocks: list[Block] = [Paragraph("Fit status: converged, no problems.")]
+    else:
+        blocks = [Alert(f"Fit status: {fit.status.upper()}, {len(fit.problems)} problem(s). Check these before "
+                        "using the values:")]
+        blocks += [Alert(f"Problem: {problem}") for problem in fit.problems]
+    for when in ("start", "final"):
+        tally = fit.solver.get(when)
+        if tally:
+            blocks.append((Alert if _degraded(tally) else Paragraph)(
+                f"Solver at the {when} values: {describe_tally(tally)}."))
+    return blocks
+
+
+def fit_status_lines(fit: FitSummary) -> list[str]:
+    """The fit's status for a terminal: one line, then one per problem."""
+    if fit.status is None:
+        return [f"fit {fit.path}: no status recorded"]
+    if fit.ok:
+        return [f"fit {fit.path}: converged, no problems"]
+    return [f"fit {fit.path}: {fit.status.upper()}, {len(fit.problems)} problem(s)",
+            *(f"  problem: {p}" for p in fit.problems)]
+
+
 def _fit_blocks(fit: FitSummary) -> list[Block]:
     header, rows = fit_parameter_rows(fit)
-    blocks: list[Block] = [Heading("Fitted parameters"), Paragraph(f"From {fit.path}."),
+    blocks: list[Block] = [Heading("Fitted parameters"), *_fit_status_blocks(fit), Paragraph(f"From {fit.path}."),
                            Table(tuple(header), tuple(tuple(r) for r in rows),
                                  "Parameters before and after the fit (SI units)", css_class="parameters")]
     if fit.missing:
@@ -242,7 +315,12 @@ def _trial_blocks(runs: Sequence[_Run], max_trial_figures: int) -> list[Block]:
             if facts:
                 blocks.append(Paragraph("; ".join(facts) + "."))
             if not trial.complete:
-                blocks.append(Note("This trial was interrupted; the data end where the recording stopped."))
+                blocks.append(Note("This trial was interrupted; the data end where the recording stopped. It is "
+                                   "kept out of the mean gap and the flip agreement."))
+            tallies = solver_tallies(trial)
+            if tallies:
+                text = "Solver: " + "; ".join(f"{ns} {describe_tally(t)}" for ns, t in tallies.items()) + "."
+                blocks.append(Alert(text) if any(_degraded(t) for t in tallies.values()) else Paragraph(text))
             stem = f"{FIGURE_PREFIX}{k}_{_safe(trial.name)}"
             missing = []
             for suffix, make, caption, what in (
@@ -338,6 +416,7 @@ def build_report(run_dirs: Sequence[str | Path], out_dir: str | Path, fit: str |
         tables.append(experiment_table(run.label, run.trials, (donor.label, donor.trials) if donor else None))
     blocks: list[Block] = []
     blocks += _input_blocks(runs, fit_summary)
+    blocks += _solver_blocks(runs)
     blocks += _experiment_blocks(tables, runs)
     blocks += _parameter_blocks(runs)
     if fit_summary is not None:
@@ -353,4 +432,6 @@ def build_report(run_dirs: Sequence[str | Path], out_dir: str | Path, fit: str |
     if len(tables) > 1:
         text_parts.append(comparison_sentence(tables))
     return ReportPaths(out / REPORT_HTML, out / REPORT_MD, tuple(figure_paths), tuple(tables),
-                       "\n".join(text_parts))
+                       "\n".join(text_parts),
+                       tuple(fit_status_lines(fit_summary)) if fit_summary is not None else (),
+                       fit_summary.ok if fit_summary is not None else None)

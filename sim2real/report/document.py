@@ -36,6 +36,13 @@ class Note:
 
 
 @dataclass(frozen=True)
+class Alert:
+    """A paragraph the reader must not miss (a fit that did not converge, degraded solves); red in HTML."""
+
+    text: str
+
+
+@dataclass(frozen=True)
 class Table:
     """A table of preformatted cells; ``css_class`` tags it in the HTML (e.g. ``experiment``)."""
 
@@ -54,7 +61,7 @@ class Figure:
     caption: str
 
 
-Block = Heading | Paragraph | Note | Table | Figure
+Block = Heading | Paragraph | Note | Alert | Table | Figure
 
 _CSS = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1150px; color: #222; padding: 0 1em; }
@@ -69,6 +76,7 @@ figure { margin: 1em 0; }
 figure img { max-width: 100%; border: 1px solid #ddd; }
 figcaption { font-size: 0.85em; color: #555; }
 .note { background: #fff6d6; border-left: 4px solid #e0b000; padding: 0.4em 0.8em; }
+.alert { background: #fde4e4; border-left: 4px solid #c00; color: #900; font-weight: 600; padding: 0.4em 0.8em; }
 #image-check { display: none; background: #fdd; border-left: 4px solid #c00; padding: 0.4em 0.8em; }
 """
 
@@ -101,6 +109,8 @@ def render_html(title: str, blocks: Sequence[Block]) -> str:
             parts.append(f"<h{level}>{esc(block.text)}</h{level}>")
         elif isinstance(block, Note):
             parts.append(f'<p class="note">{esc(block.text)}</p>')
+        elif isinstance(block, Alert):
+            parts.append(f'<p class="alert">{esc(block.text)}</p>')
         elif isinstance(block, Paragraph):
             parts.append(f"<p>{esc(block.text)}</p>")
         elif isinstance(block, Table):
@@ -133,6 +143,8 @@ def render_markdown(title: str, blocks: Sequence[Block]) -> str:
             lines += ["#" * min(max(block.level, 2), 4) + " " + block.text, ""]
         elif isinstance(block, Note):
             lines += [f"> **Note:** {block.text}", ""]
+        elif isinstance(block, Alert):
+            lines += [f"> **Warning:** {block.text}", ""]
         elif isinstance(block, Paragraph):
             lines += [block.text, ""]
         elif isinstance(block, Table):

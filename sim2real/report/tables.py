@@ -73,16 +73,31 @@ class ExperimentRow:
 
 @dataclass(frozen=True)
 class ExperimentTable:
-    """The experiment table of one run, with its summary statistics."""
+    """The experiment table of one run, with its summary statistics.
+
+    The statistics (mean and max gap, flip agreement) count complete trials only: an
+    interrupted trial (trial.json ``complete: false``) is listed in the table, marked, but its
+    box stopped where the recording did, so its gap and flip say nothing about the simulator.
+    """
 
     label: str
     rows: tuple[ExperimentRow, ...]
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     @property
+    def counted(self) -> tuple[ExperimentRow, ...]:
+        """The rows the statistics use: complete trials."""
+        return tuple(r for r in self.rows if r.complete)
+
+    @property
+    def excluded(self) -> tuple[str, ...]:
+        """Names of listed trials kept out of the statistics (incomplete)."""
+        return tuple(r.trial for r in self.rows if not r.complete)
+
+    @property
     def gaps_m(self) -> np.ndarray:
-        """Gaps (K,) of the rows that have both platforms, m."""
-        return np.array([r.gap_m for r in self.rows if r.gap_m is not None], dtype=float)
+        """Gaps (K,) of the complete rows that have both platforms, m."""
+        return np.array([r.gap_m for r in self.counted if r.gap_m is not None], dtype=float)
 
     @property
     def mean_gap_m(self) -> float | None:
@@ -98,8 +113,8 @@ class ExperimentTable:
 
     @property
     def flip_agreement(self) -> float | None:
-        """Fraction of rows (with both flips known) where sim and real agree on the flip."""
-        agree = [r.agree for r in self.rows if r.agree is not None]
+        """Fraction of complete rows (with both flips known) where sim and real agree on the flip."""
+        agree = [r.agree for r in self.counted if r.agree is not None]
         return float(np.mean(agree)) if agree else None
 
     def has(self, ns: str) -> bool:
@@ -178,8 +193,8 @@ def experiment_table(label: str, trials: Sequence[TrialRecord],
         notes.append("No sim-platform box poses: sim final distances, gaps and flip agreement are not available.")
     incomplete = [r.trial for r in rows if not r.complete]
     if incomplete:
-        notes.append(f"Interrupted (incomplete) trials: {', '.join(incomplete)}; their outcomes use what was "
-                     "recorded.")
+        notes.append(f"Interrupted (incomplete) trials: {', '.join(incomplete)}; listed with what was recorded, "
+                     "but kept out of the mean and max gap and the flip agreement.")
     return ExperimentTable(label, tuple(rows), tuple(notes))
 
 
@@ -206,15 +221,18 @@ def experiment_rows_text(table: ExperimentTable) -> list[list[str]]:
 
 
 def experiment_summary_text(table: ExperimentTable) -> str:
-    """One sentence: mean and max gap and the flip agreement rate, or what is missing."""
+    """One sentence: mean and max gap and the flip agreement rate (complete trials), or what is missing."""
+    excluded = table.excluded
+    left_out = (f" ({len(excluded)} incomplete trial(s) not counted: {', '.join(excluded)})" if excluded else "")
     if table.mean_gap_m is None:
-        return "Mean and max gap: not available (no trial has both real and sim box poses)."
+        return ("Mean and max gap: not available (no complete trial has both real and sim box poses)"
+                f"{left_out}.")
     agreement = table.flip_agreement
     rate = "not available" if agreement is None else (
-        f"{100.0 * agreement:.0f} % ({sum(1 for r in table.rows if r.agree)}/"
-        f"{sum(1 for r in table.rows if r.agree is not None)})")
+        f"{100.0 * agreement:.0f} % ({sum(1 for r in table.counted if r.agree)}/"
+        f"{sum(1 for r in table.counted if r.agree is not None)})")
     return (f"Mean gap {_cm(table.mean_gap_m)} cm, max gap {_cm(table.max_gap_m)} cm over "
-            f"{table.gaps_m.size} trial(s); flip agreement {rate}.")
+            f"{table.gaps_m.size} trial(s); flip agreement {rate}{left_out}.")
 
 
 def comparison_rows_text(tables: Sequence[ExperimentTable]) -> tuple[list[str], list[list[str]]]:
@@ -260,6 +278,8 @@ def comparison_sentence(tables: Sequence[ExperimentTable]) -> str:
 # -- fit.json -----------------------------------------------------------------------------------
 
 FIT_KEYS: tuple[str, ...] = ("values", "std", "ci95", "correlation", "start_values", "trace")
+#: fit.json keys shown in their own places (not among the "Fit details").
+_SHOWN_KEYS: tuple[str, ...] = (*FIT_KEYS, "warnings", "status", "problems", "solver", "dropped_rows")
 
 
 @dataclass(frozen=True)
@@ -284,6 +304,14 @@ class FitSummary:
         Other scalar information worth showing (stop reason, data used).
     missing : tuple of str
         Expected keys that were absent or unusable.
+    status : str or None
+        ``"converged"`` / ``"not converged"`` (None in fit files written before statuses).
+    problems : tuple of str
+        What the fit says must be seen before its numbers are used.
+    solver : dict
+        Engine outcome tallies at the ``start`` and ``final`` values (dicts or None).
+    dropped_rows : int
+        Residual rows the fit left out (degraded solver steps).
     """
 
     path: str
@@ -297,6 +325,15 @@ class FitSummary:
     warnings: tuple[str, ...]
     extras: dict[str, Any]
     missing: tuple[str, ...]
+    status: str | None = None
+    problems: tuple[str, ...] = ()
+    solver: dict[str, Any] = field(default_factory=dict)
+    dropped_rows: int = 0
+
+    @property
+    def ok(self) -> bool:
+        """Recorded as converged with no problem."""
+        return self.status == "converged" and not self.problems
 
 
 def _number_map(raw: Any) -> dict[str, float] | None:
@@ -359,9 +396,16 @@ def read_fit(path: str | Path) -> FitSummary:
     raw_warnings = content.get("warnings")
     warnings = tuple(str(w) for w in raw_warnings) if isinstance(raw_warnings, list) else ()
     extras = {k: v for k, v in content.items()
-              if k not in FIT_KEYS and k != "warnings" and isinstance(v, (str, int, float, bool))}
+              if k not in _SHOWN_KEYS and isinstance(v, (str, int, float, bool))}
+    status = content.get("status") if isinstance(content.get("status"), str) else None
+    raw_problems = content.get("problems")
+    problems = tuple(str(p) for p in raw_problems) if isinstance(raw_problems, list) else ()
+    solver = {k: v for k, v in (content.get("solver") or {}).items() if isinstance(v, Mapping)} \
+        if isinstance(content.get("solver"), Mapping) else {}
+    dropped = content.get("dropped_rows")
     return FitSummary(str(path), values, std or {}, ci95, start or {}, names, matrix, tuple(trace), warnings,
-                      extras, tuple(missing))
+                      extras, tuple(missing), status, problems, solver,
+                      int(dropped) if isinstance(dropped, int) and not isinstance(dropped, bool) else 0)
 
 
 def fit_parameter_rows(fit: FitSummary) -> tuple[list[str], list[list[str]]]:
