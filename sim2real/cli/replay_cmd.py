@@ -30,7 +30,7 @@ trial.json ("mirror", "pusher").
 
 Solver: every trial.json holds the step outcome tally ("solver": {"sim": {steps, converged,
 recovered, degraded, worst_residual, worst_complementarity, ...}}); hard steps (at most 20
-per trial) are saved under OUT/<trial>/hard_steps/. --strict raises at the first step that
+per trial) are saved as OUT/<trial>/hard_steps/sim_step_<k>.json. --strict raises at the first step that
 does not converge instead (exit 2, naming trial and step; nothing written).
 
 Exit status: 0 every trial replayed; 1 some trials could not be replayed: each is named on
@@ -110,7 +110,7 @@ def _write(out: Path, done: list[ReplayResult], run_meta: dict[str, Any]) -> int
         for result in done:
             trial_dir = write_trial(tmp, result.record)
             if result.hard_steps:
-                hard_count += len(save_hard_steps(trial_dir / "hard_steps", result.hard_steps))
+                hard_count += len(save_hard_steps(trial_dir / "hard_steps", result.hard_steps, prefix="sim_"))
         write_run_meta(tmp, run_meta)
         os.rename(tmp, out)
     except BaseException:
