@@ -14,7 +14,7 @@ fit does not see.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from typing import Any
 
@@ -29,8 +29,10 @@ from sim2real.sysid.residuals import MAX_HARD_STEPS, ResidualSpec, TrialResidual
 from sim2real.sysid.runs import TrialFailure
 from sim2real.sysid.tasks import MapExecutor, TaskFailure, TrialTask, evaluate_tasks
 
-Expand = Any  # callable: x (p,) -> {name: value}
-Reduce = Any  # callable: J (m, len(names)) -> J (m, p)
+#: ``x (p,) -> {registry name: value}`` for every name a fit involves.
+Expand = Callable[[np.ndarray], dict[str, float]]
+#: Jacobian columns per registry name ``(m, n)`` -> per unknown ``(m, p)``.
+Reduce = Callable[[np.ndarray], np.ndarray]
 
 
 def merge_summaries(results: Sequence[TrialResiduals]) -> SolveSummary | None:

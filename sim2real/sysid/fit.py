@@ -230,11 +230,12 @@ def prepare_trials(records: Sequence[TrialRecord], params: ParameterSet, platfor
 
 @dataclass(frozen=True)
 class _Prepared:
-    """Trials ready to fit, with their mode and pusher source in words, and the ones left out."""
+    """Trials ready to fit, with their mode and pusher source (code and words), and the ones left out."""
 
     trials: list[TrialData]
     sources: list[str | None]
     modes: list[str]
+    pusher_sources: list[str]
     pushers: list[str]
     failures: list[TrialFailure]
 
@@ -248,12 +249,12 @@ def _prepare(records: Sequence[TrialRecord], sources: Sequence[str | None], para
     Sim2RealError
         A free parameter has no simulator gradient for a trial (bad request, not bad data).
     """
-    out = _Prepared([], [], [], [], [])
+    out = _Prepared([], [], [], [], [], [])
     for record, source in zip(records, sources, strict=True):
         try:
             trial = prepare_trial(record, float(params["sim.dt"]), platform)
             mode = spec_.resolved_mode(trial)
-            pusher = describe_pusher(trial, spec_.pusher_source(trial))
+            pusher_source = spec_.pusher_source(trial)
         except Sim2RealError as err:
             out.failures.append(TrialFailure(record.name, one_line(err), source, stage))
             continue
@@ -266,7 +267,8 @@ def _prepare(records: Sequence[TrialRecord], sources: Sequence[str | None], para
         out.trials.append(trial)
         out.sources.append(source)
         out.modes.append(mode)
-        out.pushers.append(pusher)
+        out.pusher_sources.append(pusher_source)
+        out.pushers.append(describe_pusher(trial, pusher_source))
     return out
 
 
@@ -304,13 +306,14 @@ def _tie_start(free_set: FreeParameters, start: ParameterSet) -> tuple[Parameter
 
 def _log_inputs(log: Callable[[str], None], prepared: _Prepared) -> None:
     """One line per distinct pusher source (and mode), naming its trials."""
-    groups: dict[tuple[str, str], list[str]] = {}
-    for trial, mode, pusher in zip(prepared.trials, prepared.modes, prepared.pushers, strict=True):
-        groups.setdefault((mode, pusher), []).append(trial.name)
-    for (mode, pusher), names in groups.items():
+    groups: dict[tuple[str, str, str], list[str]] = {}
+    for k, trial in enumerate(prepared.trials):
+        key = (prepared.modes[k], prepared.pusher_sources[k], prepared.pushers[k])
+        groups.setdefault(key, []).append(trial.name)
+    for (mode, source, pusher), names in groups.items():
         listed = ", ".join(names[:6]) + (f", ... ({len(names)} trials)" if len(names) > 6 else "")
         how = "" if mode == "segments" else f"{mode} mode, "
-        log(f"{how}pusher from {pusher}: {listed}")
+        log(f"{how}{'no pusher (box only)' if source == 'none' else 'pusher from ' + pusher}: {listed}")
 
 
 def _trials_info(prepared: _Prepared, first: Sequence[TrialResiduals], last: Sequence[TrialResiduals],
@@ -460,7 +463,7 @@ def held_spec(spec_: ResidualSpec) -> ResidualSpec:
 def _drop_failed(prepared: _Prepared, failed: set[str]) -> None:
     """Remove trials that failed at the start values from ``prepared`` (in place)."""
     keep = [k for k, t in enumerate(prepared.trials) if t.name not in failed]
-    for attr in ("trials", "sources", "modes", "pushers"):
+    for attr in ("trials", "sources", "modes", "pusher_sources", "pushers"):
         values = getattr(prepared, attr)
         values[:] = [values[k] for k in keep]
 

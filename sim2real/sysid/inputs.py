@@ -172,7 +172,8 @@ def _auto_mode(data: TrialData, explicit_pusher: bool) -> str:
 
 
 def mode_pusher_source(data: TrialData, mode: str, pusher: str = "auto") -> str:
-    """The pusher source of a resolved ``mode``: ``"simulated"``, ``"recorded"``, ``"arm"`` or ``"none"``."""
+    """The pusher source of a resolved ``mode`` (or ``"segments"``, teacher-forced fits): ``"simulated"``,
+    ``"recorded"``, ``"arm"`` or ``"none"``."""
     if mode in SIMULATED_ARM_MODES:
         return "simulated"
     if mode == "pusher":

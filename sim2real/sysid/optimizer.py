@@ -244,16 +244,24 @@ def levenberg_marquardt(evaluate: Evaluate, x0: np.ndarray, lower: np.ndarray, u
     record(TraceEntry(0, cost, 0.0, 0.0, True, float(np.max(np.abs(pg), initial=0.0)), float("nan"),
                       tuple(x), time.monotonic() - clock))
     iteration = 0
-    while iteration < settings.max_iterations:
+
+    def stationary(H: np.ndarray) -> str | None:
+        """The convergence test met at the current point before any step, if any."""
         if cost <= 1e-30:
-            stop = "zero residual"
-            break
+            return "zero residual"
+        scale = np.sqrt(np.maximum(np.maximum(diag_max, np.diag(H)), 1e-300))
+        if np.max(np.abs(pg) / scale, initial=0.0) <= settings.gtol * max(np.sqrt(2.0 * cost), 1e-300):
+            return "gradient below gtol"
+        return None
+
+    while iteration < settings.max_iterations:
         H = J.T @ (w[:, None] * J)
+        met = stationary(H)
+        if met is not None:
+            stop = met
+            break
         diag_max = np.maximum(diag_max, np.diag(H))
         scale = np.sqrt(np.maximum(diag_max, 1e-300))
-        if np.max(np.abs(pg) / scale, initial=0.0) <= settings.gtol * max(np.sqrt(2.0 * cost), 1e-300):
-            stop = "gradient below gtol"
-            break
         if damping is None:
             damping = settings.initial_damping
         iteration += 1
@@ -301,6 +309,9 @@ def levenberg_marquardt(evaluate: Evaluate, x0: np.ndarray, lower: np.ndarray, u
         if not accepted and damping > settings.max_damping:
             stop = "damping limit (no further decrease)"
             break
+    else:
+        # The iteration limit: the point reached may still pass a test (no evaluation needed).
+        stop = stationary(J.T @ (w[:, None] * J)) or stop
     at_bounds = tuple(int(i) for i in np.flatnonzero((x <= lower) | (x >= upper)))
     return LMResult(x=x, cost=cost, residuals=r, jacobian=J, loss_weights=w, trace=tuple(trace),
                     stop_reason=stop, evaluations=evaluations, active_bounds=at_bounds)

@@ -83,7 +83,15 @@ from sim2real.physics import (
 )
 from sim2real.physics.servo import ServoParams, delay_split, servo_step
 from sim2real.sysid.data import TrialData, box_states
-from sim2real.sysid.inputs import MODES, PUSHER_SOURCES, SIMULATED_ARM_MODES, pusher_path, resolve_mode, resolve_pusher
+from sim2real.sysid.inputs import (
+    MODES,
+    PUSHER_SOURCES,
+    SIMULATED_ARM_MODES,
+    mode_pusher_source,
+    pusher_path,
+    resolve_mode,
+    resolve_pusher,
+)
 
 #: Residual groups, in the order of their integer codes in :attr:`TrialResiduals.groups`.
 GROUPS: tuple[str, ...] = ("box_position", "box_orientation", "joint_position", "joint_velocity")
@@ -206,14 +214,7 @@ class ResidualSpec:
 
     def pusher_source(self, data: TrialData) -> str:
         """``"simulated"``, ``"recorded"``, ``"arm"`` or ``"none"``: where this spec takes the pusher from."""
-        mode = self.resolved_mode(data)
-        if mode in SIMULATED_ARM_MODES:
-            return "simulated"
-        if mode == "pusher":
-            return "recorded"
-        if mode == "box":
-            return "none"
-        return resolve_pusher(data, self.pusher)
+        return mode_pusher_source(data, self.resolved_mode(data), self.pusher)
 
     @property
     def label(self) -> str:
@@ -387,7 +388,8 @@ class _Rows:
 
     def solve(self) -> tuple[SolveSummary | None, tuple[Any, ...]]:
         """The outcome tally of every engine step counted, and the first hard steps."""
-        summary = self.log.summary() if self.log.summary().steps else None
+        own = self.log.summary()
+        summary = own if own.steps else None
         for other in self.summaries:
             summary = other if summary is None else summary.merged(other)
         hard = (list(self.log.hard_steps) + self.hard_steps)[:MAX_HARD_STEPS]
