@@ -4,7 +4,9 @@ iteration limit says so first, in fit.json and with exit 3."""
 
 from __future__ import annotations
 
+import io
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -20,11 +22,11 @@ NOMINAL = ParameterSet.nominal()
 HIDDEN_MU = 0.3
 
 
-def probe_push(name: str, other_robot_joints: bool) -> TrialRecord:
+def probe_push(name: str, other_robot_joints: bool, mu_table: float = HIDDEN_MU) -> TrialRecord:
     """A box pushed 15 cm by a probe that then stops (the box slides out), recorded as ``real``:
     box and pusher poses, and optionally joint states of another robot (constant angles for which the
     xArm model would place its pusher behind its base)."""
-    params = NOMINAL.replace({"contact.mu_table": HIDDEN_MU})
+    params = NOMINAL.replace({"contact.mu_table": mu_table})
     t = 0.01 * np.arange(61)
     x = 0.30 + 0.5 * np.clip(t, 0.0, 0.3)
     path = np.stack([x, np.zeros_like(t), np.full_like(t, 0.04)], axis=1)
@@ -135,3 +137,31 @@ def test_fit_over_a_run_leaves_out_trials_without_inputs_and_exits_1(mixed_run: 
     err = capsys.readouterr().err
     assert code == 2 and len(err.strip().splitlines()) == 1 and "/sim/joint_command" in err
     assert not alone.exists()
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_rising_held_out_cost_is_a_problem_shown_in_red_on_a_terminal(
+        other_robot_bag: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    held_out = write_trial(tmp_path / "held", probe_push("held_00", False, mu_table=0.5))
+    out = tmp_path / "fitted.yaml"
+    terminal = _Terminal()
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setattr(sys, "stderr", terminal)
+    code = main(["fit", str(other_robot_bag), "--free", "contact.mu_table", "--validate", str(held_out),
+                 "--out", str(out)])
+    assert code == 3
+    document = json.loads(out.with_suffix(".json").read_text())
+    assert document["validation"]["trials"] == ["held_00"]
+    assert any(p.startswith("held-out cost rose") for p in document["problems"])
+    lines = terminal.getvalue().splitlines()
+    status = next(line for line in lines if "status:" in line)
+    assert status == "fit: \x1b[1;31mstatus: converged, 1 problem(s)\x1b[0m"
+    monkeypatch.setenv("NO_COLOR", "1")
+    terminal.truncate(0)
+    main(["fit", str(other_robot_bag), "--free", "contact.mu_table", "--validate", str(held_out),
+          "--out", str(tmp_path / "again.yaml")])
+    assert "\x1b[" not in terminal.getvalue()

@@ -96,8 +96,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--max-iterations", type=int, default=20, metavar="N", help="default 20")
     parser.add_argument("--platform", choices=("auto", "real", "sim"), default="auto",
                         help="recording to fit against (default: real if present, else sim)")
-    parser.add_argument("--validate", nargs="+", action="extend", default=[], metavar="BAG",
-                        help="held-out trials or run directories: their cost is tracked along the fit")
+    parser.add_argument("--validate", action="append", default=[], metavar="BAG",
+                        help="held-out trial or run directory (repeatable): its cost is tracked along the fit")
     parser.add_argument("--strict", action="store_true",
                         help="raise at the first solver step that does not converge (no degraded steps)")
     parser.add_argument("--workers", type=int, default=1, metavar="N", help="processes evaluating trials")
@@ -129,7 +129,8 @@ def print_summary(result: FitResult, params_path: object, json_path: object) -> 
     if result.ok:
         _log(f"status: {result.status}, no problems")
     else:
-        _log(f"status: {result.status.upper()}, {len(result.problems)} problem(s)", alarm=True)
+        status = result.status if result.status == "converged" else result.status.upper()
+        _log(f"status: {status}, {len(result.problems)} problem(s)", alarm=True)
         for problem in result.problems:
             _log(f"  problem: {problem}", alarm=True)
     for warning in result.warnings:

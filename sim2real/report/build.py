@@ -231,7 +231,7 @@ def _fit_status_blocks(fit: FitSummary) -> list[Block]:
     if fit.ok:
         blocks: list[Block] = [Paragraph("Fit status: converged, no problems.")]
     else:
-        blocks = [Alert(f"Fit status: {fit.status.upper()}, {len(fit.problems)} problem(s). Check these before "
+        blocks = [Alert(f"Fit status: {_shout(fit.status)}, {len(fit.problems)} problem(s). Check these before "
                         "using the values:")]
         blocks += [Alert(f"Problem: {problem}") for problem in fit.problems]
     for when in ("start", "final"):
@@ -242,13 +242,18 @@ def _fit_status_blocks(fit: FitSummary) -> list[Block]:
     return blocks
 
 
+def _shout(status: str) -> str:
+    """A status other than ``converged`` in capitals."""
+    return status if status == "converged" else status.upper()
+
+
 def fit_status_lines(fit: FitSummary) -> list[str]:
     """The fit's status for a terminal: one line, then one per problem."""
     if fit.status is None:
         return [f"fit {fit.path}: no status recorded"]
     if fit.ok:
         return [f"fit {fit.path}: converged, no problems"]
-    return [f"fit {fit.path}: {fit.status.upper()}, {len(fit.problems)} problem(s)",
+    return [f"fit {fit.path}: {_shout(fit.status)}, {len(fit.problems)} problem(s)",
             *(f"  problem: {p}" for p in fit.problems)]
 
 
