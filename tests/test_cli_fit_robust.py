@@ -4,6 +4,7 @@ iteration limit says so first, in fit.json and with exit 3."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import sys
@@ -15,11 +16,12 @@ import pytest
 from sim2real.cli import main
 from sim2real.control.sim_platform import box_at_distance
 from sim2real.params import ParameterSet
-from sim2real.physics import BoxWorld, rollout
+from sim2real.physics import BoxWorld, HardStep, StepOutcome, rollout
 from sim2real.trials import JointSeries, PlatformRecord, PoseSeries, TrialRecord, read_trial, write_trial
 
 NOMINAL = ParameterSet.nominal()
 HIDDEN_MU = 0.3
+CORPUS = Path(__file__).parent / "corpus" / "hard_steps"
 
 
 def probe_push(name: str, other_robot_joints: bool, mu_table: float = HIDDEN_MU) -> TrialRecord:
@@ -165,3 +167,40 @@ def test_a_rising_held_out_cost_is_a_problem_shown_in_red_on_a_terminal(
     main(["fit", str(other_robot_bag), "--free", "contact.mu_table", "--validate", str(held_out),
           "--out", str(tmp_path / "again.yaml")])
     assert "\x1b[" not in terminal.getvalue()
+
+
+def test_hard_steps_of_fits_and_replays_are_saved_and_counted(other_robot_bag: Path, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """Step 40 of the probe push is made degraded (with a real hard step from the corpus as its record)."""
+    hard = HardStep.load(sorted(CORPUS.glob("*.json"))[0])
+    original = BoxWorld.step
+
+    def step(self: BoxWorld, *args: object, **kwargs: object) -> object:
+        result = original(self, *args, **kwargs)
+        if kwargs.get("step_index") == 40:
+            return dataclasses.replace(result, outcome=StepOutcome.DEGRADED, rung="best-iterate", problem=hard)
+        return result
+
+    monkeypatch.setattr(BoxWorld, "step", step)
+    out = tmp_path / "fit" / "fitted.yaml"
+    code = main(["fit", str(other_robot_bag), "--free", "contact.mu_table", "--horizon", "20", "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 3, err  # converged, but rows were left out: a problem
+    document = json.loads(out.with_suffix(".json").read_text())
+    assert document["dropped_rows"] == 6 and document["solver"]["start"]["degraded"] == 1
+    assert "6 of " in document["problems"][0] and "degraded solver steps" in document["problems"][0]
+    solver_line = next(line for line in err.splitlines() if line.startswith("fit: solver at the start values:"))
+    assert ", 1 degraded; worst residual" in solver_line
+    assert "fit: 6 residual row(s) left out (degraded solver steps)" in err
+    files = sorted((out.parent / "hard_steps").glob("*.json"))
+    assert files and files[0].name == "fitted_probe_00_step_00040.json"
+    assert len(files) == document["hard_steps"]["count"] <= 20
+    assert HardStep.load(files[0]).step_index == 40
+    replayed = tmp_path / "replayed"
+    assert main(["replay", str(other_robot_bag), "--mode", "pusher", "--out", str(replayed)]) == 0
+    captured = capsys.readouterr()
+    assert "1 degraded" in captured.err and "1 degraded solver step(s) in the replay" in captured.out
+    trial_json = json.loads((replayed / "probe_00" / "trial.json").read_text())
+    assert trial_json["solver"]["sim"]["degraded"] == 1 and trial_json["solver"]["sim"]["worst_step"] == 40
+    assert [f.name for f in (replayed / "probe_00" / "hard_steps").iterdir()] == ["sim_step_00040.json"]
