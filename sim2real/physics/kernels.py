@@ -793,6 +793,15 @@ def cone_search(w: np.ndarray, d: np.ndarray, n: int, tau_orthant: float, tau_so
 
 # --- the interior-point iteration ---------------------------------------------------------------
 @njit(cache=True)
+def _finite(x: np.ndarray) -> bool:
+    """Every entry of the 1-D array ``x`` is finite (the violation maxima skip NaN, so test here)."""
+    total = 0.0
+    for i in range(x.shape[0]):
+        total += x[i] * 0.0
+    return total == 0.0
+
+
+@njit(cache=True)
 def pair_gap(w: np.ndarray, n: int) -> float:
     """Largest duality gap of one complementarity pair, ``max(γ s, ξᵀη)`` (N s · m/s)."""
     gap = 0.0
@@ -897,7 +906,7 @@ def interior_point(w: np.ndarray, n: int, dt: float, kappa: float, settings: np.
             trace[row, 6] = path
             trace[row, 7] = alpha
         trace_count[0] = row + 1
-        if not (r_vio < np.inf and path < np.inf):  # also catches NaN
+        if not (r_vio < np.inf and path < np.inf and _finite(w) and _finite(res)):  # also catches NaN
             w[:] = best
             return STATUS_BREAKDOWN, iteration, best_r, best_k, best_path
         merit = max(r_vio, k_vio)
@@ -1326,6 +1335,10 @@ def step_kernel(theta: np.ndarray, dt: float, substeps: int, with_pusher: bool, 
                             chained[i, _PE + m] += start * f0 + end * f1 - end
                 total[:, :] = chained
             next_state(sub, w[0:6], sub_dt, state_out, scratch)
+            if not _finite(state_out):
+                info[I_ITERATIONS] = iterations
+                info[I_FAILED_KAPPA] = second
+                return STATUS_BREAKDOWN
             for i in range(13):
                 work[i] = state_out[i]
         if grad:
