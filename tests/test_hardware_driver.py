@@ -1,16 +1,33 @@
-"""XArmDriver (through the real xarm-python-sdk) against the loopback controller emulator."""
+"""XArmDriver (through the real xarm-python-sdk) against the loopback controller emulator.
+
+No test here asserts how fast anything happens (rates, latencies, "within N ms"): they check
+behaviour — what the controller received, what the arm did with it, that a fault fires when
+one is injected and never resumes — and pass on a busy machine. The timing figures (command
+rate, round trips, watchdog reaction) are measured by ``python -m benchmarks.xarm``.
+
+Streams send a fixed number of commands (the commanded values depend on the command index,
+not on the clock), so a slow machine only stretches a stream in time. Tests that are not about
+the driver's link-quality checks give it :data:`LENIENT_LINK` limits, so that scheduling delays
+under CPU load cannot latch a stall or latency fault they do not test.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pytest
+from loopback import start_emulator
 
 from sim2real.errors import Sim2RealError
 from sim2real.hardware import (
+    CommandRecord,
     ControllerError,
     DriverConfig,
     EmulatorConfig,
@@ -22,53 +39,88 @@ from sim2real.hardware import (
 from sim2real.physics.servo import CommandHistory, ServoParams, advance_servo
 
 PORT = 5021  # unprivileged command port; report ports stay 30001-30003 on each 127.0.0.N
-_HOSTS = (f"127.0.0.{n}" for n in itertools.count(20))
 TRUE_SERVO = ServoParams(tau=0.04, delay=0.012)
+#: Link limits (s) no scheduling delay reaches; for tests that do not test the stall/latency checks.
+LENIENT_LINK: dict[str, Any] = {"max_round_trip": 5.0, "max_mean_round_trip": 5.0}
+#: Generous bound (s) on waits for the arm to come to rest; a guard against hanging, not a timing check.
+STILL_WITHIN = 10.0
 
 
-def _emulator(**kwargs: object) -> XArmEmulator:
-    config = EmulatorConfig(host=next(_HOSTS), command_port=PORT, servo=kwargs.pop("servo", TRUE_SERVO),
-                            **kwargs)  # type: ignore[arg-type]
-    return XArmEmulator(config)
+def _emulator(**kwargs: Any) -> contextlib.AbstractContextManager[XArmEmulator]:
+    """A started emulator (true servo :data:`TRUE_SERVO` unless given) on a loopback address of its own."""
+    return start_emulator(command_port=PORT, servo=kwargs.pop("servo", TRUE_SERVO), **kwargs)
 
 
-def _driver(emu: XArmEmulator, **kwargs: object) -> XArmDriver:
-    return XArmDriver(DriverConfig(ip=emu.config.host, command_port=PORT, **kwargs))  # type: ignore[arg-type]
+def _driver(emu: XArmEmulator, **kwargs: Any) -> XArmDriver:
+    return XArmDriver(DriverConfig(ip=emu.config.host, command_port=PORT, **kwargs))
 
 
-def _stream(driver: XArmDriver, velocity: np.ndarray, seconds: float, rate: float = 100.0) -> list:
-    """Send ``velocity`` (constant or a callable of elapsed time) at ``rate`` for ``seconds``; return reads."""
+@dataclass(frozen=True)
+class Read:
+    """One joint-state read: requested at ``asked_at``, answered by ``stamp`` (monotonic s)."""
+
+    asked_at: float
+    position: np.ndarray
+    stamp: float
+
+
+def _stream(driver: XArmDriver, velocity: Callable[[int], np.ndarray] | np.ndarray, commands: int,
+            period: float = 0.01, read: bool = True) -> list[Read]:
+    """Send ``commands`` velocity commands ``period`` s apart (at least), reading the joints after
+    each unless ``read`` is False.
+
+    ``velocity`` is constant or a function of the command index. Returns the reads.
+    """
     reads = []
-    t0 = time.monotonic()
-    for tick in itertools.count():
-        elapsed = time.monotonic() - t0
-        if elapsed >= seconds:
-            break
-        qdot = velocity(elapsed) if callable(velocity) else velocity
+    for tick in range(commands):
+        qdot = velocity(tick) if callable(velocity) else velocity
         driver.send_velocity(qdot, stamp=time.time())
-        reads.append(driver.read_joint_states())
-        time.sleep(max(0.0, t0 + (tick + 1) / rate - time.monotonic()))
+        if not read:
+            time.sleep(period)
+            continue
+        asked_at = time.monotonic()
+        position, _, _, stamp = driver.read_joint_states()
+        reads.append(Read(asked_at, position, stamp))
+        time.sleep(period)
     return reads
 
 
-def _stream_until_fault(driver: XArmDriver, velocity: np.ndarray, seconds: float) -> HardwareError:
+def _stream_until_fault(driver: XArmDriver, velocity: np.ndarray, commands: int = 2000) -> HardwareError:
+    """Stream commands only (no reads: an injected stall then always delays a command, the
+    round trip the driver checks) until the driver raises; fails if it never does."""
     with pytest.raises(HardwareError) as info:
-        _stream(driver, velocity, seconds)
+        _stream(driver, velocity, commands, read=False)
     return info.value
 
 
-def _wait_still(emu: XArmEmulator, within: float, speed: float = 1e-3) -> float:
-    """Seconds until every true joint speed is below ``speed``; fails after ``within``."""
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < within:
-        if np.max(np.abs(emu.joint_velocities())) < speed:
-            return time.monotonic() - t0
+def _wait_still(emu: XArmEmulator, within: float = STILL_WITHIN, speed: float = 1e-3, settle: float = 0.1,
+                target: np.ndarray | None = None, atol: float = 1e-3) -> float:
+    """``time.monotonic()`` when every true joint speed had stayed below ``speed`` for ``settle`` s
+    (and, with ``target``, the joints were within ``atol`` of it); fails after ``within`` s.
+
+    A speed below ``speed`` at one instant is not rest: an arm that overshoots a servo target
+    passes through zero speed at its turning point.
+    """
+    deadline = time.monotonic() + within
+    resting_since: float | None = None
+    while (now := time.monotonic()) < deadline:
+        at_rest = np.max(np.abs(emu.joint_velocities())) < speed
+        if target is not None:
+            at_rest = at_rest and bool(np.allclose(emu.joint_positions(), target, rtol=0.0, atol=atol))
+        resting_since = (resting_since if resting_since is not None else now) if at_rest else None
+        if resting_since is not None and now - resting_since >= settle:
+            return resting_since
         time.sleep(0.005)
-    raise AssertionError(f"arm still moving after {within} s: {emu.joint_velocities()}")
+    raise AssertionError(f"arm not at rest after {within} s: q {emu.joint_positions()}, v {emu.joint_velocities()}")
 
 
-def _expected_positions(q0: np.ndarray, records: list, duration: float, times: list[float]) -> np.ndarray:
-    """Integrate the recorded commands through the servo model at ``times`` (monotonic s)."""
+def _expected_positions(q0: np.ndarray, records: list[CommandRecord], duration: float,
+                        times: list[float]) -> np.ndarray:
+    """Integrate the commands the controller received through the servo model at ``times`` (monotonic s).
+
+    Each command takes effect when it was sent and stops by itself ``duration`` later unless
+    another one came first (the velocity command's auto-stop).
+    """
     history = CommandHistory(6, TRUE_SERVO.delay)
     events: list[tuple[float, np.ndarray]] = []
     for i, record in enumerate(records):
@@ -88,81 +140,129 @@ def _expected_positions(q0: np.ndarray, records: list, duration: float, times: l
 
 
 def test_mode4_stream_matches_servo_model() -> None:
-    """2 s of 100 Hz joint velocities: read positions follow the commands through the servo model."""
+    """200 joint-velocity commands: every read lies on the servo model's response to what was sent."""
     q0 = (0.1, -0.3, -0.5, 0.2, 0.4, -0.1)
-    with _emulator(initial_joints=q0) as emu, _driver(emu) as driver:
+    with _emulator(initial_joints=q0) as emu, _driver(emu, **LENIENT_LINK) as driver:
         assert driver.preflight is not None and driver.preflight.firmware.axis == 6
         driver.start()
         amplitude = np.array([0.4, 0.3, -0.3, 0.5, -0.4, 0.6])
-        reads = _stream(driver, lambda t: amplitude * np.sin(2.0 * np.pi * 0.7 * t), 2.0)
-        records = [r for r in driver.sent_commands() if r.source == "caller"]
+        reads = _stream(driver, lambda k: amplitude * np.sin(2.0 * np.pi * 0.7 * 0.01 * k), 200)
+        records = driver.sent_commands()  # the caller's and any watchdog zero: the controller got both
         driver.stop()
         snap = emu.snapshot()
-    assert len(records) >= 180  # ~100 Hz sustained
-    positions = np.array([read[0] for read in reads])
-    expected = _expected_positions(np.array(q0), records, driver.config.command_duration,
-                                   [read[3] for read in reads])
-    assert np.max(np.abs(positions - expected)) < 3e-3
+    assert len([r for r in records if r.source == "caller"]) == 200
+    assert all(r.code == 0 for r in records)
+    # A read answers with the state at some moment between asking and getting the answer.
+    times = [t for read in reads for t in (read.asked_at, read.stamp)]
+    expected = _expected_positions(np.array(q0), records, driver.config.command_duration, times)
+    lower = np.minimum(expected[0::2], expected[1::2]) - 3e-3
+    upper = np.maximum(expected[0::2], expected[1::2]) + 3e-3
+    positions = np.array([read.position for read in reads])
+    outside = np.max(np.maximum(lower - positions, positions - upper))
+    assert outside <= 0.0, f"reads leave the servo model's response by {outside:.2e} rad"
     assert np.ptp(positions, axis=0).min() > 0.05  # every joint really moved
     assert snap.mode == 0 and snap.state == 4  # stop() leaves it in a safe mode
 
 
 def test_mode1_servo_streaming_tracks_targets() -> None:
-    with _emulator() as emu, _driver(emu, mode=1) as driver:
+    """Mode 1: each servo_j target is the last one plus the command times its (capped) interval;
+    the arm ends on the last target."""
+    qdot = np.array([0.3, -0.2, 0.1, 0.4, -0.3, 0.2])
+    # The watchdog (tested below) would split intervals with its zero commands on a stalled machine.
+    with _emulator() as emu, _driver(emu, mode=1, watchdog_timeout=5.0, **LENIENT_LINK) as driver:
         driver.start()
-        qdot = np.array([0.3, -0.2, 0.1, 0.4, -0.3, 0.2])
-        _stream(driver, qdot, 1.0)
-        target = driver.sent_commands()[-1].target
-        assert target is not None
-        assert np.allclose(target, qdot * 1.0, atol=0.05)  # integrated velocities
-        _wait_still(emu, 1.0)
-        assert np.allclose(emu.joint_positions(), target, atol=1e-3)
+        q_start = emu.joint_positions()
+        _stream(driver, qdot, 100)
+        records = driver.sent_commands()
+        cap = driver.config.servo_max_step_time
+        assert records[0].target is not None
+        first_step = records[0].target - q_start
+        assert np.all(first_step * np.sign(qdot) >= -1e-12)
+        assert np.all(np.abs(first_step) <= np.abs(qdot) * cap + 1e-12)
+        for previous, record in itertools.pairwise(records):
+            assert record.target is not None and previous.target is not None
+            step = min(record.sent_at - previous.sent_at, cap)
+            np.testing.assert_allclose(record.target, previous.target + record.sent * step, rtol=0, atol=1e-12)
+        target = records[-1].target
+        # At least 10 ms between commands, at most the cap: the target moved that far.
+        moved = (target - q_start) / qdot
+        assert np.all(moved >= 0.01 * 99) and np.all(moved <= cap * 100 + 1e-9)
+        _wait_still(emu, target=target)  # ends on the last target (after any overshoot)
         driver.stop()
 
 
-def test_watchdog_zeroes_velocity_within_100ms() -> None:
-    with _emulator(servo=ServoParams(tau=0.02, delay=0.005)) as emu, _driver(emu) as driver:
+def test_watchdog_zeroes_velocity_when_commands_stop() -> None:
+    """Commands stop arriving: the watchdog, not the command's own auto-stop, stops the arm.
+
+    The commands carry a 10 s auto-stop, so only the watchdog can bring the arm to rest before
+    that; it sends zero velocity no earlier than its timeout after the last fresh command.
+    """
+    duration = 10.0
+    with _emulator(servo=ServoParams(tau=0.02, delay=0.005)) as emu, \
+            _driver(emu, command_duration=duration, **LENIENT_LINK) as driver:
         driver.start()
-        _stream(driver, np.full(6, 0.5), 0.3)
+        _stream(driver, np.array([0.5, 0.0, 0.0, 0.0, 0.0, 0.0]), 30)
         last = driver.sent_commands()[-1]
-        time.sleep(0.2)
-        watchdog = [r for r in driver.sent_commands() if r.source == "watchdog"]
-        speed_after = np.max(np.abs(emu.joint_velocities()))
+        still_at = _wait_still(emu, within=0.8 * duration)
+        history = driver.sent_commands()
         status = driver.status()
+        snap = emu.snapshot()
         driver.stop()
-    assert len(watchdog) == 1 and not np.any(watchdog[0].sent)
-    assert watchdog[0].sent_at - last.replied_at < 0.1
-    assert status.watchdog_trips == 1 and status.fault is None
-    assert speed_after < 0.01
+    assert still_at < last.sent_at + duration  # the command alone would still be moving the arm
+    watchdog = [r for r in history if r.source == "watchdog"]
+    assert watchdog and watchdog[-1] is history[-1] and watchdog[-1].sent_at >= last.replied_at
+    for record in watchdog:  # never before its timeout, always zero velocity
+        fresh = max(r.replied_at for r in history if r.source == "caller" and r.sent_at < record.sent_at)
+        assert record.sent_at - fresh >= driver.config.watchdog_timeout
+        assert not np.any(record.sent)
+    assert status.watchdog_trips == len(watchdog) and status.fault is None
+    assert snap.error_code == 0
 
 
-@pytest.mark.parametrize(("faults", "kind"), [
-    (FaultConfig(latency=0.04), "latency"),
-    (FaultConfig(stall_at=0.3, stall_duration=0.19), "stall"),
-    (FaultConfig(drop_at=0.3), "disconnected"),
-    (FaultConfig(error_at=0.3, error_code=31), "controller_error"),
-])
-def test_faults_stop_and_report(faults: FaultConfig, kind: str) -> None:
-    with _emulator(faults=faults) as emu, _driver(emu) as driver:
+@dataclass(frozen=True)
+class FaultCase:
+    """An injected emulator fault, the driver's limits for it and the fault kinds it may report."""
+
+    faults: FaultConfig
+    driver: dict[str, Any]
+    kinds: frozenset[str]
+
+
+FAULT_CASES = {
+    # Every reply 0.1 s late: far above the 20 ms mean limit; the single-command stall limit and
+    # the SDK reply timeout are raised so that only the latency check can fire.
+    "latency": FaultCase(FaultConfig(latency=0.1), {"max_round_trip": 5.0, "command_timeout": 2.0},
+                         frozenset({"latency"})),
+    # One 0.5 s stall: above the 0.1 s stall limit, below the (raised) SDK reply timeout.
+    "stall": FaultCase(FaultConfig(stall_at=0.3, stall_duration=0.5),
+                       {"max_mean_round_trip": 5.0, "command_timeout": 2.0}, frozenset({"stall"})),
+    "disconnected": FaultCase(FaultConfig(drop_at=0.3), LENIENT_LINK, frozenset({"disconnected", "timeout"})),
+    "controller_error": FaultCase(FaultConfig(error_at=0.3, error_code=31), LENIENT_LINK,
+                                  frozenset({"controller_error"})),
+}
+
+
+@pytest.mark.parametrize("case", list(FAULT_CASES.values()), ids=list(FAULT_CASES))
+def test_faults_stop_and_report(case: FaultCase) -> None:
+    with _emulator(faults=case.faults) as emu, _driver(emu, **case.driver) as driver:
         driver.start()
-        error = _stream_until_fault(driver, np.array([0.4, 0.4, -0.4, 0.4, 0.4, 0.4]), 3.0)
-        assert driver.fault is not None
-        assert driver.fault.kind in ({kind, "timeout"} if kind == "disconnected" else {kind})
+        error = _stream_until_fault(driver, np.array([0.4, 0.4, -0.4, 0.4, 0.4, 0.4]))
+        assert driver.fault is not None and driver.fault.kind in case.kinds
         assert str(error) == driver.fault.message and "\n" not in str(error)
-        _wait_still(emu, 1.0)  # stopped by the driver, the controller, or the command auto-stop
+        _wait_still(emu)  # stopped by the driver, the controller, or the command auto-stop
         with pytest.raises(HardwareError):  # never resumes by itself
             driver.send_velocity(np.zeros(6), stamp=0.0)
         driver.stop()
-    if kind == "controller_error":
+    if "controller_error" in case.kinds:
         assert isinstance(error, ControllerError) and error.code == 31
         assert "C31" in str(error) and "Collision" in str(error)
 
 
 def test_joint_limit_violation_reports_c23() -> None:
     limits = ((-0.15, 0.15), *EmulatorConfig().joint_limits[1:])
-    with _emulator(joint_limits=limits) as emu, _driver(emu) as driver:
+    with _emulator(joint_limits=limits) as emu, _driver(emu, **LENIENT_LINK) as driver:
         driver.start()
-        error = _stream_until_fault(driver, np.array([0.8, 0, 0, 0, 0, 0]), 2.0)
+        error = _stream_until_fault(driver, np.array([0.8, 0, 0, 0, 0, 0]))
         snap = emu.snapshot()
         driver.stop()
     assert isinstance(error, ControllerError) and error.code == 23
@@ -171,7 +271,7 @@ def test_joint_limit_violation_reports_c23() -> None:
 
 
 def test_commands_are_clamped_and_nan_refused() -> None:
-    with _emulator() as emu, _driver(emu, max_velocity=1.0) as driver:
+    with _emulator() as emu, _driver(emu, max_velocity=1.0, **LENIENT_LINK) as driver:
         driver.start()
         record = driver.send_velocity(np.array([5.0, -5.0, 0.5, 0, 0, 0]), stamp=12.5)
         assert record.clamped and record.stamp == 12.5

@@ -1,0 +1,98 @@
+"""Loopback addresses for test servers that no other process on this machine holds.
+
+Several test runs may share one machine (two developers, CI jobs, a benchmark). An xArm
+controller emulator must listen on the SDK's fixed report ports 30001-30003, so two runs that
+pick the same ``127.0.0.N`` collide: the second cannot bind, or — worse — its driver talks to
+the first run's emulator. These helpers take the first address whose ports are free, and
+:func:`start_emulator` retries when another process wins the race for one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from sim2real.errors import Sim2RealError
+from sim2real.hardware import EmulatorConfig, XArmEmulator
+
+#: Report ports every emulator listens on (fixed by the vendor SDK).
+REPORT_PORTS: tuple[int, ...] = (30001, 30002, 30003)
+#: Host numbers N of 127.0.0.N tried, in order. Fixed-address tests elsewhere use 20-99.
+HOST_NUMBERS: range = range(150, 255)
+
+
+def _bindable(host: str, ports: Iterable[int]) -> bool:
+    """Whether every TCP port in ``ports`` can be bound on ``host`` right now."""
+    sockets: list[socket.socket] = []
+    try:
+        for port in ports:
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sockets.append(sock)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((host, port))
+        return True
+    except OSError:
+        return False
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def free_host(ports: Iterable[int] = REPORT_PORTS, numbers: Iterable[int] = HOST_NUMBERS) -> str:
+    """The first ``127.0.0.N`` on which every port in ``ports`` is free now.
+
+    Raises
+    ------
+    RuntimeError
+        If every candidate address is taken.
+    """
+    wanted = tuple(ports)
+    for number in numbers:
+        host = f"127.0.0.{number}"
+        if _bindable(host, wanted):
+            return host
+    raise RuntimeError(f"no free loopback address for ports {wanted}")
+
+
+@contextlib.contextmanager
+def start_emulator(**config: Any) -> Iterator[XArmEmulator]:
+    """A started :class:`XArmEmulator` (``EmulatorConfig(**config)`` on a free host), stopped on exit.
+
+    ``config`` must not name ``host``. Another process may bind the chosen address between the
+    check and the emulator's own bind; the next free address is tried then.
+    """
+    port = int(config.get("command_port", EmulatorConfig.command_port))
+    numbers = list(HOST_NUMBERS)
+    while numbers:
+        host = free_host((port, *REPORT_PORTS), numbers)
+        numbers = numbers[numbers.index(int(host.rsplit(".", 1)[1])) + 1:]
+        emulator = XArmEmulator(EmulatorConfig(host=host, **config))
+        try:
+            emulator.start()
+        except Sim2RealError as err:
+            if "cannot listen" in str(err):
+                continue
+            raise
+        try:
+            yield emulator
+        finally:
+            emulator.stop()
+        return
+    raise RuntimeError("no free loopback address for an xArm emulator")
+
+
+def refused_address() -> tuple[str, int, socket.socket]:
+    """``(host, port, sock)``: an address nothing listens on, kept so by ``sock`` (bound, not
+    listening) until the caller closes it; connecting there is refused."""
+    for number in HOST_NUMBERS:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            sock.bind((f"127.0.0.{number}", 0))
+        except OSError:
+            sock.close()
+            continue
+        host, port = sock.getsockname()
+        return host, port, sock
+    raise RuntimeError("no loopback address to bind")
