@@ -27,6 +27,7 @@ import contextlib
 import ipaddress
 import logging
 import math
+import signal
 import socket
 import threading
 import time
@@ -342,6 +343,42 @@ class XArmDriver:
         self._watchdog_trips = 0
         self._watchdog_stop = threading.Event()
         self._watchdog: threading.Thread | None = None
+        self._interrupted = False
+        self._previous_sigint: Any = None
+
+    # --- Ctrl-C ----------------------------------------------------------------------------
+    def _install_sigint_guard(self) -> None:
+        """Remember a Ctrl-C even when the vendor SDK swallows its KeyboardInterrupt.
+
+        ``xarm-python-sdk`` waits for replies inside a bare ``except:`` that also catches a
+        KeyboardInterrupt raised there, so a Ctrl-C can vanish while the program keeps streaming.
+        In the main thread, the driver's handler records the interrupt before raising it; the next
+        driver call raises it again (:meth:`_raise_if_interrupted`), and the caller's ``with`` block
+        stops the arm. Elsewhere (a node's loop thread) the owner handles signals itself.
+        """
+        if threading.current_thread() is not threading.main_thread() or self._previous_sigint is not None:
+            return
+        previous = signal.getsignal(signal.SIGINT)
+
+        def on_sigint(signum: int, frame: Any) -> None:
+            self._interrupted = True
+            if callable(previous):
+                previous(signum, frame)
+            else:
+                raise KeyboardInterrupt
+
+        signal.signal(signal.SIGINT, on_sigint)
+        self._previous_sigint = previous
+
+    def _restore_sigint(self) -> None:
+        if self._previous_sigint is not None and threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGINT, self._previous_sigint)
+            self._previous_sigint = None
+
+    def _raise_if_interrupted(self) -> None:
+        if self._interrupted:
+            self._interrupted = False
+            raise KeyboardInterrupt("Ctrl-C during an xArm SDK call")
 
     # --- connection ----------------------------------------------------------------------
     @property
@@ -470,6 +507,7 @@ class XArmDriver:
         self._watchdog_stop.clear()
         self._watchdog = threading.Thread(target=self._watchdog_loop, name="xarm-watchdog", daemon=True)
         self._watchdog.start()
+        self._install_sigint_guard()
 
     def stop(self) -> None:
         """Stop the arm, leave it in a safe mode (mode 0, state 4) and disconnect. Idempotent."""
@@ -488,6 +526,7 @@ class XArmDriver:
                 with contextlib.suppress(Exception):
                     self._arm.set_state(4)
             self._disconnect()
+        self._restore_sigint()
 
     def __enter__(self) -> XArmDriver:
         if self._arm is None:
@@ -531,6 +570,7 @@ class XArmDriver:
             record = self._send(requested, float(stamp), "caller")
             self._last_fresh_at = record.replied_at
             self._zero_sent = not np.any(record.sent)
+        self._raise_if_interrupted()
         self._raise_if_faulted()
         return record
 
@@ -551,6 +591,7 @@ class XArmDriver:
             self._check(code, "get_joint_states")
             if self._arm.arm.arm_cmd.has_err_warn:
                 self._check_error_codes("get_joint_states")
+        self._raise_if_interrupted()
         position, velocity, effort = (np.array(block[:N_JOINTS], dtype=float) for block in states)
         self._last_q = position
         return position, velocity, effort, stamp
