@@ -376,7 +376,9 @@ class XArmDriver:
             self._previous_sigint = None
 
     def _raise_if_interrupted(self) -> None:
-        if self._interrupted:
+        # Only where Python delivers KeyboardInterrupt (the main thread): a node's loop thread must not
+        # receive it; the node shuts down through its own signal handling.
+        if self._interrupted and threading.current_thread() is threading.main_thread():
             self._interrupted = False
             raise KeyboardInterrupt("Ctrl-C during an xArm SDK call")
 
