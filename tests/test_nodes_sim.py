@@ -88,6 +88,10 @@ def test_sim_run_records_complete_trials(sim_run):
         assert len(sim.joint_states) >= 165  # 1.7 s at 100 Hz
         assert abs(sim.box_pose.position[0, 0] - distance) < 1e-9
         assert np.all(np.diff(sim.joint_states.t) > 0)
+        # the sim node's contact-solve tally reached trial.json (sent every 25 steps and on each hard one)
+        solver = record.meta["solver"]["sim"]
+        assert solver["steps"] >= 100 and solver["converged"] + solver["recovered"] + solver["degraded"] == solver[
+            "steps"]
 
 
 def test_every_command_is_the_pd_law_of_its_tick(sim_run):
