@@ -1,8 +1,12 @@
 """Benchmark: the xArm driver streaming to the controller emulator at 100 Hz.
 
 Prints one JSON object: achieved command rate (Hz), command round trip (median and
-p99, ms), loop jitter p99 (ms, lateness of each cycle start against its schedule), and
-the joint-state read round trip. Target: 100 Hz sustained with jitter p99 <= 2 ms.
+p99, ms), loop jitter p99 (ms, lateness of each cycle start against its schedule), the
+joint-state read round trip, the watchdog's reaction (ms from the last fresh command's reply
+to its zero-velocity command; the timeout is 50 ms) and how long a connect to a refused
+address takes to fail. Targets: 100 Hz sustained with jitter p99 <= 2 ms; watchdog within
+100 ms; a refused connect fails within 3 s. (The tests check the behaviour behind these
+figures without timing it.)
 
 Run: ``python -m benchmarks.xarm --json``.
 """
@@ -61,6 +65,42 @@ def run(seconds: float, rate: float) -> dict[str, float]:
     }
 
 
+def watchdog_reaction(repeats: int = 5) -> list[float]:
+    """Seconds from the last fresh command's reply to the watchdog's zero command, per repeat."""
+    reactions = []
+    with XArmEmulator(EmulatorConfig(host=HOST, command_port=PORT)):
+        for _ in range(repeats):
+            with XArmDriver(DriverConfig(ip=HOST, command_port=PORT)) as driver:
+                driver.start()
+                for _ in range(20):
+                    driver.send_velocity(np.full(6, 0.2), stamp=time.monotonic())
+                    time.sleep(0.01)
+                deadline = time.monotonic() + 2.0
+                while time.monotonic() < deadline and driver.status().watchdog_trips == 0:
+                    time.sleep(0.001)
+                history = driver.sent_commands()
+                driver.stop()
+            watchdog = [r for r in history if r.source == "watchdog"]
+            last = max(r.replied_at for r in history if r.source == "caller")
+            if watchdog:
+                reactions.append(watchdog[0].sent_at - last)
+    return reactions
+
+
+def refused_connect_time() -> float:
+    """Seconds a driver takes to fail against an address where nothing listens."""
+    import socket
+
+    from sim2real.errors import Sim2RealError
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as holder:
+        holder.bind((HOST, 0))  # bound, not listening: connections are refused
+        started = time.monotonic()
+        with contextlib.suppress(Sim2RealError):
+            XArmDriver(DriverConfig(ip=HOST, command_port=holder.getsockname()[1])).connect()
+        return time.monotonic() - started
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print one JSON object (the only mode)")
@@ -69,7 +109,11 @@ def main() -> None:
     args = parser.parse_args()
     logging.disable(logging.WARNING)
     with contextlib.redirect_stdout(sys.stderr):  # the vendor SDK prints its banners on stdout
-        figures = run(args.seconds, args.rate)
+        figures: dict[str, float | None] = dict(run(args.seconds, args.rate))
+        reactions = watchdog_reaction()
+        figures["watchdog_reaction_median_ms"] = float(np.median(reactions) * 1e3) if reactions else None
+        figures["watchdog_reaction_max_ms"] = float(np.max(reactions) * 1e3) if reactions else None
+        figures["refused_connect_s"] = refused_connect_time()
     print(json.dumps(figures))
 
 
