@@ -24,9 +24,10 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from fixtures.synthetic_trials import make_trial
 from loopback import free_host
 
-from sim2real.cli.demo_cmd import check_against_hidden
+from sim2real.cli.demo_cmd import MAX_TRACKING_ERROR, check_against_hidden, recording_problems
 from sim2real.hardware.standin import load_standin
 from sim2real.params import load_params
 from sim2real.trials import read_run
@@ -126,3 +127,19 @@ def test_check_against_hidden_names_each_miss() -> None:
     # The delay may sit above the hidden value (the loop's latency), not below it.
     below = check_against_hidden([_fit({"arm.command_delay": 0.015})], hidden)  # type: ignore[list-item]
     assert not below["passed"]
+
+
+def test_recording_problems_flag_a_real_arm_that_lost_its_reference() -> None:
+    from dataclasses import replace
+
+    good = make_trial(0, 0.30)
+    assert recording_problems([good]) == []
+    real = good.platforms["real"]
+    lost = real.joint_states.position.copy()
+    lost[100:, 1] += MAX_TRACKING_ERROR + 0.05  # joint 2 overshoots its reference half way
+    bad = replace(good, platforms={**good.platforms,
+                                   "real": replace(real, joint_states=replace(real.joint_states, position=lost))})
+    (problem,) = recording_problems([good, bad])
+    assert good.name in problem and "left its reference" in problem
+    incomplete = replace(good, meta={**good.meta, "complete": False})
+    assert recording_problems([incomplete]) == [f"trial {good.name} is incomplete"]
