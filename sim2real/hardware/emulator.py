@@ -639,9 +639,13 @@ class XArmEmulator:
         faults = self.config.faults
         next_at = time.monotonic()
         while not self._stop.is_set():
-            now = time.monotonic()
             drop = False
             with self._lock:
+                # The clock is read under the lock: a command handled while this thread waited for it
+                # has advanced the joints past an earlier reading, and the tick would then report
+                # those joints with a stale time (a world stepped from such samples sees the pusher
+                # jump: seen as a box launched at 2-5 m/s in stand-in runs on a busy machine).
+                now = time.monotonic()
                 core = self._core
                 core.advance(now)
                 if core.mode == 1 and core.ready:
