@@ -141,5 +141,12 @@ def test_recording_problems_flag_a_real_arm_that_lost_its_reference() -> None:
                                    "real": replace(real, joint_states=replace(real.joint_states, position=lost))})
     (problem,) = recording_problems([good, bad])
     assert good.name in problem and "left its reference" in problem
+    box = real.box_pose
+    thrown_path = box.position.copy()
+    thrown_path[150:, 0] += 0.2  # 20 cm within one sample
+    thrown = replace(good, platforms={**good.platforms,
+                                      "real": replace(real, box_pose=replace(box, position=thrown_path))})
+    (problem,) = recording_problems([thrown])
+    assert "thrown, not pushed" in problem
     incomplete = replace(good, meta={**good.meta, "complete": False})
     assert recording_problems([incomplete]) == [f"trial {good.name} is incomplete"]

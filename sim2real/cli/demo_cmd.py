@@ -73,6 +73,10 @@ EXPERIMENT_ATTEMPTS = 3
 #: platform's 0.18); on a busy machine the 100 Hz loop skips ticks, the PD loop overshoots by 0.4 to
 #: 0.6 rad and the pusher hits the box from above (it was thrown 0.9 m in one such trial).
 MAX_TRACKING_ERROR = 0.35
+#: A real box moving faster than this (m/s, over 50 ms) was thrown, not pushed: the pusher moves
+#: at 0.55 m/s and a toppling box's centre at about 1 m/s (at most 1.2 m/s in 40 runs here); the
+#: trials a pusher jump in the stand-in threw reached 2.9 to 6.7 m/s.
+MAX_BOX_SPEED = 2.0
 #: How close the demo's fit must land to the stand-in's hidden values (config/standin.yaml):
 #: (lower offset, upper offset) from the hidden value, in the parameter's unit. The fitted command
 #: delay also holds the loop's own latency (the command is stamped with the joint-state read it
@@ -196,8 +200,9 @@ def check_against_hidden(fits: list[FitResult], hidden: dict[str, float]) -> dic
 def recording_problems(records: Sequence[TrialRecord]) -> list[str]:
     """Why a stand-in run is not a set of standard pushes (empty when it is).
 
-    A trial must be complete, and its real arm must have followed the recorded reference within
-    :data:`MAX_TRACKING_ERROR` (rad) on every joint while the reference ran.
+    A trial must be complete, its real arm must have followed the recorded reference within
+    :data:`MAX_TRACKING_ERROR` (rad) on every joint while the reference ran, and its real box
+    must not have moved faster than :data:`MAX_BOX_SPEED` (m/s, displacement over 50 ms).
 
     Parameters
     ----------
@@ -228,6 +233,14 @@ def recording_problems(records: Sequence[TrialRecord]) -> list[str]:
         if error > MAX_TRACKING_ERROR:
             problems.append(f"in trial {record.name} the real arm left its reference by {error:.2f} rad "
                             f"(limit {MAX_TRACKING_ERROR:g}: the control loop lost its pace)")
+        box = real.box_pose
+        span = 5  # samples, 50 ms at 100 Hz
+        if len(box) > span:
+            speed = float(np.max(np.linalg.norm(box.position[span:] - box.position[:-span], axis=1)
+                                 / np.maximum(box.t[span:] - box.t[:-span], 1e-9)))
+            if speed > MAX_BOX_SPEED:
+                problems.append(f"in trial {record.name} the real box moved at {speed:.1f} m/s (limit "
+                                f"{MAX_BOX_SPEED:g}: thrown, not pushed)")
     return problems
 
 
