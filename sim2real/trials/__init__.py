@@ -48,7 +48,7 @@ Public API: :class:`TrialBagWriter`, :func:`write_trial`, :func:`write_run_meta`
 :func:`compute_outcome`, :class:`Outcome`, the record dataclasses and the schema names.
 """
 
-from sim2real.trials.outcome import Outcome, compute_outcome, rotation_matrices, tilt_deg, up_axis
+from sim2real.trials.outcome import Outcome, compute_outcome, path_gap, rotation_matrices, tilt_deg, up_axis
 from sim2real.trials.reader import read_run, read_run_meta, read_trial, trial_dirs
 from sim2real.trials.records import (
     JOINT_NAMES,
@@ -76,7 +76,7 @@ from sim2real.trials.writer import TrialBagWriter, box_size_from_meta, write_run
 __all__ = [
     "BASE_FRAME", "JOINT_NAMES", "PLATFORMS", "PLATFORM_SERIES", "REFERENCE_TOPIC", "RUN_JSON", "RUN_SCHEMA",
     "TRIAL_JSON", "TRIAL_SCHEMA", "JointReference", "JointSeries", "Outcome", "PlatformRecord", "PoseSeries",
-    "TrialBagWriter", "TrialRecord", "box_size_from_meta", "compute_outcome", "read_run", "read_run_meta",
+    "TrialBagWriter", "TrialRecord", "box_size_from_meta", "compute_outcome", "path_gap", "read_run", "read_run_meta",
     "read_trial", "rotation_matrices", "tilt_deg", "topic", "trial_dirs", "trial_name", "up_axis", "versions",
     "write_run_meta", "write_trial",
 ]

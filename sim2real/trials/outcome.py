@@ -192,3 +192,31 @@ def compute_outcome(box_pose: PoseSeries, box_size: Any, touched: bool | None = 
         touched=touched,
         duration_s=float(box_pose.t[-1] - box_pose.t[0]),
     )
+
+
+def path_gap(a: PoseSeries, b: PoseSeries) -> float | None:
+    """Largest distance between two recorded paths of one body over their common time span.
+
+    Used for the pusher: the real arm's recorded pusher path against the simulated arm's. A large
+    gap means the two arms did not move alike (e.g. the real loop's commands reached the arm late),
+    so the box outcomes of that trial compare different pushes.
+
+    Parameters
+    ----------
+    a, b : PoseSeries
+        Positions (N, 3) and (M, 3), m, in the arm base frame, times in s since the trial start.
+
+    Returns
+    -------
+    float or None
+        Largest ``|a(t) - b(t)|`` (m) over the samples of ``b`` inside ``a``'s time span (``a``
+        linearly interpolated), or None when the spans do not overlap.
+    """
+    if len(a) == 0 or len(b) == 0:
+        return None
+    inside = (b.t >= a.t[0]) & (b.t <= a.t[-1])
+    if not np.any(inside):
+        return None
+    t = b.t[inside]
+    at = np.column_stack([np.interp(t, a.t, a.position[:, j]) for j in range(3)])
+    return float(np.max(np.linalg.norm(at - b.position[inside], axis=1)))
