@@ -41,7 +41,7 @@ from sim2real.physics.servo import CommandHistory, ServoParams, advance_servo
 PORT = 5021  # unprivileged command port; report ports stay 30001-30003 on each 127.0.0.N
 TRUE_SERVO = ServoParams(tau=0.04, delay=0.012)
 #: Link limits (s) no scheduling delay reaches; for tests that do not test the stall/latency checks.
-LENIENT_LINK: dict[str, Any] = {"max_round_trip": 5.0, "max_mean_round_trip": 5.0}
+LENIENT_LINK: dict[str, Any] = {"max_round_trip": 5.0, "max_median_round_trip": 5.0}
 #: Generous bound (s) on waits for the arm to come to rest; a guard against hanging, not a timing check.
 STILL_WITHIN = 10.0
 
@@ -235,7 +235,7 @@ FAULT_CASES = {
                          frozenset({"latency"})),
     # One 0.5 s stall: above the 0.1 s stall limit, below the (raised) SDK reply timeout.
     "stall": FaultCase(FaultConfig(stall_at=0.3, stall_duration=0.5),
-                       {"max_mean_round_trip": 5.0, "command_timeout": 2.0}, frozenset({"stall"})),
+                       {"max_median_round_trip": 5.0, "command_timeout": 2.0}, frozenset({"stall"})),
     "disconnected": FaultCase(FaultConfig(drop_at=0.3), LENIENT_LINK, frozenset({"disconnected", "timeout"})),
     "controller_error": FaultCase(FaultConfig(error_at=0.3, error_code=31), LENIENT_LINK,
                                   frozenset({"controller_error"})),

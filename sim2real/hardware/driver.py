@@ -11,11 +11,38 @@ Typical use from a 100 Hz timer::
     ...
     driver.stop()               # zero velocity, mode 0, state 4, disconnect
 
-Every velocity command carries a short auto-stop ``command_duration``; a watchdog thread
-sends zero velocity when no fresh command came within ``watchdog_timeout``. After any
-fault (controller error, rejected command, slow or lost link) the driver stops the arm as
-far as the link allows, latches the fault (:attr:`XArmDriver.fault`) and refuses every
-further command: it never resumes by itself.
+Fail-safe behaviour
+-------------------
+Every exchange with the controller (velocity command, joint-state read, error query) is timed
+against one budget by a supervisor thread that runs every ``watchdog_period``:
+
+* **stall**: an exchange the controller has not answered within ``max_round_trip`` (no reply
+  byte arrived, while this process was itself running on time: a late supervisor wake-up means
+  CPU starvation here, not a silent controller, and the judgement waits for an on-time tick);
+* **latency**: the median round trip of the last ``latency_window`` exchanges exceeds
+  ``max_median_round_trip`` (a percentile, so single slow samples under CPU load do not abort);
+* **disconnected**: the controller closed the link (seen on the socket itself, not inferred
+  from a reply timeout); **timeout**: the SDK gave up waiting (``command_timeout``);
+* **controller_error**, **not_ready**, **rejected**, **sdk**: what the controller or SDK said;
+* **signal**: SIGINT or SIGTERM (see below).
+
+On any fault the driver stops the arm by a path that supersedes whatever is queued: it writes
+zero velocity, ``set_state(4)`` (stop: halt and clear the controller's queue), ``set_mode(0)``
+and ``set_state(4)`` straight onto the command socket, without waiting for the SDK's lock that
+a stalled exchange holds; a stale command the controller releases after a stall is therefore
+followed at once by the stop. If the link is gone, the same stop goes over a fresh connection
+(bounded by ``stop_timeout``). The fault is latched (:attr:`XArmDriver.fault`) and every further
+call raises: the driver never resumes by itself, and leaves the controller in mode 0, state 4.
+
+Every velocity command also carries a short auto-stop ``command_duration``, and the supervisor
+sends zero velocity ``watchdog_timeout`` after the last fresh command was sent.
+
+Ctrl-C and SIGTERM: when started from the main thread the driver installs handlers that only
+set a flag; the supervisor thread then stops the arm at once (it does not depend on the vendor
+SDK letting a KeyboardInterrupt through: its reply wait is a bare ``except:``), and the next
+driver call in the main thread raises KeyboardInterrupt (SIGINT) or SystemExit (SIGTERM), so the
+caller's ``with`` block runs :meth:`XArmDriver.stop`. A signal that arrives outside a driver call
+is raised at once as well. A previous Python handler is still called.
 
 Times are ``time.monotonic()`` seconds; angles rad; velocities rad/s; efforts N·m.
 """
@@ -27,12 +54,15 @@ import contextlib
 import ipaddress
 import logging
 import math
+import select
 import signal
 import socket
+import struct
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -49,6 +79,10 @@ N_JOINTS = 6
 # SDK return codes (xarm/x3/code.py APIState and XCONF.UxbusState).
 _SDK_OK, _SDK_ERROR, _SDK_WARNING, _SDK_TIMEOUT, _SDK_NOT_READY, _SDK_INVALID = 0, 1, 2, 3, 9, 10
 _SDK_NOT_CONNECTED = -1
+#: Transaction id of the driver's own stop frames; the SDK numbers its requests 1..65535 and skips
+#: replies to any other id as stale.
+_STOP_TRANSACTION = 0
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -66,9 +100,10 @@ class DriverConfig:
     command_duration : float
         Auto-stop duration carried by every velocity command (s).
     watchdog_timeout : float
-        Zero velocity is sent when no fresh command came within this time (s).
+        Zero velocity is sent when no fresh command was sent within this time (s); with the
+        supervisor's exact wake-up the zero goes out about this long after the last command.
     watchdog_period : float
-        Watchdog check period (s).
+        Period of the supervisor thread (s): stall, dropped-link, signal and watchdog checks.
     max_velocity : float
         Commanded joint speeds are clamped to ±this (rad/s).
     joint_limits : tuple of (float, float), length 6
@@ -83,13 +118,24 @@ class DriverConfig:
     handshake_timeout : float
         Time the controller has to answer the firmware-version query (s).
     command_timeout : float
-        SDK reply timeout of every command (s).
+        SDK reply timeout of every exchange (s): the hard limit (fault ``timeout``).
     max_round_trip : float
-        A single command round trip longer than this is a stall fault (s).
-    max_mean_round_trip : float
-        A mean round trip over the last ``latency_window`` commands above this is a latency fault (s).
+        Stall budget (s): an exchange (command or read) with no reply byte from the controller
+        after this long is a ``stall`` fault. Judged by the supervisor only when it itself woke
+        within ``starved_slack`` of its schedule, so CPU starvation of this process is not taken
+        for a silent controller. Default 50 ms: the stop goes out within ~60 ms of a stall.
+    max_median_round_trip : float
+        Latency budget (s): the median round trip of the last ``latency_window`` exchanges above
+        this is a ``latency`` fault. A healthy loopback or lab link answers in ~1 ms (p99 ~4 ms
+        under CPU load, see ``benchmarks.faults``); 10 ms keeps a 100 Hz read+command loop on pace.
     latency_window : int
-        Number of commands in the latency mean.
+        Number of exchanges in the latency median.
+    starved_slack : float
+        A supervisor wake-up later than this (s) means this process was starved; the stall
+        judgement waits for the next on-time tick (``command_timeout`` still bounds it).
+    stop_timeout : float
+        Connect and reply deadline (s) of the stop sent over a fresh connection when the
+        command link is gone.
     min_firmware : tuple of int
         Oldest accepted firmware (needs velocity durations and get_joint_states).
     report_type : str
@@ -102,7 +148,7 @@ class DriverConfig:
     command_port: int = 502
     mode: int = 4
     command_duration: float = 0.1
-    watchdog_timeout: float = 0.05
+    watchdog_timeout: float = 0.04
     watchdog_period: float = 0.005
     max_velocity: float = 3.14
     joint_limits: tuple[tuple[float, float], ...] = XARM6_JOINT_LIMITS
@@ -111,9 +157,11 @@ class DriverConfig:
     connect_timeout: float = 2.0
     handshake_timeout: float = 2.0
     command_timeout: float = 0.25
-    max_round_trip: float = 0.1
-    max_mean_round_trip: float = 0.02
-    latency_window: int = 10
+    max_round_trip: float = 0.05
+    max_median_round_trip: float = 0.01
+    latency_window: int = 5
+    starved_slack: float = 0.02
+    stop_timeout: float = 0.1
     min_firmware: tuple[int, int, int] = (1, 8, 103)
     report_type: str = "real"
     servo_max_step_time: float = 0.03
@@ -132,8 +180,8 @@ class DriverConfig:
         if len(self.joint_limits) != N_JOINTS or any(lo >= hi for lo, hi in self.joint_limits):
             raise Sim2RealError(f"joint limits must be {N_JOINTS} (lower, upper) pairs with lower < upper")
         positive = ("command_duration", "watchdog_timeout", "watchdog_period", "max_velocity", "connect_timeout",
-                    "handshake_timeout", "command_timeout", "max_round_trip", "max_mean_round_trip",
-                    "servo_max_step_time")
+                    "handshake_timeout", "command_timeout", "max_round_trip", "max_median_round_trip",
+                    "starved_slack", "stop_timeout", "servo_max_step_time")
         for name in positive:
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0.0):
@@ -150,7 +198,7 @@ class Fault:
     ----------
     kind : str
         ``controller_error``, ``not_ready``, ``rejected``, ``stall``, ``latency``,
-        ``timeout``, ``disconnected`` or ``sdk``.
+        ``timeout``, ``disconnected``, ``signal`` or ``sdk``.
     message : str
         One line, with the controller code and its meaning where there is one.
     code : int
@@ -337,50 +385,66 @@ class XArmDriver:
         self._last_send_at = -math.inf
         self._last_fresh_at = -math.inf
         self._zero_sent = True
+        self._inflight: tuple[str, float] | None = None
         self._round_trips: collections.deque[float] = collections.deque(maxlen=config.latency_window)
         self._history: collections.deque[CommandRecord] = collections.deque(maxlen=100_000)
         self._commands_sent = 0
         self._watchdog_trips = 0
-        self._watchdog_stop = threading.Event()
+        self._supervisor_stop = threading.Event()
+        self._wake = threading.Event()
         self._watchdog: threading.Thread | None = None
-        self._interrupted = False
-        self._previous_sigint: Any = None
+        self._stop_lock = threading.Lock()
+        self.stop_sent_at: float | None = None
+        self._signal: int | None = None
+        self._signal_pending = False
+        self._previous_handlers: dict[int, Any] = {}
 
-    # --- Ctrl-C ----------------------------------------------------------------------------
-    def _install_sigint_guard(self) -> None:
-        """Remember a Ctrl-C even when the vendor SDK swallows its KeyboardInterrupt.
+    # --- Ctrl-C and SIGTERM ----------------------------------------------------------------
+    def _install_signal_guard(self) -> None:
+        """Handle SIGINT and SIGTERM by flagging them; the supervisor stops the arm.
 
         ``xarm-python-sdk`` waits for replies inside a bare ``except:`` that also catches a
-        KeyboardInterrupt raised there, so a Ctrl-C can vanish while the program keeps streaming.
-        In the main thread, the driver's handler records the interrupt before raising it; the next
-        driver call raises it again (:meth:`_raise_if_interrupted`), and the caller's ``with`` block
-        stops the arm. Elsewhere (a node's loop thread) the owner handles signals itself.
+        KeyboardInterrupt raised there, so a Ctrl-C raised during an SDK call can vanish while
+        the program keeps streaming; SIGTERM's default action ends the process without a stop.
+        The handler sets a flag and wakes the supervisor thread, which stops the arm within one
+        period whatever the main thread is doing. Outside a driver call the handler raises
+        KeyboardInterrupt / SystemExit at once; inside one, the driver raises it when the call
+        returns (:meth:`_raise_if_interrupted`). Main thread only (Python runs handlers there);
+        a node's owner handles signals itself. An ignored signal (SIG_IGN) stays ignored.
         """
-        if threading.current_thread() is not threading.main_thread() or self._previous_sigint is not None:
+        if threading.current_thread() is not threading.main_thread() or self._previous_handlers:
             return
-        previous = signal.getsignal(signal.SIGINT)
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            previous = signal.getsignal(signum)
+            if previous == signal.SIG_IGN:
+                continue
 
-        def on_sigint(signum: int, frame: Any) -> None:
-            self._interrupted = True
-            if callable(previous):
-                previous(signum, frame)
-            else:
-                raise KeyboardInterrupt
+            def on_signal(number: int, frame: Any, previous: Any = previous) -> None:
+                self._signal = number
+                self._signal_pending = True
+                self._wake.set()
+                if callable(previous) and previous is not signal.default_int_handler:
+                    previous(number, frame)  # e.g. a ROS context's own shutdown handler
+                if self._inflight is None:  # not inside the SDK: raise it now
+                    self._raise_if_interrupted()
 
-        signal.signal(signal.SIGINT, on_sigint)
-        self._previous_sigint = previous
+            signal.signal(signum, on_signal)
+            self._previous_handlers[signum] = previous
 
-    def _restore_sigint(self) -> None:
-        if self._previous_sigint is not None and threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGINT, self._previous_sigint)
-            self._previous_sigint = None
+    def _restore_signals(self) -> None:
+        if self._previous_handlers and threading.current_thread() is threading.main_thread():
+            for signum, previous in self._previous_handlers.items():
+                signal.signal(signum, previous if previous is not None else signal.SIG_DFL)
+            self._previous_handlers = {}
 
     def _raise_if_interrupted(self) -> None:
-        # Only where Python delivers KeyboardInterrupt (the main thread): a node's loop thread must not
+        # Only where Python delivers signals (the main thread): a node's loop thread must not
         # receive it; the node shuts down through its own signal handling.
-        if self._interrupted and threading.current_thread() is threading.main_thread():
-            self._interrupted = False
-            raise KeyboardInterrupt("Ctrl-C during an xArm SDK call")
+        if self._signal_pending and threading.current_thread() is threading.main_thread():
+            self._signal_pending = False
+            if self._signal == signal.SIGTERM:
+                raise SystemExit(128 + signal.SIGTERM)
+            raise KeyboardInterrupt("Ctrl-C during an xArm driver call")
 
     # --- connection ----------------------------------------------------------------------
     @property
@@ -478,7 +542,7 @@ class XArmDriver:
 
     # --- start / stop --------------------------------------------------------------------
     def start(self) -> None:
-        """Enable the motors, set the configured mode and state 0, start the watchdog.
+        """Enable the motors, set the configured mode and state 0, start the supervisor.
 
         Raises
         ------
@@ -501,34 +565,44 @@ class XArmDriver:
             if state not in (1, 2):
                 self._latch(Fault("not_ready", f"xArm at {self.where} did not become ready after start: "
                                                f"state {state} ({state_name(state)})"))
-            q, _, _, _ = self.read_joint_states()
+            self._raise_if_faulted()
+            self._round_trips.clear()
+            self._running = True
+            self._supervisor_stop.clear()
+            self._watchdog = threading.Thread(target=self._supervise, name="xarm-supervisor", daemon=True)
+            self._watchdog.start()
+            try:
+                q, _, _, _ = self.read_joint_states()
+            except BaseException:
+                self._running = False
+                raise
             self._servo_target = q.copy()
             self._last_fresh_at = self._last_send_at = time.monotonic()
             self._zero_sent = True
-            self._running = True
-        self._watchdog_stop.clear()
-        self._watchdog = threading.Thread(target=self._watchdog_loop, name="xarm-watchdog", daemon=True)
-        self._watchdog.start()
-        self._install_sigint_guard()
+        self._install_signal_guard()
 
     def stop(self) -> None:
         """Stop the arm, leave it in a safe mode (mode 0, state 4) and disconnect. Idempotent."""
         self._running = False
-        self._watchdog_stop.set()
+        self._supervisor_stop.set()
+        self._wake.set()
         if self._watchdog is not None and self._watchdog is not threading.current_thread():
             self._watchdog.join(timeout=1.0)
         self._watchdog = None
         if self._arm is None:
+            self._restore_signals()
             return
         with self._io:
-            if self.connected:
+            if self.connected and not self._link_closed():
                 self._halt()
                 with contextlib.suppress(Exception):
                     self._arm.set_mode(0)
                 with contextlib.suppress(Exception):
                     self._arm.set_state(4)
+            elif self._fault is not None or self._commands_sent:
+                self._stop_over_fresh_link()
             self._disconnect()
-        self._restore_sigint()
+        self._restore_signals()
 
     def __enter__(self) -> XArmDriver:
         if self._arm is None:
@@ -558,19 +632,22 @@ class XArmDriver:
             NaN/inf or wrong shape (nothing is sent), or the driver is not running.
         HardwareError
             The driver has faulted (now or before); the arm has been stopped.
+        KeyboardInterrupt, SystemExit
+            SIGINT / SIGTERM arrived (main thread only); the arm has been stopped.
         """
         requested = np.asarray(qdot, dtype=float)
         if requested.shape != (N_JOINTS,):
             raise Sim2RealError(f"velocity command must have shape ({N_JOINTS},), got {requested.shape}")
         if not np.all(np.isfinite(requested)):
             raise Sim2RealError(f"velocity command refused: it contains NaN or inf ({requested.tolist()})")
+        self._raise_if_interrupted()
         self._raise_if_faulted()
         if not self._running:
             raise Sim2RealError("xArm driver is not running: call start() first")
         with self._io:
             self._raise_if_faulted()
             record = self._send(requested, float(stamp), "caller")
-            self._last_fresh_at = record.replied_at
+            self._last_fresh_at = record.sent_at
             self._zero_sent = not np.any(record.sent)
         self._raise_if_interrupted()
         self._raise_if_faulted()
@@ -579,21 +656,28 @@ class XArmDriver:
     def read_joint_states(self) -> tuple[FloatArray, FloatArray, FloatArray, float]:
         """Joint positions (rad), velocities (rad/s), efforts (N·m), each (6,), and the read time (s).
 
+        The read is timed like a command (stall, latency and timeout checks).
+
         Raises
         ------
         HardwareError
             The controller reports an error, or the link failed.
+        KeyboardInterrupt, SystemExit
+            SIGINT / SIGTERM arrived (main thread only); the arm has been stopped.
         """
+        self._raise_if_interrupted()
         self._raise_if_faulted()
         if self._arm is None:
             raise Sim2RealError("xArm driver is not connected")
         with self._io:
-            code, states = self._arm.get_joint_states(is_radian=True, num=3)
-            stamp = time.monotonic()
+            self._raise_if_faulted()
+            (code, states), _, stamp = self._exchange("get_joint_states", self._arm.get_joint_states,
+                                                      is_radian=True, num=3)
             self._check(code, "get_joint_states")
-            if self._arm.arm.arm_cmd.has_err_warn:
+            if self._fault is None and self._arm.arm.arm_cmd.has_err_warn:
                 self._check_error_codes("get_joint_states")
         self._raise_if_interrupted()
+        self._raise_if_faulted()
         position, velocity, effort = (np.array(block[:N_JOINTS], dtype=float) for block in states)
         self._last_q = position
         return position, velocity, effort, stamp
@@ -610,10 +694,27 @@ class XArmDriver:
 
     def sent_commands(self) -> list[CommandRecord]:
         """Every command sent so far (caller and watchdog), oldest first."""
-        with self._io:
-            return list(self._history)
+        return list(self._history)
 
     # --- internals -----------------------------------------------------------------------
+    def _exchange(self, what: str, call: Callable[..., _T], *args: Any, started: float | None = None,
+                  **kwargs: Any) -> tuple[_T, float, float]:
+        """Run one SDK exchange under the supervisor's eye; returns (result, sent_at, replied_at).
+
+        The caller holds ``self._io``; ``started`` (monotonic s) is the send time if the caller
+        took it already. Its round trip feeds the latency median; a stall is judged by the
+        supervisor while the exchange is in flight.
+        """
+        sent_at = time.monotonic() if started is None else started
+        self._inflight = (what, sent_at)
+        try:
+            result = call(*args, **kwargs)
+        finally:
+            self._inflight = None
+        replied_at = time.monotonic()
+        self._note_round_trip(what, replied_at - sent_at)
+        return result, sent_at, replied_at
+
     def _clamp(self, requested: FloatArray) -> FloatArray:
         sent = np.clip(requested, -self.config.max_velocity, self.config.max_velocity)
         if self._last_q is not None:
@@ -626,48 +727,45 @@ class XArmDriver:
         cfg = self.config
         sent = self._clamp(requested)
         target = None
-        sent_at = time.monotonic()
         if cfg.mode == 4:
-            code = self._arm.vc_set_joint_velocity(sent.tolist(), is_radian=True, duration=cfg.command_duration)
+            what = "vc_set_joint_velocity"
+            code, sent_at, replied_at = self._exchange(what, self._arm.vc_set_joint_velocity, sent.tolist(),
+                                                       is_radian=True, duration=cfg.command_duration)
         else:
-            step = min(max(sent_at - self._last_send_at, 0.0), cfg.servo_max_step_time)
+            what = "set_servo_angle_j"
+            started = time.monotonic()
+            step = min(max(started - self._last_send_at, 0.0), cfg.servo_max_step_time)
             assert self._servo_target is not None
             target = np.clip(self._servo_target + sent * step, self._lower, self._upper)
-            code = self._arm.set_servo_angle_j(target.tolist(), is_radian=True)
-            if code == 0:
+            code, sent_at, replied_at = self._exchange(what, self._arm.set_servo_angle_j, target.tolist(),
+                                                       is_radian=True, started=started)
+            if code == 0 and self._fault is None:
                 self._servo_target = target
-        replied_at = time.monotonic()
         self._last_send_at = sent_at
         record = CommandRecord(stamp, sent_at, replied_at, requested.copy(), sent, target,
                                bool(np.any(sent != requested)), source, int(code))
         self._history.append(record)
         self._commands_sent += 1
-        what = "vc_set_joint_velocity" if cfg.mode == 4 else "set_servo_angle_j"
         self._check(code, what)
-        self._check_round_trip(record.round_trip)
         return record
 
-    def _check_round_trip(self, round_trip: float) -> None:
+    def _note_round_trip(self, what: str, round_trip: float) -> None:
         cfg = self.config
         self._round_trips.append(round_trip)
-        if round_trip > cfg.max_round_trip:
-            self._latch(Fault("stall", f"the xArm link stalled: a command took {round_trip * 1e3:.0f} ms "
-                                       f"(limit {cfg.max_round_trip * 1e3:.0f} ms)"))
-        elif len(self._round_trips) == cfg.latency_window:
-            mean = float(np.mean(self._round_trips))
-            if mean > cfg.max_mean_round_trip:
-                self._latch(Fault("latency", f"the xArm link is too slow: mean command round trip "
-                                             f"{mean * 1e3:.1f} ms over {cfg.latency_window} commands "
-                                             f"(limit {cfg.max_mean_round_trip * 1e3:.0f} ms)"))
+        if len(self._round_trips) == cfg.latency_window:
+            median = float(np.median(self._round_trips))
+            if median > cfg.max_median_round_trip:
+                self._latch(Fault("latency", f"the xArm link is too slow: median round trip {median * 1e3:.1f} ms "
+                                             f"over the last {cfg.latency_window} exchanges (limit "
+                                             f"{cfg.max_median_round_trip * 1e3:.0f} ms; last: {what})"))
 
     def _check(self, code: int, what: str) -> None:
         """Turn an SDK return code into a latched fault (no-op for success and warnings)."""
-        if code in (_SDK_OK, _SDK_WARNING):
+        if code in (_SDK_OK, _SDK_WARNING) or self._fault is not None:
             return
-        if code == _SDK_NOT_CONNECTED or not self.connected:
+        if code == _SDK_NOT_CONNECTED or not self.connected or self._link_closed():
             self._latch(Fault("disconnected", f"lost the connection to the xArm controller at {self.where} "
-                                              f"during {what}; the arm stops by the "
-                                              f"{self.config.command_duration:g} s command auto-stop"))
+                                              f"during {what}"))
         elif code == _SDK_TIMEOUT:
             self._latch(Fault("timeout", f"no reply from the xArm controller at {self.where} to {what} within "
                                          f"{self.config.command_timeout:g} s"))
@@ -683,7 +781,7 @@ class XArmDriver:
             self._latch(Fault("sdk", f"xArm SDK returned code {code} for {what}"))
 
     def _check_error_codes(self, what: str) -> None:
-        code, (error_code, warn_code) = self._arm.get_err_warn_code()
+        (code, (error_code, warn_code)), _, _ = self._exchange("get_err_warn_code", self._arm.get_err_warn_code)
         if code != 0:
             self._check(code, "get_err_warn_code")
             return
@@ -694,17 +792,103 @@ class XArmDriver:
             LOG.warning("xArm warning %s", describe_warn(warn_code))
 
     def _latch(self, fault: Fault) -> None:
-        """Record the first fault and stop the arm as far as the link allows."""
-        if self._fault is not None:
-            return
-        self._fault = fault
-        self._running = False
-        self._watchdog_stop.set()
+        """Record the first fault and stop the arm at once (never waits for the SDK's lock)."""
+        with self._stop_lock:
+            if self._fault is not None:
+                return
+            self._fault = fault
+            self._running = False
+        self._emergency_stop()
         LOG.error("xArm driver fault (%s): %s", fault.kind, fault.message)
-        if fault.kind not in ("disconnected", "timeout") and self.connected:
-            self._halt()
+
+    # --- the stop path -------------------------------------------------------------------
+    def _sdk_socket(self) -> socket.socket | None:
+        with contextlib.suppress(Exception):
+            return self._arm.arm._stream.com  # type: ignore[no-any-return]
+        return None
+
+    def _link_closed(self) -> bool:
+        """Whether the controller closed (or reset) the command link; never blocks or reads."""
+        sock = self._sdk_socket()
+        if sock is None:
+            return True
+        try:
+            fd = sock.fileno()
+            if fd < 0:
+                return True
+            poller = select.poll()
+            poller.register(fd, select.POLLRDHUP | select.POLLHUP | select.POLLERR)
+            return bool(poller.poll(0))
+        except (OSError, ValueError):
+            return True
+
+    def _reply_arrived(self, since: float) -> bool:
+        """Whether any reply byte reached this host after ``since`` (monotonic s) for the exchange in flight."""
+        with contextlib.suppress(Exception):
+            arm = self._arm.arm
+            if arm.arm_cmd.last_comm_time >= since or not arm._stream.rx_que.empty():
+                return True
+            poller = select.poll()
+            poller.register(arm._stream.com.fileno(), select.POLLIN)
+            return bool(poller.poll(0))
+        return False
+
+    def _stop_frames(self, protocol: int, with_velocity: bool) -> bytes:
+        """Zero velocity (mode 4), set_state(4), set_mode(0), set_state(4) as raw request frames."""
+        frames = b""
+        if with_velocity and self.config.mode == 4:
+            params = wire.pack_floats([0.0] * 7) + bytes([1]) + struct.pack("<f", self.config.command_duration)
+            frames += wire.encode_request(_STOP_TRANSACTION, protocol, wire.Register.VC_SET_JOINTV, params)
+        frames += wire.encode_request(_STOP_TRANSACTION, protocol, wire.Register.SET_STATE, bytes([4]))
+        frames += wire.encode_request(_STOP_TRANSACTION, protocol, wire.Register.SET_MODE, bytes([0]))
+        frames += wire.encode_request(_STOP_TRANSACTION, protocol, wire.Register.SET_STATE, bytes([4]))
+        return frames
+
+    def _emergency_stop(self) -> None:
+        """Stop the arm now, superseding anything queued: raw stop frames on the SDK's socket
+        (its write lock only, not the command lock a stalled exchange holds), or over a fresh
+        connection when the link is gone."""
+        if self._arm is None:
+            return
+        written = False
+        if not self._link_closed():
             with contextlib.suppress(Exception):
-                self._arm.set_state(4)
+                port = self._arm.arm._stream
+                protocol = int(self._arm.arm.arm_cmd.get_protocol_identifier())
+                written = port.write(self._stop_frames(protocol, with_velocity=True)) == 0
+        if written:
+            self.stop_sent_at = time.monotonic()
+        else:
+            self._stop_over_fresh_link()
+
+    def _stop_over_fresh_link(self) -> bool:
+        """Send the stop frames over a new TCP connection (bounded by ``stop_timeout``); True if answered."""
+        cfg = self.config
+        deadline = time.monotonic() + cfg.stop_timeout
+        try:
+            with socket.create_connection((cfg.ip, cfg.command_port), timeout=cfg.stop_timeout) as sock:
+                sock.sendall(self._stop_frames(wire.PROTOCOL_PRIVATE, with_velocity=True))
+                self.stop_sent_at = time.monotonic()
+                replies = 0
+                buffer = bytearray()
+                expected = 4 if cfg.mode == 4 else 3
+                while replies < expected:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0.0:
+                        return False
+                    sock.settimeout(remaining)
+                    chunk = sock.recv(4096)
+                    if not chunk:
+                        return False
+                    buffer.extend(chunk)
+                    while len(buffer) >= wire.HEADER_SIZE and \
+                            len(buffer) >= wire.HEADER_SIZE + wire.HEADER.unpack_from(buffer, 0)[2]:
+                        del buffer[:wire.HEADER_SIZE + wire.HEADER.unpack_from(buffer, 0)[2]]
+                        replies += 1
+                return True
+        except OSError as err:
+            LOG.error("xArm at %s: could not send the stop over a fresh connection: %s", self.where, err)
+            return False
 
     def _halt(self) -> None:
         """Best-effort zero-velocity command (mode 4) or hold of the last target (mode 1)."""
@@ -722,18 +906,71 @@ class XArmDriver:
                 raise ControllerError(fault)
             raise HardwareError(fault)
 
-    def _watchdog_loop(self) -> None:
+    # --- the supervisor ------------------------------------------------------------------
+    def _supervise(self) -> None:
+        """Every ``watchdog_period``: signal, dropped link, stall, then the command watchdog.
+
+        Sleeps until the earlier of its next period and the watchdog deadline, so that zero
+        velocity goes out ``watchdog_timeout`` after the last fresh command, not a period later.
+        """
         cfg = self.config
-        while not self._watchdog_stop.wait(cfg.watchdog_period):
-            if self._zero_sent or time.monotonic() - self._last_fresh_at <= cfg.watchdog_timeout:
+        planned = time.monotonic() + cfg.watchdog_period
+        while not self._supervisor_stop.is_set():
+            due = self._last_fresh_at + cfg.watchdog_timeout if not self._zero_sent else math.inf
+            wake_at = min(planned, due)
+            self._wake.wait(max(wake_at - time.monotonic(), 0.0))
+            self._wake.clear()
+            now = time.monotonic()
+            on_time = now - wake_at <= cfg.starved_slack
+            planned = now + cfg.watchdog_period
+            if self._supervisor_stop.is_set() or self._fault is not None:
+                if self._fault is not None:
+                    return
                 continue
-            with self._io:
-                stale = time.monotonic() - self._last_fresh_at > cfg.watchdog_timeout
-                if not self._running or self._fault is not None or self._zero_sent or not stale:
-                    continue
-                self._watchdog_trips += 1
-                LOG.warning("xArm watchdog: no fresh command for %.0f ms; sending zero velocity",
-                            (time.monotonic() - self._last_fresh_at) * 1e3)
-                with contextlib.suppress(Sim2RealError):
-                    self._send(np.zeros(N_JOINTS), math.nan, "watchdog")
-                self._zero_sent = True
+            if self._signal is not None:
+                name = signal.Signals(self._signal).name
+                self._latch(Fault("signal", f"{name} received: the xArm was stopped"))
+                return
+            inflight = self._inflight
+            if self._link_closed():
+                what = inflight[0] if inflight is not None else "streaming"
+                self._latch(Fault("disconnected", f"lost the connection to the xArm controller at {self.where} "
+                                                  f"during {what}"))
+                return
+            if inflight is not None:
+                what, since = inflight
+                if on_time and now - since > cfg.max_round_trip and not self._reply_arrived(since):
+                    waited, limit = (now - since) * 1e3, cfg.max_round_trip * 1e3
+                    self._latch(Fault("stall", f"the xArm link stalled: no reply to {what} within "
+                                               f"{waited:.0f} ms (limit {limit:.0f} ms)"))
+                    return
+            if self._running and not self._zero_sent and now - self._last_fresh_at >= cfg.watchdog_timeout:
+                self._watchdog_zero(now)
+
+    def _watchdog_zero(self, now: float) -> None:
+        """Zero velocity (mode 4) or a hold of the last target (mode 1) after the watchdog timeout.
+
+        Sent through the SDK when its lock is free; while an exchange holds it, the zero goes
+        straight onto the socket as a stop-transaction frame (its reply is skipped by the SDK).
+        """
+        cfg = self.config
+        self._watchdog_trips += 1
+        LOG.warning("xArm watchdog: no fresh command for %.0f ms; sending zero velocity",
+                    (now - self._last_fresh_at) * 1e3)
+        if self._io.acquire(blocking=False):
+            try:
+                if self._running and self._fault is None:
+                    with contextlib.suppress(Sim2RealError):
+                        self._send(np.zeros(N_JOINTS), math.nan, "watchdog")
+            finally:
+                self._io.release()
+        elif cfg.mode == 4:
+            with contextlib.suppress(Exception):
+                protocol = int(self._arm.arm.arm_cmd.get_protocol_identifier())
+                params = wire.pack_floats([0.0] * 7) + bytes([1]) + struct.pack("<f", cfg.command_duration)
+                sent_at = time.monotonic()
+                self._arm.arm._stream.write(wire.encode_request(_STOP_TRANSACTION, protocol,
+                                                                wire.Register.VC_SET_JOINTV, params))
+                self._history.append(CommandRecord(math.nan, sent_at, sent_at, np.zeros(N_JOINTS), np.zeros(N_JOINTS),
+                                                   None, False, "watchdog", 0))
+        self._zero_sent = True

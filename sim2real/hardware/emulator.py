@@ -23,8 +23,10 @@ Not emulated: joint torques (effort is reported as 0), position mode (mode 0) mo
 Cartesian commands, the real-time report port 30000, feedback frames.
 
 Faults (:class:`FaultConfig`) are timed from the first motion command the emulator
-accepts: added reply latency, a one-off stall of the command channel (~190 ms, as seen
-on real controllers), a dropped connection, and a controller error at a given time.
+accepts: added reply latency (from the start or from a given time), a one-off stall of the
+command channel (~190 ms, as seen on real controllers; optionally only of a given register,
+e.g. a joint-state read), a dropped connection, and a controller error at a given time.
+A request hook (``on_request``) sees every request when it is executed, for fault timing.
 """
 
 from __future__ import annotations
@@ -59,6 +61,10 @@ _VALID_MODES = frozenset({0, 1, 2, 4, 5, 6, 7})
 #: Positions may exceed a limit by this much (rad) before C23 is raised.
 _LIMIT_TOLERANCE = 1e-4
 
+#: Request hook: ``(t, register, params)`` when a command-port request is executed (time s,
+#: ``time.monotonic``; register number; parameter bytes); called from a connection thread.
+RequestHook = Callable[[float, int, bytes], None]
+
 #: Per-tick hook: ``(t, q, v)`` with time (s, ``time.monotonic``), joint positions (rad, (6,))
 #: and velocities (rad/s, (6,)); called from the emulator's tick thread.
 TickHook = Callable[[float, FloatArray, FloatArray], None]
@@ -72,11 +78,16 @@ class FaultConfig:
     ----------
     latency : float
         Added delay of every command-port reply (s).
+    latency_at : float or None
+        When the added latency starts (None: from the first request on).
     stall_at : float or None
         When the command channel stalls once (the request received then is answered
         ``stall_duration`` later and only then executed).
     stall_duration : float
         Length of the stall (s).
+    stall_register : int or None
+        Stall only on a request to this register (e.g. 42, the joint-state read; 81, a
+        velocity command); None: the first request at or after ``stall_at``.
     drop_at : float or None
         When the emulator closes every client connection (it keeps listening).
     error_at : float or None
@@ -86,8 +97,10 @@ class FaultConfig:
     """
 
     latency: float = 0.0
+    latency_at: float | None = None
     stall_at: float | None = None
     stall_duration: float = 0.19
+    stall_register: int | None = None
     drop_at: float | None = None
     error_at: float | None = None
     error_code: int = 31
@@ -97,7 +110,9 @@ class FaultConfig:
             raise Sim2RealError(f"fault latency must be in [0, 10] s, got {self.latency}")
         if not 0.0 <= self.stall_duration <= 10.0:
             raise Sim2RealError(f"stall duration must be in [0, 10] s, got {self.stall_duration}")
-        for name in ("stall_at", "drop_at", "error_at"):
+        if self.stall_register is not None and not 1 <= self.stall_register <= 255:
+            raise Sim2RealError(f"stall register must be in 1..255, got {self.stall_register}")
+        for name in ("latency_at", "stall_at", "drop_at", "error_at"):
             value = getattr(self, name)
             if value is not None and not (math.isfinite(value) and value >= 0.0):
                 raise Sim2RealError(f"fault time {name} must be >= 0 s, got {value}")
@@ -433,6 +448,9 @@ class XArmEmulator:
     on_tick : callable, optional
         ``on_tick(t, q, v)`` called after every internal tick with the true joint state
         (time s, positions rad (6,), velocities rad/s (6,)); exceptions are logged.
+    on_request : callable, optional
+        ``on_request(t, register, params)`` called after every executed command-port request
+        (time s, register number, parameter bytes); exceptions are logged.
 
     Examples
     --------
@@ -440,9 +458,11 @@ class XArmEmulator:
     ...     emu.joint_positions()
     """
 
-    def __init__(self, config: EmulatorConfig, on_tick: TickHook | None = None) -> None:
+    def __init__(self, config: EmulatorConfig, on_tick: TickHook | None = None,
+                 on_request: RequestHook | None = None) -> None:
         self.config = config
         self._on_tick = on_tick
+        self._on_request = on_request
         self._lock = threading.Lock()
         self._core = _ArmCore(config, time.monotonic())
         self._stop = threading.Event()
@@ -453,6 +473,7 @@ class XArmEmulator:
         self._stalled = False
         self._dropped = False
         self._errored = False
+        self._onsets: dict[str, float] = {}
         self._arm_model: object | None = None
         self._model_tried = False
         self.requests_served = 0
@@ -522,6 +543,12 @@ class XArmEmulator:
         """Time (s, ``time.monotonic``) of the first accepted motion command, or None."""
         with self._lock:
             return self._core.first_motion_at
+
+    @property
+    def fault_onsets(self) -> dict[str, float]:
+        """When each injected fault began (s, ``time.monotonic``): keys ``stall``, ``drop``,
+        ``error``, ``latency`` (first delayed reply), for those that happened."""
+        return dict(self._onsets)
 
     # --- internals -----------------------------------------------------------------------
     def _spawn(self, target: Callable[..., None], *args: object, name: str) -> None:
@@ -599,15 +626,25 @@ class XArmEmulator:
             for frame in wire.split_frames(buffer):
                 if frame.protocol == wire.PROTOCOL_HEARTBEAT:
                     continue
-                if not self._stalled and self._fault_due(faults.stall_at, time.monotonic()):
+                if (not self._stalled and self._fault_due(faults.stall_at, time.monotonic())
+                        and faults.stall_register in (None, frame.register)):
                     self._stalled = True
+                    self._onsets["stall"] = time.monotonic()
                     LOG.info("emulator: stalling the command channel for %.3f s", faults.stall_duration)
                     time.sleep(faults.stall_duration)
-                if faults.latency > 0.0:
+                if faults.latency > 0.0 and (faults.latency_at is None
+                                             or self._fault_due(faults.latency_at, time.monotonic())):
+                    self._onsets.setdefault("latency", time.monotonic())
                     time.sleep(faults.latency)
                 with self._lock:
-                    extra, data = self._core.handle(frame, time.monotonic(), self._tcp_pose)
+                    handled_at = time.monotonic()
+                    extra, data = self._core.handle(frame, handled_at, self._tcp_pose)
                     status = self._core.status() | extra
+                if self._on_request is not None:
+                    try:
+                        self._on_request(handled_at, frame.register, frame.params)
+                    except Exception:
+                        LOG.exception("emulator request hook failed")
                 conn.sendall(wire.encode_reply(frame, status, data))
                 self.requests_served += 1
 
@@ -652,9 +689,11 @@ class XArmEmulator:
                     core.track_servo_target(now)
                 if not self._errored and self._fault_due(faults.error_at, now):
                     self._errored = True
+                    self._onsets["error"] = now
                     core.raise_error(faults.error_code, now)
                 if not self._dropped and self._fault_due(faults.drop_at, now):
                     self._dropped = drop = True
+                    self._onsets["drop"] = now
                 q, v = core.q.copy(), core.v.copy()
             if drop:
                 LOG.info("emulator: dropping every client connection")
