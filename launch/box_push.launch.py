@@ -17,6 +17,8 @@ from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
+from sim2real.nodes.runner import STANDIN_LINK
+
 PACKAGE = "sim2real"
 PLATFORMS = {"mirror": ("real", "sim"), "standin": ("real", "sim"), "real": ("real",), "sim": ("sim",)}
 STANDIN_HOST = "127.0.0.2"
@@ -45,7 +47,8 @@ def _nodes(context):
         # connect_wait: the stand-in (or the controller) may still be starting.
         nodes.append(Node(package=PACKAGE, executable="xarm_node", name="xarm_node", output="screen",
                           parameters=[*sim_params, {"robot_ip": robot_ip, "command_port": robot_port,
-                                                    "connect_wait": 60.0}]))
+                                                    "connect_wait": 60.0,
+                                                    **(STANDIN_LINK if mode == "standin" else {})}]))
         if mode != "standin":  # the box pose of the lab's motion capture, in the arm base frame
             nodes.append(Node(package=PACKAGE, executable="mocap_bridge", name="mocap_bridge", output="screen",
                               parameters=[os.path.join(config, "mocap.yaml")]))

@@ -111,7 +111,7 @@ _DRIVER_SCRIPT = """
 import sys, time
 import numpy as np
 from sim2real.hardware import DriverConfig, XArmDriver
-config = DriverConfig(ip=sys.argv[1], command_port=int(sys.argv[2]), max_round_trip=5.0, max_median_round_trip=5.0)
+config = DriverConfig(ip=sys.argv[1], command_port=int(sys.argv[2]), max_round_trip=5.0, latency_budget=5.0)
 with XArmDriver(config) as driver:
     driver.start()
     print("streaming", flush=True)

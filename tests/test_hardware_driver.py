@@ -41,7 +41,7 @@ from sim2real.physics.servo import CommandHistory, ServoParams, advance_servo
 PORT = 5021  # unprivileged command port; report ports stay 30001-30003 on each 127.0.0.N
 TRUE_SERVO = ServoParams(tau=0.04, delay=0.012)
 #: Link limits (s) no scheduling delay reaches; for tests that do not test the stall/latency checks.
-LENIENT_LINK: dict[str, Any] = {"max_round_trip": 5.0, "max_median_round_trip": 5.0}
+LENIENT_LINK: dict[str, Any] = {"max_round_trip": 5.0, "latency_budget": 5.0}
 #: Generous bound (s) on waits for the arm to come to rest; a guard against hanging, not a timing check.
 STILL_WITHIN = 10.0
 
@@ -210,9 +210,9 @@ def test_watchdog_zeroes_velocity_when_commands_stop() -> None:
         driver.stop()
     assert still_at < last.sent_at + duration  # the command alone would still be moving the arm
     watchdog = [r for r in history if r.source == "watchdog"]
-    assert watchdog and watchdog[-1] is history[-1] and watchdog[-1].sent_at >= last.replied_at
-    for record in watchdog:  # never before its timeout, always zero velocity
-        fresh = max(r.replied_at for r in history if r.source == "caller" and r.sent_at < record.sent_at)
+    assert watchdog and watchdog[-1] is history[-1] and watchdog[-1].sent_at >= last.sent_at
+    for record in watchdog:  # never before its timeout after the last fresh command left, always zero
+        fresh = max(r.sent_at for r in history if r.source == "caller" and r.sent_at < record.sent_at)
         assert record.sent_at - fresh >= driver.config.watchdog_timeout
         assert not np.any(record.sent)
     assert status.watchdog_trips == len(watchdog) and status.fault is None
@@ -235,7 +235,7 @@ FAULT_CASES = {
                          frozenset({"latency"})),
     # One 0.5 s stall: above the 0.1 s stall limit, below the (raised) SDK reply timeout.
     "stall": FaultCase(FaultConfig(stall_at=0.3, stall_duration=0.5),
-                       {"max_median_round_trip": 5.0, "command_timeout": 2.0}, frozenset({"stall"})),
+                       {"latency_budget": 5.0, "command_timeout": 2.0}, frozenset({"stall"})),
     "disconnected": FaultCase(FaultConfig(drop_at=0.3), LENIENT_LINK, frozenset({"disconnected", "timeout"})),
     "controller_error": FaultCase(FaultConfig(error_at=0.3, error_code=31), LENIENT_LINK,
                                   frozenset({"controller_error"})),

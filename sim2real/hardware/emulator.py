@@ -77,7 +77,8 @@ class FaultConfig:
     Attributes
     ----------
     latency : float
-        Added delay of every command-port reply (s).
+        Added delay of every command-port request (s): each is executed and answered this long
+        after it arrived (pipelined requests are not delayed one after the other).
     latency_at : float or None
         When the added latency starts (None: from the first request on).
     stall_at : float or None
@@ -622,6 +623,7 @@ class XArmEmulator:
                 continue
             if not chunk:
                 return
+            received_at = time.monotonic()
             buffer.extend(chunk)
             for frame in wire.split_frames(buffer):
                 if frame.protocol == wire.PROTOCOL_HEARTBEAT:
@@ -635,7 +637,9 @@ class XArmEmulator:
                 if faults.latency > 0.0 and (faults.latency_at is None
                                              or self._fault_due(faults.latency_at, time.monotonic())):
                     self._onsets.setdefault("latency", time.monotonic())
-                    time.sleep(faults.latency)
+                    # Latency of the link, not of the controller: frames that arrived together
+                    # (pipelined) are each answered ``latency`` after they arrived.
+                    time.sleep(max(received_at + faults.latency - time.monotonic(), 0.0))
                 with self._lock:
                     handled_at = time.monotonic()
                     extra, data = self._core.handle(frame, handled_at, self._tcp_pose)

@@ -50,6 +50,29 @@ from sim2real.params import ParameterSet
 from sim2real.paths import config_file
 from sim2real.trials.experiment import check_mirror, parse_distances, platforms_of
 
+#: Driver link budgets (s) against the stand-in: its emulated controller shares a process with the
+#: contact engine, whose steps delay replies by tens of ms without any link fault. A real
+#: controller keeps the driver's own tighter defaults (DriverConfig: 35 ms stall, 10 ms latency).
+STANDIN_LINK: dict[str, float] = {"link.max_round_trip": 0.15, "link.latency_budget": 0.05}
+
+
+def check_loopback_ip(host: str, what: str) -> None:
+    """Refuse anything but a literal 127.x.x.x address (never a name that DNS would resolve).
+
+    Raises
+    ------
+    Sim2RealError
+        ``host`` is not a dotted IPv4 loopback address.
+    """
+    import ipaddress
+
+    try:
+        ok = ipaddress.IPv4Address(host).is_loopback
+    except ValueError:
+        ok = False
+    if not ok:
+        raise Sim2RealError(f"{what} must be a loopback IPv4 address (127.x.x.x), got {host!r}")
+
 #: Default loopback address of the stand-in's emulated controller; port 0 = a free port.
 STANDIN_HOST = "127.0.0.2"
 STANDIN_PORT = 0
@@ -128,9 +151,11 @@ def run_experiment(mode: str, distances: Sequence[float] | str | None, params: P
     chosen = parse_distances(distances) if distances else config.distances
     if not chosen:
         raise Sim2RealError("no start distances: give --distances or set them in the experiment file")
-    if mode == "standin" and not str(standin_host).startswith("127."):
-        raise Sim2RealError(f"the stand-in listens on loopback only; --standin-host {standin_host} is not 127.x.x.x")
+    if mode == "standin":
+        check_loopback_ip(str(standin_host), "--standin-host")
     out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise Sim2RealError(f"output directory {out} is a file, not a directory; choose a new directory")
     existing = [p.name for p in out.iterdir()] if out.is_dir() else []
     if existing:
         raise Sim2RealError(f"output directory {out} is not empty; choose a new one")
@@ -147,7 +172,8 @@ def run_experiment(mode: str, distances: Sequence[float] | str | None, params: P
         "sim_node": {"mirror": mirror},
         "sim_pd_controller": {"platform": "sim", "mirror": mirror},
         "real_pd_controller": {"platform": "real", "mirror": mirror},
-        "xarm_node": {"robot_ip": robot_ip, "command_port": int(robot_port)},
+        "xarm_node": {"robot_ip": robot_ip, "command_port": int(robot_port),
+                      **(STANDIN_LINK if mode == "standin" else {})},
         "standin_world": {"host": standin_host, "command_port": int(standin_port),
                           "world_file": str(world_file or ""),
                           "initial_joints": [float(x) for x in _start_joints(params, config.push)]},

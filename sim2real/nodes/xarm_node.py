@@ -58,7 +58,11 @@ class XArmNode(Node):
         self.params = declare_sim_params(self)
         self.arm = load_arm(self.params)
         connect_wait = float(self.declare_parameter("connect_wait", 10.0).value)
-        self.driver = XArmDriver(DriverConfig(ip=ip, command_port=port, mode=mode, report_type=report_type))
+        # Link budgets of the driver (s; see DriverConfig): a slow stand-in process may get wider ones.
+        defaults = DriverConfig(ip="127.0.0.1")
+        link = {name: float(self.declare_parameter(f"link.{name}", getattr(defaults, name)).value)
+                for name in ("max_round_trip", "latency_budget", "command_timeout", "watchdog_timeout")}
+        self.driver = XArmDriver(DriverConfig(ip=ip, command_port=port, mode=mode, report_type=report_type, **link))
         preflight = self._connect(connect_wait)
         self.get_logger().info(preflight.summary())
         self.driver.start()
