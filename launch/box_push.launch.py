@@ -44,7 +44,8 @@ def _nodes(context):
                           parameters=[{"world_file": os.path.join(config, "standin.yaml"),
                                        "host": STANDIN_HOST, "command_port": STANDIN_PORT}]))
     if "real" in platforms:
-        # connect_wait: the stand-in (or the controller) may still be starting.
+        # connect_wait: the stand-in (or the controller) may still be starting. xarm_node runs the
+        # real platform's PD law in its read loop (run_pd), with the gains of params_file.
         nodes.append(Node(package=PACKAGE, executable="xarm_node", name="xarm_node", output="screen",
                           parameters=[*sim_params, {"robot_ip": robot_ip, "command_port": robot_port,
                                                     "connect_wait": 60.0,
@@ -52,8 +53,6 @@ def _nodes(context):
         if mode != "standin":  # the box pose of the lab's motion capture, in the arm base frame
             nodes.append(Node(package=PACKAGE, executable="mocap_bridge", name="mocap_bridge", output="screen",
                               parameters=[os.path.join(config, "mocap.yaml")]))
-        nodes.append(Node(package=PACKAGE, executable="pd_controller", name="real_pd_controller", output="screen",
-                          parameters=[*sim_params, {"platform": "real", "mirror": mirror}]))
     if "sim" in platforms:
         nodes.append(Node(package=PACKAGE, executable="sim_node", name="sim_node", output="screen",
                           parameters=[*sim_params, {"mirror": mirror}]))

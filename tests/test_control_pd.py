@@ -72,3 +72,38 @@ def test_command_leaving_workspace_is_refused(arm):
     assert out.stopped and "workspace" in out.reason
     still = pd_command(Q, np.zeros(6), Q, np.zeros(6), PDGains(10.0, 0.0), limits)
     assert not still.stopped
+
+
+def test_tracker_samples_its_reference_at_the_tick_and_limits_acceleration(limits):
+    from sim2real.control import JointTrajectory, ReferenceTracker
+
+    gains = PDGains(kp=10.0, kd=0.2)
+    tracker = ReferenceTracker(gains, limits, dt=0.01)
+    assert tracker.command(0, Q, np.zeros(6)) is None  # no reference, no command
+    t = np.array([0.0, 1.0])
+    reference = JointTrajectory(t, np.stack([Q, Q + 0.2]), np.tile(np.full(6, 0.2), (2, 1)), np.zeros((2, 3)))
+    start_ns = 5_000_000_000
+    tracker.set_reference(start_ns, reference)
+    q_ref, first = tracker.command(start_ns + 500_000_000, Q, np.zeros(6))  # half way: q_ref = Q + 0.1
+    np.testing.assert_allclose(q_ref, Q + 0.1)
+    expected = pd_command(Q + 0.1, np.full(6, 0.2), Q, np.zeros(6), gains, limits, np.zeros(6), 0.01)
+    np.testing.assert_allclose(first.velocity, expected.velocity)
+    # The next tick's acceleration limit starts from the command just given, not from zero.
+    _, second = tracker.command(start_ns + 510_000_000, Q, np.zeros(6))
+    assert np.all(np.abs(second.velocity - first.velocity) <= limits.max_acceleration * 0.01 + 1e-12)
+    assert np.any(second.velocity > first.velocity)
+
+
+def test_pd_controller_refuses_the_real_platform():
+    import rclpy
+
+    from sim2real.nodes.pd_controller import PDControllerNode
+
+    context = rclpy.Context()
+    rclpy.init(context=context, domain_id=99)
+    try:
+        with pytest.raises(ValueError, match="xarm_node"):
+            PDControllerNode(parameter_overrides=[rclpy.parameter.Parameter("platform", value="real")],
+                             context=context)
+    finally:
+        rclpy.shutdown(context=context)

@@ -52,10 +52,9 @@ def graph(tmp_path_factory):
     commands = {
         "standin_world": ["--params-file", params, "-p", f"host:={host}", "-p", f"command_port:={port}"],
         # connect_wait: the stand-in may need tens of seconds after an engine change (compilation).
+        # xarm_node runs the real platform's PD law in its read loop.
         "xarm_node": ["--params-file", params, "-p", f"robot_ip:={host}", "-p", f"command_port:={port}",
                       "-p", "connect_wait:=120.0"],
-        "real_pd_controller": ["-r", "__node:=real_pd_controller", "--params-file", params,
-                               "-p", "platform:=real", "-p", "mirror:=closed"],
         "sim_node": ["--params-file", params, "-p", "mirror:=closed"],
         "sim_pd_controller": ["-r", "__node:=sim_pd_controller", "--params-file", params,
                               "-p", "platform:=sim", "-p", "mirror:=closed"],

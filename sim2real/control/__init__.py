@@ -10,8 +10,10 @@ from sim2real.control.reference import (
     plan_push,
     push_profile,
 )
+from sim2real.control.tracker import ReferenceTracker
 
 __all__ = [
-    "CommandLimits", "ExperimentConfig", "JointTrajectory", "PDCommand", "PDGains", "PushConfig", "Workspace",
+    "CommandLimits", "ExperimentConfig", "JointTrajectory", "PDCommand", "PDGains", "PushConfig", "ReferenceTracker",
+    "Workspace",
     "load_experiment_config", "pd_command", "pd_law", "plan_push", "push_profile",
 ]

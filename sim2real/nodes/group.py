@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 #: Node names this module can start, with the module and class of each.
-NODE_NAMES = ("sim_node", "sim_pd_controller", "real_pd_controller", "xarm_node", "standin_world", "mocap_bridge")
+NODE_NAMES = ("sim_node", "sim_pd_controller", "xarm_node", "standin_world", "mocap_bridge")
 
 
 def node_factory(name: str) -> Callable[..., Any]:
@@ -29,7 +29,7 @@ def node_factory(name: str) -> Callable[..., Any]:
         from sim2real.nodes.sim_node import SimNode
 
         return SimNode
-    if name in ("sim_pd_controller", "real_pd_controller"):
+    if name == "sim_pd_controller":
         from sim2real.nodes.pd_controller import PDControllerNode
 
         return lambda **kwargs: PDControllerNode(name, **kwargs)
@@ -52,7 +52,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status (0 after SIGINT once the nodes were up, 1 on failure)."""
     import rclpy
 
-    from sim2real.nodes.common import close_nodes, ensure_localhost, spin_until_finished
+    from sim2real.nodes.common import close_nodes, ensure_localhost, freeze_heap, spin_until_finished
 
     argv = list(sys.argv if argv is None else argv)
     own = argv[1:argv.index("--ros-args")] if "--ros-args" in argv else argv[1:]
@@ -70,6 +70,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         for name in args.nodes:
             nodes.append(node_factory(name)())
+        freeze_heap()
         if args.ready_file is not None:
             args.ready_file.touch()
         status = spin_until_finished(nodes, None)

@@ -1,6 +1,10 @@
-"""``pd_controller``: the shared PD law on one platform's topics (one instance per platform).
+"""``pd_controller``: the shared PD law on one platform's topics.
 
-Parameters: ``platform`` (``real`` | ``sim``), ``mirror`` (``closed`` | ``commands``) and the
+It runs for the sim platform. The real platform's PD law (the same
+:class:`sim2real.control.ReferenceTracker`, the same gains) runs inside ``xarm_node``'s read
+loop, so that no ROS 2 hop delays the real arm's feedback; ``platform: real`` is refused.
+
+Parameters: ``platform`` (``sim``), ``mirror`` (``closed`` | ``commands``) and the
 simulator parameters (``pd.kp``, ``pd.kd``, ``arm.max_joint_acc``, ``sim.dt``, …) from the
 same params file for both instances.
 
@@ -10,22 +14,20 @@ same params file for both instances.
 ``<platform>/joint_command`` with the state's stamp (the control tick) and the reference
 position of the tick in ``position``. No reference yet: no command.
 
-``commands`` (sim instance only): ``real/joint_command`` is forwarded verbatim to
+``commands``: ``real/joint_command`` is forwarded verbatim to
 ``sim/joint_command``, so both platforms receive literally the same commands.
 """
 
 from __future__ import annotations
 
-import numpy as np
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory as JointTrajectoryMsg
 
-from sim2real.control import CommandLimits, PDGains, Workspace, pd_command
+from sim2real.control import CommandLimits, PDGains, ReferenceTracker, Workspace
 from sim2real.model import load_arm
 from sim2real.nodes.common import (
     LATCHED_QOS,
-    NS_PER_S,
     REFERENCE_TOPIC,
     STREAM_QOS,
     declare_sim_params,
@@ -46,18 +48,18 @@ class PDControllerNode(Node):
         super().__init__(name, **kwargs)  # type: ignore[arg-type]
         self.platform = str(self.declare_parameter("platform", "sim").value)
         self.mirror = str(self.declare_parameter("mirror", "closed").value)
-        if self.platform not in ("real", "sim"):
-            raise ValueError(f"platform must be real or sim, got {self.platform!r}")
+        if self.platform == "real":
+            raise ValueError("platform real: the real platform's PD law runs inside xarm_node's read loop; "
+                             "start pd_controller for the sim platform only")
+        if self.platform != "sim":
+            raise ValueError(f"platform must be sim, got {self.platform!r}")
         if self.mirror not in ("closed", "commands"):
             raise ValueError(f"mirror must be closed or commands, got {self.mirror!r}")
         self.params: ParameterSet = declare_sim_params(self)
         arm = load_arm(self.params)
         self.gains = PDGains.from_params(self.params)
-        self.limits = CommandLimits.for_arm(arm, self.params, Workspace())
-        self.dt = float(self.params["sim.dt"])
-        self._reference = None
-        self._reference_start_ns = 0
-        self._previous = np.zeros(6)
+        self.tracker = ReferenceTracker(self.gains, CommandLimits.for_arm(arm, self.params, Workspace()),
+                                        float(self.params["sim.dt"]))
         self._last_reason = ""
         self.commands_sent = 0
         self._pub = self.create_publisher(JointState, f"{self.platform}/joint_command", STREAM_QOS)
@@ -71,19 +73,18 @@ class PDControllerNode(Node):
                                f"kp {self.gains.kp} kd {self.gains.kd}")
 
     def _on_reference(self, msg: JointTrajectoryMsg) -> None:
-        self._reference_start_ns, self._reference = trajectory_from_msg(msg)
+        self.tracker.set_reference(*trajectory_from_msg(msg))
 
     def _on_state(self, msg: JointState) -> None:
-        if self._reference is None:
-            return
         stamp = ns_of(msg.header.stamp)
         q, v, _ = joint_arrays(msg)
-        q_ref, v_ref = self._reference.sample((stamp - self._reference_start_ns) / NS_PER_S)
-        out = pd_command(q_ref, v_ref, q, v, self.gains, self.limits, self._previous, self.dt)
+        tick = self.tracker.command(stamp, q, v)
+        if tick is None:
+            return
+        q_ref, out = tick
         if out.stopped and out.reason != self._last_reason:
             self.get_logger().warning(f"{self.platform}: {out.reason}")
         self._last_reason = out.reason
-        self._previous = out.velocity
         self._pub.publish(joint_state_msg(stamp, q_ref, out.velocity))
         self.commands_sent += 1
 

@@ -12,11 +12,11 @@ mode       this process                      child processes
 =========  ================================  ==================================================
 sim        experiment, recorder, sim_node,   none
            sim pd_controller
-real       experiment, recorder              xarm_node + real pd_controller + mocap_bridge
-mirror     experiment, recorder              xarm_node + real pd_controller + mocap_bridge;
+real       experiment, recorder              xarm_node (runs the real PD law) + mocap_bridge
+mirror     experiment, recorder              xarm_node (runs the real PD law) + mocap_bridge;
                                              sim_node + sim pd_controller (niced)
 standin    experiment, recorder              standin_world (emulated xArm on loopback + box
-                                             world + mocap); xarm_node + real pd_controller;
+                                             world + mocap); xarm_node (runs the real PD law);
                                              sim_node + sim pd_controller (niced)
 =========  ================================  ==================================================
 
@@ -28,6 +28,7 @@ process on a MultiThreadedExecutor the process saturated one core and the real l
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import socket
@@ -45,7 +46,13 @@ import yaml
 
 from sim2real.control import PushConfig, load_experiment_config
 from sim2real.errors import Sim2RealError
-from sim2real.nodes.common import close_nodes, ensure_localhost, params_overrides, spin_until_finished
+from sim2real.nodes.common import (
+    close_nodes,
+    ensure_localhost,
+    freeze_heap,
+    params_overrides,
+    spin_until_finished,
+)
 from sim2real.params import ParameterSet
 from sim2real.paths import config_file
 from sim2real.trials.experiment import check_mirror, parse_distances, platforms_of
@@ -171,7 +178,6 @@ def run_experiment(mode: str, distances: Sequence[float] | str | None, params: P
         "/**": sim_values,
         "sim_node": {"mirror": mirror},
         "sim_pd_controller": {"platform": "sim", "mirror": mirror},
-        "real_pd_controller": {"platform": "real", "mirror": mirror},
         "xarm_node": {"robot_ip": robot_ip, "command_port": int(robot_port),
                       **(STANDIN_LINK if mode == "standin" else {})},
         "standin_world": {"host": standin_host, "command_port": int(standin_port),
@@ -221,6 +227,7 @@ def run_experiment(mode: str, distances: Sequence[float] | str | None, params: P
         if node_hook is not None:
             node_hook(nodes)
         watcher = _ChildWatcher(children, experiment)
+        freeze_heap()
         status = spin_until_finished(list(nodes.values()), experiment.finished, timeout=timeout,
                                      context=context)
         watcher.stop()
@@ -236,6 +243,7 @@ def run_experiment(mode: str, distances: Sequence[float] | str | None, params: P
     finally:
         close_nodes(list(nodes.values()))
         rclpy.try_shutdown(context=context)
+        gc.unfreeze()  # the run's nodes may be collected now
         sys.setswitchinterval(switch_interval)
         for child in reversed(children):
             child.stop()
@@ -249,7 +257,7 @@ def _placement(mode: str) -> tuple[list[str], list[list[str]]]:
     the SDK's threads); so does the sim platform when it mirrors one, and the stand-in.
     """
     platforms = platforms_of(mode)
-    real = ["xarm_node", "real_pd_controller"] if "real" in platforms else []
+    real = ["xarm_node"] if "real" in platforms else []  # its read loop runs the real PD law
     if real and mode != "standin":  # the stand-in publishes real/box_pose itself
         real.append("mocap_bridge")
     sim = ["sim_node", "sim_pd_controller"] if "sim" in platforms else []

@@ -2,8 +2,16 @@
 
 Every ``1 / rate_hz`` s the joint states are read from the controller and published on
 ``real/joint_states`` (stamped with the read time, ROS clock) together with the pusher
-position from forward kinematics on ``real/pusher_pose``. Every ``real/joint_command``
-is sent to the arm as a joint-velocity command. The driver's safety behaviour applies
+position from forward kinematics on ``real/pusher_pose``.
+
+The PD law (:class:`sim2real.control.ReferenceTracker`: the same law and gains as the sim
+platform's ``pd_controller``) runs in that same loop on the state just read: read → PD →
+joint-velocity command, in one thread, with no ROS 2 hop inside the arm's feedback loop (as a
+ros2_control controller runs between its hardware interface's read and write). Its reference is
+``reference/joint_trajectory``; no reference, no command. Each command is published on
+``real/joint_command`` with the state's stamp, for the recorder and for ``--mirror commands``.
+(With the PD law in its own node the real loop's latency doubled on a busy 2-core machine and
+the arm overshot by up to 0.5 rad.) The driver's safety behaviour applies
 unchanged: clamping, the 50 ms watchdog (zero velocity without fresh commands), and a
 latched stop after any fault (the node then logs the fault once, publishes its message on
 ``real/fault`` (std_msgs/String, latched) so that the experiment ends the trial as
@@ -11,7 +19,8 @@ incomplete, and stops commanding; it never resumes by itself).
 
 Parameters: ``robot_ip`` (IPv4 of the controller), ``command_port`` (502), ``rate_hz``
 (100.0), ``mode`` (4 = joint velocity), ``report_type`` (``real``), ``connect_wait`` (10.0 s:
-how long to retry connecting when the controller does not answer yet).
+how long to retry connecting when the controller does not answer yet), and the simulator
+parameters (``pd.kp``, ``pd.kd``, ``sim.dt``, limits) shared with ``pd_controller``.
 """
 
 from __future__ import annotations
@@ -19,13 +28,15 @@ from __future__ import annotations
 import threading
 import time
 
+import numpy as np
 from geometry_msgs.msg import PoseStamped
 from rclpy._rclpy_pybind11 import RCLError
-from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
+from trajectory_msgs.msg import JointTrajectory as JointTrajectoryMsg
 
+from sim2real.control import CommandLimits, PDGains, ReferenceTracker, Workspace
 from sim2real.errors import Sim2RealError
 from sim2real.hardware import DriverConfig, Preflight, XArmDriver
 from sim2real.model import load_arm
@@ -33,15 +44,15 @@ from sim2real.nodes.common import (
     LATCHED_QOS,
     NS_PER_S,
     REAL_FAULT_TOPIC,
+    REFERENCE_TOPIC,
     STREAM_QOS,
     declare_sim_params,
-    joint_arrays,
     joint_state_msg,
     now_ns,
-    ns_of,
     pose_msg,
     report_matches,
     run_node,
+    trajectory_from_msg,
 )
 
 
@@ -72,8 +83,13 @@ class XArmNode(Node):
         self._pub_state = self.create_publisher(JointState, "real/joint_states", STREAM_QOS)
         self._pub_pusher = self.create_publisher(PoseStamped, "real/pusher_pose", STREAM_QOS)
         self._pub_fault = self.create_publisher(String, REAL_FAULT_TOPIC, LATCHED_QOS)
-        self.create_subscription(JointState, "real/joint_command", self._on_command, STREAM_QOS,
-                                 callback_group=MutuallyExclusiveCallbackGroup())
+        self.tracker = ReferenceTracker(PDGains.from_params(self.params),
+                                        CommandLimits.for_arm(self.arm, self.params, Workspace()),
+                                        float(self.params["sim.dt"]))
+        self._tracker_lock = threading.Lock()
+        self._last_reason = ""
+        self._pub_command = self.create_publisher(JointState, "real/joint_command", STREAM_QOS)
+        self.create_subscription(JointTrajectoryMsg, REFERENCE_TOPIC, self._on_reference, LATCHED_QOS)
         report_matches(self, "real")
         # The read-and-publish loop runs on its own thread against absolute deadlines: an
         # executor timer wakes late whenever another callback holds the executor.
@@ -123,20 +139,35 @@ class XArmNode(Node):
             self._log_fault(str(err))
             return
         stamp = now_ns(self)
+        command = self._control(stamp, q, v)
         self.tick_times_ns.append(stamp)
         self._pub_state.publish(joint_state_msg(stamp, q, v, effort))
         self._pub_pusher.publish(pose_msg(stamp, self.arm.pusher_position(q), (1.0, 0.0, 0.0, 0.0)))
+        if command is not None:
+            self._pub_command.publish(command)
 
-    def _on_command(self, msg: JointState) -> None:
-        if self.driver.fault is not None:
-            self._log_fault()
-            return
-        _, velocity, _ = joint_arrays(msg)
+    def _on_reference(self, msg: JointTrajectoryMsg) -> None:
+        start_ns, reference = trajectory_from_msg(msg)
+        with self._tracker_lock:
+            self.tracker.set_reference(start_ns, reference)
+
+    def _control(self, stamp: int, q: np.ndarray, v: np.ndarray) -> JointState | None:
+        """The PD tick on the state read at ``stamp`` (ns): send its command, return its message."""
+        with self._tracker_lock:
+            tick = self.tracker.command(stamp, q, v)
+        if tick is None:
+            return None
+        q_ref, out = tick
+        if out.stopped and out.reason != self._last_reason:
+            self.get_logger().warning(f"real: {out.reason}")
+        self._last_reason = out.reason
         try:
-            self.driver.send_velocity(velocity, stamp=ns_of(msg.header.stamp) / NS_PER_S)
-            self.commands_sent += 1
+            self.driver.send_velocity(out.velocity, stamp=stamp / NS_PER_S)
         except Sim2RealError as err:
             self._log_fault(str(err))
+            return None
+        self.commands_sent += 1
+        return joint_state_msg(stamp, q_ref, out.velocity)
 
     def _log_fault(self, message: str | None = None) -> None:
         if self._fault_logged:

@@ -74,16 +74,15 @@ PLATFORM_SERIES = ("joint_states", "joint_command", "box_pose", "pusher_pose")
 def required_matches(platforms: Sequence[str], mirror: str) -> dict[str, tuple[str, ...]]:
     """Which node (by role) must have a matched publisher on which topic before a trial starts.
 
-    Roles: ``recorder``, ``real`` (xarm_node), ``sim`` (sim_node), ``real_pd_controller``,
-    ``sim_pd_controller``. Topics are absolute names. Every topic listed has exactly one
+    Roles: ``recorder``, ``real`` (xarm_node, which runs the real platform's PD law in its read
+    loop), ``sim`` (sim_node), ``sim_pd_controller``. Topics are absolute names. Every topic listed has exactly one
     publisher in the graph, so one match means the data path is connected.
     """
     reference = "/reference/joint_trajectory"
     required: dict[str, tuple[str, ...]] = {
         "recorder": (*(f"/{ns}/{series}" for ns in platforms for series in PLATFORM_SERIES), reference)}
     if "real" in platforms:
-        required["real"] = ("/real/joint_command",)
-        required["real_pd_controller"] = ("/real/joint_states", reference)
+        required["real"] = (reference,)
     if "sim" in platforms:
         required["sim"] = ("/sim/joint_command", "/sim/reset")
         required["sim_pd_controller"] = (("/real/joint_command",) if mirror == "commands"
