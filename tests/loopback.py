@@ -60,15 +60,17 @@ def free_host(ports: Iterable[int] = REPORT_PORTS, numbers: Iterable[int] = HOST
 def start_emulator(**config: Any) -> Iterator[XArmEmulator]:
     """A started :class:`XArmEmulator` (``EmulatorConfig(**config)`` on a free host), stopped on exit.
 
-    ``config`` must not name ``host``. Another process may bind the chosen address between the
-    check and the emulator's own bind; the next free address is tried then.
+    ``config`` must not name ``host``; ``on_tick`` and ``on_request`` are the emulator's hooks.
+    Another process may bind the chosen address between the check and the emulator's own bind;
+    the next free address is tried then.
     """
+    hooks = {name: config.pop(name) for name in ("on_tick", "on_request") if name in config}
     port = int(config.get("command_port", EmulatorConfig.command_port))
     numbers = list(HOST_NUMBERS)
     while numbers:
         host = free_host((port, *REPORT_PORTS), numbers)
         numbers = numbers[numbers.index(int(host.rsplit(".", 1)[1])) + 1:]
-        emulator = XArmEmulator(EmulatorConfig(host=host, **config))
+        emulator = XArmEmulator(EmulatorConfig(host=host, **config), **hooks)
         try:
             emulator.start()
         except Sim2RealError as err:

@@ -222,6 +222,17 @@ class Fault:
     at: float = field(default_factory=time.monotonic)
 
 
+@dataclass
+class _Exchange:
+    """One SDK exchange in flight: what, sent at (monotonic s), starvation total then (s), and
+    when the supervisor first saw its reply on this host (s), if it did."""
+
+    what: str
+    since: float
+    starved_before: float
+    reply_seen_at: float | None = None
+
+
 class HardwareError(Sim2RealError):
     """The arm was stopped because of :attr:`fault`; the driver will not resume by itself."""
 
@@ -394,7 +405,7 @@ class XArmDriver:
         self._last_send_at = -math.inf
         self._last_fresh_at = -math.inf
         self._zero_sent = True
-        self._inflight: tuple[str, float, float] | None = None
+        self._inflight: _Exchange | None = None
         self._starved = 0.0
         self._next_wake = math.inf
         self._round_trips: collections.deque[float] = collections.deque(maxlen=config.latency_window)
@@ -718,14 +729,17 @@ class XArmDriver:
         supervisor while the exchange is in flight.
         """
         sent_at = time.monotonic() if started is None else started
-        starved_before = self._starvation(sent_at)
-        self._inflight = (what, sent_at, starved_before)
+        exchange = _Exchange(what, sent_at, self._starvation(sent_at))
+        self._inflight = exchange
         try:
             result = call(*args, **kwargs)
         finally:
             self._inflight = None
         replied_at = time.monotonic()
-        self._note_round_trip(what, replied_at - sent_at - (self._starvation(replied_at) - starved_before))
+        # The controller's part: until the reply reached this host (as the supervisor saw it, if
+        # it did before this thread got it), minus the time this process was starved meanwhile.
+        arrived = min(replied_at, exchange.reply_seen_at or math.inf)
+        self._note_round_trip(what, arrived - sent_at - (self._starvation(arrived) - exchange.starved_before))
         return result, sent_at, replied_at
 
     def _starvation(self, now: float) -> float:
@@ -960,16 +974,16 @@ class XArmDriver:
                 return
             inflight = self._inflight
             if self._link_closed():
-                what = inflight[0] if inflight is not None else "streaming"
+                what = inflight.what if inflight is not None else "streaming"
                 self._latch(Fault("disconnected", f"lost the connection to the xArm controller at {self.where} "
                                                   f"during {what}"))
                 return
-            if inflight is not None:
-                what, since, starved_before = inflight
-                age = now - since - (self._starved - starved_before)
-                if age > cfg.max_round_trip and not self._reply_arrived(since):
+            if inflight is not None and inflight.reply_seen_at is None:
+                if self._reply_arrived(inflight.since):
+                    inflight.reply_seen_at = now
+                elif (age := now - inflight.since - (self._starved - inflight.starved_before)) > cfg.max_round_trip:
                     waited, limit = age * 1e3, cfg.max_round_trip * 1e3
-                    self._latch(Fault("stall", f"the xArm link stalled: no reply to {what} within "
+                    self._latch(Fault("stall", f"the xArm link stalled: no reply to {inflight.what} within "
                                                f"{waited:.0f} ms (limit {limit:.0f} ms)"))
                     return
             if self._running and not self._zero_sent and now - self._last_fresh_at >= cfg.watchdog_timeout:
