@@ -150,11 +150,11 @@ CHILD = textwrap.dedent("""
 """)
 
 
-def _next_line(stream: Any) -> list[str]:
-    """The child's next own line (``ready``, ``stopped`` or ``error``), skipping the SDK's prints."""
+def _next_line(stream: Any, marks: tuple[str, ...] = ("ready", "stopped", "error")) -> list[str]:
+    """The child's next own line (starting with one of ``marks``), skipping the SDK's prints."""
     while line := stream.readline():
         words = line.split()
-        if words and words[0] in ("ready", "stopped", "error"):
+        if words and words[0] in marks:
             return words
     return []
 
@@ -190,5 +190,57 @@ def test_every_signal_stops_the_arm(tmp_path: Path) -> None:
             assert child.wait(timeout=WITHIN) == 0
         finally:
             if child.poll() is None:
+                child.kill()
+                child.wait()
+
+
+STARVED_CHILD = textwrap.dedent("""
+    import sys, time
+    import numpy as np
+    from sim2real.hardware import DriverConfig, HardwareError, XArmDriver
+    host, port, cycles = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    with XArmDriver(DriverConfig(ip=host, command_port=port)) as driver:
+        driver.start()
+        print("ready", flush=True)
+        try:
+            for k in range(cycles):
+                driver.read_joint_states()
+                driver.send_velocity(0.2 * np.sin(0.05 * k) * np.ones(6), stamp=time.monotonic())
+                time.sleep(0.01)
+            print("ok", driver.status().watchdog_trips, flush=True)
+        except HardwareError as err:
+            print("fault", err.fault.kind, str(err).replace(chr(10), " "), flush=True)
+""")
+
+
+def test_no_fault_when_the_driver_process_is_starved(tmp_path: Path) -> None:
+    """A healthy link while the driver's own process gets no CPU for 30-200 ms at random moments
+    (SIGSTOP/SIGCONT: what an overloaded machine does to it, without burning a shared machine's
+    CPUs): no stall, latency or timeout fault in 400 cycles of a read and a command. Starvation of
+    this process is not a link fault; the controller (here the emulator in the test process) did
+    answer in time."""
+    rng = random.Random(7)
+    script = tmp_path / "starved.py"
+    script.write_text(STARVED_CHILD)
+    with start_emulator(command_port=PORT + 2, servo=SERVO) as emu:
+        child = subprocess.Popen([sys.executable, str(script), emu.config.host, str(PORT + 2), "400"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        assert child.stdout is not None
+        try:
+            assert _next_line(child.stdout, ("ready",)) == ["ready"]
+            pauses = 0
+            while child.poll() is None and pauses < 40:
+                time.sleep(rng.uniform(0.05, 0.2))
+                child.send_signal(signal.SIGSTOP)
+                time.sleep(rng.uniform(0.03, 0.2))
+                child.send_signal(signal.SIGCONT)
+                pauses += 1
+            line = _next_line(child.stdout, ("ok", "fault"))
+            assert line[:1] == ["ok"], line
+            assert pauses >= 5
+            assert child.wait(timeout=WITHIN) == 0
+        finally:
+            if child.poll() is None:
+                child.send_signal(signal.SIGCONT)
                 child.kill()
                 child.wait()
