@@ -38,3 +38,52 @@ def config_file(name: str) -> Path:
 def urdf_file(name: str = "xarm6.urdf") -> Path:
     """Path of ``urdf/<name>`` in the package share directory."""
     return share_dir() / "urdf" / name
+
+
+#: Largest text input (params, world, experiment YAML; JSON sidecars) read, in bytes.
+MAX_TEXT_BYTES = 16 * 1024 * 1024
+
+
+def read_text_file(path: str | os.PathLike[str], what: str, max_bytes: int = MAX_TEXT_BYTES) -> str:
+    """The UTF-8 text of a regular file, or a one-line :class:`~sim2real.errors.Sim2RealError`.
+
+    A FIFO, device or directory is refused before it is opened (opening a FIFO would block
+    until a writer appears), so are files larger than ``max_bytes`` and bytes that are not UTF-8.
+
+    Parameters
+    ----------
+    path : path-like
+        The file.
+    what : str
+        What it is, for messages (``"params file"``, ``"trial.json"``, ...).
+    max_bytes : int
+        Size limit (bytes).
+    """
+    import stat
+
+    from sim2real.errors import Sim2RealError
+
+    path = Path(path)
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        raise Sim2RealError(f"{what} not found: {path}") from None
+    except OSError as err:
+        raise Sim2RealError(f"cannot read {what} {path}: {err.strerror}") from None
+    if not stat.S_ISREG(info.st_mode):
+        kind = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file (FIFO, device or socket)"
+        raise Sim2RealError(f"{what} {path} is {kind}")
+    if info.st_size > max_bytes:
+        raise Sim2RealError(f"{what} {path} is {info.st_size} bytes, more than the {max_bytes} a {what} may have")
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(max_bytes + 1)
+    except OSError as err:
+        raise Sim2RealError(f"cannot read {what} {path}: {err.strerror}") from None
+    if len(data) > max_bytes:
+        raise Sim2RealError(f"{what} {path} is larger than the {max_bytes} bytes a {what} may have")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise Sim2RealError(f"{what} {path} is not UTF-8 text (byte {err.start}: {data[err.start]:#04x}); "
+                            f"is it a binary file?") from None

@@ -35,14 +35,15 @@ def test_report_command_end_to_end(tmp_path: Path, run_dir: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert f"wrote {out / 'report.html'}" in proc.stdout
     assert "trial_00_d0.300" in proc.stdout and "flip agreement 100 % (2/2)" in proc.stdout
-    names = sorted(p.name for p in out.iterdir())
+    names = sorted(p.name for p in out.iterdir() if p.name != ".sim2real-report.json")  # the report's manifest
     assert names[-2:] == ["report.html", "report.md"] and all(n.endswith(".png") for n in names[:-2])
     md = (out / "report.md").read_text()
     assert "The fit file lacks: std, ci95, correlation, trace" in md
     assert "Figures are shown for the first 1 of 2 trials" in md
-    # running again replaces the report (fewer figures now) without stale files
-    assert main(["report", str(run_dir), "--out", str(out), "--max-trial-figures", "0"]) == 0
-    assert sorted(p.name for p in out.iterdir()) == ["fig_final_distance.png", "report.html", "report.md"]
+    # running again (--force) replaces the report (fewer figures now) without stale files
+    assert main(["report", str(run_dir), "--out", str(out), "--max-trial-figures", "0", "--force"]) == 0
+    assert sorted(p.name for p in out.iterdir()) == [".sim2real-report.json", "fig_final_distance.png",
+                                                     "report.html", "report.md"]
 
 
 @pytest.mark.parametrize("extra, message", [

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import os
+from collections.abc import Callable
+from pathlib import Path
 from typing import TextIO
 
 from sim2real.params import ParameterSet
@@ -52,3 +55,128 @@ def use_color(stream: TextIO) -> bool:
 def red(text: str, stream: TextIO) -> str:
     """``text`` in bold red (ANSI) when ``stream`` is a colour terminal, else unchanged."""
     return f"\033[1;31m{text}\033[0m" if use_color(stream) else text
+
+
+def _first_existing_ancestor(path: Path) -> Path:
+    for candidate in (path, *path.parents):
+        if candidate.exists() or candidate.is_symlink():
+            return candidate
+    return Path(".")
+
+
+def check_output_location(path: str | os.PathLike[str], option: str = "--out") -> Path:
+    """Check, before any work, that ``path`` can be created: its nearest existing ancestor is a
+    writable directory (not a file: ``--out afile.txt/x`` is refused).
+
+    Raises
+    ------
+    Sim2RealError
+        One line naming ``option`` and the reason.
+    """
+    from sim2real.errors import Sim2RealError
+
+    path = Path(path)
+    if not str(path).strip():
+        raise Sim2RealError(f"{option} must not be empty")
+    ancestor = _first_existing_ancestor(path.parent if path.name else path)
+    if not ancestor.is_dir():
+        raise Sim2RealError(f"{option} {path}: {ancestor} is a file, not a directory")
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        raise Sim2RealError(f"{option} {path}: cannot write in {ancestor} (permission denied)")
+    return path
+
+
+def check_output_file(path: str | os.PathLike[str], force: bool, ours: Callable[[Path], bool],
+                      option: str = "--out") -> Path:
+    """Check an output file before any work; never replace a file this tool did not write.
+
+    An existing ``path`` is refused unless ``force`` is set, and even then unless ``ours(path)``
+    recognises it as this tool's own output (e.g. a params YAML with the sim2real header); a
+    directory, FIFO or other non-regular file is always refused.
+
+    Raises
+    ------
+    Sim2RealError
+        One line naming ``option``, the path and the reason.
+    """
+    from sim2real.errors import Sim2RealError
+
+    path = check_output_location(path, option)
+    if not path.exists() and not path.is_symlink():
+        return path
+    if path.is_dir():
+        raise Sim2RealError(f"{option} {path} is a directory; give a file name")
+    if not path.is_file():
+        raise Sim2RealError(f"{option} {path} exists and is not a regular file")
+    if not force:
+        raise Sim2RealError(f"{option} {path} exists; pass --force to replace it")
+    if not ours(path):
+        raise Sim2RealError(f"{option} {path} exists and was not written by sim2real; not replacing it "
+                            f"(even with --force)")
+    if not os.access(path, os.W_OK):
+        raise Sim2RealError(f"{option} {path}: cannot replace it (permission denied)")
+    return path
+
+
+def is_sim2real_params_file(path: Path) -> bool:
+    """Whether ``path`` opens with the comment header sim2real writes on params YAML files
+    (``# sim2real simulator parameters ...`` from ``params``, ``# Fitted by sim2real fit ...``)."""
+    try:
+        with path.open("rb") as handle:
+            first = handle.readline(4096).decode("utf-8", "replace")
+    except OSError:
+        return False
+    return first.startswith("#") and "sim2real" in first
+
+
+def is_fit_report(path: Path) -> bool:
+    """Whether ``path`` is a fit report (fit.json) that ``sim2real fit`` wrote."""
+    import json
+
+    try:
+        with path.open("rb") as handle:
+            document = json.loads(handle.read(64 * 1024 * 1024))
+    except (OSError, ValueError):
+        return False
+    return isinstance(document, dict) and {"status", "values", "start_values", "trace"} <= set(document)
+
+
+def finite_float(text: str) -> float:
+    """argparse type: a finite float (NaN and inf are refused)."""
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+    return value
+
+
+def bounded_float(low: float, high: float, *, low_open: bool = False) -> Callable[[str], float]:
+    """argparse type: a finite float in [low, high] (or (low, high] with ``low_open``)."""
+
+    def parse(text: str) -> float:
+        value = finite_float(text)
+        if value < low or value > high or (low_open and value == low):
+            left = "(" if low_open else "["
+            raise argparse.ArgumentTypeError(f"must be in {left}{low:g}, {high:g}], got {text}")
+        return value
+
+    return parse
+
+
+def bounded_int(low: int, high: int) -> Callable[[str], int]:
+    """argparse type: an integer in [low, high]."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be in [{low}, {high}], got {value}")
+        return value
+
+    return parse

@@ -6,7 +6,15 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from sim2real.cli.common import EXIT_FIT_PROBLEMS, EXIT_TRIALS_FAILED, add_param_arguments, params_from_args, red
+from sim2real.cli.common import (
+    EXIT_FIT_PROBLEMS,
+    EXIT_TRIALS_FAILED,
+    add_param_arguments,
+    bounded_float,
+    bounded_int,
+    params_from_args,
+    red,
+)
 
 if TYPE_CHECKING:
     from sim2real.sysid import FitResult
@@ -79,7 +87,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("bags", nargs="+", metavar="BAG", help="trial or run directory")
     add_param_arguments(parser)
     parser.add_argument("--free", required=True, metavar="NAMES", help="parameters to fit (comma-separated)")
-    parser.add_argument("--out", required=True, metavar="F", help="fitted params YAML to write (.yaml)")
+    parser.add_argument("--out", required=True, metavar="F",
+                        help="fitted params YAML to write (.yaml); it and its .json report must not exist "
+                             "unless --force")
+    parser.add_argument("--force", action="store_true",
+                        help="replace an existing --out and its .json, but only files an earlier fit wrote "
+                             "(never a recorded trial.json or any other file)")
     parser.add_argument("--horizon", default="1", metavar="1|N|trial",
                         help="residual horizon: 1 (default), N steps, or trial")
     parser.add_argument("--weights", metavar="GROUP=W,...", help="residual group weights")
@@ -91,16 +104,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--bounds", metavar="NAME=LO:HI,...", help="narrow the bounds of free parameters")
     parser.add_argument("--loss", choices=("linear", "huber", "soft_l1"), default="linear",
                         help="robust loss (default linear least squares)")
-    parser.add_argument("--loss-scale", type=float, default=1.0, metavar="S",
+    parser.add_argument("--loss-scale", type=bounded_float(0.0, 1e12, low_open=True), default=1.0, metavar="S",
                         help="weighted residual size where the robust loss starts (default 1)")
-    parser.add_argument("--max-iterations", type=int, default=20, metavar="N", help="default 20")
+    parser.add_argument("--max-iterations", type=bounded_int(0, 100_000), default=20, metavar="N", help="default 20")
     parser.add_argument("--platform", choices=("auto", "real", "sim"), default="auto",
                         help="recording to fit against (default: real if present, else sim)")
     parser.add_argument("--validate", action="append", default=[], metavar="BAG",
                         help="held-out trial or run directory (repeatable): its cost is tracked along the fit")
     parser.add_argument("--strict", action="store_true",
                         help="raise at the first solver step that does not converge (no degraded steps)")
-    parser.add_argument("--workers", type=int, default=1, metavar="N", help="processes evaluating trials")
+    parser.add_argument("--workers", type=bounded_int(1, 256), default=1, metavar="N",
+                        help="processes evaluating trials")
     parser.add_argument("--json", action="store_true", help="print the fit.json object on stdout")
     parser.set_defaults(handler=run)
 
@@ -167,11 +181,14 @@ def run(args: argparse.Namespace) -> int:
     import json
     from dataclasses import replace
 
+    from sim2real.cli.common import check_output_file, is_fit_report, is_sim2real_params_file
     from sim2real.sysid import FreeParameters, LMSettings, Weights, fit_trials, parse_bounds
     from sim2real.sysid.runs import read_trials
-    from sim2real.sysid.writeback import check_out_path, fit_document, write_fit
+    from sim2real.sysid.writeback import check_out_path, fit_document, fit_json_path, write_fit
 
     out = check_out_path(args.out)
+    check_output_file(out, args.force, is_sim2real_params_file)
+    check_output_file(fit_json_path(out), args.force, is_fit_report, option="--out (its .json report)")
     free = FreeParameters.parse(args.free)
     horizon = parse_horizon(args.horizon)
     weights = Weights.parse(args.weights)

@@ -19,15 +19,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "params YAML that sim_node and 'sim2real simulate --params' read.",
     )
     add_param_arguments(parser)
-    parser.add_argument("--out", metavar="FILE", help="write the resolved parameters to this params YAML")
+    parser.add_argument("--out", metavar="FILE", help="write the resolved parameters to this params YAML "
+                        "(an existing file is refused unless --force)")
+    parser.add_argument("--force", action="store_true",
+                        help="replace an existing --out, but only a params file sim2real wrote (its '# ...sim2real' "
+                             "header line); any other file is never overwritten")
     parser.add_argument("--json", action="store_true", help="print {name: value} as JSON on stdout")
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Print (and optionally save) the resolved parameter set."""
+    from sim2real.cli.common import check_output_file, is_sim2real_params_file
     from sim2real.params import PARAMETERS, save_params
 
+    if args.out is not None:
+        check_output_file(args.out, args.force, is_sim2real_params_file)
     params = params_from_args(args)
     if args.out:
         save_params(args.out, params, header="sim2real simulator parameters (SI units)")

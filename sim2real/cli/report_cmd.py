@@ -19,7 +19,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "agreement; trials with degraded solver steps are named.",
     )
     parser.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run directory (repeatable)")
-    parser.add_argument("--out", required=True, metavar="DIR", help="output directory (created; report replaced)")
+    parser.add_argument("--out", required=True, metavar="DIR",
+                        help="output directory: created; an existing non-empty one only with --force")
+    parser.add_argument("--force", action="store_true",
+                        help="write into an existing --out: replaces the files an earlier report wrote there "
+                             "(listed in its .sim2real-report.json) and nothing else; other files are kept, and "
+                             "a file of another origin with a name the report needs is an error")
     parser.add_argument("--fit", metavar="FIT_JSON", help="fit.json written by 'sim2real fit'")
     parser.add_argument("--labels", metavar="A,B", help="comma-separated label per run directory")
     parser.add_argument("--max-trial-figures", type=int, default=10, metavar="N",
@@ -32,8 +37,15 @@ def run(args: argparse.Namespace) -> int:
     table and the report paths."""
     import sys
 
-    from sim2real.cli.common import red
+    from sim2real.cli.common import check_output_location, red
+    from sim2real.errors import Sim2RealError
     from sim2real.report import build_report
+
+    out = check_output_location(args.out)
+    if out.exists() and not out.is_dir():
+        raise Sim2RealError(f"--out {out} is a file, not a directory")
+    if out.is_dir() and any(out.iterdir()) and not args.force:
+        raise Sim2RealError(f"--out {out} exists and is not empty; pass --force to replace the report in it")
 
     labels = [part.strip() for part in args.labels.split(",")] if args.labels is not None else None
     paths = build_report(args.run_dirs, args.out, fit=args.fit, labels=labels,

@@ -111,13 +111,10 @@ def read_yaml(path: str | os.PathLike[str], what: str) -> object:
     what : str
         What the file is, for messages (``"params file"``, ``"experiment file"``, ...).
     """
+    from sim2real.paths import read_text_file
+
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise Sim2RealError(f"{what} not found: {path}") from None
-    except OSError as err:
-        raise Sim2RealError(f"cannot read {what} {path}: {err.strerror}") from None
+    text = read_text_file(path, what)
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as err:

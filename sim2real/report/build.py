@@ -49,6 +49,8 @@ from sim2real.trials import TrialRecord, read_run, read_run_meta
 
 REPORT_HTML = "report.html"
 REPORT_MD = "report.md"
+#: Manifest of the files a report wrote (JSON ``{"files": [...]}``): what a later report may replace.
+REPORT_MANIFEST = ".sim2real-report.json"
 FIGURE_PREFIX = "fig_"
 
 
@@ -347,10 +349,35 @@ def _trial_blocks(runs: Sequence[_Run], max_trial_figures: int) -> list[Block]:
     return blocks
 
 
+def _previous_outputs(out_dir: Path) -> set[str]:
+    """Names of the files the previous report in ``out_dir`` wrote (its manifest), if any."""
+    import json
+
+    try:
+        names = json.loads((out_dir / REPORT_MANIFEST).read_text(encoding="utf-8")).get("files", [])
+    except (OSError, ValueError, AttributeError):
+        return set()
+    return {str(name) for name in names if isinstance(name, str) and "/" not in name and name not in ("", ".", "..")}
+
+
 def _write_outputs(out_dir: Path, html_text: str, md_text: str, figures: Sequence[Figure]) -> list[Path]:
+    """Write the report into ``out_dir`` through a temporary directory.
+
+    Only files this tool wrote are ever replaced or removed: the previous report's files (listed
+    in its manifest, ``.sim2real-report.json``) that this report does not write again are removed;
+    any other existing file with a name this report needs is an error, before anything is written.
+    """
+    import json
+
     out_dir = Path(out_dir)
     if out_dir.exists() and not out_dir.is_dir():
         raise Sim2RealError(f"output {out_dir} exists and is not a directory")
+    names = [REPORT_HTML, REPORT_MD, *(f.file_name for f in figures)]
+    previous = _previous_outputs(out_dir) if out_dir.is_dir() else set()
+    foreign = [n for n in names if (out_dir / n).exists() and n not in previous]
+    if foreign:
+        raise Sim2RealError(f"output {out_dir} already has {foreign[0]}, which no sim2real report wrote; "
+                            f"not replacing it (choose another --out)")
     parent = out_dir.resolve().parent
     parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", suffix=".partial", dir=parent))
@@ -359,11 +386,12 @@ def _write_outputs(out_dir: Path, html_text: str, md_text: str, figures: Sequenc
         (tmp / REPORT_MD).write_text(md_text, encoding="utf-8")
         for figure in figures:
             (tmp / figure.file_name).write_bytes(figure.png)
+        (tmp / REPORT_MANIFEST).write_text(json.dumps({"files": names}) + "\n", encoding="utf-8")
         if not out_dir.exists():
             os.rename(tmp, out_dir)
         else:
-            for stale in out_dir.glob(f"{FIGURE_PREFIX}*.png"):
-                stale.unlink()
+            for stale in sorted(previous - set(names)):  # the previous report's own files only
+                (out_dir / stale).unlink(missing_ok=True)
             for item in tmp.iterdir():
                 os.replace(item, out_dir / item.name)
             tmp.rmdir()

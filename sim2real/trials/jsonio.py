@@ -52,11 +52,14 @@ def write_json_atomic(path: Path, content: Mapping[str, Any]) -> Path:
 
 def read_json(path: Path, what: str) -> dict[str, Any]:
     """Read a JSON object from ``path``; one-line Sim2RealError if unreadable or not an object."""
+    from sim2real.paths import read_text_file
+
+    if not Path(path).exists():
+        raise Sim2RealError(f"{what} {path} does not exist")
+    text = read_text_file(path, what)
     try:
-        content = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise Sim2RealError(f"{what} {path} does not exist") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        content = json.loads(text)
+    except json.JSONDecodeError as err:
         reason = str(err).splitlines()[0] if str(err) else type(err).__name__
         raise Sim2RealError(f"cannot read {what} {path}: {reason}") from None
     if not isinstance(content, dict):
