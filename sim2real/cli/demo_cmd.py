@@ -322,13 +322,19 @@ def run(args: argparse.Namespace) -> int:
         Bad input, or a step that could not finish (the experiment, a fit with no usable
         trial); ``demo_check.json`` then records the failure as a miss.
     """
+    from sim2real.cli.common import check_output_location
     from sim2real.errors import Sim2RealError
     from sim2real.hardware.standin import load_standin
+    from sim2real.nodes.runner import check_loopback_ip
     from sim2real.trials.experiment import parse_distances
 
-    out = Path(args.out)
+    out = check_output_location(args.out)
+    if out.exists() and not out.is_dir():
+        raise Sim2RealError(f"--out {out} is a file, not a directory")
     if out.exists() and any(out.iterdir()):
         raise Sim2RealError(f"output directory {out} is not empty; choose a new one")
+    if args.max_iterations < 0:  # before the experiment, not after it
+        raise Sim2RealError(f"--max-iterations must be >= 0, got {args.max_iterations}")
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     if os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] != "LOCALHOST":
         raise Sim2RealError("the demo keeps ROS 2 on loopback: set ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST")
@@ -336,9 +342,7 @@ def run(args: argparse.Namespace) -> int:
     grid = _parse_grid(args.box_grid)
     if args.distances:
         parse_distances(args.distances)
-    if not str(args.standin_host).startswith("127."):
-        raise Sim2RealError(f"the stand-in listens on loopback only; --standin-host {args.standin_host} is not "
-                            f"127.x.x.x")
+    check_loopback_ip(str(args.standin_host), "--standin-host")
     hidden = load_standin().params
     try:
         return _run_steps(args, out, grid, {name: float(hidden[name]) for name in TOLERANCES})

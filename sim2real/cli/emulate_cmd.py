@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from sim2real.cli.common import bounded_float, bounded_int
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``emulate-xarm`` subcommand."""
@@ -16,18 +18,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "motion command.",
     )
     parser.add_argument("--host", default="127.0.0.1", help="loopback address to bind (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=502,
+    parser.add_argument("--port", type=bounded_int(1, 65535), default=502,
                         help="command port (default 502, which needs root; the SDK can be pointed at another one)")
     parser.add_argument("--world", metavar="F", help="YAML with arm.servo_tau, arm.command_delay, "
                         "arm.max_joint_acc, arm.initial_joints (default: nominal parameters, zero joints)")
     parser.add_argument("--version-string", default=None, help="answer to the firmware-version query")
-    parser.add_argument("--latency", type=float, default=0.0, metavar="S", help="added reply latency (s)")
-    parser.add_argument("--stall-at", type=float, metavar="T", help="stall the command channel once at T s")
-    parser.add_argument("--stall-duration", type=float, default=0.19, metavar="S", help="stall length (s)")
-    parser.add_argument("--drop-at", type=float, metavar="T", help="drop every connection at T s")
-    parser.add_argument("--error-at", type=float, metavar="T", help="raise a controller error at T s")
-    parser.add_argument("--error-code", type=int, default=31, metavar="C", help="error code for --error-at (C31)")
-    parser.add_argument("--duration", type=float, metavar="S", help="exit after S seconds instead of at Ctrl-C")
+    parser.add_argument("--latency", type=bounded_float(0.0, 10.0), default=0.0, metavar="S",
+                        help="added reply latency (s)")
+    parser.add_argument("--stall-at", type=bounded_float(0.0, 1e6), metavar="T",
+                        help="stall the command channel once at T s")
+    parser.add_argument("--stall-duration", type=bounded_float(0.0, 10.0), default=0.19, metavar="S",
+                        help="stall length (s)")
+    parser.add_argument("--drop-at", type=bounded_float(0.0, 1e6), metavar="T", help="drop every connection at T s")
+    parser.add_argument("--error-at", type=bounded_float(0.0, 1e6), metavar="T", help="raise a controller error at T s")
+    parser.add_argument("--error-code", type=bounded_int(1, 255), default=31, metavar="C",
+                        help="error code for --error-at (C31)")
+    parser.add_argument("--duration", type=bounded_float(0.0, 1e7, low_open=True), metavar="S",
+                        help="exit after S seconds instead of at Ctrl-C")
     parser.set_defaults(handler=run)
 
 

@@ -7,7 +7,7 @@ import os
 import sys
 from typing import Any
 
-from sim2real.cli.common import add_param_arguments, params_from_args
+from sim2real.cli.common import add_param_arguments, bounded_float, params_from_args
 
 MODES = ("mirror", "sim", "real", "standin")
 
@@ -40,7 +40,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--mocap", metavar="FILE",
                         help="mocap_bridge params file: mocap topic and base-from-mocap transform (real, mirror; "
                         "default config/mocap.yaml)")
-    parser.add_argument("--timeout", type=float, default=None, metavar="S", help="give up after S seconds")
+    parser.add_argument("--timeout", type=bounded_float(0.0, 1e6, low_open=True), default=None, metavar="S",
+                        help="give up after S seconds (0 < S <= 1e6)")
     parser.add_argument("--out", required=True, metavar="DIR", help="run directory to create (must be new or empty)")
     add_param_arguments(parser)
     parser.set_defaults(handler=run)
@@ -48,8 +49,29 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Handler of ``sim2real run``."""
+    from pathlib import Path
+
+    from sim2real.cli.common import check_output_location
     from sim2real.errors import Sim2RealError
-    from sim2real.nodes.runner import run_experiment
+    from sim2real.nodes.runner import check_loopback_ip, run_experiment
+    from sim2real.trials.experiment import parse_distances
+
+    # Every argument and file first: nothing may fail after the experiment ran.
+    out = check_output_location(args.out)
+    if out.exists() and not out.is_dir():
+        raise Sim2RealError(f"--out {out} is a file, not a directory")
+    if out.is_dir() and any(out.iterdir()):
+        raise Sim2RealError(f"--out {out} is not empty; choose a new run directory")
+    if args.distances is not None:
+        if not args.distances.strip():
+            raise Sim2RealError("--distances is empty; give start distances in m, e.g. 0.30,0.45")
+        parse_distances(args.distances)
+    if args.mode == "standin":
+        check_loopback_ip(args.standin_host, "--standin-host")
+    if args.experiment is not None:
+        from sim2real.control import load_experiment_config
+
+        load_experiment_config(Path(args.experiment))
 
     if not os.environ.get("ROS_AUTOMATIC_DISCOVERY_RANGE"):
         os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"

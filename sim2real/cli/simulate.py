@@ -17,7 +17,13 @@ from typing import Any
 
 import numpy as np
 
-from sim2real.cli.common import add_param_arguments, params_from_args, parse_name_list
+from sim2real.cli.common import (
+    add_param_arguments,
+    check_output_location,
+    finite_float,
+    params_from_args,
+    parse_name_list,
+)
 from sim2real.errors import Sim2RealError
 from sim2real.spatial import from_axis_angle
 
@@ -36,7 +42,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "arm.command_delay, pd.kp and pd.kd).",
     )
     parser.add_argument("scenario", nargs="?", metavar="SCENARIO.yaml", help="scenario file")
-    parser.add_argument("--distance", type=float, metavar="D",
+    parser.add_argument("--distance", type=finite_float, metavar="D",
                         help="run the standard arm trial with the box centre D m from the arm base along x "
                         "(box.size_* from the parameters, standing upright)")
     parser.add_argument("--experiment", metavar="FILE",
@@ -60,6 +66,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=run)
 
 
+#: Longest scenario ``simulate`` runs (s).
+MAX_SCENARIO_SECONDS = 600.0
+
+
 def _scenario_mode(args: argparse.Namespace) -> dict[str, Any]:
     from sim2real.physics import DIFFERENTIABLE_PARAMS
     from sim2real.physics.scenario import load_scenario, run_scenario
@@ -73,7 +83,12 @@ def _scenario_mode(args: argparse.Namespace) -> dict[str, Any]:
     out = Path(args.out) if args.out else None
     if out is not None and out.exists():
         raise Sim2RealError(f"--out {out} already exists; refusing to overwrite it")
+    if out is not None:
+        check_output_location(out)
     scenario = load_scenario(args.scenario)
+    if scenario.duration > MAX_SCENARIO_SECONDS:  # steps and recording grow with it (1e7 s: 24 GB)
+        raise Sim2RealError(f"{args.scenario}: duration {scenario.duration:g} s is longer than the "
+                            f"{MAX_SCENARIO_SECONDS:g} s a scenario may last")
     result = run_scenario(scenario, params, names, strict=args.strict)
     if out is not None:
         _write_bag(out, result)

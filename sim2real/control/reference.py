@@ -13,6 +13,7 @@ The push is described by the ``experiment`` node's section of ``config/experimen
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -25,6 +26,12 @@ from sim2real.model import PUSHER_LINK, ArmModel, solve_pusher_ik
 from sim2real.params.yaml_io import read_node_section
 
 FloatArray = NDArray[np.float64]
+
+
+#: Longest trial a push configuration may describe (s): bounds recording size and run time.
+MAX_TRIAL_SECONDS = 120.0
+#: Largest |coordinate| of the push (m), fastest push (m/s), highest reference rate (Hz).
+MAX_PUSH_EXTENT, MAX_PUSH_SPEED, MAX_RATE_HZ = 2.0, 2.0, 1000.0
 
 
 @dataclass(frozen=True)
@@ -62,7 +69,18 @@ class PushConfig:
     rate_hz: float = 100.0
 
     def __post_init__(self) -> None:
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        bad = [name for name, value in values.items() if not math.isfinite(value)]
+        if bad:
+            raise Sim2RealError(f"bad push configuration: {', '.join(bad)} must be finite")
         problems = []
+        for name in ("height", "lateral", "start_x", "end_x"):
+            if abs(values[name]) > MAX_PUSH_EXTENT:
+                problems.append(f"{name} = {values[name]:g} m is beyond ±{MAX_PUSH_EXTENT:g} m")
+        if self.speed > MAX_PUSH_SPEED:
+            problems.append(f"speed {self.speed:g} m/s is above {MAX_PUSH_SPEED:g} m/s")
+        if self.rate_hz > MAX_RATE_HZ:
+            problems.append(f"rate_hz {self.rate_hz:g} is above {MAX_RATE_HZ:g} Hz")
         if self.end_x <= self.start_x:
             problems.append("end_x must be greater than start_x")
         if self.speed <= 0 or self.rate_hz <= 0:
@@ -71,6 +89,11 @@ class PushConfig:
             problems.append("times must be non-negative")
         if self.ramp_time * self.speed > self.end_x - self.start_x:
             problems.append("push too short for its ramps (ramp_time * speed > end_x - start_x)")
+        if not problems:
+            total = self.pre_time + self.ramp_time + (self.end_x - self.start_x) / self.speed + self.settle_time
+            if total > MAX_TRIAL_SECONDS:
+                problems.append(f"a trial would last {total:.4g} s (pre_time + push + settle_time); at most "
+                                f"{MAX_TRIAL_SECONDS:g} s")
         if problems:
             raise Sim2RealError(f"bad push configuration: {'; '.join(problems)}")
 
@@ -106,12 +129,21 @@ def load_experiment_config(path: str | os.PathLike[str] | None = None) -> Experi
     unknown = set(push_values) - push_keys
     if unknown:
         raise Sim2RealError(f"{path}: unknown push keys {sorted(unknown)} (known: {sorted(push_keys)})")
+    if not isinstance(push_values, dict):
+        raise Sim2RealError(f"{path}: push must be a mapping of push keys, got {type(push_values).__name__}")
     try:
         push = PushConfig(**{k: float(v) for k, v in push_values.items()})
         distances = tuple(float(d) for d in section.get("distances", ()))
         tolerance = float(section.get("start_tolerance", 0.01))
     except (TypeError, ValueError) as err:
         raise Sim2RealError(f"{path}: {err}") from None
+    except Sim2RealError as err:
+        raise Sim2RealError(f"{path}: {err}") from None
+    for distance in distances:
+        if not (math.isfinite(distance) and 0.0 < distance < 1.5):
+            raise Sim2RealError(f"{path}: start distance {distance} m is outside (0, 1.5) m")
+    if not (math.isfinite(tolerance) and 0.0 < tolerance <= 0.5):
+        raise Sim2RealError(f"{path}: start_tolerance {tolerance} m must be in (0, 0.5] m")
     return ExperimentConfig(distances=distances, push=push, start_tolerance=tolerance)
 
 

@@ -184,6 +184,10 @@ class EmulatorConfig:
             raise Sim2RealError(f"initial joints must be {N_JOINTS} finite angles (rad)")
         if len(self.joint_limits) != N_JOINTS or any(lo >= hi for lo, hi in self.joint_limits):
             raise Sim2RealError(f"joint limits must be {N_JOINTS} (lower, upper) pairs with lower < upper")
+        for k, (q, (low, high)) in enumerate(zip(self.initial_joints, self.joint_limits, strict=True)):
+            if not low <= q <= high:
+                raise Sim2RealError(f"initial joint {k + 1} at {q} rad is outside its limits "
+                                    f"[{low:.4g}, {high:.4g}] rad")
         if not 10.0 <= self.tick_rate <= 2000.0:
             raise Sim2RealError(f"tick rate must be in [10, 2000] Hz, got {self.tick_rate}")
         if set(self.report_ports) - set(wire.REPORT_SIZES):

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sim2real.errors import Sim2RealError
+from sim2real.hardware.limits import XARM6_JOINT_LIMITS
 from sim2real.params import ParameterSet, coerce
 from sim2real.params.yaml_io import read_yaml
 from sim2real.physics.servo import ServoParams
@@ -61,6 +62,10 @@ def load_world_file(path: str | os.PathLike[str]) -> EmulatedArm:
     if (not isinstance(joints, list) or len(joints) != 6
             or not all(isinstance(q, (int, float)) and not isinstance(q, bool) and math.isfinite(q) for q in joints)):
         raise Sim2RealError(f"{path}: arm.initial_joints must be a list of 6 finite angles (rad)")
+    for k, (q, (low, high)) in enumerate(zip(joints, XARM6_JOINT_LIMITS, strict=True)):
+        if not low <= q <= high:
+            raise Sim2RealError(f"{path}: arm.initial_joints[{k}] = {q} rad is outside joint {k + 1}'s limits "
+                                f"[{low:.4g}, {high:.4g}] rad")
     servo = ServoParams(tau=float(values["servo_tau"]), delay=float(values["command_delay"]),
                         max_acceleration=float(values["max_joint_acc"]))
     return EmulatedArm(servo=servo, initial_joints=tuple(float(q) for q in joints))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ from sim2real.trials.schema import (
     RUN_JSON,
     SERIES_MSGTYPE,
     TRIAL_JSON,
+    TRIAL_SCHEMA,
     split_topic,
 )
 
@@ -104,12 +106,17 @@ def read_trial(path: str | Path, require: Iterable[str] = ()) -> TrialRecord:
     """
     bag = _bag_dir(Path(path))
     meta: dict[str, Any] = read_json(bag / TRIAL_JSON, "trial file") if (bag / TRIAL_JSON).exists() else {}
+    check_trial_meta(meta, bag / TRIAL_JSON)
     typestore = make_typestore()
     per_topic: dict[str, list[tuple[int, Any]]] = {}
     reference_msg: Any = None
     try:
         with Reader(bag) as reader:
             connections = [c for c in reader.connections if c.topic == REFERENCE_TOPIC or split_topic(c.topic)]
+            if not connections:  # reader.messages(connections=[]) would read every topic
+                found = sorted({c.topic for c in reader.connections})
+                raise Sim2RealError(f"bag {bag} has none of the sim2real topics (/real|sim/..., {REFERENCE_TOPIC}); "
+                                    f"it has {', '.join(found) if found else 'no topics'}")
             bag_start = int(reader.start_time) if reader.message_count else 0
             for connection, _, raw in reader.messages(connections=connections):
                 expected = (MSGTYPE_JOINT_TRAJECTORY if connection.topic == REFERENCE_TOPIC
@@ -151,16 +158,72 @@ def read_trial(path: str | Path, require: Iterable[str] = ()) -> TrialRecord:
                        reference=reference, meta=meta)
 
 
+def _looks_like_trial(path: Path) -> bool:
+    """A sub-directory holding a rosbag2 metadata.yaml, a trial.json or bag storage files."""
+    if (path / BAG_METADATA).is_file() or (path / TRIAL_JSON).exists():
+        return True
+    return any(child.suffix in (".mcap", ".db3") for child in path.iterdir())
+
+
 def trial_dirs(run_dir: str | Path) -> list[Path]:
-    """Trial directories of a run (sub-directories with a rosbag2 metadata.yaml), sorted by name.
+    """Trial directories of a run, sorted by name: sub-directories with a rosbag2 metadata.yaml,
+    and also those with a trial.json or bag files but no metadata.yaml (reading them then names
+    what is missing, instead of leaving the trial out silently).
 
     Hidden directories (temporary trials still being written) are skipped.
     """
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise Sim2RealError(f"run directory {run_dir} does not exist")
-    return sorted(p for p in run_dir.iterdir()
-                  if p.is_dir() and not p.name.startswith(".") and (p / BAG_METADATA).is_file())
+    return sorted(p for p in run_dir.iterdir() if p.is_dir() and not p.name.startswith(".") and _looks_like_trial(p))
+
+
+def _nonfinite(value: Any, where: str) -> str | None:
+    """The key path of the first NaN or infinite number in ``value``, or None."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return where
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found = _nonfinite(item, f"{where}.{key}" if where else str(key))
+            if found:
+                return found
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            found = _nonfinite(item, f"{where}[{index}]")
+            if found:
+                return found
+    return None
+
+
+def check_trial_meta(meta: dict[str, Any], path: Path) -> None:
+    """Validate a trial.json object against its schema (the keys readers rely on).
+
+    Raises
+    ------
+    Sim2RealError
+        One line naming the file and the key: a NaN or infinite number anywhere, a wrong schema
+        tag, or a key of the wrong type.
+    """
+    bad = _nonfinite(meta, "")
+    if bad:
+        raise Sim2RealError(f"{path}: {bad} is NaN or infinite")
+    schema = meta.get("schema")
+    if schema is not None and schema != TRIAL_SCHEMA:
+        raise Sim2RealError(f"{path}: schema {schema!r} is not {TRIAL_SCHEMA!r}")
+    kinds: dict[str, tuple[type, ...]] = {"trial": (str,), "complete": (bool,), "timing": (dict,), "params": (dict,),
+                                          "outcomes": (dict,), "solver": (dict,), "mode": (str,), "mirror": (str,)}
+    for key, types in kinds.items():
+        if meta.get(key) is not None and not isinstance(meta[key], types):
+            raise Sim2RealError(f"{path}: {key} must be a {types[0].__name__}, got {type(meta[key]).__name__}")
+    distance = meta.get("initial_distance_m")
+    if distance is not None and (isinstance(distance, bool) or not isinstance(distance, (int, float))):
+        raise Sim2RealError(f"{path}: initial_distance_m must be a number (m), got {distance!r}")
+    start_ns = (meta.get("timing") or {}).get("start_ns")
+    if start_ns is not None and (isinstance(start_ns, bool) or not isinstance(start_ns, int) or start_ns < 0):
+        raise Sim2RealError(f"{path}: timing.start_ns must be a non-negative integer (ns), got {start_ns!r}")
+    for name, value in (meta.get("params") or {}).items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise Sim2RealError(f"{path}: params.{name} must be a number, got {value!r}")
 
 
 def read_run_meta(run_dir: str | Path) -> dict[str, Any]:
