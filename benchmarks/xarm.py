@@ -2,8 +2,8 @@
 
 Prints one JSON object: achieved command rate (Hz), command round trip (median and
 p99, ms), loop jitter p99 (ms, lateness of each cycle start against its schedule), the
-joint-state read round trip, the watchdog's reaction (ms from the last fresh command's reply
-to its zero-velocity command; the timeout is 50 ms) and how long a connect to a refused
+joint-state read round trip, the watchdog's reaction (ms from the last fresh command's send
+to its zero-velocity command; the timeout is 40 ms) and how long a connect to a refused
 address takes to fail. Targets: 100 Hz sustained with jitter p99 <= 2 ms; watchdog within
 100 ms; a refused connect fails within 3 s. (The tests check the behaviour behind these
 figures without timing it.)
@@ -66,7 +66,7 @@ def run(seconds: float, rate: float) -> dict[str, float]:
 
 
 def watchdog_reaction(repeats: int = 5) -> list[float]:
-    """Seconds from the last fresh command's reply to the watchdog's zero command, per repeat."""
+    """Seconds from the last fresh command's send to the watchdog's zero command, per repeat."""
     reactions = []
     with XArmEmulator(EmulatorConfig(host=HOST, command_port=PORT)):
         for _ in range(repeats):
@@ -75,13 +75,14 @@ def watchdog_reaction(repeats: int = 5) -> list[float]:
                 for _ in range(20):
                     driver.send_velocity(np.full(6, 0.2), stamp=time.monotonic())
                     time.sleep(0.01)
+                trips = driver.status().watchdog_trips  # a late cycle under load may trip it mid-stream
                 deadline = time.monotonic() + 2.0
-                while time.monotonic() < deadline and driver.status().watchdog_trips == 0:
+                while time.monotonic() < deadline and driver.status().watchdog_trips == trips:
                     time.sleep(0.001)
                 history = driver.sent_commands()
                 driver.stop()
-            watchdog = [r for r in history if r.source == "watchdog"]
-            last = max(r.replied_at for r in history if r.source == "caller")
+            last = max(r.sent_at for r in history if r.source == "caller")
+            watchdog = [r for r in history if r.source == "watchdog" and r.sent_at > last]
             if watchdog:
                 reactions.append(watchdog[0].sent_at - last)
     return reactions

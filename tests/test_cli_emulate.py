@@ -60,5 +60,5 @@ def test_emulate_xarm_bad_input_is_one_line_error(tmp_path: Path) -> None:
                                 text=True, env=_env(), timeout=20)
         assert result.returncode == 2, result.stderr
         lines = [line for line in result.stderr.splitlines() if line.strip()]
-        # one line: "sim2real: error: ..." or, for an argument refused by its parser, "sim2real emulate-xarm: error: ..."
+        # one line: "sim2real: error: ..." or, from the argument parser, "sim2real emulate-xarm: error: ..."
         assert len(lines) == 1 and lines[0].startswith("sim2real") and ": error:" in lines[0], result.stderr
