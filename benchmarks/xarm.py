@@ -3,7 +3,7 @@
 Prints one JSON object: achieved command rate (Hz), command round trip (median and
 p99, ms), loop jitter p99 (ms, lateness of each cycle start against its schedule), the
 joint-state read round trip, the watchdog's reaction (ms from the last fresh command's send
-to its zero-velocity command; the timeout is 40 ms) and how long a connect to a refused
+to its zero-velocity command; the timeout is 45 ms) and how long a connect to a refused
 address takes to fail. Targets: 100 Hz sustained with jitter p99 <= 2 ms; watchdog within
 100 ms; a refused connect fails within 3 s. (The tests check the behaviour behind these
 figures without timing it.)

@@ -157,7 +157,7 @@ class DriverConfig:
     command_port: int = 502
     mode: int = 4
     command_duration: float = 0.1
-    watchdog_timeout: float = 0.04
+    watchdog_timeout: float = 0.045
     watchdog_period: float = 0.005
     max_velocity: float = 3.14
     joint_limits: tuple[tuple[float, float], ...] = XARM6_JOINT_LIMITS
@@ -617,7 +617,8 @@ class XArmDriver:
             return
         with self._io:
             if self.connected and not self._link_closed():
-                self._halt()
+                if self.stop_sent_at is None:  # after a fault the stop frames went out already (state 4)
+                    self._halt()
                 with contextlib.suppress(Exception):
                     self._arm.set_mode(0)
                 with contextlib.suppress(Exception):
@@ -836,7 +837,8 @@ class XArmDriver:
             self._fault = fault
             self._running = False
         self._emergency_stop()
-        LOG.error("xArm driver fault (%s): %s", fault.kind, fault.message)
+        level = logging.WARNING if fault.kind == "signal" else logging.ERROR
+        LOG.log(level, "xArm driver fault (%s): %s", fault.kind, fault.message)
 
     # --- the stop path -------------------------------------------------------------------
     def _sdk_socket(self) -> socket.socket | None:

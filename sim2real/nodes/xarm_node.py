@@ -12,7 +12,7 @@ ros2_control controller runs between its hardware interface's read and write). I
 ``real/joint_command`` with the state's stamp, for the recorder and for ``--mirror commands``.
 (With the PD law in its own node the real loop's latency doubled on a busy 2-core machine and
 the arm overshot by up to 0.5 rad.) The driver's safety behaviour applies
-unchanged: clamping, the 40 ms watchdog (zero velocity without fresh commands), and a
+unchanged: clamping, the 45 ms watchdog (zero velocity without fresh commands), and a
 latched stop after any fault (the node then logs the fault once, publishes its message on
 ``real/fault`` (std_msgs/String, latched) so that the experiment ends the trial as
 incomplete, and stops commanding; it never resumes by itself).
