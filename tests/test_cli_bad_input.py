@@ -190,7 +190,26 @@ def _demo_max_iterations_negative(p: Path) -> list[str]:
     return ["demo", "--out", "demo", "--max-iterations", "-1"]
 
 
+def _replay_out_under_file(p: Path) -> list[str]:
+    run = _run_dir(p / "run", trials=1)
+    (p / "afile.txt").write_text("x")
+    return ["replay", str(run), "--out", "afile.txt/replayed"]
+
+
+def _import_out_under_file(p: Path) -> list[str]:
+    (p / "afile.txt").write_text("x")
+    return ["import", "cube-toss", "tosses.npz", "--out", "afile.txt/tosses"]
+
+
+def _simulate_hard_steps_under_file(p: Path) -> list[str]:
+    (p / "afile.txt").write_text("x")
+    return ["simulate", str(ROOT / "config" / "scenarios" / "slide.yaml"), "--save-hard-steps", "afile.txt/hard"]
+
+
 CASES: dict[str, tuple[Callable[[Path], list[str]], str]] = {
+    "replay_out_under_file": (_replay_out_under_file, "is a file"),
+    "import_out_under_file": (_import_out_under_file, "is a file"),
+    "simulate_hard_steps_under_file": (_simulate_hard_steps_under_file, "is a file"),
     "binary_yaml": (_binary, "not UTF-8"),
     "fifo_params": (_fifo_params, "not a regular file"),
     "params_out_existing": (_params_out_existing, "pass --force"),

@@ -41,8 +41,10 @@ def _missing_source(parser: argparse.ArgumentParser) -> Callable[[argparse.Names
 
 def run_cube_toss(args: argparse.Namespace) -> int:
     """Import the selected cube tosses; progress on stderr; the run directory on stdout."""
+    from sim2real.cli.common import check_output_location
     from sim2real.trials.cube_toss import import_cube_tosses
 
+    check_output_location(args.out)
     interactive = sys.stderr.isatty()
 
     def progress(done: int, total: int) -> None:

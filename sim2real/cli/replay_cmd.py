@@ -121,10 +121,11 @@ def _write(out: Path, done: list[ReplayResult], run_meta: dict[str, Any]) -> int
 
 def run(args: argparse.Namespace) -> int:
     """Handler of ``sim2real replay``: replay every trial, write the ones that worked, name the others."""
+    from sim2real.cli.common import check_output_location
     from sim2real.errors import Sim2RealError
     from sim2real.sysid.runs import check_unique_names, raise_all_failed, read_trials
 
-    out = Path(args.out)
+    out = check_output_location(args.out)
     if out.exists():
         raise Sim2RealError(f"output directory {out} already exists; choose a new one")
     params = params_from_args(args)

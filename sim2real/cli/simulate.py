@@ -196,6 +196,8 @@ def run(args: argparse.Namespace) -> int:
     """Simulate and print the outcome."""
     from sim2real.physics import SolveSummary
 
+    if args.save_hard_steps:
+        check_output_location(args.save_hard_steps, "--save-hard-steps")
     summary = MODES[_select_mode(args)](args)
     solve = SolveSummary.from_dict(summary["solver"])
     status = 0 if solve.ok else 3
