@@ -38,6 +38,9 @@ def _nodes(context):
     sim_params = [params_file]
     nodes = []
     robot_ip, robot_port = LaunchConfiguration("robot_ip").perform(context), 502
+    if mode in ("real", "mirror") and not robot_ip.strip():
+        raise RuntimeError(f"mode:={mode} drives a real xArm: give its address, robot_ip:=<IPv4> (there is no "
+                           "default; sim2real never connects to an address it was not given)")
     if mode == "standin":
         robot_ip, robot_port = STANDIN_HOST, STANDIN_PORT
         nodes.append(Node(package=PACKAGE, executable="standin_world", name="standin_world", output="screen",
@@ -71,7 +74,8 @@ def generate_launch_description():
     return LaunchDescription([
         DeclareLaunchArgument("mode", default_value="standin", description="mirror | sim | real | standin"),
         DeclareLaunchArgument("mirror", default_value="closed", description="closed | commands"),
-        DeclareLaunchArgument("robot_ip", default_value="192.168.1.185", description="xArm controller address"),
+        DeclareLaunchArgument("robot_ip", default_value="",
+                              description="xArm controller IPv4 address; required for mode real and mirror"),
         DeclareLaunchArgument("params_file", default_value=os.path.join(share, "config", "params.yaml"),
                               description="simulator parameters (ROS 2 params file)"),
         DeclareLaunchArgument("distances", default_value="[0.30, 0.35, 0.40, 0.45, 0.50]",

@@ -32,7 +32,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--distances", metavar="D1,D2,...",
                         help="start distances of the box in m (default: the experiment file's)")
     parser.add_argument("--experiment", metavar="FILE", help="experiment params file (default config/experiment.yaml)")
-    parser.add_argument("--robot-ip", default="192.168.1.185", help="xArm controller address (real, mirror)")
+    parser.add_argument("--robot-ip", default=None, metavar="IPV4",
+                        help="xArm controller address, required for --mode real and mirror (no default: sim2real "
+                        "never connects to an address it was not given)")
     parser.add_argument("--world", metavar="FILE", help="reality stand-in world file (default config/standin.yaml)")
     parser.add_argument("--standin-host", default="127.0.0.2", help="loopback address of the emulated xArm")
     parser.add_argument("--standin-port", type=int, default=0, metavar="PORT",
@@ -53,6 +55,7 @@ def run(args: argparse.Namespace) -> int:
 
     from sim2real.cli.common import check_output_location
     from sim2real.errors import Sim2RealError
+    from sim2real.hardware.address import require_robot_address
     from sim2real.nodes.runner import check_loopback_ip, run_experiment
     from sim2real.trials.experiment import parse_distances
 
@@ -68,6 +71,11 @@ def run(args: argparse.Namespace) -> int:
         parse_distances(args.distances)
     if args.mode == "standin":
         check_loopback_ip(args.standin_host, "--standin-host")
+    if args.mode in ("real", "mirror"):
+        require_robot_address(args.robot_ip, f"--robot-ip (--mode {args.mode} drives a real xArm)")
+    elif args.robot_ip is not None:
+        raise Sim2RealError(f"--robot-ip applies to --mode real and mirror only (--mode {args.mode} connects to no "
+                            "robot)")
     if args.experiment is not None:
         from sim2real.control import load_experiment_config
 

@@ -8,6 +8,7 @@
 Never imports rclpy.
 """
 
+from sim2real.hardware.address import require_robot_address
 from sim2real.hardware.codes import describe_error, describe_warn, error_meaning, mode_name, state_name, warn_meaning
 from sim2real.hardware.driver import (
     CommandRecord,
@@ -43,6 +44,7 @@ __all__ = [
     "error_meaning",
     "mode_name",
     "probe_controller",
+    "require_robot_address",
     "state_name",
     "warn_meaning",
 ]

@@ -52,7 +52,6 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import ipaddress
 import logging
 import math
 import select
@@ -70,6 +69,7 @@ from numpy.typing import NDArray
 
 from sim2real.errors import Sim2RealError
 from sim2real.hardware import protocol as wire
+from sim2real.hardware.address import require_robot_address
 from sim2real.hardware.codes import describe_error, describe_warn, mode_name, state_name
 from sim2real.hardware.limits import XARM6_JOINT_LIMITS
 
@@ -176,10 +176,7 @@ class DriverConfig:
     servo_max_step_time: float = 0.03
 
     def __post_init__(self) -> None:
-        try:
-            ipaddress.IPv4Address(self.ip)
-        except ValueError:
-            raise Sim2RealError(f"xArm ip must be a dotted IPv4 address, got {self.ip!r}") from None
+        require_robot_address(self.ip, "xArm address (DriverConfig.ip)")
         if not 1 <= self.command_port <= 65535:
             raise Sim2RealError(f"xArm command port must be in 1..65535, got {self.command_port}")
         if self.mode not in (1, 4):

@@ -31,6 +31,7 @@ from trajectory_msgs.msg import JointTrajectory as JointTrajectoryMsg
 from trajectory_msgs.msg import JointTrajectoryPoint
 
 from sim2real.control.reference import JointTrajectory
+from sim2real.errors import Sim2RealError
 from sim2real.params import ParameterSet, names, spec
 from sim2real.trials.schema import BASE_FRAME
 
@@ -214,7 +215,11 @@ def run_node(factory: Callable[[], Node], args: Sequence[str] | None = None) -> 
     node = None
     status = 0
     try:
-        node = factory()
+        try:
+            node = factory()
+        except (Sim2RealError, ValueError) as err:  # a configuration error: one line, exit 2
+            print(f"{os.path.basename(sys.argv[0])}: error: {err}", file=sys.stderr, flush=True)
+            return 2
         freeze_heap()
         status = spin_until_finished([node], getattr(node, "finished", None))
         if status == 0:

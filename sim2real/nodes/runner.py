@@ -46,6 +46,7 @@ import yaml
 
 from sim2real.control import PushConfig, load_experiment_config
 from sim2real.errors import Sim2RealError
+from sim2real.hardware.address import require_robot_address
 from sim2real.nodes.common import (
     close_nodes,
     ensure_localhost,
@@ -96,7 +97,7 @@ def _parameters(values: dict[str, Any]) -> list[Any]:
 
 def run_experiment(mode: str, distances: Sequence[float] | str | None, params: ParameterSet, out_dir: str | Path,
                    mirror: str = "closed", experiment_file: str | Path | None = None,
-                   robot_ip: str = "192.168.1.185", robot_port: int = 502, world_file: str | Path | None = None,
+                   robot_ip: str | None = None, robot_port: int = 502, world_file: str | Path | None = None,
                    standin_host: str = STANDIN_HOST, standin_port: int = STANDIN_PORT,
                    progress: Callable[[str], None] = print, timeout: float | None = None,
                    mocap_file: str | Path | None = None, replay_trial: str | Path | None = None,
@@ -122,7 +123,8 @@ def run_experiment(mode: str, distances: Sequence[float] | str | None, params: P
     experiment_file : path, optional
         ``experiment`` params file (default ``config/experiment.yaml``).
     robot_ip, robot_port : str, int
-        Controller address in ``real``/``mirror`` mode.
+        Controller address in ``real``/``mirror`` mode: a dotted IPv4 address, required there
+        (there is no default address).
     world_file : path, optional
         Stand-in world (default ``config/standin.yaml``).
     standin_host, standin_port : str, int
@@ -174,6 +176,8 @@ def run_experiment(mode: str, distances: Sequence[float] | str | None, params: P
     if mode == "standin":
         standin_port = int(standin_port) or free_port(standin_host)
         robot_ip, robot_port = standin_host, standin_port
+    elif "real" in platforms_of(mode):
+        robot_ip = require_robot_address(robot_ip, f"robot address (mode {mode} drives a real xArm)")
     sections: dict[str, dict[str, Any]] = {
         "/**": sim_values,
         "sim_node": {"mirror": mirror},

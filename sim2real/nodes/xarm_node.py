@@ -17,7 +17,7 @@ latched stop after any fault (the node then logs the fault once, publishes its m
 ``real/fault`` (std_msgs/String, latched) so that the experiment ends the trial as
 incomplete, and stops commanding; it never resumes by itself).
 
-Parameters: ``robot_ip`` (IPv4 of the controller), ``command_port`` (502), ``rate_hz``
+Parameters: ``robot_ip`` (IPv4 of the controller; required, no default), ``command_port`` (502), ``rate_hz``
 (100.0), ``mode`` (4 = joint velocity), ``report_type`` (``real``), ``connect_wait`` (10.0 s:
 how long to retry connecting when the controller does not answer yet), and the simulator
 parameters (``pd.kp``, ``pd.kd``, ``sim.dt``, limits) shared with ``pd_controller``.
@@ -38,7 +38,7 @@ from trajectory_msgs.msg import JointTrajectory as JointTrajectoryMsg
 
 from sim2real.control import CommandLimits, PDGains, ReferenceTracker, Workspace
 from sim2real.errors import Sim2RealError
-from sim2real.hardware import DriverConfig, Preflight, XArmDriver
+from sim2real.hardware import DriverConfig, Preflight, XArmDriver, require_robot_address
 from sim2real.model import load_arm
 from sim2real.nodes.common import (
     LATCHED_QOS,
@@ -61,7 +61,8 @@ class XArmNode(Node):
 
     def __init__(self, name: str = "xarm_node", **kwargs: object) -> None:
         super().__init__(name, **kwargs)  # type: ignore[arg-type]
-        ip = str(self.declare_parameter("robot_ip", "192.168.1.185").value)
+        # No default address: a driver never connects anywhere it was not told to.
+        ip = require_robot_address(str(self.declare_parameter("robot_ip", "").value), "parameter robot_ip")
         port = int(self.declare_parameter("command_port", 502).value)
         rate = float(self.declare_parameter("rate_hz", 100.0).value)
         mode = int(self.declare_parameter("mode", 4).value)
