@@ -190,6 +190,10 @@ def _demo_max_iterations_negative(p: Path) -> list[str]:
     return ["demo", "--out", "demo", "--max-iterations", "-1"]
 
 
+def _demo_distances_empty(p: Path) -> list[str]:
+    return ["demo", "--out", "demo", "--distances", " "]
+
+
 def _replay_out_under_file(p: Path) -> list[str]:
     run = _run_dir(p / "run", trials=1)
     (p / "afile.txt").write_text("x")
@@ -233,6 +237,7 @@ CASES: dict[str, tuple[Callable[[Path], list[str]], str]] = {
     "emulate_world_joint_beyond_limit": (_emulate_world_beyond_limit, "outside joint 1's limits"),
     "emulate_duration_nan": (_emulate_duration_nan, "finite"),
     "demo_max_iterations_negative": (_demo_max_iterations_negative, "--max-iterations"),
+    "demo_distances_empty": (_demo_distances_empty, "--distances"),
 }
 
 

@@ -340,7 +340,9 @@ def run(args: argparse.Namespace) -> int:
         raise Sim2RealError("the demo keeps ROS 2 on loopback: set ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST")
     os.environ.setdefault("ROS_DOMAIN_ID", str(1 + os.getpid() % 100))
     grid = _parse_grid(args.box_grid)
-    if args.distances:
+    if args.distances is not None:
+        if not args.distances.strip():
+            raise Sim2RealError("--distances is empty; give start distances in m, e.g. 0.30,0.45")
         parse_distances(args.distances)
     check_loopback_ip(str(args.standin_host), "--standin-host")
     hidden = load_standin().params
