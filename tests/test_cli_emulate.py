@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from children import default_sigint
 
 from sim2real.hardware import DriverConfig, XArmDriver
 
@@ -27,7 +28,7 @@ def test_emulate_xarm_serves_the_sdk_and_stops_on_sigint(tmp_path: Path) -> None
                      "  initial_joints: [0.2, -0.3, -0.5, 0.0, 0.8, 0.1]\n", encoding="utf-8")
     proc = subprocess.Popen([sys.executable, "-m", "sim2real", "emulate-xarm", "--host", HOST, "--port", str(PORT),
                              "--world", str(world)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=_env())
+                            env=_env(), preexec_fn=default_sigint)
     try:
         assert proc.stdout is not None
         banner = proc.stdout.readline()

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from children import default_sigint
 from loopback import free_host, refused_address, start_emulator
 
 from sim2real.errors import Sim2RealError
@@ -137,7 +138,7 @@ def test_sigint_leaves_arm_stopped(tmp_path: Path) -> None:
             open(stderr_path, "w") as stderr:
         env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
         proc = subprocess.Popen([sys.executable, "-c", _DRIVER_SCRIPT, emu.config.host, str(PORT)],
-                                stdout=stdout, stderr=stderr, text=True, env=env)
+                                stdout=stdout, stderr=stderr, text=True, env=env, preexec_fn=default_sigint)
         try:
             _wait_for(lambda: "streaming" in stdout_path.read_text() or proc.poll() is not None, HANG_GUARD,
                       "the driver never started streaming")

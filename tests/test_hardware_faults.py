@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from children import LineReader, default_sigint
 from loopback import start_emulator
 
 from sim2real.hardware import DriverConfig, FaultConfig, HardwareError, XArmDriver, XArmEmulator
@@ -39,6 +40,8 @@ SERVO = ServoParams(tau=0.03, delay=0.01)
 VELOCITY = np.array([0.4, 0.4, -0.4, 0.4, 0.4, 0.4])
 #: Guard against hanging (s), not a timing check.
 WITHIN = 20.0
+#: Longest silence of the signalled child (s) before the test calls the signal lost.
+LINE_GUARD = 30.0
 
 
 @dataclass
@@ -150,9 +153,10 @@ CHILD = textwrap.dedent("""
 """)
 
 
-def _next_line(stream: Any, marks: tuple[str, ...] = ("ready", "stopped", "error")) -> list[str]:
-    """The child's next own line (starting with one of ``marks``), skipping the SDK's prints."""
-    while line := stream.readline():
+def _next_line(lines: LineReader, marks: tuple[str, ...] = ("ready", "stopped", "error")) -> list[str]:
+    """The child's next own line (starting with one of ``marks``), skipping the SDK's prints; a
+    child that says nothing for :data:`LINE_GUARD` s (a lost signal: it keeps streaming) fails."""
+    while (line := lines.next(LINE_GUARD)) is not None:
         words = line.split()
         if words and words[0] in marks:
             return words
@@ -168,18 +172,20 @@ def test_every_signal_stops_the_arm(tmp_path: Path) -> None:
     script.write_text(CHILD)
     with start_emulator(command_port=PORT + 1, servo=SERVO) as emu:
         child = subprocess.Popen([sys.executable, str(script), emu.config.host, str(PORT + 1), str(rounds)],
-                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                                 preexec_fn=default_sigint)
         assert child.stdout is not None and child.stdin is not None
+        lines = LineReader(child.stdout)
         try:
             for k in range(rounds):
                 child.stdin.write("go\n")
                 child.stdin.flush()
-                line = _next_line(child.stdout)
+                line = _next_line(lines)
                 assert line[:2] == ["ready", str(k)], line
                 time.sleep(rng.uniform(0.0, 0.25))
                 signum = signal.SIGINT if k % 2 == 0 else signal.SIGTERM
                 child.send_signal(signum)
-                line = _next_line(child.stdout)
+                line = _next_line(lines)
                 assert line[:3] == ["stopped", signum.name, str(k)], (signum.name, line)
                 snap = emu.snapshot()
                 assert snap.state == 4 and snap.mode == 0, (signum.name, k, snap)
@@ -226,8 +232,9 @@ def test_no_fault_when_the_driver_process_is_starved(tmp_path: Path) -> None:
         child = subprocess.Popen([sys.executable, str(script), emu.config.host, str(PORT + 2), "400"],
                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         assert child.stdout is not None
+        lines = LineReader(child.stdout)
         try:
-            assert _next_line(child.stdout, ("ready",)) == ["ready"]
+            assert _next_line(lines, ("ready",)) == ["ready"]
             pauses = 0
             while child.poll() is None and pauses < 40:
                 time.sleep(rng.uniform(0.05, 0.2))
@@ -235,7 +242,7 @@ def test_no_fault_when_the_driver_process_is_starved(tmp_path: Path) -> None:
                 time.sleep(rng.uniform(0.03, 0.2))
                 child.send_signal(signal.SIGCONT)
                 pauses += 1
-            line = _next_line(child.stdout, ("ok", "fault"))
+            line = _next_line(lines, ("ok", "fault"))
             assert line[:1] == ["ok"], line
             assert pauses >= 5
             assert child.wait(timeout=WITHIN) == 0

@@ -221,13 +221,14 @@ class Fault:
 
 @dataclass
 class _Exchange:
-    """One SDK exchange in flight: what, sent at (monotonic s), starvation total then (s), and
-    when the supervisor first saw its reply on this host (s), if it did."""
+    """One SDK exchange in flight: what, sent at (monotonic s), starvation total then (s), when
+    the supervisor first saw its reply on this host (s), if it did, and the thread running it."""
 
     what: str
     since: float
     starved_before: float
     reply_seen_at: float | None = None
+    thread: int = field(default_factory=threading.get_ident)
 
 
 class HardwareError(Sim2RealError):
@@ -427,10 +428,10 @@ class XArmDriver:
         KeyboardInterrupt raised there, so a Ctrl-C raised during an SDK call can vanish while
         the program keeps streaming; SIGTERM's default action ends the process without a stop.
         The handler sets a flag and wakes the supervisor thread, which stops the arm within one
-        period whatever the main thread is doing. Outside a driver call the handler raises
-        KeyboardInterrupt / SystemExit at once; inside one, the driver raises it when the call
-        returns (:meth:`_raise_if_interrupted`). Main thread only (Python runs handlers there);
-        a node's owner handles signals itself. An ignored signal (SIG_IGN) stays ignored.
+        period whatever the main thread is doing. Unless the main thread itself is inside an
+        SDK exchange, the handler raises KeyboardInterrupt / SystemExit at once; inside one, the
+        driver raises it when the call returns (:meth:`_raise_if_interrupted`). Installed from the
+        main thread only (Python runs handlers there). An ignored signal (SIG_IGN) stays ignored.
         """
         if threading.current_thread() is not threading.main_thread() or self._previous_handlers:
             return
@@ -445,7 +446,11 @@ class XArmDriver:
                 self._wake.set()
                 if callable(previous) and previous is not signal.default_int_handler:
                     previous(number, frame)  # e.g. a ROS context's own shutdown handler
-                if self._inflight is None:  # not inside the SDK: raise it now
+                inflight = self._inflight
+                if inflight is None or inflight.thread != threading.get_ident():
+                    # This (the main) thread is not inside the SDK: raise it now. An exchange of
+                    # another thread (a node's loop) does not delay it: the main thread may make
+                    # no driver call that would raise it later (seen: xarm_node ignored Ctrl-C).
                     self._raise_if_interrupted()
 
             signal.signal(signum, on_signal)
