@@ -89,7 +89,7 @@ MAX_PUSHER_PATH_GAP = 0.035
 #: How close the demo's fit must land to the stand-in's hidden values (config/standin.yaml):
 #: (lower offset, upper offset) from the hidden value, in the parameter's unit. The fitted command
 #: delay also holds the loop's own latency (the command is stamped with the joint-state read it
-#: answers and reaches the arm one ROS 2 hop and one SDK round trip later: 5-10 ms here), hence
+#: answers and reaches the arm after the PD tick and one SDK round trip: 1.5-5 ms here), hence
 #: its one-sided margin.
 TOLERANCES: dict[str, tuple[float, float]] = {
     "arm.servo_tau": (-0.0065, 0.0065),      # s, ±10 %
