@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.xarm import watchdog_reaction
 from sim2real.hardware import DriverConfig, EmulatorConfig, FaultConfig, HardwareError, XArmDriver, XArmEmulator
 from sim2real.hardware import protocol as wire
 from sim2real.params import ParameterSet
@@ -130,28 +131,6 @@ def _one_fault(name: str, faults: FaultConfig) -> dict[str, Any]:
     return out
 
 
-def watchdog_reaction(repeats: int) -> list[float]:
-    """ms from the last fresh command's send to the watchdog's zero velocity, per repeat."""
-    reactions = []
-    with XArmEmulator(EmulatorConfig(host=HOST, command_port=PORT)):
-        for _ in range(repeats):
-            with XArmDriver(DriverConfig(ip=HOST, command_port=PORT)) as driver:
-                driver.start()
-                for _ in range(20):
-                    driver.send_velocity(np.full(6, 0.2), stamp=time.monotonic())
-                    time.sleep(0.01)
-                trips = driver.status().watchdog_trips  # under load a late cycle may trip it mid-stream
-                deadline = time.monotonic() + 2.0
-                while time.monotonic() < deadline and driver.status().watchdog_trips == trips:
-                    time.sleep(0.001)
-                history = driver.sent_commands()
-            last = max(r.sent_at for r in history if r.source == "caller")
-            watchdog = [r for r in history if r.source == "watchdog" and r.sent_at > last]
-            if watchdog:
-                reactions.append((watchdog[0].sent_at - last) * 1e3)
-    return reactions
-
-
 def _burn(seconds: float) -> None:
     end = time.monotonic() + seconds
     x = 0.0
@@ -211,7 +190,7 @@ def main() -> None:
                 summary[field] = [min(values), max(values)] if values else None
             figures[name] = summary
         if "watchdog" in wanted:
-            reactions = watchdog_reaction(max(args.repeats, 5))
+            reactions = [1e3 * r for r in watchdog_reaction(max(args.repeats, 5), HOST, PORT)]  # ms
             figures["watchdog_zero_after_last_command_ms"] = ([round(min(reactions), 1), round(max(reactions), 1)]
                                                                if reactions else None)
         if "load" in wanted:

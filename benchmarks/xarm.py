@@ -65,12 +65,13 @@ def run(seconds: float, rate: float) -> dict[str, float]:
     }
 
 
-def watchdog_reaction(repeats: int = 5) -> list[float]:
-    """Seconds from the last fresh command's send to the watchdog's zero command, per repeat."""
+def watchdog_reaction(repeats: int = 5, host: str = HOST, port: int = PORT) -> list[float]:
+    """Seconds from the last fresh command's send to the watchdog's zero command, per repeat
+    (an emulator on ``host``:``port``, loopback)."""
     reactions = []
-    with XArmEmulator(EmulatorConfig(host=HOST, command_port=PORT)):
+    with XArmEmulator(EmulatorConfig(host=host, command_port=port)):
         for _ in range(repeats):
-            with XArmDriver(DriverConfig(ip=HOST, command_port=PORT)) as driver:
+            with XArmDriver(DriverConfig(ip=host, command_port=port)) as driver:
                 driver.start()
                 for _ in range(20):
                     driver.send_velocity(np.full(6, 0.2), stamp=time.monotonic())
