@@ -2,14 +2,16 @@
 
 The whole loop without hardware: the reality stand-in (emulated xArm through the real SDK on
 loopback, hidden-parameter world, mocap noise) and the nominal mirrored sim record the five
-standard pushes, the fit runs on them, the trials are re-simulated with the fitted parameters
-and the report compares before and after. What must hold every time:
+standard pushes and four near the toppling distance, the fit runs on them, the trials are
+re-simulated with the fitted parameters and the report compares before and after. What must hold every time:
 
 * the fitted parameters land near the stand-in's hidden values (checked here against
   ``config/standin.yaml`` independently of the demo's own check), the demo says so first and
   exits 0;
-* after the fit the simulator agrees with "reality" on every flip and the mean final-distance
-  gap is small and not larger than before;
+* after the fit the simulator agrees with "reality" on every flip of the published pushes and
+  their mean final-distance gap is small; the mean over all trials is not larger than before
+  (a push near the toppling distance may go either way in the re-simulation: its outcome
+  changes within the fit's uncertainty);
 * when the fit misses, the demo says so (``DEMO CHECK MISSED``, ``demo_check.json``) and exits 3.
 """
 
@@ -28,6 +30,7 @@ from fixtures.synthetic_trials import make_trial
 from loopback import free_host
 
 from sim2real.cli.demo_cmd import (
+    DEMO_DISTANCES,
     MAX_PUSHER_PATH_GAP,
     MAX_TRACKING_ERROR,
     check_against_hidden,
@@ -36,15 +39,18 @@ from sim2real.cli.demo_cmd import (
 )
 from sim2real.hardware.standin import load_standin
 from sim2real.params import load_params
-from sim2real.trials import read_run
+from sim2real.trials import TrialRecord, read_run
 
 ROOT = Path(__file__).resolve().parent.parent
 #: How close the fit must land, set here (not read from the demo) so that a loosened demo check fails.
 COM_Z_TOLERANCE = 0.01         # m
 SERVO_TAU_TOLERANCE = 0.10     # relative
 DELAY_ABOVE_HIDDEN = 0.015     # s: the fitted delay also holds the loop's own latency, never less than the hidden
-#: Largest mean sim-vs-real final-distance gap after the fit (m); one flip that disagrees adds ~3 cm.
+#: Largest mean sim-vs-real final-distance gap after the fit over the published pushes (m); one flip
+#: that disagrees adds ~3 cm.
 MAX_GAP_AFTER = 0.015
+#: The published start distances (m, Dojo Table IV); the demo's others are near the toppling distance.
+PUBLISHED = (0.30, 0.35, 0.40, 0.45, 0.50)
 
 
 def _demo(out: Path, tmp_path: Path, *extra: str) -> subprocess.CompletedProcess:
@@ -67,7 +73,8 @@ def test_demo_fit_lands_on_the_hidden_values(tmp_path: Path) -> None:
     assert next(line for line in summary[1:] if line.strip()).startswith("DEMO CHECK PASSED"), log
 
     before, after = read_run(out / "standin_nominal"), read_run(out / "resim_fitted")
-    assert len(before) == len(after) == 5
+    assert len(before) == len(after) == len(DEMO_DISTANCES)
+    assert set(PUBLISHED) <= set(DEMO_DISTANCES)
     assert all(record.complete and {"real", "sim"} <= set(record.platforms) for record in before)
 
     hidden = load_standin().params
@@ -87,8 +94,8 @@ def test_demo_fit_lands_on_the_hidden_values(tmp_path: Path) -> None:
         assert entry["within"] and entry["fitted"] == pytest.approx(fitted[name], rel=1e-9)
         assert entry["hidden"] == pytest.approx(hidden[name])
 
-    # After the fit the simulator agrees with the stand-in on every flip of the trials whose real
-    # arm made the push the model describes, and the gap shrank. A trial whose real loop was
+    # After the fit the simulator agrees with the stand-in on every flip of the published pushes whose
+    # real arm made the push the model describes, and the gap shrank. A trial whose real loop was
     # disturbed (its pusher path far from the re-simulated one) is named; most trials are not.
     disturbed = {entry["trial"]: entry["pusher_path_gap_m"] for entry in check["disturbed"]}
     assert len(disturbed) <= 2, disturbed
@@ -99,8 +106,9 @@ def test_demo_fit_lands_on_the_hidden_values(tmp_path: Path) -> None:
             assert record.name in result.stdout and "not comparable" in result.stdout
             continue
         outcomes = record.meta["outcomes"]
-        assert outcomes["sim"]["flipped"] == outcomes["real"]["flipped"], record.name
-    comparable = [record.meta["outcomes"] for record in after if record.name not in disturbed]
+        if _published(record):
+            assert outcomes["sim"]["flipped"] == outcomes["real"]["flipped"], record.name
+    comparable = [record.meta["outcomes"] for record in after if record.name not in disturbed and _published(record)]
     gap_comparable = sum(abs(o["sim"]["final_distance_m"] - o["real"]["final_distance_m"]) for o in comparable)
     assert gap_comparable / len(comparable) <= MAX_GAP_AFTER, gap_comparable / len(comparable)
     gaps = re.search(r"final-distance gap: ([\d.]+) cm before the fit, ([\d.]+) cm after", result.stdout)
@@ -111,6 +119,10 @@ def test_demo_fit_lands_on_the_hidden_values(tmp_path: Path) -> None:
     html = (out / "report" / "report.html").read_text()
     assert "after fit" in html
     assert f"report: {out / 'report' / 'report.html'}" in result.stdout
+
+
+def _published(record: TrialRecord) -> bool:
+    return any(abs(record.meta["requested_start_m"][0] - d) < 1e-6 for d in PUBLISHED)
 
 
 @pytest.mark.slow
