@@ -165,6 +165,9 @@ def _red(text: str) -> str:
 def _report_fit(result: FitResult, params_path: Path, fit_json: Path) -> None:
     if not result.ok:
         _detail(_red(f"  FIT {result.status.upper()}: " + "; ".join(result.problems or (result.stop_reason,))))
+    method = result.data.get("uncertainty", {}).get("method")
+    if method:
+        _detail(f"  intervals: {method}")
     for name, value in result.values.items():
         ci = result.ci95.get(name)
         interval = f"  95 % [{ci[0]:.4g}, {ci[1]:.4g}]" if ci else "  (not determined by the data)"

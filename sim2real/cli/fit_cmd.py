@@ -158,10 +158,14 @@ def print_summary(result: FitResult, params_path: object, json_path: object) -> 
             _log(f"solver at the {when} values: {_describe_solve(summary)}")
     if result.dropped_rows:
         _log(f"{result.dropped_rows} residual row(s) left out (degraded solver steps)")
+    method = result.data.get("uncertainty", {}).get("method")
+    if method:
+        _log(f"standard deviations and 95 % intervals: {method}")
     for name, value in result.values.items():
-        std = result.std[name]
+        std, ci = result.std[name], result.ci95.get(name)
         std_text = f"± {std:.3g}" if std is not None else "(not determined)"
-        _log(f"  {name} = {value:.6g} {std_text}  (start {result.start_values[name]:.6g})")
+        ci_text = f", 95 % [{ci[0]:.6g}, {ci[1]:.6g}]" if ci else ""
+        _log(f"  {name} = {value:.6g} {std_text}{ci_text}  (start {result.start_values[name]:.6g})")
     if result.hard_steps:
         _log(f"{len(result.hard_steps)} hard solver step(s) saved under hard_steps/")
     _log(f"wrote {params_path} and {json_path}")

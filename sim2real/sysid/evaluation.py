@@ -129,6 +129,11 @@ class FitEvaluator:
         return [int(mask.sum()) for mask in self._masks]
 
     @property
+    def rows_per_trial(self) -> list[int]:
+        """Residual rows in the fit per kept trial, in the order of the stacked rows."""
+        return [int((~mask).sum()) for mask in self._masks]
+
+    @property
     def dropped_rows(self) -> int:
         """Rows left out in all (see :attr:`dropped_per_trial`)."""
         return int(sum(self.dropped_per_trial))

@@ -476,7 +476,8 @@ def _result(result: LMResult, start: ParameterSet, free_set: FreeParameters, x0:
     labels = free_set.labels
     scale = np.array([_param_scale(g[0], float(v)) for g, v in zip(free_set.groups, result.x, strict=True)])
     unc: Uncertainty = summarize_uncertainty(labels, result.x, result.jacobian, result.residuals,
-                                             result.loss_weights, lower, upper, scale, settings.null_tolerance)
+                                             result.loss_weights, lower, upper, scale, settings.null_tolerance,
+                                             clusters=evaluator.rows_per_trial)
     values = free_set.expand(result.x)
     undetermined = tuple(n for g in free_set.groups if g[0] in unc.undetermined for n in g)
     status = fit_status(result.stop_reason)
@@ -491,6 +492,7 @@ def _result(result: LMResult, start: ParameterSet, free_set: FreeParameters, x0:
         "weights": spec_.weights.as_dict(), "residual_count": int(result.residuals.shape[0]),
         "parameter_count": len(free_set.groups), "evaluations": result.evaluations,
         "loss": settings.loss, "residual_std": unc.residual_std, "strict": spec_.strict,
+        "uncertainty": unc.as_dict(),
         "jacobian": "implicit simulator gradients (engine IFT, servo and PD analytic), forward-mode chained",
     }
     return FitResult(

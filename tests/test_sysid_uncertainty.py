@@ -1,0 +1,73 @@
+"""Fit intervals against known truth: rows correlated within a trial, as the residuals of one rollout are.
+
+A linear model ``y = a + b t`` observed in G trials whose rows share one random error of the line
+per trial (a start pose off by a few millimetres shifts every residual of the trial) plus row noise.
+The least-squares estimate is exact here, so the intervals alone decide the coverage.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sim2real.sysid.uncertainty import summarize_uncertainty
+
+TRUTH = np.array([0.3, -0.2])
+
+
+def _problem(rng: np.random.Generator, trials: int, rows: int, trial_sd: float, row_sd: float
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Design (m, 2), residuals at the least-squares estimate (m,), estimate (2,)."""
+    t = np.concatenate([rng.uniform(0.0, 1.0, rows) for _ in range(trials)])
+    design = np.column_stack([np.ones_like(t), t])
+    per_trial = np.repeat(rng.normal(0.0, trial_sd, (trials, 2)), rows, axis=0)  # each trial's own line error
+    y = design @ TRUTH + np.sum(design * per_trial, axis=1) + rng.normal(0.0, row_sd, t.size)
+    estimate = np.linalg.lstsq(design, y, rcond=None)[0]
+    return design, design @ estimate - y, estimate
+
+
+def _covers(trials: int, seeds: int, trial_sd: float = 0.05, row_sd: float = 0.01, rows: int = 40
+            ) -> tuple[float, float, list[str]]:
+    """Coverage of the reported 95 % intervals, and of the independent-rows ones, over ``seeds`` repeats."""
+    hits = hits_independent = 0
+    methods = []
+    for seed in range(seeds):
+        rng = np.random.default_rng(seed)
+        design, residuals, estimate = _problem(rng, trials, rows, trial_sd, row_sd)
+        unc = summarize_uncertainty(("a", "b"), estimate, design, residuals, np.ones(residuals.size),
+                                    np.full(2, -10.0), np.full(2, 10.0), np.ones(2), clusters=[rows] * trials)
+        methods.append(unc.method)
+        for i, name in enumerate(("a", "b")):
+            low, high = unc.ci95[name]  # type: ignore[misc]
+            hits += low <= TRUTH[i] <= high
+            sd = unc.std_independent[name]
+            assert sd is not None and unc.std[name] is not None and unc.std[name] >= sd * (1 - 1e-12)
+            hits_independent += abs(estimate[i] - TRUTH[i]) <= 1.959964 * sd
+    return hits / (2 * seeds), hits_independent / (2 * seeds), methods
+
+
+@pytest.mark.parametrize("trials", [5, 9, 30])
+def test_trial_clustered_intervals_cover_the_truth(trials: int) -> None:
+    coverage, independent, methods = _covers(trials, seeds=300)
+    print(f"{trials} trials: 95 % interval coverage {coverage:.1%} (independent rows: {independent:.1%})")
+    assert coverage >= 0.90, coverage
+    assert independent < 0.75, independent  # the textbook intervals are far too narrow on such data
+    assert methods[0].startswith(f"cluster-robust sandwich over {trials} trials")
+
+
+def test_independent_rows_still_cover_when_trials_agree() -> None:
+    """No trial offsets: the sandwich must not shrink the intervals below the textbook ones."""
+    coverage, independent, _ = _covers(9, seeds=300, trial_sd=0.0)
+    print(f"independent data: coverage {coverage:.1%} (independent rows {independent:.1%})")
+    assert coverage >= 0.93 and independent >= 0.92
+
+
+def test_one_trial_warns_that_its_intervals_assume_independent_rows() -> None:
+    design, residuals, estimate = _problem(np.random.default_rng(1), 1, 40, 0.05, 0.01)
+    unc = summarize_uncertainty(("a", "b"), estimate, design, residuals, np.ones(residuals.size),
+                                np.full(2, -10.0), np.full(2, 10.0), np.ones(2), clusters=[40])
+    assert unc.method.startswith("independent rows") and unc.clusters == 1
+    assert any("likely too narrow" in w for w in unc.warnings)
+    with pytest.raises(ValueError, match="rows"):
+        summarize_uncertainty(("a", "b"), estimate, design, residuals, np.ones(residuals.size),
+                              np.full(2, -10.0), np.full(2, 10.0), np.ones(2), clusters=[30])
