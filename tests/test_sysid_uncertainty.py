@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from sim2real.sysid.multistart import GridPoint, grid_jackknife
 from sim2real.sysid.uncertainty import summarize_uncertainty
 
 TRUTH = np.array([0.3, -0.2])
@@ -71,3 +72,22 @@ def test_one_trial_warns_that_its_intervals_assume_independent_rows() -> None:
     with pytest.raises(ValueError, match="rows"):
         summarize_uncertainty(("a", "b"), estimate, design, residuals, np.ones(residuals.size),
                               np.full(2, -10.0), np.full(2, 10.0), np.ones(2), clusters=[30])
+
+
+def test_grid_jackknife_of_quadratic_trial_costs_is_the_jackknife_of_the_mean() -> None:
+    """Equal quadratic costs per trial: the minimum is the mean of their minima, and leaving one out
+    moves it exactly as the jackknife of a mean (std = sample std / sqrt(G))."""
+    rng = np.random.default_rng(3)
+    minima = rng.normal(-0.06, 0.004, 9)
+    grid = np.arange(-0.10, 0.1001, 0.005)
+    points = [GridPoint(float(v), float(np.sum((v - minima) ** 2)), 0, tuple(float(x) for x in (v - minima) ** 2))
+              for v in grid]
+    jackknife = grid_jackknife(points)
+    assert jackknife is not None
+    assert jackknife.minimum == pytest.approx(minima.mean(), abs=1e-12)
+    assert jackknife.std == pytest.approx(np.std(minima, ddof=1) / np.sqrt(9), rel=1e-9)
+    assert jackknife.ci95_halfwidth == pytest.approx(2.306004 * jackknife.std, rel=1e-6)
+    one = [GridPoint(p.value, p.cost, 0, p.trial_costs[:1]) for p in points]
+    assert grid_jackknife(one) is None
+    unsimulated = [GridPoint(p.value, np.inf, 0, (np.inf, *p.trial_costs[1:])) for p in points]
+    assert grid_jackknife(unsimulated) is None

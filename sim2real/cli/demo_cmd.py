@@ -380,7 +380,7 @@ def _run_steps(args: argparse.Namespace, out: Path, grid: tuple[str, list[float]
     from sim2real.params import ParameterSet
     from sim2real.report import build_report
     from sim2real.sysid import LMSettings, Weights, fit_trials
-    from sim2real.sysid.multistart import best_start, grid_costs
+    from sim2real.sysid.multistart import GridPoint, best_start, grid_costs, grid_jackknife, with_jackknife
     from sim2real.sysid.replay import replay_trial
     from sim2real.sysid.residuals import ResidualSpec
     from sim2real.sysid.writeback import write_fit
@@ -426,6 +426,7 @@ def _run_steps(args: argparse.Namespace, out: Path, grid: tuple[str, list[float]
     how = "the pusher played back as recorded" if args.box_mode == "kinematic" else "the arm under the PD law"
     _detail(f"stage 2, box from whole trials with {how}: {args.box_free}")
     box_start = servo.params
+    points: list[GridPoint] = []
     if grid is not None:
         name, values = grid
         points = grid_costs(records, servo.params, name, values, ResidualSpec(horizon=None, mode=args.box_mode),
@@ -437,6 +438,9 @@ def _run_steps(args: argparse.Namespace, out: Path, grid: tuple[str, list[float]
                 f"{min(points, key=lambda p: abs(p.value - float(servo.params[name]))).cost:.4g})")
     result = fit_trials(records, box_start, args.box_free, horizon=None, mode=args.box_mode, platform="real",
                         sources=sources, settings=replace(settings, ftol=BOX_FTOL))
+    jackknife = grid_jackknife(points) if grid is not None and grid[0] in result.values else None
+    if grid is not None and jackknife is not None:
+        result = with_jackknife(result, grid[0], jackknife)
     params_path, fit_json = write_fit(fit_dir / "fitted.yaml", result)
     _report_fit(result, params_path, fit_json)
     _detail(f"fit done ({time.perf_counter() - t0:.0f} s)")
