@@ -23,7 +23,7 @@ from numpy.typing import NDArray
 
 from sim2real.errors import Sim2RealError
 from sim2real.model import PUSHER_LINK, ArmModel, solve_pusher_ik
-from sim2real.params.yaml_io import read_node_section
+from sim2real.params.yaml_io import node_parameters
 
 FloatArray = NDArray[np.float64]
 
@@ -110,6 +110,10 @@ class ExperimentConfig:
 def load_experiment_config(path: str | os.PathLike[str] | None = None) -> ExperimentConfig:
     """Read the ``experiment`` node's parameters from a ROS 2 params file.
 
+    As rcl gives them to the node: the ``/**`` section (the package's file uses it, so that a
+    launch override, which launch_ros writes under ``/**`` after it, wins), then an ``experiment``
+    section over it.
+
     Parameters
     ----------
     path : path-like, optional
@@ -123,7 +127,7 @@ def load_experiment_config(path: str | os.PathLike[str] | None = None) -> Experi
     from sim2real.paths import config_file
 
     path = Path(path) if path else config_file("experiment.yaml")
-    section = read_node_section(path, "experiment", "experiment file")
+    section = node_parameters(path, "experiment", "experiment file")
     push_keys = {f.name for f in fields(PushConfig)}
     push_values = section.get("push", {}) or {}
     unknown = set(push_values) - push_keys

@@ -27,6 +27,8 @@ from sim2real.errors import Sim2RealError
 from sim2real.params.registry import PARAMETERS, ParameterSet, coerce, spec
 
 DEFAULT_NODE_KEY = "/**"
+#: The section rcl applies to every node.
+WILDCARD_KEY = "/**"
 
 
 def _flatten(tree: Mapping[str, Any], prefix: str, source: str) -> dict[str, Any]:
@@ -140,6 +142,42 @@ def read_node_section(path: str | os.PathLike[str], node: str, what: str) -> Map
     if not isinstance(section, Mapping):
         raise Sim2RealError(f"{path}: '{node}: ros__parameters' is not a mapping")
     return section
+
+
+def _merged(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in over.items():
+        out[key] = _merged(out[key], value) if isinstance(value, Mapping) and isinstance(out.get(key), Mapping) \
+            else value
+    return out
+
+
+def node_parameters(path: str | os.PathLike[str], node: str, what: str) -> Mapping[str, Any]:
+    """The parameters a ROS 2 params file gives node ``node`` (nested): its ``/**`` section, then
+    its own section over it, as rcl applies them.
+
+    Raises
+    ------
+    Sim2RealError
+        Missing or malformed file, or neither section.
+    """
+    document = read_yaml(path, what)
+    sections = []
+    for key in (WILDCARD_KEY, node, f"/{node}"):
+        entry = document.get(key) if isinstance(document, Mapping) else None
+        if entry is None:
+            continue
+        params = entry.get("ros__parameters") if isinstance(entry, Mapping) else None
+        if not isinstance(params, Mapping):
+            raise Sim2RealError(f"{path}: '{key}: ros__parameters' is not a mapping")
+        sections.append(params)
+    if not sections:
+        raise Sim2RealError(f"{path}: expected '{WILDCARD_KEY}: ros__parameters: ...' or "
+                            f"'{node}: ros__parameters: ...'")
+    merged: dict[str, Any] = {}
+    for params in sections:
+        merged = _merged(merged, params)
+    return merged
 
 
 def params_to_document(params: Mapping[str, float], node_key: str = DEFAULT_NODE_KEY,
