@@ -438,9 +438,10 @@ def _run_steps(args: argparse.Namespace, out: Path, grid: tuple[str, list[float]
                 f"{min(points, key=lambda p: abs(p.value - float(servo.params[name]))).cost:.4g})")
     result = fit_trials(records, box_start, args.box_free, horizon=None, mode=args.box_mode, platform="real",
                         sources=sources, settings=replace(settings, ftol=BOX_FTOL))
-    jackknife = grid_jackknife(points) if grid is not None and grid[0] in result.values else None
-    if grid is not None and jackknife is not None:
-        result = with_jackknife(result, grid[0], jackknife)
+    grid_name = grid[0] if grid is not None else None
+    jackknife = grid_jackknife(points) if grid_name in result.values else None
+    if grid_name is not None and jackknife is not None:
+        result = with_jackknife(result, grid_name, jackknife)
     params_path, fit_json = write_fit(fit_dir / "fitted.yaml", result)
     _report_fit(result, params_path, fit_json)
     _detail(f"fit done ({time.perf_counter() - t0:.0f} s)")
