@@ -154,14 +154,15 @@ def finite_float(text: str) -> float:
     return value
 
 
-def bounded_float(low: float, high: float, *, low_open: bool = False) -> Callable[[str], float]:
-    """argparse type: a finite float in [low, high] (or (low, high] with ``low_open``)."""
+def bounded_float(low: float, high: float, *, low_open: bool = False,
+                  high_open: bool = False) -> Callable[[str], float]:
+    """argparse type: a finite float in [low, high] (ends excluded with ``low_open`` / ``high_open``)."""
 
     def parse(text: str) -> float:
         value = finite_float(text)
-        if value < low or value > high or (low_open and value == low):
-            left = "(" if low_open else "["
-            raise argparse.ArgumentTypeError(f"must be in {left}{low:g}, {high:g}], got {text}")
+        if value < low or value > high or (low_open and value == low) or (high_open and value == high):
+            left, right = "(" if low_open else "[", ")" if high_open else "]"
+            raise argparse.ArgumentTypeError(f"must be in {left}{low:g}, {high:g}{right}, got {text}")
         return value
 
     return parse

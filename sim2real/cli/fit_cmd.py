@@ -39,6 +39,13 @@ Exit status:
   2  bad input, or no trial could be fitted (one line, nothing written);
   3  the fit finished but did not converge or has problems (the files are still written).
 
+Validation: --validate BAG (trials never fitted) and/or --holdout F (a seeded share of the BAG
+trials, whole trials) are held out. Their cost is tracked along the fit, and at the start and
+the fitted values every training and held-out trial is simulated whole and compared with its
+recording: mean final position error (m), yaw error (deg), flip agreement, and the RMS position
+error over the fit's horizon (e.g. 40-step predictions). fit.json "validation" holds the
+figures per trial; a held-out error that rose while the training error fell is a problem.
+
 --free takes comma-separated names; names joined by '=' are tied into one unknown, e.g.
   --free contact.mu_table,box.size_x=box.size_y=box.size_z
 --horizon 1 (teacher-forced one-step), N (segments of N steps) or trial (whole trials).
@@ -110,7 +117,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--platform", choices=("auto", "real", "sim"), default="auto",
                         help="recording to fit against (default: real if present, else sim)")
     parser.add_argument("--validate", action="append", default=[], metavar="BAG",
-                        help="held-out trial or run directory (repeatable): its cost is tracked along the fit")
+                        help="held-out trial or run directory (repeatable): its cost is tracked along the fit "
+                             "and its prediction errors are reported before and after")
+    parser.add_argument("--holdout", type=bounded_float(0.0, 1.0, low_open=True, high_open=True), metavar="F",
+                        help="hold out this fraction of the BAG trials (whole trials, chosen with --seed) and "
+                             "validate on them; may be combined with --validate")
+    parser.add_argument("--seed", type=bounded_int(0, 2**32 - 1), default=0, metavar="S",
+                        help="seed of the --holdout choice (default 0)")
     parser.add_argument("--strict", action="store_true",
                         help="raise at the first solver step that does not converge (no degraded steps)")
     parser.add_argument("--workers", type=bounded_int(1, 256), default=1, metavar="N",
@@ -166,9 +179,46 @@ def print_summary(result: FitResult, params_path: object, json_path: object) -> 
         std_text = f"± {std:.3g}" if std is not None else "(not determined)"
         ci_text = f", 95 % [{ci[0]:.6g}, {ci[1]:.6g}]" if ci else ""
         _log(f"  {name} = {value:.6g} {std_text}{ci_text}  (start {result.start_values[name]:.6g})")
+    for line in prediction_lines(result.validation):
+        _log(line)
     if result.hard_steps:
         _log(f"{len(result.hard_steps)} hard solver step(s) saved under hard_steps/")
     _log(f"wrote {params_path} and {json_path}")
+
+
+def prediction_lines(validation: dict | None) -> list[str]:
+    """Training and held-out prediction errors before -> after the fit, one line per set of trials."""
+    prediction = (validation or {}).get("prediction")
+    if not prediction:
+        return []
+    lines = ["prediction errors, start -> fitted values (whole trials; mean final position error, "
+             "mean yaw error, flip agreement; RMS over the fit's horizon):"]
+    for label in ("training", "validation"):
+        block = prediction.get(label) or {}
+        before, after = block.get("start") or {}, block.get("final") or {}
+        if not before.get("trials") and not after.get("trials"):
+            lines.append(f"  {label}: no trial could be simulated")
+            continue
+        text = (f"  {label} ({after.get('trials', 0)} trials): final position "
+                f"{_mm(before.get('final_position_m'))} -> {_mm(after.get('final_position_m'))} mm, yaw "
+                f"{_deg(before.get('yaw_deg'))} -> {_deg(after.get('yaw_deg'))} deg, flips "
+                f"{before.get('flip_agreement', '?')} -> {after.get('flip_agreement', '?')}")
+        rms = block.get("horizon_rms") or {}
+        if rms.get("start", {}).get("position_m") is not None and rms.get("final", {}).get("position_m") is not None:
+            text += f"; RMS position {_mm(rms['start']['position_m'])} -> {_mm(rms['final']['position_m'])} mm"
+        failed = after.get("failed") or 0
+        if failed:
+            text += f" ({failed} could not be simulated)"
+        lines.append(text)
+    return lines
+
+
+def _mm(value: object) -> str:
+    return f"{float(value) * 1000:.1f}" if isinstance(value, (int, float)) else "?"
+
+
+def _deg(value: object) -> str:
+    return f"{float(value):.1f}" if isinstance(value, (int, float)) else "?"
 
 
 def _describe_solve(summary: dict) -> str:
@@ -187,7 +237,7 @@ def run(args: argparse.Namespace) -> int:
 
     from sim2real.cli.common import check_output_file, is_fit_report, is_sim2real_params_file
     from sim2real.sysid import FreeParameters, LMSettings, Weights, fit_trials, parse_bounds
-    from sim2real.sysid.runs import read_trials
+    from sim2real.sysid.runs import LoadedTrials, read_trials, split_holdout
     from sim2real.sysid.writeback import check_out_path, fit_document, fit_json_path, write_fit
 
     out = check_out_path(args.out)
@@ -201,6 +251,13 @@ def run(args: argparse.Namespace) -> int:
     start = params_from_args(args)
     loaded = read_trials(args.bags)
     held = read_trials(args.validate) if args.validate else None
+    if args.holdout is not None:
+        loaded, split = split_holdout(loaded, args.holdout, args.seed)
+        _log(f"--holdout {args.holdout:g} (seed {args.seed}): {len(split.records)} of "
+             f"{len(split.records) + len(loaded.records)} trials held out: "
+             + ", ".join(record.name for record in split.records))
+        held = split if held is None else LoadedTrials(held.records + split.records, held.sources + split.sources,
+                                                      held.failures)
     failures = list(loaded.failures)
     if held is not None:
         failures += [replace(f, stage="validation") for f in held.failures]

@@ -41,6 +41,7 @@ from sim2real.report.tables import (
     experiment_summary_text,
     experiment_table,
     fit_parameter_rows,
+    prediction_rows,
     read_fit,
     strong_correlations,
     trial_outcomes,
@@ -264,6 +265,13 @@ def _fit_blocks(fit: FitSummary) -> list[Block]:
     blocks: list[Block] = [Heading("Fitted parameters"), *_fit_status_blocks(fit), Paragraph(f"From {fit.path}."),
                            Table(tuple(header), tuple(tuple(r) for r in rows),
                                  "Parameters before and after the fit (SI units)", css_class="parameters")]
+    header, rows = prediction_rows(fit)
+    if rows:
+        blocks += [Paragraph("Prediction of whole trials at the start values → the fitted values: the trials the "
+                             "fit used and the held-out ones it never saw (each simulated from its recorded start "
+                             "to its end; means over the trials)."),
+                   Table(tuple(header), tuple(tuple(r) for r in rows), "Training and validation",
+                         css_class="validation")]
     if fit.missing:
         blocks.append(Note(f"The fit file lacks: {', '.join(fit.missing)}; those parts are not shown."))
     for warning in fit.warnings:

@@ -312,6 +312,9 @@ class FitSummary:
         Engine outcome tallies at the ``start`` and ``final`` values (dicts or None).
     dropped_rows : int
         Residual rows the fit left out (degraded solver steps).
+    prediction : dict
+        ``validation.prediction`` of fit.json: whole-trial prediction errors of the training
+        and held-out trials at the start and fitted values (empty without held-out trials).
     """
 
     path: str
@@ -329,6 +332,7 @@ class FitSummary:
     problems: tuple[str, ...] = ()
     solver: dict[str, Any] = field(default_factory=dict)
     dropped_rows: int = 0
+    prediction: dict[str, Any] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -403,9 +407,56 @@ def read_fit(path: str | Path) -> FitSummary:
     solver = {k: v for k, v in (content.get("solver") or {}).items() if isinstance(v, Mapping)} \
         if isinstance(content.get("solver"), Mapping) else {}
     dropped = content.get("dropped_rows")
+    validation = content.get("validation")
+    prediction = validation.get("prediction") if isinstance(validation, Mapping) else None
     return FitSummary(str(path), values, std or {}, ci95, start or {}, names, matrix, tuple(trace), warnings,
                       extras, tuple(missing), status, problems, solver,
-                      int(dropped) if isinstance(dropped, int) and not isinstance(dropped, bool) else 0)
+                      int(dropped) if isinstance(dropped, int) and not isinstance(dropped, bool) else 0,
+                      dict(prediction) if isinstance(prediction, Mapping) else {})
+
+
+def _mm(value: Any) -> str:
+    number = _float_or_none(value)
+    return "—" if number is None else f"{number * 1000:.1f}"
+
+
+def _degrees(value: Any) -> str:
+    number = _float_or_none(value)
+    return "—" if number is None else f"{number:.1f}"
+
+
+def _before_after(before: str, after: str) -> str:
+    return f"{before} → {after}"
+
+
+def prediction_rows(fit: FitSummary) -> tuple[list[str], list[list[str]]]:
+    """Training and held-out trials side by side: whole-trial prediction errors, start → fitted values.
+
+    Header and rows (one per set of trials): trials, mean final position error (mm), mean yaw
+    error (deg), flip agreement, RMS position error over the fit's horizon (mm). No rows when
+    the fit had no held-out trials.
+    """
+    header = ["trials", "count", "final position error (mm)", "yaw error (deg)", "flip agreement",
+              "RMS over the fit's horizon (mm)"]
+    rows = []
+    for label, title in (("training", "fitted on"), ("validation", "held out")):
+        block = fit.prediction.get(label)
+        if not isinstance(block, Mapping):
+            continue
+        before = block.get("start") if isinstance(block.get("start"), Mapping) else {}
+        after = block.get("final") if isinstance(block.get("final"), Mapping) else {}
+        rms = block.get("horizon_rms") if isinstance(block.get("horizon_rms"), Mapping) else {}
+        rms_before = rms.get("start") if isinstance(rms.get("start"), Mapping) else {}
+        rms_after = rms.get("final") if isinstance(rms.get("final"), Mapping) else {}
+        count = str(after.get("trials", "—"))
+        if after.get("failed"):
+            count += f" ({after['failed']} failed)"
+        rows.append([title, count,
+                     _before_after(_mm(before.get("final_position_m")), _mm(after.get("final_position_m"))),
+                     _before_after(_degrees(before.get("yaw_deg")), _degrees(after.get("yaw_deg"))),
+                     _before_after(str(before.get("flip_agreement", "—")), str(after.get("flip_agreement", "—"))),
+                     _before_after(_mm(rms_before.get("position_m")), _mm(rms_after.get("position_m")))])
+    return header, rows
 
 
 def fit_parameter_rows(fit: FitSummary) -> tuple[list[str], list[list[str]]]:

@@ -129,6 +129,11 @@ class FitEvaluator:
         return [int(mask.sum()) for mask in self._masks]
 
     @property
+    def masks(self) -> list[np.ndarray]:
+        """Rows left out per kept trial (degraded solver steps at the start values), full-length masks."""
+        return list(self._masks)
+
+    @property
     def rows_per_trial(self) -> list[int]:
         """Residual rows in the fit per kept trial, in the order of the stacked rows."""
         return [int((~mask).sum()) for mask in self._masks]
@@ -219,16 +224,22 @@ class HeldOut:
         self._masks: list[np.ndarray] = []
         #: ``(iteration, cost)`` at the start and at every accepted iterate.
         self.costs: list[tuple[int, float]] = []
+        #: Cost per held-out trial ``(n,)`` at each iteration in :attr:`costs`.
+        self.trial_costs: dict[int, np.ndarray] = {}
         self.notes: list[str] = []
+        #: Evaluations at the start values and at the last accepted iterate (failed ones excluded).
+        self.start_results: list[TrialResiduals] = []
+        self.final_results: list[TrialResiduals] = []
 
     def _cost(self, x: np.ndarray, results: Sequence[TrialResiduals | TaskFailure], iteration: int) -> float:
-        rows = []
+        per_trial = []
         for res, mask in zip(results, self._masks, strict=True):
             if isinstance(res, TaskFailure):
                 self.notes.append(f"iteration {iteration}: {res.reason}")
                 return float("nan")
-            rows.append(res.residuals[~(mask | res.dropped_mask)])
-        return loss_weights(np.concatenate(rows), *self._loss)[0] if rows else float("nan")
+            per_trial.append(loss_weights(res.residuals[~(mask | res.dropped_mask)], *self._loss)[0])
+        self.trial_costs[iteration] = np.array(per_trial)
+        return float(np.sum(per_trial)) if per_trial else float("nan")
 
     def _run(self, x: np.ndarray) -> list[TrialResiduals | TaskFailure]:
         params = self._start.replace(self._expand(x))
@@ -242,28 +253,52 @@ class HeldOut:
         kept = [(t, r) for t, r in zip(self.trials, results, strict=True) if isinstance(r, TrialResiduals)]
         self.trials = [t for t, _ in kept]
         self._masks = [r.dropped_mask for _, r in kept]
+        self.start_results = self.final_results = [r for _, r in kept]
         if kept:
-            self.costs.append((0, self._cost(x0, [r for _, r in kept], 0)))
+            self.costs.append((0, self._cost(x0, self.start_results, 0)))
         return failures
+
+    @property
+    def masks(self) -> list[np.ndarray]:
+        """Rows left out per held-out trial (degraded solver steps at the start values)."""
+        return list(self._masks)
 
     def on_entry(self, entry: TraceEntry) -> None:
         """Optimizer progress hook: the held-out cost at every accepted iterate."""
         if entry.accepted and entry.iteration > 0 and self.trials:
             x = np.array(entry.x)
-            self.costs.append((entry.iteration, self._cost(x, self._run(x), entry.iteration)))
+            results = self._run(x)
+            self.costs.append((entry.iteration, self._cost(x, results, entry.iteration)))
+            if not any(isinstance(r, TaskFailure) for r in results):
+                self.final_results = [r for r in results if isinstance(r, TrialResiduals)]
 
-    def rising(self, tolerance: float = 0.01) -> str | None:
-        """A one-line problem when the final held-out cost exceeds the lowest seen by more than ``tolerance``."""
+    def rising(self, tolerance: float = 0.01, t_limit: float = 2.0) -> str | None:
+        """A one-line problem when the final held-out cost rose above the lowest seen along the fit.
+
+        With one held-out trial: by more than ``tolerance`` (relative). With several, the rise
+        must also stand out from the trial-to-trial scatter: the mean per-trial rise is more
+        than ``t_limit`` standard errors (a paired comparison over the held-out trials), so
+        that a few trials moving either way do not read as a failure to generalise.
+        """
         finite = [(i, c) for i, c in self.costs if np.isfinite(c)]
         if len(finite) < 2:
             return None
         best_iteration, best = min(finite, key=lambda item: item[1])
         last_iteration, last = finite[-1]
-        if last > (1.0 + tolerance) * best:
-            where = "the start" if best_iteration == 0 else f"iteration {best_iteration}"
-            return (f"held-out cost rose: {best:.6g} at {where} -> {last:.6g} at iteration {last_iteration} "
-                    f"(the fit does not generalise to the validation trials)")
-        return None
+        if last <= (1.0 + tolerance) * best:
+            return None
+        where = "the start" if best_iteration == 0 else f"iteration {best_iteration}"
+        rise = self.trial_costs[last_iteration] - self.trial_costs[best_iteration]
+        significance = ""
+        if rise.shape[0] >= 2:
+            spread = float(np.std(rise, ddof=1)) / np.sqrt(rise.shape[0])
+            t = float(np.mean(rise)) / spread if spread > 0.0 else float("inf")
+            if t <= t_limit:
+                return None
+            significance = (f", {t:.1f} standard errors over {rise.shape[0]} held-out trials; "
+                            f"{int(np.sum(rise > 0))} of them rose")
+        return (f"held-out cost rose: {best:.6g} at {where} -> {last:.6g} at iteration {last_iteration}"
+                f"{significance} (the fit does not generalise to the validation trials)")
 
     def as_dict(self) -> dict[str, Any]:
         """fit.json ``validation``: trials, costs per iteration, notes."""

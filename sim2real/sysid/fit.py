@@ -26,6 +26,7 @@ from sim2real.sysid.data import TrialData, prepare_trial
 from sim2real.sysid.evaluation import FitEvaluator, HeldOut, merge_summaries
 from sim2real.sysid.inputs import describe_pusher
 from sim2real.sysid.optimizer import LMResult, LMSettings, Progress, TraceEntry, levenberg_marquardt
+from sim2real.sysid.prediction import horizon_rms, predict, prediction_block, rising_validation
 from sim2real.sysid.residuals import ResidualSpec, TrialResiduals, Weights, available_gradients
 from sim2real.sysid.runs import TrialFailure, raise_all_failed
 from sim2real.sysid.status import bound_problems, fit_problems, fit_status
@@ -449,9 +450,46 @@ def fit_trials(records: Sequence[TrialRecord], start: ParameterSet, free: Sequen
 
         typical = np.array([_param_scale(g[0], float(v)) for g, v in zip(free_set.groups, x0, strict=True)])
         result = levenberg_marquardt(evaluator, x0, lower, upper, settings, report, typical)
+        predictions = None
+        if held_out.trials:
+            if log is not None:
+                log(f"predicting {len(prepared.trials)} training and {len(held_out.trials)} held-out trial(s) "
+                    "whole, at the start and the fitted values")
+            predictions = _predictions(executor, evaluator, held_out, start, start.replace(free_set.expand(result.x)),
+                                       spec_)
 
     return _result(result, start, free_set, x0, lower, upper, settings, spec_, prepared, evaluator, held_out,
-                   warnings, left_out, mode, platform)
+                   warnings, left_out, mode, platform, predictions)
+
+
+def _predictions(executor: Any, evaluator: FitEvaluator, held_out: HeldOut, start: ParameterSet,
+                 fitted: ParameterSet, spec_: ResidualSpec) -> dict[str, Any]:
+    """fit.json ``validation.prediction``: whole-trial prediction errors of the training and the
+    held-out trials at the start and the fitted values (:mod:`sim2real.sysid.prediction`)."""
+    blocks = {}
+    for label, trials in (("training", evaluator.trials), ("validation", held_out.trials)):
+        before = predict(executor, trials, start, spec_.mode, spec_.pusher)
+        after = predict(executor, trials, fitted, spec_.mode, spec_.pusher)
+        if label == "training":
+            rms = (horizon_rms(evaluator.start_results, evaluator.masks, spec_.weights),
+                   horizon_rms(evaluator.final_results, evaluator.masks, spec_.weights))
+        else:
+            rms = (horizon_rms(held_out.start_results, held_out.masks, spec_.weights),
+                   horizon_rms(held_out.final_results, held_out.masks, spec_.weights))
+        blocks[label] = prediction_block(before, after, *rms)
+    blocks["whole_trials"] = ("each trial simulated from its recorded start to its end (mode "
+                              f"{spec_.mode}); horizon_rms: the fit's own residual rows (horizon {spec_.label})")
+    return blocks
+
+
+def _validation(held_out: HeldOut, predictions: dict[str, Any] | None) -> dict[str, Any] | None:
+    """fit.json ``validation``: held-out costs along the fit and, with them, the prediction errors."""
+    if not (held_out.trials or held_out.costs or held_out.notes):
+        return None
+    out = held_out.as_dict()
+    if predictions is not None:
+        out["prediction"] = predictions
+    return out
 
 
 def held_spec(spec_: ResidualSpec) -> ResidualSpec:
@@ -471,7 +509,7 @@ def _drop_failed(prepared: _Prepared, failed: set[str]) -> None:
 def _result(result: LMResult, start: ParameterSet, free_set: FreeParameters, x0: np.ndarray, lower: np.ndarray,
             upper: np.ndarray, settings: LMSettings, spec_: ResidualSpec, prepared: _Prepared,
             evaluator: FitEvaluator, held_out: HeldOut, warnings: list[str], left_out: list[TrialFailure],
-            mode: str, platform: str) -> FitResult:
+            mode: str, platform: str, predictions: dict[str, Any] | None = None) -> FitResult:
     """Assemble the :class:`FitResult`: uncertainty, status, problems, per-trial information."""
     labels = free_set.labels
     scale = np.array([_param_scale(g[0], float(v)) for g, v in zip(free_set.groups, result.x, strict=True)])
@@ -482,8 +520,12 @@ def _result(result: LMResult, start: ParameterSet, free_set: FreeParameters, x0:
     undetermined = tuple(n for g in free_set.groups if g[0] in unc.undetermined for n in g)
     status = fit_status(result.stop_reason)
     iterations = int(result.trace[-1].iteration) if result.trace else 0
+    rising = held_out.rising()
+    if predictions is not None:
+        rising = "; ".join(r for r in (rising, rising_validation(predictions["training"],
+                                                                  predictions["validation"])) if r) or None
     problems = fit_problems(result.stop_reason, iterations, bound_problems(labels, result.x, lower, upper),
-                            undetermined, held_out.rising(), evaluator.dropped_rows,
+                            undetermined, rising, evaluator.dropped_rows,
                             int(result.residuals.shape[0]), left_out)
     data_info = {
         "trials": _trials_info(prepared, evaluator.first_rows(), evaluator.final_rows(), spec_.weights,
@@ -503,6 +545,6 @@ def _result(result: LMResult, start: ParameterSet, free_set: FreeParameters, x0:
         warnings=warnings + list(unc.warnings), data=data_info, cost_start=float(result.trace[0].cost),
         cost_final=float(result.cost), undetermined=undetermined, status=status, problems=tuple(problems),
         failures=tuple(left_out), solver=_solver_info(evaluator), dropped_rows=evaluator.dropped_rows,
-        validation=held_out.as_dict() if held_out.trials or held_out.costs else None,
+        validation=_validation(held_out, predictions),
         hard_steps=tuple(evaluator.hard_steps),
     )

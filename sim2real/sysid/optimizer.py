@@ -25,6 +25,8 @@ from sim2real.errors import Sim2RealError
 LOSSES: tuple[str, ...] = ("linear", "huber", "soft_l1")
 #: The stop reason of a fit that ran out of iterations (the one reason that is not convergence).
 STOP_MAX_ITERATIONS = "maximum iterations"
+#: The stop reason of :attr:`LMSettings.stat_tol`.
+STOP_STATISTICAL = "step below 1 % of the standard deviations"
 
 
 class FitAbortedError(Sim2RealError):
@@ -55,6 +57,12 @@ class LMSettings:
         Residual size where the robust loss starts to down-weight rows.
     null_tolerance : float
         Eigenvalues of the scaled ``JᵀWJ`` below this times the largest one count as undetermined.
+    stat_tol : float
+        Stop when a step moves every free parameter by less than ``stat_tol`` times its standard
+        deviation (independent rows, at the current point: the smallest estimate, so the test
+        is conservative). Steps that small change nothing a fit can resolve; on the rough costs
+        of hard contact (events shifting by a step) they are all that is left near a minimum,
+        and without this test the fit would spend its iterations on them. 0 disables it.
     """
 
     max_iterations: int = 20
@@ -66,6 +74,7 @@ class LMSettings:
     loss: str = "linear"
     loss_scale: float = 1.0
     null_tolerance: float = 1e-10
+    stat_tol: float = 0.01
 
     def __post_init__(self) -> None:
         if self.loss not in LOSSES:
@@ -182,6 +191,26 @@ def _solve_damped(hessian: np.ndarray, gradient: np.ndarray, diag: np.ndarray, d
     return -(eigvec[:, keep] @ coeff) / d
 
 
+def _negligible_step(step: np.ndarray, hessian: np.ndarray, free: np.ndarray, cost: float, rows: int,
+                     settings: LMSettings) -> bool:
+    """Whether ``step`` moves every free parameter by less than ``stat_tol`` standard deviations.
+
+    The standard deviations are ``sqrt(σ² diag(H⁻¹))`` over the free parameters with
+    ``σ² = 2 cost / (m − p)`` (independent rows: the narrowest estimate).
+    """
+    p = int(np.count_nonzero(free))
+    if settings.stat_tol <= 0.0 or p == 0 or rows <= p or not np.any(step):
+        return False
+    sub = hessian[np.ix_(free, free)]
+    try:
+        variance = np.diag(np.linalg.pinv(sub)) * (2.0 * cost / (rows - p))
+    except np.linalg.LinAlgError:
+        return False
+    if not np.all(np.isfinite(variance)) or np.any(variance <= 0.0):
+        return False
+    return bool(np.all(np.abs(step[free]) < settings.stat_tol * np.sqrt(variance)))
+
+
 def levenberg_marquardt(evaluate: Evaluate, x0: np.ndarray, lower: np.ndarray, upper: np.ndarray,
                         settings: LMSettings = LMSettings(), progress: Progress | None = None,
                         typical: np.ndarray | None = None) -> LMResult:
@@ -210,7 +239,8 @@ def levenberg_marquardt(evaluate: Evaluate, x0: np.ndarray, lower: np.ndarray, u
     -------
     LMResult
         ``stop_reason`` is one of: ``"gradient below gtol"``, ``"step below xtol"``,
-        ``"cost reduction below ftol"``, ``"zero residual"``, ``"maximum iterations"``
+        ``"cost reduction below ftol"``, ``"zero residual"``, :data:`STOP_STATISTICAL`,
+        ``"maximum iterations"``
         (:data:`STOP_MAX_ITERATIONS`: not converged), ``"damping limit (no further decrease)"``.
     """
     x = np.asarray(x0, dtype=float).copy()
@@ -272,6 +302,7 @@ def levenberg_marquardt(evaluate: Evaluate, x0: np.ndarray, lower: np.ndarray, u
             delta[free] = _solve_damped(H[sub], g[free], diag_max[free], damping, settings.null_tolerance)
         x_new = np.clip(x + delta, lower, upper)
         step = x_new - x
+        negligible = _negligible_step(step, H, free, cost, r.shape[0], settings)
         step_norm = float(np.linalg.norm(step * scale))
         predicted = -(g @ step) - 0.5 * step @ H @ step
         evaluations += 1
@@ -302,6 +333,10 @@ def levenberg_marquardt(evaluate: Evaluate, x0: np.ndarray, lower: np.ndarray, u
                           note))
         if accepted and actual <= settings.ftol * old_cost:
             stop = "cost reduction below ftol"
+            break
+        if negligible:
+            stop = STOP_STATISTICAL if settings.stat_tol == 0.01 else \
+                f"step below {100 * settings.stat_tol:g} % of the standard deviations"
             break
         if step_norm <= settings.xtol * (float(np.linalg.norm(x * scale)) + settings.xtol):
             stop = "step below xtol"

@@ -126,9 +126,23 @@ def _replay_pusher_path(data: TrialData, params: ParameterSet, pusher: np.ndarra
     return _box_platform(data.t, result.states, pusher, joints), result
 
 
-def _simulate(data: TrialData, params: ParameterSet, mode: str, source: str,
-              strict: bool) -> tuple[PlatformRecord, SolveSummary | None, tuple[Any, ...]]:
-    """The replayed platform, its outcome tally and hard steps, in the resolved ``mode``."""
+def simulate_data(data: TrialData, params: ParameterSet, mode: str, source: str,
+                  strict: bool = False) -> tuple[PlatformRecord, SolveSummary | None, tuple[Any, ...]]:
+    """Simulate one whole trial: the replayed platform, its outcome tally and hard steps.
+
+    Parameters
+    ----------
+    data : TrialData
+        The recording on its grid.
+    params : ParameterSet
+        Simulator parameters, already adapted to the trial (:func:`step_params`).
+    mode : str
+        The resolved mode: ``commands``, ``closed``, ``kinematic``, ``pusher`` or ``box``.
+    source : str
+        Where a played-back pusher comes from (:func:`~sim2real.sysid.inputs.mode_pusher_source`).
+    strict : bool
+        Raise on the first engine step that does not converge.
+    """
     settings = SolverSettings(strict=strict)
     if mode in SIMULATED_ARM_MODES:
         arm: ArmTrialResult = simulate_recorded_arm(data, params, mode, strict=strict)
@@ -207,7 +221,7 @@ def replay(record: TrialRecord, params: ParameterSet, mode: str = "auto", platfo
     except Sim2RealError as err:
         raise TrialInputError(_named(record.name, err)) from None
     try:
-        replayed, summary, hard = _simulate(data, step_params(data, params), used, source, strict)
+        replayed, summary, hard = simulate_data(data, step_params(data, params), used, source, strict)
     except Sim2RealError as err:
         raise Sim2RealError(_named(record.name, err)) from None
     description = describe_pusher(data, source)

@@ -116,3 +116,44 @@ def check_unique_names(records: Sequence[TrialRecord]) -> None:
         if record.name in seen:
             raise Sim2RealError(f"two trials are named '{record.name}'; replay them into separate output directories")
         seen.add(record.name)
+
+
+def split_holdout(loaded: LoadedTrials, fraction: float, seed: int) -> tuple[LoadedTrials, LoadedTrials]:
+    """Split trials into fitted and held-out ones, by whole trials, reproducibly.
+
+    Parameters
+    ----------
+    loaded : LoadedTrials
+        All readable trials (its read failures stay with the fitted part).
+    fraction : float
+        Share of the trials held out, in (0, 1); rounded to the nearest count.
+    seed : int
+        Seed of the random choice (the same seed and trials give the same split).
+
+    Returns
+    -------
+    (LoadedTrials, LoadedTrials)
+        The trials to fit and the held-out ones, each in their original order.
+
+    Raises
+    ------
+    Sim2RealError
+        The fraction is outside (0, 1), or leaves no trial on one side.
+    """
+    import numpy as np
+
+    if not 0.0 < fraction < 1.0:
+        raise Sim2RealError(f"--holdout must be a fraction between 0 and 1 (exclusive), got {fraction:g}")
+    count = len(loaded.records)
+    held = round(fraction * count)
+    if held < 1 or held > count - 1:
+        raise Sim2RealError(f"--holdout {fraction:g} of {count} trial(s) holds out {held}: need at least one "
+                            "trial on each side (give more trials or another fraction)")
+    chosen = set(np.random.default_rng(seed).choice(count, size=held, replace=False).tolist())
+    fit_idx = [k for k in range(count) if k not in chosen]
+    held_idx = sorted(chosen)
+
+    def part(indices: list[int], failures: tuple[TrialFailure, ...]) -> LoadedTrials:
+        return LoadedTrials(tuple(loaded.records[k] for k in indices), tuple(loaded.sources[k] for k in indices),
+                            failures)
+    return part(fit_idx, loaded.failures), part(held_idx, ())

@@ -1,0 +1,181 @@
+"""How well a simulator predicts whole trials, in the report's units.
+
+Each trial is simulated from its recorded start to its end (the fit's mode resolved for whole
+trials: the simulated arm under the recorded commands or PD law, the pusher played back, or a
+free box from the recorded start, see :mod:`sim2real.sysid.replay`) and its final box pose is
+compared with the recorded one:
+
+* final position error, 3-D and horizontal (m, base frame);
+* yaw error: the difference of the two boxes' twists about world z since the start (deg);
+* flip agreement: both boxes changed the face they rest on, or neither did.
+
+A fit evaluates this at its start values and at its result, for the trials it was fitted on
+and the held-out ones (:func:`prediction_summary`): the held-out figures are what the fitted
+simulator predicts for trials it never saw.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from concurrent.futures import Executor
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from sim2real.params import ParameterSet
+from sim2real.sysid.data import TrialData
+from sim2real.sysid.inputs import mode_pusher_source, resolve_mode
+from sim2real.sysid.residuals import TrialResiduals, Weights, step_params
+from sim2real.sysid.tasks import MapExecutor, one_line
+from sim2real.trials import PoseSeries, compute_outcome
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """One trial simulated whole against its recording.
+
+    Attributes
+    ----------
+    name : str
+        Trial name.
+    final_position_m, final_position_xy_m : float
+        Distance between the simulated and the recorded final box centre, 3-D and in the
+        horizontal plane, m (NaN when the simulation failed).
+    yaw_deg : float
+        ``|sim twist − real twist|`` about world z since the start, wrapped to [0, 180], deg.
+    flip_agree : bool or None
+        Both boxes flipped or neither (None when the simulation failed).
+    error : str
+        Why the simulation failed (empty when it did not).
+    """
+
+    name: str
+    final_position_m: float = float("nan")
+    final_position_xy_m: float = float("nan")
+    yaw_deg: float = float("nan")
+    flip_agree: bool | None = None
+    error: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready (NaN as None)."""
+        def number(value: float) -> float | None:
+            return float(value) if np.isfinite(value) else None
+        return {"trial": self.name, "final_position_m": number(self.final_position_m),
+                "final_position_xy_m": number(self.final_position_xy_m), "yaw_deg": number(self.yaw_deg),
+                "flip_agree": self.flip_agree, "error": self.error or None}
+
+
+@dataclass(frozen=True)
+class PredictionTask:
+    """Inputs of one whole-trial prediction (picklable, for executors)."""
+
+    data: TrialData
+    params: ParameterSet
+    mode: str
+    pusher: str
+
+
+def run_prediction(task: PredictionTask) -> Prediction:
+    """Simulate one trial whole and compare its final box pose; failures are returned, not raised."""
+    from sim2real.sysid.replay import simulate_data
+
+    data = task.data
+    try:
+        mode = resolve_mode(data, task.mode, task.pusher)
+        source = mode_pusher_source(data, mode, task.pusher)
+        platform, _, _ = simulate_data(data, step_params(data, task.params), mode, source)
+        assert platform.box_pose is not None
+        size = [float(task.params[f"box.size_{axis}"]) for axis in "xyz"]
+        real = compute_outcome(PoseSeries(data.t, data.box_position, data.box_quaternion), size)
+        sim = compute_outcome(platform.box_pose, size)
+    except Exception as err:  # one trial's failure must not end the others
+        return Prediction(data.name, error=one_line(err))
+    offset = sim.final_position - real.final_position
+    yaw = abs((sim.yaw_deg - real.yaw_deg + 180.0) % 360.0 - 180.0)
+    return Prediction(data.name, float(np.linalg.norm(offset)), float(np.linalg.norm(offset[:2])), float(yaw),
+                      sim.flipped == real.flipped)
+
+
+def predict(executor: MapExecutor | Executor, trials: Sequence[TrialData], params: ParameterSet, mode: str,
+            pusher: str) -> list[Prediction]:
+    """:func:`run_prediction` of every trial on ``executor``, in trial order."""
+    return list(executor.map(run_prediction, [PredictionTask(t, params, mode, pusher) for t in trials]))
+
+
+def overall(predictions: Sequence[Prediction]) -> dict[str, Any]:
+    """Means over the trials that simulated: final position error (m), horizontal (m), yaw (deg), flips.
+
+    Returns
+    -------
+    dict
+        ``trials`` (simulated), ``failed``, ``final_position_m`` (mean), ``final_position_median_m``,
+        ``final_position_xy_m``, ``yaw_deg`` (means), ``flip_agreement`` ("k/n").
+    """
+    done = [p for p in predictions if not p.error]
+    if not done:
+        return {"trials": 0, "failed": len(predictions)}
+    position = np.array([p.final_position_m for p in done])
+    return {"trials": len(done), "failed": len(predictions) - len(done),
+            "final_position_m": float(position.mean()), "final_position_median_m": float(np.median(position)),
+            "final_position_xy_m": float(np.mean([p.final_position_xy_m for p in done])),
+            "yaw_deg": float(np.mean([p.yaw_deg for p in done])),
+            "flip_agreement": f"{sum(bool(p.flip_agree) for p in done)}/{len(done)}"}
+
+
+def horizon_rms(results: Sequence[TrialResiduals], masks: Sequence[np.ndarray], weights: Weights) -> dict[str, float]:
+    """RMS box position (m) and orientation (deg) error over the fit's residual rows (its horizon).
+
+    Parameters
+    ----------
+    results : sequence of TrialResiduals
+        Weighted residuals per trial.
+    masks : sequence of ndarray of bool
+        Rows left out per trial (degraded solver steps).
+    weights : Weights
+        The fit's group weights (divided out).
+    """
+    position, orientation = [], []
+    for res, mask in zip(results, masks, strict=True):
+        keep = ~(mask | res.dropped_mask)
+        if weights.position > 0.0:
+            position.append(res.residuals[keep & (res.groups == 0)] / weights.position)
+        if weights.orientation > 0.0:
+            orientation.append(res.residuals[keep & (res.groups == 1)] / weights.orientation)
+    out = {}
+    rows = np.concatenate(position) if position else np.zeros(0)
+    if rows.size:
+        out["position_m"] = float(np.sqrt(np.mean(rows ** 2)))
+    rows = np.concatenate(orientation) if orientation else np.zeros(0)
+    if rows.size:
+        out["orientation_deg"] = float(np.degrees(np.sqrt(np.mean(rows ** 2))))
+    return out
+
+
+def prediction_block(start: Sequence[Prediction], final: Sequence[Prediction],
+                     rms_start: dict[str, float] | None = None,
+                     rms_final: dict[str, float] | None = None) -> dict[str, Any]:
+    """One set of trials at the start and fitted values: overall figures and per-trial rows."""
+    block: dict[str, Any] = {"start": overall(start), "final": overall(final),
+                             "trials": [{"trial": a.name, "start": a.as_dict(), "final": b.as_dict()}
+                                        for a, b in zip(start, final, strict=True)]}
+    if rms_start is not None and rms_final is not None:
+        block["horizon_rms"] = {"start": rms_start, "final": rms_final}
+    return block
+
+
+def rising_validation(training: dict[str, Any], validation: dict[str, Any]) -> str | None:
+    """A one-line problem when the held-out final position error rose while the training one fell."""
+    def mean(block: dict[str, Any], when: str) -> float | None:
+        value = block.get(when, {}).get("final_position_m")
+        return float(value) if value is not None else None
+    train0, train1 = mean(training, "start"), mean(training, "final")
+    held0, held1 = mean(validation, "start"), mean(validation, "final")
+    if None in (train0, train1, held0, held1):
+        return None
+    assert train0 is not None and train1 is not None and held0 is not None and held1 is not None
+    if train1 < train0 and held1 > held0 * 1.01:
+        return (f"held-out prediction error rose while the training error fell: final position error "
+                f"{held0 * 1000:.1f} -> {held1 * 1000:.1f} mm on the held-out trials, {train0 * 1000:.1f} -> "
+                f"{train1 * 1000:.1f} mm on the training trials (the fit does not generalise)")
+    return None
