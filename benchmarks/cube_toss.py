@@ -13,6 +13,7 @@ Takes about 30 s per block and worker.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import statistics
 import sys
@@ -22,7 +23,7 @@ import warnings
 from pathlib import Path
 
 from sim2real.params import ParameterSet
-from sim2real.sysid import LMSettings, fit_trials
+from sim2real.sysid import LMSettings, Weights, fit_trials
 from sim2real.trials import read_trial
 from sim2real.trials.cube_toss import import_cube_tosses, load_cube_tosses
 
@@ -31,13 +32,15 @@ MEASURED_SIDE = 0.1048
 FREE = "contact.mu_table,box.size_x=box.size_y=box.size_z,contact.table_height"
 START = {"box.mass": 0.37, "box.size_x": 0.095, "box.size_y": 0.095, "box.size_z": 0.095}
 HORIZON = 40
+#: Residual weights of the README's cube-toss fit (see the README: from the measured pose noise).
+WEIGHTS = "position=1000,orientation=30"
 
 
-def _block_fit(records: list, held: list, workers: int, iterations: int) -> dict:
+def _block_fit(records: list, held: list, workers: int, iterations: int, weights: Weights) -> dict:
     start = ParameterSet.nominal().replace(START)
     clock = time.perf_counter()
     result = fit_trials(records, start, FREE, horizon=HORIZON, workers=workers, validation=held,
-                        settings=LMSettings(max_iterations=iterations))
+                        weights=weights, settings=LMSettings(max_iterations=iterations))
     seconds = time.perf_counter() - clock
     side = result.values["box.size_x"]
     out = {"trials": len(records), "side_m": side, "side_std_m": result.std["box.size_x"],
@@ -53,6 +56,34 @@ def _block_fit(records: list, held: list, workers: int, iterations: int) -> dict
     return out
 
 
+def flight_noise(npz: Path, clearance: float = 0.095) -> dict:
+    """Pose scatter of the tosses in free flight (centre above ``clearance``, m): RMS of the positions
+    about a parabola per axis (m) and of the orientations about a constant rotation rate (rad); the
+    ratio of the two sets the README's orientation weight (1000 per m of position)."""
+    import numpy as np
+    from scipy.spatial.transform import Rotation
+
+    data = np.load(npz)
+    offsets, position, quaternion, t = data["traj_offsets"], data["position"], data["quaternion"], data["t"]
+    position_rows, rotation_rows, segments = [], [], 0
+    for a, b in itertools.pairwise(offsets):
+        n = int(np.argmax(position[a:b, 2] <= clearance)) if np.any(position[a:b, 2] <= clearance) else b - a
+        if n < 8:
+            continue
+        segments += 1
+        tt = t[a:a + n]
+        for k in range(3):
+            position_rows.append(position[a:a + n, k] - np.polyval(np.polyfit(tt, position[a:a + n, k], 2), tt))
+        rotations = Rotation.from_quat(quaternion[a:a + n][:, [1, 2, 3, 0]])
+        turned = (rotations * rotations[0].inv()).as_rotvec()  # a cube's free rotation: constant rate
+        slope, intercept = np.polyfit(tt, turned, 1)
+        rotation_rows.append(turned - (np.outer(tt, slope) + intercept))
+    sigma_position = float(np.sqrt(np.mean(np.concatenate(position_rows) ** 2)))
+    sigma_rotation = float(np.sqrt(np.mean(np.concatenate(rotation_rows) ** 2)))
+    return {"segments": segments, "position_rms_m": sigma_position, "orientation_rms_rad": sigma_rotation,
+            "orientation_weight_for_position_1000": 1000.0 * sigma_position / sigma_rotation}
+
+
 def _overlap(a: list[float] | None, b: list[float] | None) -> bool:
     return a is not None and b is not None and a[0] <= b[1] and b[0] <= a[1]
 
@@ -65,11 +96,13 @@ def main() -> None:
     parser.add_argument("--all", action="store_true", help="also fit all tosses at once")
     parser.add_argument("--workers", type=int, default=2, help="processes per fit (default 2)")
     parser.add_argument("--iterations", type=int, default=30, help="iteration limit per fit (default 30)")
+    parser.add_argument("--weights", default=WEIGHTS, help=f"residual weights (default {WEIGHTS}, the README's)")
     args = parser.parse_args()
     if not NPZ.is_file():
         print(json.dumps({"benchmark": "cube_toss", "skipped": f"{NPZ} not found"}))
         return
     warnings.simplefilter("ignore", RuntimeWarning)
+    weights = Weights.parse(args.weights)
     count = len(load_cube_tosses(NPZ).offsets) - 1
     with tempfile.TemporaryDirectory() as tmp:
         import_cube_tosses(NPZ, Path(tmp) / "tosses", f"0-{count - 1}")
@@ -81,7 +114,7 @@ def main() -> None:
     for k, block in enumerate(blocks):
         held = blocks[(k + 1) % len(blocks)] if len(blocks) > 1 else []
         entry = {"block": k, "tosses": f"{k * args.block}-{k * args.block + len(block) - 1}",
-                 **_block_fit(block, held, args.workers, args.iterations)}
+                 **_block_fit(block, held, args.workers, args.iterations, weights)}
         results.append(entry)
         print(f"block {k}: side {entry['side_m']:.4f} m ({100 * entry['side_error']:+.1f} %), std "
               f"{entry['side_std_m']:.4f}, {entry['status']}, {entry['stop_reason']}, {entry['wall_s']:.0f} s",
@@ -90,7 +123,7 @@ def main() -> None:
     intervals = [r["side_ci95_m"] for r in results]
     report = {
         "benchmark": "cube_toss", "measured_side_m": MEASURED_SIDE, "block": args.block, "blocks": len(results),
-        "horizon": HORIZON, "workers": args.workers,
+        "horizon": HORIZON, "workers": args.workers, "weights": weights.as_dict(), "flight_noise": flight_noise(NPZ),
         "side_min_m": min(sides), "side_max_m": max(sides), "side_median_m": statistics.median(sides),
         "side_spread_std_m": statistics.stdev(sides) if len(sides) > 1 else None,
         "within_3_percent": sum(abs(r["side_error"]) <= 0.03 for r in results),
@@ -103,7 +136,7 @@ def main() -> None:
         "per_block": results,
     }
     if args.all:
-        report["all_tosses"] = _block_fit(records, [], args.workers, args.iterations)
+        report["all_tosses"] = _block_fit(records, [], args.workers, args.iterations, weights)
     print(json.dumps(report, indent=2))
 
 

@@ -33,6 +33,7 @@ from sim2real.cli.demo_cmd import (
     DEMO_DISTANCES,
     MAX_PUSHER_PATH_GAP,
     MAX_TRACKING_ERROR,
+    VALIDATION_DISTANCES,
     check_against_hidden,
     disturbed_gap,
     recording_problems,
@@ -73,7 +74,7 @@ def test_demo_fit_lands_on_the_hidden_values(tmp_path: Path) -> None:
     assert next(line for line in summary[1:] if line.strip()).startswith("DEMO CHECK PASSED"), log
 
     before, after = read_run(out / "standin_nominal"), read_run(out / "resim_fitted")
-    assert len(before) == len(after) == len(DEMO_DISTANCES)
+    assert len(before) == len(after) == len(DEMO_DISTANCES) + len(VALIDATION_DISTANCES)
     assert set(PUBLISHED) <= set(DEMO_DISTANCES)
     assert all(record.complete and {"real", "sim"} <= set(record.platforms) for record in before)
 
@@ -83,9 +84,18 @@ def test_demo_fit_lands_on_the_hidden_values(tmp_path: Path) -> None:
     assert abs(fitted["arm.servo_tau"] / hidden["arm.servo_tau"] - 1.0) <= SERVO_TAU_TOLERANCE, fitted["arm.servo_tau"]
     assert hidden["arm.command_delay"] - 0.002 <= fitted["arm.command_delay"] \
         <= hidden["arm.command_delay"] + DELAY_ABOVE_HIDDEN, fitted["arm.command_delay"]
+    held_out = [r.name for r in before if any(abs(r.meta["requested_start_m"][0] - d) < 1e-6
+                                                for d in VALIDATION_DISTANCES)]
+    assert len(held_out) == len(VALIDATION_DISTANCES)
     for stage in ("servo", "fitted"):
         fit = json.loads((out / "fit" / f"{stage}.json").read_text())
         assert fit["status"] == "converged" and not fit["problems"], (stage, fit["problems"])
+        # The held-out pushes were never fitted, and both stages predicted them before and after.
+        assert not set(held_out) & {t["name"] for t in fit["data"]["trials"]}
+        assert fit["validation"]["trials"] == held_out
+        prediction = fit["validation"]["prediction"]["validation"]
+        assert [t["trial"] for t in prediction["trials"]] == held_out and prediction["final"]["failed"] == 0
+    assert "validation (2 trials): final position" in result.stdout
 
     check = json.loads((out / "demo_check.json").read_text())
     assert check["passed"] is True and not check["missed"]
@@ -129,7 +139,8 @@ def _published(record: TrialRecord) -> bool:
 def test_demo_says_when_its_fit_missed(tmp_path: Path) -> None:
     """No iterations and no grid start: the fit stays at the nominal values, far from the hidden ones."""
     out = tmp_path / "demo"
-    result = _demo(out, tmp_path, "--distances", "0.45", "--max-iterations", "0", "--box-grid", "none")
+    result = _demo(out, tmp_path, "--distances", "0.45", "--max-iterations", "0", "--box-grid", "none",
+                   "--validation-distances", "none")
     assert result.returncode == 3, result.stdout[-3000:] + result.stderr[-3000:]
     assert "DEMO CHECK MISSED" in result.stdout and "DEMO CHECK PASSED" not in result.stdout
     check = json.loads((out / "demo_check.json").read_text())

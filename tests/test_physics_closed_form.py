@@ -91,3 +91,21 @@ def test_quasi_static_push_topples_above_d_over_2mu_and_slides_below():
     high = _push(1.5 * threshold)
     tilts = np.degrees(tilt(high[:, 3:7]))
     assert tilts[-1] > 10.0 and np.all(np.diff(tilts[20:]) > 0)  # rocking forward
+
+
+@pytest.mark.parametrize("scale", [1.0, 1.2, 2.5])
+def test_a_box_tipping_about_its_edge_accelerates_as_its_inertia_scale_says(scale):
+    """Released from rest on an edge, the box turns about it at α = m g r_x / (s I_c + m r²)."""
+    params = PARAMS.replace({"contact.mu_table": 1.0, "box.inertia_scale": scale})
+    sx, sz, mass, dt = (float(params[n]) for n in ("box.size_x", "box.size_z", "box.mass", "sim.dt"))
+    tilt_angle = 0.3  # rad about body y: the box rests on its +x bottom edge and falls back upright
+    q = from_axis_angle([0.0, 1.0, 0.0], tilt_angle)
+    height = 0.5 * sx * np.sin(tilt_angle) + 0.5 * sz * np.cos(tilt_angle)
+    world = BoxWorld.from_params(params)
+    state = world.step(BoxState.at_rest([0.0, 0.0, height], q)).state
+    edge = np.array([0.5 * sx * np.cos(tilt_angle) - 0.5 * sz * np.sin(tilt_angle),
+                     -0.5 * sx * np.sin(tilt_angle) - 0.5 * sz * np.cos(tilt_angle)])  # (x, z) from the centre
+    lever = -edge
+    inertia_c = mass / 12.0 * (sx**2 + sz**2)
+    alpha = lever[0] * mass * GRAVITY / (scale * inertia_c + mass * (lever @ lever))
+    assert state.angular_velocity[1] == pytest.approx(alpha * dt, rel=0.01)

@@ -28,6 +28,7 @@ from sim2real.physics import (
     rollout,
     solve_step,
 )
+from sim2real.physics.dynamics import PARAMS_OFFSET, THETA_PARAMS
 from sim2real.physics.ladder import LADDER
 from sim2real.physics.outcome import SolveSummary
 
@@ -74,7 +75,8 @@ def test_world_step_reports_outcome_and_a_reproducible_problem():
     params = ParameterSet.nominal().replace(
         {name: value for name, value in json.loads(CORPUS[0].read_text())["params"].items()
          if name != "pusher.radius"})
-    world = BoxWorld.from_params(params.replace({"pusher.radius": float(problem.theta[-1])}))
+    radius = float(problem.theta[PARAMS_OFFSET + THETA_PARAMS.index("pusher.radius")])
+    world = BoxWorld.from_params(params.replace({"pusher.radius": radius}))
     theta = problem.theta
     state = BoxState.from_vector(theta[0:13])
     result = world.step(state, theta[13:16], theta[19:22], step_index=7)

@@ -4,13 +4,15 @@
    real ``xarm-python-sdk`` on loopback, plus a physics world with hidden parameters and
    motion-capture noise and latency) and the mirrored simulator with nominal parameters push
    the box from :data:`DEMO_DISTANCES` (the five published start distances plus four near the
-   distance where the push stops toppling the box) as ROS 2 nodes; one rosbag2 per trial.
+   distance where the push stops toppling the box) as ROS 2 nodes; one rosbag2 per trial. Two more
+   pushes (:data:`VALIDATION_DISTANCES`) are recorded and held out: no fit stage sees them.
 2. **Fit** — Gauss-Newton on the recordings (implicit gradients), in two stages: the arm's
    servo (time constant, command delay) from the recorded commands and joint states (robust
    loss: ticks a busy machine delayed do not drag it), then the box (centre-of-mass height)
    from whole trials with the pusher played back as recorded, starting from the best point of
    a grid over the box height. Writes the fitted ROS 2 params YAML plus its ``.json`` report
-   per stage.
+   per stage. Each stage predicts the fitted and the held-out trials whole, at its start and its
+   fitted values (final position and yaw error, flip agreement).
 3. **Re-simulate** — every recorded trial replayed in the simulator with the fitted
    parameters under the same PD law on the recorded reference. A trial whose real pusher path
    the re-simulated arm does not reproduce (:data:`MAX_PUSHER_PATH_GAP`: the real loop was
@@ -47,6 +49,9 @@ if TYPE_CHECKING:
 #: height from one side (a box tips over or rocks back depending on it), which sharpened the minimum to
 #: within 0.75 cm of the hidden value in 4 of 4 recorded runs.
 DEMO_DISTANCES = (0.30, 0.35, 0.40, 0.42, 0.43, 0.44, 0.45, 0.46, 0.50)
+#: Start distances of held-out pushes (m): recorded in the same experiment, never fitted, and predicted
+#: by both fit stages at the start and the fitted values (one push that topples the box, one that does not).
+VALIDATION_DISTANCES = (0.38, 0.48)
 #: Stage 1: the servo, from commands and joint states (joint residuals, 20-step segments).
 SERVO_FREE = ("arm.servo_tau", "arm.command_delay")
 #: Stage 1 loss: Huber's, from 1 mrad of joint error (the weighted residual unit). A loaded machine
@@ -126,6 +131,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--distances", metavar="D1,D2,...",
                         help="start distances in m (default: the five published ones, 0.30 to 0.50, and four near the "
                         "toppling distance: " + ",".join(f"{d:.2f}" for d in DEMO_DISTANCES) + ")")
+    parser.add_argument("--validation-distances", metavar="D1,D2,...|none",
+                        default=",".join(f"{d:.2f}" for d in VALIDATION_DISTANCES),
+                        help="start distances in m of held-out pushes: recorded, never fitted, predicted before and "
+                        "after each fit stage (default " + ",".join(f"{d:.2f}" for d in VALIDATION_DISTANCES)
+                        + "; 'none' records none)")
     parser.add_argument("--servo-free", default=",".join(SERVO_FREE), metavar="NAMES",
                         help=f"stage 1, fitted to joint states (default {','.join(SERVO_FREE)})")
     parser.add_argument("--box-free", default=",".join(BOX_FREE), metavar="NAMES",
@@ -163,6 +173,8 @@ def _red(text: str) -> str:
 
 
 def _report_fit(result: FitResult, params_path: Path, fit_json: Path) -> None:
+    from sim2real.cli.fit_cmd import prediction_lines
+
     if not result.ok:
         _detail(_red(f"  FIT {result.status.upper()}: " + "; ".join(result.problems or (result.stop_reason,))))
     method = result.data.get("uncertainty", {}).get("method")
@@ -174,6 +186,8 @@ def _report_fit(result: FitResult, params_path: Path, fit_json: Path) -> None:
         _detail(f"  {name:<20} {result.start_values[name]:.4g} -> {value:.4g}{interval}")
     for warning in result.warnings:
         _detail(f"  warning: {warning}")
+    for line in prediction_lines(result.validation):
+        _detail(f"  {line.strip()}")
     _detail(f"  {result.stop_reason}; wrote {params_path} and {fit_json.name}")
 
 
@@ -359,6 +373,7 @@ def run(args: argparse.Namespace) -> int:
         if not args.distances.strip():
             raise Sim2RealError("--distances is empty; give start distances in m, e.g. 0.30,0.45")
         parse_distances(args.distances)
+    held_out_distances(args)
     check_loopback_ip(str(args.standin_host), "--standin-host")
     hidden = load_standin().params
     try:
@@ -368,6 +383,37 @@ def run(args: argparse.Namespace) -> int:
                                   "missed": [f"the demo stopped: {err}"], "error": str(err)})
         print(_red(f"DEMO CHECK MISSED: the demo stopped before it could check its fit ({path})"), flush=True)
         raise
+
+
+def held_out_distances(args: argparse.Namespace) -> tuple[float, ...]:
+    """The validation start distances of ``args`` (empty for ``none``).
+
+    Raises
+    ------
+    Sim2RealError
+        Unparsable, or a distance that is also fitted.
+    """
+    from sim2real.errors import Sim2RealError
+    from sim2real.trials.experiment import parse_distances
+
+    text = args.validation_distances.strip()
+    if text.lower() == "none":
+        return ()
+    values = parse_distances(text)
+    fitted = parse_distances(args.distances) if args.distances is not None else DEMO_DISTANCES
+    both = [v for v in values if any(abs(v - f) < 1e-9 for f in fitted)]
+    if both:
+        raise Sim2RealError(f"--validation-distances {','.join(f'{v:g}' for v in both)} m also in the fitted "
+                            "distances: a held-out push must be one the fit never sees")
+    return values
+
+
+def is_held_out(record: TrialRecord, distances: Sequence[float]) -> bool:
+    """Whether a recorded trial was pushed from one of the held-out start ``distances`` (m)."""
+    requested = record.meta.get("requested_start_m")
+    if not isinstance(requested, (list, tuple)) or not requested:
+        return False
+    return any(abs(float(requested[0]) - d) < 1e-6 for d in distances)
 
 
 def _run_steps(args: argparse.Namespace, out: Path, grid: tuple[str, list[float]] | None,
@@ -385,8 +431,10 @@ def _run_steps(args: argparse.Namespace, out: Path, grid: tuple[str, list[float]
     from sim2real.sysid.residuals import ResidualSpec
     from sim2real.sysid.writeback import write_fit
     from sim2real.trials import read_run, read_run_meta, trial_dirs, write_run_meta, write_trial
+    from sim2real.trials.experiment import parse_distances
 
     nominal = ParameterSet.nominal()
+    validation_distances = held_out_distances(args)
     before_dir, fit_dir, after_dir = out / "standin_nominal", out / "fit", out / "resim_fitted"
     start = time.perf_counter()
 
@@ -394,9 +442,9 @@ def _run_steps(args: argparse.Namespace, out: Path, grid: tuple[str, list[float]
     failed_attempts: list[str] = []
     while True:
         try:
-            distances = args.distances if args.distances is not None else DEMO_DISTANCES
-            run_experiment("standin", distances, nominal, before_dir, standin_host=args.standin_host,
-                           progress=_detail)
+            distances = parse_distances(args.distances) if args.distances is not None else DEMO_DISTANCES
+            run_experiment("standin", (*distances, *validation_distances), nominal, before_dir,
+                           standin_host=args.standin_host, progress=_detail)
             problems = recording_problems(read_run(before_dir))
             if not problems:
                 break
@@ -412,16 +460,24 @@ def _run_steps(args: argparse.Namespace, out: Path, grid: tuple[str, list[float]
                                 f"{before_dir.name}.failed<N>); the last: {reason}")
         _detail(_red(f"experiment attempt {len(failed_attempts)} failed: {reason}; its trials are kept in "
                      f"{kept}; running it again"))
-    records = read_run(before_dir)
-    _detail(f"{len(records)} trials recorded in {before_dir} ({time.perf_counter() - t0:.0f} s)")
+    recorded = read_run(before_dir)
+    paths = [str(path) for path in trial_dirs(before_dir)]
+    _detail(f"{len(recorded)} trials recorded in {before_dir} ({time.perf_counter() - t0:.0f} s)")
+    records = [r for r in recorded if not is_held_out(r, validation_distances)]
+    sources = [p for r, p in zip(recorded, paths, strict=True) if not is_held_out(r, validation_distances)]
+    held = [r for r in recorded if is_held_out(r, validation_distances)]
+    held_sources = [p for r, p in zip(recorded, paths, strict=True) if is_held_out(r, validation_distances)]
 
     t0 = _step(2, "fit: Gauss-Newton on implicit gradients")
-    sources = [str(path) for path in trial_dirs(before_dir)]
+    if held:
+        _detail(f"{len(records)} trials to fit; {len(held)} held out for validation: "
+                + ", ".join(r.name for r in held))
     settings = replace(LMSettings(), max_iterations=args.max_iterations)
     _detail(f"stage 1, servo from commands and joint states ({SERVO_LOSS} loss): {args.servo_free}")
     servo = fit_trials(records, nominal, args.servo_free, horizon=20, platform="real", sources=sources,
                        weights=Weights(position=0.0, orientation=0.0),
-                       settings=replace(settings, loss=SERVO_LOSS, ftol=SERVO_FTOL))
+                       settings=replace(settings, loss=SERVO_LOSS, ftol=SERVO_FTOL),
+                       validation=held, validation_sources=held_sources)
     _report_fit(servo, *write_fit(fit_dir / "servo.yaml", servo))
     how = "the pusher played back as recorded" if args.box_mode == "kinematic" else "the arm under the PD law"
     _detail(f"stage 2, box from whole trials with {how}: {args.box_free}")
@@ -437,7 +493,8 @@ def _run_steps(args: argparse.Namespace, out: Path, grid: tuple[str, list[float]
                 f"(cost {best.cost:.4g}; at the nominal {servo.params[name]:.4g}: "
                 f"{min(points, key=lambda p: abs(p.value - float(servo.params[name]))).cost:.4g})")
     result = fit_trials(records, box_start, args.box_free, horizon=None, mode=args.box_mode, platform="real",
-                        sources=sources, settings=replace(settings, ftol=BOX_FTOL))
+                        sources=sources, settings=replace(settings, ftol=BOX_FTOL), validation=held,
+                        validation_sources=held_sources)
     grid_name = grid[0] if grid is not None else None
     jackknife = grid_jackknife(points) if grid_name in result.values else None
     if grid_name is not None and jackknife is not None:
@@ -450,7 +507,7 @@ def _run_steps(args: argparse.Namespace, out: Path, grid: tuple[str, list[float]
     run_meta = read_run_meta(before_dir)
     replayed = 0
     disturbed: list[dict[str, object]] = []
-    for record in records:
+    for record in recorded:
         try:
             resim = replay_trial(record, result.params, mode="closed", platform="real")
         except Sim2RealError as err:  # keep the others; the check below says the demo missed
@@ -462,17 +519,20 @@ def _run_steps(args: argparse.Namespace, out: Path, grid: tuple[str, list[float]
         if gap is not None:
             disturbed.append({"trial": record.name, "pusher_path_gap_m": gap})
     write_run_meta(after_dir, {**run_meta, "mode": "replay", "params_file": str(params_path)})
-    _detail(f"{replayed} of {len(records)} trials in {after_dir} ({time.perf_counter() - t0:.0f} s)")
+    _detail(f"{replayed} of {len(recorded)} trials in {after_dir} ({time.perf_counter() - t0:.0f} s)")
     check = check_against_hidden([servo, result], hidden)
     check["experiment"] = {"attempts": len(failed_attempts) + 1, "failed": failed_attempts}
     check["disturbed"] = disturbed
-    if 2 * len(disturbed) > len(records):
+    if 2 * len(disturbed) > len(recorded):
         check["passed"] = False
-        check["missed"] = [*check["missed"], f"the real loop was disturbed in {len(disturbed)} of {len(records)} "
+        check["missed"] = [*check["missed"], f"the real loop was disturbed in {len(disturbed)} of {len(recorded)} "
                            "trials: too few undisturbed pushes to compare (run the demo on a quieter machine)"]
-    if replayed != len(records):
+    if replayed != len(recorded):
         check["passed"] = False
-        check["missed"] = [*check["missed"], f"{len(records) - replayed} trial(s) could not be re-simulated"]
+        check["missed"] = [*check["missed"], f"{len(recorded) - replayed} trial(s) could not be re-simulated"]
+    check["validation"] = {"trials": [r.name for r in held],
+                           "servo": (servo.validation or {}).get("prediction"),
+                           "box": (result.validation or {}).get("prediction")}
 
     _step(4, "report: sim vs real before and after the fit")
     report = build_report([before_dir, after_dir], out / "report", fit=fit_json,

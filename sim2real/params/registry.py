@@ -55,6 +55,9 @@ PARAMETERS: tuple[Parameter, ...] = (
     _P("box.com_x", "m", 0.0, -0.5, 0.5, "centre-of-mass offset from the geometric centre, box body x"),
     _P("box.com_y", "m", 0.0, -0.5, 0.5, "centre-of-mass offset from the geometric centre, box body y"),
     _P("box.com_z", "m", 0.0, -0.5, 0.5, "centre-of-mass offset from the geometric centre, box body z"),
+    _P("box.inertia_scale", "-", 1.0, 0.2, 5.0,
+       "principal moments of inertia as a multiple of a uniform solid box's of this mass and size "
+       "(1: uniform; a hollow or loosely built box is above 1)"),
     _P("contact.mu_table", "-", 0.5, 0.0, 2.0, "Coulomb friction coefficient box-table"),
     _P("contact.mu_pusher", "-", 0.3, 0.0, 2.0, "Coulomb friction coefficient pusher-box"),
     _P("contact.kappa_grad", "-", 1e-4, 1e-9, 1e-1,

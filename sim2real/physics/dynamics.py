@@ -26,7 +26,7 @@ GRAVITY = 9.81
 #: Physical parameters that enter a step, in the order they sit in ``θ`` after state and pusher.
 THETA_PARAMS: tuple[str, ...] = (
     "box.mass", "box.size_x", "box.size_y", "box.size_z", "box.com_x", "box.com_y", "box.com_z",
-    "contact.mu_table", "contact.mu_pusher", "contact.table_height", "pusher.radius",
+    "contact.mu_table", "contact.mu_pusher", "contact.table_height", "pusher.radius", "box.inertia_scale",
 )
 #: Smallest friction coefficient used in the cone equation ``ξ₁ = μγ``: at μ = 0 the cone pair has no
 #: interior, so frictionless contacts are simulated with this (negligible) friction instead.
@@ -123,7 +123,7 @@ def _unpack(theta: np.ndarray) -> dict[str, np.ndarray]:
     p = theta[..., PARAMS_OFFSET:]
     return {
         "mass": p[..., 0], "size": p[..., 1:4], "com": p[..., 4:7], "mu_table": p[..., 7],
-        "mu_pusher": p[..., 8], "table_height": p[..., 9], "radius": p[..., 10],
+        "mu_pusher": p[..., 8], "table_height": p[..., 9], "radius": p[..., 10], "inertia_scale": p[..., 11],
     }
 
 
@@ -203,7 +203,7 @@ def problem_data(theta: np.ndarray, dt: float, with_pusher: bool, capsule: bool 
     gravity_impulse[..., 2] = -mass * GRAVITY * dt
     return ProblemData(
         mass=mass,
-        inertia=box_inertia(mass, v["size"]),
+        inertia=box_inertia(mass, v["size"]) * v["inertia_scale"][..., None],
         velocity_start=velocity,
         gravity_impulse=gravity_impulse,
         normal_jacobian=normal_jac,

@@ -367,9 +367,10 @@ def problem_data(theta: np.ndarray, dt: float, n: int, capsule: bool, jn: np.nda
     for i in range(3):
         v0[3 + i] = rot[0, i] * wx + rot[1, i] * wy + rot[2, i] * wz
     md[0] = md[1] = md[2] = mass
-    md[3] = mass / 12.0 * (sy * sy + sz * sz)
-    md[4] = mass / 12.0 * (sx * sx + sz * sz)
-    md[5] = mass / 12.0 * (sx * sx + sy * sy)
+    scale = theta[_P + 11]  # box.inertia_scale
+    md[3] = scale * mass / 12.0 * (sy * sy + sz * sz)
+    md[4] = scale * mass / 12.0 * (sx * sx + sz * sz)
+    md[5] = scale * mass / 12.0 * (sx * sx + sy * sy)
     com_z = theta[2] + lever[2]
     mu_table = max(theta[_P + 7], MIN_FRICTION)
     table_height = theta[_P + 9]
@@ -1007,7 +1008,7 @@ def implicit_jacobian(theta: np.ndarray, w: np.ndarray, n: int, capsule: bool, d
     the pusher placement at the end of the step (only through the pusher point's velocity; for a
     capsule its end points weigh ``1 - t`` and ``t``), and the unit of κ (``m g dt · g dt``) in the
     complementarity rows. The columns that move the contact geometry (quaternion, pusher placement
-    at the start, box size, centre of mass) and the partials ``∂x⁺/∂θ``, ``∂x⁺/∂a``
+    at the start, box size, centre of mass, inertia scale) and the partials ``∂x⁺/∂θ``, ``∂x⁺/∂a``
     of the next-state map are central differences of the compiled maps (relative step
     :data:`THETA_STEP`).
     """
@@ -1041,7 +1042,7 @@ def implicit_jacobian(theta: np.ndarray, w: np.ndarray, n: int, capsule: bool, d
     perturbed = theta.copy()
     for j in range(_T):
         geometry = (3 <= j < 7 or (n == 9 and _PS <= j < (_PS + 6 if capsule else _PS + 3))
-                    or _P + 1 <= j < _P + 7)
+                    or _P + 1 <= j < _P + 7 or j == _P + 11)
         if not geometry:
             continue
         pose = j < 7 or _P + 4 <= j < _P + 7  # what the next-state map reads besides a

@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from sim2real.errors import Sim2RealError
+from sim2real.params import spec
 from sim2real.physics import kernels
 from sim2real.physics.dynamics import PARAMS_OFFSET, PUSHER_END_SLICE, PUSHER_START_SLICE, THETA_PARAMS, THETA_SIZE
 from sim2real.physics.errors import SimulationError
@@ -190,8 +191,8 @@ class HardStep:
                 size = 6 if capsule else 3
                 theta[PUSHER_START_SLICE.start:PUSHER_START_SLICE.start + size] = pusher["start_m"]
                 theta[PUSHER_END_SLICE.start:PUSHER_END_SLICE.start + size] = pusher["end_m"]
-            for i, name in enumerate(THETA_PARAMS):
-                theta[PARAMS_OFFSET + i] = float(data["params"][name])
+            for i, name in enumerate(THETA_PARAMS):  # files older than a parameter: its nominal value
+                theta[PARAMS_OFFSET + i] = float(data["params"].get(name, spec(name).nominal))
             violation = data.get("violation", {})
             return cls(theta, float(data["dt_s"]), int(data["substeps"]), pusher is not None, capsule,
                        float(data["kappa_sim"]), float(data["kappa_grad"]), bool(data.get("grad", False)),

@@ -19,6 +19,7 @@ from concurrent.futures import Executor
 from typing import Any
 
 import numpy as np
+from scipy import stats
 
 from sim2real.errors import Sim2RealError
 from sim2real.params import ParameterSet
@@ -198,6 +199,45 @@ class FitEvaluator:
                 for res, mask in zip(self.start_results, self._masks, strict=True)]
 
 
+#: A held-out figure must rise by more than this fraction of its earlier value to count.
+RISE_TOLERANCE = 0.05
+
+
+def meaningful_rise(before: np.ndarray, after: np.ndarray, tolerance: float = RISE_TOLERANCE) -> str | None:
+    """Whether per-trial held-out figures rose meaningfully from ``before`` to ``after``.
+
+    Parameters
+    ----------
+    before, after : ndarray, shape (n,)
+        The same held-out trials' costs or errors at two points of a fit.
+    tolerance : float
+        The total must rise by more than this fraction.
+
+    Returns
+    -------
+    str or None
+        None when the figures did not rise meaningfully; else the evidence in words (empty
+        for one trial). With several trials the mean rise must also exceed the two-sided 95 %
+        Student-t bound of a paired comparison (n - 1 degrees of freedom), so that a few trials
+        moving either way, or a rise inside the trial-to-trial scatter, is not read as a failure
+        to generalise.
+    """
+    before, after = np.asarray(before, dtype=float), np.asarray(after, dtype=float)
+    if not (np.all(np.isfinite(before)) and np.all(np.isfinite(after))):
+        return None
+    if float(np.sum(after)) <= (1.0 + tolerance) * float(np.sum(before)):
+        return None
+    rise = after - before
+    if rise.shape[0] < 2:
+        return ""
+    spread = float(np.std(rise, ddof=1)) / np.sqrt(rise.shape[0])
+    t = float(np.mean(rise)) / spread if spread > 0.0 else float("inf")
+    bound = float(stats.t.ppf(0.975, rise.shape[0] - 1))
+    if t <= bound:
+        return None
+    return f" ({int(np.sum(rise > 0))} of {rise.shape[0]} held-out trials rose; mean rise {t:.1f} standard errors)"
+
+
 class HeldOut:
     """Cost of held-out trials (no gradients), tracked along the fit.
 
@@ -272,33 +312,20 @@ class HeldOut:
             if not any(isinstance(r, TaskFailure) for r in results):
                 self.final_results = [r for r in results if isinstance(r, TrialResiduals)]
 
-    def rising(self, tolerance: float = 0.01, t_limit: float = 2.0) -> str | None:
-        """A one-line problem when the final held-out cost rose above the lowest seen along the fit.
-
-        With one held-out trial: by more than ``tolerance`` (relative). With several, the rise
-        must also stand out from the trial-to-trial scatter: the mean per-trial rise is more
-        than ``t_limit`` standard errors (a paired comparison over the held-out trials), so
-        that a few trials moving either way do not read as a failure to generalise.
-        """
+    def rising(self) -> str | None:
+        """A one-line problem when the final held-out cost rose above the lowest seen along the fit
+        (:func:`meaningful_rise`: by more than 5 %, and beyond the trial-to-trial scatter)."""
         finite = [(i, c) for i, c in self.costs if np.isfinite(c)]
         if len(finite) < 2:
             return None
         best_iteration, best = min(finite, key=lambda item: item[1])
         last_iteration, last = finite[-1]
-        if last <= (1.0 + tolerance) * best:
+        verdict = meaningful_rise(self.trial_costs[best_iteration], self.trial_costs[last_iteration])
+        if verdict is None:
             return None
         where = "the start" if best_iteration == 0 else f"iteration {best_iteration}"
-        rise = self.trial_costs[last_iteration] - self.trial_costs[best_iteration]
-        significance = ""
-        if rise.shape[0] >= 2:
-            spread = float(np.std(rise, ddof=1)) / np.sqrt(rise.shape[0])
-            t = float(np.mean(rise)) / spread if spread > 0.0 else float("inf")
-            if t <= t_limit:
-                return None
-            significance = (f", {t:.1f} standard errors over {rise.shape[0]} held-out trials; "
-                            f"{int(np.sum(rise > 0))} of them rose")
-        return (f"held-out cost rose: {best:.6g} at {where} -> {last:.6g} at iteration {last_iteration}"
-                f"{significance} (the fit does not generalise to the validation trials)")
+        return (f"held-out cost rose: {best:.6g} at {where} -> {last:.6g} at iteration {last_iteration}{verdict} "
+                "(the fit does not generalise to the validation trials)")
 
     def as_dict(self) -> dict[str, Any]:
         """fit.json ``validation``: trials, costs per iteration, notes."""
