@@ -59,7 +59,7 @@ def test_report_flags_the_fit_status_and_degraded_trials(tmp_path: Path, capsys:
     assert "Mean gap 3.0 cm, max gap 4.0 cm over 2 trial(s); flip agreement 100 % (2/2) (1 incomplete trial(s) " \
            "not counted: trial_02_d0.400)." in stdout
     md = (out / "report.md").read_text()
-    section = md[md.index("## Fitted parameters"):]
+    section = md[md.index("### Fit 'fit'"):]  # the fit's own subsection, titled by the file stem
     first = [line for line in section.splitlines()[1:] if line.strip()]
     assert first[0] == "> **Warning:** Fit status: NOT CONVERGED, 2 problem(s). Check these before using the values:"
     assert first[1] == "> **Warning:** Problem: not converged: stopped at the iteration limit (1 iterations)"

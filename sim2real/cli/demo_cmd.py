@@ -535,8 +535,8 @@ def _run_steps(args: argparse.Namespace, out: Path, grid: tuple[str, list[float]
                            "box": (result.validation or {}).get("prediction")}
 
     _step(4, "report: sim vs real before and after the fit")
-    report = build_report([before_dir, after_dir], out / "report", fit=fit_json,
-                          labels=["before fit (nominal)", "after fit"])
+    report = build_report([before_dir, after_dir], out / "report", fit=[fit_dir / "servo.json", fit_json],
+                          labels=["before fit (nominal)", "after fit"], truth=hidden)
     if len(report.tables) == 2 and report.tables[0].mean_gap_m is not None \
             and report.tables[1].mean_gap_m is not None:
         check["mean_gap_m"] = {"before": report.tables[0].mean_gap_m, "after": report.tables[1].mean_gap_m}

@@ -13,10 +13,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Read one or more run directories (one rosbag2 trial per sub-directory) and write "
         "report.html (self-contained) and report.md with PNG figures: the experiment table (start, real and "
         "sim final distance, gap, flips, agreement), per-trial box paths, tilt, joint tracking and command "
-        "streams, and with --fit the fit's status and problems first, then the fitted parameters, 95 % "
-        "intervals, correlations and fit trace. Two run directories are compared side by side (e.g. --labels "
-        "before,after). Interrupted (incomplete) trials are listed but kept out of the mean gap and flip "
-        "agreement; trials with degraded solver steps are named.",
+        "streams, and with --fit (repeatable: one subsection per fit, e.g. the servo and box stages) each "
+        "fit's status and problems first, then its parameters with 95 % intervals and their method, with "
+        "--truth the known true values and whether each interval holds them, correlations (more than one free "
+        "parameter), residuals against time per trial and the fit trace. Two run directories are compared side "
+        "by side (e.g. --labels before,after). Interrupted (incomplete) trials are listed but kept out of the "
+        "mean gap and flip agreement; trials with degraded solver steps are named.",
     )
     parser.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run directory (repeatable)")
     parser.add_argument("--out", required=True, metavar="DIR",
@@ -25,7 +27,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="write into an existing --out: replaces the files an earlier report wrote there "
                              "(listed in its .sim2real-report.json) and nothing else; other files are kept, and "
                              "a file of another origin with a name the report needs is an error")
-    parser.add_argument("--fit", metavar="FIT_JSON", help="fit.json written by 'sim2real fit'")
+    parser.add_argument("--fit", metavar="FIT_JSON", action="append",
+                        help="fit.json written by 'sim2real fit' (repeatable: each fit, e.g. fit/servo.json and "
+                             "fit/fitted.json, gets its own subsection titled by its file stem)")
+    parser.add_argument("--truth", metavar="NAME=VALUE,...", action="append",
+                        help="known true parameter values (SI units, registry names; repeatable), e.g. "
+                             "box.com_z=-0.06,arm.servo_tau=0.065: adds a 'truth' and a 'truth inside 95 %%?' "
+                             "column to the parameter tables (needs --fit)")
     parser.add_argument("--labels", metavar="A,B", help="comma-separated label per run directory")
     parser.add_argument("--max-trial-figures", type=int, default=10, metavar="N",
                         help="per run, draw per-trial figures for the first N trials (default 10)")
@@ -40,6 +48,7 @@ def run(args: argparse.Namespace) -> int:
     from sim2real.cli.common import check_output_location, red
     from sim2real.errors import Sim2RealError
     from sim2real.report import build_report
+    from sim2real.report.build import fit_status_lines
 
     out = check_output_location(args.out)
     if out.exists() and not out.is_dir():
@@ -48,11 +57,49 @@ def run(args: argparse.Namespace) -> int:
         raise Sim2RealError(f"--out {out} exists and is not empty; pass --force to replace the report in it")
 
     labels = [part.strip() for part in args.labels.split(",")] if args.labels is not None else None
+    truth = parse_truth(args.truth or [])
+    if truth and not args.fit:
+        raise Sim2RealError("--truth needs --fit: the truth is compared with a fit's intervals")
     paths = build_report(args.run_dirs, args.out, fit=args.fit, labels=labels,
-                         max_trial_figures=args.max_trial_figures)
-    for line in paths.fit_status:
-        print(line if paths.fit_ok else red(line, sys.stdout))
+                         max_trial_figures=args.max_trial_figures, truth=truth)
+    for fit in paths.fits:
+        for line in fit_status_lines(fit):
+            print(line if fit.ok else red(line, sys.stdout))
     print(paths.text)
     print(f"wrote {paths.html}")
     print(f"wrote {paths.markdown} ({len(paths.figures)} figures)")
     return 0
+
+
+def parse_truth(items: list[str]) -> dict[str, float]:
+    """``--truth`` values: ``NAME=VALUE`` items, comma-separated, from every ``--truth`` given.
+
+    Raises
+    ------
+    Sim2RealError
+        An item without ``=``, an unknown parameter name (with a suggestion), a value that is not a
+        finite number, or a name given twice.
+    """
+    import math
+
+    from sim2real.errors import Sim2RealError
+    from sim2real.params import spec
+
+    truth: dict[str, float] = {}
+    for part in (p.strip() for item in items for p in item.split(",")):
+        if not part:
+            continue
+        name, sep, raw = (x.strip() for x in part.partition("="))
+        if not sep:
+            raise Sim2RealError(f"--truth expects NAME=VALUE, got '{part}'")
+        spec(name)
+        try:
+            value = float(raw)
+        except ValueError:
+            raise Sim2RealError(f"--truth {name}: '{raw}' is not a number") from None
+        if not math.isfinite(value):
+            raise Sim2RealError(f"--truth {name}: value must be finite, got '{raw}'")
+        if name in truth:
+            raise Sim2RealError(f"--truth gives {name} twice")
+        truth[name] = value
+    return truth

@@ -1,6 +1,7 @@
 """Sim-vs-real reports: the experiment table (Dojo Table IV form), per-trial figures, fit results.
 
-``build_report(run_dirs, out_dir, fit=None, labels=None) -> ReportPaths`` writes
+``build_report(run_dirs, out_dir, fit=None, labels=None, truth=None) -> ReportPaths`` (``fit``: one
+fit.json or several, one subsection each; ``truth``: known true values for the parameter tables) writes
 ``report.html`` (self-contained: figures embedded as base64 PNG, no external URLs) and
 ``report.md`` (figures as PNG files next to it). Pure Python with matplotlib (Agg); no ROS.
 """

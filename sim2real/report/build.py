@@ -24,12 +24,14 @@ from sim2real.report.document import (
     render_text_table,
 )
 from sim2real.report.figures import (
+    MAX_RESIDUAL_TRIALS,
     box_motion_figure,
     command_figure,
     correlation_figure,
     final_distance_figure,
     fit_trace_figure,
     joint_tracking_figure,
+    residual_figure,
 )
 from sim2real.report.tables import (
     EXPERIMENT_HEADER,
@@ -45,6 +47,8 @@ from sim2real.report.tables import (
     read_fit,
     strong_correlations,
     trial_outcomes,
+    trial_rms_rows,
+    truth_inside,
 )
 from sim2real.trials import TrialRecord, read_run, read_run_meta
 
@@ -70,9 +74,11 @@ class ReportPaths:
     text : str
         The experiment table(s) and summary as plain text, for a terminal.
     fit_status : tuple of str
-        With a fit: its status line and one line per problem (empty without a fit).
+        With fits: each fit's status line and one line per problem (empty without a fit).
     fit_ok : bool or None
-        With a fit: converged with no problem (None without a fit).
+        With fits: every fit converged with no problem (None without a fit).
+    fits : tuple of FitSummary
+        The fits shown, in the order given.
     """
 
     html: Path
@@ -82,6 +88,7 @@ class ReportPaths:
     text: str
     fit_status: tuple[str, ...] = ()
     fit_ok: bool | None = None
+    fits: tuple[FitSummary, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -112,7 +119,7 @@ def _platform_summary(trials: Sequence[TrialRecord]) -> str:
     return ", ".join(f"{ns} in {n}" for ns, n in counts.items() if n) or "none"
 
 
-def _input_blocks(runs: Sequence[_Run], fit: FitSummary | None) -> list[Block]:
+def _input_blocks(runs: Sequence[_Run], fits: Sequence[FitSummary]) -> list[Block]:
     rows = []
     for run in runs:
         incomplete = sum(1 for t in run.trials if not t.complete)
@@ -132,7 +139,7 @@ def _input_blocks(runs: Sequence[_Run], fit: FitSummary | None) -> list[Block]:
                            "are empty."))
     elif not kinds:
         blocks.append(Note("The trials hold no platform data at all."))
-    if fit is None:
+    if not fits:
         blocks.append(Note("No fit file given (--fit): the parameter, correlation and fit-trace sections are "
                            "omitted."))
     return blocks
@@ -260,11 +267,80 @@ def fit_status_lines(fit: FitSummary) -> list[str]:
             *(f"  problem: {p}" for p in fit.problems)]
 
 
-def _fit_blocks(fit: FitSummary) -> list[Block]:
-    header, rows = fit_parameter_rows(fit)
-    blocks: list[Block] = [Heading("Fitted parameters"), *_fit_status_blocks(fit), Paragraph(f"From {fit.path}."),
+def fit_titles(fits: Sequence[FitSummary]) -> list[str]:
+    """One title per fit: the file stem (``servo``, ``fitted``), made distinct with the parent
+    directory and then a number when stems repeat."""
+    stems = [Path(fit.path).stem or fit.path for fit in fits]
+    titles = [stem if stems.count(stem) == 1 else f"{Path(fit.path).parent.name}/{stem}".lstrip("/")
+              for fit, stem in zip(fits, stems, strict=True)]
+    return [title if titles.count(title) == 1 else f"{title} ({k + 1})" for k, title in enumerate(titles)]
+
+
+def _method_blocks(fit: FitSummary) -> list[Block]:
+    """How the intervals were computed, and what the grid jackknife did to one of them."""
+    blocks: list[Block] = []
+    if fit.method is not None:
+        blocks.append(Paragraph(f"Interval method: {fit.method.strip().lstrip('; ')}."))
+    elif fit.ci95:
+        blocks.append(Note("The fit file does not name its interval method (data.uncertainty.method)."))
+    name = fit.jackknife.get("parameter")
+    if name:
+        loo = fit.jackknife.get("leave_one_out")
+        count = f" ({len(loo)} leave-one-out grid minima)" if isinstance(loo, list) else ""
+        if fit.jackknife_widened:
+            blocks.append(Paragraph(f"The 95 % interval of {name} was widened by the grid jackknife{count}: its "
+                                    "standard deviation and interval are the jackknife's, wider than the fit's own."))
+        else:
+            blocks.append(Paragraph(f"The grid jackknife of {name}{count} was not wider than the fit's own "
+                                    "interval, which is kept."))
+    return blocks
+
+
+def _truth_blocks(fit: FitSummary, truth: Mapping[str, float]) -> list[Block]:
+    """An alert naming the parameters whose 95 % interval misses the known truth."""
+    misses = []
+    for name, value in fit.values.items():
+        if name in truth and truth_inside(fit, name, truth[name]) is False:
+            low, high = fit.ci95[name]
+            misses.append(f"{name} (truth {truth[name]:.5g}, fitted {value:.5g}, interval [{low:.5g}, {high:.5g}])")
+    if not misses:
+        return []
+    return [Alert(f"The known truth lies outside the 95 % interval of: {'; '.join(misses)}.")]
+
+
+def _residual_blocks(fit: FitSummary, title: str, stem: str) -> list[Block]:
+    """Per-trial RMS errors (start → fitted) and the residual norm against time per trial."""
+    blocks: list[Block] = []
+    header, rows = trial_rms_rows(fit)
+    if rows:
+        blocks.append(Table(tuple(header), tuple(tuple(r) for r in rows),
+                            "Per fitted trial: RMS error at the start → fitted values", css_class="fit-trials"))
+    series = fit.residual_series
+    figure = residual_figure(series, title) if series else None
+    if figure is None:
+        blocks.append(Note("The fit file records no residual series against time (data.residual_series: fits "
+                           "written before it existed); the residual figure is omitted."))
+        return blocks
+    group = str(series.get("group", "residual")).replace("_", " ")
+    count = len(series.get("trials") or [])
+    caption = (f"{title}: norm of the unweighted {group} residual per trial against time, at the start values "
+               "(dashed) and the fitted values (solid).")
+    blocks.append(Figure(f"{stem}_residuals.png", figure, caption))
+    if count > MAX_RESIDUAL_TRIALS:
+        blocks.append(Note(f"The residual figure shows the first {MAX_RESIDUAL_TRIALS} of {count} trials"
+                           + ("; the table above lists them all." if rows else ".")))
+    return blocks
+
+
+def _fit_blocks(fit: FitSummary, title: str, truth: Mapping[str, float] | None = None) -> list[Block]:
+    """One fit's subsection: status first, parameters (with the truth when known), interval method,
+    validation, correlations (more than one free parameter), residuals against time, trace."""
+    stem = f"{FIGURE_PREFIX}fit_{_safe(title)}"
+    header, rows = fit_parameter_rows(fit, truth)
+    blocks: list[Block] = [Heading(f"Fit '{title}'", 3), *_fit_status_blocks(fit), Paragraph(f"From {fit.path}."),
                            Table(tuple(header), tuple(tuple(r) for r in rows),
-                                 "Parameters before and after the fit (SI units)", css_class="parameters")]
+                                 "Parameters before and after the fit (SI units)", css_class="parameters"),
+                           *_method_blocks(fit), *(_truth_blocks(fit, truth) if truth else [])]
     header, rows = prediction_rows(fit)
     if rows:
         blocks += [Paragraph("Prediction of whole trials at the start values → the fitted values: the trials the "
@@ -279,18 +355,37 @@ def _fit_blocks(fit: FitSummary) -> list[Block]:
     if fit.extras:
         blocks.append(Table(("item", "value"), tuple((k, str(v)) for k, v in fit.extras.items()), "Fit details",
                             css_class="fit-details"))
-    if fit.correlation_names:
+    if fit.correlation_names and fit.free_count > 1:
         pairs = strong_correlations(fit)
         blocks.append(Paragraph("Strongly correlated pairs (|r| ≥ 0.8): " + (
             "; ".join(f"{a} / {b}: {r:+.2f}" for a, b, r in pairs) if pairs else "none") + "."))
         figure = correlation_figure(fit.correlation_names, fit.correlation)
         if figure is not None:
-            blocks.append(Figure(f"{FIGURE_PREFIX}correlation.png", figure, "Correlation of the fitted parameters."))
+            blocks.append(Figure(f"{stem}_correlation.png", figure, f"{title}: correlation of the fitted parameters."))
+    blocks += _residual_blocks(fit, title, stem)
     figure = fit_trace_figure(fit.trace)
     if figure is not None:
         first, last = fit.trace[0]["cost"], fit.trace[-1]["cost"]
         blocks += [Paragraph(f"Cost {first:.4g} → {last:.4g} in {len(fit.trace)} recorded iteration(s)."),
-                   Figure(f"{FIGURE_PREFIX}fit_trace.png", figure, "Fit cost against iteration.")]
+                   Figure(f"{stem}_trace.png", figure, f"{title}: fit cost against iteration.")]
+    return blocks
+
+
+def _fits_blocks(fits: Sequence[FitSummary], truth: Mapping[str, float] | None) -> list[Block]:
+    """The "Fitted parameters" section: one subsection per fit, in the order given."""
+    blocks: list[Block] = [Heading("Fitted parameters")]
+    if len(fits) > 1:
+        blocks.append(Paragraph(f"{len(fits)} fits (e.g. the stages of one identification), each in its own "
+                                "subsection below."))
+    if truth:
+        fitted = {name for fit in fits for name in fit.values}
+        unused = sorted(set(truth) - fitted)
+        blocks.append(Paragraph("The truth column holds the known true values (e.g. a stand-in's hidden values); "
+                                "'truth inside 95 %?' says whether the interval holds it."))
+        if unused:
+            blocks.append(Note(f"Truth given for parameters no fit frees: {', '.join(unused)}."))
+    for fit, title in zip(fits, fit_titles(fits), strict=True):
+        blocks += _fit_blocks(fit, title, truth)
     return blocks
 
 
@@ -409,9 +504,11 @@ def _write_outputs(out_dir: Path, html_text: str, md_text: str, figures: Sequenc
     return [out_dir / f.file_name for f in figures]
 
 
-def build_report(run_dirs: Sequence[str | Path], out_dir: str | Path, fit: str | Path | None = None,
+def build_report(run_dirs: Sequence[str | Path], out_dir: str | Path,
+                 fit: str | Path | Sequence[str | Path] | None = None,
                  labels: Sequence[str] | None = None, max_trial_figures: int = 10,
-                 title: str = "sim2real: sim-vs-real report") -> ReportPaths:
+                 title: str = "sim2real: sim-vs-real report",
+                 truth: Mapping[str, float] | None = None) -> ReportPaths:
     """Write ``report.html`` (self-contained) and ``report.md`` with PNG figures into ``out_dir``.
 
     Parameters
@@ -422,13 +519,21 @@ def build_report(run_dirs: Sequence[str | Path], out_dir: str | Path, fit: str |
         outcomes of the first run that has them, matched by trial name or start distance.
     out_dir : path
         Created if missing; an existing report there is replaced.
-    fit : path, optional
-        A fit.json (keys ``values``, ``std``, ``ci95``, ``correlation``, ``start_values``,
-        ``trace``; read tolerantly, missing parts are named in the report).
+    fit : path or sequence of paths, optional
+        One fit.json or several (e.g. the stages of one identification: ``servo.json``,
+        ``fitted.json``), each shown in its own subsection titled by its file stem (keys
+        ``values``, ``std``, ``ci95``, ``correlation``, ``start_values``, ``trace``,
+        ``data.uncertainty``, ``data.residual_series``; read tolerantly, missing parts are
+        named in the report).
     labels : sequence of str, optional
         One label per run (default: directory names).
     max_trial_figures : int
         Per run, trials with per-trial figures (the table always lists all trials).
+    title : str
+        Title of the report.
+    truth : mapping of str to float, optional
+        Known true parameter values (a stand-in's hidden values, a known-truth test): the
+        parameter tables get a truth column and whether the 95 % interval holds it.
 
     Returns
     -------
@@ -437,8 +542,8 @@ def build_report(run_dirs: Sequence[str | Path], out_dir: str | Path, fit: str |
     Raises
     ------
     Sim2RealError
-        No run directory, unreadable run or fit file, wrong number of labels. Nothing is
-        written then.
+        No run directory, unreadable run or fit file, wrong number of labels, a non-finite
+        truth value or truth without a fit. Nothing is written then.
     """
     if not run_dirs:
         raise Sim2RealError("give at least one run directory")
@@ -448,7 +553,9 @@ def build_report(run_dirs: Sequence[str | Path], out_dir: str | Path, fit: str |
     names = _labels(paths, labels)
     runs = [_Run(label, path, tuple(read_run(path)), read_run_meta(path)) for label, path in zip(names, paths,
                                                                                                 strict=True)]
-    fit_summary = read_fit(fit) if fit is not None else None
+    fit_paths = [] if fit is None else [fit] if isinstance(fit, (str, os.PathLike)) else list(fit)
+    fits = [read_fit(path) for path in fit_paths]
+    truth = _check_truth(truth, bool(fits))
     with_real = [run for run in runs if any("real" in t.platforms for t in run.trials)]
     tables = []
     for run in runs:
@@ -456,12 +563,12 @@ def build_report(run_dirs: Sequence[str | Path], out_dir: str | Path, fit: str |
         donor = next((r for r in with_real if r is not run), None) if not has_real else None
         tables.append(experiment_table(run.label, run.trials, (donor.label, donor.trials) if donor else None))
     blocks: list[Block] = []
-    blocks += _input_blocks(runs, fit_summary)
+    blocks += _input_blocks(runs, fits)
     blocks += _solver_blocks(runs)
     blocks += _experiment_blocks(tables, runs)
     blocks += _parameter_blocks(runs)
-    if fit_summary is not None:
-        blocks += _fit_blocks(fit_summary)
+    if fits:
+        blocks += _fits_blocks(fits, truth)
     blocks += _trial_blocks(runs, max_trial_figures)
     figures = [b for b in blocks if isinstance(b, Figure)]
     out = Path(out_dir)
@@ -473,6 +580,22 @@ def build_report(run_dirs: Sequence[str | Path], out_dir: str | Path, fit: str |
     if len(tables) > 1:
         text_parts.append(comparison_sentence(tables))
     return ReportPaths(out / REPORT_HTML, out / REPORT_MD, tuple(figure_paths), tuple(tables),
-                       "\n".join(text_parts),
-                       tuple(fit_status_lines(fit_summary)) if fit_summary is not None else (),
-                       fit_summary.ok if fit_summary is not None else None)
+                       "\n".join(text_parts), tuple(line for f in fits for line in fit_status_lines(f)),
+                       all(f.ok for f in fits) if fits else None, tuple(fits))
+
+
+def _check_truth(truth: Mapping[str, float] | None, have_fit: bool) -> dict[str, float]:
+    """Truth values as floats; raises on a non-finite value or truth without a fit."""
+    import math
+
+    if not truth:
+        return {}
+    if not have_fit:
+        raise Sim2RealError("truth values are compared with a fit's intervals: give a fit file too (--fit)")
+    out = {}
+    for name, value in truth.items():
+        number = float(value)
+        if not math.isfinite(number):
+            raise Sim2RealError(f"truth value of {name} must be finite, got {value}")
+        out[str(name)] = number
+    return out

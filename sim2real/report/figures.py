@@ -8,7 +8,7 @@ frame (x away from the arm, y to its left), m; plotted in cm.
 from __future__ import annotations
 
 import io
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -207,4 +207,56 @@ def correlation_figure(names: Sequence[str], matrix: np.ndarray) -> bytes | None
             ax.text(j, i, f"{matrix[i, j]:.2f}", ha="center", va="center", fontsize=7)
     fig.colorbar(image, ax=ax, fraction=0.046)
     ax.set_title("parameter correlation")
+    return _png(fig)
+
+
+#: Most trials drawn in one residual figure.
+MAX_RESIDUAL_TRIALS = 12
+#: Residual-series units (fit.json ``data.residual_series.unit``) → (plotted unit, factor).
+_SERIES_UNITS: dict[str, tuple[str, float]] = {"m": ("mm", 1000.0), "rad": ("deg", 180.0 / np.pi)}
+
+
+def _series(values: Any) -> np.ndarray:
+    """A JSON list of numbers and nulls as floats (nulls and non-numbers: NaN, gaps in the line)."""
+    if not isinstance(values, list):
+        return np.zeros(0)
+    return np.array([float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else np.nan
+                     for v in values])
+
+
+def residual_figure(series: Mapping[str, Any], title: str = "",
+                    max_trials: int = MAX_RESIDUAL_TRIALS) -> bytes | None:
+    """Per trial, the residual norm against time: the start values dashed, the fitted values solid.
+
+    ``series`` is fit.json ``data.residual_series`` (``group``, ``unit``, ``trials``: each with
+    ``name``, ``t``, ``start``, ``final``); the first ``max_trials`` trials are drawn, one colour
+    each. None when no trial has a usable series.
+    """
+    trials = [t for t in series.get("trials") or [] if isinstance(t, Mapping)]
+    drawn = []
+    for trial in trials:
+        t = _series(trial.get("t"))
+        start, final = _series(trial.get("start")), _series(trial.get("final"))
+        if t.size and start.shape == t.shape and final.shape == t.shape and (
+                np.isfinite(start).any() or np.isfinite(final).any()):
+            drawn.append((str(trial.get("name", "?")), t, start, final))
+    drawn = drawn[:max_trials]
+    if not drawn:
+        return None
+    unit, factor = _SERIES_UNITS.get(str(series.get("unit")), (str(series.get("unit", "?")), 1.0))
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(8, 4))
+    colors = plt.get_cmap("tab20" if len(drawn) > 10 else "tab10")
+    for k, (name, t, start, final) in enumerate(drawn):
+        color = colors(k % colors.N)
+        ax.plot(t, factor * start, "--", color=color, linewidth=1.0, alpha=0.8)
+        ax.plot(t, factor * final, "-", color=color, linewidth=1.3, label=name)
+    ax.plot([], [], "--", color="#444444", label="start values")
+    ax.plot([], [], "-", color="#444444", label="fitted values")
+    group = str(series.get("group", "residual")).replace("_", " ")
+    ax.set_xlabel("time since trial start (s)")
+    ax.set_ylabel(f"|{group} residual| ({unit})")
+    ax.set_title(f"{title}: {group} residual per trial".strip(": "))
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, ncol=2 if len(drawn) > 6 else 1, loc="best")
     return _png(fig)

@@ -315,6 +315,19 @@ class FitSummary:
     prediction : dict
         ``validation.prediction`` of fit.json: whole-trial prediction errors of the training
         and held-out trials at the start and fitted values (empty without held-out trials).
+    method : str or None
+        How the intervals were computed (``data.uncertainty.method``).
+    jackknife : dict
+        ``data.uncertainty.grid_jackknife`` (``parameter``, ``std``, ``leave_one_out``, ...) when
+        the interval of one parameter was checked against a grid jackknife (empty otherwise).
+    free_count : int
+        Free unknowns of the fit (tied names count once): ``data.parameter_count``, else the
+        size of the correlation matrix, else the number of values.
+    residual_series : dict
+        ``data.residual_series``: per trial, the residual norm against time at the start and
+        fitted values (empty in fit files written before it existed).
+    trials : tuple of dict
+        ``data.trials``: per trial its name and RMS errors at the start and fitted values.
     """
 
     path: str
@@ -333,11 +346,24 @@ class FitSummary:
     solver: dict[str, Any] = field(default_factory=dict)
     dropped_rows: int = 0
     prediction: dict[str, Any] = field(default_factory=dict)
+    method: str | None = None
+    jackknife: dict[str, Any] = field(default_factory=dict)
+    free_count: int = 0
+    residual_series: dict[str, Any] = field(default_factory=dict)
+    trials: tuple[dict[str, Any], ...] = ()
 
     @property
     def ok(self) -> bool:
         """Recorded as converged with no problem."""
         return self.status == "converged" and not self.problems
+
+    @property
+    def jackknife_widened(self) -> bool:
+        """The grid jackknife's interval replaced the fit's for :attr:`jackknife` ``parameter``
+        (its standard deviation is the jackknife's; when the fit's was wider it stayed)."""
+        name = self.jackknife.get("parameter")
+        jk_std, std = _float_or_none(self.jackknife.get("std")), self.std.get(str(name))
+        return jk_std is not None and std is not None and math.isclose(std, jk_std, rel_tol=1e-9, abs_tol=0.0)
 
 
 def _number_map(raw: Any) -> dict[str, float] | None:
@@ -409,10 +435,23 @@ def read_fit(path: str | Path) -> FitSummary:
     dropped = content.get("dropped_rows")
     validation = content.get("validation")
     prediction = validation.get("prediction") if isinstance(validation, Mapping) else None
+    data = content.get("data") if isinstance(content.get("data"), Mapping) else {}
+    uncertainty = data.get("uncertainty") if isinstance(data.get("uncertainty"), Mapping) else {}
+    method = uncertainty.get("method")
+    jackknife = uncertainty.get("grid_jackknife")
+    count = data.get("parameter_count")
+    if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+        count = len(names) if names else len(values)
+    series = data.get("residual_series")
+    trials = data.get("trials")
     return FitSummary(str(path), values, std or {}, ci95, start or {}, names, matrix, tuple(trace), warnings,
                       extras, tuple(missing), status, problems, solver,
                       int(dropped) if isinstance(dropped, int) and not isinstance(dropped, bool) else 0,
-                      dict(prediction) if isinstance(prediction, Mapping) else {})
+                      dict(prediction) if isinstance(prediction, Mapping) else {},
+                      method if isinstance(method, str) and method.strip() else None,
+                      dict(jackknife) if isinstance(jackknife, Mapping) else {}, count,
+                      dict(series) if isinstance(series, Mapping) and isinstance(series.get("trials"), list) else {},
+                      tuple(dict(t) for t in trials if isinstance(t, Mapping)) if isinstance(trials, list) else ())
 
 
 def _mm(value: Any) -> str:
@@ -459,13 +498,27 @@ def prediction_rows(fit: FitSummary) -> tuple[list[str], list[list[str]]]:
     return header, rows
 
 
-def fit_parameter_rows(fit: FitSummary) -> tuple[list[str], list[list[str]]]:
-    """Header and rows: parameter, unit, start, fitted, change, std, 95 % interval."""
+def truth_inside(fit: FitSummary, name: str, truth: float) -> bool | None:
+    """Whether ``truth`` lies in the 95 % interval of ``name`` (None without an interval)."""
+    ci = fit.ci95.get(name)
+    return None if ci is None else bool(ci[0] <= truth <= ci[1])
+
+
+def fit_parameter_rows(fit: FitSummary, truth: Mapping[str, float] | None = None) -> tuple[list[str], list[list[str]]]:
+    """Header and rows: parameter, unit, start, fitted, change, std, 95 % interval, and with
+    ``truth`` (true values where known: a demo's hidden values, a known-truth test) the truth and
+    whether the interval holds it.
+
+    The interval of the parameter a grid jackknife widened is marked ``(grid jackknife)``.
+    """
     from sim2real.params import names as registry_names
     from sim2real.params import spec
 
     known = set(registry_names())
     header = ["parameter", "unit", "before (start)", "after (fitted)", "change", "std", "95 % interval"]
+    if truth:
+        header += ["truth", "truth inside 95 %?"]
+    widened = fit.jackknife.get("parameter") if fit.jackknife_widened else None
     rows = []
     for name, value in fit.values.items():
         unit = spec(name).unit if name in known else "?"
@@ -475,8 +528,16 @@ def fit_parameter_rows(fit: FitSummary) -> tuple[list[str], list[list[str]]]:
         change = "—" if start in (None, 0) else f"{100.0 * (value - start) / abs(start):+.1f} %"
         std = fit.std.get(name)
         ci = fit.ci95.get(name)
-        rows.append([name, unit, "—" if start is None else f"{start:.5g}", f"{value:.5g}", change,
-                     "—" if std is None else f"{std:.3g}", "—" if ci is None else f"[{ci[0]:.5g}, {ci[1]:.5g}]"])
+        interval = "—" if ci is None else f"[{ci[0]:.5g}, {ci[1]:.5g}]"
+        if ci is not None and name == widened:
+            interval += " (grid jackknife)"
+        row = [name, unit, "—" if start is None else f"{start:.5g}", f"{value:.5g}", change,
+               "—" if std is None else f"{std:.3g}", interval]
+        if truth:
+            true = truth.get(name)
+            inside = None if true is None else truth_inside(fit, name, true)
+            row += ["—" if true is None else f"{true:.5g}", "—" if inside is None else ("yes" if inside else "no")]
+        rows.append(row)
     return header, rows
 
 
@@ -490,3 +551,31 @@ def strong_correlations(fit: FitSummary, threshold: float = 0.8) -> list[tuple[s
             if math.isfinite(r) and abs(r) >= threshold:
                 pairs.append((fit.correlation_names[i], fit.correlation_names[j], r))
     return sorted(pairs, key=lambda p: -abs(p[2]))
+
+
+#: Residual groups of fit.json ``data.trials`` RMS entries: (column title, factor from SI).
+_RMS_GROUPS: tuple[tuple[str, str, float], ...] = (
+    ("box_position", "box position (mm)", 1000.0),
+    ("box_orientation", "box orientation (deg)", 180.0 / math.pi),
+    ("joint_position", "joint position (deg)", 180.0 / math.pi),
+    ("joint_velocity", "joint velocity (deg/s)", 180.0 / math.pi),
+)
+
+
+def trial_rms_rows(fit: FitSummary) -> tuple[list[str], list[list[str]]]:
+    """Per fitted trial, the RMS unweighted error of each residual group at the start → fitted values
+    (fit.json ``data.trials``). No rows when the fit file does not record them."""
+    present = [g for g in _RMS_GROUPS
+               if any(isinstance(t.get("rms_final"), Mapping) and g[0] in t["rms_final"] for t in fit.trials)]
+    header = ["trial", *(f"RMS {title}" for _, title, _ in present)]
+    rows = []
+    for trial in fit.trials:
+        start = trial.get("rms_start") if isinstance(trial.get("rms_start"), Mapping) else {}
+        final = trial.get("rms_final") if isinstance(trial.get("rms_final"), Mapping) else {}
+        cells = [str(trial.get("name", "?"))]
+        for key, _, factor in present:
+            a, b = _float_or_none(start.get(key)), _float_or_none(final.get(key))
+            cells.append(_before_after("—" if a is None else f"{a * factor:.3g}",
+                                       "—" if b is None else f"{b * factor:.3g}"))
+        rows.append(cells)
+    return header, rows if present else []

@@ -331,6 +331,49 @@ def _trials_info(prepared: _Prepared, first: Sequence[TrialResiduals], last: Seq
     return info
 
 
+#: Most samples per trial in fit.json ``data.residual_series`` (evenly picked from the trial's grid).
+RESIDUAL_SERIES_POINTS = 200
+
+
+def _residual_series(trials: Sequence[TrialData], modes: Sequence[str], start: Sequence[TrialResiduals],
+                     final: Sequence[TrialResiduals], masks: Sequence[np.ndarray],
+                     weights: Weights) -> dict[str, Any] | None:
+    """fit.json ``data.residual_series``: per trial, the norm of the unweighted residual of one group at
+    each grid sample (m for the box position; rad for the joint positions when the fit has no box
+    position rows), at the start and the fitted values, against the trial's time (s), at most
+    :data:`RESIDUAL_SERIES_POINTS` samples. Rows the fit left out (degraded solver steps) are null.
+
+    Every mode adds one row block per grid sample, consecutive in time: box rows from sample 2
+    (teacher-forced segments, box-only rollouts) or 1 (whole trials of the arm or a played-back
+    pusher), joint rows from sample 1.
+    """
+    group = next((g for g in (0, 2) if any(np.any(res.groups == g) for res in start)), None)
+    if group is None:
+        return None
+    width, scale = (3, weights.position) if group == 0 else (6, weights.joint_position)
+    out = []
+    for trial, mode, first, last, mask in zip(trials, modes, start, final, masks, strict=True):
+        series = []
+        for res in (first, last):
+            rows = res.groups == group
+            values = (res.residuals[rows] / scale).reshape(-1, width)
+            left_out = (mask | res.dropped_mask)[rows].reshape(-1, width).any(axis=1)
+            series.append(np.where(left_out, np.nan, np.linalg.norm(values, axis=1)))
+        n = min(series[0].shape[0], series[1].shape[0])
+        if n == 0:
+            continue
+        first_sample = 2 if group == 0 and mode in ("segments", "box") else 1
+        first_sample = max(0, min(first_sample, trial.steps + 1 - n))
+        pick = np.unique(np.linspace(0, n - 1, min(n, RESIDUAL_SERIES_POINTS)).round().astype(int))
+        out.append({"name": trial.name,
+                    "t": [round(float(trial.t[first_sample + i] - trial.t[0]), 6) for i in pick],
+                    **{when: [None if not np.isfinite(v) else float(f"{v:.4g}") for v in s[pick]]
+                       for when, s in zip(("start", "final"), series, strict=True)}})
+    return {"group": "box_position" if group == 0 else "joint_position", "unit": "m" if group == 0 else "rad",
+            "norm": f"Euclidean norm of the unweighted residual ({width} components) per grid sample",
+            "max_points": RESIDUAL_SERIES_POINTS, "trials": out}
+
+
 def _solver_info(evaluator: FitEvaluator) -> dict[str, Any]:
     start, final = merge_summaries(evaluator.start_results), merge_summaries(evaluator.final_results)
     return {"start": None if start is None else start.as_dict(), "final": None if final is None else final.as_dict()}
@@ -535,6 +578,8 @@ def _result(result: LMResult, start: ParameterSet, free_set: FreeParameters, x0:
         "parameter_count": len(free_set.groups), "evaluations": result.evaluations,
         "loss": settings.loss, "residual_std": unc.residual_std, "strict": spec_.strict,
         "uncertainty": unc.as_dict(),
+        "residual_series": _residual_series(prepared.trials, prepared.modes, evaluator.start_results,
+                                            evaluator.final_results, evaluator.masks, spec_.weights),
         "jacobian": "implicit simulator gradients (engine IFT, servo and PD analytic), forward-mode chained",
     }
     return FitResult(
