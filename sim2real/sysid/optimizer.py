@@ -27,6 +27,8 @@ LOSSES: tuple[str, ...] = ("linear", "huber", "soft_l1")
 STOP_MAX_ITERATIONS = "maximum iterations"
 #: The stop reason of :attr:`LMSettings.stat_tol`.
 STOP_STATISTICAL = "step below 1 % of the standard deviations"
+#: :attr:`LMSettings.stat_tol` applies once an accepted step lowered the cost by less than this fraction.
+STAT_COST_FRACTION = 1e-3
 
 
 class FitAbortedError(Sim2RealError):
@@ -60,9 +62,11 @@ class LMSettings:
     stat_tol : float
         Stop when a step moves every free parameter by less than ``stat_tol`` times its standard
         deviation (independent rows, at the current point: the smallest estimate, so the test
-        is conservative). Steps that small change nothing a fit can resolve; on the rough costs
-        of hard contact (events shifting by a step) they are all that is left near a minimum,
-        and without this test the fit would spend its iterations on them. 0 disables it.
+        is conservative), once the last accepted step lowered the cost by less than
+        :data:`STAT_COST_FRACTION` (far from a minimum the residuals, and so the standard
+        deviations, are inflated). Steps that small change nothing a fit can resolve; on the
+        rough costs of hard contact (events shifting by a step) they are all that is left near
+        a minimum, and without this test the fit would spend its iterations on them. 0 disables it.
     """
 
     max_iterations: int = 20
@@ -257,6 +261,7 @@ def levenberg_marquardt(evaluate: Evaluate, x0: np.ndarray, lower: np.ndarray, u
     damping = None
     nu = 2.0
     stop = STOP_MAX_ITERATIONS
+    last_decrease = float("inf")  # relative cost decrease of the last accepted step
 
     def record(entry: TraceEntry) -> None:
         trace.append(entry)
@@ -302,7 +307,8 @@ def levenberg_marquardt(evaluate: Evaluate, x0: np.ndarray, lower: np.ndarray, u
             delta[free] = _solve_damped(H[sub], g[free], diag_max[free], damping, settings.null_tolerance)
         x_new = np.clip(x + delta, lower, upper)
         step = x_new - x
-        negligible = _negligible_step(step, H, free, cost, r.shape[0], settings)
+        negligible = last_decrease <= STAT_COST_FRACTION and _negligible_step(step, H, free, cost, r.shape[0],
+                                                                               settings)
         step_norm = float(np.linalg.norm(step * scale))
         predicted = -(g @ step) - 0.5 * step @ H @ step
         evaluations += 1
@@ -320,6 +326,7 @@ def levenberg_marquardt(evaluate: Evaluate, x0: np.ndarray, lower: np.ndarray, u
         accepted = bool(actual > 0.0 and np.isfinite(cost_new))
         if accepted:
             old_cost = cost
+            last_decrease = actual / old_cost if old_cost > 0.0 else 0.0
             x, r, J, cost, w = x_new, r_new, J_new, cost_new, w_new
             damping *= max(1.0 / 3.0, 1.0 - (2.0 * min(ratio, 1.0) - 1.0) ** 3) if ratio > 0 else 1.0
             nu = 2.0
