@@ -16,10 +16,11 @@ export PYTHONDONTWRITEBYTECODE := 1
 
 venv: $(STAMP)
 
-$(STAMP): requirements.txt setup.py
+# Runtime pins (requirements.txt) and the test, build and benchmark tools (requirements-dev.txt).
+$(STAMP): requirements.txt requirements-dev.txt setup.py
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else "sim2real needs Python 3.11 (the ROS 2 Kilted wheels are cp311 here); found " + sys.version.split()[0])'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet -r requirements.txt
+	$(BIN)/python -m pip install --quiet -r requirements.txt -r requirements-dev.txt
 	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
 	$(BIN)/python -m sim2real.physics.warmup
 	touch $(STAMP)

@@ -2,10 +2,32 @@
 
 from __future__ import annotations
 
+import ast
 import queue
 import signal
+import sys
 import threading
+from pathlib import Path
 from typing import IO
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def console_script(name: str) -> list[str]:
+    """The installed console script ``name``, or (not installed yet) its entry point from setup.py."""
+    installed = Path(sys.executable).parent / name
+    if installed.is_file():
+        return [str(installed)]
+    module, func = console_scripts()[name].split(":")
+    return [sys.executable, "-c", f"import sys; from {module} import {func}; sys.exit({func}())"]
+
+
+def console_scripts() -> dict[str, str]:
+    """``{script: "module:function"}`` of setup.py's CONSOLE_SCRIPTS."""
+    tree = ast.parse((ROOT / "setup.py").read_text())
+    entries = next(ast.literal_eval(n.value) for n in ast.walk(tree)
+                   if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "CONSOLE_SCRIPTS")
+    return {e.split("=")[0].strip(): e.split("=")[1].strip() for e in entries}
 
 
 def default_sigint() -> None:

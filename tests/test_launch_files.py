@@ -2,8 +2,12 @@
 
 import ast
 import contextlib
+import importlib.util
 import re
+import sys
+import types
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -75,12 +79,117 @@ def test_box_push_declares_the_issue_arguments():
     assert declared == {"mode", "mirror", "robot_ip", "params_file", "distances", "out_dir"}
 
 
-def test_replay_plays_a_recorded_bag():
-    source = (ROOT / "launch" / "replay.launch.py").read_text()
-    tree = ast.parse(source)
+def test_replay_plays_a_recorded_bag(monkeypatch, tmp_path: Path) -> None:
+    tree = ast.parse((ROOT / "launch" / "replay.launch.py").read_text())
     declared = {ast.literal_eval(c.args[0]) for c in _calls(tree, "DeclareLaunchArgument")}
     assert declared == {"bag", "params_file", "out_dir"}
-    assert '"replay_trial": LaunchConfiguration("bag")' in source
+    nodes = _launch(monkeypatch, "replay.launch.py", bag=str(tmp_path))
+    assert [n.kwargs["name"] for n in nodes] == ["sim_node", "sim_pd_controller", "recorder", "experiment"]
+    assert {"mode": "sim", "replay_trial": str(tmp_path)} in nodes[-1].kwargs["parameters"]
+
+
+# --- The launch files run with stand-ins for launch, launch_ros and ament_index_python (they are not
+# installable here): what each OpaqueFunction returns or raises for given launch arguments.
+
+class _Entity:
+    """A launch action or substitution of the stubs: keeps its arguments."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.args, self.kwargs = args, kwargs
+
+
+class _LaunchConfiguration(_Entity):
+    def perform(self, context: dict[str, str]) -> str:
+        return context[self.args[0]]
+
+
+def _stub_modules() -> dict[str, types.ModuleType]:
+    def module(name: str, **attributes: Any) -> types.ModuleType:
+        stub = types.ModuleType(name)
+        stub.__dict__.update(attributes)
+        return stub
+
+    actions = {name: type(name, (_Entity,), {}) for name in
+               ("DeclareLaunchArgument", "OpaqueFunction", "Shutdown", "RegisterEventHandler", "LogInfo")}
+    return {
+        "launch": module("launch", LaunchDescription=lambda entities: list(entities)),
+        "launch.actions": module("launch.actions", **actions),
+        "launch.substitutions": module("launch.substitutions", LaunchConfiguration=_LaunchConfiguration),
+        "launch_ros": module("launch_ros"),
+        "launch_ros.actions": module("launch_ros.actions", Node=type("Node", (_Entity,), {})),
+        "ament_index_python": module("ament_index_python"),
+        "ament_index_python.packages": module("ament_index_python.packages",
+                                              get_package_share_directory=lambda package: str(ROOT)),
+    }
+
+
+def _launch(monkeypatch: pytest.MonkeyPatch, file_name: str, **arguments: str) -> list[Any]:
+    """The actions ``ros2 launch sim2real <file_name> name:=value ...`` would start (the nodes the
+    launch file's OpaqueFunction returns); raises what it raises."""
+    for name, stub in _stub_modules().items():
+        monkeypatch.setitem(sys.modules, name, stub)
+    spec = importlib.util.spec_from_file_location(f"launch_file_{file_name.split('.')[0]}",
+                                                  ROOT / "launch" / file_name)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    description = module.generate_launch_description()
+    context = {e.args[0]: e.kwargs["default_value"] for e in description
+               if type(e).__name__ == "DeclareLaunchArgument" and "default_value" in e.kwargs}
+    context.update(arguments)
+    (opaque,) = [e for e in description if type(e).__name__ == "OpaqueFunction"]
+    return list(opaque.kwargs["function"](context))
+
+
+LAUNCHES = [("box_push.launch.py", {"mode": "standin"}), ("box_push.launch.py", {"mode": "sim"}),
+            ("box_push.launch.py", {"mode": "mirror", "robot_ip": "192.0.2.10"}),
+            ("box_push.launch.py", {"mode": "real", "robot_ip": "192.0.2.10"}),
+            ("replay.launch.py", {"bag": str(ROOT / "config")})]
+
+
+@pytest.mark.parametrize(("file_name", "arguments"), LAUNCHES,
+                         ids=["standin", "sim", "mirror", "real", "replay"])
+def test_the_launch_ends_when_the_experiment_node_exits(monkeypatch, file_name: str, arguments: dict) -> None:
+    """Every node is required: its exit (the experiment's when the trials are done or the run failed)
+    shuts the whole launch down (``on_exit=Shutdown()``, launch's required-process idiom)."""
+    nodes = _launch(monkeypatch, file_name, **arguments)
+    by_name = {n.kwargs["name"]: n for n in nodes}
+    assert "experiment" in by_name and len(by_name) == len(nodes)
+    for name, node in by_name.items():
+        assert type(node.kwargs.get("on_exit")).__name__ == "Shutdown", name
+
+
+@pytest.mark.parametrize("path", LAUNCH_FILES, ids=lambda p: p.name)
+def test_every_node_has_a_shutdown_on_exit_statically(path: Path) -> None:
+    """The same from the source: each ``Node(...)`` has ``on_exit=Shutdown(...)``."""
+    tree = ast.parse(path.read_text())
+    for call in _calls(tree, "Node"):
+        on_exit = _keyword(call, "on_exit")
+        assert isinstance(on_exit, ast.Call) and getattr(on_exit.func, "id", "") == "Shutdown", ast.unparse(call)
+    imports = [n for n in tree.body if isinstance(n, ast.ImportFrom) and n.module == "launch.actions"]
+    assert any(alias.name == "Shutdown" for n in imports for alias in n.names)
+
+
+@pytest.mark.parametrize(("file_name", "arguments"), [LAUNCHES[0], LAUNCHES[-1]], ids=["box_push", "replay"])
+def test_a_missing_params_file_stops_the_launch_before_any_node(monkeypatch, tmp_path: Path, file_name: str,
+                                                               arguments: dict) -> None:
+    from sim2real.errors import Sim2RealError
+
+    missing = tmp_path / "fitted.yaml"
+    with pytest.raises(Sim2RealError, match=f"^params_file not found: {re.escape(str(missing))}$"):
+        _launch(monkeypatch, file_name, **arguments, params_file=str(missing))
+    with pytest.raises(Sim2RealError, match=rf"^params_file {re.escape(str(tmp_path))} is a directory$"):
+        _launch(monkeypatch, file_name, **arguments, params_file=str(tmp_path))
+    given = tmp_path / "given.yaml"
+    given.write_text("/**:\n  ros__parameters:\n    pd: {kp: 12.0}\n")
+    nodes = _launch(monkeypatch, file_name, **arguments, params_file=str(given))
+    assert all(str(given) in n.kwargs["parameters"] for n in nodes if n.kwargs["executable"] != "standin_world")
+
+
+def test_replay_refuses_a_bag_that_is_not_a_directory(monkeypatch, tmp_path: Path) -> None:
+    from sim2real.errors import Sim2RealError
+
+    with pytest.raises(Sim2RealError, match="is not a recorded trial directory"):
+        _launch(monkeypatch, "replay.launch.py", bag=str(tmp_path / "nothing"))
 
 
 def _experiment_distances(tmp_path: Path, *params_files: Path) -> list[float]:

@@ -2,15 +2,14 @@
 starts it: each node its own console script with ``--ros-args --params-file``; they find each
 other over DDS on loopback and complete a trial."""
 
-import ast
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
+from children import console_script
 from test_nodes_standin import MIN_TICKS, check_platform_pd_law
 
 from sim2real.paths import config_file
@@ -25,18 +24,6 @@ experiment:
     push: {height: 0.15, lateral: 0.0, start_x: 0.20, end_x: 0.42, speed: 0.2, ramp_time: 0.2,
            pre_time: 0.1, settle_time: 0.3, rate_hz: 100.0}
 """
-
-
-def console_script(name: str) -> list[str]:
-    """The installed console script ``name``, or (not installed yet) its entry point from setup.py."""
-    installed = Path(sys.executable).parent / name
-    if installed.is_file():
-        return [str(installed)]
-    tree = ast.parse((ROOT / "setup.py").read_text())
-    entries = next(ast.literal_eval(n.value) for n in ast.walk(tree)
-                   if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "CONSOLE_SCRIPTS")
-    module, func = next(e.split("=")[1].strip() for e in entries if e.split("=")[0].strip() == name).split(":")
-    return [sys.executable, "-c", f"import sys; from {module} import {func}; sys.exit({func}())"]
 
 
 @pytest.fixture(scope="module")
@@ -106,5 +93,5 @@ def test_separate_processes_complete_a_trial(graph):
 def test_every_node_stops_on_sigint(graph):
     _, _, others, texts = graph
     for name, code in others.items():
-        assert code in (0, 130), (name, code, texts[name][-1500:])
+        assert code == 0, (name, code, texts[name][-1500:])  # a stop on request is not a failure
     assert "Traceback" not in "".join(texts.values())

@@ -8,14 +8,30 @@ sim to the measured state, publish the push reference stamped ``lead_time`` ahea
 until every platform reported past its end, and close the trial (events for the
 ``recorder`` on ``experiment/trial_event``; it answers on ``recorder/trial_written``).
 
-Parameters: ``mode``, ``mirror``, ``distances``, ``start_tolerance``, ``push.*`` (the
-``experiment`` section of ``config/experiment.yaml``), ``lead_time`` (0.3 s),
-``confirm_placement`` (default true in ``real``/``mirror``), ``placement_timeout`` (s),
-``home_speed`` (rad/s), ``joint_tolerance`` (rad), ``replay_trial`` (a recorded trial
-directory: in ``sim`` mode, one trial that plays that trial's recorded reference from its
-recorded start, see :func:`sim2real.trials.experiment.replay_start`), ``startup_timeout`` (120 s: how long to wait
-for every platform and the whole graph at start; the first start after an engine change
-compiles the engine in each physics process), and the simulator parameters.
+The node exits when every trial is recorded (status 0) or the run failed (status 1, one
+logged line), so a launch can end with it.
+
+Parameters (type, default: meaning, unit); config/experiment.yaml holds the standard values::
+
+    mode               string, sim: mirror, sim, real or standin
+    mirror             string, closed: closed or commands
+    distances          double[], [0.30]: box start distances, m
+    start_tolerance    double, 0.01: largest box start error, m
+    push.height, push.lateral, push.start_x, push.end_x  the push path, m
+    push.speed         cruise speed, m/s
+    push.ramp_time, push.pre_time, push.settle_time  s
+    push.rate_hz       reference sample rate, Hz
+    lead_time          double, 0.3: the reference starts this long after it is sent, s
+    confirm_placement  bool, true in real and mirror mode: wait for the operator's
+                       experiment/box_placed call
+    placement_timeout  double, 30.0: s
+    home_speed         double, 0.5: joint speed of the move to the start pose, rad/s
+    joint_tolerance    double, 0.01: start pose reached within, rad
+    replay_trial       string, "": a recorded trial directory; in sim mode, one trial that
+                       plays its recorded reference from its recorded start
+    startup_timeout    double, 120.0: wait for every platform and the whole graph, s (the
+                       first start after an engine change compiles the engine)
+    box.*, contact.*, arm.*, pd.*, sim.dt ...  the simulator parameters (the push plan)
 """
 
 from __future__ import annotations
@@ -107,7 +123,7 @@ class ExperimentNode(Node):
         replay_trial = str(self.declare_parameter("replay_trial", "").value)
         if replay_trial:
             if self.platforms != ("sim",):
-                raise ValueError("experiment: replay_trial needs mode sim")
+                raise ValueError("parameter replay_trial needs mode sim")
             self.replay = replay_start(read_trial(replay_trial))
             self.reference = self.replay.reference
             self.distances = (self.replay.distance,)
@@ -123,6 +139,7 @@ class ExperimentNode(Node):
         self.results: list[Path] = []
         self.error: str | None = None
         self._stop = threading.Event()
+        self._closing = threading.Event()  # close(): Ctrl-C or the end of the process
         self._abort_reason: str | None = None
         group = ReentrantCallbackGroup()
         for ns in self.platforms:
@@ -219,6 +236,10 @@ class ExperimentNode(Node):
     def _event(self, **data: Any) -> None:
         self._pub_event.publish(String(data=json.dumps(data)))
 
+    def _stopping(self) -> bool:
+        """The node is being closed, or ROS is gone (publishing would fail): end quietly."""
+        return self._closing.is_set() or not self.context.ok()
+
     # --- sequence -------------------------------------------------------------------------
     def _run(self) -> None:
         try:
@@ -230,13 +251,21 @@ class ExperimentNode(Node):
                                                               for f in fields(PushConfig)})
             for index, distance in enumerate(self.distances):
                 self.results.append(self._trial(index, distance))
-        except Sim2RealError as err:
-            self.error = str(err)
-            self.exit_status = 1
-            self.get_logger().error(f"experiment failed: {err}")
+        except Exception as err:
+            if self._stopping():  # Ctrl-C: the open trial was closed as incomplete (above or by the recorder)
+                self.error = "interrupted"
+            elif isinstance(err, Sim2RealError):
+                self.error = str(err)
+                self.exit_status = 1
+                self.get_logger().error(f"experiment failed: {err}")
+            else:
+                raise
         finally:
-            self._event(event="done")
-            self.finished.set()
+            try:
+                if not self._stopping():
+                    self._event(event="done")
+            finally:
+                self.finished.set()
 
     def _home(self) -> None:
         start = self.reference.position[0]
@@ -319,7 +348,7 @@ class ExperimentNode(Node):
             # Close the trial as incomplete: what was recorded stays readable, marked with the reason.
             self._event(event="end", trial=window.name, complete=False, meta={**meta, "note": str(err)})
             deadline = time.monotonic() + 5.0
-            while window.name not in self._written and time.monotonic() < deadline:
+            while window.name not in self._written and time.monotonic() < deadline and not self._stopping():
                 time.sleep(0.01)
             raise
         outcomes = {ns: window_outcome(self._recent_boxes(ns, 2000), window, self.box_size)
@@ -330,13 +359,20 @@ class ExperimentNode(Node):
         return self._written[window.name]
 
     def close(self) -> None:
-        """Stop the sequence (the worker ends at its next wait)."""
+        """Stop the sequence and wait for the worker to end (at its next wait, within 10 ms), so
+        that nothing publishes once the node is destroyed."""
+        self._closing.set()
+        if self._abort_reason is None:
+            self._abort_reason = "interrupted: the experiment node was stopped"
         self._stop.set()
+        if self._worker.is_alive() and self._worker is not threading.current_thread():
+            self._worker.join(timeout=5.0)
 
 
 def main(args: list[str] | None = None) -> int:
     """Console script ``experiment``: exits when all trials are recorded (1 on failure)."""
-    return run_node(lambda: ExperimentNode(progress=print), args)
+    return run_node(lambda: ExperimentNode(progress=print), args, name="experiment", doc=__doc__,
+                    sim_params=True, example="distances:=[0.30,0.45]")
 
 
 if __name__ == "__main__":

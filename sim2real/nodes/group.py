@@ -4,8 +4,9 @@
 
 ``NODE`` is a node name of the graph (:data:`NODE_NAMES`); each node reads its parameters
 from the params file under its own name and under ``/**``, exactly as the console script
-of the same node would. The nodes spin on one multi-threaded executor until SIGINT; the
-ready file (if given) is created once every node has been constructed.
+of the same node would. Each node spins on its own executor thread until SIGINT or SIGTERM,
+which closes them in order (:func:`sim2real.nodes.common.run_nodes`); the ready file (if
+given) is created once every node has been constructed.
 
 ``sim2real run`` uses it to give the mirrored simulator and the reality stand-in their own
 interpreters: their physics steps would otherwise hold the GIL of the real arm's control loop.
@@ -49,41 +50,21 @@ def node_factory(name: str) -> Callable[..., Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point; returns the exit status (0 after SIGINT once the nodes were up, 1 on failure)."""
-    import rclpy
-
-    from sim2real.nodes.common import close_nodes, ensure_localhost, freeze_heap, spin_until_finished
+    """Entry point; returns the exit status (0 after SIGINT or SIGTERM, 2 when a node cannot
+    start as configured: one line on stderr, the parent reports the exit)."""
+    from sim2real.nodes.common import run_nodes, split_ros_args
 
     argv = list(sys.argv if argv is None else argv)
-    own = argv[1:argv.index("--ros-args")] if "--ros-args" in argv else argv[1:]
+    own, _ = split_ros_args(argv)
     parser = argparse.ArgumentParser(prog="python -m sim2real.nodes.group")
     parser.add_argument("--ready-file", type=Path, default=None)
     parser.add_argument("nodes", nargs="+", choices=NODE_NAMES)
     args = parser.parse_args(own)
-    ensure_localhost()
     # The physics thread and the DDS callbacks share the GIL with the emulator's socket
     # threads: hand it over every 0.5 ms instead of 5 ms so that replies are not held up.
     sys.setswitchinterval(0.0005)
-    rclpy.init(args=argv)
-    nodes: list[Any] = []
-    status = 0
-    try:
-        for name in args.nodes:
-            nodes.append(node_factory(name)())
-        freeze_heap()
-        if args.ready_file is not None:
-            args.ready_file.touch()
-        status = spin_until_finished(nodes, None)
-        status = 0 if status == 130 else status
-    except KeyboardInterrupt:
-        status = 0
-    except Exception as err:  # a node that cannot start: one line, the parent reports it
-        print(f"sim2real.nodes.group: {type(err).__name__}: {err}", file=sys.stderr, flush=True)
-        status = 1
-    finally:
-        close_nodes(nodes)
-        rclpy.try_shutdown()
-    return status
+    ready = args.ready_file.touch if args.ready_file is not None else None
+    return run_nodes([node_factory(name) for name in args.nodes], argv, "sim2real.nodes.group", ready=ready)
 
 
 if __name__ == "__main__":

@@ -5,9 +5,12 @@ OptiTrack driver), expresses each pose in the arm base frame with the configured
 (:func:`sim2real.trials.experiment.mocap_to_base`) and republishes it on ``real/box_pose``
 (frame ``link_base``) with the original stamp.
 
-Parameters (``config/mocap.yaml``): ``topic`` (``/mocap/box/pose``),
-``base_from_mocap.translation`` ([3] m: the mocap origin in the base frame) and
-``base_from_mocap.rotation_wxyz`` ([4]: the mocap axes in the base frame).
+Parameters (type, default: meaning, unit); config/mocap.yaml holds them::
+
+    topic                          string, /mocap/box/pose: the mocap driver's PoseStamped topic
+    base_from_mocap.translation    double[3], [0, 0, 0]: the mocap origin in the base frame, m
+    base_from_mocap.rotation_wxyz  double[4], [1, 0, 0, 0]: the mocap axes in the base frame
+                                   (unit quaternion w, x, y, z)
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ class MocapBridgeNode(Node):
                                                           [1.0, 0.0, 0.0, 0.0]).value, dtype=float)
         if self.translation.shape != (3,) or self.rotation.shape != (4,) or not (
                 np.all(np.isfinite(self.translation)) and np.linalg.norm(self.rotation) > 0.5):
-            raise ValueError("mocap_bridge: base_from_mocap.translation needs 3 numbers and "
+            raise ValueError("parameter base_from_mocap.translation needs 3 numbers and "
                              "base_from_mocap.rotation_wxyz a quaternion (w, x, y, z) of norm about 1")
         self._pub = self.create_publisher(PoseStamped, "real/box_pose", STREAM_QOS)
         self.create_subscription(PoseStamped, topic, self._on_pose, STREAM_QOS)
@@ -45,7 +48,7 @@ class MocapBridgeNode(Node):
 
 def main(args: list[str] | None = None) -> int:
     """Console script ``mocap_bridge``."""
-    return run_node(MocapBridgeNode, args)
+    return run_node(MocapBridgeNode, args, name="mocap_bridge", doc=__doc__, example="topic:=/vrpn/box/pose")
 
 
 if __name__ == "__main__":

@@ -4,9 +4,14 @@ It runs for the sim platform. The real platform's PD law (the same
 :class:`sim2real.control.ReferenceTracker`, the same gains) runs inside ``xarm_node``'s read
 loop, so that no ROS 2 hop delays the real arm's feedback; ``platform: real`` is refused.
 
-Parameters: ``platform`` (``sim``), ``mirror`` (``closed`` | ``commands``) and the
-simulator parameters (``pd.kp``, ``pd.kd``, ``arm.max_joint_acc``, ``sim.dt``, …) from the
-same params file for both instances.
+Parameters (type, default: meaning, unit)::
+
+    platform  string, sim: the platform whose topics it uses (only sim; real is refused)
+    mirror    string, closed: closed (track the reference) or commands (forward the real
+              platform's commands)
+    pd.kp, pd.kd, arm.max_joint_acc, sim.dt ...  the simulator parameters: gains (pd.kp
+              1/s, pd.kd dimensionless), limits (rad/s, rad/s²) and control period (s), from
+              the same params file as xarm_node's
 
 ``closed``: on every ``<platform>/joint_states`` message, the reference of
 ``reference/joint_trajectory`` is sampled at the state's stamp and
@@ -95,7 +100,8 @@ class PDControllerNode(Node):
 
 def main(args: list[str] | None = None) -> int:
     """Console script ``pd_controller``."""
-    return run_node(PDControllerNode, args)
+    return run_node(PDControllerNode, args, name="pd_controller", doc=__doc__, sim_params=True,
+                    example="mirror:=commands")
 
 
 if __name__ == "__main__":

@@ -11,7 +11,12 @@ events on ``experiment/trial_event`` (std_msgs/String, JSON) drive it:
   simulator parameters) and answers on ``recorder/trial_written`` with the path.
 
 Closing the node (Ctrl-C) closes an open trial with ``complete: false``: what was recorded
-stays readable. Parameters: ``out_dir`` and the simulator parameters (stored in trial.json).
+stays readable.
+
+Parameters (type, default: meaning, unit)::
+
+    out_dir  string, required: the run directory (run.json and one directory per trial)
+    box.*, contact.*, arm.*, pd.*, sim.dt ...  the simulator parameters (stored in trial.json)
 """
 
 from __future__ import annotations
@@ -60,7 +65,7 @@ class RecorderNode(Node):
         super().__init__(name, **kwargs)  # type: ignore[arg-type]
         out_dir = str(self.declare_parameter("out_dir", "").value)
         if not out_dir:
-            raise ValueError("recorder: parameter out_dir is required")
+            raise ValueError("parameter out_dir is required: the run directory to write (-p out_dir:=DIR)")
         self.out_dir = Path(out_dir)
         self.params = declare_sim_params(self)
         self._lock = threading.Lock()
@@ -87,6 +92,7 @@ class RecorderNode(Node):
         self.create_subscription(JointTrajectoryMsg, REFERENCE_TOPIC, self._on_reference, LATCHED_QOS)
         self.create_subscription(String, TRIAL_EVENT_TOPIC, self._on_event, LATCHED_QOS)
         report_matches(self, "recorder")
+        self.get_logger().info(f"recording trials into {self.out_dir}")
 
     # --- data -----------------------------------------------------------------------------
     def _on_data(self, ns: str, series: str, msg: Any) -> None:
@@ -205,7 +211,7 @@ class RecorderNode(Node):
 
 def main(args: list[str] | None = None) -> int:
     """Console script ``recorder``."""
-    return run_node(RecorderNode, args)
+    return run_node(RecorderNode, args, name="recorder", doc=__doc__, sim_params=True, example="out_dir:=/tmp/run")
 
 
 if __name__ == "__main__":

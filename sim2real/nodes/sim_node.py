@@ -16,6 +16,17 @@ Stepping (one period per step, paced by a ``sim.dt`` timer, never ahead of wall 
 
 ``sim/reset`` (std_msgs/String, JSON ``{"q": [6], "box_position": [3], "box_quaternion": [4]}``)
 restarts the platform at rest in that state and re-anchors the epoch at the current time.
+
+Parameters (type, default: meaning, unit)::
+
+    mirror            string, closed: closed (own PD controller) or commands (the real
+                      platform's commands)
+    watchdog          double, 0.05: step with zero velocity after this long without a
+                      command, s
+    initial_distance  double, 0.40: box start distance before the first reset, m
+    initial_joints    double[6]: arm start joints before the first reset, rad (default:
+                      the standard push's start)
+    box.*, contact.*, arm.*, pd.*, sim.dt ...  the simulator parameters of the platform
 """
 
 from __future__ import annotations
@@ -92,6 +103,7 @@ class SimNode(Node):
         self.create_subscription(String, SIM_RESET_TOPIC, self._on_reset, STREAM_QOS, callback_group=inputs)
         report_matches(self, "sim")
         self.create_timer(self.dt, self._on_timer, callback_group=MutuallyExclusiveCallbackGroup())
+        self.get_logger().info(f"sim platform running: mirror {self.mirror}, dt {self.dt:g} s")
 
     # --- state ----------------------------------------------------------------------------
     def _reset(self, q: np.ndarray, box: BoxState) -> None:
@@ -168,7 +180,7 @@ class SimNode(Node):
 
 def main(args: list[str] | None = None) -> int:
     """Console script ``sim_node``."""
-    return run_node(SimNode, args)
+    return run_node(SimNode, args, name="sim_node", doc=__doc__, sim_params=True, example="mirror:=commands")
 
 
 if __name__ == "__main__":

@@ -11,9 +11,14 @@ rate) and is published on ``real/box_pose`` stamped with its arrival time.
 ``experiment/box_request`` (PoseStamped): the stand-in "operator" places the box there
 (with the placement error of the world file).
 
-Parameters: ``world_file`` (default: the installed ``config/standin.yaml``), ``host``
-(``127.0.0.2``), ``command_port`` (502), ``initial_joints`` (default: the push start),
-``initial_distance`` (0.40 m).
+Parameters (type, default: meaning, unit)::
+
+    world_file        string, "": the stand-in world, its hidden parameters, mocap and
+                      placement error (default: the installed config/standin.yaml)
+    host              string, 127.0.0.2: loopback address of the emulated controller
+    command_port      int, 502: its command port
+    initial_joints    double[6]: arm start joints, rad (default: the standard push's start)
+    initial_distance  double, 0.40: box start distance, m
 """
 
 from __future__ import annotations
@@ -121,7 +126,7 @@ class StandinWorldNode(Node):
 
 def main(args: list[str] | None = None) -> int:
     """Console script ``standin_world``."""
-    return run_node(StandinWorldNode, args)
+    return run_node(StandinWorldNode, args, name="standin_world", doc=__doc__, example="command_port:=5020")
 
 
 if __name__ == "__main__":

@@ -17,10 +17,22 @@ latched stop after any fault (the node then logs the fault once, publishes its m
 ``real/fault`` (std_msgs/String, latched) so that the experiment ends the trial as
 incomplete, and stops commanding; it never resumes by itself).
 
-Parameters: ``robot_ip`` (IPv4 of the controller; required, no default), ``command_port`` (502), ``rate_hz``
-(100.0), ``mode`` (4 = joint velocity), ``report_type`` (``real``), ``connect_wait`` (10.0 s:
-how long to retry connecting when the controller does not answer yet), and the simulator
-parameters (``pd.kp``, ``pd.kd``, ``sim.dt``, limits) shared with ``pd_controller``.
+Parameters (type, default: meaning, unit)::
+
+    robot_ip              string, required: the controller's IPv4 address (no default: the
+                          node never connects anywhere it was not told to)
+    command_port          int, 502: the controller's command port
+    rate_hz               double, 100.0: read → PD → command loop rate, Hz
+    mode                  int, 4: xArm motion mode (4 joint velocity, 1 servo)
+    report_type           string, real: SDK report stream (real, rich, normal)
+    connect_wait          double, 10.0: how long to retry connecting while the controller
+                          does not answer yet, s
+    link.max_round_trip   double, 0.035: stall budget of one exchange, s
+    link.latency_budget   double, 0.010: latency budget of the link, s
+    link.command_timeout  double, 1.0: SDK reply timeout of every exchange, s
+    link.watchdog_timeout double, 0.045: zero velocity without a fresh command after, s
+    pd.kp, pd.kd, sim.dt, arm.* ...  the simulator parameters (the PD gains and limits,
+                          shared with pd_controller)
 """
 
 from __future__ import annotations
@@ -189,7 +201,8 @@ class XArmNode(Node):
 
 def main(args: list[str] | None = None) -> int:
     """Console script ``xarm_node``."""
-    return run_node(XArmNode, args)
+    return run_node(XArmNode, args, name="xarm_node", doc=__doc__, sim_params=True,
+                    example="robot_ip:=192.168.1.10")
 
 
 if __name__ == "__main__":
