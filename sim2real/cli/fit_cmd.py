@@ -124,6 +124,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "validate on them; may be combined with --validate")
     parser.add_argument("--seed", type=bounded_int(0, 2**32 - 1), default=0, metavar="S",
                         help="seed of the --holdout choice (default 0)")
+    parser.add_argument("--jackknife", action="store_true",
+                        help="also refit without each trial (one more fit per trial) and widen each 95 %% interval "
+                             "to the trial jackknife's where that is wider: for costs with kinks (whole trials that "
+                             "tip a box or not), where the local curvature understates the spread")
     parser.add_argument("--strict", action="store_true",
                         help="raise at the first solver step that does not converge (no degraded steps)")
     parser.add_argument("--workers", type=bounded_int(1, 256), default=1, metavar="N",
@@ -266,7 +270,8 @@ def run(args: argparse.Namespace) -> int:
                         bounds=bounds, settings=settings, workers=args.workers, platform=args.platform,
                         sources=loaded.sources, log=_log, pusher=args.pusher, strict=args.strict,
                         validation=held.records if held is not None else (),
-                        validation_sources=held.sources if held is not None else None, failures=failures)
+                        validation_sources=held.sources if held is not None else None, failures=failures,
+                        jackknife=args.jackknife)
     params_path, json_path = write_fit(out, result)
     print_summary(result, params_path, json_path)
     if args.json:

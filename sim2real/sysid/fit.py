@@ -25,6 +25,7 @@ from sim2real.params import ParameterSet, spec
 from sim2real.sysid.data import TrialData, prepare_trial
 from sim2real.sysid.evaluation import FitEvaluator, HeldOut, merge_summaries
 from sim2real.sysid.inputs import describe_pusher
+from sim2real.sysid.jackknife import refit_jackknife, with_refit_jackknife
 from sim2real.sysid.optimizer import LMResult, LMSettings, Progress, TraceEntry, levenberg_marquardt
 from sim2real.sysid.prediction import horizon_rms, predict, prediction_block, rising_validation
 from sim2real.sysid.residuals import ResidualSpec, TrialResiduals, Weights, available_gradients
@@ -386,7 +387,7 @@ def fit_trials(records: Sequence[TrialRecord], start: ParameterSet, free: Sequen
                progress: Progress | None = None,
                log: Callable[[str], None] | None = None, *, pusher: str = "auto", strict: bool = False,
                validation: Sequence[TrialRecord] = (), validation_sources: Sequence[str] | None = None,
-               failures: Sequence[TrialFailure] = ()) -> FitResult:
+               failures: Sequence[TrialFailure] = (), jackknife: bool = False) -> FitResult:
     """Fit the free parameters to recorded trials by Gauss-Newton / Levenberg-Marquardt.
 
     Parameters
@@ -427,6 +428,9 @@ def fit_trials(records: Sequence[TrialRecord], start: ParameterSet, free: Sequen
     validation_sources : sequence of str, optional
     failures : sequence of TrialFailure
         Trials the caller could not read; carried into the result.
+    jackknife : bool
+        Also refit without each fitted trial (one more fit per trial) and widen each interval to
+        the trial jackknife's where that is wider (:mod:`sim2real.sysid.jackknife`).
 
     Returns
     -------
@@ -501,8 +505,21 @@ def fit_trials(records: Sequence[TrialRecord], start: ParameterSet, free: Sequen
             predictions = _predictions(executor, evaluator, held_out, start, start.replace(free_set.expand(result.x)),
                                        spec_)
 
-    return _result(result, start, free_set, x0, lower, upper, settings, spec_, prepared, evaluator, held_out,
-                   warnings, left_out, mode, platform, predictions)
+    fitted = _result(result, start, free_set, x0, lower, upper, settings, spec_, prepared, evaluator, held_out,
+                     warnings, left_out, mode, platform, predictions)
+    if not jackknife or len(prepared.trials) < 2:
+        return fitted
+    fitted_names = {trial.name for trial in prepared.trials}
+
+    def refit(subset: Sequence[TrialRecord]) -> FitResult:
+        return fit_trials(subset, start, free_set, horizon=horizon, weights=spec_.weights, mode=mode, bounds=bounds,
+                          settings=settings, workers=workers, platform=platform, pusher=pusher, strict=strict)
+
+    measured = refit_jackknife([r for r in records if r.name in fitted_names], free_set.names, refit, log)
+    if measured is None:
+        fitted.warnings.append("trial jackknife: fewer than two refits succeeded; intervals not checked")
+        return fitted
+    return with_refit_jackknife(fitted, measured)
 
 
 def _predictions(executor: Any, evaluator: FitEvaluator, held_out: HeldOut, start: ParameterSet,
