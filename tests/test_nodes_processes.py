@@ -65,7 +65,10 @@ def graph(tmp_path_factory):
                 process.send_signal(signal.SIGINT)
         deadline = time.monotonic() + 15
         for name, process in processes.items():
-            others[name] = process.wait(timeout=max(0.1, deadline - time.monotonic()))
+            try:
+                others[name] = process.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:  # named by the test below, not an error of the fixture
+                others[name] = None
     finally:
         for process in processes.values():  # clean up by pid whatever happened
             if process.poll() is None:
@@ -93,5 +96,6 @@ def test_separate_processes_complete_a_trial(graph):
 def test_every_node_stops_on_sigint(graph):
     _, _, others, texts = graph
     for name, code in others.items():
-        assert code == 0, (name, code, texts[name][-1500:])  # a stop on request is not a failure
+        # A stop on request is not a failure; None: still running 15 s after SIGINT.
+        assert code == 0, (name, code, texts[name][-1500:])
     assert "Traceback" not in "".join(texts.values())
