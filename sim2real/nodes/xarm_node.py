@@ -141,6 +141,16 @@ class XArmNode(Node):
                 if self.context.ok():
                     raise
                 break
+            except Exception as err:  # the driver or the SDK failed in a way it did not report as a fault
+                if self._stop_loop.is_set() or not self.context.ok():
+                    break  # shutting down: the link may already be gone (e.g. the stand-in stopped first)
+                text = f"control loop failed: {type(err).__name__}: {' '.join(str(err).split())}"
+                try:
+                    self.driver.stop()  # the arm stops before anything is reported
+                except Exception as stop_err:  # reported with the failure
+                    text += f"; stopping the arm failed too: {type(stop_err).__name__}: {stop_err}"
+                self._log_fault(text)
+                break
 
     def _on_timer(self) -> None:
         if self.driver.fault is not None:
