@@ -125,6 +125,8 @@ def test_a_held_out_rise_must_stand_out_from_the_trial_to_trial_scatter() -> Non
     assert problem is not None and "5 of 5 held-out trials rose" in problem
     # Consistent but within 5 %: not a meaningful rise.
     assert _held_out_with({0: [10.0, 10.0, 10.0], 5: [10.3, 10.3, 10.4]}).rising() is None
+    # A dip along the way that settles below the start is not a rise (the start is the reference).
+    assert _held_out_with({0: [10.0, 10.0], 1: [1.0, 1.2], 9: [2.0, 2.4]}).rising() is None
     # One held-out trial: the relative rule alone.
     single = _held_out_with({0: [10.0], 3: [10.8]})
     assert single.rising() is not None and _held_out_with({0: [10.0], 3: [10.4]}).rising() is None
