@@ -13,10 +13,12 @@ configuration and Ctrl-C, through subprocesses of the console scripts.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
@@ -55,31 +57,60 @@ def _ros_started(tmp_path: Path) -> bool:
     return log_dir.exists() and any(log_dir.iterdir())
 
 
+def _main(name: str) -> Callable[[list[str]], int]:
+    module, func = console_scripts()[name].split(":")
+    return getattr(importlib.import_module(module), func)
+
+
+def _call(name: str, *args: str) -> int:
+    """The script's ``main`` in this process (its own arguments are parsed before ROS would start)."""
+    try:
+        return _main(name)([name, *args])
+    except SystemExit as stop:
+        return int(stop.code or 0)
+
+
 @pytest.mark.parametrize("name", NODE_SCRIPTS)
-def test_help_and_unknown_arguments(tmp_path: Path, name: str) -> None:
-    result = _run(tmp_path, name, "--help")
-    assert result.returncode == 0, result.stderr
-    assert result.stderr == ""
-    text = result.stdout
+def test_help_and_unknown_arguments(name: str, capsys: pytest.CaptureFixture[str],
+                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    import rclpy
+
+    def no_ros(*args: object, **kwargs: object) -> None:
+        raise AssertionError("ROS started")
+
+    monkeypatch.setattr(rclpy, "init", no_ros)
+    assert _call(name, "--help") == 0
+    result = capsys.readouterr()
+    assert result.err == ""
+    text = result.out
     assert text.startswith(f"usage: {name} [-h] [--ros-args")
     assert "Parameters (type, default: meaning, unit)" in text
     for how in ("--ros-args", "--params-file FILE", "-p NAME:=VALUE", "Exit status"):
         assert how in text, how
     assert f"{name} --ros-args --params-file config/params.yaml -p " in text
+
+    assert _call(name, "--bogus", "--ros-args", "--params-file", PARAMS) == 2
+    result = capsys.readouterr()
+    assert result.err == f"{name}: error: unrecognized arguments: --bogus (see {name} --help)\n"
+    assert result.out == ""
+
+
+def test_help_through_the_console_script_starts_no_ros(tmp_path: Path) -> None:
+    result = _run(tmp_path, "xarm_node", "--help")
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    assert result.stdout.startswith("usage: xarm_node [-h] [--ros-args")
     assert not _ros_started(tmp_path)
-
-    result = _run(tmp_path, name, "--bogus", "--ros-args", "--params-file", PARAMS)
-    assert result.returncode == 2
-    assert result.stderr == f"{name}: error: unrecognized arguments: --bogus (see {name} --help)\n"
-    assert result.stdout == ""
-    assert not _ros_started(tmp_path)
+    result = _run(tmp_path, "sim_node", "--bogus")
+    assert result.returncode == 2 and result.stderr.startswith("sim_node: error: unrecognized arguments: --bogus")
 
 
-def test_help_states_units(tmp_path: Path) -> None:
-    text = _run(tmp_path, "xarm_node", "--help").stdout
+def test_help_states_units(capsys: pytest.CaptureFixture[str]) -> None:
+    _call("xarm_node", "--help")
+    text = capsys.readouterr().out
     assert "rate_hz               double, 100.0: read → PD → command loop rate, Hz" in text
     assert "connect_wait" in text and "sim2real params" in text
-    text = _run(tmp_path, "experiment", "--help").stdout
+    _call("experiment", "--help")
+    text = capsys.readouterr().out
     assert "distances          double[], [0.30]: box start distances, m" in text
 
 
