@@ -12,6 +12,7 @@ import pytest
 from children import console_script
 from test_nodes_standin import MIN_TICKS, check_platform_pd_law
 
+from sim2real.nodes.runner import STANDIN_LINK
 from sim2real.paths import config_file
 from sim2real.trials import read_run
 
@@ -42,9 +43,11 @@ def graph(tmp_path_factory):
     commands = {
         "standin_world": ["--params-file", params, "-p", f"host:={host}", "-p", f"command_port:={port}"],
         # connect_wait: the stand-in may need tens of seconds after an engine change (compilation).
-        # xarm_node runs the real platform's PD law in its read loop.
+        # xarm_node runs the real platform's PD law in its read loop, with the stand-in's link budgets
+        # as the launch file gives them (its emulator shares a process with the contact engine).
         "xarm_node": ["--params-file", params, "-p", f"robot_ip:={host}", "-p", f"command_port:={port}",
-                      "-p", "connect_wait:=120.0"],
+                      "-p", "connect_wait:=120.0", *(arg for name, value in STANDIN_LINK.items()
+                                                     for arg in ("-p", f"{name}:={value}"))],
         "sim_node": ["--params-file", params, "-p", "mirror:=closed"],
         "sim_pd_controller": ["-r", "__node:=sim_pd_controller", "--params-file", params,
                               "-p", "platform:=sim", "-p", "mirror:=closed"],
