@@ -463,10 +463,11 @@ def _run_steps(args: argparse.Namespace, out: Path, grid: tuple[str, list[float]
     recorded = read_run(before_dir)
     paths = [str(path) for path in trial_dirs(before_dir)]
     _detail(f"{len(recorded)} trials recorded in {before_dir} ({time.perf_counter() - t0:.0f} s)")
-    records = [r for r in recorded if not is_held_out(r, validation_distances)]
-    sources = [p for r, p in zip(recorded, paths, strict=True) if not is_held_out(r, validation_distances)]
-    held = [r for r in recorded if is_held_out(r, validation_distances)]
-    held_sources = [p for r, p in zip(recorded, paths, strict=True) if is_held_out(r, validation_distances)]
+    records, sources, held, held_sources = [], [], [], []
+    for record, path in zip(recorded, paths, strict=True):
+        trials, where = (held, held_sources) if is_held_out(record, validation_distances) else (records, sources)
+        trials.append(record)
+        where.append(path)
 
     t0 = _step(2, "fit: Gauss-Newton on implicit gradients")
     if held:

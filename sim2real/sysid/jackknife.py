@@ -128,7 +128,7 @@ def with_refit_jackknife(result: Any, jackknife: RefitJackknife) -> Any:
             widened.append(name)
         else:
             kept.append(name)
-    refits = sum(v is not None for v in next(iter(jackknife.values.values()), []))
+    refits = len(jackknife.trials) - len(jackknife.failures)
     text = f"trial jackknife of {refits} leave-one-out refits (Student's t with {refits - 1} dof)"
     if widened:
         text += f", wider for {', '.join(widened)}"
