@@ -121,7 +121,7 @@ def _replay_pusher_path(data: TrialData, params: ParameterSet, pusher: np.ndarra
                         joints: tuple[np.ndarray, np.ndarray] | None,
                         settings: SolverSettings) -> tuple[PlatformRecord, Any]:
     world = BoxWorld.from_params(params, "sphere", settings)
-    initial = BoxState(data.box_position[0], data.box_quaternion[0])
+    initial = BoxState(*data.start_box())
     result = rollout(world, initial, pusher_path=pusher, context=data.name)
     return _box_platform(data.t, result.states, pusher, joints), result
 

@@ -588,9 +588,9 @@ def _box_rollout(rows: _Rows, data: TrialData, params: ParameterSet, names: tupl
 
 def _pusher_rollout(rows: _Rows, data: TrialData, params: ParameterSet, names: tuple[str, ...], weights: Weights,
                     path: np.ndarray, settings: SolverSettings) -> None:
-    """Whole trial with a played-back pusher: one rollout from the first recorded pose, at rest."""
+    """Whole trial with a played-back pusher: one rollout from the resting start (:meth:`TrialData.start_box`)."""
     world = BoxWorld.from_params(params, "sphere", settings)
-    initial = BoxState(data.box_position[0], data.box_quaternion[0])
+    initial = BoxState(*data.start_box())
     result = rollout(world, initial, pusher_path=path, grad_names=names, context=data.name)
     rows.add_solve(result.solve, result.hard_steps)
     first_bad = first_degraded_state(result.outcomes)
@@ -645,7 +645,7 @@ def simulate_recorded_arm(data: TrialData, params: ParameterSet, mode: str, grad
         ``T = data.steps`` ticks from the trial's ``t_0``.
     """
     reference = arm_reference(data, params, mode)
-    initial_box = BoxState(data.box_position[0], data.box_quaternion[0])
+    initial_box = BoxState(*data.start_box())
     commands = data.command if mode == "commands" else None
     return simulate_arm_trial(params, reference, initial_box, duration=data.steps * data.dt,
                               grad_names=tuple(grad_names), commands=commands, strict=strict, context=data.name)
