@@ -1,17 +1,21 @@
-"""``sim2real import``: turn external recordings into trial directories (rosbag2, mcap)."""
+"""``sim2real import``: turn external recordings (cube tosses, ROS 1/2 bags, CSV) into trial directories."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sim2real.trials.recording_import import ImportSettings
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``import`` subcommand and its sources (``cube-toss``)."""
     parser = subparsers.add_parser(
         "import",
-        help="import external recordings as trials (cube-toss)",
+        help="import external recordings as trials (cube-toss, bag, csv)",
         description="Convert external recordings into a run directory of trials (one rosbag2 per trial) "
         "that 'sim2real fit' and 'sim2real report' read.",
     )
@@ -28,12 +32,114 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     cube.add_argument("--tosses", metavar="SPEC",
                       help="tosses to import, e.g. '0-19,100' (inclusive ranges; default: all)")
     cube.set_defaults(handler=run_cube_toss)
+    _register_bag(sources)
+    _register_csv(sources)
     parser.set_defaults(handler=_missing_source(parser))
+
+
+BAG_EPILOG = """\
+Frames and units: every written pose is in the experiment frame, the arm base frame link_base
+(x forward, z up, table top at z = 0), in m, orientations as unit quaternions. Poses are read in the
+recording frame (--frame, default the frame_id of the first box pose) and mapped by --transform.
+
+Pose sources (--box-pose, --pusher-pose):
+  TOPIC     geometry_msgs/PoseStamped, TransformStamped, PoseWithCovarianceStamped or
+            nav_msgs/Odometry; the pose is in the message's header.frame_id
+  tf:FRAME  the /tf transforms (tf2_msgs/TFMessage) whose child_frame_id is FRAME, in their parent frame
+A pose in a frame other than the recording frame is composed with the static transforms on
+/tf_static that link the two; dynamic /tf chains are not composed (an error names the frame).
+The box pose is the tracked body: --box-offset moves its origin to the box geometric centre, and
+the tracked body's axes are taken as the box axes (x along box.size_x, ...) unless the offset has a
+rotation. The pusher's tracked origin is taken as the pusher sphere centre.
+
+Time: --clock header (default) times samples by their header stamps (acquisition), --clock receive
+by the bag's receive (log) times. Each trial's time axis starts at its first sample.
+
+Splitting one long bag (--split): none (one trial per bag); gaps:SECONDS (a new trial after each gap
+longer than SECONDS in the box pose stream); windows:FILE (a CSV of start,end per line, s since the
+bag's first selected sample on the chosen clock; an optional header line). Trials are named
+<bag name> or <bag name>_NN. Segments with fewer than 3 box poses are skipped (and said so).
+
+Outliers, per trial and stream: a single sample whose orientation differs from both neighbours by
+more than --outlier-angle while they agree (q and -q are the same orientation: a sign change is
+not an outlier), or whose position lies more than --outlier-jump from both neighbours while they
+agree, is dropped; so are samples with NaN values or a repeated time stamp. The counts are printed
+per trial and kept in trial.json "import.outliers".
+
+Output: OUT/<trial>/ (a rosbag2 with /real/box_pose, /real/pusher_pose, /real/joint_states and
+trial.json with an "import" section: source, clock, transform, box offset, window, outliers) and
+OUT/run.json. OUT must not exist or be empty; nothing is written on error.
+"""
+
+CSV_EPILOG = """\
+Columns (header row required, any order, extra columns ignored; '#' lines skipped):
+  t                              sample time, s (not negative)
+  box_x, box_y, box_z            tracked box body origin in the recording frame, m
+  box_qw, box_qx, box_qy, box_qz its orientation, unit quaternion w, x, y, z (body -> recording frame)
+  pusher_x, pusher_y, pusher_z   optional: pusher sphere centre in the recording frame, m
+A row may leave the box or the pusher cells empty (not tracked then). --transform, --box-offset,
+--split and the outlier options work as for 'sim2real import bag' (see its --help).
+"""
+
+
+#: Defaults of the outlier thresholds as --help states them (equal to DEFAULT_OUTLIER_ANGLE_DEG and
+#: DEFAULT_OUTLIER_JUMP_M of sim2real.trials.recording_import, not imported here to keep --help fast).
+OUTLIER_ANGLE_DEG = 30.0
+OUTLIER_JUMP_M = 0.03
+
+
+def _add_common_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--out", required=True, metavar="DIR", help="run directory to create (absent or empty)")
+    parser.add_argument("--transform", metavar="x,y,z,qw,qx,qy,qz",
+                        help="the recording frame in the arm base frame (T_base_recording): p_base = R(q) p + "
+                             "(x, y, z); m and a unit quaternion, w first (default: identity)")
+    parser.add_argument("--box-offset", metavar="x,y,z[,qw,qx,qy,qz]",
+                        help="the box geometric centre in the tracked box body's frame, m (e.g. a mocap origin "
+                             "on the lid: 0,0,-0.105); optionally the box axes' rotation (default: 0,0,0)")
+    parser.add_argument("--split", default="none", metavar="none|gaps:SECONDS|windows:FILE",
+                        help="cut each recording into trials (default: none, one trial per recording)")
+    parser.add_argument("--outlier-angle", type=float, default=OUTLIER_ANGLE_DEG, metavar="DEG",
+                        help=f"orientation-flip threshold, degrees; 0 disables (default {OUTLIER_ANGLE_DEG:g})")
+    parser.add_argument("--outlier-jump", type=float, default=OUTLIER_JUMP_M, metavar="M",
+                        help=f"position-jump threshold, m; 0 disables (default {OUTLIER_JUMP_M:g})")
+
+
+def _register_bag(sources: argparse._SubParsersAction) -> None:
+    bag = sources.add_parser(
+        "bag",
+        help="any lab's ROS 1 / ROS 2 bags (topics or /tf frames) → trials",
+        description="Convert ROS 1 (.bag) and ROS 2 (rosbag2 directory, mcap or sqlite3) recordings of a box "
+                    "and a pusher (and optionally the arm's joint states) into trials that 'sim2real replay', "
+                    "'fit' and 'report' read.",
+        epilog=BAG_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    bag.add_argument("bags", nargs="+", metavar="BAG",
+                     help="rosbag2 directory, .mcap or .db3 file, or ROS 1 .bag file (one or more)")
+    bag.add_argument("--box-pose", required=True, metavar="TOPIC|tf:FRAME", help="the tracked box body")
+    bag.add_argument("--pusher-pose", metavar="TOPIC|tf:FRAME", help="the tracked pusher (sphere centre)")
+    bag.add_argument("--joint-states", metavar="TOPIC",
+                     help="sensor_msgs/JointState of the xArm (joints joint1..joint6; rad, rad/s, N m)")
+    bag.add_argument("--frame", metavar="FRAME",
+                     help="recording frame that --transform maps (default: frame_id of the first box pose)")
+    bag.add_argument("--clock", choices=("header", "receive"), default="header",
+                     help="sample times: header stamps (default) or receive (bag log) times")
+    _add_common_options(bag)
+    bag.set_defaults(handler=run_bag)
+
+
+def _register_csv(sources: argparse._SubParsersAction) -> None:
+    table = sources.add_parser(
+        "csv",
+        help="pose recordings in CSV files (t, box pose, optional pusher position) → trials",
+        description="Convert CSV pose recordings (data not in bags) into trials, like 'sim2real import bag'.",
+        epilog=CSV_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    table.add_argument("files", nargs="+", metavar="FILE", help="CSV recording (one or more)")
+    _add_common_options(table)
+    table.set_defaults(handler=run_csv)
 
 
 def _missing_source(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace], int]:
     def handler(args: argparse.Namespace) -> int:
-        parser.error("choose a source to import: cube-toss")
+        parser.error("choose a source to import: cube-toss, bag or csv")
         return 2
 
     return handler
@@ -54,4 +160,62 @@ def run_cube_toss(args: argparse.Namespace) -> int:
 
     trials = import_cube_tosses(args.npz, args.out, args.tosses, progress=progress)
     print(f"wrote {len(trials)} trials to {args.out}")
+    return 0
+
+
+def _settings(args: argparse.Namespace, clock: str = "header") -> ImportSettings:
+    """The :class:`ImportSettings` of the options shared by ``bag`` and ``csv``."""
+    import math
+
+    from sim2real.trials.recording_import import (
+        ImportSettings,
+        RigidTransform,
+        parse_offset,
+        parse_split,
+        parse_transform,
+    )
+
+    transform = parse_transform(args.transform) if args.transform else RigidTransform()
+    offset = parse_offset(args.box_offset) if args.box_offset else RigidTransform()
+    return ImportSettings(clock=clock, transform=transform, box_offset=offset, split=parse_split(args.split),
+                          outlier_angle_rad=math.radians(args.outlier_angle), outlier_jump_m=args.outlier_jump)
+
+
+def _log(line: str) -> None:
+    print(f"import: {line}", file=sys.stderr, flush=True)
+
+
+def run_bag(args: argparse.Namespace) -> int:
+    """Import ROS 1/2 bags; one line per trial on stderr; the run directory on stdout."""
+    from pathlib import Path
+
+    from sim2real.cli.common import check_output_location
+    from sim2real.trials.bag_import import BagSelection, parse_pose_source, read_bag
+    from sim2real.trials.recording_import import check_new_run_dir, import_recordings
+
+    out = check_output_location(args.out)
+    check_new_run_dir(out)
+    settings = _settings(args, args.clock)
+    selection = BagSelection(
+        box=parse_pose_source(args.box_pose, "--box-pose"),
+        pusher=parse_pose_source(args.pusher_pose, "--pusher-pose") if args.pusher_pose else None,
+        joint_states=args.joint_states, frame=args.frame)
+    recordings = [read_bag(Path(bag), selection) for bag in args.bags]
+    trials = import_recordings(recordings, out, settings, log=_log)
+    print(f"wrote {len(trials)} trials to {out}")
+    return 0
+
+
+def run_csv(args: argparse.Namespace) -> int:
+    """Import CSV pose recordings; one line per trial on stderr; the run directory on stdout."""
+    from sim2real.cli.common import check_output_location
+    from sim2real.trials.csv_import import read_csv_recording
+    from sim2real.trials.recording_import import check_new_run_dir, import_recordings
+
+    out = check_output_location(args.out)
+    check_new_run_dir(out)
+    settings = _settings(args)
+    recordings = [read_csv_recording(path) for path in args.files]
+    trials = import_recordings(recordings, out, settings, log=_log)
+    print(f"wrote {len(trials)} trials to {out}")
     return 0

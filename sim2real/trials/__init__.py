@@ -43,6 +43,11 @@ trial.json (``"schema": "sim2real.trial/1"``)::
 Writers never leave a half-written trial under its name (temporary hidden directory, then a
 rename); an interrupted recording closed with ``complete=False`` keeps everything recorded.
 
+Imports of outside recordings write ordinary trials: :mod:`sim2real.trials.cube_toss` (the
+ContactNets tosses), :mod:`sim2real.trials.bag_import` (any lab's ROS 1/2 bags) and
+:mod:`sim2real.trials.csv_import` (CSV), the latter two through :mod:`sim2real.trials.recording_import`
+(clock, splitting, outlier rejection, frames, all-or-nothing writing).
+
 Public API: :class:`TrialBagWriter`, :func:`write_trial`, :func:`write_run_meta`,
 :func:`read_trial`, :func:`read_run`, :func:`read_run_meta`, :func:`trial_dirs`,
 :func:`compute_outcome`, :class:`Outcome`, the record dataclasses and the schema names.
