@@ -25,6 +25,7 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 from fixtures.synthetic_trials import make_trial
 from loopback import free_host
@@ -36,6 +37,7 @@ from sim2real.cli.demo_cmd import (
     VALIDATION_DISTANCES,
     check_against_hidden,
     disturbed_gap,
+    fine_grid,
     recording_problems,
 )
 from sim2real.hardware.standin import load_standin
@@ -157,6 +159,14 @@ def test_demo_says_when_its_fit_missed(tmp_path: Path) -> None:
 
 def _fit(values: dict[str, float], status: str = "converged") -> SimpleNamespace:
     return SimpleNamespace(values=values, status=status, stop_reason="cost reduction below ftol", problems=())
+
+
+def test_fine_grid_is_centred_and_stays_inside_the_bounds() -> None:
+    values = fine_grid("box.com_z", -0.065, 0.010, 0.001)
+    assert len(values) == 21 and values[10] == pytest.approx(-0.065) and values[0] == pytest.approx(-0.075)
+    near_bound = fine_grid("box.com_z", 0.495, 0.010, 0.001)  # box.com_z is bounded by ±0.5 m
+    assert len(near_bound) == 21 and max(near_bound) <= 0.5 + 1e-12
+    assert np.allclose(np.diff(near_bound), 0.001)
 
 
 def test_check_against_hidden_names_each_miss() -> None:
