@@ -1,5 +1,7 @@
 # sim2real — the two commands a new user needs are `make demo` and `make test`.
-# Every target that may start ROS 2 keeps DDS on loopback with its own domain id.
+# Every target that may start ROS 2 keeps DDS on loopback with its own domain id, and binds
+# every DDS port to 127.0.0.1 with the Fast DDS profile config/fastdds_loopback.xml (unless
+# FASTDDS_DEFAULT_PROFILES_FILE or the older FASTRTPS_DEFAULT_PROFILES_FILE is set: yours wins).
 
 SHELL := /bin/bash
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
@@ -10,6 +12,9 @@ OUT ?= demo_out
 
 export ROS_AUTOMATIC_DISCOVERY_RANGE := LOCALHOST
 export ROS_DOMAIN_ID ?= 57
+ifeq ($(FASTDDS_DEFAULT_PROFILES_FILE)$(FASTRTPS_DEFAULT_PROFILES_FILE),)
+export FASTDDS_DEFAULT_PROFILES_FILE := $(CURDIR)/config/fastdds_loopback.xml
+endif
 export PYTHONDONTWRITEBYTECODE := 1
 
 .PHONY: venv demo test lint bench clean browser

@@ -34,6 +34,7 @@ setup(
         ("share/" + PACKAGE, ["package.xml"]),
         _share("launch", "*.launch.py"),
         _share("config", "*.yaml"),
+        _share("config", "*.xml"),  # the loopback Fast DDS profile
         _share("urdf", "*.urdf"),
     ],
     install_requires=["setuptools"],

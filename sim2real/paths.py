@@ -1,12 +1,14 @@
 """Where the package's data files (config, urdf, launch) live.
 
 Installed by colcon they are under ``share/sim2real``; in a source checkout or an
-editable install they sit next to the ``sim2real`` package.
+editable install they sit next to the ``sim2real`` package. Also the one place that points
+Fast DDS at the loopback profile among them (:func:`use_loopback_profile`).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import MutableMapping
 from pathlib import Path
 
 _SOURCE_ROOT = Path(__file__).resolve().parent.parent
@@ -38,6 +40,47 @@ def config_file(name: str) -> Path:
 def urdf_file(name: str = "xarm6.urdf") -> Path:
     """Path of ``urdf/<name>`` in the package share directory."""
     return share_dir() / "urdf" / name
+
+
+#: The Fast DDS profile that binds every DDS listening port to 127.0.0.1 (``config/``).
+LOOPBACK_PROFILE = "fastdds_loopback.xml"
+#: Environment variables Fast DDS / rmw_fastrtps read a profiles file from (3.x name first; the
+#: second is the deprecated 2.x name, still honoured by rmw_fastrtps_cpp 9.3).
+PROFILE_VARIABLES: tuple[str, ...] = ("FASTDDS_DEFAULT_PROFILES_FILE", "FASTRTPS_DEFAULT_PROFILES_FILE")
+
+
+def loopback_profile() -> Path:
+    """Path of the loopback-only Fast DDS profile, ``config/fastdds_loopback.xml``."""
+    return config_file(LOOPBACK_PROFILE)
+
+
+def use_loopback_profile(env: MutableMapping[str, str] | None = None) -> Path | None:
+    """Point Fast DDS at :func:`loopback_profile` for a local run, unless told otherwise.
+
+    Sets ``FASTDDS_DEFAULT_PROFILES_FILE`` only when ``ROS_AUTOMATIC_DISCOVERY_RANGE`` is
+    ``LOCALHOST`` (a user who asked for ``SUBNET`` asked to be reachable) and neither profiles
+    variable is set (a profile of the user's own wins). Fast DDS reads the variable when a
+    process creates its first DDS participant, so set it before that (children inherit it).
+
+    Parameters
+    ----------
+    env : mutable mapping, optional
+        The environment to change (default ``os.environ``).
+
+    Returns
+    -------
+    pathlib.Path or None
+        The profile now in effect through this call, or None when nothing was set (another
+        profile chosen, a wider discovery range, or the file is missing from this install).
+    """
+    env = os.environ if env is None else env
+    if env.get("ROS_AUTOMATIC_DISCOVERY_RANGE") != "LOCALHOST" or any(env.get(name) for name in PROFILE_VARIABLES):
+        return None
+    profile = loopback_profile()
+    if not profile.is_file():  # Fast DDS would log an error and use its defaults
+        return None
+    env[PROFILE_VARIABLES[0]] = str(profile)
+    return profile
 
 
 #: Largest text input (params, world, experiment YAML; JSON sidecars) read, in bytes.

@@ -2,8 +2,10 @@
 
 Every route that could reach a real controller (``run --mode real|mirror``, ``xarm_node``, the
 driver, ``box_push.launch.py``) has no default address and refuses to start without one, before
-any socket is opened. The subprocess checks run under an audit hook that turns any connection
-to a non-loopback address into a failure.
+any socket is opened. Every host argument (robot, stand-in, emulator) is an IP literal, checked
+with :mod:`ipaddress`: a host name is refused in one line and never goes to DNS. The subprocess
+checks run under an audit hook that turns any connection to a non-loopback address, and any
+host-name lookup, into a failure.
 """
 
 from __future__ import annotations
@@ -17,16 +19,31 @@ from pathlib import Path
 import pytest
 
 from sim2real.errors import Sim2RealError
-from sim2real.hardware import DriverConfig, require_robot_address
+from sim2real.hardware import DriverConfig, EmulatorConfig, require_robot_address
 
 ROOT = Path(__file__).resolve().parent.parent
-#: Run a sim2real entry point in a child whose every non-loopback connect() is a failure (exit 99).
+#: Run a sim2real entry point in a child whose every non-loopback connect() is a failure (exit 99),
+#: and so is every host-name lookup (socket.getaddrinfo, gethostbyname) and every host name given to
+#: connect/bind/sendto, which resolve it themselves (exit 98).
 GUARDED = """\
+import ipaddress
+import os
 import sys
+def literal(host):
+    try:
+        return ipaddress.ip_address(host.decode() if isinstance(host, bytes) else str(host).split("%")[0])
+    except (ValueError, UnicodeDecodeError):
+        return None
 def guard(event, args):
-    if event == "socket.connect" and isinstance(args[1], tuple) and not str(args[1][0]).startswith("127."):
-        print(f"CONNECT ATTEMPT {args[1]}", file=sys.stderr, flush=True)
-        import os
+    address = args[1] if event in ("socket.connect", "socket.bind", "socket.sendto") else None
+    host = address[0] if isinstance(address, tuple) and address else None
+    if event in ("socket.getaddrinfo", "socket.gethostbyname", "socket.gethostbyname_ex"):
+        host = args[0]
+    if host not in (None, "", b"") and literal(host) is None:
+        print(f"HOST NAME LOOKUP {host!r} ({event})", file=sys.stderr, flush=True)
+        os._exit(98)
+    if event == "socket.connect" and host is not None and not literal(host).is_loopback:
+        print(f"CONNECT ATTEMPT {address}", file=sys.stderr, flush=True)
         os._exit(99)
 sys.addaudithook(guard)
 import runpy
@@ -55,6 +72,41 @@ def test_an_address_must_be_given_as_an_ipv4_literal() -> None:
             require_robot_address(bad)
     with pytest.raises(Sim2RealError, match="no xArm address"):
         DriverConfig(ip="")
+
+
+#: Host names that look like loopback or like an address; none is an IP literal.
+HOST_NAMES = ("127.example.com", "localhost", "127.0.0.1.nip.io", "0x7f.1")
+
+
+@pytest.mark.parametrize("name", HOST_NAMES)
+def test_every_host_argument_is_an_ip_literal(name: str) -> None:
+    from sim2real.nodes.runner import check_loopback_ip
+
+    with pytest.raises(Sim2RealError, match="loopback IPv4 address"):
+        check_loopback_ip(name, "--standin-host")
+    with pytest.raises(Sim2RealError, match="dotted IPv4 loopback address"):
+        EmulatorConfig(host=name)
+    with pytest.raises(Sim2RealError, match="dotted IPv4 address"):
+        require_robot_address(name)
+    with pytest.raises(Sim2RealError, match="dotted IPv4 address"):
+        DriverConfig(ip=name)
+
+
+@pytest.mark.parametrize("args", [
+    ("sim2real", "run", "--mode", "standin", "--standin-host", "127.example.com", "--out", "out"),
+    ("sim2real", "run", "--mode", "real", "--robot-ip", "127.example.com", "--out", "out"),
+    ("sim2real", "run", "--mode", "mirror", "--robot-ip", "127.example.com", "--out", "out"),
+    ("sim2real", "demo", "--standin-host", "127.example.com", "--out", "out"),
+    ("sim2real", "emulate-xarm", "--host", "127.example.com", "--port", "5931", "--duration", "1"),
+    ("sim2real.nodes.xarm_node", "--ros-args", "-p", "robot_ip:=127.example.com", "-p", "connect_wait:=0.0"),
+    ("sim2real.nodes.standin_world", "--ros-args", "-p", "host:=127.example.com"),
+], ids=["run-standin", "run-real", "run-mirror", "demo", "emulate-xarm", "xarm_node", "standin_world"])
+def test_a_host_name_is_refused_in_one_line_and_never_looked_up(tmp_path: Path, args: tuple[str, ...]) -> None:
+    result = _guarded(tmp_path, *args)
+    assert result.returncode == 2, result.stderr[-2000:]
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "127.example.com" in lines[0] and "IP" in lines[0], result.stderr[-2000:]
+    assert not (tmp_path / "out").exists()
 
 
 @pytest.mark.parametrize("mode", ["real", "mirror"])

@@ -20,7 +20,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "simulated) pushes the box under the shared PD law while every topic is recorded into one rosbag2 "
         "(mcap) per trial. Modes: sim (simulator only), real (xArm at --robot-ip only), mirror (real arm "
         "plus mirrored sim), standin (emulated xArm + reality stand-in world + mirrored sim). DDS stays "
-        "on loopback (ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST is set if unset).",
+        "on loopback (ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST is set if unset); in sim and standin mode "
+        "every DDS port is bound to 127.0.0.1 by the Fast DDS profile config/fastdds_loopback.xml "
+        "(FASTDDS_DEFAULT_PROFILES_FILE is set to it unless a profile is set; real and mirror mode leave "
+        "Fast DDS as you configure it).",
         epilog="Each trial.json carries 'solver': per simulating platform (the stand-in world as 'real', the "
         "simulator as 'sim'), how many contact steps converged, were recovered or were degraded; recovered "
         "and degraded steps are saved in <trial>/hard_steps/ (re-solve with 'sim2real resolve-step'). Exit "

@@ -55,7 +55,7 @@ from sim2real.nodes.common import (
     spin_until_finished,
 )
 from sim2real.params import ParameterSet
-from sim2real.paths import config_file
+from sim2real.paths import config_file, use_loopback_profile
 from sim2real.trials.experiment import check_mirror, parse_distances, platforms_of
 
 #: Driver link budgets (s) against the stand-in: its emulated controller shares a process with the
@@ -81,6 +81,12 @@ def check_loopback_ip(host: str, what: str) -> None:
     if not ok:
         raise Sim2RealError(f"{what} must be a loopback IPv4 address (127.x.x.x), got {host!r}")
 
+
+#: Modes whose whole DDS graph is on this machine: they bind DDS to 127.0.0.1 with the Fast DDS
+#: profile ``config/fastdds_loopback.xml`` (:func:`sim2real.paths.use_loopback_profile`: only under
+#: ``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST`` and when no profile is set). ``real`` and ``mirror``
+#: leave Fast DDS as configured: a lab may run the mocap driver or a viewer on another machine.
+LOOPBACK_PROFILE_MODES = ("sim", "standin")
 #: Default loopback address of the stand-in's emulated controller; port 0 = a free port.
 STANDIN_HOST = "127.0.0.2"
 STANDIN_PORT = 0
@@ -109,6 +115,12 @@ def run_experiment(mode: str, distances: Sequence[float] | str | None, params: P
     reality stand-in run in child processes (:mod:`sim2real.nodes.group`, parameters through a
     params file), so that their physics steps do not hold the GIL the real arm's control
     loop needs; the children are stopped (SIGINT, then SIGKILL) before this returns.
+
+    DDS stays on loopback: ``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST`` is set if unset, and in
+    ``sim`` and ``standin`` mode ``FASTDDS_DEFAULT_PROFILES_FILE`` names the loopback profile
+    unless a profile is set (see :data:`LOOPBACK_PROFILE_MODES`). Fast DDS reads the profile once
+    per process, at its first participant: a process that ran DDS before this call keeps its
+    own transports (the child processes still get the profile).
 
     Parameters
     ----------
@@ -169,6 +181,8 @@ def run_experiment(mode: str, distances: Sequence[float] | str | None, params: P
     if existing:
         raise Sim2RealError(f"output directory {out} is not empty; choose a new one")
     ensure_localhost()
+    if mode in LOOPBACK_PROFILE_MODES:  # before rclpy.init and the children: both read it at start
+        use_loopback_profile()
     if "ROS_DOMAIN_ID" not in os.environ:
         progress("note: ROS_DOMAIN_ID is unset; using domain 0")
 
