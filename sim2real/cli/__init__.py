@@ -25,6 +25,8 @@ COMMANDS: tuple[str, ...] = (
     "emulate_cmd",
     "fit_cmd",
     "replay_cmd",
+    "sample_cmd",
+    "sweep_cmd",
     "run_cmd",
     "resolve_cmd",
 )

@@ -17,6 +17,8 @@
 * :mod:`~sim2real.sysid.fit` — :func:`fit_trials` → :class:`FitResult` (the fit.json object).
 * :mod:`~sim2real.sysid.writeback` — fitted params YAML + fit.json, written together.
 * :mod:`~sim2real.sysid.replay` — re-simulating recorded trials into sim records.
+* :mod:`~sim2real.sysid.sampling` — parameter sets drawn from a fit's distribution (within bounds,
+  ties kept) for domain randomization; imported on use (``sim2real sample``).
 """
 
 from sim2real.sysid.data import TrialData, box_states, prepare_trial

@@ -25,6 +25,9 @@ from sim2real.trials.outcome import Outcome, compute_outcome
 from sim2real.trials.records import JointReference, JointSeries, PlatformRecord, PoseSeries, TrialRecord
 from sim2real.trials.schema import trial_name, versions
 
+#: Start distances (m, box centre from the arm base) the standard push can reach.
+DISTANCE_RANGE: tuple[float, float] = (0.15, 0.7)
+
 
 @dataclass(frozen=True)
 class StandardTrial:
@@ -131,8 +134,9 @@ def run_standard_trial(distance: float, params: ParameterSet, grad_names: Sequen
         Raise ``SimulationError`` on a contact step that would be degraded (default: flag it in
         ``result.solve``).
     """
-    if not 0.15 <= distance <= 0.7:
-        raise Sim2RealError(f"--distance {distance} m is outside the push workspace (0.15 to 0.7 m)")
+    if not DISTANCE_RANGE[0] <= distance <= DISTANCE_RANGE[1]:
+        raise Sim2RealError(f"--distance {distance} m is outside the push workspace "
+                            f"({DISTANCE_RANGE[0]:g} to {DISTANCE_RANGE[1]:g} m)")
     if reference is None:
         experiment = experiment or load_experiment_config()
         reference = plan_push(load_arm(params), experiment.push, float(params["contact.table_height"]))

@@ -1,0 +1,465 @@
+"""Parameter sets drawn from a fit, for domain randomization (``sim2real sample``).
+
+A fit report (fit.json, :meth:`sim2real.sysid.fit.FitResult.to_json`) gives, per unknown, the
+fitted value, a standard deviation and a correlation matrix; :func:`read_fit_distribution`
+turns them into a :class:`FitDistribution` (mean ``μ`` (p,), covariance
+``Σ = diag(σ) R diag(σ)`` (p, p), the registry bounds of each unknown, its tied names).
+:func:`draw_samples` draws from it:
+
+* ``normal`` (default): ``x = μ + K A z`` with ``z ~ N(0, I_p)`` and ``A Aᵀ = Σ``;
+* ``t``: the multivariate Student's t with the fit's ``ν = G − 1`` degrees of freedom (``G``
+  trials, the cluster-robust intervals' quantile), ``x = μ + K A z √(ν / χ²_ν)``: each marginal's
+  central 95 % is then the fit's ``ci95`` (before the intervals were clipped to the bounds);
+
+``K`` is ``--inflate`` (it multiplies standard deviations; the covariance by ``K²``). Draws
+outside the registry bounds of any unknown are rejected and drawn again (the result is the
+distribution truncated to the bounds); a tied name takes its leader's value.
+:func:`write_samples` writes each set as a complete ROS 2 params file plus one table and a
+description.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import shutil
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sim2real.errors import Sim2RealError
+from sim2real.params import ParameterSet, save_params, spec
+
+#: Fewest draws looked at before the acceptance rate is judged.
+MIN_JUDGED_DRAWS = 1000
+#: Acceptance rate (inside the bounds) below which sampling gives up: the fitted distribution then
+#: lies mostly outside the registry bounds and its truncation is no longer the fit's distribution.
+MIN_ACCEPTANCE = 0.01
+#: Draws per batch at least (the batches are deterministic given the seed).
+MIN_BATCH = 1024
+#: Largest eigenvalue deficit of a correlation matrix still treated as rounding (it is clipped).
+_PSD_TOLERANCE = 1e-8
+DISTRIBUTIONS: tuple[str, ...] = ("normal", "t")
+#: File names inside a samples directory.
+SAMPLES_CSV = "samples.csv"
+SAMPLES_JSON = "samples.json"
+SAMPLES_SCHEMA = "sim2real.samples/1"
+
+
+def sample_file_name(index: int, count: int) -> str:
+    """``sample_0003.yaml``: four digits, more when ``count`` needs them."""
+    width = max(4, len(str(max(count - 1, 0))))
+    return f"sample_{index:0{width}d}.yaml"
+
+
+@dataclass(frozen=True)
+class FitDistribution:
+    """The fitted distribution of a fit's unknowns (one per tied group).
+
+    Attributes
+    ----------
+    source : str
+        The fit.json it was read from.
+    groups : tuple of tuple of str
+        Registry names per unknown; the first is the leader, the others are tied to it.
+    mean : ndarray, shape (p,)
+        Fitted values, SI units of each parameter.
+    std : ndarray, shape (p,)
+        Standard deviations, same units (fit.json ``std``).
+    correlation : ndarray, shape (p, p)
+        Correlation matrix (fit.json ``correlation.matrix``), symmetric, unit diagonal.
+    lower, upper : ndarray, shape (p,)
+        Registry bounds of each unknown (the intersection over its tied names).
+    status : str
+        The fit's status (``"converged"`` or ``"not converged"``).
+    problems : tuple of str
+        The fit's problems, one line each.
+    clusters : int
+        Trials the intervals were formed from (1: independent rows, normal quantile).
+    quantile : float
+        The fit's multiplier of ``std`` in ``ci95``.
+    method : str
+        The fit's uncertainty method, in words.
+    params_file : str or None
+        fit.json ``params_file`` (the fitted params YAML as the fit named it).
+    """
+
+    source: str
+    groups: tuple[tuple[str, ...], ...]
+    mean: np.ndarray
+    std: np.ndarray
+    correlation: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    status: str
+    problems: tuple[str, ...] = ()
+    clusters: int = 1
+    quantile: float = 1.959963984540054
+    method: str = ""
+    params_file: str | None = None
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        """One name per unknown (its leader)."""
+        return tuple(g[0] for g in self.groups)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Every fitted registry name, leaders and tied ones, group by group."""
+        return tuple(n for g in self.groups for n in g)
+
+    @property
+    def covariance(self) -> np.ndarray:
+        """``diag(std) R diag(std)``, shape (p, p), in the parameters' units squared."""
+        return self.correlation * np.outer(self.std, self.std)
+
+    @property
+    def t_dof(self) -> int | None:
+        """Degrees of freedom of the fit's Student's t intervals (``clusters − 1``), or None."""
+        return self.clusters - 1 if self.clusters >= 2 else None
+
+    def expand(self, unknowns: np.ndarray) -> np.ndarray:
+        """Per-name values from per-unknown values.
+
+        Parameters
+        ----------
+        unknowns : ndarray, shape (N, p)
+
+        Returns
+        -------
+        ndarray, shape (N, len(names))
+            Each tied name a copy of its leader's column.
+        """
+        columns = [k for k, g in enumerate(self.groups) for _ in g]
+        return unknowns[:, columns]
+
+
+def _number(value: object, what: str, source: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise Sim2RealError(f"{source}: {what} must be a finite number, got {value!r}")
+    return float(value)
+
+
+def _groups(document: Mapping[str, Any], labels: Sequence[str], source: str) -> tuple[tuple[str, ...], ...]:
+    tied = document.get("tied") or []
+    if not isinstance(tied, list) or not all(isinstance(g, list) and g for g in tied):
+        raise Sim2RealError(f"{source}: 'tied' must be a list of lists of parameter names")
+    by_leader = {str(g[0]): tuple(str(n) for n in g) for g in tied}
+    groups = []
+    for label in labels:
+        if not isinstance(label, str):
+            raise Sim2RealError(f"{source}: correlation names must be parameter names, got {label!r}")
+        groups.append(tuple(label.split("=")) if "=" in label else by_leader.get(label, (label,)))
+    return tuple(groups)
+
+
+def read_fit_document(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The JSON object of a fit report.
+
+    Raises
+    ------
+    Sim2RealError
+        Missing or unreadable file, invalid JSON, not an object (one line each).
+    """
+    from sim2real.paths import read_text_file
+
+    text = read_text_file(path, "fit report")
+    try:
+        document = json.loads(text)
+    except ValueError as err:
+        raise Sim2RealError(f"{path}: not valid JSON ({' '.join(str(err).split())})") from None
+    if not isinstance(document, dict):
+        raise Sim2RealError(f"{path}: not a fit report (expected a JSON object written by 'sim2real fit')")
+    return document
+
+
+def read_fit_distribution(path: str | os.PathLike[str], allow_unconverged: bool = False) -> FitDistribution:
+    """Read fit.json into a :class:`FitDistribution`.
+
+    Parameters
+    ----------
+    path : path-like
+        A fit report written by ``sim2real fit`` (or the demo).
+    allow_unconverged : bool
+        Accept a fit whose status is not ``"converged"``.
+
+    Raises
+    ------
+    Sim2RealError
+        One line: unreadable or invalid JSON, not a fit report, not converged (unless allowed),
+        no free parameters, a parameter without standard deviation (not determined by the data),
+        a missing or invalid correlation matrix, values outside the registry bounds.
+    """
+    source = str(path)
+    document = read_fit_document(path)
+    missing = [key for key in ("status", "values", "std") if key not in document]
+    if missing:
+        raise Sim2RealError(f"{source}: not a fit report (no {', '.join(repr(k) for k in missing)})")
+    status = str(document["status"])
+    problems = tuple(str(p) for p in document.get("problems") or [])
+    if status != "converged" and not allow_unconverged:
+        reason = next((p for p in problems if p.startswith("not converged")), f"status '{status}'")
+        raise Sim2RealError(f"{source}: the fit did not converge ({reason.split(';')[0]}); its values are where it "
+                            "stopped, not a minimum, and its covariance does not describe them; refit, or pass "
+                            "--allow-unconverged")
+    values, std_doc = document["values"], document["std"]
+    if not isinstance(values, dict) or not isinstance(std_doc, dict):
+        raise Sim2RealError(f"{source}: 'values' and 'std' must be objects mapping parameter names to numbers")
+    if not values:
+        raise Sim2RealError(f"{source}: the fit has no free parameters; there is nothing to sample")
+    correlation_doc = document.get("correlation")
+    if not isinstance(correlation_doc, dict) or "names" not in correlation_doc or "matrix" not in correlation_doc:
+        raise Sim2RealError(f"{source}: no covariance: 'correlation' with 'names' and 'matrix' is missing")
+    labels = correlation_doc["names"]
+    if not isinstance(labels, list) or not labels:
+        raise Sim2RealError(f"{source}: no covariance: 'correlation.names' is empty")
+    groups = _groups(document, labels, source)
+    names = [n for g in groups for n in g]
+    if sorted(names) != sorted(values) or len(set(names)) != len(names):
+        raise Sim2RealError(f"{source}: the correlation names ({', '.join(labels)}) do not match the fitted "
+                            f"values ({', '.join(values)})")
+    undetermined = [n for g in groups for n in g[:1] if std_doc.get(n) is None]
+    if undetermined:
+        raise Sim2RealError(f"{source}: no standard deviation for {', '.join(undetermined)} (not determined by the "
+                            "data): the fit has no covariance to sample; fix or drop it and refit")
+    for name in names:
+        spec(name)
+    mean = np.array([_number(values[g[0]], f"values['{g[0]}']", source) for g in groups])
+    std = np.array([_number(std_doc[g[0]], f"std['{g[0]}']", source) for g in groups])
+    if np.any(std < 0):
+        raise Sim2RealError(f"{source}: a standard deviation is negative")
+    for group, value in zip(groups, mean, strict=True):
+        for name in group[1:]:
+            if _number(values[name], f"values['{name}']", source) != value:
+                raise Sim2RealError(f"{source}: tied parameters {', '.join(group)} have different values")
+    correlation = _correlation(correlation_doc["matrix"], len(groups), source)
+    lower = np.array([max(spec(n).lower for n in g) for g in groups])
+    upper = np.array([min(spec(n).upper for n in g) for g in groups])
+    outside = [g[0] for g, v, lo, hi in zip(groups, mean, lower, upper, strict=True) if not lo <= v <= hi]
+    if outside:
+        raise Sim2RealError(f"{source}: fitted values outside the registry bounds: {', '.join(outside)}")
+    uncertainty = (document.get("data") or {}).get("uncertainty") or {}
+    clusters = uncertainty.get("clusters", 1)
+    quantile = uncertainty.get("quantile", 1.959963984540054)
+    return FitDistribution(
+        source=source, groups=groups, mean=mean, std=std, correlation=correlation, lower=lower, upper=upper,
+        status=status, problems=problems,
+        clusters=int(clusters) if isinstance(clusters, int) and clusters >= 1 else 1,
+        quantile=float(quantile) if isinstance(quantile, (int, float)) else 1.959963984540054,
+        method=str(uncertainty.get("method") or "not recorded (an older fit.json)"),
+        params_file=str(document["params_file"]) if isinstance(document.get("params_file"), str) else None,
+    )
+
+
+def _correlation(matrix: object, p: int, source: str) -> np.ndarray:
+    """A checked (p, p) correlation matrix from fit.json ``correlation.matrix``."""
+    if (not isinstance(matrix, list) or len(matrix) != p
+            or not all(isinstance(row, list) and len(row) == p for row in matrix)):
+        raise Sim2RealError(f"{source}: no covariance: 'correlation.matrix' must be {p} x {p}")
+    if any(v is None for row in matrix for v in row):
+        raise Sim2RealError(f"{source}: no covariance: 'correlation.matrix' has entries without a value "
+                            "(parameters not determined by the data)")
+    corr = np.array([[_number(v, "a correlation", source) for v in row] for row in matrix])
+    if (not np.allclose(corr, corr.T, atol=1e-9) or not np.allclose(np.diag(corr), 1.0, atol=1e-9)
+            or np.any(np.abs(corr) > 1.0 + 1e-9)):
+        raise Sim2RealError(f"{source}: 'correlation.matrix' is not a correlation matrix (symmetric, unit "
+                            "diagonal, entries in [-1, 1])")
+    corr = 0.5 * (corr + corr.T)
+    if float(np.linalg.eigvalsh(corr)[0]) < -_PSD_TOLERANCE:
+        raise Sim2RealError(f"{source}: 'correlation.matrix' is not positive semidefinite")
+    return corr
+
+
+@dataclass(frozen=True)
+class SampleDraw:
+    """Parameter sets drawn from a :class:`FitDistribution`.
+
+    Attributes
+    ----------
+    unknowns : ndarray, shape (N, p)
+        Accepted draws, one column per unknown, in draw order.
+    values : ndarray, shape (N, len(names))
+        The same per fitted name (tied names repeat their leader).
+    distribution : str
+        ``"normal"`` or ``"t"``.
+    dof : int or None
+        Degrees of freedom of the t draws.
+    inflate : float
+        Multiplier of the standard deviations.
+    drawn : int
+        Draws looked at up to the N-th accepted one.
+    rejected : int
+        Of those, draws outside the bounds of some unknown (``drawn - N``).
+    rejected_by : dict of str to int
+        Per leader name: draws outside its bounds (a draw may count for several).
+    """
+
+    unknowns: np.ndarray
+    values: np.ndarray
+    distribution: str
+    dof: int | None
+    inflate: float
+    drawn: int
+    rejected: int
+    rejected_by: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def acceptance(self) -> float:
+        """Accepted share of the draws looked at."""
+        return self.unknowns.shape[0] / self.drawn if self.drawn else 1.0
+
+
+def _factor(dist: FitDistribution) -> np.ndarray:
+    """``A`` (p, p) with ``A Aᵀ = Σ`` (from the eigen-decomposition of the correlation, which may be singular)."""
+    eigval, eigvec = np.linalg.eigh(dist.correlation)
+    return dist.std[:, None] * (eigvec * np.sqrt(np.clip(eigval, 0.0, None)))
+
+
+def draw_samples(dist: FitDistribution, count: int, rng: np.random.Generator, inflate: float = 1.0,
+                 distribution: str = "normal") -> SampleDraw:
+    """Draw ``count`` parameter sets inside the registry bounds (rejection of the draws outside).
+
+    Parameters
+    ----------
+    dist : FitDistribution
+    count : int
+        Sets wanted, ≥ 1.
+    rng : numpy.random.Generator
+        Source of randomness (seeded by the caller; the result is a function of its state).
+    inflate : float
+        Multiplier of the standard deviations (> 0).
+    distribution : str
+        ``"normal"`` or ``"t"`` (needs a fit with t intervals, ``dist.t_dof``).
+
+    Raises
+    ------
+    Sim2RealError
+        Unknown distribution, ``t`` for a fit without t intervals, or fewer than
+        :data:`MIN_ACCEPTANCE` of the draws inside the bounds (judged on whole batches, at least
+        :data:`MIN_JUDGED_DRAWS` draws, whatever ``count``).
+    """
+    if distribution not in DISTRIBUTIONS:
+        raise Sim2RealError(f"unknown distribution '{distribution}' (choose from {', '.join(DISTRIBUTIONS)})")
+    dof = dist.t_dof if distribution == "t" else None
+    if distribution == "t" and dof is None:
+        raise Sim2RealError(f"{dist.source}: the fit's intervals use the normal quantile (one trial, or "
+                            "an older fit.json), not Student's t; use --distribution normal")
+    if count < 1 or not inflate > 0:
+        raise Sim2RealError("need at least one sample and an inflation above 0")
+    factor = _factor(dist) * inflate
+    p = len(dist.groups)
+    batch = max(MIN_BATCH, 2 * count)
+    kept: list[np.ndarray] = []
+    accepted = drawn = 0
+    judged = judged_inside = 0  # whole batches, for the acceptance rate (independent of count)
+    rejected_by = np.zeros(p, dtype=int)
+    while accepted < count:
+        z = rng.standard_normal((batch, p))
+        step = z @ factor.T
+        if dof is not None:
+            step *= np.sqrt(dof / rng.chisquare(dof, batch))[:, None]
+        x = dist.mean + step
+        outside = (x < dist.lower) | (x > dist.upper)
+        inside = ~outside.any(axis=1)
+        judged += batch
+        judged_inside += int(inside.sum())
+        if judged >= MIN_JUDGED_DRAWS and judged_inside < MIN_ACCEPTANCE * judged:
+            worst = int(np.argmax(outside.sum(axis=0)))
+            raise Sim2RealError(
+                f"only {judged_inside} of {judged} draws ({100.0 * judged_inside / judged:.2g} %) fall inside the "
+                f"registry bounds (most often outside: {dist.labels[worst]} [{dist.lower[worst]:g}, "
+                f"{dist.upper[worst]:g}]); the fitted distribution lies mostly outside them: lower --inflate, "
+                "or refit")
+        need = count - accepted
+        positions = np.flatnonzero(inside)
+        if positions.size >= need:  # stop at the count-th accepted draw: later draws are not looked at
+            last = int(positions[need - 1]) + 1
+            kept.append(x[positions[:need]])
+            rejected_by += outside[:last].sum(axis=0)
+            drawn += last
+            accepted += need
+            break
+        kept.append(x[positions])
+        rejected_by += outside.sum(axis=0)
+        drawn += batch
+        accepted += int(positions.size)
+    unknowns = np.concatenate(kept, axis=0)
+    return SampleDraw(unknowns=unknowns, values=dist.expand(unknowns), distribution=distribution, dof=dof,
+                      inflate=float(inflate), drawn=drawn, rejected=drawn - count,
+                      rejected_by={label: int(n) for label, n in zip(dist.labels, rejected_by, strict=True)})
+
+
+def describe_method(dist: FitDistribution, draw: SampleDraw) -> str:
+    """One line saying what was sampled (samples.json ``method``)."""
+    scale = "the fit's standard deviations"
+    if draw.inflate != 1:
+        scale = f"{draw.inflate:g} x {scale}"
+    what = ("multivariate normal" if draw.distribution == "normal"
+            else f"multivariate Student's t with {draw.dof} degrees of freedom")
+    return (f"{what}: mean = the fitted values, scale = {scale} with the fit's correlation matrix; draws outside "
+            "the registry bounds rejected and drawn again (a truncated distribution); tied parameters follow "
+            "their leader; every other parameter at the fit's value")
+
+
+def _fmt(value: float) -> str:
+    return repr(float(value))
+
+
+def write_samples(out: str | os.PathLike[str], base: ParameterSet, dist: FitDistribution, draw: SampleDraw,
+                  description: Mapping[str, Any]) -> list[Path]:
+    """Write the sets into the directory ``out``, all or nothing.
+
+    ``out/sample_0000.yaml`` ... (complete ROS 2 params files: ``base`` with the fitted names
+    replaced), ``out/samples.csv`` (columns ``sample`` and the fitted names; one row per set) and
+    ``out/samples.json`` (``description``). The files are written into a temporary directory
+    next to ``out`` and moved into place at the end; ``out`` may exist only as an empty directory.
+
+    Parameters
+    ----------
+    out : path-like
+    base : ParameterSet
+        Values of every parameter the fit did not fit.
+    dist : FitDistribution
+    draw : SampleDraw
+    description : mapping
+        The samples.json object.
+
+    Returns
+    -------
+    list of pathlib.Path
+        The params files written, in sample order.
+    """
+    out = Path(out)
+    names = dist.names
+    count = draw.values.shape[0]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        files = []
+        with (stage / SAMPLES_CSV).open("w", encoding="utf-8", newline="") as table:
+            writer = csv.writer(table, lineterminator="\n")
+            writer.writerow(["sample", *names])
+            for i, row in enumerate(draw.values):
+                values = dict(zip(names, (float(v) for v in row), strict=True))
+                name = sample_file_name(i, count)
+                header = (f"Sampled by sim2real sample from {dist.source}: set {i} of {count}\n"
+                          f"{draw.distribution} draw, inflate {draw.inflate:g}; see {SAMPLES_JSON}")
+                save_params(stage / name, base.replace(values), header=header)
+                writer.writerow([i, *(_fmt(v) for v in row)])
+                files.append(out / name)
+        with (stage / SAMPLES_JSON).open("w", encoding="utf-8") as handle:
+            json.dump(dict(description), handle, indent=2)
+            handle.write("\n")
+        if out.exists():
+            out.rmdir()  # an empty directory (the caller checked)
+        os.replace(stage, out)
+    except BaseException:
+        shutil.rmtree(stage, ignore_errors=True)
+        raise
+    return files
