@@ -147,3 +147,33 @@ def test_cli_writes_loadable_file(tmp_path):
     result = _cli("params", "--set", "box.mass=0.55", "--out", str(out))
     assert result.returncode == 0, result.stderr
     assert load_params(out)["box.mass"] == 0.55
+
+
+def test_box_sizes_reach_down_to_a_millimetre_thin_plate():
+    """A 9.5 mm steel plate (box.size_z) is representable; below 1 mm any box edge is refused."""
+    plate = ParameterSet.nominal().replace({"box.size_z": 0.0095})
+    assert plate["box.size_z"] == 0.0095
+    for axis in "xyz":
+        assert spec(f"box.size_{axis}").lower == 0.001
+        assert ParameterSet.nominal().replace({f"box.size_{axis}": 0.001})[f"box.size_{axis}"] == 0.001
+        with pytest.raises(Sim2RealError, match=r"out of bounds \[0.001, 1.0\]"):
+            ParameterSet.nominal().replace({f"box.size_{axis}": 0.0009})
+
+
+def test_cli_listing_shows_value_unit_and_bounds_of_every_parameter(capsys):
+    from sim2real.cli import main
+
+    assert main(["params", "--set", "box.size_z=0.0095"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["parameter", "value", "unit", "bounds", "meaning"]
+    rows = {line.split()[0]: line for line in lines[1:]}
+    assert list(rows) == list(names())
+    for p in PARAMETERS:
+        fields = rows[p.name].split()
+        assert fields[1] == "=" and fields[3] == p.unit
+        bounds = rows[p.name].split("[", 1)[1].split("]", 1)[0]
+        low, high = (float(v) for v in bounds.split(","))
+        assert (low, high) == pytest.approx((p.lower, p.upper), rel=1e-6)
+    assert rows["box.size_z"].split()[2:6] == ["0.0095", "m", "[0.001,", "1]"] and "(changed)" in rows["box.size_z"]
+    assert rows["box.mass"].split()[2:6] == ["0.5", "kg", "[0.01,", "20]"] and "(changed)" not in rows["box.mass"]
+    assert rows["arm.max_joint_acc"].split()[3] == "rad/s^2"

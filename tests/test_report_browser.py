@@ -51,8 +51,9 @@ def test_report_renders_in_chromium(tmp_path: Path) -> None:
     table = re.search(r'<table class="experiment">(.*?)</table>', dom.stdout, re.S)
     assert table is not None
     assert table.group(1).count("<tr>") == 1 + 2  # header + two trials
-    assert "<td>trial_01_d0.400</td><td>40.0</td><td>55.0</td><td>54.0</td><td>1.0</td><td>yes</td><td>no</td>" \
-           "<td>no</td>" in table.group(1)
+    # x distances (cm); final error xy, 3-D (the sim box did not topple: 5 cm higher), yaw, path RMS; flips
+    assert "<td>trial_01_d0.400</td><td>40.0</td><td>55.0</td><td>54.0</td><td>1.0</td><td>10.0</td><td>51.0</td>" \
+           "<td>0.0</td><td>31.2</td><td>yes</td><td>no</td><td>no</td>" in table.group(1)
 
     shot = tmp_path / "shot.png"
     screenshot = _chromium(tmp_path, "shot", f"--screenshot={shot}", "--window-size=1200,2400",

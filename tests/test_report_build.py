@@ -71,9 +71,13 @@ def test_real_vs_sim_report_with_fit(tmp_path: Path) -> None:
     for data in images:
         pixels = _png_pixels(base64.b64decode(data))
         assert pixels.shape[0] > 100 and np.std(pixels[..., :3]) > 0.05
-    # experiment table values (cm) and summary
-    assert "<td>30.0</td><td>45.0</td><td>44.0</td><td>1.0</td><td>yes</td><td>yes</td><td>yes</td>" in html
-    assert "Mean gap 1.0 cm, max gap 1.0 cm over 2 trial(s); flip agreement 50 % (1/2)." in md
+    # experiment table values: x distances (cm), then final error xy and 3-D (mm), yaw (deg), path RMS (mm)
+    assert ("<td>30.0</td><td>45.0</td><td>44.0</td><td>1.0</td><td>10.0</td><td>10.0</td><td>0.0</td><td>6.1</td>"
+            "<td>yes</td><td>yes</td><td>yes</td>") in html
+    # the second sim box did not topple: it ends 5 cm higher than the real one (3-D error √(1² + 5²) cm)
+    assert ("Final position error over 2 trial(s): mean 10.0 mm, max 10.0 mm in the table plane (3-D: mean 30.5 mm, "
+            "max 51.0 mm); yaw error mean 0.0°, max 0.0°; path RMS mean 18.6 mm, max 31.2 mm over 2 trial(s); flip "
+            "agreement 50 % (1/2); x gap of the standard pushes mean 1.0 cm, max 1.0 cm over 2 trial(s).") in md
     # fit section: before/after, interval, correlations, trace
     assert "| contact.mu_table | - | 0.35 | 0.42 | +20.0 % | 0.01 | [0.4, 0.44] |" in md
     assert "contact.mu_table / box.com_z: -0.90" in md and "Cost 4 → 0.1 in 3" in md
@@ -88,7 +92,7 @@ def test_real_only_and_sim_only_say_what_is_missing(tmp_path: Path) -> None:
     real = _run(tmp_path / "real", [{"distance": 0.30, "sim": False}])
     md = build_report([real], tmp_path / "r1").markdown.read_text()
     assert "Real recordings only" in md and "No sim-platform box poses" in md
-    assert "Mean and max gap: not available" in md and "Not recorded in this trial: sim platform." in md
+    assert "Sim-vs-real errors: not available" in md and "Not recorded in this trial: sim platform." in md
     assert "No fit file given" in md
     sim = _run(tmp_path / "sim", [{"distance": 0.30, "real": False}])
     md = build_report([sim], tmp_path / "r2").markdown.read_text()
@@ -105,10 +109,13 @@ def test_before_vs_after(tmp_path: Path) -> None:
     assert before_table.mean_gap_m == pytest.approx(0.04)
     assert after_table.mean_gap_m == pytest.approx(0.01)  # real outcomes borrowed from 'before'
     md = paths.markdown.read_text()
-    assert "Mean sim-vs-real gap: 4.0 cm ('before') → 1.0 cm ('after'), 3.0 cm smaller (-75 %)." in md
+    assert after_table.mean_final_error_xy_m == pytest.approx(0.01)
+    assert ("Mean sim-vs-real final position error in the table plane: 40.0 mm ('before') → 10.0 mm ('after'), "
+            "30.0 mm smaller (-75 %). Mean x gap of the standard pushes: 4.0 cm → 1.0 cm.") in md
     assert "taken from run 'before'" in md
     assert "Figures are shown for the first 1 of 2 trials of run 'after'" in md
-    assert "| trial_00_d0.300 | 30.0 | 45.0 | 40.0 | 5.0 | yes | 44.0 | 1.0 | yes |" in md
+    # per run: final error xy (mm), yaw error (deg), path RMS (mm), x gap (cm), agree
+    assert "| trial_00_d0.300 | 30.0 | 45.0 | 50.0 | 0.0 | 30.6 | 5.0 | yes | 10.0 | 0.0 | 6.1 | 1.0 | yes |" in md
 
 
 def test_bad_inputs_write_nothing(tmp_path: Path) -> None:

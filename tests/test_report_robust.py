@@ -45,6 +45,7 @@ def test_incomplete_trials_are_listed_but_not_counted(tmp_path: Path) -> None:
     assert [r.trial for r in table.rows] == ["trial_00_d0.300", "trial_01_d0.350", "trial_02_d0.400"]
     assert table.excluded == ("trial_02_d0.400",)
     assert table.mean_gap_m == pytest.approx(0.03) and table.max_gap_m == pytest.approx(0.04)
+    assert table.mean_final_error_xy_m == pytest.approx(0.03) and table.max_final_error_xy_m == pytest.approx(0.04)
     assert table.flip_agreement == pytest.approx(1.0)
 
 
@@ -56,8 +57,9 @@ def test_report_flags_the_fit_status_and_degraded_trials(tmp_path: Path, capsys:
     assert main(["report", str(run), "--fit", str(fit), "--out", str(out), "--max-trial-figures", "0"]) == 0
     stdout = capsys.readouterr().out
     assert stdout.splitlines()[0] == f"fit {fit}: NOT CONVERGED, 2 problem(s)"
-    assert "Mean gap 3.0 cm, max gap 4.0 cm over 2 trial(s); flip agreement 100 % (2/2) (1 incomplete trial(s) " \
-           "not counted: trial_02_d0.400)." in stdout
+    assert ("Final position error over 2 trial(s): mean 30.0 mm, max 40.0 mm in the table plane" in stdout
+            and "flip agreement 100 % (2/2); x gap of the standard pushes mean 3.0 cm, max 4.0 cm over 2 trial(s) "
+            "(1 incomplete trial(s) not counted: trial_02_d0.400)." in stdout)
     md = (out / "report.md").read_text()
     section = md[md.index("### Fit 'fit'"):]  # the fit's own subsection, titled by the file stem
     first = [line for line in section.splitlines()[1:] if line.strip()]

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from sim2real.errors import Sim2RealError
-from sim2real.trials import PoseSeries, compute_outcome, tilt_deg
+from sim2real.trials import PoseSeries, compute_outcome, outcome_errors, path_gap, path_rms, tilt_deg
 
 SIZE = (0.11, 0.13, 0.21)
 
@@ -81,3 +81,34 @@ def test_bad_inputs() -> None:
         compute_outcome(PoseSeries(np.zeros(0), np.zeros((0, 3)), np.zeros((0, 4))), SIZE)
     with pytest.raises(Sim2RealError, match="box size"):
         compute_outcome(_series(np.zeros((2, 3)), _quat((0, 0, 1), np.zeros(2))), (0.1, 0.1))
+
+
+def test_outcome_errors_measure_the_final_offset_in_any_direction() -> None:
+    """A push along y: 18.3 cm apart in y, 4 mm in x, 1 cm in z; yaws 170° and -175° are 15° apart."""
+    n = 11
+    real_position = np.stack([np.full(n, 0.40), np.linspace(0.0, 0.20, n), np.full(n, 0.105)], axis=1)
+    sim_position = np.stack([np.full(n, 0.404), np.linspace(0.0, 0.017, n), np.full(n, 0.095)], axis=1)
+    real = compute_outcome(_series(real_position, _quat((0, 0, 1), np.radians(np.linspace(0, 170, n)))), SIZE)
+    sim = compute_outcome(_series(sim_position, _quat((0, 0, 1), np.radians(np.linspace(0, -175, n)))), SIZE)
+    errors = outcome_errors(real, sim)
+    assert errors.final_position_xy_m == pytest.approx(np.hypot(0.183, 0.004))
+    assert errors.final_position_m == pytest.approx(np.linalg.norm([0.004, 0.183, 0.01]))
+    assert errors.yaw_deg == pytest.approx(15.0) and errors.flip_agree is True
+    assert outcome_errors(real.as_dict(), sim.as_dict()) == errors  # trial.json outcomes give the same
+    flipped = compute_outcome(_series(sim_position, _quat((0, 1, 0), np.radians(np.linspace(0, 90, n)))), SIZE)
+    assert outcome_errors(real, flipped).flip_agree is False
+    partial = outcome_errors({"error": "no box poses"}, sim.as_dict())
+    assert np.isnan(partial.final_position_m) and np.isnan(partial.yaw_deg) and partial.flip_agree is None
+
+
+def test_path_rms_over_the_common_time_span() -> None:
+    t = np.linspace(0.0, 2.0, 21)
+    identity = np.tile([1.0, 0.0, 0.0, 0.0], (t.size, 1))
+    path = np.stack([0.3 + 0.1 * t, 0.05 * t**2, np.full(t.size, 0.1)], axis=1)
+    real = PoseSeries(t, path, identity)
+    shifted = PoseSeries(t, path + np.array([0.0, 0.003, 0.004]), identity)  # 5 mm everywhere
+    assert path_rms(real, shifted) == pytest.approx(0.005) and path_gap(real, shifted) == pytest.approx(0.005)
+    late = PoseSeries(t + 1.5, path, identity)  # overlaps 1.5-2.0 s only; ``real`` interpolated there
+    expected = np.linalg.norm(path[:6] - path[15:21], axis=1)
+    assert path_rms(real, late) == pytest.approx(np.sqrt(np.mean(expected**2)))
+    assert path_rms(real, PoseSeries(t + 3.0, path, identity)) is None

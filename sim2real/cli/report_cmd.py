@@ -11,14 +11,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "report",
         help="sim-vs-real report (report.html, report.md, figures) from run directories",
         description="Read one or more run directories (one rosbag2 trial per sub-directory) and write "
-        "report.html (self-contained) and report.md with PNG figures: the experiment table (start, real and "
-        "sim final distance, gap, flips, agreement), per-trial box paths, tilt, joint tracking and command "
-        "streams, and with --fit (repeatable: one subsection per fit, e.g. the servo and box stages) each "
-        "fit's status and problems first, then its parameters with 95 % intervals and their method, with "
-        "--truth the known true values and whether each interval holds them, correlations (more than one free "
-        "parameter), residuals against time per trial and the fit trace. Two run directories are compared side "
-        "by side (e.g. --labels before,after). Interrupted (incomplete) trials are listed but kept out of the "
-        "mean gap and flip agreement; trials with degraded solver steps are named.",
+        "report.html (self-contained) and report.md with PNG figures: the experiment table (per trial, sim "
+        "against real: final position error in the table plane and in 3-D (mm), yaw error (deg), RMS path "
+        "error over the time both recorded the box (mm), flips and agreement; for the standard push along x "
+        "also start, final distances along x and their gap (cm)), per-trial box paths and tilt, joint tracking "
+        "and command streams (trials with arm data), and with --fit (repeatable: one subsection per fit, e.g. "
+        "the servo and box stages) each fit's status and problems first, then its parameters with 95 % "
+        "intervals and their method, with --truth the known true values and whether each interval holds them, "
+        "correlations (more than one free parameter), residuals against time per trial and the fit trace. Two "
+        "run directories are compared side by side (e.g. --labels before,after). Interrupted (incomplete) "
+        "trials are listed but kept out of the means and flip agreement; trials with degraded solver steps are "
+        "named.",
     )
     parser.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run directory (repeatable)")
     parser.add_argument("--out", required=True, metavar="DIR",

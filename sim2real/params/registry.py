@@ -49,9 +49,9 @@ class Parameter:
 _P = Parameter
 PARAMETERS: tuple[Parameter, ...] = (
     _P("box.mass", "kg", 0.5, 0.01, 20.0, "mass of the pushed box"),
-    _P("box.size_x", "m", 0.11, 0.01, 1.0, "box edge length along its body x axis"),
-    _P("box.size_y", "m", 0.13, 0.01, 1.0, "box edge length along its body y axis"),
-    _P("box.size_z", "m", 0.21, 0.01, 1.0, "box edge length along its body z axis (height when upright)"),
+    _P("box.size_x", "m", 0.11, 0.001, 1.0, "box edge length along its body x axis"),
+    _P("box.size_y", "m", 0.13, 0.001, 1.0, "box edge length along its body y axis"),
+    _P("box.size_z", "m", 0.21, 0.001, 1.0, "box edge length along its body z axis (height when upright)"),
     _P("box.com_x", "m", 0.0, -0.5, 0.5, "centre-of-mass offset from the geometric centre, box body x"),
     _P("box.com_y", "m", 0.0, -0.5, 0.5, "centre-of-mass offset from the geometric centre, box body y"),
     _P("box.com_z", "m", 0.0, -0.5, 0.5, "centre-of-mass offset from the geometric centre, box body z"),

@@ -1,4 +1,6 @@
-"""Sim-vs-real reports: the experiment table (Dojo Table IV form), per-trial figures, fit results.
+"""Sim-vs-real reports: the experiment table (per trial: final position error in the table plane and
+in 3-D, yaw error, path RMS, flips; for the standard push along x also Dojo's Table IV distances),
+per-trial figures, fit results.
 
 ``build_report(run_dirs, out_dir, fit=None, labels=None, truth=None) -> ReportPaths`` (``fit``: one
 fit.json or several, one subsection each; ``truth``: known true values for the parameter tables) writes

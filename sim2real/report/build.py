@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,15 +34,17 @@ from sim2real.report.figures import (
     residual_figure,
 )
 from sim2real.report.tables import (
-    EXPERIMENT_HEADER,
+    ExperimentRow,
     ExperimentTable,
     FitSummary,
     comparison_rows_text,
     comparison_sentence,
+    experiment_header,
     experiment_rows_text,
     experiment_summary_text,
     experiment_table,
     fit_parameter_rows,
+    is_standard_push,
     prediction_rows,
     read_fit,
     strong_correlations,
@@ -70,7 +72,11 @@ class ReportPaths:
     figures : tuple of pathlib.Path
         PNG files next to report.md.
     tables : tuple of ExperimentTable
-        The experiment table of each run (mean/max gap, flip agreement as properties).
+        The experiment table of each run; its properties hold the statistics over complete trials:
+        ``mean_final_error_xy_m`` / ``mean_final_error_m`` (sim-vs-real final position error in
+        the table plane / 3-D, m), ``mean_yaw_error_deg``, ``mean_path_rms_m``, ``flip_agreement``,
+        and ``mean_gap_m`` / ``max_gap_m``: the final-distance gap along x of the standard pushes
+        (None in a run without them, e.g. imported probe pushes).
     text : str
         The experiment table(s) and summary as plain text, for a terminal.
     fit_status : tuple of str
@@ -208,26 +214,36 @@ def _parameter_blocks(runs: Sequence[_Run]) -> list[Block]:
                            css_class="run-parameters")]
 
 
+#: What the experiment table's columns mean (the report's paragraph above the tables).
+EXPERIMENT_EXPLANATION = (
+    "Per trial, sim against real: the final position error, the distance between the sim and the real box "
+    "centre at the end of the trial, in the table plane (final error xy, mm: base x and y) and in 3-D "
+    "(mm); the yaw error, the difference of the two boxes' turns about the vertical since their start "
+    "(deg); the path RMS, the root-mean-square 3-D distance between the two box centres over the time "
+    "both platforms recorded the box (mm); and whether the box flipped (the face it rests on changed) on "
+    "each platform and whether they agree. For the standard push along x from the arm base (the "
+    "experiment's trials, in the form of Table IV of the Dojo paper) the start distance, both final "
+    "distances along x from the arm base and their gap |sim − real| are shown too (cm); for pushes in other "
+    "directions (recordings imported from another lab) x alone says little and they are left empty.")
+
+
 def _experiment_blocks(tables: Sequence[ExperimentTable], runs: Sequence[_Run]) -> list[Block]:
-    blocks: list[Block] = [Heading("Experiment table"),
-                           Paragraph("Per trial: start distance and final distance of the box centre from the "
-                                     "arm base along x, the sim-vs-real gap |sim − real|, and whether the box "
-                                     "flipped (the face it rests on changed), in the form of Table IV of the "
-                                     "Dojo paper.")]
+    blocks: list[Block] = [Heading("Experiment table"), Paragraph(EXPERIMENT_EXPLANATION)]
     for table in tables:
         caption = f"Run '{table.label}'" if len(tables) > 1 else "Sim vs real"
-        blocks.append(Table(EXPERIMENT_HEADER, tuple(tuple(r) for r in experiment_rows_text(table)), caption,
+        blocks.append(Table(experiment_header(table), tuple(tuple(r) for r in experiment_rows_text(table)), caption,
                             css_class="experiment"))
         blocks.append(Paragraph(experiment_summary_text(table)))
         blocks += [Note(note) for note in table.notes]
     figure = final_distance_figure(tables)
     if figure is not None:
         blocks.append(Figure(f"{FIGURE_PREFIX}final_distance.png", figure,
-                             "Final box distance against start distance (cm), real and sim."))
+                             "Final box distance against start distance along x (cm), real and sim "
+                             "(standard pushes)."))
     if len(tables) > 1:
         header, rows = comparison_rows_text(tables)
         blocks += [Heading(f"{' vs '.join(t.label for t in tables)}"),
-                   Table(tuple(header), tuple(tuple(r) for r in rows), "Final distance and gap per run",
+                   Table(tuple(header), tuple(tuple(r) for r in rows), "Sim-vs-real errors per run",
                          css_class="comparison"),
                    Paragraph(comparison_sentence(tables))]
     return blocks
@@ -389,11 +405,16 @@ def _fits_blocks(fits: Sequence[FitSummary], truth: Mapping[str, float] | None) 
     return blocks
 
 
-def _outcome_sentence(ns: str, outcome: dict) -> str:
-    """One platform's outcome in words, tolerant of missing keys."""
-    if outcome.get("final_distance_m") is None:
+def _outcome_sentence(ns: str, outcome: dict, standard_push: bool = True) -> str:
+    """One platform's outcome in words, tolerant of missing keys: the final x distance (standard push)
+    or the final position in the table plane (any other push), yaw, tilt, flip, touch."""
+    position = outcome.get("final_position_m")
+    if standard_push and outcome.get("final_distance_m") is not None:
+        parts = [f"final {100 * float(outcome['final_distance_m']):.1f} cm along x"]
+    elif isinstance(position, (list, tuple)) and len(position) == 3:
+        parts = [f"final at x {100 * float(position[0]):.1f} cm, y {100 * float(position[1]):.1f} cm"]
+    else:
         return f"{ns}: no outcome ({outcome.get('error', 'not recorded')})"
-    parts = [f"final {100 * float(outcome['final_distance_m']):.1f} cm"]
     if outcome.get("yaw_deg") is not None:
         parts.append(f"yaw {float(outcome['yaw_deg']):.1f}°")
     if outcome.get("max_tilt_deg") is not None:
@@ -405,14 +426,41 @@ def _outcome_sentence(ns: str, outcome: dict) -> str:
     return f"{ns}: " + ", ".join(parts)
 
 
+def _error_sentence(row: ExperimentRow) -> str | None:
+    """The row's sim-vs-real errors in words (None when it has none)."""
+    if row.final_error_xy_m is None:
+        return None
+    text = f"Sim vs real: final position error {1000 * row.final_error_xy_m:.1f} mm in the table plane"
+    if row.final_error_m is not None:
+        text += f" ({1000 * row.final_error_m:.1f} mm in 3-D)"
+    if row.yaw_error_deg is not None:
+        text += f", yaw error {row.yaw_error_deg:.1f}°"
+    if row.path_rms_m is not None:
+        text += f", path RMS {1000 * row.path_rms_m:.1f} mm"
+    if row.real_source is not None:
+        text += f" (real from run '{row.real_source}')"
+    return text + "."
+
+
+def has_arm_data(trial: TrialRecord) -> bool:
+    """Whether the trial recorded the arm: joint states on a platform, joint commands or a reference.
+
+    A probe push imported from another lab has none of them; its report shows no joint figures.
+    """
+    return trial.reference is not None or any(
+        series is not None and len(series) > 0
+        for platform in trial.platforms.values() for series in (platform.joint_states, platform.joint_command))
+
+
 def _safe(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
 
 
-def _trial_blocks(runs: Sequence[_Run], max_trial_figures: int) -> list[Block]:
+def _trial_blocks(runs: Sequence[_Run], tables: Sequence[ExperimentTable], max_trial_figures: int) -> list[Block]:
     blocks: list[Block] = [Heading("Trials")]
-    for k, run in enumerate(runs):
+    for k, (run, table) in enumerate(zip(runs, tables, strict=True)):
         shown = run.trials[:max_trial_figures]
+        rows = {row.trial: row for row in table.rows}
         if len(runs) > 1:
             blocks.append(Heading(f"Run '{run.label}'", 3))
         if len(run.trials) > len(shown):
@@ -421,24 +469,30 @@ def _trial_blocks(runs: Sequence[_Run], max_trial_figures: int) -> list[Block]:
         for trial in shown:
             blocks.append(Heading(f"{trial.name}" + ("" if len(runs) == 1 else f" ({run.label})"), 4))
             outcomes = trial_outcomes(trial)
-            facts = [_outcome_sentence(ns, outcome) for ns, outcome in outcomes.items()]
+            standard = is_standard_push(trial)
+            facts = [_outcome_sentence(ns, outcome, standard) for ns, outcome in outcomes.items()]
             if facts:
                 blocks.append(Paragraph("; ".join(facts) + "."))
+            errors = _error_sentence(rows[trial.name]) if trial.name in rows else None
+            if errors:
+                blocks.append(Paragraph(errors))
             if not trial.complete:
                 blocks.append(Note("This trial was interrupted; the data end where the recording stopped. It is "
-                                   "kept out of the mean gap and the flip agreement."))
+                                   "kept out of the means and maxima and the flip agreement."))
             tallies = solver_tallies(trial)
             if tallies:
                 text = "Solver: " + "; ".join(f"{ns} {describe_tally(t)}" for ns, t in tallies.items()) + "."
                 blocks.append(Alert(text) if any(_degraded(t) for t in tallies.values()) else Paragraph(text))
             stem = f"{FIGURE_PREFIX}{k}_{_safe(trial.name)}"
+            arm = has_arm_data(trial)
             missing = []
-            for suffix, make, caption, what in (
-                ("box", box_motion_figure, "box path (top view) and tilt against time", "box poses"),
-                ("joints", joint_tracking_figure, "joint positions: reference vs real vs sim",
-                 "reference or joint states"),
-                ("commands", command_figure, "PD joint-velocity command streams", "joint commands"),
-            ):
+            figures: list[tuple[str, Callable[[TrialRecord, str], bytes | None], str, str]] = [
+                ("box", box_motion_figure, "box path (top view) and tilt against time", "box poses")]
+            if arm:  # a probe push has no arm: no joint figures, and no joint data to call missing
+                figures += [("joints", joint_tracking_figure, "joint positions: reference vs real vs sim",
+                             "joint states"),
+                            ("commands", command_figure, "PD joint-velocity command streams", "joint commands")]
+            for suffix, make, caption, what in figures:
                 png = make(trial, run.label if len(runs) > 1 else "")
                 if png is None:
                     missing.append(what)
@@ -447,6 +501,9 @@ def _trial_blocks(runs: Sequence[_Run], max_trial_figures: int) -> list[Block]:
             for ns in ("real", "sim"):
                 if ns not in trial.platforms:
                     missing.append(f"{ns} platform")
+            if not arm:
+                blocks.append(Paragraph("No arm data in this trial (no joint states, joint commands or reference: "
+                                        "e.g. a probe push); joint figures are not drawn."))
             if missing:
                 blocks.append(Note(f"Not recorded in this trial: {', '.join(missing)}."))
     return blocks
@@ -569,13 +626,13 @@ def build_report(run_dirs: Sequence[str | Path], out_dir: str | Path,
     blocks += _parameter_blocks(runs)
     if fits:
         blocks += _fits_blocks(fits, truth)
-    blocks += _trial_blocks(runs, max_trial_figures)
+    blocks += _trial_blocks(runs, tables, max_trial_figures)
     figures = [b for b in blocks if isinstance(b, Figure)]
     out = Path(out_dir)
     figure_paths = _write_outputs(out, render_html(title, blocks), render_markdown(title, blocks), figures)
     text_parts = []
     for table in tables:
-        text_parts += [f"[{table.label}]", render_text_table(EXPERIMENT_HEADER, experiment_rows_text(table)),
+        text_parts += [f"[{table.label}]", render_text_table(experiment_header(table), experiment_rows_text(table)),
                        experiment_summary_text(table)]
     if len(tables) > 1:
         text_parts.append(comparison_sentence(tables))

@@ -90,11 +90,11 @@ def _joint_grid(title: str) -> tuple[Any, Sequence[Any]]:
 def joint_tracking_figure(trial: TrialRecord, label: str = "") -> bytes | None:
     """Per joint: reference vs real vs sim joint positions (rad) against time.
 
-    Returns None when the trial has neither a reference nor joint states.
+    Returns None when no platform recorded joint states (a reference alone is not drawn).
     """
     states = {ns: p.joint_states for ns, p in trial.platforms.items()
               if p.joint_states is not None and len(p.joint_states)}
-    if trial.reference is None and not states:
+    if not states:
         return None
     fig, axes = _joint_grid(f"{label} {trial.name}: joint positions".strip())
     for j, ax in enumerate(axes):
@@ -137,9 +137,11 @@ def command_figure(trial: TrialRecord, label: str = "") -> bytes | None:
 
 
 def final_distance_figure(tables: Sequence[Any]) -> bytes | None:
-    """Final distance against start distance for real and each run's sim (cm).
+    """Final distance against start distance along base x for real and each run's sim (cm).
 
-    ``tables`` are :class:`~sim2real.report.tables.ExperimentTable`; None if no row has a start.
+    ``tables`` are :class:`~sim2real.report.tables.ExperimentTable`; only their standard pushes
+    along x are drawn (elsewhere x says little), in order of start distance. None if no such row
+    has a start.
     """
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6.5, 4))
@@ -147,7 +149,7 @@ def final_distance_figure(tables: Sequence[Any]) -> bytes | None:
     markers = ["s", "^", "D", "v", "P"]
     real_done = False
     for k, table in enumerate(tables):
-        rows = [r for r in table.rows if r.start_m is not None]
+        rows = sorted((r for r in table.rows if r.start_m is not None and r.standard_push), key=lambda r: r.start_m)
         real = [(r.start_m, r.real_final_m, r.real_flip) for r in rows if r.real_final_m is not None]
         sim = [(r.start_m, r.sim_final_m, r.sim_flip) for r in rows if r.sim_final_m is not None]
         if real and not real_done:

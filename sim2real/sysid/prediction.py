@@ -3,7 +3,8 @@
 Each trial is simulated from its recorded start to its end (the fit's mode resolved for whole
 trials: the simulated arm under the recorded commands or PD law, the pusher played back, or a
 free box from the recorded start, see :mod:`sim2real.sysid.replay`) and its final box pose is
-compared with the recorded one:
+compared with the recorded one (:func:`sim2real.trials.outcome_errors`, the numbers the report's
+sim-vs-real columns show too):
 
 * final position error, 3-D and horizontal (m, base frame);
 * yaw error: the difference of the two boxes' twists about world z since the start (deg);
@@ -28,7 +29,7 @@ from sim2real.sysid.data import TrialData
 from sim2real.sysid.inputs import mode_pusher_source, resolve_mode
 from sim2real.sysid.residuals import TrialResiduals, Weights, step_params
 from sim2real.sysid.tasks import MapExecutor, one_line
-from sim2real.trials import PoseSeries, compute_outcome
+from sim2real.trials import PoseSeries, compute_outcome, outcome_errors
 
 #: A held-out final position error must rise by more than this (m, mean per trial) to count: a few
 #: times motion-capture noise; a push near its toppling distance moves its final pose by millimetres.
@@ -95,10 +96,9 @@ def run_prediction(task: PredictionTask) -> Prediction:
         sim = compute_outcome(platform.box_pose, size)
     except Exception as err:  # one trial's failure must not end the others
         return Prediction(data.name, error=one_line(err))
-    offset = sim.final_position - real.final_position
-    yaw = abs((sim.yaw_deg - real.yaw_deg + 180.0) % 360.0 - 180.0)
-    return Prediction(data.name, float(np.linalg.norm(offset)), float(np.linalg.norm(offset[:2])), float(yaw),
-                      sim.flipped == real.flipped)
+    errors = outcome_errors(real, sim)
+    return Prediction(data.name, errors.final_position_m, errors.final_position_xy_m, errors.yaw_deg,
+                      errors.flip_agree)
 
 
 def predict(executor: MapExecutor | Executor, trials: Sequence[TrialData], params: ParameterSet, mode: str,

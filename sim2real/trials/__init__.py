@@ -50,10 +50,22 @@ ContactNets tosses), :mod:`sim2real.trials.bag_import` (any lab's ROS 1/2 bags) 
 
 Public API: :class:`TrialBagWriter`, :func:`write_trial`, :func:`write_run_meta`,
 :func:`read_trial`, :func:`read_run`, :func:`read_run_meta`, :func:`trial_dirs`,
-:func:`compute_outcome`, :class:`Outcome`, the record dataclasses and the schema names.
+:func:`compute_outcome`, :class:`Outcome`, :func:`outcome_errors` (one outcome against another:
+final position 3-D and in the table plane, yaw, flip), :func:`path_gap` and :func:`path_rms` (two
+paths over their common time span), the record dataclasses and the schema names.
 """
 
-from sim2real.trials.outcome import Outcome, compute_outcome, path_gap, rotation_matrices, tilt_deg, up_axis
+from sim2real.trials.outcome import (
+    Outcome,
+    OutcomeErrors,
+    compute_outcome,
+    outcome_errors,
+    path_gap,
+    path_rms,
+    rotation_matrices,
+    tilt_deg,
+    up_axis,
+)
 from sim2real.trials.reader import read_run, read_run_meta, read_trial, trial_dirs
 from sim2real.trials.records import (
     JOINT_NAMES,
@@ -80,8 +92,8 @@ from sim2real.trials.writer import TrialBagWriter, box_size_from_meta, write_run
 
 __all__ = [
     "BASE_FRAME", "JOINT_NAMES", "PLATFORMS", "PLATFORM_SERIES", "REFERENCE_TOPIC", "RUN_JSON", "RUN_SCHEMA",
-    "TRIAL_JSON", "TRIAL_SCHEMA", "JointReference", "JointSeries", "Outcome", "PlatformRecord", "PoseSeries",
-    "TrialBagWriter", "TrialRecord", "box_size_from_meta", "compute_outcome", "path_gap", "read_run", "read_run_meta",
-    "read_trial", "rotation_matrices", "tilt_deg", "topic", "trial_dirs", "trial_name", "up_axis", "versions",
-    "write_run_meta", "write_trial",
+    "TRIAL_JSON", "TRIAL_SCHEMA", "JointReference", "JointSeries", "Outcome", "OutcomeErrors", "PlatformRecord",
+    "PoseSeries", "TrialBagWriter", "TrialRecord", "box_size_from_meta", "compute_outcome", "outcome_errors",
+    "path_gap", "path_rms", "read_run", "read_run_meta", "read_trial", "rotation_matrices", "tilt_deg", "topic",
+    "trial_dirs", "trial_name", "up_axis", "versions", "write_run_meta", "write_trial",
 ]

@@ -6,6 +6,8 @@ axis points up; the table surface is horizontal. Quaternions are (w, x, y, z).
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -194,6 +196,98 @@ def compute_outcome(box_pose: PoseSeries, box_size: Any, touched: bool | None = 
     )
 
 
+@dataclass(frozen=True)
+class OutcomeErrors:
+    """How far one platform's trial outcome is from another's (e.g. sim from real).
+
+    The whole-trial prediction errors of a fit (:mod:`sim2real.sysid.prediction`) and the
+    sim-vs-real columns of the report are these numbers. NaN (flip: None) where an outcome lacks
+    what the number needs.
+
+    Attributes
+    ----------
+    final_position_m : float
+        ``|p_other − p_reference|`` of the final box centres, 3-D, m (arm base frame).
+    final_position_xy_m : float
+        The same in the table plane (base x and y; the table is horizontal), m.
+    yaw_deg : float
+        ``|yaw_other − yaw_reference|`` of the twists about world z since each start, wrapped
+        to [0, 180], deg.
+    flip_agree : bool or None
+        Both boxes changed the face they rest on, or neither did.
+    """
+
+    final_position_m: float = math.nan
+    final_position_xy_m: float = math.nan
+    yaw_deg: float = math.nan
+    flip_agree: bool | None = None
+
+
+def _final_position(outcome: Outcome | Mapping[str, Any]) -> np.ndarray | None:
+    if isinstance(outcome, Outcome):
+        return np.asarray(outcome.final_position, dtype=float)
+    raw = outcome.get("final_position_m")
+    try:
+        position = np.asarray(raw, dtype=float).reshape(-1)
+    except (TypeError, ValueError):
+        return None
+    return position if position.shape == (3,) and np.all(np.isfinite(position)) else None
+
+
+def _number(outcome: Outcome | Mapping[str, Any], key: str) -> float:
+    value = getattr(outcome, key) if isinstance(outcome, Outcome) else outcome.get(key)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return math.nan
+    return float(value)
+
+
+def _flipped(outcome: Outcome | Mapping[str, Any]) -> bool | None:
+    value = outcome.flipped if isinstance(outcome, Outcome) else outcome.get("flipped")
+    return value if isinstance(value, bool) else None
+
+
+def outcome_errors(reference: Outcome | Mapping[str, Any], other: Outcome | Mapping[str, Any]) -> OutcomeErrors:
+    """Final position (3-D and in the table plane), yaw and flip errors of ``other`` against ``reference``.
+
+    Parameters
+    ----------
+    reference, other : Outcome or mapping
+        Outcomes of the same trial on two platforms (real and sim), as :class:`Outcome` or as
+        stored in trial.json (:meth:`Outcome.as_dict`: ``final_position_m`` (3,) m, ``yaw_deg``,
+        ``flipped``); missing or non-finite entries give NaN / None in the result.
+
+    Returns
+    -------
+    OutcomeErrors
+    """
+    errors: dict[str, Any] = {}
+    a, b = _final_position(reference), _final_position(other)
+    if a is not None and b is not None:
+        offset = b - a
+        errors["final_position_m"] = float(np.linalg.norm(offset))
+        errors["final_position_xy_m"] = float(np.linalg.norm(offset[:2]))
+    yaw_a, yaw_b = _number(reference, "yaw_deg"), _number(other, "yaw_deg")
+    if math.isfinite(yaw_a) and math.isfinite(yaw_b):
+        errors["yaw_deg"] = abs((yaw_b - yaw_a + 180.0) % 360.0 - 180.0)
+    flip_a, flip_b = _flipped(reference), _flipped(other)
+    if flip_a is not None and flip_b is not None:
+        errors["flip_agree"] = flip_a == flip_b
+    return OutcomeErrors(**errors)
+
+
+def _path_offsets(a: PoseSeries, b: PoseSeries) -> np.ndarray | None:
+    """``a(t) − b(t)`` (K, 3), m, at the samples of ``b`` inside ``a``'s time span (``a`` interpolated
+    linearly), or None when the spans do not overlap or a series is empty."""
+    if len(a) == 0 or len(b) == 0:
+        return None
+    inside = (b.t >= a.t[0]) & (b.t <= a.t[-1])
+    if not np.any(inside):
+        return None
+    t = b.t[inside]
+    at = np.column_stack([np.interp(t, a.t, a.position[:, j]) for j in range(3)])
+    return at - b.position[inside]
+
+
 def path_gap(a: PoseSeries, b: PoseSeries) -> float | None:
     """Largest distance between two recorded paths of one body over their common time span.
 
@@ -212,11 +306,25 @@ def path_gap(a: PoseSeries, b: PoseSeries) -> float | None:
         Largest ``|a(t) - b(t)|`` (m) over the samples of ``b`` inside ``a``'s time span (``a``
         linearly interpolated), or None when the spans do not overlap.
     """
-    if len(a) == 0 or len(b) == 0:
-        return None
-    inside = (b.t >= a.t[0]) & (b.t <= a.t[-1])
-    if not np.any(inside):
-        return None
-    t = b.t[inside]
-    at = np.column_stack([np.interp(t, a.t, a.position[:, j]) for j in range(3)])
-    return float(np.max(np.linalg.norm(at - b.position[inside], axis=1)))
+    offsets = _path_offsets(a, b)
+    return None if offsets is None else float(np.max(np.linalg.norm(offsets, axis=1)))
+
+
+def path_rms(a: PoseSeries, b: PoseSeries) -> float | None:
+    """Root-mean-square distance between two recorded paths of one body over their common time span.
+
+    Used for the box: the real box path against the simulated one (the report's path error).
+
+    Parameters
+    ----------
+    a, b : PoseSeries
+        Positions (N, 3) and (M, 3), m, in the arm base frame, times in s since the trial start.
+
+    Returns
+    -------
+    float or None
+        ``sqrt(mean |a(t) − b(t)|²)`` (m, 3-D) over the samples of ``b`` inside ``a``'s time span
+        (``a`` linearly interpolated), or None when the spans do not overlap.
+    """
+    offsets = _path_offsets(a, b)
+    return None if offsets is None else float(np.sqrt(np.mean(np.sum(offsets ** 2, axis=1))))
