@@ -177,3 +177,17 @@ def test_cli_listing_shows_value_unit_and_bounds_of_every_parameter(capsys):
     assert rows["box.size_z"].split()[2:6] == ["0.0095", "m", "[0.001,", "1]"] and "(changed)" in rows["box.size_z"]
     assert rows["box.mass"].split()[2:6] == ["0.5", "kg", "[0.01,", "20]"] and "(changed)" not in rows["box.mass"]
     assert rows["arm.max_joint_acc"].split()[3] == "rad/s^2"
+
+
+def test_the_shipped_nominal_file_lists_every_parameter_at_its_registry_default():
+    """config/params.yaml is what nodes read: a parameter missing there silently takes the registry
+    default, and a user editing the file would not see it (pusher.length and box.inertia_scale were)."""
+    from sim2real.params import PARAMETERS, load_params
+    from sim2real.paths import config_file
+
+    path = config_file("params.yaml")
+    tree = yaml.safe_load(path.read_text())["/**"]["ros__parameters"]
+    listed = {f"{group}.{key}" for group, entries in tree.items() for key in entries}
+    assert listed == {p.name for p in PARAMETERS}
+    loaded = load_params(path)
+    assert all(loaded[p.name] == p.nominal for p in PARAMETERS)

@@ -63,6 +63,13 @@ simulated with a stand-in (the arm held still, the box alone):
 --pusher recorded|arm: where a played-back pusher comes from: the recorded /<ns>/pusher_pose,
 or xArm forward kinematics of the recorded joint states. Default: the recorded pose when the
 trial has one, else FK. The choice is printed per trial and kept in fit.json (data.trials).
+--pusher-shape sphere|rod: the shape of a recorded pusher (a point probe is a vertical rod):
+sphere (default) centred at the recorded position, or rod: a vertical capsule of radius
+pusher.radius and straight length pusher.length, the recorded position being its tip (the
+centre of its lower end point), its upper end point pusher.length above. The arm's pusher is
+a sphere: a trial driven by the arm (simulated or FK) is left out with rod. pusher.radius can
+be fitted with either shape; pusher.length places the rod and cannot (no simulator gradient).
+Kept in fit.json (data.pusher_shape).
 
 Solver: steps that do not converge are recovered (more iterations, sub-steps, continuation)
 or, as a last resort, degraded. Residual rows that depend on a degraded step at the start
@@ -108,6 +115,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--pusher", choices=("auto", "recorded", "arm"), default="auto",
                         help="played-back pusher: recorded pusher pose or FK of the joint states "
                              "(default: recorded when present, else arm)")
+    parser.add_argument("--pusher-shape", choices=("sphere", "rod"), default="sphere",
+                        help="shape of a recorded pusher: a sphere (default) of radius pusher.radius centred at "
+                             "the recorded position, or a vertical rod of radius pusher.radius and length "
+                             "pusher.length whose tip (lower end-point centre) is the recorded position")
     parser.add_argument("--bounds", metavar="NAME=LO:HI,...", help="narrow the bounds of free parameters")
     parser.add_argument("--loss", choices=("linear", "huber", "soft_l1"), default="linear",
                         help="robust loss (default linear least squares)")
@@ -269,6 +280,7 @@ def run(args: argparse.Namespace) -> int:
     result = fit_trials(loaded.records, start, free, horizon=horizon, weights=weights, mode=args.mode,
                         bounds=bounds, settings=settings, workers=args.workers, platform=args.platform,
                         sources=loaded.sources, log=_log, pusher=args.pusher, strict=args.strict,
+                        pusher_shape=args.pusher_shape,
                         validation=held.records if held is not None else (),
                         validation_sources=held.sources if held is not None else None, failures=failures,
                         jackknife=args.jackknife)

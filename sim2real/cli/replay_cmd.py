@@ -27,6 +27,12 @@ topic, never simulated with a stand-in such as the box alone):
 pusher pose, or xArm forward kinematics of the recorded joint states; default: the recorded
 pose when the trial has one. Each trial's mode and pusher are printed and kept in its
 trial.json ("mirror", "pusher").
+--pusher-shape sphere|rod: the shape of a recorded pusher (a point probe is a vertical rod):
+sphere (default) centred at the recorded position, or rod: a vertical capsule of radius
+pusher.radius and straight length pusher.length, the recorded position being its tip (the
+centre of its lower end point), its upper end point pusher.length above. The arm's pusher is
+a sphere: a trial driven by the arm (simulated or FK) is not replayed with rod. Kept in
+trial.json and run.json ("pusher_shape").
 
 Solver: every trial.json holds the step outcome tally ("solver": {"sim": {steps, converged,
 recovered, degraded, worst_residual, worst_complementarity, ...}}); hard steps (at most 20
@@ -54,6 +60,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--pusher", choices=("auto", "recorded", "arm"), default="auto",
                         help="played-back pusher: recorded pusher pose or FK of the joint states "
                              "(default: recorded when present, else arm)")
+    parser.add_argument("--pusher-shape", choices=("sphere", "rod"), default="sphere",
+                        help="shape of a recorded pusher: a sphere (default) of radius pusher.radius centred at "
+                             "the recorded position, or a vertical rod of radius pusher.radius and length "
+                             "pusher.length whose tip (lower end-point centre) is the recorded position")
     parser.add_argument("--platform", choices=("auto", "real", "sim"), default="auto",
                         help="recording that drives the replay (default: real if present, else sim)")
     parser.add_argument("--strict", action="store_true",
@@ -79,7 +89,7 @@ def _replay_all(records: Any, sources: Any, args: argparse.Namespace,
     for record, source in zip(records, sources, strict=True):
         try:
             result = replay(record, params, mode=args.mode, platform=args.platform, pusher=args.pusher,
-                            strict=args.strict)
+                            strict=args.strict, pusher_shape=args.pusher_shape)
         except TrialInputError as err:
             failed.append(TrialFailure(record.name, one_line(err), source, "inputs"))
         except Exception as err:  # one trial's failure of any kind must not end the others
@@ -98,13 +108,13 @@ def _write(out: Path, done: list[ReplayResult], run_meta: dict[str, Any]) -> int
     """Write the replayed trials, their hard steps and run.json into ``out`` (all at once)."""
     import os
     import shutil
-    import tempfile
 
+    from sim2real.filemodes import staging_dir
     from sim2real.physics import save_hard_steps
     from sim2real.trials import write_run_meta, write_trial
 
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".partial", dir=out.parent))
+    tmp = staging_dir(out.parent, prefix=f".{out.name}.", suffix=".partial")  # the umask's mode, not 0700
     hard_count = 0
     try:
         for result in done:
@@ -138,7 +148,8 @@ def run(args: argparse.Namespace) -> int:
     for failure in failures:
         _log(f"FAILED {failure.line()}", alarm=True)
     hard_count = _write(out, done, {
-        "mode": "replay", "mirror": args.mode, "pusher": args.pusher, "strict": args.strict,
+        "mode": "replay", "mirror": args.mode, "pusher": args.pusher,
+        "pusher_shape": args.pusher_shape, "strict": args.strict,
         "sources": list(loaded.sources),
         "params": params.as_dict(), "params_file": args.params, "failed": [f.as_dict() for f in failures]})
     degraded = sum(r.solve.degraded for r in done if r.solve is not None)

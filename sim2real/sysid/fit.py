@@ -386,7 +386,8 @@ def fit_trials(records: Sequence[TrialRecord], start: ParameterSet, free: Sequen
                workers: int = 1, platform: str = "auto", sources: Sequence[str] | None = None,
                progress: Progress | None = None,
                log: Callable[[str], None] | None = None, *, pusher: str = "auto", strict: bool = False,
-               validation: Sequence[TrialRecord] = (), validation_sources: Sequence[str] | None = None,
+               pusher_shape: str = "sphere", validation: Sequence[TrialRecord] = (),
+               validation_sources: Sequence[str] | None = None,
                failures: Sequence[TrialFailure] = (), jackknife: bool = False) -> FitResult:
     """Fit the free parameters to recorded trials by Gauss-Newton / Levenberg-Marquardt.
 
@@ -423,6 +424,10 @@ def fit_trials(records: Sequence[TrialRecord], start: ParameterSet, free: Sequen
         recorded joint states), ``"recorded"`` or ``"arm"``.
     strict : bool
         Raise at the first engine step that does not converge (no trial is left out then).
+    pusher_shape : str
+        ``"sphere"`` (default) or ``"rod"``: the shape of a recorded pusher, the rod vertical with
+        its tip at the recorded position (:mod:`sim2real.sysid.inputs`); trials whose pusher is
+        the arm's are left out with a rod.
     validation : sequence of TrialRecord
         Held-out trials: their cost is tracked along the fit, and a rise is a problem.
     validation_sources : sequence of str, optional
@@ -446,7 +451,8 @@ def fit_trials(records: Sequence[TrialRecord], start: ParameterSet, free: Sequen
         not converge.
     """
     free_set = free if isinstance(free, FreeParameters) else FreeParameters.parse(free)
-    spec_ = ResidualSpec(horizon=horizon, weights=weights or Weights(), mode=mode, pusher=pusher, strict=strict)
+    spec_ = ResidualSpec(horizon=horizon, weights=weights or Weights(), mode=mode, pusher=pusher, strict=strict,
+                         pusher_shape=pusher_shape)
     settings = settings or LMSettings()
     start, warnings = _tie_start(free_set, start)
     x0 = np.array([float(start[g[0]]) for g in free_set.groups])
@@ -454,10 +460,14 @@ def fit_trials(records: Sequence[TrialRecord], start: ParameterSet, free: Sequen
     if not records:
         raise Sim2RealError("no trials to fit")
     names = free_set.names
+    if "pusher.length" in names:
+        raise Sim2RealError("pusher.length cannot be fitted: it places the rod (the pusher path given to the "
+                            "engine), which has no simulator gradient; set it with --set pusher.length=L")
     sources_ = list(sources) if sources is not None else [None] * len(records)
     prepared = _prepare(records, sources_, start, platform, spec_, names, "inputs")
     held = _prepare(validation, list(validation_sources or [None] * len(validation)), start, platform,
-                    ResidualSpec(horizon=horizon, weights=spec_.weights, mode=mode, pusher=pusher, strict=strict),
+                    ResidualSpec(horizon=horizon, weights=spec_.weights, mode=mode, pusher=pusher, strict=strict,
+                                 pusher_shape=pusher_shape),
                     (), "validation")
     left_out = list(failures) + prepared.failures + held.failures
     if not prepared.trials:
@@ -513,7 +523,8 @@ def fit_trials(records: Sequence[TrialRecord], start: ParameterSet, free: Sequen
 
     def refit(subset: Sequence[TrialRecord]) -> FitResult:
         return fit_trials(subset, start, free_set, horizon=horizon, weights=spec_.weights, mode=mode, bounds=bounds,
-                          settings=settings, workers=workers, platform=platform, pusher=pusher, strict=strict)
+                          settings=settings, workers=workers, platform=platform, pusher=pusher, strict=strict,
+                          pusher_shape=pusher_shape)
 
     measured = refit_jackknife([r for r in records if r.name in fitted_names], free_set.names, refit, log)
     if measured is None:
@@ -528,8 +539,8 @@ def _predictions(executor: Any, evaluator: FitEvaluator, held_out: HeldOut, star
     held-out trials at the start and the fitted values (:mod:`sim2real.sysid.prediction`)."""
     blocks = {}
     for label, trials in (("training", evaluator.trials), ("validation", held_out.trials)):
-        before = predict(executor, trials, start, spec_.mode, spec_.pusher)
-        after = predict(executor, trials, fitted, spec_.mode, spec_.pusher)
+        before = predict(executor, trials, start, spec_.mode, spec_.pusher, spec_.pusher_shape)
+        after = predict(executor, trials, fitted, spec_.mode, spec_.pusher, spec_.pusher_shape)
         if label == "training":
             rms = (horizon_rms(evaluator.start_results, evaluator.masks, spec_.weights),
                    horizon_rms(evaluator.final_results, evaluator.masks, spec_.weights))
@@ -555,7 +566,7 @@ def _validation(held_out: HeldOut, predictions: dict[str, Any] | None) -> dict[s
 def held_spec(spec_: ResidualSpec) -> ResidualSpec:
     """The spec held-out trials are evaluated with (the fit's, never strict: a held-out failure is noted)."""
     return ResidualSpec(horizon=spec_.horizon, weights=spec_.weights, mode=spec_.mode, pusher=spec_.pusher,
-                        exact_gradients=spec_.exact_gradients, strict=False)
+                        exact_gradients=spec_.exact_gradients, strict=False, pusher_shape=spec_.pusher_shape)
 
 
 def _drop_failed(prepared: _Prepared, failed: set[str]) -> None:
@@ -591,6 +602,7 @@ def _result(result: LMResult, start: ParameterSet, free_set: FreeParameters, x0:
         "trials": _trials_info(prepared, evaluator.first_rows(), evaluator.final_rows(), spec_.weights,
                                evaluator.dropped_per_trial),
         "horizon": spec_.label, "mode": mode, "platform": platform, "pusher": spec_.pusher,
+        "pusher_shape": spec_.pusher_shape,
         "weights": spec_.weights.as_dict(), "residual_count": int(result.residuals.shape[0]),
         "parameter_count": len(free_set.groups), "evaluations": result.evaluations,
         "loss": settings.loss, "residual_std": unc.residual_std, "strict": spec_.strict,

@@ -38,6 +38,16 @@ teacher-forced segments of ``fit --horizon N``)
 
 Where the arm is simulated (``commands``, ``closed``) the pusher is the simulated arm's, and an
 explicit pusher source is an error (it would be ignored).
+
+Pusher shapes (``--pusher-shape``, for the recorded pusher pose)
+----------------------------------------------------------------
+``sphere``
+    A sphere of radius ``pusher.radius`` centred at the recorded pusher position (default).
+``rod``
+    A vertical rod (a capsule whose axis is world z) of radius ``pusher.radius`` and straight
+    length ``pusher.length``: the recorded pusher position is the centre of its lower end point
+    (the tip), the upper end point is ``pusher.length`` above it. Only for a recorded pusher pose:
+    the arm's pusher (simulated or FK of joint states) is the sphere on its flange.
 """
 
 from __future__ import annotations
@@ -47,6 +57,7 @@ import numpy as np
 from sim2real.errors import Sim2RealError
 from sim2real.model import load_arm
 from sim2real.params import ParameterSet
+from sim2real.physics import Capsule, Sphere
 from sim2real.sysid.data import TrialData
 from sim2real.trials.schema import REFERENCE_TOPIC
 
@@ -56,6 +67,8 @@ MODES: tuple[str, ...] = ("auto", "commands", "closed", "kinematic", "pusher")
 SIMULATED_ARM_MODES: tuple[str, ...] = ("commands", "closed")
 #: ``--pusher`` choices.
 PUSHER_SOURCES: tuple[str, ...] = ("auto", "recorded", "arm")
+#: ``--pusher-shape`` choices (module docstring).
+PUSHER_SHAPES: tuple[str, ...] = ("sphere", "rod")
 
 
 class TrialInputError(Sim2RealError):
@@ -197,7 +210,8 @@ def pusher_path(data: TrialData, params: ParameterSet, source: str) -> np.ndarra
     Returns
     -------
     ndarray, shape (K+1, 3) or None
-        Pusher centre, m, base frame; None for ``"none"``.
+        Pusher position, m, base frame (a sphere's centre, or a rod's tip: see
+        :func:`pusher_placement`); None for ``"none"``.
     """
     if source == "recorded":
         if data.pusher_position is None:
@@ -221,3 +235,78 @@ def describe_pusher(data: TrialData, source: str) -> str:
     if source == "arm" and data.pusher_gap:
         text += f"; the recorded pusher pose is not usable: {data.pusher_gap}"
     return text
+
+
+def check_pusher_shape(data: TrialData, source: str, shape: str) -> None:
+    """Refuse a pusher shape that does not apply to where the pusher comes from.
+
+    Parameters
+    ----------
+    data : TrialData
+    source : str
+        ``"simulated"``, ``"recorded"``, ``"arm"`` or ``"none"`` (:func:`mode_pusher_source`).
+    shape : str
+        ``"sphere"`` or ``"rod"``.
+
+    Raises
+    ------
+    Sim2RealError
+        Unknown shape, or ``"rod"`` with the arm's pusher (simulated or FK of the joint states),
+        which is the sphere on its flange.
+    """
+    if shape not in PUSHER_SHAPES:
+        raise Sim2RealError(f"unknown pusher shape '{shape}' (choose from {', '.join(PUSHER_SHAPES)})")
+    if shape == "rod" and source in ("simulated", "arm"):
+        raise Sim2RealError(f"trial '{data.name}': --pusher-shape rod applies to a recorded pusher pose only; "
+                            f"this trial's pusher is the arm's ({describe_pusher(data, source)}), a sphere")
+
+
+def pusher_primitive(params: ParameterSet, shape: str) -> Sphere | Capsule:
+    """The engine's pusher primitive for ``shape``.
+
+    Parameters
+    ----------
+    params : ParameterSet
+        ``pusher.radius`` (m; sphere and rod) and ``pusher.length`` (m; rod).
+    shape : str
+        ``"sphere"`` or ``"rod"``.
+
+    Returns
+    -------
+    Sphere or Capsule
+        The rod is a :class:`~sim2real.physics.shapes.Capsule` of half length ``pusher.length / 2``.
+    """
+    radius = float(params["pusher.radius"])
+    if shape == "rod":
+        return Capsule(radius, 0.5 * float(params["pusher.length"]))
+    if shape == "sphere":
+        return Sphere(radius)
+    raise Sim2RealError(f"unknown pusher shape '{shape}' (choose from {', '.join(PUSHER_SHAPES)})")
+
+
+def pusher_placement(path: np.ndarray, params: ParameterSet, shape: str) -> np.ndarray:
+    """The engine's per-step pusher placement from played-back pusher positions.
+
+    Parameters
+    ----------
+    path : ndarray, shape (K+1, 3)
+        Pusher positions, m, base (world) frame: the sphere's centre, or the rod's tip (the
+        centre of its lower end point).
+    params : ParameterSet
+        ``pusher.length`` (m) for the rod.
+    shape : str
+        ``"sphere"`` or ``"rod"``.
+
+    Returns
+    -------
+    ndarray, shape (K+1, 3) or (K+1, 6)
+        ``path`` itself for the sphere; for the rod its segment end points ``(tip, tip + length * z)``
+        flattened per step.
+    """
+    if shape == "sphere":
+        return path
+    if shape != "rod":
+        raise Sim2RealError(f"unknown pusher shape '{shape}' (choose from {', '.join(PUSHER_SHAPES)})")
+    upper = np.array(path, dtype=float, copy=True)
+    upper[:, 2] += float(params["pusher.length"])
+    return np.concatenate([path, upper], axis=1)

@@ -79,6 +79,7 @@ class PredictionTask:
     params: ParameterSet
     mode: str
     pusher: str
+    pusher_shape: str = "sphere"
 
 
 def run_prediction(task: PredictionTask) -> Prediction:
@@ -89,7 +90,8 @@ def run_prediction(task: PredictionTask) -> Prediction:
     try:
         mode = resolve_mode(data, task.mode, task.pusher)
         source = mode_pusher_source(data, mode, task.pusher)
-        platform, _, _ = simulate_data(data, step_params(data, task.params), mode, source)
+        platform, _, _ = simulate_data(data, step_params(data, task.params), mode, source,
+                                      pusher_shape=task.pusher_shape)
         assert platform.box_pose is not None
         size = [float(task.params[f"box.size_{axis}"]) for axis in "xyz"]
         real = compute_outcome(PoseSeries(data.t, data.box_position, data.box_quaternion), size)
@@ -102,9 +104,10 @@ def run_prediction(task: PredictionTask) -> Prediction:
 
 
 def predict(executor: MapExecutor | Executor, trials: Sequence[TrialData], params: ParameterSet, mode: str,
-            pusher: str) -> list[Prediction]:
+            pusher: str, pusher_shape: str = "sphere") -> list[Prediction]:
     """:func:`run_prediction` of every trial on ``executor``, in trial order."""
-    return list(executor.map(run_prediction, [PredictionTask(t, params, mode, pusher) for t in trials]))
+    tasks = [PredictionTask(t, params, mode, pusher, pusher_shape) for t in trials]
+    return list(executor.map(run_prediction, tasks))
 
 
 def overall(predictions: Sequence[Prediction]) -> dict[str, Any]:

@@ -42,9 +42,12 @@ from sim2real.sysid.inputs import (
     MODES,
     SIMULATED_ARM_MODES,
     TrialInputError,
+    check_pusher_shape,
     describe_pusher,
     mode_pusher_source,
     pusher_path,
+    pusher_placement,
+    pusher_primitive,
     resolve_mode,
 )
 from sim2real.sysid.residuals import COM_PARAMS, MAX_HARD_STEPS, arm_solve, simulate_recorded_arm, step_params
@@ -119,15 +122,17 @@ def _replay_box_only(data: TrialData, params: ParameterSet, settings: SolverSett
 
 def _replay_pusher_path(data: TrialData, params: ParameterSet, pusher: np.ndarray,
                         joints: tuple[np.ndarray, np.ndarray] | None,
-                        settings: SolverSettings) -> tuple[PlatformRecord, Any]:
-    world = BoxWorld.from_params(params, "sphere", settings)
+                        settings: SolverSettings, shape: str = "sphere") -> tuple[PlatformRecord, Any]:
+    """Roll the box out under the pusher positions ``pusher`` (K+1, 3), m, of the given ``shape``."""
+    world = BoxWorld.from_params(params, pusher_primitive(params, shape), settings)
     initial = BoxState(*data.start_box())
-    result = rollout(world, initial, pusher_path=pusher, context=data.name)
+    result = rollout(world, initial, pusher_path=pusher_placement(pusher, params, shape), context=data.name)
     return _box_platform(data.t, result.states, pusher, joints), result
 
 
 def simulate_data(data: TrialData, params: ParameterSet, mode: str, source: str,
-                  strict: bool = False) -> tuple[PlatformRecord, SolveSummary | None, tuple[Any, ...]]:
+                  strict: bool = False,
+                  pusher_shape: str = "sphere") -> tuple[PlatformRecord, SolveSummary | None, tuple[Any, ...]]:
     """Simulate one whole trial: the replayed platform, its outcome tally and hard steps.
 
     Parameters
@@ -142,7 +147,15 @@ def simulate_data(data: TrialData, params: ParameterSet, mode: str, source: str,
         Where a played-back pusher comes from (:func:`~sim2real.sysid.inputs.mode_pusher_source`).
     strict : bool
         Raise on the first engine step that does not converge.
+    pusher_shape : str
+        ``"sphere"`` or ``"rod"`` (a recorded pusher only; :mod:`sim2real.sysid.inputs`).
+
+    Raises
+    ------
+    Sim2RealError
+        A rod with the arm's pusher, or a simulation failure.
     """
+    check_pusher_shape(data, source, pusher_shape)
     settings = SolverSettings(strict=strict)
     if mode in SIMULATED_ARM_MODES:
         arm: ArmTrialResult = simulate_recorded_arm(data, params, mode, strict=strict)
@@ -157,12 +170,12 @@ def simulate_data(data: TrialData, params: ParameterSet, mode: str, source: str,
         if mode == "kinematic":
             assert data.joint_position is not None and data.joint_velocity is not None
             joints = (data.joint_position, data.joint_velocity)
-        platform, result = _replay_pusher_path(data, params, path, joints, settings)
+        platform, result = _replay_pusher_path(data, params, path, joints, settings, pusher_shape)
     return platform, result.solve, tuple(result.hard_steps)[:MAX_HARD_STEPS]
 
 
 def _replay_meta(record: TrialRecord, ns: str, params: ParameterSet, mode: str, pusher: str,
-                 summary: SolveSummary | None) -> dict[str, Any]:
+                 summary: SolveSummary | None, pusher_shape: str = "sphere") -> dict[str, Any]:
     meta = {k: v for k, v in record.meta.items() if k not in ("outcomes", "topics", "written", "schema", "versions")}
     recorded_solver = meta.pop("solver", None)
     solver: dict[str, Any] = {}
@@ -170,7 +183,8 @@ def _replay_meta(record: TrialRecord, ns: str, params: ParameterSet, mode: str, 
         solver["real"] = recorded_solver["real"]
     if summary is not None:
         solver["sim"] = summary.as_dict()
-    meta.update({"mode": "replay", "mirror": mode, "pusher": pusher, "params": params.as_dict(),
+    meta.update({"mode": "replay", "mirror": mode, "pusher": pusher, "pusher_shape": pusher_shape,
+                 "params": params.as_dict(),
                  "replay_of": record.name, "complete": True, "solver": solver})
     return meta
 
@@ -181,7 +195,7 @@ def _named(name: str, err: Exception) -> str:
 
 
 def replay(record: TrialRecord, params: ParameterSet, mode: str = "auto", platform: str = "auto",
-           pusher: str = "auto", strict: bool = False) -> ReplayResult:
+           pusher: str = "auto", strict: bool = False, pusher_shape: str = "sphere") -> ReplayResult:
     """Re-simulate one recorded trial with ``params``.
 
     Parameters
@@ -198,6 +212,9 @@ def replay(record: TrialRecord, params: ParameterSet, mode: str = "auto", platfo
         Pusher source where it is played back: ``"auto"``, ``"recorded"`` or ``"arm"``.
     strict : bool
         Raise on the first engine step that does not converge.
+    pusher_shape : str
+        ``"sphere"`` (default) or ``"rod"``: the shape of a recorded pusher; the recorded position
+        is the rod's tip (lower end-point centre), the rod ``pusher.length`` long and vertical.
 
     Returns
     -------
@@ -218,20 +235,22 @@ def replay(record: TrialRecord, params: ParameterSet, mode: str = "auto", platfo
         data = prepare_trial(record, float(params["sim.dt"]), ns)
         used = resolve_mode(data, mode, pusher)
         source = mode_pusher_source(data, used, pusher)
+        check_pusher_shape(data, source, pusher_shape)
     except Sim2RealError as err:
         raise TrialInputError(_named(record.name, err)) from None
     try:
-        replayed, summary, hard = simulate_data(data, step_params(data, params), used, source, strict)
+        replayed, summary, hard = simulate_data(data, step_params(data, params), used, source, strict,
+                                                  pusher_shape)
     except Sim2RealError as err:
         raise Sim2RealError(_named(record.name, err)) from None
     description = describe_pusher(data, source)
-    meta = _replay_meta(record, ns, params, used, description, summary)
+    meta = _replay_meta(record, ns, params, used, description, summary, pusher_shape)
     out = TrialRecord(name=record.name, platforms={"real": record.platforms[ns], "sim": replayed},
                       reference=record.reference, meta=meta)
     return ReplayResult(out, used, description, summary, hard)
 
 
 def replay_trial(record: TrialRecord, params: ParameterSet, mode: str = "auto", platform: str = "auto",
-                 pusher: str = "auto", strict: bool = False) -> TrialRecord:
+                 pusher: str = "auto", strict: bool = False, pusher_shape: str = "sphere") -> TrialRecord:
     """:func:`replay`, returning only the replayed :class:`TrialRecord`."""
-    return replay(record, params, mode, platform, pusher, strict).record
+    return replay(record, params, mode, platform, pusher, strict, pusher_shape).record

@@ -85,10 +85,14 @@ from sim2real.physics.servo import ServoParams, delay_split, servo_step
 from sim2real.sysid.data import TrialData, box_states
 from sim2real.sysid.inputs import (
     MODES,
+    PUSHER_SHAPES,
     PUSHER_SOURCES,
     SIMULATED_ARM_MODES,
+    check_pusher_shape,
     mode_pusher_source,
     pusher_path,
+    pusher_placement,
+    pusher_primitive,
     resolve_mode,
     resolve_pusher,
 )
@@ -175,6 +179,9 @@ class ResidualSpec:
     pusher : str
         Source of a played-back pusher: ``"auto"`` (recorded pose when present, else FK of
         the recorded joint states), ``"recorded"`` or ``"arm"``.
+    pusher_shape : str
+        ``"sphere"`` (default) or ``"rod"``: the shape of a recorded pusher (the rod's tip at the
+        recorded position; :mod:`sim2real.sysid.inputs`). The arm's pusher is always a sphere.
     strict : bool
         Raise on the first engine step that does not converge (instead of a degraded step).
     exact_gradients : bool
@@ -190,6 +197,7 @@ class ResidualSpec:
     exact_gradients: bool = True
     pusher: str = "auto"
     strict: bool = False
+    pusher_shape: str = "sphere"
 
     def __post_init__(self) -> None:
         if self.horizon is not None and (not isinstance(self.horizon, int) or self.horizon < 1):
@@ -198,6 +206,8 @@ class ResidualSpec:
             raise Sim2RealError(f"mode must be one of {', '.join(MODES)}, got '{self.mode}'")
         if self.pusher not in PUSHER_SOURCES:
             raise Sim2RealError(f"pusher must be one of {', '.join(PUSHER_SOURCES)}, got '{self.pusher}'")
+        if self.pusher_shape not in PUSHER_SHAPES:
+            raise Sim2RealError(f"pusher_shape must be one of {', '.join(PUSHER_SHAPES)}, got '{self.pusher_shape}'")
 
     def resolved_mode(self, data: TrialData) -> str:
         """The concrete mode of ``data`` under this spec (whole trials; ``"segments"`` for horizons N).
@@ -213,8 +223,16 @@ class ResidualSpec:
         return resolve_mode(data, self.mode, self.pusher)
 
     def pusher_source(self, data: TrialData) -> str:
-        """``"simulated"``, ``"recorded"``, ``"arm"`` or ``"none"``: where this spec takes the pusher from."""
-        return mode_pusher_source(data, self.resolved_mode(data), self.pusher)
+        """``"simulated"``, ``"recorded"``, ``"arm"`` or ``"none"``: where this spec takes the pusher from.
+
+        Raises
+        ------
+        Sim2RealError
+            Missing inputs, or a pusher shape that does not apply to the source (a rod for the arm).
+        """
+        source = mode_pusher_source(data, self.resolved_mode(data), self.pusher)
+        check_pusher_shape(data, source, self.pusher_shape)
+        return source
 
     @property
     def label(self) -> str:
@@ -449,8 +467,11 @@ def trial_residuals(data: TrialData, params: ParameterSet, grad_names: Sequence[
             # Groups weighted zero are not simulated at all (e.g. a servo fit on joint states only).
             weights = spec.weights
             if weights.position > 0.0 or weights.orientation > 0.0:
-                pusher = pusher_path(data, sim_params, resolve_pusher(data, spec.pusher))
-                _box_segments(rows, data, sim_params, names, spec.horizon, weights, pusher, settings)
+                source = resolve_pusher(data, spec.pusher)
+                check_pusher_shape(data, source, spec.pusher_shape)
+                pusher = pusher_path(data, sim_params, source)
+                _box_segments(rows, data, sim_params, names, spec.horizon, weights, pusher, spec.pusher_shape,
+                              settings)
             if (data.kind == "arm" and data.command is not None
                     and (weights.joint_position > 0.0 or weights.joint_velocity > 0.0)):
                 _joint_segments(rows, data, sim_params, names, spec.horizon, weights)
@@ -470,9 +491,10 @@ def _whole_trial(rows: _Rows, data: TrialData, params: ParameterSet, names: tupl
         _arm_trial(rows, data, params, names, spec.weights, mode, settings.strict)
     else:
         source = "recorded" if mode == "pusher" else resolve_pusher(data, spec.pusher)
+        check_pusher_shape(data, source, spec.pusher_shape)
         path = pusher_path(data, params, source)
         assert path is not None
-        _pusher_rollout(rows, data, params, names, spec.weights, path, settings)
+        _pusher_rollout(rows, data, params, names, spec.weights, path, spec.pusher_shape, settings)
 
 
 def _initial_sensitivity(names: tuple[str, ...], d_com: np.ndarray) -> np.ndarray:
@@ -503,9 +525,15 @@ def first_degraded_state(outcomes: np.ndarray | None) -> int | None:
 
 
 def _box_segments(rows: _Rows, data: TrialData, params: ParameterSet, names: tuple[str, ...], horizon: int,
-                  weights: Weights, pusher: np.ndarray | None, settings: SolverSettings) -> None:
-    """Teacher-forced segments of ``horizon`` steps (box); segments start at k = 1, 1 + N, ..."""
-    world = BoxWorld.from_params(params, "sphere" if pusher is not None else None, settings)
+                  weights: Weights, pusher: np.ndarray | None, shape: str, settings: SolverSettings) -> None:
+    """Teacher-forced segments of ``horizon`` steps (box); segments start at k = 1, 1 + N, ...
+
+    ``pusher`` (K+1, 3) holds the played-back pusher positions (None: no pusher), ``shape`` its
+    shape (``"sphere"`` or ``"rod"``, :func:`~sim2real.sysid.inputs.pusher_placement`).
+    """
+    if pusher is not None:
+        pusher = pusher_placement(pusher, params, shape)
+    world = BoxWorld.from_params(params, pusher_primitive(params, shape) if pusher is not None else None, settings)
     engine_names, engine_cols = _columns(names, DIFFERENTIABLE_PARAMS)
     grad = bool(names)
     com = np.array([float(params[n]) for n in COM_PARAMS])
@@ -587,11 +615,16 @@ def _box_rollout(rows: _Rows, data: TrialData, params: ParameterSet, names: tupl
 
 
 def _pusher_rollout(rows: _Rows, data: TrialData, params: ParameterSet, names: tuple[str, ...], weights: Weights,
-                    path: np.ndarray, settings: SolverSettings) -> None:
-    """Whole trial with a played-back pusher: one rollout from the resting start (:meth:`TrialData.start_box`)."""
-    world = BoxWorld.from_params(params, "sphere", settings)
+                    path: np.ndarray, shape: str, settings: SolverSettings) -> None:
+    """Whole trial with a played-back pusher: one rollout from the resting start (:meth:`TrialData.start_box`).
+
+    ``path`` (K+1, 3) holds the pusher positions, ``shape`` is ``"sphere"`` or ``"rod"``
+    (:func:`~sim2real.sysid.inputs.pusher_placement`).
+    """
+    world = BoxWorld.from_params(params, pusher_primitive(params, shape), settings)
     initial = BoxState(*data.start_box())
-    result = rollout(world, initial, pusher_path=path, grad_names=names, context=data.name)
+    result = rollout(world, initial, pusher_path=pusher_placement(path, params, shape), grad_names=names,
+                     context=data.name)
     rows.add_solve(result.solve, result.hard_steps)
     first_bad = first_degraded_state(result.outcomes)
     for k in range(1, result.states.shape[0]):
