@@ -1,0 +1,94 @@
+"""Permissions of the files and directories sim2real writes: the user's umask, as ``open`` gives.
+
+Outputs are written atomically: into a temporary file (:func:`tempfile.mkstemp`) or a staging
+directory (:func:`tempfile.mkdtemp`) that is then renamed to its final name. Those two create
+mode 0600 and 0700 whatever the umask, and a rename keeps the mode, so without a correction
+``trial.json``, ``run.json``, a fitted params file or a report folder could be read by nobody
+but their owner (a node started as another user, a colleague, a web server). The helpers here
+give such a file or directory the mode a plain ``open(path, "w")`` or ``mkdir`` would have
+given it: 0666 or 0777 minus the umask (0644 / 0755 under the usual umask 022).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import threading
+from pathlib import Path
+
+_UMASK_LOCK = threading.Lock()
+
+
+def current_umask() -> int:
+    """The process umask, read without changing it where the system allows.
+
+    Linux reports it in ``/proc/self/status`` (kernel 4.7 and later); elsewhere it is read by
+    setting and restoring it under a lock (another thread creating a file in that instant
+    could see umask 0o077, never a wider one).
+
+    Returns
+    -------
+    int
+        The umask, e.g. ``0o022``.
+    """
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    with _UMASK_LOCK:
+        mask = os.umask(0o077)
+        os.umask(mask)
+    return mask
+
+
+def file_mode() -> int:
+    """Mode of a new regular file under the current umask (0o644 under umask 0o022)."""
+    return 0o666 & ~current_umask()
+
+
+def dir_mode() -> int:
+    """Mode of a new directory under the current umask (0o755 under umask 0o022)."""
+    return 0o777 & ~current_umask()
+
+
+def follow_umask(target: int | str | os.PathLike[str], directory: bool = False) -> None:
+    """Give an open file descriptor, a file or a directory the mode the umask asks for.
+
+    Parameters
+    ----------
+    target : int or path-like
+        A file descriptor (``os.fchmod``) or a path (``os.chmod``).
+    directory : bool
+        ``target`` is a directory (0o777 minus the umask instead of 0o666).
+    """
+    mode = dir_mode() if directory else file_mode()
+    if isinstance(target, int):
+        os.fchmod(target, mode)
+    else:
+        os.chmod(target, mode)
+
+
+def staging_dir(directory: str | os.PathLike[str], prefix: str, suffix: str = "") -> Path:
+    """A new, uniquely named staging directory in ``directory``, with the umask's mode.
+
+    Like :func:`tempfile.mkdtemp` (which always creates 0o700), for output trees that are
+    renamed to their final name when complete.
+
+    Parameters
+    ----------
+    directory : path-like
+        Where to create it (the final output's parent, so that the rename stays on one file system).
+    prefix, suffix : str
+        Name parts (use a leading ``.`` to keep it hidden while being written).
+
+    Returns
+    -------
+    pathlib.Path
+        The new directory.
+    """
+    path = Path(tempfile.mkdtemp(prefix=prefix, suffix=suffix, dir=directory))
+    follow_umask(path, directory=True)
+    return path
