@@ -20,6 +20,37 @@ CONSOLE_SCRIPTS = [
 ]
 
 
+# Runtime dependencies, for `pip install .` (colcon installs none: rosdep and package.xml do that
+# for a ROS 2 workspace). Ranges, not pins: the tested set is pinned in requirements.txt
+# (`pip install -r requirements.txt .` reproduces it exactly), and tests/test_install.py checks
+# that every pin there lies in these ranges and that both lists name the same distributions.
+# - ROS 2 wheels (PyPI `ros-*`): within the Kilted release series of the pins (rclpy 9.1.x,
+#   messages 5.5.x, Fast DDS RMW 9.3.x); the Jazzy wheels (rclpy 7.1, messages 5.3) must never
+#   mix in. ros-rmw-fastrtps-cpp is needed explicitly: ros-rclpy depends on no RMW.
+# - libraries with a stable API (numpy, scipy, PyYAML, matplotlib): the tested minor version up
+#   to the next major one;
+# - 0.x libraries whose minor releases change their API (rosbags, numba, urdf-parser-py) and the
+#   xArm SDK, whose wire protocol the emulator mirrors: the tested minor series.
+# Test, build and benchmark tools (pytest, ruff, colcon, MuJoCo) stay out: requirements-dev.txt.
+INSTALL_REQUIRES = [
+    "ros-rclpy>=9.1.2,<9.2",
+    "ros-rmw-fastrtps-cpp>=9.3.3,<9.4",
+    "ros-std-msgs>=5.5.1,<5.6",
+    "ros-geometry-msgs>=5.5.1,<5.6",
+    "ros-sensor-msgs>=5.5.1,<5.6",
+    "ros-trajectory-msgs>=5.5.1,<5.6",
+    "ros-std-srvs>=5.5.1,<5.6",
+    "numpy>=2.4,<3",
+    "scipy>=1.17,<2",
+    "pyyaml>=6.0,<7",
+    "rosbags>=0.11.9,<0.12",
+    "urdf-parser-py>=0.0.4,<0.1",
+    "xarm-python-sdk>=1.18.4,<1.19",
+    "matplotlib>=3.11,<4",
+    "numba>=0.68.1,<0.69",
+]
+
+
 def _share(folder: str, pattern: str) -> tuple[str, list[str]]:
     return (os.path.join("share", PACKAGE, folder), sorted(glob(os.path.join(folder, pattern))))
 
@@ -35,9 +66,10 @@ setup(
         _share("launch", "*.launch.py"),
         _share("config", "*.yaml"),
         _share("config", "*.xml"),  # the loopback Fast DDS profile
+        _share("config/scenarios", "*.yaml"),  # example scenarios of `sim2real simulate`
         _share("urdf", "*.urdf"),
     ],
-    install_requires=["setuptools"],
+    install_requires=INSTALL_REQUIRES,
     zip_safe=True,
     maintainer="sim2real developers",
     maintainer_email="sim2real@example.org",

@@ -1,17 +1,64 @@
 """Where the package's data files (config, urdf, launch) live.
 
-Installed by colcon they are under ``share/sim2real``; in a source checkout or an
-editable install they sit next to the ``sim2real`` package. Also the one place that points
-Fast DDS at the loopback profile among them (:func:`use_loopback_profile`).
+In a source checkout or an editable install they sit next to the ``sim2real`` package. Installed,
+they are under ``<prefix>/share/sim2real``: colcon puts them into its install space (found
+through ``AMENT_PREFIX_PATH`` once ``install/setup.bash`` is sourced), ``pip install`` into the
+environment's prefix (``sys.prefix``, or the user base with ``--user``, or the ``--prefix`` given;
+the installed distribution's file list says which). Also the one place that points Fast DDS at
+the loopback profile among them (:func:`use_loopback_profile`).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import MutableMapping
+import sys
+from collections.abc import Iterator, MutableMapping
 from pathlib import Path
 
+PACKAGE = "sim2real"
 _SOURCE_ROOT = Path(__file__).resolve().parent.parent
+
+
+def _is_share(folder: Path) -> bool:
+    """``folder`` holds the package's data: ``config/`` and ``urdf/``."""
+    return (folder / "config").is_dir() and (folder / "urdf").is_dir()
+
+
+def _distribution_shares() -> Iterator[Path]:
+    """``share/sim2real`` folders named by the installed distribution's file list (pip's RECORD)."""
+    from importlib import metadata
+
+    try:
+        files = metadata.distribution(PACKAGE).files or []
+    except metadata.PackageNotFoundError:
+        return
+    marker = ("share", PACKAGE, "package.xml")
+    for item in files:
+        if tuple(item.parts[-3:]) == marker:
+            yield Path(os.path.normpath(item.locate())).parent
+
+
+def share_candidates() -> Iterator[Path]:
+    """Every place the data files may be, in the order :func:`share_dir` tries them.
+
+    The source checkout (when it has ``package.xml``), then ``share/sim2real`` under each
+    ``AMENT_PREFIX_PATH`` entry (colcon), the one the installed distribution's file list names
+    (any ``pip install``, also with ``--user`` or ``--prefix``), and the one under ``sys.prefix``
+    (a venv or a system prefix) and under the user base (``pip install --user``).
+    """
+    if (_SOURCE_ROOT / "package.xml").is_file():
+        yield _SOURCE_ROOT
+    for prefix in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep):
+        if prefix:
+            yield Path(prefix) / "share" / PACKAGE
+    yield from _distribution_shares()
+    yield Path(sys.prefix) / "share" / PACKAGE
+    import site
+    import sysconfig
+
+    user_base = getattr(site, "USER_BASE", None) or sysconfig.get_config_var("userbase")
+    if user_base:
+        yield Path(user_base) / "share" / PACKAGE
 
 
 def share_dir() -> Path:
@@ -20,14 +67,11 @@ def share_dir() -> Path:
     Returns
     -------
     pathlib.Path
-        The source checkout root if it has ``config/``, otherwise the first
-        ``share/sim2real`` found on ``AMENT_PREFIX_PATH``.
+        The first of :func:`share_candidates` that has ``config/`` and ``urdf/``; the source
+        root when none has (file lookups then name a path next to the package that does not exist).
     """
-    if (_SOURCE_ROOT / "config").is_dir() and (_SOURCE_ROOT / "urdf").is_dir():
-        return _SOURCE_ROOT
-    for prefix in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep):
-        candidate = Path(prefix) / "share" / "sim2real"
-        if (candidate / "config").is_dir():
+    for candidate in share_candidates():
+        if _is_share(candidate):
             return candidate
     return _SOURCE_ROOT
 

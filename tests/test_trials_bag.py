@@ -60,7 +60,8 @@ def test_round_trip_keeps_every_value(tmp_path: Path) -> None:
 
 
 def test_bag_is_standard_rosbag2_mcap(tmp_path: Path) -> None:
-    """Another reader sees the contract's topics and types, time-ordered, with full JointStates."""
+    """Another reader sees the contract's topics and types (plus the 3D viewer's), time-ordered,
+    with full JointStates."""
     path = write_trial(tmp_path, make_trial(1, 0.35, sim=False))
     typestore = get_typestore(Stores.ROS2_KILTED)
     with Reader(path) as reader:
@@ -71,7 +72,10 @@ def test_bag_is_standard_rosbag2_mcap(tmp_path: Path) -> None:
                          "/real/joint_command": "sensor_msgs/msg/JointState",
                          "/real/box_pose": "geometry_msgs/msg/PoseStamped",
                          "/real/pusher_pose": "geometry_msgs/msg/PoseStamped",
-                         "/reference/joint_trajectory": "trajectory_msgs/msg/JointTrajectory"}
+                         "/reference/joint_trajectory": "trajectory_msgs/msg/JointTrajectory",
+                         "/tf": "tf2_msgs/msg/TFMessage", "/tf_static": "tf2_msgs/msg/TFMessage",
+                         "/robot_description": "std_msgs/msg/String",
+                         "/markers": "visualization_msgs/msg/MarkerArray"}
         times = []
         for connection, t_ns, raw in reader.messages():
             times.append(t_ns)

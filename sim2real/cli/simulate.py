@@ -113,15 +113,26 @@ def _save_hard_steps(args: argparse.Namespace, out: Path | None, hard_steps: Any
 
 
 def _write_bag(out: Path, result: Any) -> None:
+    """Write the scenario's trajectory as a trial bag: box (and pusher) poses of platform ``sim``,
+    stamped from the wall-clock time of the run (the bag convention: ns since the UNIX epoch),
+    with ``/tf`` and markers for 3D viewers."""
+    import time
+
+    from sim2real.trials import SceneSpec
     from sim2real.trials.writer import TrialBagWriter
 
     dt_ns = round(float(result.params["sim.dt"]) * 1e9)
     states = result.rollout.states
-    with TrialBagWriter(out.parent if str(out.parent) else ".", out.name, start_ns=0) as writer:
+    start_ns = time.time_ns()
+    path = result.pusher_path
+    length = float(np.linalg.norm(path[0][3:6] - path[0][0:3])) if path is not None and path.shape[1] == 6 else 0.0
+    with TrialBagWriter(out.parent if str(out.parent) else ".", out.name, start_ns=start_ns) as writer:
+        writer.write_scene(SceneSpec.from_params(["sim"], params=result.params, pusher_length=length))
         for k, state in enumerate(states):
-            writer.write_box_pose("sim", k * dt_ns, state[0:3], state[3:7])
-            if result.pusher_path is not None:
-                writer.write_pusher_pose("sim", k * dt_ns, *_pusher_pose(result.pusher_path[k]))
+            t_ns = start_ns + k * dt_ns
+            writer.write_box_pose("sim", t_ns, state[0:3], state[3:7])
+            if path is not None:
+                writer.write_pusher_pose("sim", t_ns, *_pusher_pose(path[k]))
         writer.close({"mode": "scenario", "params": result.params.as_dict(),
                       "solver": {"sim": result.rollout.solve.as_dict()}})
 

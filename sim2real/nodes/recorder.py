@@ -13,6 +13,13 @@ events on ``experiment/trial_event`` (std_msgs/String, JSON) drive it:
 Closing the node (Ctrl-C) closes an open trial with ``complete: false``: what was recorded
 stays readable.
 
+Bags follow rosbag2: each message is logged at its receive time (this node's clock when its
+callback ran) with its header stamp (acquisition time) unchanged; the trial window selects by
+header stamp. For 3D viewers every trial also holds ``/tf``, ``/tf_static``,
+``/robot_description`` and ``/markers`` (:mod:`sim2real.trials.scene`): the arms and boxes of
+the run's platforms (``platforms`` of the run event; both when it did not say), sized by the
+simulator parameters.
+
 Parameters (type, default: meaning, unit)::
 
     out_dir  string, required: the run directory (run.json and one directory per trial)
@@ -44,13 +51,14 @@ from sim2real.nodes.common import (
     TRIAL_WRITTEN_TOPIC,
     declare_sim_params,
     joint_arrays,
+    now_ns,
     ns_of,
     pose_arrays,
     report_matches,
     run_node,
     trajectory_from_msg,
 )
-from sim2real.trials import JointReference, TrialBagWriter, write_run_meta
+from sim2real.trials import PLATFORMS, JointReference, SceneSpec, TrialBagWriter, write_run_meta
 from sim2real.trials.experiment import TrialWindow
 
 PLATFORM_TOPICS = ("joint_states", "joint_command", "box_pose", "pusher_pose")
@@ -75,6 +83,7 @@ class RecorderNode(Node):
             maxlen=4000)
         self.written: list[Path] = []
         self._run: dict[str, Any] = {}
+        self._platforms: tuple[str, ...] = PLATFORMS  # until the run event names them
         self._pub_written = self.create_publisher(String, TRIAL_WRITTEN_TOPIC, LATCHED_QOS)
         for ns in ("real", "sim"):
             for series in PLATFORM_TOPICS:
@@ -96,30 +105,32 @@ class RecorderNode(Node):
 
     # --- data -----------------------------------------------------------------------------
     def _on_data(self, ns: str, series: str, msg: Any) -> None:
+        received = now_ns(self)  # log time; the header stamp (acquisition time) is kept as it came
         stamp = ns_of(msg.header.stamp)
         if series in ("joint_states", "joint_command"):
             position, velocity, effort = joint_arrays(msg)
             if series == "joint_states":
                 def write(w: TrialBagWriter) -> None:
-                    w.write_joint_state(ns, stamp, position, velocity, effort)
+                    w.write_joint_state(ns, received, position, velocity, effort, stamp_ns=stamp)
             else:
                 def write(w: TrialBagWriter) -> None:
-                    w.write_joint_command(ns, stamp, velocity, position)
+                    w.write_joint_command(ns, received, velocity, position, stamp_ns=stamp)
         else:
             position, quaternion = pose_arrays(msg)
             method = "write_box_pose" if series == "box_pose" else "write_pusher_pose"
 
             def write(w: TrialBagWriter) -> None:
-                getattr(w, method)(ns, stamp, position, quaternion)
+                getattr(w, method)(ns, received, position, quaternion, stamp_ns=stamp)
         self._offer(stamp, write)
 
     def _on_reference(self, msg: JointTrajectoryMsg) -> None:
+        received = now_ns(self)
         start_ns, trajectory = trajectory_from_msg(msg)
         reference = JointReference(trajectory.t, trajectory.position, trajectory.velocity)
 
         def write(w: TrialBagWriter) -> None:
             w.write_reference(JointReference(reference.t + (start_ns - w.start_ns) / 1e9, reference.position,
-                                             reference.velocity))
+                                             reference.velocity), t_ns=received)
         self._offer(start_ns, write)
 
     def _on_solver(self, ns: str, msg: String) -> None:
@@ -145,6 +156,8 @@ class RecorderNode(Node):
         if kind == "run":
             meta = {k: v for k, v in event.items() if k != "event"}
             self._run = {k: meta[k] for k in ("mode", "mirror") if k in meta}
+            named = [ns for ns in meta.get("platforms") or () if ns in PLATFORMS]
+            self._platforms = tuple(named) or PLATFORMS
             meta["params"] = {name: float(value) for name, value in self.params.items()}
             write_run_meta(self.out_dir, meta)
         elif kind == "start":
@@ -161,6 +174,7 @@ class RecorderNode(Node):
                 self._writer = self._window = None
                 return
             self._writer = TrialBagWriter(self.out_dir, window.name, start_ns=window.start_ns)
+            self._writer.write_scene(SceneSpec.from_params(self._platforms, self._platforms, self.params))
             self._window = window
             self._hard_steps = {"real": [], "sim": []}
             for stamp, write in list(self._recent):

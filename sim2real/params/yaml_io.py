@@ -24,6 +24,7 @@ from typing import Any
 import yaml
 
 from sim2real.errors import Sim2RealError
+from sim2real.filemodes import follow_umask
 from sim2real.params.registry import PARAMETERS, ParameterSet, coerce, spec
 
 DEFAULT_NODE_KEY = "/**"
@@ -197,7 +198,7 @@ def params_to_document(params: Mapping[str, float], node_key: str = DEFAULT_NODE
 
 def save_params(path: str | os.PathLike[str], params: Mapping[str, float], node_key: str = DEFAULT_NODE_KEY,
                 header: str | None = None) -> Path:
-    """Write ``params`` as a ROS 2 params YAML file, atomically.
+    """Write ``params`` as a ROS 2 params YAML file, atomically (mode: the umask's, 0644 under 022).
 
     Floats are written with full precision (``repr``), so a load of the file gives back
     exactly the same values.
@@ -220,6 +221,7 @@ def save_params(path: str | os.PathLike[str], params: Mapping[str, float], node_
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
+        follow_umask(fd)  # mkstemp creates 0600; a params file is read by nodes of other users too
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(comment + body)
         os.replace(tmp, path)

@@ -25,10 +25,19 @@ topic                                 type                            content
 ``/<ns>/pusher_pose``                 geometry_msgs/msg/PoseStamped   pusher sphere centre from FK, arm base frame
 ``/reference/joint_trajectory``       trajectory_msgs/msg/            one message: the whole reference (positions,
                                       JointTrajectory                 velocities, time_from_start); header stamp =
-                                                                      time of the first point
+                                                                      time of the first point (latched)
 ====================================  ==============================  =============================================
 
-Times: bags hold ns (ROS time); every in-memory time axis is s since the trial start
+For 3D viewers (:mod:`sim2real.trials.scene`; readers of the trial ignore them): ``/tf``
+(tf2_msgs/msg/TFMessage: the arm links ``<ns>/link1``..``<ns>/link6`` from the joint states,
+``<ns>/box`` and an arm-less ``<ns>/pusher`` from the poses, parent ``link_base``), latched
+``/tf_static``, ``/robot_description`` (std_msgs/msg/String, URDF of the platforms' arms, links
+prefixed ``<ns>/``) and ``/markers`` (visualization_msgs/msg/MarkerArray: box cubes, pushers,
+table). Latched topics are recorded with a transient-local QoS profile.
+
+Times: bags hold ns since the UNIX epoch (ROS time; a simulated trial starts at the wall-clock
+time it was simulated). Log time = receive time, header stamp = acquisition time (offline
+writers log at the stamp). Every in-memory time axis is s since the trial start
 ``timing.start_ns`` (for a bare bag: its first message). Samples are timed by header stamps.
 
 trial.json (``"schema": "sim2real.trial/1"``)::
@@ -48,7 +57,7 @@ ContactNets tosses), :mod:`sim2real.trials.bag_import` (any lab's ROS 1/2 bags) 
 :mod:`sim2real.trials.csv_import` (CSV), the latter two through :mod:`sim2real.trials.recording_import`
 (clock, splitting, outlier rejection, frames, all-or-nothing writing).
 
-Public API: :class:`TrialBagWriter`, :func:`write_trial`, :func:`write_run_meta`,
+Public API: :class:`TrialBagWriter`, :func:`write_trial`, :class:`SceneSpec`, :func:`scene_of`, :func:`write_run_meta`,
 :func:`read_trial`, :func:`read_run`, :func:`read_run_meta`, :func:`trial_dirs`,
 :func:`compute_outcome`, :class:`Outcome`, :func:`outcome_errors` (one outcome against another:
 final position 3-D and in the table plane, yaw, flip), :func:`path_gap` and :func:`path_rms` (two
@@ -77,6 +86,7 @@ from sim2real.trials.records import (
     PoseSeries,
     TrialRecord,
 )
+from sim2real.trials.scene import SceneSpec
 from sim2real.trials.schema import (
     BASE_FRAME,
     REFERENCE_TOPIC,
@@ -88,12 +98,13 @@ from sim2real.trials.schema import (
     trial_name,
     versions,
 )
-from sim2real.trials.writer import TrialBagWriter, box_size_from_meta, write_run_meta, write_trial
+from sim2real.trials.writer import TrialBagWriter, box_size_from_meta, scene_of, write_run_meta, write_trial
 
 __all__ = [
     "BASE_FRAME", "JOINT_NAMES", "PLATFORMS", "PLATFORM_SERIES", "REFERENCE_TOPIC", "RUN_JSON", "RUN_SCHEMA",
     "TRIAL_JSON", "TRIAL_SCHEMA", "JointReference", "JointSeries", "Outcome", "OutcomeErrors", "PlatformRecord",
-    "PoseSeries", "TrialBagWriter", "TrialRecord", "box_size_from_meta", "compute_outcome", "outcome_errors",
-    "path_gap", "path_rms", "read_run", "read_run_meta", "read_trial", "rotation_matrices", "tilt_deg", "topic",
-    "trial_dirs", "trial_name", "up_axis", "versions", "write_run_meta", "write_trial",
+    "PoseSeries", "SceneSpec", "TrialBagWriter", "TrialRecord", "box_size_from_meta", "compute_outcome",
+    "outcome_errors", "path_gap", "path_rms", "read_run", "read_run_meta", "read_trial", "rotation_matrices",
+    "scene_of", "tilt_deg", "topic", "trial_dirs", "trial_name", "up_axis", "versions", "write_run_meta",
+    "write_trial",
 ]

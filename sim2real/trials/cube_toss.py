@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,6 +19,8 @@ from typing import Any
 import numpy as np
 
 from sim2real.errors import Sim2RealError
+from sim2real.filemodes import staging_dir
+from sim2real.trials.scene import SceneSpec
 from sim2real.trials.writer import TrialBagWriter, write_run_meta
 
 SURFACE_FRAME = "cube_toss_surface"
@@ -170,10 +171,12 @@ def _write_toss(run_dir: Path, data: CubeTossData, index: int, npz_path: Path) -
     times_ns = np.round(t * 1e9).astype(np.int64)
     writer = TrialBagWriter(run_dir, toss_trial_name(index), start_ns=0, frame_id=SURFACE_FRAME)
     try:
-        for t_ns, p, q in zip(times_ns, data.position[rows], data.quaternion[rows], strict=True):
-            writer.write_box_pose("real", int(t_ns), p, q)
         side = data.object_meta["side_m"]
         params: dict[str, float] = {"box.size_x": side, "box.size_y": side, "box.size_z": side}
+        # the recording carries no date: its stamps count from 0 (see the writer's time convention)
+        writer.write_scene(SceneSpec.from_params(["real"], params=params, root_frame=SURFACE_FRAME))
+        for t_ns, p, q in zip(times_ns, data.position[rows], data.quaternion[rows], strict=True):
+            writer.write_box_pose("real", int(t_ns), p, q)
         if "mass_kg" in data.object_meta:
             params["box.mass"] = data.object_meta["mass_kg"]
         initial_state: dict[str, Any] = {}
@@ -223,7 +226,7 @@ def import_cube_tosses(npz_path: str | Path, out_dir: str | Path, selection: str
     indices = parse_selection(selection, data.n_tosses)
     parent = out_dir.parent
     parent.mkdir(parents=True, exist_ok=True)
-    tmp_run = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", suffix=".partial", dir=parent))
+    tmp_run = staging_dir(parent, prefix=f".{out_dir.name}.", suffix=".partial")
     try:
         written = []
         for k, index in enumerate(indices):

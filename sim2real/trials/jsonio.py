@@ -36,11 +36,17 @@ def jsonable(value: Any) -> Any:
 
 
 def write_json_atomic(path: Path, content: Mapping[str, Any]) -> Path:
-    """Write ``content`` as indented JSON to ``path`` through a temporary file and a rename."""
+    """Write ``content`` as indented JSON to ``path`` through a temporary file and a rename.
+
+    The file gets the mode the umask asks for (0644 under umask 022), not mkstemp's 0600.
+    """
+    from sim2real.filemodes import follow_umask
+
     path = Path(path)
     text = json.dumps(jsonable(content), indent=2) + "\n"
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        follow_umask(fd)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
         os.replace(tmp_name, path)

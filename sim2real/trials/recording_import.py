@@ -30,7 +30,6 @@ import math
 import os
 import re
 import shutil
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
@@ -40,8 +39,10 @@ from typing import Any
 import numpy as np
 
 from sim2real.errors import Sim2RealError
+from sim2real.filemodes import staging_dir
 from sim2real.spatial import conjugate, multiply, normalize, rotate
 from sim2real.trials.records import N_JOINTS
+from sim2real.trials.scene import SceneSpec
 from sim2real.trials.schema import BASE_FRAME
 from sim2real.trials.writer import TrialBagWriter, write_run_meta
 
@@ -651,6 +652,9 @@ def _write_trial(run_dir: Path, name: str, recording: Recording, window: tuple[i
 
     writer = TrialBagWriter(run_dir, name, start_ns=start_ns, frame_id=BASE_FRAME)
     try:
+        has_joints = joints_index is not None and recording.joints is not None
+        writer.write_scene(SceneSpec.from_params(["real"], ["real"] if has_joints else []),
+                           t_ns=min(start_ns, min(e[4] for e in events)))
         for t_ns, _, k, series, receive_ns in events:
             if series == "box":
                 writer.write_box_pose("real", receive_ns, box_position[k], box_quaternion[k], stamp_ns=t_ns)
@@ -743,7 +747,7 @@ def import_recordings(recordings: Sequence[Recording], out_dir: str | Path,
     say = log or (lambda _line: None)
     parent = out_dir.parent
     parent.mkdir(parents=True, exist_ok=True)
-    tmp_run = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", suffix=".partial", dir=parent))
+    tmp_run = staging_dir(parent, prefix=f".{out_dir.name}.", suffix=".partial")
     trials: list[ImportedTrial] = []
     try:
         taken: set[str] = set()

@@ -90,8 +90,20 @@ class StandardTrial:
             }
         return summary
 
-    def record(self, index: int = 0, mode: str = "sim") -> TrialRecord:
-        """The trial as a :class:`TrialRecord` of the ``sim`` platform, ready for ``write_trial``."""
+    def record(self, index: int = 0, mode: str = "sim", start_ns: int | None = None) -> TrialRecord:
+        """The trial as a :class:`TrialRecord` of the ``sim`` platform, ready for ``write_trial``.
+
+        Parameters
+        ----------
+        index : int
+            Trial index (in the name ``trial_<index>_d<distance>``).
+        mode : str
+            trial.json ``mode``.
+        start_ns : int, optional
+            ``timing.start_ns``: the trial start, ns since the UNIX epoch (default: now, the bag
+            convention for simulated trials).
+        """
+        start = time.time_ns() if start_ns is None else int(start_ns)
         r = self.result
         joint_states = JointSeries.from_arrays(r.t, r.joint_position, r.joint_velocity)
         command = JointSeries.from_arrays(r.t[:-1], r.reference_position, r.command)
@@ -106,7 +118,7 @@ class StandardTrial:
             "initial_distance_m": self.distance, "mode": mode, "mirror": None, "complete": True,
             "outcomes": {"sim": self.outcome.as_dict()}, "solver": {"sim": r.solve.as_dict()},
             "params": self.params.as_dict(),
-            "versions": versions(), "timing": {"start_ns": 0, "end_ns": round(r.t[-1] * 1e9),
+            "versions": versions(), "timing": {"start_ns": start, "end_ns": start + round(r.t[-1] * 1e9),
                                                "wall_s": self.wall_s},
         }
         return TrialRecord(name=trial_name(index, self.distance), platforms={"sim": platform},

@@ -4,12 +4,23 @@ A trial is written into a hidden temporary directory inside the run directory an
 to its final name only when it is closed, so a crash never leaves a half-written trial
 under the trial's name. ``close(complete=False)`` (after Ctrl-C, say) keeps what was recorded
 and marks trial.json ``"complete": false``.
+
+Time stamps follow rosbag2: a message's log time is when it was received (the recorder's
+clock when its callback ran), its header stamp when the data was acquired; offline writers
+(simulation, replay, imports without receive times) log at the header stamp. All times are
+ns since the UNIX epoch: a recorded trial on the recording's clock, a simulated one from the
+wall-clock time it was simulated, a replay on its recording's clock. Every topic is recorded
+with the QoS profile it is offered with (latched topics transient-local, so that
+``ros2 bag play`` republishes them latched), ``ros_distro`` is ``kilted`` (the message
+definitions' release), and :meth:`TrialBagWriter.write_scene` adds what 3D viewers need
+(:mod:`sim2real.trials.scene`). Files and directories get the mode the umask asks for.
 """
 
 from __future__ import annotations
 
 import contextlib
 import datetime
+import re
 import shutil
 import tempfile
 import threading
@@ -22,6 +33,8 @@ import numpy as np
 from rosbags.rosbag2 import StoragePlugin, Writer
 
 from sim2real.errors import Sim2RealError
+from sim2real.filemodes import follow_umask
+from sim2real.trials import scene as _scene
 from sim2real.trials.jsonio import write_json_atomic
 from sim2real.trials.messages import (
     NS_PER_S,
@@ -33,6 +46,7 @@ from sim2real.trials.messages import (
 from sim2real.trials.outcome import compute_outcome
 from sim2real.trials.records import PLATFORMS, JointReference, PoseSeries, TrialRecord
 from sim2real.trials.schema import (
+    BAG_METADATA,
     BASE_FRAME,
     MSGTYPE_JOINT_TRAJECTORY,
     REFERENCE_TOPIC,
@@ -45,6 +59,9 @@ from sim2real.trials.schema import (
     topic,
     versions,
 )
+
+#: ``ros_distro`` written into metadata.yaml: the release whose message definitions the bags use.
+ROS_DISTRO = "kilted"
 
 
 def _check_ns(ns: str) -> str:
@@ -104,6 +121,7 @@ class TrialBagWriter:
         self._box_samples: dict[str, list[tuple[float, np.ndarray, np.ndarray]]] = {}
         self._last_ns = self.start_ns
         self._closed = False
+        self._scene: _scene.SceneSpec | None = None
         self._lock = threading.Lock()  # write_* may be called from several executor threads
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self._tmp_parent = Path(tempfile.mkdtemp(prefix=f".{self.name}.", suffix=".partial", dir=self.run_dir))
@@ -111,6 +129,7 @@ class TrialBagWriter:
         try:
             self._writer = Writer(self._bag_path, version=9, storage_plugin=StoragePlugin.MCAP)
             self._writer.open()
+            follow_umask(self._bag_path, directory=True)  # rosbags creates it 0755 whatever the umask
         except Exception:
             shutil.rmtree(self._tmp_parent, ignore_errors=True)
             raise
@@ -137,7 +156,8 @@ class TrialBagWriter:
                 raise Sim2RealError(f"trial writer for {self.name} is already closed")
             connection = self._connections.get(topic_name)
             if connection is None:
-                connection = self._writer.add_connection(topic_name, msgtype, typestore=self._typestore)
+                connection = self._writer.add_connection(topic_name, msgtype, typestore=self._typestore,
+                                                         offered_qos_profiles=[_scene.topic_qos(topic_name)])
                 self._connections[topic_name] = connection
             self._writer.write(connection, int(t_ns), data)
             self._counts[topic_name] = self._counts.get(topic_name, 0) + 1
@@ -158,6 +178,10 @@ class TrialBagWriter:
         stamp = int(t_ns if stamp_ns is None else stamp_ns)
         data = joint_state_cdr(self._typestore, stamp, position, velocity, effort)
         self._write(topic(_check_ns(ns), "joint_states"), SERIES_MSGTYPE["joint_states"], t_ns, data)
+        scene = self._scene
+        if scene is not None and ns in scene.arms:
+            self._write(_scene.TF_TOPIC, _scene.MSGTYPE_TF, t_ns,
+                        _scene.tf_message_cdr(self._typestore, stamp, _scene.chain_transforms(ns, position)))
 
     def write_joint_command(self, ns: str, t_ns: int, velocity: Any, position: Any | None = None,
                             stamp_ns: int | None = None) -> None:
@@ -175,6 +199,11 @@ class TrialBagWriter:
         stamp = int(t_ns if stamp_ns is None else stamp_ns)
         data = pose_stamped_cdr(self._typestore, stamp, position, quaternion_wxyz, self.frame_id)
         self._write(topic(_check_ns(ns), series), SERIES_MSGTYPE[series], t_ns, data)
+        scene = self._scene
+        if scene is not None and ns in scene.platforms and (series == "box_pose" or ns not in scene.arms):
+            child = _scene.frame(ns, _scene.BOX_FRAME if series == "box_pose" else _scene.PUSHER_FRAME)
+            self._write(_scene.TF_TOPIC, _scene.MSGTYPE_TF, t_ns, _scene.tf_message_cdr(
+                self._typestore, stamp, [(self.frame_id, child, position, quaternion_wxyz)]))
 
     def write_box_pose(self, ns: str, t_ns: int, position: Any, quaternion_wxyz: Any,
                        stamp_ns: int | None = None) -> None:
@@ -190,6 +219,37 @@ class TrialBagWriter:
                           stamp_ns: int | None = None) -> None:
         """Record the pusher sphere centre (3,) m on ``/<ns>/pusher_pose`` (orientation: flange)."""
         self._write_pose(ns, "pusher_pose", t_ns, position, quaternion_wxyz, stamp_ns)
+
+    def write_scene(self, spec: _scene.SceneSpec, t_ns: int | None = None) -> None:
+        """Write the latched 3D-viewer topics and turn on ``/tf`` for the following messages.
+
+        Writes ``/robot_description`` (when ``spec.arms``), ``/tf_static`` and ``/markers``
+        (:mod:`sim2real.trials.scene`); from then on every joint state of an arm platform and
+        every box pose (and arm-less pusher pose) of a shown platform also goes to ``/tf``.
+        Call it once, before the data.
+
+        Parameters
+        ----------
+        spec : SceneSpec
+            Platforms, arms, box and pusher sizes (frames are relative to ``spec.root_frame``,
+            which should be this writer's ``frame_id``).
+        t_ns : int, optional
+            Stamp and log time of the latched messages, ns (default: the trial start).
+        """
+        for ns in (*spec.platforms, *spec.arms):
+            _check_ns(ns)
+        if self._scene is not None:
+            raise Sim2RealError(f"trial writer for {self.name}: the scene is already written")
+        stamp = self.start_ns if t_ns is None else int(t_ns)
+        ts = self._typestore
+        if spec.arms:
+            self._write(_scene.ROBOT_DESCRIPTION_TOPIC, _scene.MSGTYPE_STRING, stamp,
+                        _scene.string_cdr(ts, _scene.robot_description(spec)))
+            self._write(_scene.TF_STATIC_TOPIC, _scene.MSGTYPE_TF, stamp,
+                        _scene.tf_message_cdr(ts, stamp, _scene.static_transforms(spec)))
+        if spec.platforms:
+            self._write(_scene.MARKERS_TOPIC, _scene.MSGTYPE_MARKER_ARRAY, stamp, _scene.markers_cdr(ts, stamp, spec))
+        self._scene = spec
 
     def write_reference(self, reference: JointReference, t_ns: int | None = None) -> None:
         """Record the whole reference as one JointTrajectory on ``/reference/joint_trajectory``.
@@ -282,6 +342,7 @@ class TrialBagWriter:
             self._closed = True
         try:
             self._writer.close()
+            _set_ros_distro(self._bag_path / BAG_METADATA)
             content = self._trial_json(meta or {}, complete, touched or {})
             write_json_atomic(self._bag_path / TRIAL_JSON, content)
             if self.final_path.exists():
@@ -304,17 +365,46 @@ class TrialBagWriter:
         shutil.rmtree(self._tmp_parent, ignore_errors=True)
 
 
+def _set_ros_distro(metadata_path: Path) -> None:
+    """Name the ROS release in a closed bag's metadata.yaml (rosbags writes ``ros_distro: rosbags``)."""
+    text = metadata_path.read_text(encoding="utf-8")
+    fixed = re.sub(r"^(\s*)ros_distro: rosbags$", rf"\g<1>ros_distro: {ROS_DISTRO}", text, count=1, flags=re.MULTILINE)
+    if fixed != text:
+        metadata_path.write_text(fixed, encoding="utf-8")
+
+
 def _ns(t: np.ndarray, start_ns: int) -> np.ndarray:
     return start_ns + np.round(np.asarray(t, dtype=float) * NS_PER_S).astype(np.int64)
 
 
-def write_trial(run_dir: str | Path, record: TrialRecord) -> Path:
+def scene_of(record: TrialRecord, frame_id: str = BASE_FRAME) -> _scene.SceneSpec:
+    """The 3D scene of a whole record: every platform shown, those with joint states as arms.
+
+    Sizes come from ``record.meta`` (``params``, else ``object.size_m``, else nominal values).
+    """
+    meta = record.meta
+    arms = [ns for ns, platform in record.platforms.items() if platform.joint_states is not None]
+    return _scene.SceneSpec.from_params(list(record.platforms), arms, meta.get("params") or {},
+                                        box_size=box_size_from_meta(meta).tolist(), root_frame=frame_id)
+
+
+def write_trial(run_dir: str | Path, record: TrialRecord, scene: bool = True) -> Path:
     """Write a whole :class:`TrialRecord` as ``run_dir/<record.name>/`` (bag + trial.json).
 
-    Messages are written in time order. ``record.meta`` supplies the trial.json keys (its
-    ``timing.start_ns`` is the zero of the record's time axes; default: now), and
-    ``record.meta["complete"]`` (default True) is kept. Refuses to overwrite an existing
-    trial; on any failure nothing is left behind.
+    Messages are written in time order, logged at their stamps. ``record.meta`` supplies the
+    trial.json keys (its ``timing.start_ns`` is the zero of the record's time axes; default:
+    now), and ``record.meta["complete"]`` (default True) is kept. Refuses to overwrite an
+    existing trial; on any failure nothing is left behind.
+
+    Parameters
+    ----------
+    run_dir : path
+        The run directory (created if missing).
+    record : TrialRecord
+        The trial.
+    scene : bool
+        Also write ``/tf``, ``/tf_static``, ``/robot_description`` and ``/markers`` for 3D
+        viewers (:func:`scene_of`, :meth:`TrialBagWriter.write_scene`).
 
     Returns
     -------
@@ -361,6 +451,8 @@ def write_trial(run_dir: str | Path, record: TrialRecord) -> Path:
                     add(t_ns, lambda ns=ns, t_ns=t_ns, p=poses, k=k, m=method: m(
                         ns, t_ns, p.position[k], p.quaternion[k]))
         events.sort(key=lambda e: (e[0], e[1]))
+        if scene:
+            writer.write_scene(scene_of(record), t_ns=min(start, events[0][0]) if events else start)
         for _, _, action in events:
             action()
         complete = bool(meta.pop("complete", True))
