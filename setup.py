@@ -66,6 +66,7 @@ setup(
         _share("launch", "*.launch.py"),
         _share("config", "*.yaml"),
         _share("config", "*.xml"),  # the loopback Fast DDS profile
+        _share("config", "*.json"),  # the Foxglove layout for trial bags
         _share("config/scenarios", "*.yaml"),  # example scenarios of `sim2real simulate`
         _share("urdf", "*.urdf"),
     ],

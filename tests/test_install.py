@@ -21,8 +21,8 @@ from packaging.utils import canonicalize_name
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 #: What the installed package must carry: the source files setup.py's data_files pick up.
-SHARE_PATTERNS = ("package.xml", "config/*.yaml", "config/*.xml", "config/scenarios/*.yaml", "urdf/*.urdf",
-                  "launch/*.launch.py")
+SHARE_PATTERNS = ("package.xml", "config/*.yaml", "config/*.xml", "config/*.json", "config/scenarios/*.yaml",
+                  "urdf/*.urdf", "launch/*.launch.py")
 
 
 def _install_requires() -> list[str]:

@@ -2,7 +2,8 @@
 
 Two complete trials; each platform's commands are the PD law of its own recorded states on
 the one recorded reference; outcomes match the recorded poses; ``--mirror commands`` gives
-identical command streams; the stand-in's hidden parameters are 20-40 % off nominal.
+identical command streams; the stand-in's hidden parameters are 20-40 % off nominal; the bags
+carry what a 3D viewer needs and the stand-in's mocap poses follow rosbag2's time convention.
 """
 
 import os
@@ -13,11 +14,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from fixtures.foxglove import layout_frames, layout_topics, load_layout
+from rosbags.rosbag2 import Reader
+from rosbags.typesys import Stores, get_typestore
 
 from sim2real.control import CommandLimits, PDGains, Workspace, pd_command
 from sim2real.control.reference import JointTrajectory
 from sim2real.control.tracker import MAX_TICK_GAP
-from sim2real.hardware.standin import load_standin
+from sim2real.hardware.standin import MocapConfig, MocapModel, load_standin
 from sim2real.model import load_arm
 from sim2real.params import ParameterSet, load_params
 from sim2real.paths import config_file
@@ -187,3 +191,52 @@ def test_hidden_parameters_are_20_to_40_percent_off_nominal():
         gap = abs(hidden[name] / nominal[name] - 1.0)
         assert 0.2 <= gap <= 0.4, (name, hidden[name], nominal[name])
     assert nominal["box.com_z"] == 0.0 and hidden["box.com_z"] == pytest.approx(-0.06)
+
+
+def test_bags_carry_the_3d_scene_and_mocap_log_time_is_receive_time(closed_run):
+    """Each recorded stand-in trial holds /tf, /tf_static, /robot_description and /markers (decoded
+    with the Kilted typestore) and whatever config/foxglove_layout.json shows, and every mocap pose
+    (/real/box_pose) is stamped with its acquisition time and logged when it arrived: log time -
+    header stamp is the stand-in's mocap latency (plus the transport), never less."""
+    typestore = get_typestore(Stores.ROS2_KILTED)
+    layout = load_layout()
+    latency_ns = round(load_standin().mocap.latency * 1e9)
+    assert latency_ns > 0
+    for record in read_run(closed_run[0]):
+        messages: dict[str, list[tuple[int, object]]] = {}
+        with Reader(closed_run[0] / record.name) as reader:
+            for connection, log_ns, raw in reader.messages():
+                messages.setdefault(connection.topic, []).append(
+                    (log_ns, typestore.deserialize_cdr(raw, connection.msgtype)))
+        assert {"/tf", "/tf_static", "/robot_description", "/markers"} <= set(messages), sorted(messages)
+        ((_, description),) = messages["/robot_description"]
+        assert "real/link1" in description.data and "sim/link6" in description.data
+        ((_, static),) = messages["/tf_static"]
+        assert ("real/link6", "real/pusher") in {(t.header.frame_id, t.child_frame_id) for t in static.transforms}
+        ((_, markers),) = messages["/markers"]
+        assert {"real/box", "sim/box"} <= {m.header.frame_id for m in markers.markers}
+        children = {t.child_frame_id for _, tf in messages["/tf"] for t in tf.transforms}
+        assert {"real/box", "sim/box", "real/link6", "sim/link6"} <= children
+        assert layout_topics(layout) <= set(messages)
+        assert layout_frames(layout) <= children | {"link_base"}
+
+        poses = messages["/real/box_pose"]
+        assert len(poses) >= MIN_TICKS - 10
+        stamps = np.array([m.header.stamp.sec * 10**9 + m.header.stamp.nanosec for _, m in poses])
+        age_ns = np.array([log for log, _ in poses]) - stamps
+        assert age_ns.min() >= latency_ns, age_ns.min()
+        # The world steps behind the emulator's ticks on a loaded machine, but not by seconds.
+        assert np.median(age_ns) < 0.2e9, np.median(age_ns)
+        # Acquisition stamps are the world's 10 ms steps (the mocap reports every one at 100 Hz).
+        steps = np.diff(stamps) / 1e9
+        assert np.all(steps > 0) and np.median(steps) == pytest.approx(0.01, abs=1e-6)
+
+
+def test_mocap_reports_are_stamped_when_acquired_and_arrive_after_the_latency():
+    mocap = MocapModel(MocapConfig(position_noise=0.0, angle_noise_deg=0.0, latency=0.007, rate_hz=50.0))
+    quaternion = np.array([1.0, 0.0, 0.0, 0.0])
+    report = mocap.observe(2.0, np.array([0.4, 0.0, 0.105]), quaternion)
+    assert report is not None and report.acquired == 2.0 and report.arrival == pytest.approx(2.007)
+    np.testing.assert_allclose(report.position, [0.4, 0.0, 0.105])
+    assert mocap.observe(2.01, np.zeros(3), quaternion) is None  # 50 Hz: the next report is due at 2.02
+    assert mocap.observe(2.02, np.zeros(3), quaternion).acquired == 2.02

@@ -40,10 +40,11 @@ def test_share_files_are_installed(colcon_install):
     assert (colcon_install / "share" / "ament_index" / "resource_index" / "packages" / "sim2real").is_file()
     assert (share / "package.xml").is_file()
     assert (share / "urdf" / "xarm6.urdf").is_file()
-    for folder, patterns in (("config", ("*.yaml", "*.xml")), ("launch", ("*.launch.py",))):
+    for folder, patterns in (("config", ("*.yaml", "*.xml", "*.json")), ("launch", ("*.launch.py",))):
         expected = sorted(p.name for pattern in patterns for p in (ROOT / folder).glob(pattern))
         assert sorted(p.name for p in (share / folder).iterdir() if p.is_file()) == expected
     assert (share / "config" / "fastdds_loopback.xml").is_file()
+    assert (share / "config" / "foxglove_layout.json").is_file()
 
 
 def _console_scripts() -> list[str]:

@@ -1,5 +1,6 @@
 """Bags a 3D viewer can show: /tf, /tf_static, the robot description and markers, latched QoS,
-rosbag2's log time = receive time, and one time convention (read back with rosbags)."""
+rosbag2's log time = receive time, and one time convention (read back with rosbags); the
+Foxglove layout of config/ names only what trial bags carry."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from fixtures.foxglove import layout_frames, layout_topics, load_layout, message_paths, panel_ids
 from fixtures.synthetic_trials import make_trial
 from rosbags.rosbag2 import Reader
 from rosbags.rosbag2.metadata import QosDurability
@@ -17,6 +19,7 @@ from scipy.spatial.transform import Rotation
 
 from sim2real.model import load_arm
 from sim2real.params import ParameterSet
+from sim2real.paths import config_file
 from sim2real.trials import SceneSpec, TrialBagWriter, read_trial, write_trial
 from sim2real.trials import scene as scene_mod
 from sim2real.trials.messages import make_typestore
@@ -105,6 +108,33 @@ def test_a_written_trial_carries_tf_robot_description_and_markers(tmp_path: Path
     # latched messages come first; the trial reads back as before
     assert start_log == min(t for series in messages.values() for t, _ in series)
     assert set(read_trial(path).platforms) == {"real", "sim"}
+
+
+def test_the_foxglove_layout_names_only_what_trial_bags_carry(tmp_path: Path) -> None:
+    """config/foxglove_layout.json (installed with the package) parses as a Foxglove layout: its
+    tree places every configured panel; the 3D panel shows /robot_description and /markers in
+    frames that /tf and /tf_static give, and every plotted message path resolves to a number in a
+    written trial of both platforms."""
+    layout = load_layout()
+    assert load_layout(config_file("foxglove_layout.json")) == layout
+    assert {"configById", "layout", "globalVariables", "userNodes", "playbackConfig"} <= set(layout)
+    assert sorted(panel_ids(layout["layout"])) == sorted(layout["configById"])
+    assert {panel.split("!")[0] for panel in layout["configById"]} == {"3D", "Plot"}
+    assert {"/robot_description", "/markers"} <= layout_topics(layout)
+    assert {"/real/box_pose", "/sim/box_pose"} <= layout_topics(layout)
+
+    path = write_trial(tmp_path, make_trial(0, 0.30))
+    _, messages = _messages(path)
+    assert layout_topics(layout) <= set(messages)
+    frames = {name for topic in ("/tf", "/tf_static") for _, msg in messages[topic] for t in msg.transforms
+              for name in (t.header.frame_id, t.child_frame_id)}
+    assert layout_frames(layout) <= frames
+    for value in message_paths(layout):
+        topic, fields = value.split(".", 1)
+        field = messages[topic][0][1]
+        for name in fields.split("."):
+            field = getattr(field, name)
+        assert isinstance(field, float), value
 
 
 def test_tf_encoder_matches_the_typestore() -> None:

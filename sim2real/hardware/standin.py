@@ -55,7 +55,8 @@ class MocapConfig:
     angle_noise_deg : float
         Standard deviation of the orientation noise (deg), a random rotation vector per sample.
     latency : float
-        Age of the reported pose (s): the pose reported at ``t`` is the true one at ``t - latency``.
+        Age of a pose when it arrives (s): the pose acquired at ``t`` (its header stamp) is
+        delivered at ``t + latency``.
     rate_hz : float
         Report rate (Hz).
     seed : int
@@ -296,11 +297,36 @@ class StandinWorld:
         return self._t
 
 
+@dataclass(frozen=True)
+class MocapReport:
+    """One motion-capture report of the stand-in box.
+
+    Attributes
+    ----------
+    acquired : float
+        When the pose was measured (s, the world's clock): the header stamp.
+    arrival : float
+        When the report reaches its receiver, ``acquired + latency`` (s, same clock): it must
+        not be published earlier.
+    position : ndarray, shape (3,)
+        Measured box centre (m, arm base frame), with noise.
+    quaternion : ndarray, shape (4,)
+        Measured orientation (w, x, y, z), with noise.
+    """
+
+    acquired: float
+    arrival: float
+    position: FloatArray
+    quaternion: FloatArray
+
+
 class MocapModel:
     """Noisy, delayed, rate-limited measurements of the stand-in box pose.
 
-    A true pose at time ``t`` is reported with stamp ``t + latency`` (its arrival time),
-    at most once per ``1 / rate_hz``.
+    A true pose at time ``t`` is measured at ``t`` (the report's stamp, as a motion-capture
+    system stamps a frame with its exposure time) and arrives at ``t + latency``, at most once
+    per ``1 / rate_hz``. Following rosbag2, a recorder logs it when it arrives, so that in a
+    bag log time - header stamp is the latency (plus transport).
 
     Parameters
     ----------
@@ -312,14 +338,14 @@ class MocapModel:
         self._rng = np.random.default_rng(config.seed)
         self._next: float | None = None
 
-    def observe(self, t: float, position: FloatArray, quaternion: FloatArray
-                ) -> tuple[float, FloatArray, FloatArray] | None:
+    def observe(self, t: float, position: FloatArray, quaternion: FloatArray) -> MocapReport | None:
         """The report of the true pose ``position`` (3,) m, ``quaternion`` (4,) at time ``t`` (s).
 
         Returns
         -------
-        (stamp s, position (3,), quaternion (4,) w-x-y-z) with noise, or None when the pose
-        falls between two reports.
+        MocapReport or None
+            The noisy pose, acquired at ``t`` and arriving at ``t + latency``; None when the
+            pose falls between two reports.
         """
         period = 1.0 / self.config.rate_hz
         if self._next is None:
@@ -330,4 +356,4 @@ class MocapModel:
         noisy = np.asarray(position, float) + self._rng.normal(0.0, self.config.position_noise, 3)
         rotation_vector = self._rng.normal(0.0, np.radians(self.config.angle_noise_deg), 3)
         turned = normalize(multiply(from_rotation_vector(rotation_vector), np.asarray(quaternion, float)))
-        return t + self.config.latency, noisy, turned
+        return MocapReport(float(t), float(t) + self.config.latency, noisy, turned)

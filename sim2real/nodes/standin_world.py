@@ -6,7 +6,11 @@ Starts an :class:`~sim2real.hardware.XArmEmulator` on ``host:command_port`` (loo
 :class:`~sim2real.hardware.standin.StandinWorld` with the stand-in's hidden parameters,
 driven by the emulator's true joint angles. A worker thread steps the world behind the
 emulator's ticks; each stepped pose goes through the :class:`MocapModel` (noise, latency,
-rate) and is published on ``real/box_pose`` stamped with its arrival time.
+rate) and is published on ``real/box_pose`` as a mocap system would send it: stamped with the
+time the pose was acquired (the world state's time, on the ROS clock) and published no earlier
+than ``mocap.latency`` after that. A recorder logs it when it arrives (rosbag2: log time =
+receive time, header stamp = acquisition time), so a bag's log time minus header stamp is the
+modelled latency plus the transport.
 
 ``experiment/box_request`` (PoseStamped): the stand-in "operator" places the box there
 (with the placement error of the world file).
@@ -33,7 +37,7 @@ from rclpy.node import Node
 from sim2real.control import load_experiment_config
 from sim2real.errors import Sim2RealError
 from sim2real.hardware import EmulatorConfig, XArmEmulator
-from sim2real.hardware.standin import MocapModel, StandinWorld, load_standin
+from sim2real.hardware.standin import MocapModel, MocapReport, StandinWorld, load_standin
 from sim2real.nodes.common import (
     BOX_REQUEST_TOPIC,
     STREAM_QOS,
@@ -68,7 +72,8 @@ class StandinWorldNode(Node):
                                         float(truth["contact.table_height"])))
         self.mocap = MocapModel(self.config.mocap)
         warm_up(self.world.world, float(truth["pusher.radius"]))
-        # Map the emulator's monotonic clock onto ROS time once.
+        # Map the emulator's monotonic clock onto ROS time once (both advance at the same rate:
+        # NTP slews CLOCK_MONOTONIC as it slews the system clock).
         self._clock_offset_ns = now_ns(self) - time.monotonic_ns()
         self._pub_box = self.create_publisher(PoseStamped, "real/box_pose", STREAM_QOS)
         self._solver = SolveReporter(self, "real")
@@ -102,15 +107,25 @@ class StandinWorldNode(Node):
                 return
             for t, position, quaternion in states:
                 report = self.mocap.observe(t, position, quaternion)
-                if report is not None:
-                    stamp_s, measured, orientation = report
-                    stamp = round(stamp_s * 1e9) + self._clock_offset_ns
-                    try:
-                        self._pub_box.publish(pose_msg(stamp, measured, orientation))
-                    except Exception:
-                        if self.context.ok():
-                            raise
-                        return  # shutting down (Ctrl-C): nobody listens any more
+                if report is not None and not self._deliver(report):
+                    return
+
+    def _deliver(self, report: MocapReport) -> bool:
+        """Publish ``report`` once its arrival time has come, stamped with its acquisition time.
+
+        Returns False when the node is stopping (nothing more to publish).
+        """
+        wait = report.arrival - time.monotonic()
+        if wait > 0.0 and self._stop.wait(wait):
+            return False
+        stamp = round(report.acquired * 1e9) + self._clock_offset_ns  # acquisition time, ROS clock
+        try:
+            self._pub_box.publish(pose_msg(stamp, report.position, report.quaternion))
+        except Exception:
+            if self.context.ok():
+                raise
+            return False  # shutting down (Ctrl-C): nobody listens any more
+        return True
 
     def _on_request(self, msg: PoseStamped) -> None:
         position, quaternion = resting_pose(*pose_arrays(msg), self.config.params)
