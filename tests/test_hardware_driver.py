@@ -292,3 +292,42 @@ def test_preflight_refuses_arm_with_error() -> None:
         with pytest.raises(Sim2RealError, match=r"not ready: controller error C22"):
             driver.connect()
         assert not driver.connected
+
+
+def test_run_queue_delay_counts_the_wait_for_a_cpu() -> None:
+    """The driver tells CPU starvation of its own threads from a slow link by the scheduler's
+    run-queue delay of the threads an exchange runs on: a thread sharing its CPU with a busy
+    process waits runnable for it, and that wait is what the reading grows by. A guard that the
+    reading works here (the figures are ``python -m benchmarks.faults --json``, load run)."""
+    import os
+    import subprocess
+    import sys
+    import threading
+
+    from sim2real.hardware.driver import _RunQueueDelay
+
+    tid = threading.get_native_id()
+    if not os.path.exists(f"/proc/self/task/{tid}/schedstat"):
+        pytest.skip("no per-thread scheduler statistics on this system")
+    clock = _RunQueueDelay()
+    saved = os.sched_getaffinity(0)
+    cpu = min(saved)
+    hog = subprocess.Popen([sys.executable, "-c", f"import os, time\nos.sched_setaffinity(0, {{{cpu}}})\n"
+                            "end = time.monotonic() + 1.5\nwhile time.monotonic() < end: pass"])
+    try:
+        time.sleep(0.1)
+        os.sched_setaffinity(0, {cpu})  # this thread only, onto the busy process's CPU
+        before = clock.of((tid,))
+        for _ in range(50):  # wake up 50 times, and compute a little each time
+            time.sleep(0.002)
+            busy_until = time.monotonic() + 0.002
+            while time.monotonic() < busy_until:
+                pass
+        after = clock.of((tid,))
+    finally:
+        os.sched_setaffinity(0, saved)
+        hog.kill()
+        hog.wait()
+        clock.close()
+    assert before is not None and after is not None
+    assert after - before > 0.005, after - before  # 40-85 ms measured; ~0.1 ms on an idle CPU

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import itertools
+import socket
+import struct
 import time
 from collections.abc import Iterator
 
 import numpy as np
 import pytest
+from loopback import start_emulator
 
-from sim2real.hardware import EmulatorConfig, XArmEmulator
+from sim2real.hardware import EmulatorConfig, FaultConfig, XArmEmulator
+from sim2real.hardware import protocol as wire
 from sim2real.physics.servo import ServoParams
 
 PORT = 5025
@@ -90,3 +94,60 @@ def test_two_emulators_run_side_by_side(sdk_port: int) -> None:
         for emu in emus:
             emu.stop()
     assert readings == pytest.approx([0.0, 0.1], abs=1e-6)
+
+
+def _raw_exchange(sock: socket.socket, frames: list[bytes], replies: int) -> list[float]:
+    """Send ``frames`` in one write; the arrival time (monotonic s) of each of ``replies`` replies."""
+    sock.sendall(b"".join(frames))
+    buffer, times = bytearray(), []
+    while len(times) < replies:
+        chunk = sock.recv(4096)
+        assert chunk, "the emulator closed the connection"
+        buffer.extend(chunk)
+        times.extend(time.monotonic() for _ in wire.split_frames(buffer))
+    return times
+
+
+def _ready_for_velocity(sock: socket.socket) -> None:
+    request = lambda register, params=b"": wire.encode_request(1, wire.PROTOCOL_PRIVATE, register, params)  # noqa: E731
+    _raw_exchange(sock, [request(wire.Register.MOTION_ENABLE, bytes([8, 1])),
+                         request(wire.Register.SET_MODE, bytes([4])),
+                         request(wire.Register.SET_STATE, bytes([0]))], 3)
+
+
+def _velocity(speed: float, duration: float) -> bytes:
+    params = wire.pack_floats([speed] * 6 + [0.0]) + bytes([1]) + struct.pack("<f", duration)
+    return wire.encode_request(1, wire.PROTOCOL_PRIVATE, wire.Register.VC_SET_JOINTV, params)
+
+
+def test_a_stalled_channel_does_not_stall_the_auto_stop() -> None:
+    """The motion loop is not the command channel: while a velocity command is stalled on the
+    link, the one executing still stops after its duration, before the stall ends (the stale
+    command then executes when released, as a controller would)."""
+    commands: list[tuple[float, float]] = []
+    faults = FaultConfig(stall_at=0.0, stall_duration=0.6, stall_register=wire.Register.VC_SET_JOINTV)
+    with start_emulator(command_port=PORT + 4, faults=faults) as emu:
+        emu.on_command = lambda t, command: commands.append((t, float(np.max(np.abs(command)))))
+        with socket.create_connection((emu.config.host, PORT + 4), timeout=5.0) as sock:
+            _ready_for_velocity(sock)
+            _raw_exchange(sock, [_velocity(0.3, 0.1)], 1)
+            _raw_exchange(sock, [_velocity(0.3, 0.1)], 1)  # stalled for 0.6 s
+        released = emu.fault_onsets["stall"] + faults.stall_duration
+    moving = [t for t, speed in commands if speed > 0.0]
+    stopped = [t for t, speed in commands if speed == 0.0]
+    assert len(moving) == 2 and moving[1] >= released, commands
+    assert any(moving[0] < t < released for t in stopped), commands  # the auto-stop, during the stall
+
+
+def test_link_latency_delays_each_request_not_the_queue() -> None:
+    """Added latency is the link's: requests sent back to back are each answered ``latency`` after
+    they arrived, not one after the other (a stop sent behind a request on a slow link is not
+    held up by that request's delay). Timing is the point here: serialised, the last of three
+    replies would come after 1.5 s; pipelined after ~0.5 s."""
+    get_state = wire.encode_request(1, wire.PROTOCOL_PRIVATE, wire.Register.GET_STATE)
+    with start_emulator(command_port=PORT + 4, faults=FaultConfig(latency=0.5)) as emu, \
+            socket.create_connection((emu.config.host, PORT + 4), timeout=5.0) as sock:
+        sent = time.monotonic()
+        replies = _raw_exchange(sock, [get_state] * 3, 3)
+    assert replies[0] - sent >= 0.5
+    assert replies[-1] - sent < 1.2, [round(t - sent, 3) for t in replies]

@@ -6,8 +6,11 @@ raises. What is checked is behaviour, not speed (the figures are ``python -m ben
 
 * the fault is reported by kind (a stall on a read is a stall; a dropped link is
   ``disconnected``, not a timeout);
-* the driver sent its stop before the controller released a stalled (stale) request, so that
-  request is followed at once by the stop, and no motion command runs after it;
+* the driver sent its stop before the controller released a stalled (stale) request, and the
+  controller's commanded velocity was zero before the stall ended and stayed zero (the stop,
+  also sent over a second connection, arrived first, and the stale request was refused);
+  on the stalled connection the stale request is followed at once by the stop;
+* no nonzero velocity is commanded once a stop was executed;
 * the controller is stopped (state 4) by the driver itself, before the caller calls ``stop()``,
   and ``stop()`` leaves it in mode 0, state 4;
 * SIGINT and SIGTERM at random moments of a streaming process each stop the arm.
@@ -46,17 +49,17 @@ LINE_GUARD = 30.0
 
 @dataclass
 class RequestLog:
-    """Every request the emulator executed: (time, register, params)."""
+    """Every request the emulator executed: (time, register, params); and every change of the
+    velocity it commanded: (time, largest joint speed)."""
 
     entries: list[tuple[float, int, bytes]] = field(default_factory=list)
+    commands: list[tuple[float, float]] = field(default_factory=list)
 
     def __call__(self, t: float, register: int, params: bytes) -> None:
         self.entries.append((t, register, params))
 
-
-def _is_motion(register: int, params: bytes) -> bool:
-    """A velocity command with any nonzero joint speed."""
-    return register == wire.Register.VC_SET_JOINTV and bool(np.any(wire.unpack_floats(params, 6)))
+    def on_command(self, t: float, command: np.ndarray) -> None:
+        self.commands.append((t, float(np.max(np.abs(command)))))
 
 
 def _is_stop(register: int, params: bytes) -> bool:
@@ -69,6 +72,7 @@ def _run_until_fault(faults: FaultConfig, **driver: Any) -> tuple[XArmDriver, XA
     the request log, the controller's state before and after the driver's ``stop()``."""
     log = RequestLog()
     with start_emulator(command_port=PORT, servo=SERVO, faults=faults, on_request=log) as emu:
+        emu.on_command = log.on_command
         drv = XArmDriver(DriverConfig(ip=emu.config.host, command_port=PORT, **driver))
         drv.connect()
         try:
@@ -116,15 +120,21 @@ def test_fault_matrix(name: str) -> None:
                               "controller_error": "error"}[fault.kind]]
     if fault.kind == "stall":
         # The stalled request is executed when the stall ends; the driver's stop had been sent
-        # before that, and is the very next thing the controller executes: nothing moves after it.
-        stalled = next(i for i, (t, _, _) in enumerate(log.entries) if t >= onset)
-        released_at = log.entries[stalled][0]
+        # before that. The commanded velocity was zero before then and stayed zero (the stale
+        # request, if a motion command, was refused), and on its connection the stale request
+        # is followed at once by the stop.
+        released_at = onset + faults.stall_duration
+        stalled = next(i for i, (t, _, _) in enumerate(log.entries) if t >= released_at)
         assert drv.stop_sent_at is not None and drv.stop_sent_at < released_at
+        assert log.commands and log.commands[-1][1] == 0.0, log.commands
+        zero_since = next(t for t, speed in reversed(log.commands) if speed == 0.0)
+        assert all(speed == 0.0 for t, speed in log.commands if t >= zero_since)
+        assert zero_since < released_at, (zero_since - onset, log.commands)
         register, params = log.entries[stalled + 1][1:]
         assert _is_stop(register, params), log.entries[stalled + 1]
-    if drv.stop_sent_at is not None:  # no motion command executed once the stop was executed
+    if drv.stop_sent_at is not None:  # no velocity commanded once a stop was executed
         stop_done = next(t for t, r, p in log.entries if t >= drv.stop_sent_at and _is_stop(r, p))
-        assert not [e for e in log.entries if e[0] > stop_done and _is_motion(e[1], e[2])]
+        assert not [c for c in log.commands if c[0] > stop_done and c[1] > 0.0], log.commands
     else:
         assert fault.kind == "controller_error"  # the controller halted itself
 

@@ -31,9 +31,14 @@ On any fault the driver stops the arm by a path that supersedes whatever is queu
 zero velocity, ``set_state(4)`` (stop: halt and clear the controller's queue), ``set_mode(0)``
 and ``set_state(4)`` straight onto the command socket, without waiting for the SDK's lock that
 a stalled exchange holds; a stale command the controller releases after a stall is therefore
-followed at once by the stop. If the link is gone, the same stop goes over a fresh connection
-(bounded by ``stop_timeout``). The fault is latched (:attr:`XArmDriver.fault`) and every further
-call raises: the driver never resumes by itself, and leaves the controller in mode 0, state 4.
+followed at once by the stop. When the link itself is suspect (stall, latency, timeout, or an
+exchange still unanswered) the same stop also goes over a second, fresh connection at once
+(``second_link_stop``): frames behind a stalled request on the command socket wait for it (TCP
+delivers in order), the second connection's do not, so the controller is stopped (state 4)
+before it releases the stale request, and then refuses it as "not ready". If the link is gone,
+the stop goes over a fresh connection only (bounded by ``stop_timeout``). The fault is latched
+(:attr:`XArmDriver.fault`) and every further call raises: the driver never resumes by itself, and
+leaves the controller in mode 0, state 4.
 
 Every velocity command also carries a short auto-stop ``command_duration``, and the supervisor
 sends zero velocity ``watchdog_timeout`` after the last fresh command was sent.
@@ -54,6 +59,7 @@ import collections
 import contextlib
 import logging
 import math
+import os
 import select
 import signal
 import socket
@@ -126,8 +132,9 @@ class DriverConfig:
         Stall budget (s): an exchange (command or read) with no reply byte from the controller
         after this long is a ``stall`` fault. The time is counted on the starvation-corrected
         clock (see ``starved_slack``), so CPU starvation of this process is not taken for a
-        silent controller. Default 35 ms: the stop goes out within ~40 ms of a stall, and is
-        executed within 100 ms even over a link with 60 ms latency.
+        silent controller. The supervisor wakes at this deadline. Default 35 ms: the stop goes
+        out ~36 ms after the stalled request was sent, and is executed within 100 ms even over a
+        link with 60 ms latency (measured 97 ms; ``python -m benchmarks.faults --json``).
     latency_budget : float
         Latency budget (s): when even the fastest of the last ``latency_window`` exchanges
         (starvation-corrected round trips) took longer, the link itself is slow: a ``latency``
@@ -139,12 +146,18 @@ class DriverConfig:
         Number of consecutive exchanges in the latency judgement.
     starved_slack : float
         The supervisor wakes every ``watchdog_period``; any lateness of a wake-up beyond this
-        (s) is time this process was starved of CPU. It is subtracted from exchange ages and
-        round trips, which then measure the controller, not this machine's load
-        (``command_timeout`` still bounds every exchange in wall-clock time).
+        (s) is time this process was starved of CPU. That, or the time the exchange's own
+        threads (the caller, the SDK's receiver) waited runnable for a CPU (Linux scheduler
+        statistics) if longer, is subtracted from exchange ages and round trips, which then
+        measure the controller, not this machine's load (``command_timeout`` still bounds
+        every exchange in wall-clock time). 0.5 ms: above an idle machine's timer jitter, and
+        small enough that a steady lateness on a loaded one is not lost wake-up by wake-up.
     stop_timeout : float
-        Connect and reply deadline (s) of the stop sent over a fresh connection when the
-        command link is gone.
+        Connect and reply deadline (s) of the stop sent over a fresh connection.
+    second_link_stop : bool
+        On a stall, latency or timeout fault (or any fault while an exchange is unanswered),
+        also send the stop over a second, fresh connection, in parallel with the frames written
+        on the command socket (where they wait behind the stalled request).
     min_firmware : tuple of int
         Oldest accepted firmware (needs velocity durations and get_joint_states).
     report_type : str
@@ -169,8 +182,9 @@ class DriverConfig:
     max_round_trip: float = 0.035
     latency_budget: float = 0.01
     latency_window: int = 4
-    starved_slack: float = 0.002
+    starved_slack: float = 0.0005
     stop_timeout: float = 0.1
+    second_link_stop: bool = True
     min_firmware: tuple[int, int, int] = (1, 8, 103)
     report_type: str = "real"
     servo_max_step_time: float = 0.03
@@ -221,14 +235,61 @@ class Fault:
 
 @dataclass
 class _Exchange:
-    """One SDK exchange in flight: what, sent at (monotonic s), starvation total then (s), when
-    the supervisor first saw its reply on this host (s), if it did, and the thread running it."""
+    """One SDK exchange in flight: what, sent at (monotonic s), starvation total then (s), the
+    native ids of the threads on its path and their run-queue delay then (s, None if unknown),
+    when the supervisor first saw its reply on this host (s), if it did, and the thread running it."""
 
     what: str
     since: float
     starved_before: float
+    path: tuple[int, ...] = ()
+    waited_before: float | None = None
     reply_seen_at: float | None = None
     thread: int = field(default_factory=threading.get_ident)
+
+
+class _RunQueueDelay:
+    """How long threads of this process were runnable but waiting for a CPU (s, cumulative).
+
+    Linux's per-thread scheduler statistics (``/proc/self/task/<tid>/schedstat``, second field,
+    ns); :meth:`of` returns None where they are unavailable (another OS, a kernel without
+    ``CONFIG_SCHED_INFO``, a thread that ended). One ``pread`` per thread (~2 µs).
+    """
+
+    _MAX_OPEN = 16
+
+    def __init__(self) -> None:
+        self._fds: dict[int, int] = {}
+        self._lock = threading.Lock()
+
+    def of(self, tids: tuple[int, ...]) -> float | None:
+        total = 0
+        with self._lock:
+            for tid in tids:
+                fd = self._fds.get(tid)
+                try:
+                    if fd is None:
+                        if len(self._fds) >= self._MAX_OPEN:
+                            self._close_all()
+                        fd = self._fds[tid] = os.open(f"/proc/self/task/{tid}/schedstat", os.O_RDONLY)
+                    total += int(os.pread(fd, 128, 0).split()[1])
+                except (OSError, IndexError, ValueError):
+                    if fd is not None:
+                        self._fds.pop(tid, None)
+                        with contextlib.suppress(OSError):
+                            os.close(fd)
+                    return None
+        return total * 1e-9
+
+    def _close_all(self) -> None:
+        for fd in self._fds.values():
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self._fds.clear()
+
+    def close(self) -> None:
+        with self._lock:
+            self._close_all()
 
 
 class HardwareError(Sim2RealError):
@@ -407,6 +468,8 @@ class XArmDriver:
         self._starved = 0.0
         self._next_wake = math.inf
         self._round_trips: collections.deque[float] = collections.deque(maxlen=config.latency_window)
+        self._run_delay = _RunQueueDelay()
+        self._receiver_tid: int | None = None
         self._history: collections.deque[CommandRecord] = collections.deque(maxlen=100_000)
         self._commands_sent = 0
         self._watchdog_trips = 0
@@ -414,6 +477,7 @@ class XArmDriver:
         self._wake = threading.Event()
         self._watchdog: threading.Thread | None = None
         self._stop_lock = threading.Lock()
+        self._second_stop: threading.Thread | None = None
         #: When the first stop (raw frames or fresh connection) after a fault left (monotonic s).
         self.stop_sent_at: float | None = None
         self._signal: int | None = None
@@ -498,6 +562,8 @@ class XArmDriver:
             raise Sim2RealError(f"xArm at {self.where} runs firmware {firmware.label}; this driver needs >= v{need}")
         self._arm = self._open_sdk(cfg.connect_timeout + cfg.handshake_timeout + 2.0)
         self._arm.set_timeout(cfg.command_timeout)
+        with contextlib.suppress(Exception):  # the SDK thread that reads the command socket
+            self._receiver_tid = int(self._arm.arm._stream.native_id)
         try:
             self.preflight = self._preflight(firmware)
         except Sim2RealError:
@@ -627,6 +693,8 @@ class XArmDriver:
                     self._arm.set_state(4)
             elif self._fault is not None or self._commands_sent:
                 self._stop_over_fresh_link()
+            if self._second_stop is not None:
+                self._second_stop.join(timeout=self.config.stop_timeout + 0.1)
             self._disconnect()
         self._restore_signals()
 
@@ -643,6 +711,8 @@ class XArmDriver:
         if arm is not None:
             with contextlib.suppress(Exception):
                 arm.disconnect()
+        self._receiver_tid = None
+        self._run_delay.close()
 
     # --- streaming -----------------------------------------------------------------------
     def send_velocity(self, qdot: FloatArray, stamp: float) -> CommandRecord:
@@ -731,19 +801,38 @@ class XArmDriver:
         took it already. Its round trip feeds the latency median; a stall is judged by the
         supervisor while the exchange is in flight.
         """
+        path = (threading.get_native_id(),) + ((self._receiver_tid,) if self._receiver_tid is not None else ())
+        waited_before = self._run_delay.of(path)
         sent_at = time.monotonic() if started is None else started
-        exchange = _Exchange(what, sent_at, self._starvation(sent_at))
+        exchange = _Exchange(what, sent_at, self._starvation(sent_at), path, waited_before)
         self._inflight = exchange
         try:
             result = call(*args, **kwargs)
         finally:
             self._inflight = None
         replied_at = time.monotonic()
+        waited_after = self._run_delay.of(path)
         # The controller's part: until the reply reached this host (as the supervisor saw it, if
-        # it did before this thread got it), minus the time this process was starved meanwhile.
+        # it did before this thread got it), minus the time this process was starved meanwhile:
+        # the supervisor's lateness, or, when this thread got the reply first, the time the
+        # reply's path here (the SDK's receiving thread, then this one) waited for a CPU, if
+        # that is longer (a loaded machine delays those wake-ups while the supervisor, which
+        # wakes on a timer, may be on time).
         arrived = min(replied_at, exchange.reply_seen_at or math.inf)
-        self._note_round_trip(what, arrived - sent_at - (self._starvation(arrived) - exchange.starved_before))
+        starved = self._starvation(arrived) - exchange.starved_before
+        if arrived == replied_at and waited_before is not None and waited_after is not None:
+            starved = max(starved, waited_after - waited_before)
+        self._note_round_trip(what, arrived - sent_at - starved)
         return result, sent_at, replied_at
+
+    def _starved_during(self, exchange: _Exchange) -> float:
+        """How long this process was starved of CPU so far while ``exchange`` is in flight (s):
+        the supervisor's lateness, or the run-queue delay of the exchange's threads (the caller
+        before its request left, the SDK's receiver after the reply came) if that is longer."""
+        starved = self._starved - exchange.starved_before
+        if exchange.waited_before is not None and (waited := self._run_delay.of(exchange.path)) is not None:
+            starved = max(starved, waited - exchange.waited_before)
+        return starved
 
     def _starvation(self, now: float) -> float:
         """Seconds this process was starved of CPU so far (supervisor lateness, including the
@@ -838,7 +927,10 @@ class XArmDriver:
                 return
             self._fault = fault
             self._running = False
-        self._emergency_stop()
+        inflight = self._inflight
+        suspect = fault.kind in ("stall", "latency", "timeout") or (inflight is not None
+                                                                    and inflight.reply_seen_at is None)
+        self._emergency_stop(second_link=suspect and self.config.second_link_stop)
         level = logging.WARNING if fault.kind == "signal" else logging.ERROR
         LOG.log(level, "xArm driver fault (%s): %s", fault.kind, fault.message)
 
@@ -885,32 +977,46 @@ class XArmDriver:
         frames += wire.encode_request(_STOP_TRANSACTION, protocol, wire.Register.SET_STATE, bytes([4]))
         return frames
 
-    def _emergency_stop(self) -> None:
+    def _emergency_stop(self, second_link: bool = False) -> None:
         """Stop the arm now, superseding anything queued: raw stop frames on the SDK's socket
         (its write lock only, not the command lock a stalled exchange holds), or over a fresh
-        connection when the link is gone."""
+        connection when the link is gone; with ``second_link`` over both at once (the fresh
+        connection from a helper thread, so that neither path waits for the other)."""
         if self._arm is None:
             return
+        if self._link_closed():
+            self._stop_over_fresh_link()
+            return
+        if second_link:
+            self._second_stop = threading.Thread(target=self._stop_over_fresh_link, kwargs={"parallel": True},
+                                                 name="xarm-second-stop", daemon=True)
+            self._second_stop.start()
         written = False
-        if not self._link_closed():
-            with contextlib.suppress(Exception):
-                port = self._arm.arm._stream
-                protocol = int(self._arm.arm.arm_cmd.get_protocol_identifier())
-                written = port.write(self._stop_frames(protocol, with_velocity=True)) == 0
-        if written and self.stop_sent_at is None:
-            self.stop_sent_at = time.monotonic()
-        else:
+        with contextlib.suppress(Exception):
+            port = self._arm.arm._stream
+            protocol = int(self._arm.arm.arm_cmd.get_protocol_identifier())
+            written = port.write(self._stop_frames(protocol, with_velocity=True)) == 0
+        if written:
+            self._note_stop_sent()
+        elif not second_link:
             self._stop_over_fresh_link()
 
-    def _stop_over_fresh_link(self) -> bool:
-        """Send the stop frames over a new TCP connection (bounded by ``stop_timeout``); True if answered."""
+    def _note_stop_sent(self) -> None:
+        with self._stop_lock:
+            if self.stop_sent_at is None:
+                self.stop_sent_at = time.monotonic()
+
+    def _stop_over_fresh_link(self, parallel: bool = False) -> bool:
+        """Send the stop frames over a new TCP connection (bounded by ``stop_timeout``); True if answered.
+
+        ``parallel``: the stop also went onto the command socket, so a failure here is logged as
+        a warning only."""
         cfg = self.config
         deadline = time.monotonic() + cfg.stop_timeout
         try:
             with socket.create_connection((cfg.ip, cfg.command_port), timeout=cfg.stop_timeout) as sock:
                 sock.sendall(self._stop_frames(wire.PROTOCOL_PRIVATE, with_velocity=True))
-                if self.stop_sent_at is None:
-                    self.stop_sent_at = time.monotonic()
+                self._note_stop_sent()
                 replies = 0
                 buffer = bytearray()
                 expected = 4 if cfg.mode == 4 else 3
@@ -929,7 +1035,8 @@ class XArmDriver:
                         replies += 1
                 return True
         except OSError as err:
-            LOG.error("xArm at %s: could not send the stop over a fresh connection: %s", self.where, err)
+            LOG.log(logging.WARNING if parallel else logging.ERROR,
+                    "xArm at %s: could not send the stop over a fresh connection: %s", self.where, err)
             return False
 
     def _halt(self) -> None:
@@ -959,6 +1066,11 @@ class XArmDriver:
         planned = time.monotonic() + cfg.watchdog_period
         while not self._supervisor_stop.is_set():
             due = self._last_fresh_at + cfg.watchdog_timeout if not self._zero_sent else math.inf
+            inflight = self._inflight
+            if inflight is not None and inflight.reply_seen_at is None:
+                # Wake when the exchange in flight would exceed the stall budget, not up to a
+                # period later (its age is counted on the starvation-corrected clock).
+                due = min(due, inflight.since + cfg.max_round_trip + self._starved - inflight.starved_before + 2e-4)
             wake_at = min(planned, due)
             self._next_wake = wake_at
             self._wake.wait(max(wake_at - time.monotonic(), 0.0))
@@ -985,7 +1097,7 @@ class XArmDriver:
             if inflight is not None and inflight.reply_seen_at is None:
                 if self._reply_arrived(inflight.since):
                     inflight.reply_seen_at = now
-                elif (age := now - inflight.since - (self._starved - inflight.starved_before)) > cfg.max_round_trip:
+                elif (age := now - inflight.since - self._starved_during(inflight)) > cfg.max_round_trip:
                     waited, limit = age * 1e3, cfg.max_round_trip * 1e3
                     self._latch(Fault("stall", f"the xArm link stalled: no reply to {inflight.what} within "
                                                f"{waited:.0f} ms (limit {limit:.0f} ms)"))
@@ -1000,7 +1112,6 @@ class XArmDriver:
         straight onto the socket as a stop-transaction frame (its reply is skipped by the SDK).
         """
         cfg = self.config
-        self._watchdog_trips += 1
         LOG.warning("xArm watchdog: no fresh command for %.0f ms; sending zero velocity",
                     (now - self._last_fresh_at) * 1e3)
         if self._io.acquire(blocking=False):
@@ -1019,4 +1130,5 @@ class XArmDriver:
                                                                 wire.Register.VC_SET_JOINTV, params))
                 self._history.append(CommandRecord(math.nan, sent_at, sent_at, np.zeros(N_JOINTS), np.zeros(N_JOINTS),
                                                    None, False, "watchdog", 0))
+        self._watchdog_trips += 1  # counted once the zero is out and in the history
         self._zero_sent = True

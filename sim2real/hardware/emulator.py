@@ -26,7 +26,18 @@ Faults (:class:`FaultConfig`) are timed from the first motion command the emulat
 accepts: added reply latency (from the start or from a given time), a one-off stall of the
 command channel (~190 ms, as seen on real controllers; optionally only of a given register,
 e.g. a joint-state read), a dropped connection, and a controller error at a given time.
-A request hook (``on_request``) sees every request when it is executed, for fault timing.
+
+Each client connection has a reader, which stamps every request with its arrival time, and an
+executor, which runs the requests in order. Added latency is a property of the link: a request
+is executed ``latency`` after it *arrived*, whatever waits ahead of it (requests in flight on a
+slow link overtake nothing, but are not serialised behind each other's delay either). A stall is
+one of the connection's channel: the request then and every request behind it on that
+connection wait for it (as TCP's in-order delivery holds everything behind a retransmitted
+segment); other connections and the motion loop go on (see :class:`FaultConfig`).
+
+A request hook (``on_request``) sees every request when it is executed, for fault timing; a
+command hook (:attr:`XArmEmulator.on_command`) sees every change of the commanded joint
+velocity (including auto-stops and halts), which is what the controller actually executes.
 """
 
 from __future__ import annotations
@@ -35,6 +46,7 @@ import contextlib
 import ipaddress
 import logging
 import math
+import queue
 import socket
 import threading
 import time
@@ -65,6 +77,11 @@ _LIMIT_TOLERANCE = 1e-4
 #: ``time.monotonic``; register number; parameter bytes); called from a connection thread.
 RequestHook = Callable[[float, int, bytes], None]
 
+#: Command hook: ``(t, command)`` when the commanded joint velocity changes (time s,
+#: ``time.monotonic``, of the change in the emulated controller's timeline; rad/s, (6,)). Called
+#: with the emulator's lock held: keep it short (e.g. append to a list).
+CommandHook = Callable[[float, FloatArray], None]
+
 #: Per-tick hook: ``(t, q, v)`` with time (s, ``time.monotonic``), joint positions (rad, (6,))
 #: and velocities (rad/s, (6,)); called from the emulator's tick thread.
 TickHook = Callable[[float, FloatArray, FloatArray], None]
@@ -83,7 +100,9 @@ class FaultConfig:
         When the added latency starts (None: from the first request on).
     stall_at : float or None
         When the command channel stalls once (the request received then is answered
-        ``stall_duration`` later and only then executed).
+        ``stall_duration`` later and only then executed, and so is everything behind it on that
+        connection). The controller's motion loop does not stall with it: the velocity command
+        already executing still auto-stops after its ``duration`` (the tick thread applies it).
     stall_duration : float
         Length of the stall (s).
     stall_register : int or None
@@ -247,18 +266,28 @@ class _ArmCore:
         self.warn_code = 0
         self.enabled = False
         self.first_motion_at: float | None = None
+        self.on_command: CommandHook | None = None
 
     # --- physics -------------------------------------------------------------------------
     def _push(self, t: float, command: FloatArray) -> None:
         t = max(t, self.last_push)
         self.history.push(t, command)
         self.last_push = t
-        self.command = np.asarray(command, dtype=float).copy()
+        previous, self.command = self.command, np.asarray(command, dtype=float).copy()
+        if self.on_command is not None and not np.array_equal(previous, self.command):
+            try:
+                self.on_command(t, self.command.copy())
+            except Exception:
+                LOG.exception("emulator command hook failed")
 
     def advance(self, now: float) -> None:
         """Advance the joints to ``now`` (s), applying a due velocity auto-stop on the way."""
         if now <= self.t:
             return
+        # The auto-stop belongs to the controller's motion loop, not to the command channel:
+        # "The `duration` parameter is an auto-stop: when it is >0 the speed drops to 0 after that
+        # many seconds" (/work/shared/notes/xarm.md, §5 "Joint velocity mode (mode 4)", line 508).
+        # The tick thread calls this every tick, so a stalled connection does not hold it up.
         if self.vc_deadline is not None and self.vc_deadline <= now:
             self._push(max(self.vc_deadline, self.t), np.zeros(N_JOINTS))
             self.vc_deadline = None
@@ -456,6 +485,10 @@ class XArmEmulator:
     on_request : callable, optional
         ``on_request(t, register, params)`` called after every executed command-port request
         (time s, register number, parameter bytes); exceptions are logged.
+    on_command : callable, optional
+        ``on_command(t, command)`` called whenever the commanded joint velocity changes (time s
+        of the change, rad/s (6,)), with the emulator's lock held; exceptions are logged. Also
+        settable later through the :attr:`on_command` attribute.
 
     Examples
     --------
@@ -464,12 +497,13 @@ class XArmEmulator:
     """
 
     def __init__(self, config: EmulatorConfig, on_tick: TickHook | None = None,
-                 on_request: RequestHook | None = None) -> None:
+                 on_request: RequestHook | None = None, on_command: CommandHook | None = None) -> None:
         self.config = config
         self._on_tick = on_tick
         self._on_request = on_request
         self._lock = threading.Lock()
         self._core = _ArmCore(config, time.monotonic())
+        self._core.on_command = on_command
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._servers: list[socket.socket] = []
@@ -542,6 +576,16 @@ class XArmEmulator:
             now = time.monotonic()
             self._core.advance(now)
             self._core.raise_error(int(code), now)
+
+    @property
+    def on_command(self) -> CommandHook | None:
+        """The command hook (see the class parameters); assign None to remove it."""
+        return self._core.on_command
+
+    @on_command.setter
+    def on_command(self, hook: CommandHook | None) -> None:
+        with self._lock:
+            self._core.on_command = hook
 
     @property
     def first_motion_at(self) -> float | None:
@@ -618,43 +662,82 @@ class XArmEmulator:
         return at is not None and first is not None and now - first >= at
 
     def _serve_commands(self, conn: socket.socket) -> None:
+        """Read requests and stamp their arrival; a per-connection executor runs them in order.
+
+        Requests received before the client closed its side are still executed (a controller
+        executes what reached it); after a dropped connection or the emulator's stop, none are.
+        """
+        pending: queue.SimpleQueue[tuple[wire.Frame, float] | None] = queue.SimpleQueue()
+        gone = threading.Event()
+        executor = threading.Thread(target=self._execute_commands, args=(conn, pending, gone), daemon=True,
+                                    name=f"{threading.current_thread().name}-exec")
+        executor.start()
         buffer = bytearray()
-        faults = self.config.faults
-        while not self._stop.is_set():
-            try:
-                chunk = conn.recv(4096)
-            except TimeoutError:
-                continue
-            if not chunk:
-                return
-            received_at = time.monotonic()
-            buffer.extend(chunk)
-            for frame in wire.split_frames(buffer):
-                if frame.protocol == wire.PROTOCOL_HEARTBEAT:
+        try:
+            while not self._stop.is_set():
+                try:
+                    chunk = conn.recv(4096)
+                except TimeoutError:
                     continue
-                if (not self._stalled and self._fault_due(faults.stall_at, time.monotonic())
-                        and faults.stall_register in (None, frame.register)):
-                    self._stalled = True
-                    self._onsets["stall"] = time.monotonic()
-                    LOG.info("emulator: stalling the command channel for %.3f s", faults.stall_duration)
-                    time.sleep(faults.stall_duration)
-                if faults.latency > 0.0 and (faults.latency_at is None
-                                             or self._fault_due(faults.latency_at, time.monotonic())):
-                    self._onsets.setdefault("latency", time.monotonic())
-                    # Latency of the link, not of the controller: frames that arrived together
-                    # (pipelined) are each answered ``latency`` after they arrived.
-                    time.sleep(max(received_at + faults.latency - time.monotonic(), 0.0))
-                with self._lock:
-                    handled_at = time.monotonic()
-                    extra, data = self._core.handle(frame, handled_at, self._tcp_pose)
-                    status = self._core.status() | extra
-                if self._on_request is not None:
-                    try:
-                        self._on_request(handled_at, frame.register, frame.params)
-                    except Exception:
-                        LOG.exception("emulator request hook failed")
-                conn.sendall(wire.encode_reply(frame, status, data))
-                self.requests_served += 1
+                except OSError:
+                    gone.set()
+                    return
+                if not chunk:
+                    if conn.fileno() < 0:  # closed here (a dropped link, or the emulator's stop)
+                        gone.set()
+                    return
+                arrived = time.monotonic()
+                buffer.extend(chunk)
+                for frame in wire.split_frames(buffer):
+                    if frame.protocol != wire.PROTOCOL_HEARTBEAT:
+                        pending.put((frame, arrived))
+        finally:
+            pending.put(None)
+            while executor.is_alive() and not self._stop.is_set() and not gone.is_set():
+                executor.join(0.1)
+
+    def _execute_commands(self, conn: socket.socket, pending: queue.SimpleQueue[tuple[wire.Frame, float] | None],
+                          gone: threading.Event) -> None:
+        faults = self.config.faults
+        replying = True
+        while not self._stop.is_set() and not gone.is_set():
+            try:
+                item = pending.get(timeout=0.1)
+            except queue.Empty:
+                continue
+            if item is None:
+                return
+            frame, arrived = item
+            if (not self._stalled and self._fault_due(faults.stall_at, time.monotonic())
+                    and faults.stall_register in (None, frame.register)):
+                self._stalled = True
+                self._onsets["stall"] = arrived
+                LOG.info("emulator: stalling the command channel for %.3f s", faults.stall_duration)
+                if self._stop.wait(max(arrived + faults.stall_duration - time.monotonic(), 0.0)):
+                    return
+            if faults.latency > 0.0 and (faults.latency_at is None or self._fault_due(faults.latency_at, arrived)):
+                self._onsets.setdefault("latency", arrived)
+                # Latency of the link, not of the controller: each request is executed and
+                # answered ``latency`` after it arrived, however many are in flight.
+                if self._stop.wait(max(arrived + faults.latency - time.monotonic(), 0.0)):
+                    return
+            if gone.is_set() or conn.fileno() < 0:
+                return
+            with self._lock:
+                handled_at = time.monotonic()
+                extra, data = self._core.handle(frame, handled_at, self._tcp_pose)
+                status = self._core.status() | extra
+            if self._on_request is not None:
+                try:
+                    self._on_request(handled_at, frame.register, frame.params)
+                except Exception:
+                    LOG.exception("emulator request hook failed")
+            if replying:
+                try:
+                    conn.sendall(wire.encode_reply(frame, status, data))
+                except OSError:
+                    replying = False  # the client is gone; what reached the controller is still executed
+            self.requests_served += 1
 
     def _report_sender(self, port: int) -> Callable[[socket.socket], None]:
         period = 1.0 / wire.REPORT_RATES[port]
