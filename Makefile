@@ -41,7 +41,7 @@ browser:
 
 test: venv browser
 	$(BIN)/ruff check sim2real tests benchmarks launch setup.py
-	ROS_LOG_DIR=$$(mktemp -d) $(BIN)/python -m pytest -q
+	ROS_LOG_DIR=$$(mktemp -d) $(BIN)/python -m pytest -q --durations=25
 
 lint: venv
 	$(BIN)/ruff check sim2real tests benchmarks launch setup.py

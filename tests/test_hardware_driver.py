@@ -312,17 +312,19 @@ def test_run_queue_delay_counts_the_wait_for_a_cpu() -> None:
     clock = _RunQueueDelay()
     saved = os.sched_getaffinity(0)
     cpu = min(saved)
+    # The busy process says when it runs on that CPU (its start-up may take long on a loaded machine).
     hog = subprocess.Popen([sys.executable, "-c", f"import os, time\nos.sched_setaffinity(0, {{{cpu}}})\n"
-                            "end = time.monotonic() + 1.5\nwhile time.monotonic() < end: pass"])
+                            "print('busy', flush=True)\nend = time.monotonic() + 3.0\n"
+                            "while time.monotonic() < end: pass"], stdout=subprocess.PIPE, text=True)
     try:
-        time.sleep(0.1)
+        assert hog.stdout is not None and hog.stdout.readline().strip() == "busy"
         os.sched_setaffinity(0, {cpu})  # this thread only, onto the busy process's CPU
         before = clock.of((tid,))
-        for _ in range(50):  # wake up 50 times, and compute a little each time
-            time.sleep(0.002)
-            busy_until = time.monotonic() + 0.002
-            while time.monotonic() < busy_until:
-                pass
+        # Compute for 0.2 s of wall time: two runnable tasks share the CPU, so this thread waits
+        # for it about half of that (a thread that mostly sleeps is let in at once on wake-up).
+        busy_until = time.monotonic() + 0.2
+        while time.monotonic() < busy_until:
+            pass
         after = clock.of((tid,))
     finally:
         os.sched_setaffinity(0, saved)
@@ -330,4 +332,4 @@ def test_run_queue_delay_counts_the_wait_for_a_cpu() -> None:
         hog.wait()
         clock.close()
     assert before is not None and after is not None
-    assert after - before > 0.005, after - before  # 40-85 ms measured; ~0.1 ms on an idle CPU
+    assert after - before > 0.02, after - before  # about 0.1 s expected; ~0 on an idle CPU
