@@ -128,8 +128,12 @@ def test_replay_trial_plays_the_recorded_reference_from_the_recorded_start(sim_r
                                original.reference.t - original.reference.t[0], atol=1e-9)
     start, recorded = record.platforms["sim"], original.platforms["sim"]
     np.testing.assert_allclose(start.box_pose.position[0], recorded.box_pose.position[0], atol=1e-9)
-    # Both within the lead time's drift (< 1 mrad) of the recorded start joints.
-    np.testing.assert_allclose(start.joint_states.position[0], recorded.joint_states.position[0], atol=2e-3)
+    # The same joint path from the same start: the replay's first joint state against the recording
+    # at the same time since the trial start (the two runs sample the moving arm at different phases
+    # of the 10 ms tick; comparing first samples alone differed by 2.2 mrad once).
+    t0 = start.joint_states.t[0]
+    at_t0 = [np.interp(t0, recorded.joint_states.t, recorded.joint_states.position[:, j]) for j in range(6)]
+    np.testing.assert_allclose(start.joint_states.position[0], at_t0, atol=2e-3)
     assert check_pd_law(record) >= 160
     # Same start, same reference, same deterministic sim: the same outcome.
     assert record.meta["outcomes"]["sim"]["final_distance_m"] == pytest.approx(
