@@ -37,6 +37,7 @@ import numpy as np
 
 from sim2real.control import load_experiment_config
 from sim2real.errors import Sim2RealError
+from sim2real.execution import open_executor
 from sim2real.params import ParameterSet
 from sim2real.sysid import (
     FreeParameters,
@@ -52,7 +53,6 @@ from sim2real.sysid.evaluation import FitEvaluator
 from sim2real.sysid.fit import unknowns, usable_trials
 from sim2real.sysid.optimizer import FitAbortedError
 from sim2real.sysid.residuals import trial_residuals
-from sim2real.sysid.tasks import make_executor
 from sim2real.trials import TrialRecord, read_trial
 from sim2real.trials.cube_toss import import_cube_tosses
 from sim2real.trials.standard_trial import run_standard_trial
@@ -240,7 +240,7 @@ def optimizer_comparison(records: Sequence[TrialRecord], nominal: ParameterSet, 
                          workers: int) -> dict[str, Any]:
     """``optimizer_comparison`` (per problem) and ``optimizer_winner`` of the JSON output."""
     out: dict[str, Any] = {}
-    with make_executor(workers) as executor:
+    with open_executor("local", workers) as executor:
         problem = _problem(executor, "standard_pushes", f"{len(records)} standard pushes simulated with hidden "
                            f"{', '.join(FREE)}; horizon 1 from nominal", records, nominal, FREE, 1, Weights())
         out["standard_pushes"] = {**_compare(problem, iterations), "hidden": HIDDEN}

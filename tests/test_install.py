@@ -85,8 +85,11 @@ def test_wheel_carries_the_share_files_and_the_requirements(wheel: Path) -> None
     expected = sorted(str(p.relative_to(ROOT)) for pattern in SHARE_PATTERNS for p in ROOT.glob(pattern))
     assert shared == expected
     assert "config/scenarios/slide.yaml" in shared and "config/experiment.yaml" in shared
-    runtime = [Requirement(r) for r in requires if "extra ==" not in r]  # the `test` extra (pytest) aside
+    runtime = [Requirement(r) for r in requires if "extra ==" not in r]  # the `test` and `ray` extras aside
     assert {canonicalize_name(r.name) for r in runtime} == set(_pins("requirements.txt"))
+    # the optional Ray of `--executor ray`: the extra's range holds the version the tests run
+    (ray,) = [Requirement(r) for r in requires if 'extra == "ray"' in r]
+    assert ray.name == "ray" and ray.specifier.contains(_pins("requirements-dev.txt")["ray"])
 
 
 def test_installed_package_finds_its_share_files(wheel: Path, tmp_path: Path) -> None:

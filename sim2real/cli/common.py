@@ -181,3 +181,28 @@ def bounded_int(low: int, high: int) -> Callable[[str], int]:
         return value
 
     return parse
+
+
+def executor_spec(text: str) -> str:
+    """argparse type of ``--executor``: ``local``, ``ray`` or ``ray:ADDRESS`` (checked, returned as given)."""
+    from sim2real.errors import Sim2RealError
+    from sim2real.execution import parse_executor
+
+    try:
+        parse_executor(text)
+    except Sim2RealError as err:
+        raise argparse.ArgumentTypeError(str(err).removeprefix("--executor ")) from None
+    return text
+
+
+def add_executor_arguments(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--executor`` and ``--workers``: where ``what`` (per-trial work) runs."""
+    parser.add_argument("--executor", type=executor_spec, default="local", metavar="local|ray[:ADDRESS]",
+                        help=f"where {what} runs: 'local' (default: this process, or --workers local processes); "
+                             "'ray' (a private local Ray runtime of --workers CPUs on 127.0.0.1, stopped at the end; "
+                             "needs Ray installed); 'ray:ADDRESS' (join the existing Ray cluster at ADDRESS, e.g. "
+                             "10.0.0.5:6379 or ray://10.0.0.5:10001, which must run the same sim2real and Ray "
+                             "versions). Results are the same with any executor")
+    parser.add_argument("--workers", type=bounded_int(1, 256), default=1, metavar="N",
+                        help="local worker processes, or CPUs of the local Ray runtime (default 1; ignored with "
+                             "ray:ADDRESS, which uses the cluster's CPUs)")

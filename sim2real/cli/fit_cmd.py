@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from sim2real.cli.common import (
     EXIT_FIT_PROBLEMS,
     EXIT_TRIALS_FAILED,
+    add_executor_arguments,
     add_param_arguments,
     bounded_float,
     bounded_int,
@@ -141,8 +142,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "tip a box or not), where the local curvature understates the spread")
     parser.add_argument("--strict", action="store_true",
                         help="raise at the first solver step that does not converge (no degraded steps)")
-    parser.add_argument("--workers", type=bounded_int(1, 256), default=1, metavar="N",
-                        help="processes evaluating trials")
+    add_executor_arguments(parser, "the per-trial residual, Jacobian and prediction work")
     parser.add_argument("--json", action="store_true", help="print the fit.json object on stdout")
     parser.set_defaults(handler=run)
 
@@ -283,7 +283,7 @@ def run(args: argparse.Namespace) -> int:
                         pusher_shape=args.pusher_shape,
                         validation=held.records if held is not None else (),
                         validation_sources=held.sources if held is not None else None, failures=failures,
-                        jackknife=args.jackknife)
+                        jackknife=args.jackknife, executor=args.executor)
     params_path, json_path = write_fit(out, result)
     print_summary(result, params_path, json_path)
     if args.json:

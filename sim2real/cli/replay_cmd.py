@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sim2real.cli.common import EXIT_TRIALS_FAILED, add_param_arguments, params_from_args, red
+from sim2real.cli.common import EXIT_TRIALS_FAILED, add_executor_arguments, add_param_arguments, params_from_args, red
 
 if TYPE_CHECKING:
     from sim2real.sysid.replay import ReplayResult
@@ -68,6 +68,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="recording that drives the replay (default: real if present, else sim)")
     parser.add_argument("--strict", action="store_true",
                         help="raise at the first solver step that does not converge (no degraded steps)")
+    add_executor_arguments(parser, "the replay of the trials")
     parser.set_defaults(handler=run)
 
 
@@ -77,29 +78,28 @@ def _log(message: str, alarm: bool = False) -> None:
 
 def _replay_all(records: Any, sources: Any, args: argparse.Namespace,
                 params: Any) -> tuple[list[ReplayResult], list[TrialFailure]]:
-    """Replay every record; failures are collected (strict mode: the first simulation failure raises)."""
+    """Replay every record on ``--executor``; failures are collected (strict mode: the first solver failure raises)."""
     from sim2real.errors import Sim2RealError
-    from sim2real.sysid.inputs import TrialInputError
-    from sim2real.sysid.replay import replay
+    from sim2real.execution import open_executor
+    from sim2real.sysid.replay import ReplayFailure, ReplayTask, run_replay_task
     from sim2real.sysid.runs import TrialFailure
-    from sim2real.sysid.tasks import one_line
 
+    tasks = [ReplayTask(record, source, params, args.mode, args.platform, args.pusher, args.strict, args.pusher_shape)
+             for record, source in zip(records, sources, strict=True)]
     done: list[ReplayResult] = []
     failed: list[TrialFailure] = []
-    for record, source in zip(records, sources, strict=True):
-        try:
-            result = replay(record, params, mode=args.mode, platform=args.platform, pusher=args.pusher,
-                            strict=args.strict, pusher_shape=args.pusher_shape)
-        except TrialInputError as err:
-            failed.append(TrialFailure(record.name, one_line(err), source, "inputs"))
-        except Exception as err:  # one trial's failure of any kind must not end the others
-            if args.strict and isinstance(err, Sim2RealError):
-                raise
-            failed.append(TrialFailure(record.name, one_line(err), source, "replay"))
-        else:
+    with open_executor(args.executor, args.workers) as executor:
+        if executor.label != "this process":
+            _log(f"replaying {len(tasks)} trial(s) on {executor.label}")
+        for result in executor.map(run_replay_task, tasks):
+            if isinstance(result, ReplayFailure):
+                if result.fatal:
+                    raise Sim2RealError(result.reason)
+                failed.append(TrialFailure(result.name, result.reason, result.source, result.stage))
+                continue
             solve = result.solve.describe() if result.solve is not None else "no solver tally"
             degraded = result.solve is not None and result.solve.degraded > 0
-            _log(f"{record.name} ({result.mode}; pusher: {result.pusher}): {solve}", alarm=degraded)
+            _log(f"{result.record.name} ({result.mode}; pusher: {result.pusher}): {solve}", alarm=degraded)
             done.append(result)
     return done, failed
 

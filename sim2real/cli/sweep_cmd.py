@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 from sim2real.cli.common import (
     EXIT_TRIALS_FAILED,
+    add_executor_arguments,
     add_param_arguments,
-    bounded_int,
     check_output_location,
 )
 
@@ -41,8 +41,8 @@ Resuming: rows are written in order, one line at a time, each flushed. Re-runnin
 command on the same DIR skips the rows already in outcomes.csv (a partial last line left by
 Ctrl-C or a kill is dropped and redone). DIR/sweep.json keeps what determines the rows
 (distances, the points' complete parameter values, the push, the columns, --write-trials);
-a re-run whose configuration differs is refused and the differences named. --workers may
-change between runs; the table is the same either way.
+a re-run whose configuration differs is refused and the differences named. --executor and
+--workers may change between runs; the table is the same either way.
 
 --write-trials also writes every row as a trial directory (rosbag2 + trial.json, readable by
 'sim2real report') under DIR/trials/point_NNNN/trial_KK_dD.DDD.
@@ -77,8 +77,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="sweep directory (new, empty, or a sweep to resume)")
     parser.add_argument("--write-trials", action="store_true",
                         help="also write every row as a trial directory under DIR/trials/")
-    parser.add_argument("--workers", type=bounded_int(1, 256), default=1, metavar="N",
-                        help="local worker processes (default 1; results in the same order either way)")
+    add_executor_arguments(parser, "the simulation of the rows")
     parser.set_defaults(handler=run)
 
 
@@ -202,7 +201,7 @@ def run(args: argparse.Namespace) -> int:
 
     from sim2real.control import load_experiment_config
     from sim2real.errors import Sim2RealError
-    from sim2real.execution import ordered_map
+    from sim2real.execution import open_executor
     from sim2real.trials.sweep import (
         MAX_ROWS,
         OUTCOMES_CSV,
@@ -242,12 +241,12 @@ def run(args: argparse.Namespace) -> int:
     remaining = [t for t in tasks if t.key not in done]
     _log(f"{len(points.params)} point(s) x {len(distances)} distance(s) = {total} rows"
          + (f"; resuming {out}: {len(done)} done in an earlier run, {len(remaining)} to run" if resuming else "")
-         + f"; {args.workers} worker(s)")
+         + f"; executor {args.executor}, {args.workers} worker(s)")
     started = time.perf_counter()
     last_print = started
     ran = 0
-    with table.open("a", encoding="utf-8", newline="") as handle:
-        for row in ordered_map(run_sweep_task, remaining, args.workers):
+    with table.open("a", encoding="utf-8", newline="") as handle, open_executor(args.executor, args.workers) as runner:
+        for row in runner.map(run_sweep_task, remaining):
             handle.write(row.line())
             handle.flush()
             ran += 1

@@ -1,10 +1,10 @@
 """Local execution: tasks in this process, or in a pool of worker processes, results in order.
 
-:func:`ordered_map` yields ``fn(item)`` for every item in the items' order whatever the number
-of workers, so a caller that writes each result as it arrives writes the same file with one
-worker or many. Only ``2 × workers`` tasks are in flight at a time (a long sweep neither
+:class:`LocalExecutor` yields ``fn(item)`` for every item in the items' order whatever the
+number of workers. Only ``2 × workers`` tasks are in flight at a time (a long sweep neither
 queues every task nor holds every result), and the workers ignore SIGINT: Ctrl-C reaches the
 parent alone, which stops yielding, cancels the queued tasks and waits for the running ones.
+There is no object store: shared data travels with each task (:class:`~sim2real.execution.base.Held`).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import TypeVar
 
 from sim2real.errors import Sim2RealError
+from sim2real.execution.base import Held
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -34,17 +35,75 @@ def _ignore_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def ordered_map(fn: Callable[[T], R], items: Iterable[T], workers: int = 1) -> Iterator[R]:
-    """``fn(item)`` for each item, in the items' order.
+class LocalExecutor:
+    """This process (``workers`` = 1) or a pool of ``workers`` local processes.
 
     Parameters
     ----------
-    fn : callable
-        A top-level (picklable) function when ``workers`` > 1.
-    items : iterable
-        Picklable task descriptions, consumed lazily.
     workers : int
-        1: run in this process, one after another; more: that many worker processes.
+        1: run in this process, one after another; more: that many worker processes,
+        started on first use and kept until :meth:`close`.
+
+    Raises
+    ------
+    Sim2RealError
+        ``workers`` < 1.
+    """
+
+    def __init__(self, workers: int = 1) -> None:
+        if workers < 1:
+            raise Sim2RealError(f"--workers must be at least 1, got {workers}")
+        self.workers = workers
+        self.label = "this process" if workers == 1 else f"local, {workers} worker processes"
+        self._pool: ProcessPoolExecutor | None = None
+
+    def share(self, value: T) -> Held[T]:
+        """No object store: the value travels with each task."""
+        return Held(value)
+
+    def map(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
+        """``fn(item)`` for each item, in the items' order.
+
+        Raises
+        ------
+        WorkerDiedError
+            A worker process died (the results yielded before are unaffected; the pool is
+            replaced on the next call).
+        """
+        if self.workers == 1:
+            for item in items:
+                yield fn(item)
+            return
+        if self._pool is None:
+            self._pool = ProcessPoolExecutor(max_workers=self.workers, initializer=_ignore_sigint)
+        pool = self._pool
+        pending: deque[Future[R]] = deque()
+        try:
+            for item in items:
+                pending.append(pool.submit(fn, item))
+                if len(pending) >= IN_FLIGHT_PER_WORKER * self.workers:
+                    yield pending.popleft().result()
+            while pending:
+                yield pending.popleft().result()
+        except BrokenProcessPool:
+            self._pool = None
+            raise WorkerDiedError("a worker process died (killed or out of memory); the results written so far "
+                                  "are kept") from None
+        except BaseException:
+            # Ctrl-C or an abandoned generator: nothing queued may run after the caller stopped
+            for future in pending:
+                future.cancel()
+            raise
+
+    def close(self) -> None:
+        """Shut the pool down (waiting for the running tasks, cancelling the queued ones)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+
+def ordered_map(fn: Callable[[T], R], items: Iterable[T], workers: int = 1) -> Iterator[R]:
+    """``fn(item)`` for each item in order, on a :class:`LocalExecutor` of ``workers`` that is closed after.
 
     Raises
     ------
@@ -53,25 +112,8 @@ def ordered_map(fn: Callable[[T], R], items: Iterable[T], workers: int = 1) -> I
     WorkerDiedError
         A worker process died (the results yielded before are unaffected).
     """
-    if workers < 1:
-        raise Sim2RealError(f"--workers must be at least 1, got {workers}")
-    if workers == 1:
-        for item in items:
-            yield fn(item)
-        return
-    pool = ProcessPoolExecutor(max_workers=workers, initializer=_ignore_sigint)
-    pending: deque[Future[R]] = deque()
+    executor = LocalExecutor(workers)
     try:
-        for item in items:
-            pending.append(pool.submit(fn, item))
-            if len(pending) >= IN_FLIGHT_PER_WORKER * workers:
-                yield pending.popleft().result()
-        while pending:
-            yield pending.popleft().result()
-    except BrokenProcessPool:
-        raise WorkerDiedError("a worker process died (killed or out of memory); the results written so far are "
-                         "kept") from None
+        yield from executor.map(fn, items)
     finally:
-        for future in pending:
-            future.cancel()
-        pool.shutdown(wait=True, cancel_futures=True)
+        executor.close()

@@ -15,20 +15,20 @@ fit does not see.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from concurrent.futures import Executor
 from typing import Any
 
 import numpy as np
 from scipy import stats
 
 from sim2real.errors import Sim2RealError
+from sim2real.execution import Executor
 from sim2real.params import ParameterSet
 from sim2real.physics import SolveSummary
 from sim2real.sysid.data import TrialData
 from sim2real.sysid.optimizer import FitAbortedError, TraceEntry, loss_weights
 from sim2real.sysid.residuals import MAX_HARD_STEPS, ResidualSpec, TrialResiduals
 from sim2real.sysid.runs import TrialFailure
-from sim2real.sysid.tasks import MapExecutor, TaskFailure, TrialTask, evaluate_tasks
+from sim2real.sysid.tasks import TaskFailure, TrialTask, evaluate_tasks
 
 #: ``x (p,) -> {registry name: value}`` for every name a fit involves.
 Expand = Callable[[np.ndarray], dict[str, float]]
@@ -50,7 +50,7 @@ class FitEvaluator:
 
     Parameters
     ----------
-    executor : executor with ``map``
+    executor : Executor
         Runs the per-trial tasks.
     trials : sequence of TrialData
         Candidate trials (those failing at the start values are left out by :meth:`start`).
@@ -66,10 +66,11 @@ class FitEvaluator:
         How trials are compared (its ``strict`` ends the fit at the first failure).
     """
 
-    def __init__(self, executor: MapExecutor | Executor, trials: Sequence[TrialData], start: ParameterSet,
+    def __init__(self, executor: Executor, trials: Sequence[TrialData], start: ParameterSet,
                  expand: Expand, reduce_columns: Reduce, names: tuple[str, ...], spec: ResidualSpec) -> None:
         self._executor = executor
         self.trials: list[TrialData] = list(trials)
+        self._shared = {id(t): executor.share(t) for t in self.trials}  # sent to the workers once
         self._start = start
         self._expand = expand
         self._reduce = reduce_columns
@@ -85,7 +86,8 @@ class FitEvaluator:
 
     def _run(self, x: np.ndarray, trials: Sequence[TrialData]) -> list[TrialResiduals | TaskFailure]:
         params = self._start.replace(self._expand(x))
-        return evaluate_tasks(self._executor, [TrialTask(t, params, self._names, self._spec) for t in trials])
+        return evaluate_tasks(self._executor,
+                              [TrialTask(self._shared[id(t)], params, self._names, self._spec) for t in trials])
 
     def _keep_hard_steps(self, results: Sequence[TrialResiduals]) -> None:
         for res in results:
@@ -247,7 +249,7 @@ class HeldOut:
 
     Parameters
     ----------
-    executor : executor with ``map``
+    executor : Executor
     trials : sequence of TrialData
     start : ParameterSet
     expand : callable
@@ -257,10 +259,11 @@ class HeldOut:
         The fit's loss (:func:`~sim2real.sysid.optimizer.loss_weights`).
     """
 
-    def __init__(self, executor: MapExecutor | Executor, trials: Sequence[TrialData], start: ParameterSet,
+    def __init__(self, executor: Executor, trials: Sequence[TrialData], start: ParameterSet,
                  expand: Expand, spec: ResidualSpec, loss: str, loss_scale: float) -> None:
         self._executor = executor
         self.trials = list(trials)
+        self._shared = {id(t): executor.share(t) for t in self.trials}
         self._start = start
         self._expand = expand
         self._spec = spec
@@ -287,7 +290,8 @@ class HeldOut:
 
     def _run(self, x: np.ndarray) -> list[TrialResiduals | TaskFailure]:
         params = self._start.replace(self._expand(x))
-        return evaluate_tasks(self._executor, [TrialTask(t, params, (), self._spec) for t in self.trials])
+        return evaluate_tasks(self._executor,
+                              [TrialTask(self._shared[id(t)], params, (), self._spec) for t in self.trials])
 
     def start(self, x0: np.ndarray) -> list[TrialFailure]:
         """Evaluate at ``x0``, leave out (and return) the held-out trials that fail there."""

@@ -14,6 +14,7 @@ says whether it can be trusted: :attr:`FitResult.status` and :attr:`FitResult.pr
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from sim2real.errors import Sim2RealError
+from sim2real.execution import Executor, open_executor
 from sim2real.params import ParameterSet, spec
 from sim2real.sysid.data import TrialData, prepare_trial
 from sim2real.sysid.evaluation import FitEvaluator, HeldOut, merge_summaries
@@ -31,7 +33,7 @@ from sim2real.sysid.prediction import horizon_rms, predict, prediction_block, ri
 from sim2real.sysid.residuals import ResidualSpec, TrialResiduals, Weights, available_gradients
 from sim2real.sysid.runs import TrialFailure, raise_all_failed
 from sim2real.sysid.status import bound_problems, fit_problems, fit_status
-from sim2real.sysid.tasks import make_executor, one_line
+from sim2real.sysid.tasks import one_line
 from sim2real.sysid.uncertainty import Uncertainty, summarize_uncertainty
 from sim2real.trials import TrialRecord, versions
 
@@ -440,7 +442,8 @@ def fit_trials(records: Sequence[TrialRecord], start: ParameterSet, free: Sequen
                log: Callable[[str], None] | None = None, *, pusher: str = "auto", strict: bool = False,
                pusher_shape: str = "sphere", validation: Sequence[TrialRecord] = (),
                validation_sources: Sequence[str] | None = None,
-               failures: Sequence[TrialFailure] = (), jackknife: bool = False) -> FitResult:
+               failures: Sequence[TrialFailure] = (), jackknife: bool = False,
+               executor: str | Executor = "local") -> FitResult:
     """Fit the free parameters to recorded trials by Gauss-Newton / Levenberg-Marquardt.
 
     Parameters
@@ -462,7 +465,7 @@ def fit_trials(records: Sequence[TrialRecord], start: ParameterSet, free: Sequen
         ``{name: (lower, upper)}`` narrowing the registry bounds of free names.
     settings : LMSettings, optional
     workers : int
-        Processes evaluating trials in parallel (1 = in this process).
+        Workers evaluating trials in parallel (1 = in this process; the CPUs of a local Ray runtime).
     platform : str
         Recording compared against: ``"real"``, ``"sim"`` or ``"auto"``.
     sources : sequence of str, optional
@@ -488,6 +491,10 @@ def fit_trials(records: Sequence[TrialRecord], start: ParameterSet, free: Sequen
     jackknife : bool
         Also refit without each fitted trial (one more fit per trial) and widen each interval to
         the trial jackknife's where that is wider (:mod:`sim2real.sysid.jackknife`).
+    executor : str or Executor
+        ``"local"``, ``"ray"`` or ``"ray:ADDRESS"`` (:func:`~sim2real.execution.open_executor`,
+        opened after the inputs are checked and closed at the end), or an open executor (kept open).
+        Results are the same with any executor.
 
     Returns
     -------
@@ -528,7 +535,9 @@ def fit_trials(records: Sequence[TrialRecord], start: ParameterSet, free: Sequen
                 n.startswith("arm.") for n in names):
             warnings.append(f"trial '{trial.name}' has no recorded joint commands: it gives no servo residuals")
 
-    with make_executor(workers) as executor:
+    with contextlib.ExitStack() as stack:
+        if isinstance(executor, str):  # opened here, after the inputs were checked; jackknife refits reuse it
+            executor = stack.enter_context(open_executor(executor, workers))
         evaluator = FitEvaluator(executor, prepared.trials, start, free_set.expand, free_set.reduce_columns,
                                  names, spec_)
         start_failures = evaluator.start(x0)
@@ -542,7 +551,7 @@ def fit_trials(records: Sequence[TrialRecord], start: ParameterSet, free: Sequen
         if log is not None:
             _log_inputs(log, prepared)
             log(f"fitting {len(free_set.groups)} parameter(s) to {len(prepared.trials)} trial(s), horizon "
-                f"{spec_.label}, {workers} worker(s)")
+                f"{spec_.label}, on {executor.label}")
             if evaluator.dropped_rows:
                 log(f"{evaluator.dropped_rows} residual row(s) left out: they depend on degraded solver steps")
 
@@ -565,22 +574,22 @@ def fit_trials(records: Sequence[TrialRecord], start: ParameterSet, free: Sequen
             predictions = _predictions(executor, evaluator, held_out, start, start.replace(free_set.expand(result.x)),
                                        spec_)
 
-    fitted = _result(result, start, free_set, x0, lower, upper, settings, spec_, prepared, evaluator, held_out,
-                     warnings, left_out, mode, platform, predictions)
-    if not jackknife or len(prepared.trials) < 2:
-        return fitted
-    fitted_names = {trial.name for trial in prepared.trials}
+        fitted = _result(result, start, free_set, x0, lower, upper, settings, spec_, prepared, evaluator, held_out,
+                         warnings, left_out, mode, platform, predictions)
+        if not jackknife or len(prepared.trials) < 2:
+            return fitted
+        fitted_names = {trial.name for trial in prepared.trials}
 
-    def refit(subset: Sequence[TrialRecord]) -> FitResult:
-        return fit_trials(subset, start, free_set, horizon=horizon, weights=spec_.weights, mode=mode, bounds=bounds,
-                          settings=settings, workers=workers, platform=platform, pusher=pusher, strict=strict,
-                          pusher_shape=pusher_shape)
+        def refit(subset: Sequence[TrialRecord]) -> FitResult:
+            return fit_trials(subset, start, free_set, horizon=horizon, weights=spec_.weights, mode=mode,
+                              bounds=bounds, settings=settings, workers=workers, platform=platform, pusher=pusher,
+                              strict=strict, pusher_shape=pusher_shape, executor=executor)
 
-    measured = refit_jackknife([r for r in records if r.name in fitted_names], free_set.names, refit, log)
-    if measured is None:
-        fitted.warnings.append("trial jackknife: fewer than two refits succeeded; intervals not checked")
-        return fitted
-    return with_refit_jackknife(fitted, measured)
+        measured = refit_jackknife([r for r in records if r.name in fitted_names], free_set.names, refit, log)
+        if measured is None:
+            fitted.warnings.append("trial jackknife: fewer than two refits succeeded; intervals not checked")
+            return fitted
+        return with_refit_jackknife(fitted, measured)
 
 
 def _predictions(executor: Any, evaluator: FitEvaluator, held_out: HeldOut, start: ParameterSet,

@@ -18,17 +18,17 @@ simulator predicts for trials it never saw.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from sim2real.execution import Executor, Shared
 from sim2real.params import ParameterSet
 from sim2real.sysid.data import TrialData
 from sim2real.sysid.inputs import mode_pusher_source, resolve_mode
 from sim2real.sysid.residuals import TrialResiduals, Weights, step_params
-from sim2real.sysid.tasks import MapExecutor, one_line
+from sim2real.sysid.tasks import one_line
 from sim2real.trials import PoseSeries, compute_outcome, outcome_errors
 
 #: A held-out final position error must rise by more than this (m, mean per trial) to count: a few
@@ -75,7 +75,7 @@ class Prediction:
 class PredictionTask:
     """Inputs of one whole-trial prediction (picklable, for executors)."""
 
-    data: TrialData
+    data: Shared[TrialData]
     params: ParameterSet
     mode: str
     pusher: str
@@ -86,7 +86,7 @@ def run_prediction(task: PredictionTask) -> Prediction:
     """Simulate one trial whole and compare its final box pose; failures are returned, not raised."""
     from sim2real.sysid.replay import simulate_data
 
-    data = task.data
+    data = task.data.get()
     try:
         mode = resolve_mode(data, task.mode, task.pusher)
         source = mode_pusher_source(data, mode, task.pusher)
@@ -103,10 +103,10 @@ def run_prediction(task: PredictionTask) -> Prediction:
                       errors.flip_agree)
 
 
-def predict(executor: MapExecutor | Executor, trials: Sequence[TrialData], params: ParameterSet, mode: str,
+def predict(executor: Executor, trials: Sequence[TrialData], params: ParameterSet, mode: str,
             pusher: str, pusher_shape: str = "sphere") -> list[Prediction]:
     """:func:`run_prediction` of every trial on ``executor``, in trial order."""
-    tasks = [PredictionTask(t, params, mode, pusher, pusher_shape) for t in trials]
+    tasks = [PredictionTask(executor.share(t), params, mode, pusher, pusher_shape) for t in trials]
     return list(executor.map(run_prediction, tasks))
 
 

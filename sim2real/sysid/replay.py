@@ -254,3 +254,44 @@ def replay_trial(record: TrialRecord, params: ParameterSet, mode: str = "auto", 
                  pusher: str = "auto", strict: bool = False, pusher_shape: str = "sphere") -> TrialRecord:
     """:func:`replay`, returning only the replayed :class:`TrialRecord`."""
     return replay(record, params, mode, platform, pusher, strict, pusher_shape).record
+
+
+@dataclass(frozen=True)
+class ReplayTask:
+    """Inputs of one trial's replay (picklable, for executors); ``source`` is where it was read."""
+
+    record: TrialRecord
+    source: str | None
+    params: ParameterSet
+    mode: str = "auto"
+    platform: str = "auto"
+    pusher: str = "auto"
+    strict: bool = False
+    pusher_shape: str = "sphere"
+
+
+@dataclass(frozen=True)
+class ReplayFailure:
+    """A replay that raised: the trial, one line, the stage (``"inputs"`` or ``"replay"``), and
+    whether it must end the run (``--strict`` and a solver failure)."""
+
+    name: str
+    reason: str
+    source: str | None
+    stage: str
+    fatal: bool = False
+
+
+def run_replay_task(task: ReplayTask) -> ReplayResult | ReplayFailure:
+    """:func:`replay` of one task; failures are returned, not raised (one trial cannot end the others)."""
+    from sim2real.sysid.inputs import TrialInputError
+    from sim2real.sysid.tasks import one_line
+
+    try:
+        return replay(task.record, task.params, mode=task.mode, platform=task.platform, pusher=task.pusher,
+                      strict=task.strict, pusher_shape=task.pusher_shape)
+    except TrialInputError as err:
+        return ReplayFailure(task.record.name, one_line(err), task.source, "inputs")
+    except Exception as err:  # one trial's failure of any kind must not end the others
+        fatal = task.strict and isinstance(err, Sim2RealError)
+        return ReplayFailure(task.record.name, one_line(err), task.source, "replay", fatal)
