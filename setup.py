@@ -32,8 +32,9 @@ CONSOLE_SCRIPTS = [
 # - 0.x libraries whose minor releases change their API (rosbags, numba, urdf-parser-py) and the
 #   xArm SDK, whose wire protocol the emulator mirrors: the tested minor series.
 # Test, build and benchmark tools (pytest, ruff, colcon, MuJoCo) stay out: requirements-dev.txt.
-# Optional: Ray, for `--executor ray[:ADDRESS]` (`pip install 'sim2real[ray]'`); pinned with the
-# test tools in requirements-dev.txt, since the tests run it.
+# Optional: Ray and its client (grpcio, for ray:// addresses), for `--executor ray[:ADDRESS]`
+# (`pip install 'sim2real[ray]'`); Ray is pinned with the test tools in requirements-dev.txt,
+# since the tests run it (a local runtime; the client is not tested).
 INSTALL_REQUIRES = [
     "ros-rclpy>=9.1.2,<9.2",
     "ros-rmw-fastrtps-cpp>=9.3.3,<9.4",
@@ -78,7 +79,7 @@ setup(
     maintainer_email="sim2real@example.org",
     description="Sim-to-real toolkit for the UFactory xArm 6 box-push experiment",
     license="BSD-3-Clause",
-    extras_require={"test": ["pytest"], "ray": ["ray>=2.60,<2.61"]},
+    extras_require={"test": ["pytest"], "ray": ["ray[client]>=2.60,<2.61"]},
     entry_points={"console_scripts": CONSOLE_SCRIPTS},
     python_requires=">=3.10",
 )

@@ -125,7 +125,10 @@ def ray_tmp() -> Iterator[Path]:
 
 
 def _env(ray_tmp: Path) -> dict[str, str]:
-    return {**os.environ, "RAY_TMPDIR": str(ray_tmp), "NO_COLOR": "1",
+    """Ray's files under ``ray_tmp``, ``HOME`` too (nothing may land in ``~/.ray``)."""
+    home = ray_tmp / "home"
+    home.mkdir(exist_ok=True)
+    return {**os.environ, "RAY_TMPDIR": str(ray_tmp), "NO_COLOR": "1", "HOME": str(home),
             "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
 
 
@@ -206,6 +209,33 @@ def test_ray_sweep_writes_the_local_table(isolated: None, tmp_path: Path, ray_tm
     assert result.returncode == 0, result.stderr[-3000:]
     assert "executor ray, 2 worker(s)" in result.stderr
     assert (tmp_path / "ray" / "outcomes.csv").read_bytes() == (tmp_path / "local" / "outcomes.csv").read_bytes()
+    assert not (ray_tmp / "home" / ".ray").exists()  # the runtime's token stayed in memory
+
+
+CLUSTER = """\
+set -u
+export RAY_AUTH_MODE=token RAY_AUTH_TOKEN=$(python -c 'import secrets; print(secrets.token_hex(32))')
+ray start --head --port 6379 --num-cpus 2 --node-ip-address 127.0.0.1 --include-dashboard false \
+    --disable-usage-stats > "$RAY_TMPDIR/start.log" 2>&1 || { cat "$RAY_TMPDIR/start.log"; exit 90; }
+trap 'ray stop --force > /dev/null 2>&1' EXIT
+python -m sim2real "$@"
+"""
+
+
+def test_fit_on_an_existing_cluster_equals_the_local_fit(isolated: None, trials: list[str], tmp_path: Path,
+                                                         ray_tmp: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The README's command: a cluster started with ``ray start --head`` (token authentication
+    on, as Ray 2.60 does with a token), joined with ``--executor ray:127.0.0.1:6379``."""
+    local_out, ray_out = tmp_path / "local.yaml", tmp_path / "cluster.yaml"
+    assert main(["fit", *trials, *FIT, "--out", str(local_out)]) in (0, 3)
+    capsys.readouterr()
+    result = subprocess.run(netns.command("/bin/sh", "-c", CLUSTER, "cluster", "fit", *trials, *FIT, "--out",
+                                          str(ray_out), "--executor", "ray:127.0.0.1:6379"),
+                            cwd=ROOT, env=_env(ray_tmp), capture_output=True, text=True, timeout=300)
+    assert result.returncode in (0, 3), result.stderr[-3000:]
+    assert "on Ray cluster at 127.0.0.1:6379 (2 CPU(s))" in result.stderr
+    local, cluster = _fit_json(local_out), _fit_json(ray_out)
+    assert cluster["values"] == local["values"] and cluster["std"] == local["std"]
 
 
 def test_replay_on_local_workers_and_on_ray_writes_the_same_bags(isolated: None, trials: list[str], tmp_path: Path,

@@ -13,14 +13,16 @@ A task whose worker dies (killed, out of memory, node lost) is retried by Ray up
 compiled kernels when it starts (:func:`warm_worker`).
 
 Ray itself (2.60) probes cloud metadata addresses (169.254.169.254, metadata.google.internal)
-once at start-up to label its usage statistics, even with statistics off: the tests run Ray
-inside a network namespace of their own.
+once at start-up to label its usage statistics, even with statistics off, and public DNS
+(8.8.8.8:53) to learn the machine's address: the tests run Ray inside a network namespace of
+their own.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import secrets
 import socket
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -36,9 +38,16 @@ R = TypeVar("R")
 #: Retries of a task whose worker died before Ray gives up on it.
 MAX_RETRIES = 3
 #: Environment of a private local runtime: every Ray server on 127.0.0.1 (Ray picks the
-#: loopback address as the node address when clusters are off), no usage statistics.
+#: loopback address as the node address when clusters are off), no usage statistics. Ray turns
+#: token authentication on for a new local runtime (it sets ``RAY_AUTH_MODE``); its token
+#: (``RAY_AUTH_TOKEN``, see :func:`_local_runtime_env`) is made per runtime, since Ray would
+#: otherwise write one to ``~/.ray/auth_token``.
 LOCAL_RUNTIME_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_USAGE_STATS_ENABLED": "0"}
-INSTALL_HINT = "pip install 'ray[client]==2.60.0' (or sim2real[ray])"
+#: Said when joining a cluster fails: Ray 2.60's ``ray start`` turns token authentication on
+#: when it finds a token, and Ray never sends a token to an address given explicitly unless told.
+AUTH_HINT = ("if the cluster uses token authentication, set RAY_AUTH_MODE=token and its token "
+             "(~/.ray/auth_token, RAY_AUTH_TOKEN_PATH or RAY_AUTH_TOKEN)")
+INSTALL_HINT = "pip install 'ray[client]>=2.60,<2.61' (the extra sim2real[ray])"
 
 
 def _ray() -> Any:
@@ -73,6 +82,11 @@ def check_reachable(address: str, timeout: float = CONNECT_TIMEOUT) -> None:
         socket.create_connection((host, int(port)), timeout=timeout).close()
     except OSError as err:
         raise Sim2RealError(f"cannot reach the Ray cluster at '{address}': {err.strerror or err}") from None
+
+
+def _local_runtime_env() -> dict[str, str]:
+    """Environment for starting a private local runtime, with a fresh random token."""
+    return {**LOCAL_RUNTIME_ENV, "RAY_AUTH_TOKEN": secrets.token_hex(32)}
 
 
 def warm_worker() -> None:
@@ -120,28 +134,27 @@ class RayExecutor:
         ray = _ray()
         if ray.is_initialized():
             raise Sim2RealError("a Ray runtime is already running in this process; sim2real starts or joins its own")
-        saved = {key: os.environ.get(key) for key in LOCAL_RUNTIME_ENV}
+        environment = _local_runtime_env() if address is None else {}
+        changed = [*environment, "RAY_AUTH_MODE"] if address is None else []  # Ray sets the mode itself
+        self._saved = {key: os.environ.get(key) for key in changed}  # restored by close()
         init: dict[str, Any] = {"include_dashboard": False, "logging_level": logging.WARNING,
                                 "log_to_driver": False,
                                 "runtime_env": {"worker_process_setup_hook": f"{__name__}.warm_worker"}}
         try:
             if address is None:
-                os.environ.update(LOCAL_RUNTIME_ENV)
+                os.environ.update(environment)  # the driver keeps using the token while it runs
                 ray.init(address="local", num_cpus=workers, **init)
             else:
                 check_reachable(address)
                 ray.init(address=address, **init)
         except Sim2RealError:
+            self._restore_environment()
             raise
         except Exception as err:  # ConnectionError, version mismatch, bad address: all user-facing
+            self._restore_environment()
             where = "start a local Ray runtime" if address is None else f"join the Ray cluster at '{address}'"
-            raise Sim2RealError(f"cannot {where}: {' '.join(str(err).split())[:300]}") from None
-        finally:
-            for key, value in saved.items():
-                if value is None:
-                    os.environ.pop(key, None)
-                else:
-                    os.environ[key] = value
+            hint = "" if address is None else f"; {AUTH_HINT}"
+            raise Sim2RealError(f"cannot {where}: {' '.join(str(err).split())[:300]}{hint}") from None
         self._ray = ray
         self.cpus = max(1, int(ray.cluster_resources().get("CPU", workers)))
         self.label = (f"Ray, local runtime of {self.cpus} CPU(s)" if address is None
@@ -191,7 +204,16 @@ class RayExecutor:
                 self._ray.cancel(ref, force=True)
             raise
 
+    def _restore_environment(self) -> None:
+        for key, value in self._saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        self._saved = {}
+
     def close(self) -> None:
         """Leave the cluster, or stop the local runtime (idempotent)."""
         if self._ray.is_initialized():
             self._ray.shutdown()
+        self._restore_environment()
