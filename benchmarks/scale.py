@@ -129,8 +129,8 @@ def main() -> None:
     parser.add_argument("--tosses", type=int, default=0, help="fit the first N tosses (default 0: all 570)")
     parser.add_argument("--iterations", type=int, default=5,
                         help="iteration limit of each fit (default 5: the same work on every executor)")
-    parser.add_argument("--sweep-points", type=int, default=20,
-                        help="mu_table values of the sweep, each at 2 distances (default 20)")
+    parser.add_argument("--sweep-points", type=int, default=100,
+                        help="mu_table values of the sweep, each at 2 distances (default 100)")
     parser.add_argument("--configs", default="local:1,local:2,ray:2",
                         help="EXECUTOR:WORKERS list (default local:1,local:2,ray:2)")
     parser.add_argument("--only", help=argparse.SUPPRESS)  # one configuration, in this process (the Ray child)

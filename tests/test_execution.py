@@ -212,6 +212,28 @@ def test_ray_sweep_writes_the_local_table(isolated: None, tmp_path: Path, ray_tm
     assert not (ray_tmp / "home" / ".ray").exists()  # the runtime's token stayed in memory
 
 
+TWO_RUNTIMES = """\
+from sim2real.execution import open_executor
+
+
+def square(x):
+    return x * x
+
+
+for _ in range(2):
+    with open_executor("ray", 1) as executor:
+        print(list(executor.map(square, [3, 4])))
+"""
+
+
+def test_two_local_runtimes_one_after_another_in_one_process(isolated: None, ray_tmp: Path) -> None:
+    """Regression: the second runtime got a new token while Ray's driver kept the first (GCS refused it)."""
+    result = subprocess.run(netns.command(sys.executable, "-c", TWO_RUNTIMES), cwd=ROOT, env=_env(ray_tmp),
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.split("\n")[:2] == ["[9, 16]", "[9, 16]"]
+
+
 CLUSTER = """\
 set -u
 export RAY_AUTH_MODE=token RAY_AUTH_TOKEN=$(python -c 'import secrets; print(secrets.token_hex(32))')
@@ -225,17 +247,21 @@ python -m sim2real "$@"
 def test_fit_on_an_existing_cluster_equals_the_local_fit(isolated: None, trials: list[str], tmp_path: Path,
                                                          ray_tmp: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The README's command: a cluster started with ``ray start --head`` (token authentication
-    on, as Ray 2.60 does with a token), joined with ``--executor ray:127.0.0.1:6379``."""
+    on, as Ray 2.60 does with a token), joined with ``--executor ray:127.0.0.1:6379``; the
+    jackknife's refits run as tasks on it."""
     local_out, ray_out = tmp_path / "local.yaml", tmp_path / "cluster.yaml"
-    assert main(["fit", *trials, *FIT, "--out", str(local_out)]) in (0, 3)
+    assert main(["fit", *trials, *FIT, "--jackknife", "--out", str(local_out)]) in (0, 3)
     capsys.readouterr()
-    result = subprocess.run(netns.command("/bin/sh", "-c", CLUSTER, "cluster", "fit", *trials, *FIT, "--out",
-                                          str(ray_out), "--executor", "ray:127.0.0.1:6379"),
+    result = subprocess.run(netns.command("/bin/sh", "-c", CLUSTER, "cluster", "fit", *trials, *FIT, "--jackknife",
+                                          "--out", str(ray_out), "--executor", "ray:127.0.0.1:6379"),
                             cwd=ROOT, env=_env(ray_tmp), capture_output=True, text=True, timeout=300)
     assert result.returncode in (0, 3), result.stderr[-3000:]
     assert "on Ray cluster at 127.0.0.1:6379 (2 CPU(s))" in result.stderr
     local, cluster = _fit_json(local_out), _fit_json(ray_out)
     assert cluster["values"] == local["values"] and cluster["std"] == local["std"]
+    # the leave-one-out refits ran as Ray tasks
+    assert cluster["data"]["uncertainty"]["refit_jackknife"] == local["data"]["uncertainty"]["refit_jackknife"]
+    assert "jackknife: 3 leave-one-out refits on Ray cluster at 127.0.0.1:6379" in result.stderr
 
 
 def test_replay_on_local_workers_and_on_ray_writes_the_same_bags(isolated: None, trials: list[str], tmp_path: Path,

@@ -82,6 +82,9 @@ def test_fit_jackknife_refits_without_each_trial_end_to_end(tmp_path: Path,
     # Noise-free recordings: every refit finds the hidden friction, so the jackknife is not wider.
     assert refits["values"]["contact.mu_table"] == pytest.approx([0.3, 0.3, 0.3], rel=1e-3)
     assert "not wider for contact.mu_table" in result.data["uncertainty"]["method"]
+    pooled = fit_trials([probe_push(f"p{k}", s) for k, s in enumerate((0.45, 0.5, 0.6))], NOMINAL,
+                        "contact.mu_table", horizon=1, jackknife=True, workers=2)  # refits as tasks of 2 workers
+    assert pooled.data["uncertainty"]["refit_jackknife"] == refits and pooled.std == result.std
     run = tmp_path / "probe"
     for k, speed in enumerate((0.45, 0.5, 0.6)):
         write_trial(run, probe_push(f"push_{k}", speed))

@@ -37,6 +37,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="known true parameter values (SI units, registry names; repeatable), e.g. "
                              "box.com_z=-0.06,arm.servo_tau=0.065: adds a 'truth' and a 'truth inside 95 %%?' "
                              "column to the parameter tables (needs --fit)")
+    parser.add_argument("--sweep", metavar="SWEEP_DIR",
+                        help="directory written by 'sim2real sweep' (e.g. over sets from 'sim2real sample'): adds "
+                             "the predicted flip probability and final-distance range per start distance, with "
+                             "the real standard pushes of the first run with real data beside them")
     parser.add_argument("--labels", metavar="A,B", help="comma-separated label per run directory")
     parser.add_argument("--max-trial-figures", type=int, default=10, metavar="N",
                         help="per run, draw per-trial figures for the first N trials (default 10)")
@@ -64,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
     if truth and not args.fit:
         raise Sim2RealError("--truth needs --fit: the truth is compared with a fit's intervals")
     paths = build_report(args.run_dirs, args.out, fit=args.fit, labels=labels,
-                         max_trial_figures=args.max_trial_figures, truth=truth)
+                         max_trial_figures=args.max_trial_figures, truth=truth, sweep=args.sweep)
     for fit in paths.fits:
         for line in fit_status_lines(fit):
             print(line if fit.ok else red(line, sys.stdout))

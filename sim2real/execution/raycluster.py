@@ -40,8 +40,8 @@ MAX_RETRIES = 3
 #: Environment of a private local runtime: every Ray server on 127.0.0.1 (Ray picks the
 #: loopback address as the node address when clusters are off), no usage statistics. Ray turns
 #: token authentication on for a new local runtime (it sets ``RAY_AUTH_MODE``); its token
-#: (``RAY_AUTH_TOKEN``, see :func:`_local_runtime_env`) is made per runtime, since Ray would
-#: otherwise write one to ``~/.ray/auth_token``.
+#: (``RAY_AUTH_TOKEN``, see :func:`_local_runtime_env`) is random and held in memory, since Ray
+#: would otherwise write one to ``~/.ray/auth_token``.
 LOCAL_RUNTIME_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_USAGE_STATS_ENABLED": "0"}
 #: Said when joining a cluster fails: Ray 2.60's ``ray start`` turns token authentication on
 #: when it finds a token, and Ray never sends a token to an address given explicitly unless told.
@@ -84,9 +84,18 @@ def check_reachable(address: str, timeout: float = CONNECT_TIMEOUT) -> None:
         raise Sim2RealError(f"cannot reach the Ray cluster at '{address}': {err.strerror or err}") from None
 
 
+_PROCESS_TOKEN: list[str] = []
+
+
 def _local_runtime_env() -> dict[str, str]:
-    """Environment for starting a private local runtime, with a fresh random token."""
-    return {**LOCAL_RUNTIME_ENV, "RAY_AUTH_TOKEN": secrets.token_hex(32)}
+    """Environment for starting a private local runtime, with this process's random token.
+
+    One token per process, not per runtime: Ray's driver caches the first token it loads, so a
+    second runtime started by the same process must use the same one.
+    """
+    if not _PROCESS_TOKEN:
+        _PROCESS_TOKEN.append(secrets.token_hex(32))
+    return {**LOCAL_RUNTIME_ENV, "RAY_AUTH_TOKEN": _PROCESS_TOKEN[0]}
 
 
 def warm_worker() -> None:

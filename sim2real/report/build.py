@@ -33,6 +33,7 @@ from sim2real.report.figures import (
     joint_tracking_figure,
     residual_figure,
 )
+from sim2real.report.spread import spread_blocks
 from sim2real.report.tables import (
     ExperimentRow,
     ExperimentTable,
@@ -565,7 +566,7 @@ def build_report(run_dirs: Sequence[str | Path], out_dir: str | Path,
                  fit: str | Path | Sequence[str | Path] | None = None,
                  labels: Sequence[str] | None = None, max_trial_figures: int = 10,
                  title: str = "sim2real: sim-vs-real report",
-                 truth: Mapping[str, float] | None = None) -> ReportPaths:
+                 truth: Mapping[str, float] | None = None, sweep: str | Path | None = None) -> ReportPaths:
     """Write ``report.html`` (self-contained) and ``report.md`` with PNG figures into ``out_dir``.
 
     Parameters
@@ -591,6 +592,10 @@ def build_report(run_dirs: Sequence[str | Path], out_dir: str | Path,
     truth : mapping of str to float, optional
         Known true parameter values (a stand-in's hidden values, a known-truth test): the
         parameter tables get a truth column and whether the 95 % interval holds it.
+    sweep : path, optional
+        A directory written by ``sim2real sweep``: its predicted outcome spread per start
+        distance beside the real outcomes of the first run with real data
+        (:mod:`sim2real.report.spread`).
 
     Returns
     -------
@@ -599,8 +604,8 @@ def build_report(run_dirs: Sequence[str | Path], out_dir: str | Path,
     Raises
     ------
     Sim2RealError
-        No run directory, unreadable run or fit file, wrong number of labels, a non-finite
-        truth value or truth without a fit. Nothing is written then.
+        No run directory, unreadable run, fit file or sweep table, wrong number of labels, a
+        non-finite truth value or truth without a fit. Nothing is written then.
     """
     if not run_dirs:
         raise Sim2RealError("give at least one run directory")
@@ -626,6 +631,10 @@ def build_report(run_dirs: Sequence[str | Path], out_dir: str | Path,
     blocks += _parameter_blocks(runs)
     if fits:
         blocks += _fits_blocks(fits, truth)
+    if sweep is not None:
+        real_table = next((t for t, run in zip(tables, runs, strict=True) if run in with_real), None)
+        blocks += (spread_blocks(sweep, real_table) if real_table is not None else
+                   [Note(f"--sweep {sweep}: no run has real trials to compare the predicted spread with")])
     blocks += _trial_blocks(runs, tables, max_trial_figures)
     figures = [b for b in blocks if isinstance(b, Figure)]
     out = Path(out_dir)

@@ -262,3 +262,46 @@ def residual_figure(series: Mapping[str, Any], title: str = "",
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, ncol=2 if len(drawn) > 6 else 1, loc="best")
     return _png(fig)
+
+
+def spread_figure(distances: Sequence[float], finals: Sequence[np.ndarray], ranges: Sequence[tuple[float, float]],
+                  real: Sequence[Sequence[float]]) -> bytes:
+    """Final box x per start distance: a sweep's rows (grey) with their central 95 % range (bar) and
+    the real trials (blue diamonds); all in m, plotted in cm.
+
+    Parameters
+    ----------
+    distances : sequence of float
+        Start distances, m.
+    finals : sequence of ndarray
+        Per distance, the final x of the sweep's rows, shape (rows,), m.
+    ranges : sequence of (float, float)
+        Per distance, the 2.5 and 97.5 % quantiles of ``finals``, m (NaN: none).
+    real : sequence of sequence of float
+        Per distance, the real trials' final x, m.
+    """
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(8, 3.8))
+    rng = np.random.default_rng(0)  # horizontal jitter of the points only
+    labelled: set[str] = set()
+
+    def label(text: str) -> str | None:  # each legend entry once
+        if text in labelled:
+            return None
+        labelled.add(text)
+        return text
+
+    for distance, rows, (low, high), reals in zip(distances, finals, ranges, real, strict=True):
+        x = 100 * distance
+        ax.scatter(x + rng.uniform(-0.4, 0.4, len(rows)), 100 * np.asarray(rows), s=6, color="#999999", alpha=0.5,
+                   label=label("sweep rows"))
+        if np.isfinite(low) and np.isfinite(high):
+            ax.plot([x, x], [100 * low, 100 * high], color="#333333", linewidth=3, label=label("sweep 95 % range"))
+        if len(reals):
+            ax.scatter([x + 0.9] * len(reals), [100 * v for v in reals], s=30, marker="D",
+                       color=PLATFORM_STYLE["real"]["color"], label=label("real"))
+    ax.set_xlabel("start distance (cm)")
+    ax.set_ylabel("final box x (cm)")
+    ax.grid(alpha=0.3)
+    ax.legend(loc="upper left", fontsize=8)
+    return _png(fig)

@@ -15,6 +15,7 @@ says whether it can be trusted: :attr:`FitResult.status` and :attr:`FitResult.pr
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -580,12 +581,13 @@ def fit_trials(records: Sequence[TrialRecord], start: ParameterSet, free: Sequen
             return fitted
         fitted_names = {trial.name for trial in prepared.trials}
 
-        def refit(subset: Sequence[TrialRecord]) -> FitResult:
-            return fit_trials(subset, start, free_set, horizon=horizon, weights=spec_.weights, mode=mode,
-                              bounds=bounds, settings=settings, workers=workers, platform=platform, pusher=pusher,
-                              strict=strict, pusher_shape=pusher_shape, executor=executor)
-
-        measured = refit_jackknife([r for r in records if r.name in fitted_names], free_set.names, refit, log)
+        refit = functools.partial(fit_trials, start=start, free=free_set, horizon=horizon, weights=spec_.weights,
+                                  mode=mode, bounds=bounds, settings=settings, platform=platform, pusher=pusher,
+                                  strict=strict, pusher_shape=pusher_shape)  # each refit inline in its task
+        if log is not None:
+            log(f"jackknife: {len(fitted_names)} leave-one-out refits on {executor.label}")
+        measured = refit_jackknife([r for r in records if r.name in fitted_names], free_set.names, refit, log,
+                                   executor)
         if measured is None:
             fitted.warnings.append("trial jackknife: fewer than two refits succeeded; intervals not checked")
             return fitted
