@@ -82,6 +82,18 @@ def test_ctrl_c_mid_trial_keeps_a_readable_incomplete_trial(tmp_path, env):
     assert not any(p.name.endswith(".partial") for p in out.iterdir())
 
 
+def _alive(pids: list[int]) -> list[int]:
+    """The processes of ``pids`` still running (not gone, not zombies)."""
+    alive = []
+    for pid in pids:
+        try:
+            if "zombie" not in Path(f"/proc/{pid}/status").read_text():
+                alive.append(pid)
+        except OSError:
+            pass
+    return alive
+
+
 def _children(pid: int) -> list[int]:
     try:
         return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
@@ -89,7 +101,11 @@ def _children(pid: int) -> list[int]:
         return []
 
 
-def test_ctrl_c_mid_standin_trial_stops_every_child_and_keeps_the_trial(tmp_path, env):
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGKILL], ids=["sigint", "sigkill"])
+def test_a_signal_mid_standin_trial_stops_every_child(tmp_path, env, signum):
+    """Ctrl-C unwinds the run (every child stopped, the trial kept, exit 130; SIGTERM takes the same
+    path, see the sweep test); after SIGKILL of the run the children end on their own (regression:
+    a killed run left the stand-in world running as an orphan)."""
     experiment = tmp_path / "experiment.yaml"
     experiment.write_text(EXPERIMENT)
     out = tmp_path / "run"
@@ -106,19 +122,28 @@ def test_ctrl_c_mid_standin_trial_stops_every_child_and_keeps_the_trial(tmp_path
         # Inside the push: the trial lasts about 2.9 s. At 1.0 s, with a CPU-bound process beside
         # the run, one platform had not recorded a joint state yet (the sim platform runs niced).
         time.sleep(1.8)
-        process.send_signal(signal.SIGINT)
-        _, err = process.communicate(timeout=30)
+        process.send_signal(signum)
+        if signum == signal.SIGKILL:  # the children hold the run's stderr: no communicate() while they live
+            process.wait(timeout=30)
+            err = ""
+        else:
+            _, err = process.communicate(timeout=30)
+        deadline = time.monotonic() + 20
+        while _alive(children) and time.monotonic() < deadline:
+            time.sleep(0.05)
     finally:
         if process.poll() is None:
             process.kill()
             process.wait()
-        for pid in children:  # never leave a node behind, whatever failed
-            if Path(f"/proc/{pid}").exists():
-                os.kill(pid, signal.SIGKILL)
-    assert process.returncode == 130, err[-2000:]
+        left = _alive(children)
+        for pid in left:  # never leave a node behind, whatever failed
+            os.kill(pid, signal.SIGKILL)
     assert len(children) == 3  # stand-in, real platform, sim platform
-    assert not [pid for pid in children if Path(f"/proc/{pid}").exists()
-                and "zombie" not in Path(f"/proc/{pid}/status").read_text()]
+    assert not left, f"children still running after {signum.name} of the run"
+    if signum == signal.SIGKILL:
+        assert process.returncode == -signal.SIGKILL
+        return
+    assert process.returncode == 130 and "interrupted" in err, err[-2000:]
     record = read_trial(out / "trial_00_d0.300")
     assert not record.complete and record.meta.get("note")
     for platform in ("real", "sim"):

@@ -312,8 +312,10 @@ def test_sweep_refuses_a_changed_configuration(grid_sweep, experiment, tmp_path,
     assert code == 2 and "holds no sweep.json" in err
 
 
-def test_interrupted_sweep_resumes_to_the_uninterrupted_table(experiment, tmp_path, capsys):
-    """Ctrl-C a sweep running on two worker processes, resume it in one: the table equals an uninterrupted run."""
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["sigint", "sigterm"])
+def test_interrupted_sweep_resumes_to_the_uninterrupted_table(experiment, tmp_path, capsys, signum):
+    """Ctrl-C (or SIGTERM) a sweep running on two worker processes, resume it in one: the table equals an
+    uninterrupted run."""
     args = grid_args(experiment, tmp_path / "cut", points=4)
     table = tmp_path / "cut" / "outcomes.csv"
     child = subprocess.Popen([sys.executable, "-m", "sim2real", *args, "--workers", "2"], stdout=subprocess.PIPE,
@@ -323,11 +325,11 @@ def test_interrupted_sweep_resumes_to_the_uninterrupted_table(experiment, tmp_pa
         if table.exists() and table.read_text().count("\n") >= 3:  # header + two rows
             break
         time.sleep(0.01)
-    child.send_signal(signal.SIGINT)
+    child.send_signal(signum)
     _, err = child.communicate(timeout=60)
-    assert child.returncode in (130, 0), err  # 0: it finished before the signal arrived
+    assert child.returncode in (128 + signum, 0), err  # 0: it finished before the signal arrived
     text = table.read_text()
-    assert text.endswith("\n")  # Ctrl-C leaves whole lines
+    assert text.endswith("\n")  # Ctrl-C and SIGTERM leave whole lines
     done_before = text.count("\n") - 1
     assert done_before >= 2 and all(line.count(",") == 11 for line in text.splitlines())
     code, _, err = run_cli(capsys, *args)

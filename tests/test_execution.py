@@ -195,43 +195,41 @@ def test_ray_fit_with_a_worker_killed_mid_fit_equals_the_local_fit(isolated: Non
     assert ray["stop_reason"] == local["stop_reason"]
 
 
-def test_ray_sweep_writes_the_local_table(isolated: None, tmp_path: Path, ray_tmp: Path,
-                                         capsys: pytest.CaptureFixture[str]) -> None:
-    experiment = tmp_path / "short.yaml"
-    experiment.write_text(SHORT_EXPERIMENT)
-    args = ["sweep", "--distances", "0.30,0.35", "--set-grid", "contact.mu_table=0.3:0.6:2", "--experiment",
-            str(experiment), "--workers", "2"]
-    assert main([*args, "--out", str(tmp_path / "local")]) == 0
-    capsys.readouterr()
-    result = subprocess.run(netns.command(sys.executable, "-m", "sim2real", *args, "--out", str(tmp_path / "ray"),
-                                          "--executor", "ray"),
-                            cwd=ROOT, env=_env(ray_tmp), capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert "executor ray, 2 worker(s)" in result.stderr
-    assert (tmp_path / "ray" / "outcomes.csv").read_bytes() == (tmp_path / "local" / "outcomes.csv").read_bytes()
-    assert not (ray_tmp / "home" / ".ray").exists()  # the runtime's token stayed in memory
-
-
-TWO_RUNTIMES = """\
-from sim2real.execution import open_executor
-
-
-def square(x):
-    return x * x
-
-
-for _ in range(2):
-    with open_executor("ray", 1) as executor:
-        print(list(executor.map(square, [3, 4])))
+#: Ray sweep, then Ray replay, in one process: two local runtimes one after the other (regression:
+#: the second got a new token while Ray's driver kept the first, and its GCS refused the driver).
+SWEEP_THEN_REPLAY = """\
+import json, sys
+from sim2real.cli import main
+sweep, replay = json.loads(sys.argv[1])
+sys.exit(main(sweep) or main(replay))
 """
 
 
-def test_two_local_runtimes_one_after_another_in_one_process(isolated: None, ray_tmp: Path) -> None:
-    """Regression: the second runtime got a new token while Ray's driver kept the first (GCS refused it)."""
-    result = subprocess.run(netns.command(sys.executable, "-c", TWO_RUNTIMES), cwd=ROOT, env=_env(ray_tmp),
-                            capture_output=True, text=True, timeout=300)
+def test_ray_sweep_and_replay_give_the_local_table_and_bags(isolated: None, trials: list[str], tmp_path: Path,
+                                                            ray_tmp: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    experiment = tmp_path / "short.yaml"
+    experiment.write_text(SHORT_EXPERIMENT)
+    sweep = ["sweep", "--distances", "0.30,0.35", "--set-grid", "contact.mu_table=0.3:0.6:2", "--experiment",
+             str(experiment), "--workers", "2"]
+    outs = {"inline": tmp_path / "inline", "local": tmp_path / "local", "ray": tmp_path / "ray"}
+    assert main([*sweep, "--out", str(tmp_path / "sweep_local")]) == 0
+    assert main(["replay", *trials, "--out", str(outs["inline"])]) == 0
+    assert main(["replay", *trials, "--out", str(outs["local"]), "--workers", "2"]) == 0
+    assert "on local, 2 worker processes" in capsys.readouterr().err
+    commands = [[*sweep, "--out", str(tmp_path / "sweep_ray"), "--executor", "ray"],
+                ["replay", *trials, "--out", str(outs["ray"]), "--executor", "ray", "--workers", "2"]]
+    result = subprocess.run(netns.command(sys.executable, "-c", SWEEP_THEN_REPLAY, json.dumps(commands)),
+                            cwd=ROOT, env=_env(ray_tmp), capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert result.stdout.split("\n")[:2] == ["[9, 16]", "[9, 16]"]
+    assert "executor ray, 2 worker(s)" in result.stderr and "on Ray, local runtime of 2 CPU(s)" in result.stderr
+    assert (tmp_path / "sweep_ray" / "outcomes.csv").read_bytes() \
+        == (tmp_path / "sweep_local" / "outcomes.csv").read_bytes()
+    bags = sorted(p.relative_to(outs["inline"]) for p in outs["inline"].rglob("*.mcap"))
+    assert len(bags) == len(trials)
+    for bag in bags:  # the recorded data, bit for bit (trial.json differs in its write time)
+        assert (outs["local"] / bag).read_bytes() == (outs["inline"] / bag).read_bytes()
+        assert (outs["ray"] / bag).read_bytes() == (outs["inline"] / bag).read_bytes()
+    assert not (ray_tmp / "home" / ".ray").exists()  # the runtimes' token stayed in memory
 
 
 CLUSTER = """\
@@ -262,21 +260,3 @@ def test_fit_on_an_existing_cluster_equals_the_local_fit(isolated: None, trials:
     # the leave-one-out refits ran as Ray tasks
     assert cluster["data"]["uncertainty"]["refit_jackknife"] == local["data"]["uncertainty"]["refit_jackknife"]
     assert "jackknife: 3 leave-one-out refits on Ray cluster at 127.0.0.1:6379" in result.stderr
-
-
-def test_replay_on_local_workers_and_on_ray_writes_the_same_bags(isolated: None, trials: list[str], tmp_path: Path,
-                                                                  ray_tmp: Path,
-                                                                  capsys: pytest.CaptureFixture[str]) -> None:
-    outs = {"inline": tmp_path / "inline", "local": tmp_path / "local", "ray": tmp_path / "ray"}
-    assert main(["replay", *trials, "--out", str(outs["inline"])]) == 0
-    assert main(["replay", *trials, "--out", str(outs["local"]), "--workers", "2"]) == 0
-    assert "on local, 2 worker processes" in capsys.readouterr().err
-    result = subprocess.run(netns.command(sys.executable, "-m", "sim2real", "replay", *trials, "--out",
-                                          str(outs["ray"]), "--executor", "ray", "--workers", "2"),
-                            cwd=ROOT, env=_env(ray_tmp), capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stderr[-3000:]
-    bags = sorted(p.relative_to(outs["inline"]) for p in outs["inline"].rglob("*.mcap"))
-    assert len(bags) == len(trials)
-    for bag in bags:  # the recorded data, bit for bit (trial.json differs in its write time)
-        assert (outs["local"] / bag).read_bytes() == (outs["inline"] / bag).read_bytes()
-        assert (outs["ray"] / bag).read_bytes() == (outs["inline"] / bag).read_bytes()

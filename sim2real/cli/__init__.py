@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
+import threading
 from collections.abc import Sequence
+from typing import Any
 
 from sim2real import __version__
 from sim2real.errors import Sim2RealError
@@ -61,14 +64,37 @@ def main(argv: Sequence[str] | None = None) -> int:
     if getattr(args, "handler", None) is None:
         parser.print_help()
         return 2
+    terminated: list[int] = []
+    previous = _terminate_as_interrupt(terminated)
     try:
         return int(args.handler(args) or 0)
     except Sim2RealError as err:
         print(f"sim2real: error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("sim2real: interrupted", file=sys.stderr)
-        return 130
+        # SIGTERM unwinds like Ctrl-C: every command's cleanup runs (child processes stopped, the
+        # arm stopped, partial files removed), then 128 + the signal
+        print("sim2real: terminated" if terminated else "sim2real: interrupted", file=sys.stderr)
+        return 128 + signal.SIGTERM if terminated else 130
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _terminate_as_interrupt(terminated: list[int]) -> Any:
+    """Make SIGTERM raise KeyboardInterrupt in the main thread (noting it in ``terminated``);
+    returns the previous handler, or None when not in the main thread or SIGTERM is not at its
+    default (an embedding program's own handler is kept)."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        return None
+
+    def handler(signum: int, frame: Any) -> None:
+        terminated.append(signum)
+        raise KeyboardInterrupt
+
+    return signal.signal(signal.SIGTERM, handler)
 
 
 if __name__ == "__main__":

@@ -1,12 +1,13 @@
 """Several nodes of the experiment graph in one process (a child process of ``sim2real run``).
 
-    python -m sim2real.nodes.group [--ready-file F] NODE... --ros-args --params-file P.yaml
+    python -m sim2real.nodes.group [--ready-file F] [--parent-pid PID] NODE... --ros-args --params-file P.yaml
 
 ``NODE`` is a node name of the graph (:data:`NODE_NAMES`); each node reads its parameters
 from the params file under its own name and under ``/**``, exactly as the console script
 of the same node would. Each node spins on its own executor thread until SIGINT or SIGTERM,
 which closes them in order (:func:`sim2real.nodes.common.run_nodes`); the ready file (if
-given) is created once every node has been constructed.
+given) is created once every node has been constructed. With ``--parent-pid`` the process
+also ends that way when its parent dies, however it died (:func:`follow_parent`).
 
 ``sim2real run`` uses it to give the mirrored simulator and the reality stand-in their own
 interpreters: their physics steps would otherwise hold the GIL of the real arm's control loop.
@@ -15,6 +16,9 @@ interpreters: their physics steps would otherwise hold the GIL of the real arm's
 from __future__ import annotations
 
 import argparse
+import ctypes
+import os
+import signal
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -49,6 +53,28 @@ def node_factory(name: str) -> Callable[..., Any]:
     raise ValueError(f"unknown node '{name}' (expected one of {', '.join(NODE_NAMES)})")
 
 
+#: prctl option: the signal this process gets when its parent dies (Linux).
+PR_SET_PDEATHSIG = 1
+
+
+def follow_parent(parent_pid: int) -> bool:
+    """Ask the kernel for SIGTERM when the parent dies (even by SIGKILL), so the nodes close and
+    the arm stops instead of running on as an orphan. False when the parent is already gone.
+
+    Parameters
+    ----------
+    parent_pid : int
+        The process that started this one (checked after the request, which closes the race
+        of a parent dying in between).
+    """
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux: the parent's own handlers are all there is
+        pass
+    return os.getppid() == parent_pid
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status (0 after SIGINT or SIGTERM, 2 when a node cannot
     start as configured: one line on stderr, the parent reports the exit)."""
@@ -58,8 +84,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     own, _ = split_ros_args(argv)
     parser = argparse.ArgumentParser(prog="python -m sim2real.nodes.group")
     parser.add_argument("--ready-file", type=Path, default=None)
+    parser.add_argument("--parent-pid", type=int, default=None,
+                        help="end (as on SIGTERM: nodes closed, the arm stopped) when this process dies")
     parser.add_argument("nodes", nargs="+", choices=NODE_NAMES)
     args = parser.parse_args(own)
+    if args.parent_pid is not None and not follow_parent(args.parent_pid):
+        return 0  # the parent is already gone: start nothing
     # The physics thread and the DDS callbacks share the GIL with the emulator's socket
     # threads: hand it over every 0.5 ms instead of 5 ms so that replies are not held up.
     sys.setswitchinterval(0.0005)

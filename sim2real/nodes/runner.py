@@ -339,9 +339,12 @@ class _Child:
 
     @classmethod
     def start(cls, names: list[str], params_files: list[Path], workdir: Path) -> _Child:
-        """Start ``names`` in a new interpreter (SIGINT at its default, same environment)."""
+        """Start ``names`` in a new interpreter (SIGINT at its default, same environment), which
+        ends when this process dies (``--parent-pid``; call from the main thread, since the
+        kernel ties that to the thread that started the child)."""
         ready = workdir / f"{'+'.join(names)}.ready"
-        command = [sys.executable, "-m", "sim2real.nodes.group", "--ready-file", str(ready), *names, "--ros-args"]
+        command = [sys.executable, "-m", "sim2real.nodes.group", "--ready-file", str(ready), "--parent-pid",
+                   str(os.getpid()), *names, "--ros-args"]
         for path in params_files:
             command += ["--params-file", str(path)]
         niceness = SIM_NICENESS if "sim_node" in names else 0
