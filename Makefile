@@ -39,9 +39,25 @@ demo: venv
 browser:
 	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
 
+# Test files that only compute (no ROS, no sockets, no subprocess timing, no Ray) run on two
+# processes; every other file runs alone, one test at a time (ROS graphs, emulators on loopback
+# ports, Ray, scheduling measurements). A new file runs alone until it is listed here.
+PARALLEL_TESTS := $(sort $(wildcard tests/test_physics_*.py tests/test_sysid_*.py tests/test_report_build.py \
+	tests/test_report_fits.py tests/test_report_outcomes.py tests/test_report_robust.py tests/test_report_spread.py \
+	tests/test_cli_fit.py tests/test_cli_fit_robust.py tests/test_cli_replay.py tests/test_cli_replay_robust.py \
+	tests/test_cli_simulate.py tests/test_cli_simulate_distance.py tests/test_cli_simulate_hard_steps.py \
+	tests/test_cli_import.py tests/test_cli_import_bag.py tests/test_cli_report.py tests/test_control_reference.py \
+	tests/test_experiment_table.py tests/test_model.py tests/test_params.py tests/test_spatial.py \
+	tests/test_trial_gradients.py tests/test_trials_bag.py tests/test_trials_outcome.py))
+SERIAL_TESTS := $(filter-out $(PARALLEL_TESTS),$(sort $(wildcard tests/test_*.py)))
+
+# Both parts always run; the status is non-zero when either failed.
 test: venv browser
 	$(BIN)/ruff check sim2real tests benchmarks launch setup.py
-	ROS_LOG_DIR=$$(mktemp -d) $(BIN)/python -m pytest -q --durations=25
+	$(BIN)/python -m sim2real.physics.warmup
+	ROS_LOG_DIR=$$(mktemp -d) $(BIN)/python -m pytest -q -n 2 --durations=10 $(PARALLEL_TESTS); a=$$?; \
+	ROS_LOG_DIR=$$(mktemp -d) $(BIN)/python -m pytest -q --durations=25 $(SERIAL_TESTS); b=$$?; \
+	echo "make test: computation tests exit $$a, the others exit $$b"; exit $$(( a || b ))
 
 lint: venv
 	$(BIN)/ruff check sim2real tests benchmarks launch setup.py
