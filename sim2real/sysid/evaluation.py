@@ -21,7 +21,7 @@ import numpy as np
 from scipy import stats
 
 from sim2real.errors import Sim2RealError
-from sim2real.execution import Executor
+from sim2real.execution import Executor, Shared
 from sim2real.params import ParameterSet
 from sim2real.physics import SolveSummary
 from sim2real.sysid.data import TrialData
@@ -83,6 +83,11 @@ class FitEvaluator:
         self.start_results: list[TrialResiduals] = []
         self.final_results: list[TrialResiduals] = []
         self._hard: dict[str, list[Any]] = {}
+
+    @property
+    def shared_trials(self) -> list[Shared[TrialData]]:
+        """Handles of :attr:`trials` as shared with the executor's workers (in order)."""
+        return [self._shared[id(t)] for t in self.trials]
 
     def _run(self, x: np.ndarray, trials: Sequence[TrialData]) -> list[TrialResiduals | TaskFailure]:
         params = self._start.replace(self._expand(x))
@@ -287,6 +292,11 @@ class HeldOut:
             per_trial.append(loss_weights(res.residuals[~(mask | res.dropped_mask)], *self._loss)[0])
         self.trial_costs[iteration] = np.array(per_trial)
         return float(np.sum(per_trial)) if per_trial else float("nan")
+
+    @property
+    def shared_trials(self) -> list[Shared[TrialData]]:
+        """Handles of :attr:`trials` as shared with the executor's workers (in order)."""
+        return [self._shared[id(t)] for t in self.trials]
 
     def _run(self, x: np.ndarray) -> list[TrialResiduals | TaskFailure]:
         params = self._start.replace(self._expand(x))

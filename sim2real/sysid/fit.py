@@ -599,7 +599,7 @@ def _predictions(executor: Any, evaluator: FitEvaluator, held_out: HeldOut, star
     """fit.json ``validation.prediction``: whole-trial prediction errors of the training and the
     held-out trials at the start and the fitted values (:mod:`sim2real.sysid.prediction`)."""
     blocks = {}
-    for label, trials in (("training", evaluator.trials), ("validation", held_out.trials)):
+    for label, trials in (("training", evaluator.shared_trials), ("validation", held_out.shared_trials)):
         before = predict(executor, trials, start, spec_.mode, spec_.pusher, spec_.pusher_shape)
         after = predict(executor, trials, fitted, spec_.mode, spec_.pusher, spec_.pusher_shape)
         if label == "training":

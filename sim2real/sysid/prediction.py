@@ -103,10 +103,11 @@ def run_prediction(task: PredictionTask) -> Prediction:
                       errors.flip_agree)
 
 
-def predict(executor: Executor, trials: Sequence[TrialData], params: ParameterSet, mode: str,
+def predict(executor: Executor, trials: Sequence[Shared[TrialData]], params: ParameterSet, mode: str,
             pusher: str, pusher_shape: str = "sphere") -> list[Prediction]:
-    """:func:`run_prediction` of every trial on ``executor``, in trial order."""
-    tasks = [PredictionTask(executor.share(t), params, mode, pusher, pusher_shape) for t in trials]
+    """:func:`run_prediction` of every trial on ``executor``, in trial order; ``trials`` are the
+    handles the fit already shared with the executor's workers (no second copy)."""
+    tasks = [PredictionTask(t, params, mode, pusher, pusher_shape) for t in trials]
     return list(executor.map(run_prediction, tasks))
 
 
