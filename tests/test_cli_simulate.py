@@ -79,6 +79,7 @@ def test_example_scenarios_parse() -> None:
         (lambda d: d.update(durration=1.0), "unknown key 'durration'"),
         (lambda d: d["box"].update(position=[0.0, 0.0]), "list of 3 numbers"),
         (lambda d: d.update(dt=1.0), "out of bounds"),
+        (lambda d: d["box"].update(velocities="midpoint"), "box.velocities must be one of instant, step_before"),
     ],
 )
 def test_bad_scenarios_give_one_line_errors(tmp_path: Path, change, message: str) -> None:

@@ -22,7 +22,8 @@ def _scenario_from(case: Path, tmp_path: Path) -> tuple[Path, list[str]]:
     scenario = {
         "duration": dt, "dt": dt,
         "box": {"position": state["position_m"], "quaternion": state["quaternion_wxyz"],
-                "linear_velocity": state["linear_velocity_m_s"], "angular_velocity": state["angular_velocity_rad_s"]},
+                "linear_velocity": state["linear_velocity_m_s"], "angular_velocity": state["angular_velocity_rad_s"],
+                "velocities": "step_before"},  # the engine state as saved, no half-step start
         "pusher": {"radius": data["params"]["pusher.radius"],
                    "waypoints": [[0.0, *pusher["start_m"]], [dt, *pusher["end_m"]]]},
     }

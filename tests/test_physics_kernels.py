@@ -17,7 +17,8 @@ from sim2real.physics.dynamics import (
 from sim2real.physics.solver import interior_point
 from sim2real.spatial import from_axis_angle, multiply, to_matrix
 
-PARAMS = ParameterSet.nominal().replace({"contact.mu_table": 0.5, "contact.mu_pusher": 0.3})
+PARAMS = ParameterSet.nominal().replace({"contact.mu_table": 0.5, "contact.mu_pusher": 0.3,
+                                         "contact.support_ratio": 0.6})
 FULL = SolverSettings(resting_shortcut=False)
 HALF = np.array([0.055, 0.065, 0.105])  # nominal box, m
 

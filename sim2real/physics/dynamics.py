@@ -27,6 +27,7 @@ GRAVITY = 9.81
 THETA_PARAMS: tuple[str, ...] = (
     "box.mass", "box.size_x", "box.size_y", "box.size_z", "box.com_x", "box.com_y", "box.com_z",
     "contact.mu_table", "contact.mu_pusher", "contact.table_height", "pusher.radius", "box.inertia_scale",
+    "contact.support_ratio",
 )
 #: Smallest friction coefficient used in the cone equation ``ξ₁ = μγ``: at μ = 0 the cone pair has no
 #: interior, so frictionless contacts are simulated with this (negligible) friction instead.
@@ -124,6 +125,7 @@ def _unpack(theta: np.ndarray) -> dict[str, np.ndarray]:
     return {
         "mass": p[..., 0], "size": p[..., 1:4], "com": p[..., 4:7], "mu_table": p[..., 7],
         "mu_pusher": p[..., 8], "table_height": p[..., 9], "radius": p[..., 10], "inertia_scale": p[..., 11],
+        "support_ratio": p[..., 12],
     }
 
 
@@ -177,7 +179,7 @@ def problem_data(theta: np.ndarray, dt: float, with_pusher: bool, capsule: bool 
     v = _unpack(theta)
     half = 0.5 * v["size"]
     com_world, rotation, velocity = to_com_velocity(theta[..., STATE_SLICE], v["com"])
-    frames = [table_contacts(com_world, rotation, half, v["com"], v["table_height"])]
+    frames = [table_contacts(com_world, rotation, half, v["com"], v["table_height"], v["support_ratio"])]
     friction = [np.broadcast_to(v["mu_table"][..., None], (*v["mu_table"].shape, 8))]
     if with_pusher and capsule:
         frames.append(capsule_contact(com_world, rotation, half, v["com"], theta[..., PUSHER_START_SLICE],
@@ -190,11 +192,13 @@ def problem_data(theta: np.ndarray, dt: float, with_pusher: bool, capsule: bool 
     normal = np.concatenate([f.normal for f in frames], axis=-2)
     tangents = np.concatenate([f.tangents for f in frames], axis=-3)
     lever = np.concatenate([f.lever_body for f in frames], axis=-2)
+    friction_lever = np.concatenate([f.friction_lever_body for f in frames], axis=-2)
     other = np.concatenate([f.other_velocity for f in frames], axis=-2)
     # Point velocity on the box: v_com + R (ω × d) = v_com - R [d]x ω.
     angular_part = -np.einsum("...ij,...cjk->...cik", rotation, skew(lever))  # (..., n, 3, 3)
+    friction_part = -np.einsum("...ij,...cjk->...cik", rotation, skew(friction_lever))
     normal_jac = np.concatenate((normal, np.einsum("...ci,...cik->...ck", normal, angular_part)), axis=-1)
-    tangent_jac = np.concatenate((tangents, np.einsum("...cti,...cik->...ctk", tangents, angular_part)), axis=-1)
+    tangent_jac = np.concatenate((tangents, np.einsum("...cti,...cik->...ctk", tangents, friction_part)), axis=-1)
     mass = v["mass"]
     compliance = np.zeros(distance.shape)
     if with_pusher:

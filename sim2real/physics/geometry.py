@@ -41,6 +41,10 @@ class ContactFrames:
         Contact point on the box relative to the centre of mass, m, body frame.
     other_velocity : ndarray, shape (..., n, 3)
         Velocity of the other body's contact point, m/s, world frame (0 for the table).
+    friction_lever_body : ndarray, shape (..., n, 3)
+        Point where the contact's friction acts, relative to the centre of mass, m, body frame: the
+        contact point itself, except for table contacts with a support ratio below 1 (see
+        :func:`table_contacts`).
     """
 
     signed_distance: np.ndarray
@@ -48,6 +52,7 @@ class ContactFrames:
     tangents: np.ndarray
     lever_body: np.ndarray
     other_velocity: np.ndarray
+    friction_lever_body: np.ndarray
 
 
 def tangent_basis(normal: np.ndarray) -> np.ndarray:
@@ -72,6 +77,23 @@ def tangent_basis(normal: np.ndarray) -> np.ndarray:
     return np.stack((t1, t2), axis=-2)
 
 
+def uniform_support_ratio(size_x: float, size_y: float) -> float:
+    """``contact.support_ratio`` of a flat face under uniform pressure.
+
+    A rectangle of sides ``size_x`` × ``size_y`` (m) spinning on its centre under uniform pressure has
+    the friction torque ``μ N r̄``, with ``r̄`` the mean distance of its points from the centre. Four
+    supports at ``ρ`` times the corner distance ``d = √(a² + b²)`` (half sides ``a``, ``b``) give
+    ``μ N ρ d``; so ``ρ = r̄ / d``, with ``r̄ = [2abd + a³ ln((b + d)/a) + b³ ln((a + d)/b)] / (6ab)``.
+    0.5412 for a square; towards 1/2 for a long thin strip.
+    """
+    a, b = 0.5 * float(size_x), 0.5 * float(size_y)
+    if a <= 0.0 or b <= 0.0:
+        raise ValueError(f"face sides must be positive, got {size_x} x {size_y} m")
+    d = np.hypot(a, b)
+    mean = (2.0 * a * b * d + a**3 * np.log((b + d) / a) + b**3 * np.log((a + d) / b)) / (6.0 * a * b)
+    return float(mean / d)
+
+
 def box_corners_body(half_size: np.ndarray) -> np.ndarray:
     """Corner positions of boxes with half edge lengths (..., 3), m, body frame; shape (..., 8, 3)."""
     return CORNER_SIGNS * half_size[..., None, :]
@@ -79,9 +101,16 @@ def box_corners_body(half_size: np.ndarray) -> np.ndarray:
 
 def table_contacts(
     com_world: np.ndarray, rotation: np.ndarray, half_size: np.ndarray, com_body: np.ndarray,
-    table_height: np.ndarray,
+    table_height: np.ndarray, support_ratio: np.ndarray | float = 1.0,
 ) -> ContactFrames:
     """The 8 box corners against the table half-space ``z >= table_height``.
+
+    The normal force of each contact acts at its corner (so tipping about an edge is exact). Its
+    friction acts at the corner moved towards the box's geometric centre, within the table plane, to
+    ``support_ratio`` of the corner's horizontal distance from the centre: the friction moment arm of
+    the support. At 1 all support sits at the corners (the largest friction torque a flat box can
+    have); a face under uniform pressure has the torque of :func:`uniform_support_ratio`. Sliding
+    without turning is unchanged by the ratio.
 
     Parameters
     ----------
@@ -95,13 +124,22 @@ def table_contacts(
         Centre-of-mass offset from the geometric centre, m, body frame.
     table_height : ndarray, shape (...)
         Table surface height, m.
+    support_ratio : ndarray, shape (...), or float
+        ``contact.support_ratio``, in (0, 1].
 
     Returns
     -------
     ContactFrames
         With ``n = 8``.
     """
-    lever_body = box_corners_body(half_size) - com_body[..., None, :]
+    corners = box_corners_body(half_size)
+    lever_body = corners - com_body[..., None, :]
+    # Horizontal (table-plane) part of each corner's offset from the geometric centre, back in body axes.
+    offset_world = np.einsum("...ij,...kj->...ki", rotation, corners)
+    offset_world = offset_world * np.array([1.0, 1.0, 0.0])
+    horizontal_body = np.einsum("...ji,...kj->...ki", rotation, offset_world)
+    shrink = 1.0 - np.asarray(support_ratio, dtype=float)
+    friction_lever = lever_body - shrink[..., None, None] * horizontal_body
     corner_z = com_world[..., None, 2] + np.einsum("...j,...kj->...k", rotation[..., 2, :], lever_body)
     batch = corner_z.shape
     normal = np.broadcast_to(np.array([0.0, 0.0, 1.0]), (*batch, 3))
@@ -112,6 +150,7 @@ def table_contacts(
         tangents=tangents,
         lever_body=lever_body,
         other_velocity=np.zeros((*batch, 3)),
+        friction_lever_body=friction_lever,
     )
 
 
@@ -302,6 +341,7 @@ def _pusher_frames(rotation: np.ndarray, com_body: np.ndarray, distance: np.ndar
         tangents=tangent_basis(normal_world)[..., None, :, :],
         lever_body=(point_body - com_body)[..., None, :],
         other_velocity=other_velocity[..., None, :],
+        friction_lever_body=(point_body - com_body)[..., None, :],
     )
 
 

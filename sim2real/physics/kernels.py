@@ -374,11 +374,17 @@ def problem_data(theta: np.ndarray, dt: float, n: int, capsule: bool, jn: np.nda
     com_z = theta[2] + lever[2]
     mu_table = max(theta[_P + 7], MIN_FRICTION)
     table_height = theta[_P + 9]
-    # Table corners: normal +z, tangents +x, +y (world); the rotational part of a row is d × (Rᵀ n).
+    shrink = 1.0 - theta[_P + 12]  # 1 - contact.support_ratio
+    # Table corners: normal +z, tangents +x, +y (world); the rotational part of a row is d × (Rᵀ n). The
+    # normal acts at the corner d; friction at the corner moved towards the centre within the table plane
+    # (geometry.table_contacts).
     for k in range(8):
-        dx = (2.0 * (k // 4) - 1.0) * half[0] - cx
-        dy = (2.0 * ((k // 2) % 2) - 1.0) * half[1] - cy
-        dz = (2.0 * (k % 2) - 1.0) * half[2] - cz
+        ex = (2.0 * (k // 4) - 1.0) * half[0]
+        ey = (2.0 * ((k // 2) % 2) - 1.0) * half[1]
+        ez = (2.0 * (k % 2) - 1.0) * half[2]
+        hwx = rot[0, 0] * ex + rot[0, 1] * ey + rot[0, 2] * ez
+        hwy = rot[1, 0] * ex + rot[1, 1] * ey + rot[1, 2] * ez
+        dx, dy, dz = ex - cx, ey - cy, ez - cz
         gap = com_z + rot[2, 0] * dx + rot[2, 1] * dy + rot[2, 2] * dz - table_height
         for row in range(3):  # row 0: normal (world z), 1-2: tangents (world x, y)
             axis = 2 if row == 0 else row - 1
@@ -386,9 +392,15 @@ def problem_data(theta: np.ndarray, dt: float, n: int, capsule: bool, jn: np.nda
             target = jn[k] if row == 0 else jt[k, row - 1]
             for i in range(3):
                 target[i] = 1.0 if i == axis else 0.0
-            target[3] = dy * uz - dz * uy
-            target[4] = dz * ux - dx * uz
-            target[5] = dx * uy - dy * ux
+            if row == 0:
+                lx, ly, lz = dx, dy, dz
+            else:
+                lx = dx - shrink * (rot[0, 0] * hwx + rot[1, 0] * hwy)
+                ly = dy - shrink * (rot[0, 1] * hwx + rot[1, 1] * hwy)
+                lz = dz - shrink * (rot[0, 2] * hwx + rot[1, 2] * hwy)
+            target[3] = ly * uz - lz * uy
+            target[4] = lz * ux - lx * uz
+            target[5] = lx * uy - ly * ux
         bn[k] = gap / dt
         bt[k, 0] = 0.0
         bt[k, 1] = 0.0
@@ -1008,7 +1020,7 @@ def implicit_jacobian(theta: np.ndarray, w: np.ndarray, n: int, capsule: bool, d
     the pusher placement at the end of the step (only through the pusher point's velocity; for a
     capsule its end points weigh ``1 - t`` and ``t``), and the unit of κ (``m g dt · g dt``) in the
     complementarity rows. The columns that move the contact geometry (quaternion, pusher placement
-    at the start, box size, centre of mass, inertia scale) and the partials ``∂x⁺/∂θ``, ``∂x⁺/∂a``
+    at the start, box size, centre of mass, inertia scale, support ratio) and the partials ``∂x⁺/∂θ``, ``∂x⁺/∂a``
     of the next-state map are central differences of the compiled maps (relative step
     :data:`THETA_STEP`).
     """
@@ -1042,7 +1054,7 @@ def implicit_jacobian(theta: np.ndarray, w: np.ndarray, n: int, capsule: bool, d
     perturbed = theta.copy()
     for j in range(_T):
         geometry = (3 <= j < 7 or (n == 9 and _PS <= j < (_PS + 6 if capsule else _PS + 3))
-                    or _P + 1 <= j < _P + 7 or j == _P + 11)
+                    or _P + 1 <= j < _P + 7 or j == _P + 11 or j == _P + 12)
         if not geometry:
             continue
         pose = j < 7 or _P + 4 <= j < _P + 7  # what the next-state map reads besides a

@@ -1,4 +1,23 @@
-"""Multi-step simulation with forward-mode parameter sensitivities."""
+"""Multi-step simulation with forward-mode parameter sensitivities.
+
+Time stepping and what a state's velocity means
+-----------------------------------------------
+A step moves the box by ``dt`` times its *new* velocity (``x_{k+1} = x_k + dt v_{k+1/2}``, the
+orientation alike on the quaternion manifold), and the new velocity follows from the old one by the
+step's impulses: this is the leapfrog (Störmer-Verlet) scheme in Dojo's variational form, second-order
+accurate in positions, when the velocity a state carries is read as the velocity *over the step
+before it*, ``(x_k - x_{k-1}) / dt``. That is how the engine's states are to be read, and how
+:func:`~sim2real.sysid.data.box_states` rebuilds states from recorded poses.
+
+A velocity measured *at* an instant (a scenario's start, a box set sliding at 1 m/s) is half a step
+off that reading. Taken as it is, it costs a first-order error (a box sliding from ``v0`` stops
+``v0 dt / 2`` short of ``v0² / (2 μ g)``: 2.9 % at 1 m/s, μ 0.3, 10 ms). :func:`rollout` with
+``instantaneous_start=True`` therefore first turns the starting velocity into the velocity over the
+half-open step before it, ``v_{-1/2} = v_0 - (dt/2) a_0``, with the acceleration ``a_0`` of one
+probe step from the given state (same contacts, same pusher motion); gradients carry through it.
+A probe that shows an impulse (an impact or a pusher blow within the first step, a velocity change
+beyond ``4 (1 + μ_table) g dt``) is not a smooth acceleration, and the start is left as given.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sim2real.errors import Sim2RealError
+from sim2real.physics.dynamics import GRAVITY
 from sim2real.physics.ladder import HardStep
 from sim2real.physics.outcome import SolveLog, SolveSummary
 from sim2real.physics.state import STATE_SIZE, BoxState
@@ -57,8 +77,71 @@ class Rollout:
         return BoxState.from_vector(self.states[index])
 
 
+#: A probe step whose velocity change (m/s; angular rad/s times the half diagonal) exceeds this many
+#: ``(1 + μ_table) g dt`` is an impulse, not an acceleration (see the module notes).
+IMPULSIVE_START = 4.0
+
+
+@dataclass(frozen=True)
+class _Start:
+    """The state a rollout starts from, and its derivatives with respect to the given one and the parameters."""
+
+    state: BoxState
+    d_state: np.ndarray  # (13, 13)
+    d_params: np.ndarray  # (13, p)
+    shifted: bool
+
+
+def staggered_start(world: BoxWorld, initial: BoxState, pusher_start: np.ndarray | None = None,
+                    pusher_end: np.ndarray | None = None, grad_names: Sequence[str] = (),
+                    grad: bool = False) -> _Start:
+    """Turn a state with instantaneous velocities into the engine's reading (velocity over the step before).
+
+    Parameters
+    ----------
+    world : BoxWorld
+    initial : BoxState
+        Velocities at the instant ``t = 0`` (m/s and rad/s, world).
+    pusher_start, pusher_end : ndarray (3,) or (6,), or None
+        Pusher placement over the first step (as in :meth:`BoxWorld.step`).
+    grad_names : sequence of str
+        Parameters to differentiate the shifted start with respect to.
+    grad : bool
+        Compute the derivatives (else ``d_state`` and ``d_params`` are left as identity and zero).
+
+    Returns
+    -------
+    _Start
+        ``state`` with ``v_{-1/2} = v_0 - (dt/2) a_0`` (both linear and angular velocity), or the given
+        state if the probe step was impulsive (``shifted`` False); ``d_state`` (13, 13) and ``d_params``
+        (13, p) its derivatives.
+    """
+    names = tuple(grad_names)
+    x0 = initial.as_vector()
+    grad = grad or bool(names)
+    probe = world.step(initial, pusher_start, pusher_end, grad=grad, param_names=names)
+    x1 = probe.state.as_vector()
+    change = x1[7:13] - x0[7:13]
+    mu = max(float(world.params["contact.mu_table"]), 0.0)
+    limit = IMPULSIVE_START * (1.0 + mu) * GRAVITY * world.dt
+    diagonal = float(np.linalg.norm(world.half_size))
+    identity = np.eye(STATE_SIZE)
+    if np.linalg.norm(change[:3]) > limit or np.linalg.norm(change[3:]) * diagonal > limit:
+        return _Start(initial, identity, np.zeros((STATE_SIZE, len(names))), False)
+    x = x0.copy()
+    x[7:13] = x0[7:13] - 0.5 * change
+    d_state = identity.copy()
+    d_params = np.zeros((STATE_SIZE, len(names)))
+    if grad:
+        assert probe.d_state is not None and probe.d_params is not None
+        d_state[7:13] = 1.5 * identity[7:13] - 0.5 * probe.d_state[7:13]
+        d_params[7:13] = -0.5 * probe.d_params[7:13]
+    return _Start(BoxState.from_vector(x), d_state, d_params, True)
+
+
 def rollout(world: BoxWorld, initial: BoxState, pusher_path: np.ndarray | None = None, steps: int | None = None,
-            grad_names: Sequence[str] = (), initial_grad: bool = False, context: str = "") -> Rollout:
+            grad_names: Sequence[str] = (), initial_grad: bool = False, context: str = "",
+            instantaneous_start: bool = False) -> Rollout:
     """Simulate ``T`` steps of ``world.dt``.
 
     Parameters
@@ -77,6 +160,11 @@ def rollout(world: BoxWorld, initial: BoxState, pusher_path: np.ndarray | None =
         Also propagate ``d states / d initial state``.
     context : str
         Names the rollout in hard-step records (e.g. the trial).
+    instantaneous_start : bool
+        ``initial`` carries velocities at the instant ``t = 0`` (a scenario, a box set moving), not the
+        velocity over the step before (the engine's reading, and that of states rebuilt from recorded
+        poses): start from :func:`staggered_start` (second-order; see the module notes). ``states[0]``
+        is ``initial`` as given either way.
 
     Returns
     -------
@@ -106,9 +194,17 @@ def rollout(world: BoxWorld, initial: BoxState, pusher_path: np.ndarray | None =
     sens0 = np.zeros((count + 1, STATE_SIZE, STATE_SIZE)) if initial_grad else None
     if sens0 is not None:
         sens0[0] = np.eye(STATE_SIZE)
+    state = initial
+    # Sensitivities of the state the first step starts from (the shifted one with an instantaneous start).
+    start_sens = sens[0] if sens is not None else None
+    start_sens0 = sens0[0] if sens0 is not None else None
+    if instantaneous_start:
+        start = staggered_start(world, initial, path[0] if path is not None else None,
+                                path[1] if path is not None else None, names, grad)
+        state = start.state
+        start_sens, start_sens0 = start.d_params, start.d_state
     contacts = []
     iterations = np.empty(count, dtype=int)
-    state = initial
     log = SolveLog(context)
     for t in range(count):
         start = path[t] if path is not None else None
@@ -120,9 +216,9 @@ def rollout(world: BoxWorld, initial: BoxState, pusher_path: np.ndarray | None =
         iterations[t] = res.iterations
         log.record(res, t)
         if sens is not None:
-            sens[t + 1] = res.d_state @ sens[t] + res.d_params
+            sens[t + 1] = res.d_state @ (sens[t] if t else start_sens) + res.d_params
         if sens0 is not None:
-            sens0[t + 1] = res.d_state @ sens0[t]
+            sens0[t + 1] = res.d_state @ (sens0[t] if t else start_sens0)
     times = np.arange(count + 1) * world.dt
     return Rollout(times, states, tuple(contacts), iterations, names, sens, sens0, log.outcomes, log.summary(),
                    tuple(log.hard_steps))

@@ -7,8 +7,9 @@ Format (YAML; times s, lengths m, world frame with the table top at ``contact.ta
     box:                              # required; size, mass, friction come from parameters
       position: [0.40, 0.0, 0.105]    # required
       quaternion: [1, 0, 0, 0]        # w, x, y, z (default identity)
-      linear_velocity: [0, 0, 0]      # m/s (default 0)
-      angular_velocity: [0, 0, 0]     # rad/s, world (default 0)
+      linear_velocity: [0, 0, 0]      # m/s at t = 0 (default 0)
+      angular_velocity: [0, 0, 0]     # rad/s, world, at t = 0 (default 0)
+      velocities: instant             # or step_before (default instant; see below)
     pusher:                           # optional kinematic sphere
       radius: 0.01                    # m (default pusher.radius)
       waypoints: [[t, x, y, z], ...]  # linear in between, held before the first and after the last
@@ -21,6 +22,12 @@ be ``2 * half_length`` apart within :data:`CAPSULE_LENGTH_TOL`; in between they 
       radius: 0.01                    # m (default pusher.radius)
       half_length: 0.03               # m, required for a capsule
       waypoints: [[t, x1, y1, z1, x2, y2, z2], ...]
+
+The box's velocities are those at the instant ``t = 0``; the rollout starts with a half step
+(:func:`~sim2real.physics.rollout.staggered_start`), so a sliding or flying box follows the closed form
+to second order in ``dt``. ``velocities: step_before`` reads them as the engine reads its own states
+(the velocity over the step before ``t = 0``, as a saved hard step or a state rebuilt from poses
+holds them) and starts without the half step.
 """
 
 from __future__ import annotations
@@ -45,7 +52,9 @@ from sim2real.physics.world import BoxWorld
 from sim2real.spatial import to_matrix, yaw, yaw_gradient
 
 _TOP_KEYS = {"duration", "dt", "box", "pusher"}
-_BOX_KEYS = {"position", "quaternion", "linear_velocity", "angular_velocity"}
+_BOX_KEYS = {"position", "quaternion", "linear_velocity", "angular_velocity", "velocities"}
+#: Readings of a scenario's start velocities (``box.velocities``): at the instant t = 0, or over the step before.
+VELOCITY_READINGS = ("instant", "step_before")
 _PUSHER_KEYS = {"shape", "radius", "half_length", "waypoints"}
 _SHAPES = ("sphere", "capsule")
 #: Largest difference, m, between a capsule waypoint's segment length and ``2 * half_length``.
@@ -73,6 +82,8 @@ class Scenario:
         segment end points), world, with strictly increasing t.
     pusher_half_length : float or None
         Capsule half length, m; None for a sphere.
+    instant_velocities : bool
+        The start velocities are those at ``t = 0`` (else over the step before; ``box.velocities``).
     """
 
     duration: float
@@ -81,6 +92,7 @@ class Scenario:
     pusher_radius: float | None
     waypoints: np.ndarray | None
     pusher_half_length: float | None = None
+    instant_velocities: bool = True
 
     def pusher_path(self, dt: float, steps: int) -> np.ndarray | None:
         """Pusher placement at the step boundaries ``k dt``, ``k = 0..steps``, m world, or None.
@@ -146,6 +158,9 @@ def parse_scenario(document: Any, source: str = "scenario") -> Scenario:
         _vector(f"{source}: box.linear_velocity", box.get("linear_velocity", [0, 0, 0]), 3),
         _vector(f"{source}: box.angular_velocity", box.get("angular_velocity", [0, 0, 0]), 3),
     )
+    reading = box.get("velocities", "instant")
+    if reading not in VELOCITY_READINGS:
+        raise Sim2RealError(f"{source}: box.velocities must be one of {', '.join(VELOCITY_READINGS)}, got {reading!r}")
     radius = None
     waypoints = None
     half_length = None
@@ -180,7 +195,7 @@ def parse_scenario(document: Any, source: str = "scenario") -> Scenario:
             if abs(lengths[worst] - 2.0 * half_length) > CAPSULE_LENGTH_TOL:
                 raise Sim2RealError(f"{source}: pusher.waypoints[{worst}]: the end points are {lengths[worst]:.6g} m "
                                     f"apart, but 2 * half_length = {2.0 * half_length:.6g} m")
-    return Scenario(duration, dt, initial, radius, waypoints, half_length)
+    return Scenario(duration, dt, initial, radius, waypoints, half_length, reading == "instant")
 
 
 def load_scenario(path: str | Path) -> Scenario:
@@ -246,7 +261,8 @@ def run_scenario(scenario: Scenario, params: ParameterSet, grad_names: Sequence[
     steps = max(1, round(scenario.duration / world.dt))
     path = scenario.pusher_path(world.dt, steps)
     wall = time.perf_counter()
-    result = rollout(world, scenario.initial, path, steps=steps, grad_names=grad_names, context="scenario")
+    result = rollout(world, scenario.initial, path, steps=steps, grad_names=grad_names, context="scenario",
+                     instantaneous_start=scenario.instant_velocities)
     wall = time.perf_counter() - wall
     r0 = to_matrix(scenario.initial.quaternion)
     axis = int(np.argmax(np.abs(r0[2])))
