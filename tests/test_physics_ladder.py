@@ -178,3 +178,24 @@ def test_resolve_step_missing_file_is_one_line(capsys, tmp_path):
     assert main(["resolve-step", str(tmp_path / "nope.json")]) == 2
     err = capsys.readouterr().err
     assert "does not exist" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_stalled_exact_gradient_is_taken_one_decade_up_with_the_forward_state_unchanged():
+    """A thin plate that has just landed (corners touching at zero force), hit by a rod, with gradients at
+    κ_sim as a fit takes them: the centred solve stalled and the step was degraded (found by a thin-plate
+    fit, issue 15). Now the gradient comes from κ 1e-7 and the state is the exact forward solution."""
+    problem = HardStep.load(Path(__file__).parent / "corpus" / "hard_steps"
+                            / "landed_plate_rod_impact_exact_gradient.json")
+    assert problem.grad and problem.kappa_grad == problem.kappa_sim == 1e-8 and problem.outcome == "degraded"
+    solution = solve_step(problem)
+    assert solution.outcome == StepOutcome.RECOVERED and solution.rung.name == "smoothed-gradient"
+    assert solution.kappa == 1e-8 and solution.jacobian is not None and np.all(np.isfinite(solution.jacobian))
+    forward = solve_step(HardStep(problem.theta, problem.dt, problem.substeps, problem.with_pusher,
+                                  problem.capsule, problem.kappa_sim, problem.kappa_sim, grad=False))
+    assert solution.violation[0] <= 1e-9  # the forward state meets the tolerances at κ_sim
+    # This step has more than one solution at κ_sim (friction at a kinematic pusher and four touching corners):
+    # reached from κ 1e-7 it differs from the direct solve by 1.7 µm and 0.17 mm/s (measured).
+    np.testing.assert_allclose(solution.next_state[:7], forward.next_state[:7], atol=1e-5)
+    np.testing.assert_allclose(solution.next_state[7:], forward.next_state[7:], atol=1e-3)
+    # Without gradients the rung is skipped: nothing it would change.
+    assert [a.rung.name for a in forward.attempts] == ["first"]
