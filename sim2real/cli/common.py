@@ -195,6 +195,25 @@ def executor_spec(text: str) -> str:
     return text
 
 
+def engine_name(text: str) -> str:
+    """argparse type of ``--engine``: a registered engine name."""
+    from sim2real.engines import ENGINES
+
+    if text not in ENGINES:
+        raise argparse.ArgumentTypeError(f"unknown engine '{text}' (choose from {', '.join(ENGINES)})")
+    return text
+
+
+def add_engine_argument(parser: argparse.ArgumentParser) -> None:
+    """``--engine ours|mujoco``."""
+    from sim2real.engines import ENGINES
+
+    choices = "; ".join(f"'{name}': {text}" for name, (_, text) in ENGINES.items())
+    parser.add_argument("--engine", type=engine_name, default="ours", metavar="|".join(ENGINES),
+                        help=f"simulation engine (default ours). {choices}. Parameters of the same name mean the "
+                             "same in both; mujoco.* are MuJoCo's own (sim2real params)")
+
+
 def add_executor_arguments(parser: argparse.ArgumentParser, what: str) -> None:
     """``--executor`` and ``--workers``: where ``what`` (per-trial work) runs."""
     parser.add_argument("--executor", type=executor_spec, default="local", metavar="local|ray[:ADDRESS]",

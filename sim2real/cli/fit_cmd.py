@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from sim2real.cli.common import (
     EXIT_FIT_PROBLEMS,
     EXIT_TRIALS_FAILED,
+    add_engine_argument,
     add_executor_arguments,
     add_param_arguments,
     bounded_float,
@@ -142,6 +143,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "tip a box or not), where the local curvature understates the spread")
     parser.add_argument("--strict", action="store_true",
                         help="raise at the first solver step that does not converge (no degraded steps)")
+    add_engine_argument(parser)
     add_executor_arguments(parser, "the per-trial residual, Jacobian and prediction work")
     parser.add_argument("--json", action="store_true", help="print the fit.json object on stdout")
     parser.set_defaults(handler=run)
@@ -283,7 +285,7 @@ def run(args: argparse.Namespace) -> int:
                         pusher_shape=args.pusher_shape,
                         validation=held.records if held is not None else (),
                         validation_sources=held.sources if held is not None else None, failures=failures,
-                        jackknife=args.jackknife, executor=args.executor)
+                        jackknife=args.jackknife, executor=args.executor, engine=args.engine)
     params_path, json_path = write_fit(out, result)
     print_summary(result, params_path, json_path)
     if args.json:

@@ -7,7 +7,14 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sim2real.cli.common import EXIT_TRIALS_FAILED, add_executor_arguments, add_param_arguments, params_from_args, red
+from sim2real.cli.common import (
+    EXIT_TRIALS_FAILED,
+    add_engine_argument,
+    add_executor_arguments,
+    add_param_arguments,
+    params_from_args,
+    red,
+)
 
 if TYPE_CHECKING:
     from sim2real.sysid.replay import ReplayResult
@@ -68,6 +75,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="recording that drives the replay (default: real if present, else sim)")
     parser.add_argument("--strict", action="store_true",
                         help="raise at the first solver step that does not converge (no degraded steps)")
+    add_engine_argument(parser)
     add_executor_arguments(parser, "the replay of the trials")
     parser.set_defaults(handler=run)
 
@@ -84,7 +92,8 @@ def _replay_all(records: Any, sources: Any, args: argparse.Namespace,
     from sim2real.sysid.replay import ReplayFailure, ReplayTask, run_replay_task
     from sim2real.sysid.runs import TrialFailure
 
-    tasks = [ReplayTask(record, source, params, args.mode, args.platform, args.pusher, args.strict, args.pusher_shape)
+    tasks = [ReplayTask(record, source, params, args.mode, args.platform, args.pusher, args.strict, args.pusher_shape,
+                        args.engine)
              for record, source in zip(records, sources, strict=True)]
     done: list[ReplayResult] = []
     failed: list[TrialFailure] = []
@@ -149,7 +158,7 @@ def run(args: argparse.Namespace) -> int:
         _log(f"FAILED {failure.line()}", alarm=True)
     hard_count = _write(out, done, {
         "mode": "replay", "mirror": args.mode, "pusher": args.pusher,
-        "pusher_shape": args.pusher_shape, "strict": args.strict,
+        "pusher_shape": args.pusher_shape, "engine": args.engine, "strict": args.strict,
         "sources": list(loaded.sources),
         "params": params.as_dict(), "params_file": args.params, "failed": [f.as_dict() for f in failures]})
     degraded = sum(r.solve.degraded for r in done if r.solve is not None)

@@ -9,6 +9,7 @@ Modes: ``SCENARIO.yaml`` (a free box and an optional kinematic pusher path, see
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 from collections.abc import Callable
@@ -18,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from sim2real.cli.common import (
+    add_engine_argument,
     add_param_arguments,
     check_output_location,
     finite_float,
@@ -57,6 +59,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     parser.add_argument("--strict", action="store_true",
                         help="fail (exit 2, naming the step) instead of returning a degraded contact step")
+    add_engine_argument(parser)
     parser.add_argument("--save-hard-steps", metavar="DIR",
                         help="write every recovered or degraded contact step as a re-solvable JSON file into "
                         "DIR (with --out they also go to BAG/hard_steps/)")
@@ -71,15 +74,17 @@ MAX_SCENARIO_SECONDS = 600.0
 
 
 def _scenario_mode(args: argparse.Namespace) -> dict[str, Any]:
-    from sim2real.physics import DIFFERENTIABLE_PARAMS
+    from sim2real.engines import make_world
     from sim2real.physics.scenario import load_scenario, run_scenario
+    from sim2real.sysid.residuals import engine_gradients
 
     params = params_from_args(args)
     names = parse_name_list(args.grad)
+    differentiable = engine_gradients(args.engine)
     for name in names:
-        if name not in DIFFERENTIABLE_PARAMS:
+        if name not in differentiable:
             raise Sim2RealError(f"--grad: parameter '{name}' is not differentiable by the engine "
-                                f"(choose from {', '.join(DIFFERENTIABLE_PARAMS)})")
+                                f"(choose from {', '.join(differentiable)})")
     out = Path(args.out) if args.out else None
     if out is not None and out.exists():
         raise Sim2RealError(f"--out {out} already exists; refusing to overwrite it")
@@ -89,7 +94,8 @@ def _scenario_mode(args: argparse.Namespace) -> dict[str, Any]:
     if scenario.duration > MAX_SCENARIO_SECONDS:  # steps and recording grow with it (1e7 s: 24 GB)
         raise Sim2RealError(f"{args.scenario}: duration {scenario.duration:g} s is longer than the "
                             f"{MAX_SCENARIO_SECONDS:g} s a scenario may last")
-    result = run_scenario(scenario, params, names, strict=args.strict)
+    result = run_scenario(scenario, params, names, strict=args.strict,
+                          world_factory=functools.partial(make_world, args.engine))
     if out is not None:
         _write_bag(out, result)
         result.summary["bag"] = str(out)
@@ -167,7 +173,7 @@ def _distance_mode(args: argparse.Namespace) -> dict[str, Any]:
 
     params = params_from_args(args)
     names = parse_name_list(args.grad)
-    available = (*ENGINE_PARAMS, *SERVO_PARAMS, *PD_PARAMS)
+    available = (*ENGINE_PARAMS, *SERVO_PARAMS, *PD_PARAMS) if args.engine == "ours" else ()
     for name in names:
         if name not in available:
             raise Sim2RealError(f"--grad: no whole-trial gradient for '{name}' (choose from {', '.join(available)})")
@@ -177,7 +183,8 @@ def _distance_mode(args: argparse.Namespace) -> dict[str, Any]:
             raise Sim2RealError(f"--out {out} already exists; refusing to overwrite it")
         check_trial_name(out.name)
     experiment = load_experiment_config(args.experiment)
-    trial = run_standard_trial(args.distance, params, names, experiment=experiment, strict=args.strict)
+    trial = run_standard_trial(args.distance, params, names, experiment=experiment, strict=args.strict,
+                               engine=args.engine)
     summary = trial.summary()
     if out is not None:
         record = trial.record()

@@ -30,7 +30,7 @@ from sim2real.control.reference import JointTrajectory
 from sim2real.errors import Sim2RealError
 from sim2real.model import ArmModel, load_arm
 from sim2real.params import ParameterSet
-from sim2real.physics import BoxState, BoxWorld, HardStep, SolveLog, SolverSettings, SolveSummary
+from sim2real.physics import BoxState, HardStep, SolveLog, SolverSettings, SolveSummary, Sphere
 from sim2real.physics.servo import ServoParams, delay_split, servo_step
 
 FloatArray = NDArray[np.float64]
@@ -156,12 +156,17 @@ class SimPlatform:
 
     def __init__(self, params: ParameterSet, initial_q: FloatArray, initial_box: BoxState,
                  arm: ArmModel | None = None, grad_names: Sequence[str] = (), strict: bool = False,
-                 context: str = "") -> None:
+                 context: str = "", engine: str = "ours") -> None:
+        from sim2real.engines import make_world
+
         self.grad_names = tuple(grad_names)
         _check_grad_names(self.grad_names)
+        if engine != "ours" and self.grad_names:
+            raise Sim2RealError(f"the simulated arm is differentiated with our engine only, not {engine}")
         self.arm = arm or load_arm(params)
         self.servo = ServoParams.from_params(params)
-        self.world = BoxWorld.from_params(params, settings=SolverSettings(strict=strict))
+        self.world = make_world(engine, params, Sphere(float(params["pusher.radius"])),
+                                SolverSettings(strict=strict))
         self.log = SolveLog(context)
         self.dt = float(params["sim.dt"])
         self._shift, self._lead = delay_split(self.servo.delay, self.dt)
@@ -238,7 +243,7 @@ def simulate_arm_trial(params: ParameterSet, reference: JointTrajectory, initial
                        duration: float | None = None, grad_names: Sequence[str] = (),
                        commands: FloatArray | None = None, arm: ArmModel | None = None,
                        limits: CommandLimits | None = None, strict: bool = False,
-                       context: str = "") -> ArmTrialResult:
+                       context: str = "", engine: str = "ours") -> ArmTrialResult:
     """Run the sim platform for one trial under the PD law (or given commands).
 
     Parameters
@@ -264,9 +269,11 @@ def simulate_arm_trial(params: ParameterSet, reference: JointTrajectory, initial
         Raise ``SimulationError`` on a step that would be degraded (default: flag it in ``solve``).
     context : str
         Names the trial in hard-step records.
+    engine : str
+        ``"ours"`` (default) or ``"mujoco"`` (forward simulation only).
     """
     platform = SimPlatform(params, reference.position[0], initial_box, arm=arm, grad_names=grad_names,
-                           strict=strict, context=context)
+                           strict=strict, context=context, engine=engine)
     arm = platform.arm
     limits = limits or CommandLimits.for_arm(arm, params)
     gains = PDGains.from_params(params)

@@ -33,7 +33,7 @@ holds them) and starts without the half step.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -228,8 +228,11 @@ def _up_axis_tilt_deg(quaternions: np.ndarray, axis: int, sign: float) -> np.nda
 
 
 def run_scenario(scenario: Scenario, params: ParameterSet, grad_names: Sequence[str] = (),
-                 strict: bool = False) -> ScenarioRun:
+                 strict: bool = False, world_factory: Callable[..., Any] = BoxWorld) -> ScenarioRun:
     """Simulate a scenario and summarise it (``strict``: raise on a step that would be degraded).
+
+    ``world_factory(params, pusher_shape, settings)`` builds the world (default our engine; the CLI
+    passes :func:`sim2real.engines.make_world` of the chosen engine).
 
     Returns
     -------
@@ -251,7 +254,7 @@ def run_scenario(scenario: Scenario, params: ParameterSet, grad_names: Sequence[
         params = params.replace({"pusher.radius": scenario.pusher_radius})
     radius = float(params["pusher.radius"])
     shape = Sphere(radius) if scenario.pusher_half_length is None else Capsule(radius, scenario.pusher_half_length)
-    world = BoxWorld.from_params(params, shape, SolverSettings(strict=strict))
+    world = world_factory(params, shape, SolverSettings(strict=strict))
     half = world.half_size
     table_h = float(params["contact.table_height"])
     start_gap = float(table_distance(scenario.initial.as_vector(), half, table_h))

@@ -135,6 +135,15 @@ class BoxWorld:
         shape = Sphere(float(params["pusher.radius"])) if pusher == "sphere" else pusher
         return cls(params, shape, settings or SolverSettings())  # type: ignore[arg-type]
 
+    #: Registry name and gradient method (the :class:`~sim2real.engines.World` interface).
+    engine = "ours"
+    gradient_method = "implicit"
+    differentiable = DIFFERENTIABLE_PARAMS
+
+    def with_params(self, values: dict[str, float]) -> BoxWorld:
+        """The same world with some parameters changed."""
+        return BoxWorld(self.params.replace(values), self.pusher, self.settings)
+
     @property
     def dt(self) -> float:
         """Time step, s."""

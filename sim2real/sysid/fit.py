@@ -444,7 +444,7 @@ def fit_trials(records: Sequence[TrialRecord], start: ParameterSet, free: Sequen
                pusher_shape: str = "sphere", validation: Sequence[TrialRecord] = (),
                validation_sources: Sequence[str] | None = None,
                failures: Sequence[TrialFailure] = (), jackknife: bool = False,
-               executor: str | Executor = "local") -> FitResult:
+               executor: str | Executor = "local", engine: str = "ours") -> FitResult:
     """Fit the free parameters to recorded trials by Gauss-Newton / Levenberg-Marquardt.
 
     Parameters
@@ -496,6 +496,9 @@ def fit_trials(records: Sequence[TrialRecord], start: ParameterSet, free: Sequen
         ``"local"``, ``"ray"`` or ``"ray:ADDRESS"`` (:func:`~sim2real.execution.open_executor`,
         opened after the inputs are checked and closed at the end), or an open executor (kept open).
         Results are the same with any executor.
+    engine : str
+        ``"ours"`` (default: implicit gradients) or ``"mujoco"`` (finite-difference Jacobians; whole arm
+        trials only with the pusher played back).
 
     Returns
     -------
@@ -512,7 +515,7 @@ def fit_trials(records: Sequence[TrialRecord], start: ParameterSet, free: Sequen
     """
     free_set = free if isinstance(free, FreeParameters) else FreeParameters.parse(free)
     spec_ = ResidualSpec(horizon=horizon, weights=weights or Weights(), mode=mode, pusher=pusher, strict=strict,
-                         pusher_shape=pusher_shape)
+                         pusher_shape=pusher_shape, engine=engine)
     settings = settings or LMSettings()
     setup = unknowns(free_set, start, bounds)
     start, warnings, x0, lower, upper = setup.start, setup.warnings, setup.x0, setup.lower, setup.upper
@@ -526,7 +529,7 @@ def fit_trials(records: Sequence[TrialRecord], start: ParameterSet, free: Sequen
     prepared = _prepare(records, sources_, start, platform, spec_, names, "inputs")
     held = _prepare(validation, list(validation_sources or [None] * len(validation)), start, platform,
                     ResidualSpec(horizon=horizon, weights=spec_.weights, mode=mode, pusher=pusher, strict=strict,
-                                 pusher_shape=pusher_shape),
+                                 pusher_shape=pusher_shape, engine=engine),
                     (), "validation")
     left_out = list(failures) + prepared.failures + held.failures
     if not prepared.trials:
@@ -583,7 +586,8 @@ def fit_trials(records: Sequence[TrialRecord], start: ParameterSet, free: Sequen
 
         refit = functools.partial(fit_trials, start=start, free=free_set, horizon=horizon, weights=spec_.weights,
                                   mode=mode, bounds=bounds, settings=settings, platform=platform, pusher=pusher,
-                                  strict=strict, pusher_shape=pusher_shape)  # each refit inline in its task
+                                  strict=strict, pusher_shape=pusher_shape,
+                                  engine=engine)  # each refit inline in its task
         if log is not None:
             log(f"jackknife: {len(fitted_names)} leave-one-out refits on {executor.label}")
         measured = refit_jackknife([r for r in records if r.name in fitted_names], free_set.names, refit, log,
@@ -600,8 +604,8 @@ def _predictions(executor: Any, evaluator: FitEvaluator, held_out: HeldOut, star
     held-out trials at the start and the fitted values (:mod:`sim2real.sysid.prediction`)."""
     blocks = {}
     for label, trials in (("training", evaluator.shared_trials), ("validation", held_out.shared_trials)):
-        before = predict(executor, trials, start, spec_.mode, spec_.pusher, spec_.pusher_shape)
-        after = predict(executor, trials, fitted, spec_.mode, spec_.pusher, spec_.pusher_shape)
+        before = predict(executor, trials, start, spec_.mode, spec_.pusher, spec_.pusher_shape, spec_.engine)
+        after = predict(executor, trials, fitted, spec_.mode, spec_.pusher, spec_.pusher_shape, spec_.engine)
         if label == "training":
             rms = (horizon_rms(evaluator.start_results, evaluator.masks, spec_.weights),
                    horizon_rms(evaluator.final_results, evaluator.masks, spec_.weights))
@@ -627,7 +631,8 @@ def _validation(held_out: HeldOut, predictions: dict[str, Any] | None) -> dict[s
 def held_spec(spec_: ResidualSpec) -> ResidualSpec:
     """The spec held-out trials are evaluated with (the fit's, never strict: a held-out failure is noted)."""
     return ResidualSpec(horizon=spec_.horizon, weights=spec_.weights, mode=spec_.mode, pusher=spec_.pusher,
-                        exact_gradients=spec_.exact_gradients, strict=False, pusher_shape=spec_.pusher_shape)
+                        exact_gradients=spec_.exact_gradients, strict=False, pusher_shape=spec_.pusher_shape,
+                        engine=spec_.engine)
 
 
 def _drop_failed(prepared: _Prepared, failed: set[str]) -> None:
@@ -663,14 +668,17 @@ def _result(result: LMResult, start: ParameterSet, free_set: FreeParameters, x0:
         "trials": _trials_info(prepared, evaluator.first_rows(), evaluator.final_rows(), spec_.weights,
                                evaluator.dropped_per_trial),
         "horizon": spec_.label, "mode": mode, "platform": platform, "pusher": spec_.pusher,
-        "pusher_shape": spec_.pusher_shape,
+        "pusher_shape": spec_.pusher_shape, "engine": spec_.engine,
         "weights": spec_.weights.as_dict(), "residual_count": int(result.residuals.shape[0]),
         "parameter_count": len(free_set.groups), "evaluations": result.evaluations,
         "loss": settings.loss, "residual_std": unc.residual_std, "strict": spec_.strict,
         "uncertainty": unc.as_dict(),
         "residual_series": _residual_series(prepared.trials, prepared.modes, evaluator.start_results,
                                             evaluator.final_results, evaluator.masks, spec_.weights),
-        "jacobian": "implicit simulator gradients (engine IFT, servo and PD analytic), forward-mode chained",
+        "jacobian": ("implicit simulator gradients (engine IFT, servo and PD analytic), forward-mode chained"
+                     if spec_.engine == "ours" else
+                     f"{spec_.engine} engine: central finite differences of whole rollouts (of single steps for "
+                     "horizon 1), relative step 1e-4 (rollouts) or 1e-6 (steps)"),
     }
     return FitResult(
         params=start.replace(values), start=start, free=free_set, values=values,

@@ -80,6 +80,7 @@ class PredictionTask:
     mode: str
     pusher: str
     pusher_shape: str = "sphere"
+    engine: str = "ours"
 
 
 def run_prediction(task: PredictionTask) -> Prediction:
@@ -91,7 +92,7 @@ def run_prediction(task: PredictionTask) -> Prediction:
         mode = resolve_mode(data, task.mode, task.pusher)
         source = mode_pusher_source(data, mode, task.pusher)
         platform, _, _ = simulate_data(data, step_params(data, task.params), mode, source,
-                                      pusher_shape=task.pusher_shape)
+                                      pusher_shape=task.pusher_shape, engine=task.engine)
         assert platform.box_pose is not None
         size = [float(task.params[f"box.size_{axis}"]) for axis in "xyz"]
         real = compute_outcome(PoseSeries(data.t, data.box_position, data.box_quaternion), size)
@@ -104,10 +105,10 @@ def run_prediction(task: PredictionTask) -> Prediction:
 
 
 def predict(executor: Executor, trials: Sequence[Shared[TrialData]], params: ParameterSet, mode: str,
-            pusher: str, pusher_shape: str = "sphere") -> list[Prediction]:
+            pusher: str, pusher_shape: str = "sphere", engine: str = "ours") -> list[Prediction]:
     """:func:`run_prediction` of every trial on ``executor``, in trial order; ``trials`` are the
     handles the fit already shared with the executor's workers (no second copy)."""
-    tasks = [PredictionTask(t, params, mode, pusher, pusher_shape) for t in trials]
+    tasks = [PredictionTask(t, params, mode, pusher, pusher_shape, engine) for t in trials]
     return list(executor.map(run_prediction, tasks))
 
 

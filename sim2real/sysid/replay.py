@@ -34,9 +34,10 @@ from typing import Any
 import numpy as np
 
 from sim2real.control.sim_platform import ArmTrialResult
+from sim2real.engines import make_world
 from sim2real.errors import Sim2RealError
 from sim2real.params import ParameterSet
-from sim2real.physics import BoxState, BoxWorld, SolverSettings, SolveSummary, rollout
+from sim2real.physics import BoxState, SolverSettings, SolveSummary, rollout
 from sim2real.sysid.data import TrialData, box_states, prepare_trial, recorded_platform
 from sim2real.sysid.inputs import (
     MODES,
@@ -113,8 +114,9 @@ def _box_platform(t: np.ndarray, states: np.ndarray, pusher: np.ndarray | None =
                           pusher_pose=pusher_pose)
 
 
-def _replay_box_only(data: TrialData, params: ParameterSet, settings: SolverSettings) -> tuple[PlatformRecord, Any]:
-    world = BoxWorld.from_params(params, None, settings)
+def _replay_box_only(data: TrialData, params: ParameterSet, settings: SolverSettings,
+                     engine: str = "ours") -> tuple[PlatformRecord, Any]:
+    world = make_world(engine, params, None, settings)
     states, _ = box_states(data, np.array([float(params[n]) for n in COM_PARAMS]))
     result = rollout(world, BoxState.from_vector(states[1]), steps=data.steps - 1, context=data.name)
     return _box_platform(data.t[1:], result.states), result
@@ -122,17 +124,18 @@ def _replay_box_only(data: TrialData, params: ParameterSet, settings: SolverSett
 
 def _replay_pusher_path(data: TrialData, params: ParameterSet, pusher: np.ndarray,
                         joints: tuple[np.ndarray, np.ndarray] | None,
-                        settings: SolverSettings, shape: str = "sphere") -> tuple[PlatformRecord, Any]:
+                        settings: SolverSettings, shape: str = "sphere",
+                        engine: str = "ours") -> tuple[PlatformRecord, Any]:
     """Roll the box out under the pusher positions ``pusher`` (K+1, 3), m, of the given ``shape``."""
-    world = BoxWorld.from_params(params, pusher_primitive(params, shape), settings)
+    world = make_world(engine, params, pusher_primitive(params, shape), settings)
     initial = BoxState(*data.start_box())
     result = rollout(world, initial, pusher_path=pusher_placement(pusher, params, shape), context=data.name)
     return _box_platform(data.t, result.states, pusher, joints), result
 
 
 def simulate_data(data: TrialData, params: ParameterSet, mode: str, source: str,
-                  strict: bool = False,
-                  pusher_shape: str = "sphere") -> tuple[PlatformRecord, SolveSummary | None, tuple[Any, ...]]:
+                  strict: bool = False, pusher_shape: str = "sphere",
+                  engine: str = "ours") -> tuple[PlatformRecord, SolveSummary | None, tuple[Any, ...]]:
     """Simulate one whole trial: the replayed platform, its outcome tally and hard steps.
 
     Parameters
@@ -149,6 +152,8 @@ def simulate_data(data: TrialData, params: ParameterSet, mode: str, source: str,
         Raise on the first engine step that does not converge.
     pusher_shape : str
         ``"sphere"`` or ``"rod"`` (a recorded pusher only; :mod:`sim2real.sysid.inputs`).
+    engine : str
+        ``"ours"`` or ``"mujoco"`` (:mod:`sim2real.engines`).
 
     Raises
     ------
@@ -158,11 +163,11 @@ def simulate_data(data: TrialData, params: ParameterSet, mode: str, source: str,
     check_pusher_shape(data, source, pusher_shape)
     settings = SolverSettings(strict=strict)
     if mode in SIMULATED_ARM_MODES:
-        arm: ArmTrialResult = simulate_recorded_arm(data, params, mode, strict=strict)
+        arm: ArmTrialResult = simulate_recorded_arm(data, params, mode, strict=strict, engine=engine)
         summary, hard, _ = arm_solve(arm)
         return platform_from_arm_result(arm, float(data.t[0])), summary, hard
     if mode == "box":
-        platform, result = _replay_box_only(data, params, settings)
+        platform, result = _replay_box_only(data, params, settings, engine)
     else:
         path = pusher_path(data, params, source)
         assert path is not None
@@ -170,12 +175,12 @@ def simulate_data(data: TrialData, params: ParameterSet, mode: str, source: str,
         if mode == "kinematic":
             assert data.joint_position is not None and data.joint_velocity is not None
             joints = (data.joint_position, data.joint_velocity)
-        platform, result = _replay_pusher_path(data, params, path, joints, settings, pusher_shape)
+        platform, result = _replay_pusher_path(data, params, path, joints, settings, pusher_shape, engine)
     return platform, result.solve, tuple(result.hard_steps)[:MAX_HARD_STEPS]
 
 
 def _replay_meta(record: TrialRecord, ns: str, params: ParameterSet, mode: str, pusher: str,
-                 summary: SolveSummary | None, pusher_shape: str = "sphere") -> dict[str, Any]:
+                 summary: SolveSummary | None, pusher_shape: str = "sphere", engine: str = "ours") -> dict[str, Any]:
     meta = {k: v for k, v in record.meta.items() if k not in ("outcomes", "topics", "written", "schema", "versions")}
     recorded_solver = meta.pop("solver", None)
     solver: dict[str, Any] = {}
@@ -183,7 +188,7 @@ def _replay_meta(record: TrialRecord, ns: str, params: ParameterSet, mode: str, 
         solver["real"] = recorded_solver["real"]
     if summary is not None:
         solver["sim"] = summary.as_dict()
-    meta.update({"mode": "replay", "mirror": mode, "pusher": pusher, "pusher_shape": pusher_shape,
+    meta.update({"mode": "replay", "mirror": mode, "pusher": pusher, "pusher_shape": pusher_shape, "engine": engine,
                  "params": params.as_dict(),
                  "replay_of": record.name, "complete": True, "solver": solver})
     return meta
@@ -195,7 +200,8 @@ def _named(name: str, err: Exception) -> str:
 
 
 def replay(record: TrialRecord, params: ParameterSet, mode: str = "auto", platform: str = "auto",
-           pusher: str = "auto", strict: bool = False, pusher_shape: str = "sphere") -> ReplayResult:
+           pusher: str = "auto", strict: bool = False, pusher_shape: str = "sphere",
+           engine: str = "ours") -> ReplayResult:
     """Re-simulate one recorded trial with ``params``.
 
     Parameters
@@ -215,6 +221,8 @@ def replay(record: TrialRecord, params: ParameterSet, mode: str = "auto", platfo
     pusher_shape : str
         ``"sphere"`` (default) or ``"rod"``: the shape of a recorded pusher; the recorded position
         is the rod's tip (lower end-point centre), the rod ``pusher.length`` long and vertical.
+    engine : str
+        ``"ours"`` (default) or ``"mujoco"``.
 
     Returns
     -------
@@ -240,20 +248,21 @@ def replay(record: TrialRecord, params: ParameterSet, mode: str = "auto", platfo
         raise TrialInputError(_named(record.name, err)) from None
     try:
         replayed, summary, hard = simulate_data(data, step_params(data, params), used, source, strict,
-                                                  pusher_shape)
+                                                  pusher_shape, engine)
     except Sim2RealError as err:
         raise Sim2RealError(_named(record.name, err)) from None
     description = describe_pusher(data, source)
-    meta = _replay_meta(record, ns, params, used, description, summary, pusher_shape)
+    meta = _replay_meta(record, ns, params, used, description, summary, pusher_shape, engine)
     out = TrialRecord(name=record.name, platforms={"real": record.platforms[ns], "sim": replayed},
                       reference=record.reference, meta=meta)
     return ReplayResult(out, used, description, summary, hard)
 
 
 def replay_trial(record: TrialRecord, params: ParameterSet, mode: str = "auto", platform: str = "auto",
-                 pusher: str = "auto", strict: bool = False, pusher_shape: str = "sphere") -> TrialRecord:
+                 pusher: str = "auto", strict: bool = False, pusher_shape: str = "sphere",
+                 engine: str = "ours") -> TrialRecord:
     """:func:`replay`, returning only the replayed :class:`TrialRecord`."""
-    return replay(record, params, mode, platform, pusher, strict, pusher_shape).record
+    return replay(record, params, mode, platform, pusher, strict, pusher_shape, engine).record
 
 
 @dataclass(frozen=True)
@@ -268,6 +277,7 @@ class ReplayTask:
     pusher: str = "auto"
     strict: bool = False
     pusher_shape: str = "sphere"
+    engine: str = "ours"
 
 
 @dataclass(frozen=True)
@@ -289,7 +299,7 @@ def run_replay_task(task: ReplayTask) -> ReplayResult | ReplayFailure:
 
     try:
         return replay(task.record, task.params, mode=task.mode, platform=task.platform, pusher=task.pusher,
-                      strict=task.strict, pusher_shape=task.pusher_shape)
+                      strict=task.strict, pusher_shape=task.pusher_shape, engine=task.engine)
     except TrialInputError as err:
         return ReplayFailure(task.record.name, one_line(err), task.source, "inputs")
     except Exception as err:  # one trial's failure of any kind must not end the others

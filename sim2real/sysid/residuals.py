@@ -68,13 +68,13 @@ from sim2real.control.sim_platform import (
     ArmTrialResult,
     simulate_arm_trial,
 )
+from sim2real.engines import World, check_engine, make_world
 from sim2real.errors import Sim2RealError
 from sim2real.model import load_arm
 from sim2real.params import ParameterSet
 from sim2real.physics import (
     DIFFERENTIABLE_PARAMS,
     BoxState,
-    BoxWorld,
     SolveLog,
     SolverSettings,
     SolveSummary,
@@ -198,8 +198,10 @@ class ResidualSpec:
     pusher: str = "auto"
     strict: bool = False
     pusher_shape: str = "sphere"
+    engine: str = "ours"
 
     def __post_init__(self) -> None:
+        check_engine(self.engine)
         if self.horizon is not None and (not isinstance(self.horizon, int) or self.horizon < 1):
             raise Sim2RealError(f"horizon must be a positive number of steps or 'trial', got {self.horizon!r}")
         if self.mode not in MODES:
@@ -300,7 +302,17 @@ class TrialResiduals:
         return out
 
 
-def available_gradients(kind: str, horizon: int | None, mode: str = "commands") -> tuple[str, ...]:
+def engine_gradients(engine: str) -> tuple[str, ...]:
+    """Parameters the world of ``engine`` differentiates (ours: implicitly; MuJoCo: finite differences)."""
+    if check_engine(engine) == "mujoco":
+        from sim2real.engines.mujoco_world import MUJOCO_DIFFERENTIABLE
+
+        return MUJOCO_DIFFERENTIABLE
+    return tuple(DIFFERENTIABLE_PARAMS)
+
+
+def available_gradients(kind: str, horizon: int | None, mode: str = "commands",
+                        engine: str = "ours") -> tuple[str, ...]:
     """Parameters whose residual derivatives are available.
 
     Parameters
@@ -311,15 +323,17 @@ def available_gradients(kind: str, horizon: int | None, mode: str = "commands") 
     mode : str
         Resolved whole-trial mode (horizon None only): the simulated-arm modes add the servo
         and PD parameters; played-back pushers give the engine's only.
+    engine : str
+        ``"ours"`` or ``"mujoco"``; the simulated arm is differentiated with our engine only.
     """
-    engine = tuple(DIFFERENTIABLE_PARAMS)
+    differentiable = engine_gradients(engine)
     if kind != "arm":
-        return engine
+        return differentiable
     if horizon is None:
         if mode in SIMULATED_ARM_MODES:
-            return tuple(ENGINE_PARAMS) + tuple(SERVO_PARAMS) + tuple(PD_PARAMS)
-        return engine
-    return engine + tuple(SERVO_PARAMS) + tuple(PD_PARAMS)
+            return tuple(ENGINE_PARAMS) + tuple(SERVO_PARAMS) + tuple(PD_PARAMS) if engine == "ours" else ()
+        return differentiable
+    return differentiable + tuple(SERVO_PARAMS) + tuple(PD_PARAMS)
 
 
 def pose_residual(state: np.ndarray, position: np.ndarray, quaternion: np.ndarray,
@@ -452,7 +466,7 @@ def trial_residuals(data: TrialData, params: ParameterSet, grad_names: Sequence[
     """
     names = tuple(grad_names)
     mode = spec.resolved_mode(data)
-    available = available_gradients(data.kind, spec.horizon, mode)
+    available = available_gradients(data.kind, spec.horizon, mode, spec.engine)
     for name in names:
         if name not in available:
             raise Sim2RealError(f"trial '{data.name}': no simulator gradient for '{name}' with horizon "
@@ -471,7 +485,7 @@ def trial_residuals(data: TrialData, params: ParameterSet, grad_names: Sequence[
                 check_pusher_shape(data, source, spec.pusher_shape)
                 pusher = pusher_path(data, sim_params, source)
                 _box_segments(rows, data, sim_params, names, spec.horizon, weights, pusher, spec.pusher_shape,
-                              settings)
+                              settings, spec.engine)
             if (data.kind == "arm" and data.command is not None
                     and (weights.joint_position > 0.0 or weights.joint_velocity > 0.0)):
                 _joint_segments(rows, data, sim_params, names, spec.horizon, weights)
@@ -486,15 +500,18 @@ def _whole_trial(rows: _Rows, data: TrialData, params: ParameterSet, names: tupl
                  mode: str, settings: SolverSettings) -> None:
     """One rollout of the whole trial in the resolved ``mode``."""
     if mode == "box":
-        _box_rollout(rows, data, params, names, spec.weights, settings)
+        _box_rollout(rows, data, params, names, spec.weights, settings, spec.engine)
     elif mode in SIMULATED_ARM_MODES:
+        if spec.engine != "ours":
+            raise Sim2RealError(f"the {spec.engine} engine does not drive the simulated arm in fits (mode '{mode}'); "
+                                "fit with --mode kinematic or pusher (the pusher played back), or --engine ours")
         _arm_trial(rows, data, params, names, spec.weights, mode, settings.strict)
     else:
         source = "recorded" if mode == "pusher" else resolve_pusher(data, spec.pusher)
         check_pusher_shape(data, source, spec.pusher_shape)
         path = pusher_path(data, params, source)
         assert path is not None
-        _pusher_rollout(rows, data, params, names, spec.weights, path, spec.pusher_shape, settings)
+        _pusher_rollout(rows, data, params, names, spec.weights, path, spec.pusher_shape, settings, spec.engine)
 
 
 def _initial_sensitivity(names: tuple[str, ...], d_com: np.ndarray) -> np.ndarray:
@@ -525,7 +542,8 @@ def first_degraded_state(outcomes: np.ndarray | None) -> int | None:
 
 
 def _box_segments(rows: _Rows, data: TrialData, params: ParameterSet, names: tuple[str, ...], horizon: int,
-                  weights: Weights, pusher: np.ndarray | None, shape: str, settings: SolverSettings) -> None:
+                  weights: Weights, pusher: np.ndarray | None, shape: str, settings: SolverSettings,
+                  engine: str = "ours") -> None:
     """Teacher-forced segments of ``horizon`` steps (box); segments start at k = 1, 1 + N, ...
 
     ``pusher`` (K+1, 3) holds the played-back pusher positions (None: no pusher), ``shape`` its
@@ -533,12 +551,16 @@ def _box_segments(rows: _Rows, data: TrialData, params: ParameterSet, names: tup
     """
     if pusher is not None:
         pusher = pusher_placement(pusher, params, shape)
-    world = BoxWorld.from_params(params, pusher_primitive(params, shape) if pusher is not None else None, settings)
-    engine_names, engine_cols = _columns(names, DIFFERENTIABLE_PARAMS)
+    world = make_world(engine, params, pusher_primitive(params, shape) if pusher is not None else None, settings)
+    engine_names, engine_cols = _columns(names, world.differentiable)
     grad = bool(names)
     com = np.array([float(params[n]) for n in COM_PARAMS])
     states, d_com = box_states(data, com)
     K = data.steps
+    if grad and horizon > 1 and world.gradient_method != "implicit":
+        _box_segment_rollouts(rows, data, world, names, engine_names, engine_cols, horizon, weights, pusher, states,
+                              d_com)
+        return
     for start in range(1, K, horizon):
         state = BoxState.from_vector(states[start])
         sens = _initial_sensitivity(names, d_com[start]) if grad else None
@@ -595,10 +617,32 @@ def _joint_segments(rows: _Rows, data: TrialData, params: ParameterSet, names: t
                          weights.joint_velocity * s_v if p else None, 3)
 
 
+def _box_segment_rollouts(rows: _Rows, data: TrialData, world: World, names: tuple[str, ...],
+                          engine_names: tuple[str, ...], engine_cols: list[int], horizon: int, weights: Weights,
+                          pusher: np.ndarray | None, states: np.ndarray, d_com: np.ndarray) -> None:
+    """:func:`_box_segments` for engines without implicit gradients: each segment is one rollout, its
+    sensitivities central differences of whole segments (chained step differences compound kinks)."""
+    K = data.steps
+    for start in range(1, K, horizon):
+        stop = min(start + horizon, K)
+        path = pusher[start:stop + 1] if pusher is not None else None
+        result = rollout(world, BoxState.from_vector(states[start]), path, steps=stop - start,
+                         grad_names=engine_names, initial_grad=True, context=data.name)
+        rows.add_solve(result.solve, result.hard_steps)
+        first_bad = first_degraded_state(result.outcomes)
+        init = _initial_sensitivity(names, d_com[start])
+        for i in range(1, stop - start + 1):
+            assert result.initial_sensitivities is not None and result.sensitivities is not None
+            sens = result.initial_sensitivities[i] @ init
+            if engine_cols:
+                sens[:, engine_cols] += result.sensitivities[i]
+            rows.add_pose(result.states[i], sens, data, start + i, weights, first_bad is not None and i >= first_bad)
+
+
 def _box_rollout(rows: _Rows, data: TrialData, params: ParameterSet, names: tuple[str, ...],
-                 weights: Weights, settings: SolverSettings) -> None:
+                 weights: Weights, settings: SolverSettings, engine: str = "ours") -> None:
     """Whole box-only trial: one rollout from the state rebuilt from the first two poses."""
-    world = BoxWorld.from_params(params, None, settings)
+    world = make_world(engine, params, None, settings)
     com = np.array([float(params[n]) for n in COM_PARAMS])
     states, d_com = box_states(data, com)
     grad = bool(names)
@@ -615,13 +659,13 @@ def _box_rollout(rows: _Rows, data: TrialData, params: ParameterSet, names: tupl
 
 
 def _pusher_rollout(rows: _Rows, data: TrialData, params: ParameterSet, names: tuple[str, ...], weights: Weights,
-                    path: np.ndarray, shape: str, settings: SolverSettings) -> None:
+                    path: np.ndarray, shape: str, settings: SolverSettings, engine: str = "ours") -> None:
     """Whole trial with a played-back pusher: one rollout from the resting start (:meth:`TrialData.start_box`).
 
     ``path`` (K+1, 3) holds the pusher positions, ``shape`` is ``"sphere"`` or ``"rod"``
     (:func:`~sim2real.sysid.inputs.pusher_placement`).
     """
-    world = BoxWorld.from_params(params, pusher_primitive(params, shape), settings)
+    world = make_world(engine, params, pusher_primitive(params, shape), settings)
     initial = BoxState(*data.start_box())
     result = rollout(world, initial, pusher_path=pusher_placement(path, params, shape), grad_names=names,
                      context=data.name)
@@ -658,7 +702,7 @@ def arm_reference(data: TrialData, params: ParameterSet, mode: str) -> JointTraj
 
 
 def simulate_recorded_arm(data: TrialData, params: ParameterSet, mode: str, grad_names: Sequence[str] = (),
-                          strict: bool = False) -> ArmTrialResult:
+                          strict: bool = False, engine: str = "ours") -> ArmTrialResult:
     """The simulated platform over a whole arm trial in ``commands`` or ``closed`` mode.
 
     Parameters
@@ -671,6 +715,8 @@ def simulate_recorded_arm(data: TrialData, params: ParameterSet, mode: str, grad
     grad_names : sequence of str
     strict : bool
         Raise on the first engine step that does not converge.
+    engine : str
+        ``"ours"`` (default) or ``"mujoco"`` (no gradients).
 
     Returns
     -------
@@ -681,7 +727,8 @@ def simulate_recorded_arm(data: TrialData, params: ParameterSet, mode: str, grad
     initial_box = BoxState(*data.start_box())
     commands = data.command if mode == "commands" else None
     return simulate_arm_trial(params, reference, initial_box, duration=data.steps * data.dt,
-                              grad_names=tuple(grad_names), commands=commands, strict=strict, context=data.name)
+                              grad_names=tuple(grad_names), commands=commands, strict=strict, context=data.name,
+                              engine=engine)
 
 
 def arm_solve(result: ArmTrialResult) -> tuple[SolveSummary, tuple[Any, ...], np.ndarray]:

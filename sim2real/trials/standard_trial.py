@@ -127,7 +127,8 @@ class StandardTrial:
 
 def run_standard_trial(distance: float, params: ParameterSet, grad_names: Sequence[str] = (),
                        experiment: ExperimentConfig | None = None,
-                       reference: JointTrajectory | None = None, strict: bool = False) -> StandardTrial:
+                       reference: JointTrajectory | None = None, strict: bool = False,
+                       engine: str = "ours") -> StandardTrial:
     """Simulate the standard push with the box centre at ``distance`` m along base x.
 
     Parameters
@@ -145,6 +146,8 @@ def run_standard_trial(distance: float, params: ParameterSet, grad_names: Sequen
     strict : bool
         Raise ``SimulationError`` on a contact step that would be degraded (default: flag it in
         ``result.solve``).
+    engine : str
+        ``"ours"`` (default) or ``"mujoco"`` (no gradients).
     """
     if not DISTANCE_RANGE[0] <= distance <= DISTANCE_RANGE[1]:
         raise Sim2RealError(f"--distance {distance} m is outside the push workspace "
@@ -155,7 +158,7 @@ def run_standard_trial(distance: float, params: ParameterSet, grad_names: Sequen
     initial = box_at_distance(distance, params)
     start = time.perf_counter()
     result = simulate_arm_trial(params, reference, initial, grad_names=grad_names, strict=strict,
-                                context=trial_name(0, distance))
+                                context=trial_name(0, distance), engine=engine)
     wall = time.perf_counter() - start
     size = np.array([params["box.size_x"], params["box.size_y"], params["box.size_z"]])
     outcome = compute_outcome(PoseSeries(result.t, result.box[:, 0:3], result.box[:, 3:7]), size, result.touched)
