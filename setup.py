@@ -79,7 +79,7 @@ setup(
     maintainer_email="sim2real@example.org",
     description="Sim-to-real toolkit for the UFactory xArm 6 box-push experiment",
     license="BSD-3-Clause",
-    extras_require={"test": ["pytest"], "ray": ["ray[client]>=2.60,<2.61"]},
+    extras_require={"test": ["pytest"], "ray": ["ray[client]>=2.60,<2.61"], "mujoco": ["mujoco>=4.0,<4.1"]},
     entry_points={"console_scripts": CONSOLE_SCRIPTS},
     python_requires=">=3.10",
 )

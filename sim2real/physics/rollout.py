@@ -231,8 +231,9 @@ def rollout(world: BoxWorld, initial: BoxState, pusher_path: np.ndarray | None =
                    tuple(log.hard_steps))
 
 
-#: Relative step of :func:`_rollout_differences` (of max(1, |value|)): larger than a single step's, so a
-#: soft contact's kinks (contacts that appear at zero distance) average out instead of dominating.
+#: Default relative step of :func:`_rollout_differences` (of max(1, |value|)); a world may set its own
+#: (``rollout_fd_step``): an engine whose rollouts jump at small scales (contacts appearing and vanishing)
+#: needs a step that averages over the jumps.
 ROLLOUT_FD_STEP = 1e-4
 
 
@@ -246,11 +247,12 @@ def _rollout_differences(world: BoxWorld, initial: BoxState, path: np.ndarray | 
         return rollout(w, start, path, steps=count, context=context, instantaneous_start=instantaneous_start)
 
     base = run(world, initial)
+    relative = float(getattr(world, "rollout_fd_step", ROLLOUT_FD_STEP))
     sens = np.zeros((count + 1, STATE_SIZE, len(names))) if names else None
     for k, name in enumerate(names):
         value = float(world.params[name])
         lower, upper = spec(name).lower, spec(name).upper
-        h = ROLLOUT_FD_STEP * max(1.0, abs(value))
+        h = relative * max(1.0, abs(value))
         hi, lo = min(value + h, upper), max(value - h, lower)
         plus = run(world.with_params({name: hi}), initial).states
         minus = run(world.with_params({name: lo}), initial).states
@@ -261,7 +263,7 @@ def _rollout_differences(world: BoxWorld, initial: BoxState, path: np.ndarray | 
         sens0 = np.zeros((count + 1, STATE_SIZE, STATE_SIZE))
         x0 = initial.as_vector()
         for j in range(STATE_SIZE):
-            h = ROLLOUT_FD_STEP * max(1.0, abs(x0[j]))
+            h = relative * max(1.0, abs(x0[j]))
             up, down = x0.copy(), x0.copy()
             up[j] += h
             down[j] -= h

@@ -677,8 +677,8 @@ def _result(result: LMResult, start: ParameterSet, free_set: FreeParameters, x0:
                                             evaluator.final_results, evaluator.masks, spec_.weights),
         "jacobian": ("implicit simulator gradients (engine IFT, servo and PD analytic), forward-mode chained"
                      if spec_.engine == "ours" else
-                     f"{spec_.engine} engine: central finite differences of whole rollouts (of single steps for "
-                     "horizon 1), relative step 1e-4 (rollouts) or 1e-6 (steps)"),
+                     f"{spec_.engine} engine: central finite differences of whole rollouts (relative step 1e-2; "
+                     "of single steps for horizon 1, relative step 1e-6)"),
     }
     return FitResult(
         params=start.replace(values), start=start, free=free_set, values=values,
