@@ -27,6 +27,7 @@ COMMANDS: tuple[str, ...] = (
     "simulate",
     "emulate_cmd",
     "fit_cmd",
+    "compare_cmd",
     "replay_cmd",
     "sample_cmd",
     "sweep_cmd",

@@ -305,3 +305,31 @@ def spread_figure(distances: Sequence[float], finals: Sequence[np.ndarray], rang
     ax.grid(alpha=0.3)
     ax.legend(loc="upper left", fontsize=8)
     return _png(fig)
+
+
+def engine_comparison_figure(rows: Sequence[Mapping[str, Any]]) -> bytes:
+    """Held-out errors per engine at the start and fitted values, and each fit's wall time; PNG.
+
+    ``rows``: :meth:`sim2real.sysid.compare.EngineFit.row` of each engine (``engine``, ``fit_wall_s``,
+    ``held_out_start`` and ``held_out_final`` with ``final_position_m``, ``yaw_deg``, ``trajectory_rms_m``).
+    """
+    plt = _pyplot()
+    panels = (("final_position_m", "final position error, mm", 1000.0), ("yaw_deg", "yaw error, deg", 1.0),
+              ("trajectory_rms_m", "trajectory RMS, mm", 1000.0))
+    fig, axes = plt.subplots(1, len(panels) + 1, figsize=(13, 3.4))
+    names = [str(row["engine"]) for row in rows]
+    positions = np.arange(len(rows))
+    width = 0.38
+    for ax, (key, label, scale) in zip(axes, panels, strict=False):
+        for offset, when, color, legend in ((-width / 2, "held_out_start", "#bbbbbb", "start values"),
+                                            (width / 2, "held_out_final", "#1f77b4", "fitted")):
+            values = [row[when].get(key) for row in rows]
+            heights = [scale * float(v) if isinstance(v, (int, float)) else np.nan for v in values]
+            ax.bar(positions + offset, heights, width, color=color, label=legend)
+        ax.set_xticks(positions, names)
+        ax.set_title(f"held-out {label}", fontsize=9)
+    axes[0].legend(fontsize=8)
+    axes[-1].bar(positions, [float(row["fit_wall_s"]) for row in rows], 0.5, color="#ff7f0e")
+    axes[-1].set_xticks(positions, names)
+    axes[-1].set_title("fit wall time, s", fontsize=9)
+    return _png(fig)

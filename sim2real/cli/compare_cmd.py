@@ -1,0 +1,116 @@
+"""``sim2real compare-engines``: fit our engine and MuJoCo on the same trials, compare them on held-out trials."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from sim2real.cli.common import EXIT_FIT_PROBLEMS, bounded_float, bounded_int
+
+DEFAULT_FREE = "contact.mu_table,contact.mu_pusher"
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``compare-engines`` subcommand."""
+    parser = subparsers.add_parser(
+        "compare-engines",
+        help="fit each engine on the same training trials and compare their predictions of held-out trials",
+        description="Fit our engine (hard contact, implicit gradients) and MuJoCo (soft contact, finite-difference "
+                    "Jacobians) on the same training trials, each from its own start parameters, and compare "
+                    "them on the same held-out trials: mean final position error (mm), mean yaw error (deg), "
+                    "flip agreement, RMS position error over the fit's horizon (with --horizon trial: the "
+                    "trajectory error), at the start and the fitted values, and each fit's wall time.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("bags", nargs="+", metavar="RUN", help="trial or run directory")
+    parser.add_argument("--params-ours", metavar="FILE",
+                        help="start parameters of our engine (params YAML; default nominal values)")
+    parser.add_argument("--params-mujoco", metavar="FILE",
+                        help="start parameters of the MuJoCo engine (params YAML; default nominal values)")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="NAME=VALUE",
+                        help="override one parameter for both engines, after their files (e.g. the box size; "
+                             "repeatable)")
+    parser.add_argument("--free-ours", default=DEFAULT_FREE, metavar="NAMES",
+                        help=f"parameters our engine fits (default {DEFAULT_FREE})")
+    parser.add_argument("--free-mujoco", default=DEFAULT_FREE, metavar="NAMES",
+                        help=f"parameters MuJoCo fits (default {DEFAULT_FREE})")
+    parser.add_argument("--out", required=True, metavar="DIR",
+                        help="directory to create (it may exist only empty): both fits, comparison.md/.json/.png")
+    parser.add_argument("--validate", action="append", default=[], metavar="RUN",
+                        help="held-out trial or run directory (repeatable)")
+    parser.add_argument("--holdout", type=bounded_float(0.0, 1.0, low_open=True, high_open=True), metavar="F",
+                        help="hold out this fraction of the RUN trials (whole trials, chosen with --seed)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the --holdout choice (default 0)")
+    parser.add_argument("--horizon", default="trial", metavar="1|N|trial",
+                        help="residual horizon of both fits (default trial: whole trials)")
+    parser.add_argument("--mode", choices=("auto", "kinematic", "pusher"), default="auto",
+                        help="how whole trials are driven (default auto; the simulated arm is not differentiated "
+                             "through MuJoCo)")
+    parser.add_argument("--pusher-shape", choices=("sphere", "rod"), default="sphere",
+                        help="shape of a recorded pusher (as in fit)")
+    parser.add_argument("--max-iterations", type=bounded_int(0, 10000), default=40, metavar="N",
+                        help="per fit (default 40)")
+    parser.epilog = ("Exit status: 0 both fits converged without problems; 3 the comparison was written but a fit "
+                     "has problems (named at the top of comparison.md); 2 bad input (nothing written).")
+    parser.set_defaults(handler=run)
+
+
+def _log(message: str) -> None:
+    print(f"compare-engines: {message}", file=sys.stderr, flush=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Handler of ``sim2real compare-engines``."""
+    import json
+    from pathlib import Path
+
+    from sim2real.cli.common import check_output_location
+    from sim2real.cli.fit_cmd import parse_horizon
+    from sim2real.errors import Sim2RealError
+    from sim2real.params import resolve_params
+    from sim2real.report.figures import engine_comparison_figure
+    from sim2real.sysid import FreeParameters, LMSettings
+    from sim2real.sysid.compare import compare_engines, comparison_table
+    from sim2real.sysid.runs import LoadedTrials, read_trials, split_holdout
+    from sim2real.sysid.writeback import write_fit
+
+    out = Path(args.out)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise Sim2RealError(f"--out {out} exists and is not an empty directory; refusing to write into it")
+    check_output_location(out)
+    horizon = parse_horizon(args.horizon)
+    starts = {engine: resolve_params(path, args.overrides)
+              for engine, path in (("ours", args.params_ours), ("mujoco", args.params_mujoco))}
+    free = {"ours": FreeParameters.parse(args.free_ours), "mujoco": FreeParameters.parse(args.free_mujoco)}
+    loaded = read_trials(args.bags)
+    held = read_trials(args.validate) if args.validate else None
+    if args.holdout is not None:
+        loaded, split = split_holdout(loaded, args.holdout, args.seed)
+        held = split if held is None else LoadedTrials(held.records + split.records, held.sources + split.sources,
+                                                      held.failures)
+    if held is None or not held.records:
+        raise Sim2RealError("no held-out trials: give --validate RUN or --holdout F (the comparison is on trials "
+                            "no engine was fitted to)")
+    _log(f"{len(loaded.records)} training and {len(held.records)} held-out trial(s); engines: ours, mujoco")
+    fits = compare_engines(loaded.records, held.records, starts, free, log=_log, horizon=horizon, mode=args.mode,
+                           pusher_shape=args.pusher_shape,
+                           settings=LMSettings(max_iterations=args.max_iterations))
+    out.mkdir(parents=True, exist_ok=True)
+    for fit in fits:
+        write_fit(out / f"fit_{fit.engine}.yaml", fit.result)
+    rows = [fit.row() for fit in fits]
+    problems = [f"{fit.engine}: {problem}" for fit in fits for problem in fit.result.problems]
+    table = comparison_table(fits)
+    header = "# Engines compared on held-out trials\n\n"
+    if problems:
+        header += "**Fits with problems:**\n\n" + "".join(f"- {p}\n" for p in problems) + "\n"
+    header += (f"Training trials: {', '.join(r.name for r in loaded.records)}. Held-out trials: "
+               f"{', '.join(r.name for r in held.records)}. Horizon: {args.horizon}.\n\n")
+    (out / "comparison.md").write_text(header + table)
+    (out / "comparison.json").write_text(json.dumps(
+        {"training": [r.name for r in loaded.records], "held_out": [r.name for r in held.records],
+         "horizon": args.horizon, "engines": rows, "problems": problems}, indent=2, default=float))
+    (out / "comparison.png").write_bytes(engine_comparison_figure(rows))
+    print(table, end="")
+    _log(f"wrote {out}/comparison.md, comparison.json, comparison.png and the fits fit_<engine>.yaml/.json")
+    return EXIT_FIT_PROBLEMS if problems else 0

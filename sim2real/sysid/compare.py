@@ -1,0 +1,111 @@
+"""Engines side by side: fit each engine on the same training trials, compare their predictions of the
+same held-out trials (:func:`compare_engines`), as one table (:func:`comparison_table`) and one figure.
+
+Every engine gets its own start parameters and free parameters (a parameter one engine has may mean
+nothing to the other: ``contact.support_ratio`` is ours, ``mujoco.*`` are MuJoCo's); the trials, the
+horizon, the pusher and the held-out trials are the same for all. The figures compared are those
+``fit --validate`` reports: on held-out trials, simulated whole from their recorded start, the mean
+final position error (m), the mean yaw error (deg), the flip agreement, and the RMS position error
+over the fit's horizon (with ``--horizon trial``: the trajectory error); and each fit's wall time.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sim2real.params import ParameterSet
+from sim2real.sysid.fit import FitResult, FreeParameters, fit_trials
+from sim2real.trials import TrialRecord
+
+
+@dataclass(frozen=True)
+class EngineFit:
+    """One engine's fit and its held-out figures.
+
+    Attributes
+    ----------
+    engine : str
+    result : FitResult
+    wall_s : float
+        Wall time of the fit, s (including the predictions of training and held-out trials).
+    """
+
+    engine: str
+    result: FitResult
+    wall_s: float
+
+    def held_out(self, when: str = "final") -> dict[str, Any]:
+        """Held-out prediction figures at the ``"start"`` or ``"final"`` values (empty if none)."""
+        prediction = (self.result.validation or {}).get("prediction") or {}
+        block = prediction.get("validation") or {}
+        figures = dict(block.get(when) or {})
+        rms = (block.get("horizon_rms") or {}).get(when) or {}
+        figures["trajectory_rms_m"] = rms.get("position_m")
+        return figures
+
+    def row(self) -> dict[str, Any]:
+        """The engine's line of the comparison (JSON-ready)."""
+        return {"engine": self.engine, "status": self.result.status, "problems": list(self.result.problems),
+                "values": self.result.values, "std": self.result.std, "fit_wall_s": self.wall_s,
+                "iterations": self.result.trace[-1]["iteration"] if self.result.trace else 0,
+                "held_out_start": self.held_out("start"), "held_out_final": self.held_out("final")}
+
+
+def compare_engines(records: Sequence[TrialRecord], held_out: Sequence[TrialRecord],
+                    starts: Mapping[str, ParameterSet], free: Mapping[str, str | FreeParameters],
+                    log: Callable[[str], None] | None = None, **fit_options: Any) -> list[EngineFit]:
+    """Fit every engine of ``starts`` on ``records`` and predict ``held_out`` with each.
+
+    Parameters
+    ----------
+    records, held_out : sequence of TrialRecord
+        Training and held-out trials (the same for every engine; ``held_out`` must not be empty).
+    starts : mapping of str to ParameterSet
+        Start parameters per engine name (``"ours"``, ``"mujoco"``); the order is the table's.
+    free : mapping of str to str or FreeParameters
+        Free parameters per engine.
+    log : callable, optional
+        Progress lines (each fit's own lines, prefixed with the engine).
+    **fit_options
+        Passed to :func:`~sim2real.sysid.fit.fit_trials` for every engine (horizon, mode, pusher_shape, ...).
+
+    Returns
+    -------
+    list of EngineFit
+    """
+    fits = []
+    for engine, start in starts.items():
+        prefixed = (lambda text, e=engine: log(f"[{e}] {text}")) if log is not None else None
+        clock = time.perf_counter()
+        result = fit_trials(records, start, free[engine], validation=held_out, log=prefixed, engine=engine,
+                            **fit_options)
+        fits.append(EngineFit(engine, result, time.perf_counter() - clock))
+    return fits
+
+
+def _mm(value: Any) -> str:
+    return f"{1000.0 * float(value):.1f}" if isinstance(value, (int, float)) else "-"
+
+
+def _deg(value: Any) -> str:
+    return f"{float(value):.1f}" if isinstance(value, (int, float)) else "-"
+
+
+def comparison_table(fits: Sequence[EngineFit]) -> str:
+    """The comparison as a Markdown table: held-out errors at the start and fitted values, wall time, values."""
+    lines = ["| engine | status | held-out final position, mm (start → fitted) | yaw, deg | flips | "
+             "trajectory RMS, mm | fit wall, s | fitted values |",
+             "|---|---|---|---|---|---|---|---|"]
+    for fit in fits:
+        before, after = fit.held_out("start"), fit.held_out("final")
+        values = ", ".join(f"{name} {value:.4g}" for name, value in fit.result.values.items())
+        lines.append(
+            f"| {fit.engine} | {fit.result.status} | {_mm(before.get('final_position_m'))} → "
+            f"{_mm(after.get('final_position_m'))} | {_deg(before.get('yaw_deg'))} → {_deg(after.get('yaw_deg'))} | "
+            f"{before.get('flip_agreement', '-')} → {after.get('flip_agreement', '-')} | "
+            f"{_mm(before.get('trajectory_rms_m'))} → {_mm(after.get('trajectory_rms_m'))} | {fit.wall_s:.1f} | "
+            f"{values} |")
+    return "\n".join(lines) + "\n"
