@@ -6,6 +6,11 @@ all 9 contact constraints (8 corners + pusher); 5 of them touch (4 bottom corner
 MuJoCo (benchmark-only dependency) runs the same scene with an elliptic friction cone and a mocap
 sphere; ``mjd_transitionFD`` gives its finite-difference one-step Jacobian.
 
+Both engines of the toolkit are also timed through the one engine interface (``make_world``): a
+step, a step with its Jacobian (ours implicit; MuJoCo central differences of the step, 5 MuJoCo steps
+of 2 ms per 10 ms step), and a 100-step rollout with its sensitivities to two parameters (ours chained
+implicit gradients; MuJoCo differences of whole rollouts).
+
 Run: ``python -m benchmarks.engine --json`` (prints one JSON object; times are medians, ms).
 """
 
@@ -70,6 +75,27 @@ def _mujoco_scene():
     return mujoco, model, data
 
 
+def _interface_timings(engine: str, repeats: int) -> dict[str, object]:
+    """One engine through :func:`sim2real.engines.make_world`: step, step + Jacobian, rollout + sensitivities."""
+    from sim2real.engines import make_world
+    from sim2real.physics import Sphere, rollout
+
+    world = make_world(engine, PARAMS, Sphere(0.02))
+    _, state, start, end = _our_scene()
+    names = ("contact.mu_table", "contact.mu_pusher", "box.mass", "box.com_z")
+    path = start + np.outer(np.arange(101) * SPEED * world.dt, [1.0, 0.0, 0.0])
+    at_rest = BoxState.at_rest([0.4, 0.0, 0.105])
+    return {
+        "gradient_method": world.gradient_method,
+        "step_forward_ms": _median_ms(lambda: world.step(state, start, end), repeats),
+        "step_with_jacobian_4_params_ms": _median_ms(
+            lambda: world.step(state, start, end, grad=True, param_names=names), max(3, repeats // 5)),
+        "rollout_100_steps_ms": _median_ms(lambda: rollout(world, at_rest, path), 3),
+        "rollout_100_steps_sensitivities_2_params_ms": _median_ms(
+            lambda: rollout(world, at_rest, path, grad_names=names[:2]), 3),
+    }
+
+
 def run(repeats: int) -> dict[str, object]:
     world, state, start, end = _our_scene()
     forward = world.step(state, start, end)
@@ -85,11 +111,13 @@ def run(repeats: int) -> dict[str, object]:
             lambda: world.step(state, start, end, grad=True, param_names=names), repeats),
         "iterations_with_grad": world.step(state, start, end, grad=True).iterations,
     }
+    result["engines"] = {"ours": _interface_timings("ours", repeats)}
     try:
         mujoco, model, data = _mujoco_scene()
     except ImportError:
         result["mujoco"] = "not installed"
         return result
+    result["engines"]["mujoco"] = _interface_timings("mujoco", repeats)
     snapshot = mujoco.MjData(model)
     mujoco.mj_copyData(snapshot, model, data)
 

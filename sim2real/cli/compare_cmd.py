@@ -48,6 +48,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "through MuJoCo)")
     parser.add_argument("--pusher-shape", choices=("sphere", "rod"), default="sphere",
                         help="shape of a recorded pusher (as in fit)")
+    parser.add_argument("--weights", metavar="GROUP=W,...", help="residual group weights (as in fit)")
     parser.add_argument("--max-iterations", type=bounded_int(0, 10000), default=40, metavar="N",
                         help="per fit (default 40)")
     parser.epilog = ("Exit status: 0 both fits converged without problems; 3 the comparison was written but a fit "
@@ -69,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     from sim2real.errors import Sim2RealError
     from sim2real.params import resolve_params
     from sim2real.report.figures import engine_comparison_figure
-    from sim2real.sysid import FreeParameters, LMSettings
+    from sim2real.sysid import FreeParameters, LMSettings, Weights
     from sim2real.sysid.compare import compare_engines, comparison_table
     from sim2real.sysid.runs import LoadedTrials, read_trials, split_holdout
     from sim2real.sysid.writeback import write_fit
@@ -93,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
                             "no engine was fitted to)")
     _log(f"{len(loaded.records)} training and {len(held.records)} held-out trial(s); engines: ours, mujoco")
     fits = compare_engines(loaded.records, held.records, starts, free, log=_log, horizon=horizon, mode=args.mode,
-                           pusher_shape=args.pusher_shape,
+                           pusher_shape=args.pusher_shape, weights=Weights.parse(args.weights),
                            settings=LMSettings(max_iterations=args.max_iterations))
     out.mkdir(parents=True, exist_ok=True)
     for fit in fits:
