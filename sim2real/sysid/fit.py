@@ -263,7 +263,7 @@ def _prepare(records: Sequence[TrialRecord], sources: Sequence[str | None], para
         except Sim2RealError as err:
             out.failures.append(TrialFailure(record.name, one_line(err), source, stage))
             continue
-        available = available_gradients(trial.kind, spec_.horizon, mode)
+        available = available_gradients(trial.kind, spec_.horizon, mode, spec_.engine)
         missing = [n for n in names if n not in available]
         if missing:
             raise Sim2RealError(f"trial '{trial.name}' ({trial.kind} trial, horizon {spec_.label}"
@@ -444,7 +444,8 @@ def fit_trials(records: Sequence[TrialRecord], start: ParameterSet, free: Sequen
                pusher_shape: str = "sphere", validation: Sequence[TrialRecord] = (),
                validation_sources: Sequence[str] | None = None,
                failures: Sequence[TrialFailure] = (), jackknife: bool = False,
-               executor: str | Executor = "local", engine: str = "ours") -> FitResult:
+               executor: str | Executor = "local", engine: str = "ours",
+               exact_gradients: bool = True) -> FitResult:
     """Fit the free parameters to recorded trials by Gauss-Newton / Levenberg-Marquardt.
 
     Parameters
@@ -499,6 +500,9 @@ def fit_trials(records: Sequence[TrialRecord], start: ParameterSet, free: Sequen
     engine : str
         ``"ours"`` (default: implicit gradients) or ``"mujoco"`` (finite-difference Jacobians; whole arm
         trials only with the pusher played back).
+    exact_gradients : bool
+        True (default): our engine's gradients at the forward solution (``contact.kappa_grad`` set to
+        ``contact.kappa_sim``); False: at the start parameters' ``contact.kappa_grad`` (smoothed).
 
     Returns
     -------
@@ -515,7 +519,7 @@ def fit_trials(records: Sequence[TrialRecord], start: ParameterSet, free: Sequen
     """
     free_set = free if isinstance(free, FreeParameters) else FreeParameters.parse(free)
     spec_ = ResidualSpec(horizon=horizon, weights=weights or Weights(), mode=mode, pusher=pusher, strict=strict,
-                         pusher_shape=pusher_shape, engine=engine)
+                         pusher_shape=pusher_shape, engine=engine, exact_gradients=exact_gradients)
     settings = settings or LMSettings()
     setup = unknowns(free_set, start, bounds)
     start, warnings, x0, lower, upper = setup.start, setup.warnings, setup.x0, setup.lower, setup.upper
@@ -529,7 +533,7 @@ def fit_trials(records: Sequence[TrialRecord], start: ParameterSet, free: Sequen
     prepared = _prepare(records, sources_, start, platform, spec_, names, "inputs")
     held = _prepare(validation, list(validation_sources or [None] * len(validation)), start, platform,
                     ResidualSpec(horizon=horizon, weights=spec_.weights, mode=mode, pusher=pusher, strict=strict,
-                                 pusher_shape=pusher_shape, engine=engine),
+                                 pusher_shape=pusher_shape, engine=engine, exact_gradients=exact_gradients),
                     (), "validation")
     left_out = list(failures) + prepared.failures + held.failures
     if not prepared.trials:
@@ -586,8 +590,8 @@ def fit_trials(records: Sequence[TrialRecord], start: ParameterSet, free: Sequen
 
         refit = functools.partial(fit_trials, start=start, free=free_set, horizon=horizon, weights=spec_.weights,
                                   mode=mode, bounds=bounds, settings=settings, platform=platform, pusher=pusher,
-                                  strict=strict, pusher_shape=pusher_shape,
-                                  engine=engine)  # each refit inline in its task
+                                  strict=strict, pusher_shape=pusher_shape, engine=engine,
+                                  exact_gradients=exact_gradients)  # each refit inline in its task
         if log is not None:
             log(f"jackknife: {len(fitted_names)} leave-one-out refits on {executor.label}")
         measured = refit_jackknife([r for r in records if r.name in fitted_names], free_set.names, refit, log,
