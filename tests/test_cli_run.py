@@ -54,6 +54,25 @@ def test_non_empty_output_directory_is_refused(tmp_path, env):
     assert process.returncode == 2 and "not empty" in err
 
 
+def test_the_sim_platform_runs_on_mujoco_and_the_records_say_so(tmp_path, env):
+    pytest.importorskip("mujoco")
+    experiment = tmp_path / "experiment.yaml"
+    experiment.write_text(EXPERIMENT)
+    out = tmp_path / "run"
+    process = sim2real("run", "--mode", "sim", "--engine", "mujoco", "--experiment", str(experiment),
+                       "--out", str(out), env=env)
+    stdout, err = process.communicate(timeout=120)
+    assert process.returncode == 0, err
+    assert "engine mujoco" in err and "1 trial(s) recorded" in stdout
+    import json
+
+    assert json.loads((out / "run.json").read_text())["engine"] == "mujoco"
+    trial = read_trial(out / "trial_00_d0.300")
+    assert trial.meta["engine"] == "mujoco"
+    box = trial.platforms["sim"].box_pose
+    assert box is not None and box.position[-1, 0] > box.position[0, 0] + 0.05  # pushed
+
+
 def test_ctrl_c_mid_trial_keeps_a_readable_incomplete_trial(tmp_path, env):
     experiment = tmp_path / "experiment.yaml"
     experiment.write_text(EXPERIMENT)

@@ -7,7 +7,7 @@ import os
 import sys
 from typing import Any
 
-from sim2real.cli.common import add_param_arguments, bounded_float, params_from_args
+from sim2real.cli.common import add_engine_argument, add_param_arguments, bounded_float, params_from_args
 
 MODES = ("mirror", "sim", "real", "standin")
 
@@ -49,6 +49,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="give up after S seconds (0 < S <= 1e6)")
     parser.add_argument("--out", required=True, metavar="DIR", help="run directory to create (must be new or empty)")
     add_param_arguments(parser)
+    add_engine_argument(parser)
     parser.set_defaults(handler=run)
 
 
@@ -96,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
     if not 0 <= args.standin_port <= 65535:
         raise Sim2RealError(f"--standin-port must be in 0..65535, got {args.standin_port}")
     params = params_from_args(args)
-    paths = run_experiment(args.mode, args.distances, params, args.out, mirror=args.mirror,
+    paths = run_experiment(args.mode, args.distances, params, args.out, mirror=args.mirror, engine=args.engine,
                            experiment_file=args.experiment, robot_ip=args.robot_ip, world_file=args.world,
                            standin_host=args.standin_host, standin_port=args.standin_port,
                            mocap_file=args.mocap,

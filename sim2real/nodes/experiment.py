@@ -104,6 +104,7 @@ class ExperimentNode(Node):
         self.mode = str(self.declare_parameter("mode", "sim").value)
         self.platforms = platforms_of(self.mode)
         self.mirror = check_mirror(str(self.declare_parameter("mirror", "closed").value), self.mode)
+        self.engine = str(self.declare_parameter("engine", "ours").value)  # the sim platform's, for the records
         self.distances = parse_distances(list(self.declare_parameter("distances", [0.30]).value))
         self.tolerance = float(self.declare_parameter("start_tolerance", 0.01).value)
         push_values = {f.name: float(self.declare_parameter(f"push.{f.name}", float(f.default)).value)
@@ -246,7 +247,8 @@ class ExperimentNode(Node):
             self._wait(lambda: all(self._latest_joints(ns) for ns in self.platforms), self.startup_timeout,
                        "joint states of every platform")
             self._wait_connected(self.startup_timeout)
-            self._event(event="run", mode=self.mode, mirror=self.mirror, distances_m=list(self.distances),
+            self._event(event="run", mode=self.mode, mirror=self.mirror, engine=self.engine,
+                        distances_m=list(self.distances),
                         platforms=list(self.platforms), push={f.name: getattr(self.push, f.name)
                                                               for f in fields(PushConfig)})
             for index, distance in enumerate(self.distances):
@@ -326,7 +328,7 @@ class ExperimentNode(Node):
         if "sim" in self.platforms:
             self._reset_sim(q_start, position, quaternion)
         window = TrialWindow.plan(index, distance, now_ns(self), self.reference, self.lead_time)
-        meta = {"initial_distance_m": distance, "mode": self.mode, "mirror": self.mirror,
+        meta = {"initial_distance_m": distance, "mode": self.mode, "mirror": self.mirror, "engine": self.engine,
                 "requested_start_m": requested.tolist()}
         self._event(event="start", **window.as_dict())
         try:

@@ -155,7 +155,7 @@ class RecorderNode(Node):
         kind = event.get("event")
         if kind == "run":
             meta = {k: v for k, v in event.items() if k != "event"}
-            self._run = {k: meta[k] for k in ("mode", "mirror") if k in meta}
+            self._run = {k: meta[k] for k in ("mode", "mirror", "engine") if k in meta}
             named = [ns for ns in meta.get("platforms") or () if ns in PLATFORMS]
             self._platforms = tuple(named) or PLATFORMS
             meta["params"] = {name: float(value) for name, value in self.params.items()}

@@ -107,7 +107,7 @@ def run_experiment(mode: str, distances: Sequence[float] | str | None, params: P
                    standin_host: str = STANDIN_HOST, standin_port: int = STANDIN_PORT,
                    progress: Callable[[str], None] = print, timeout: float | None = None,
                    mocap_file: str | Path | None = None, replay_trial: str | Path | None = None,
-                   node_hook: Callable[[dict[str, Any]], None] | None = None) -> list[Path]:
+                   node_hook: Callable[[dict[str, Any]], None] | None = None, engine: str = "ours") -> list[Path]:
     """Run one experiment as ROS 2 nodes and return the recorded trial directories.
 
     In ``sim`` and ``real`` mode every node runs in this process. With both platforms
@@ -155,6 +155,8 @@ def run_experiment(mode: str, distances: Sequence[float] | str | None, params: P
     node_hook : callable, optional
         Called with ``{name: node}`` of the nodes in this process once the graph is built
         (benchmarks, tests).
+    engine : str
+        Engine of the sim platform's box (``sim_node`` parameter ``engine``): ``"ours"`` or ``"mujoco"``.
 
     Raises
     ------
@@ -194,7 +196,7 @@ def run_experiment(mode: str, distances: Sequence[float] | str | None, params: P
         robot_ip = require_robot_address(robot_ip, f"robot address (mode {mode} drives a real xArm)")
     sections: dict[str, dict[str, Any]] = {
         "/**": sim_values,
-        "sim_node": {"mirror": mirror},
+        "sim_node": {"mirror": mirror, "engine": engine},
         "sim_pd_controller": {"platform": "sim", "mirror": mirror},
         "xarm_node": {"robot_ip": robot_ip, "command_port": int(robot_port),
                       **(STANDIN_LINK if mode == "standin" else {})},
@@ -234,7 +236,7 @@ def run_experiment(mode: str, distances: Sequence[float] | str | None, params: P
         nodes["recorder"] = RecorderNode(parameter_overrides=_parameters(
             {"out_dir": str(out), **sim_values}), context=context)
         experiment_values: dict[str, Any] = {
-            "mode": mode, "mirror": mirror, "distances": [float(d) for d in chosen],
+            "mode": mode, "mirror": mirror, "engine": engine, "distances": [float(d) for d in chosen],
             "start_tolerance": float(config.start_tolerance), **sim_values,
             **{f"push.{f.name}": float(getattr(config.push, f.name)) for f in fields(PushConfig)}}
         if replay_trial:

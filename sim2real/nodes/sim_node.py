@@ -23,6 +23,8 @@ Parameters (type, default: meaning, unit)::
                       platform's commands)
     watchdog          double, 0.05: step with zero velocity after this long without a
                       command, s
+    engine            string, ours: simulation engine of the box (ours or mujoco,
+                      sim2real.engines)
     initial_distance  double, 0.40: box start distance before the first reset, m
     initial_joints    double[6]: arm start joints before the first reset, rad (default:
                       the standard push's start)
@@ -45,6 +47,7 @@ from std_msgs.msg import String
 
 from sim2real.control import load_experiment_config
 from sim2real.control.sim_platform import SimPlatform
+from sim2real.engines import check_engine
 from sim2real.model import load_arm
 from sim2real.nodes.common import (
     NS_PER_S,
@@ -74,6 +77,8 @@ class SimNode(Node):
         if self.mirror not in ("closed", "commands"):
             raise ValueError(f"mirror must be closed or commands, got {self.mirror!r}")
         self.watchdog = float(self.declare_parameter("watchdog", 0.05).value)
+        self.engine = str(self.declare_parameter("engine", "ours").value)
+        check_engine(self.engine)
         initial_distance = float(self.declare_parameter("initial_distance", 0.40).value)
         initial = list(self.declare_parameter("initial_joints", [0.0]).value)
         self.params = declare_sim_params(self)
@@ -93,7 +98,8 @@ class SimNode(Node):
         self._pub_state = self.create_publisher(JointState, "sim/joint_states", STREAM_QOS)
         self._pub_box = self.create_publisher(PoseStamped, "sim/box_pose", STREAM_QOS)
         self._pub_pusher = self.create_publisher(PoseStamped, "sim/pusher_pose", STREAM_QOS)
-        warm_up(BoxWorld.from_params(self.params), float(self.params["pusher.radius"]))
+        if self.engine == "ours":
+            warm_up(BoxWorld.from_params(self.params), float(self.params["pusher.radius"]))
         self._solver = SolveReporter(self, "sim")
         self._reset(np.asarray(initial, float), box)
         # Commands get their own callback group: a lagging (always ready) timer must not starve them.
@@ -103,11 +109,11 @@ class SimNode(Node):
         self.create_subscription(String, SIM_RESET_TOPIC, self._on_reset, STREAM_QOS, callback_group=inputs)
         report_matches(self, "sim")
         self.create_timer(self.dt, self._on_timer, callback_group=MutuallyExclusiveCallbackGroup())
-        self.get_logger().info(f"sim platform running: mirror {self.mirror}, dt {self.dt:g} s")
+        self.get_logger().info(f"sim platform running: mirror {self.mirror}, engine {self.engine}, dt {self.dt:g} s")
 
     # --- state ----------------------------------------------------------------------------
     def _reset(self, q: np.ndarray, box: BoxState) -> None:
-        self.platform = SimPlatform(self.params, q, box, arm=self.arm, context="sim_node")
+        self.platform = SimPlatform(self.params, q, box, arm=self.arm, context="sim_node", engine=self.engine)
         self.epoch_ns = now_ns(self)
         self._pending.clear()
         self._queue.clear()
