@@ -35,6 +35,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from sim2real.cli.common import add_engine_argument
+
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
@@ -156,6 +158,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "'none' starts from the nominal value)")
     parser.add_argument("--max-iterations", type=int, default=30, metavar="N",
                         help="Gauss-Newton iterations at most, per stage (default 30)")
+    add_engine_argument(parser)
     parser.epilog = ("The demo checks its own result: every fitted parameter with a hidden value in the stand-in's "
                      f"world file must land within its tolerance ({_tolerance_text()}; the command delay also "
                      "holds the loop's own latency) and both fit stages must converge; "
@@ -383,6 +386,9 @@ def run(args: argparse.Namespace) -> int:
         raise Sim2RealError(f"output directory {out} is not empty; choose a new one")
     if args.max_iterations < 0:  # before the experiment, not after it
         raise Sim2RealError(f"--max-iterations must be >= 0, got {args.max_iterations}")
+    if args.engine != "ours" and args.box_mode == "closed":
+        raise Sim2RealError(f"--engine {args.engine} does not differentiate the simulated arm: "
+                            "use --box-mode kinematic")
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     if os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] != "LOCALHOST":
         raise Sim2RealError("the demo keeps ROS 2 on loopback: set ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST")
@@ -463,7 +469,7 @@ def _run_steps(args: argparse.Namespace, out: Path, grid: tuple[str, list[float]
         try:
             distances = parse_distances(args.distances) if args.distances is not None else DEMO_DISTANCES
             run_experiment("standin", (*distances, *validation_distances), nominal, before_dir,
-                           standin_host=args.standin_host, progress=_detail)
+                           standin_host=args.standin_host, progress=_detail, engine=args.engine)
             problems = recording_problems(read_run(before_dir))
             if not problems:
                 break
@@ -497,7 +503,7 @@ def _run_steps(args: argparse.Namespace, out: Path, grid: tuple[str, list[float]
     servo = fit_trials(records, nominal, args.servo_free, horizon=20, platform="real", sources=sources,
                        weights=Weights(position=0.0, orientation=0.0),
                        settings=replace(settings, loss=SERVO_LOSS, ftol=SERVO_FTOL),
-                       validation=held, validation_sources=held_sources)
+                       validation=held, validation_sources=held_sources, engine=args.engine)
     _report_fit(servo, *write_fit(fit_dir / "servo.yaml", servo))
     how = "the pusher played back as recorded" if args.box_mode == "kinematic" else "the arm under the PD law"
     _detail(f"stage 2, box from whole trials with {how}: {args.box_free}")
@@ -505,7 +511,7 @@ def _run_steps(args: argparse.Namespace, out: Path, grid: tuple[str, list[float]
     points: list[GridPoint] = []
     if grid is not None:
         name, values = grid
-        box_spec = ResidualSpec(horizon=None, mode=args.box_mode)
+        box_spec = ResidualSpec(horizon=None, mode=args.box_mode, engine=args.engine)
         coarse = grid_costs(records, servo.params, name, values, box_spec, platform="real")
         best = best_start(coarse)
         _detail(f"  best of {len(coarse)} grid points of {name}: {best.value:.4g} (cost {best.cost:.4g}; at the "
@@ -519,7 +525,7 @@ def _run_steps(args: argparse.Namespace, out: Path, grid: tuple[str, list[float]
                 f"{best.value:.4g} (cost {best.cost:.4g})")
     result = fit_trials(records, box_start, args.box_free, horizon=None, mode=args.box_mode, platform="real",
                         sources=sources, settings=replace(settings, ftol=BOX_FTOL), validation=held,
-                        validation_sources=held_sources)
+                        validation_sources=held_sources, engine=args.engine)
     grid_name = grid[0] if grid is not None else None
     jackknife = grid_jackknife(points) if grid_name in result.values else None
     if grid_name is not None and jackknife is not None:
@@ -534,7 +540,7 @@ def _run_steps(args: argparse.Namespace, out: Path, grid: tuple[str, list[float]
     disturbed: list[dict[str, object]] = []
     for record in recorded:
         try:
-            resim = replay_trial(record, result.params, mode="closed", platform="real")
+            resim = replay_trial(record, result.params, mode="closed", platform="real", engine=args.engine)
         except Sim2RealError as err:  # keep the others; the check below says the demo missed
             _detail(_red(f"re-simulation of {record.name} failed: {err}"))
             continue
