@@ -124,3 +124,23 @@ def test_the_mujoco_fit_refuses_to_differentiate_the_simulated_arm() -> None:
     assert available_gradients("arm", None, "commands", "mujoco") == ()
     assert "contact.support_ratio" not in available_gradients("pusher", None, "pusher", "mujoco")
     assert "mujoco.timeconst" in available_gradients("pusher", None, "pusher", "mujoco")
+
+
+def test_replay_through_mujoco_reproduces_pushes_mujoco_made(tmp_path: Path) -> None:
+    from sim2real.trials import read_trial
+
+    truth = pushes.params({"contact.mu_table": 0.25, "contact.mu_pusher": 0.45, **SMOOTH})
+    run = pushes.write_pushes(tmp_path / "run", pushes.TRAINING[:2], truth, engine="mujoco")
+    sets = [f"--set={k}={v}" for k, v in {**pushes.GEOMETRY, **SMOOTH, "contact.mu_table": 0.25,
+                                          "contact.mu_pusher": 0.45}.items()]
+    errors = {}
+    for engine in ("mujoco", "ours"):
+        out = tmp_path / f"replay_{engine}"
+        assert main(["replay", str(run), *sets, "--engine", engine, "--pusher-shape", "rod", "--out", str(out)]) == 0
+        record = read_trial(out / "push_00")
+        assert record.meta["engine"] == engine
+        real, sim = record.platforms["real"].box_pose, record.platforms["sim"].box_pose
+        assert real is not None and sim is not None
+        errors[engine] = float(np.abs(sim.position[-1] - real.position[-1]).max())
+    assert errors["mujoco"] < 1e-3, errors  # same engine, same values: the recording back (start pose averaged)
+    assert errors["ours"] > errors["mujoco"], errors  # the other contact model at the same values: mismatch
