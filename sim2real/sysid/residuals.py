@@ -189,6 +189,9 @@ class ResidualSpec:
         (``contact.kappa_grad`` set to ``contact.kappa_sim``), i.e. the derivatives of the
         very residuals being minimised. False: at the parameters' ``contact.kappa_grad``
         (smoothed contact; biased for sticking and resting contacts).
+    engine : str
+        ``"ours"`` (default) or ``"mujoco"`` (:mod:`sim2real.engines`): MuJoCo's Jacobians are finite
+        differences, and it does not differentiate the simulated arm.
     """
 
     horizon: int | None = 1
