@@ -43,7 +43,7 @@ from sim2real.physics.errors import SimulationError
 from sim2real.physics.geometry import table_distance
 from sim2real.physics.shapes import Capsule, Sphere
 from sim2real.physics.state import STATE_SIZE, BoxState
-from sim2real.physics.world import ContactInfo, StepResult
+from sim2real.physics.world import ContactInfo, StepResult, checked_step_inputs
 from sim2real.spatial import to_matrix
 
 try:  # MuJoCo is an optional dependency: ``pip install sim2real[mujoco]``
@@ -303,29 +303,10 @@ class MujocoWorld:
         """
         from sim2real.physics.outcome import StepOutcome
 
-        names = tuple(param_names)
-        for name in names:
-            spec(name)
-            if name not in MUJOCO_DIFFERENTIABLE:
-                raise Sim2RealError(f"parameter '{name}' is not differentiable by the MuJoCo engine "
-                                    f"(choose from {', '.join(MUJOCO_DIFFERENTIABLE)})")
-        with_pusher = pusher_start is not None or pusher_end is not None
-        if with_pusher and (pusher_start is None or pusher_end is None):
-            raise Sim2RealError("give both pusher_start and pusher_end, or neither")
-        if with_pusher and self.pusher is None:
-            raise Sim2RealError("this world has no pusher shape, but a pusher placement was given")
+        names, start, end = checked_step_inputs("the MuJoCo engine", MUJOCO_DIFFERENTIABLE, self.pusher,
+                                                param_names, pusher_start, pusher_end, step_index)
+        with_pusher = start is not None
         size = self.pusher.placement_size if self.pusher is not None else 3
-        start = end = None
-        if with_pusher:
-            start = np.asarray(pusher_start, dtype=float).ravel()
-            end = np.asarray(pusher_end, dtype=float).ravel()
-            for label, placement in (("pusher_start", start), ("pusher_end", end)):
-                if placement.size != size:
-                    raise Sim2RealError(f"{label} of a {type(self.pusher).__name__.lower()} pusher must have "
-                                        f"{size} numbers (m, world), got shape {placement.shape}")
-                if not np.all(np.isfinite(placement)):
-                    where = f" at step {step_index}" if step_index is not None else ""
-                    raise Sim2RealError(f"{label}{where} is not finite: {placement.tolist()}")
         x = state.as_vector()
         nxt, iterations = self._advance(self._main, x, start, end)
         if not np.all(np.isfinite(nxt)):

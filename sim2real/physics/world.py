@@ -95,6 +95,51 @@ class StepResult:
     problem: HardStep | None = field(default=None, repr=False)
 
 
+def checked_step_inputs(engine: str, differentiable: Sequence[str], pusher: Sphere | Capsule | None,
+                        param_names: Sequence[str], pusher_start: np.ndarray | None, pusher_end: np.ndarray | None,
+                        step_index: int | None = None
+                        ) -> tuple[tuple[str, ...], np.ndarray | None, np.ndarray | None]:
+    """The arguments of a world's ``step`` checked: parameter names, and the pusher placements flattened.
+
+    Returns
+    -------
+    names : tuple of str
+    start, end : ndarray (3,) or (6,), or None
+        Both None when the step has no pusher.
+
+    Raises
+    ------
+    Sim2RealError
+        An unknown or non-differentiable name (``engine`` names the engine in the message), one placement
+        without the other, a placement without a pusher shape, a placement of the wrong size or not finite.
+    """
+    names = tuple(param_names)
+    for name in names:
+        spec(name)
+        if name not in differentiable:
+            raise Sim2RealError(f"parameter '{name}' is not differentiable by {engine} "
+                                f"(choose from {', '.join(differentiable)})")
+    with_pusher = pusher_start is not None or pusher_end is not None
+    if not with_pusher:
+        return names, None, None
+    if pusher_start is None or pusher_end is None:
+        raise Sim2RealError("give both pusher_start and pusher_end, or neither")
+    if pusher is None:
+        raise Sim2RealError("this world has no pusher shape, but a pusher placement was given")
+    size = pusher.placement_size
+    placements = []
+    for label, placement in (("pusher_start", pusher_start), ("pusher_end", pusher_end)):
+        if np.size(placement) != size:
+            raise Sim2RealError(f"{label} of a {type(pusher).__name__.lower()} pusher must have "
+                                f"{size} numbers (m, world), got shape {np.shape(placement)}")
+        flat = np.asarray(placement, dtype=float).ravel()
+        if not np.all(np.isfinite(flat)):
+            where = f" at step {step_index}" if step_index is not None else ""
+            raise Sim2RealError(f"{label}{where} is not finite: {flat.tolist()}")
+        placements.append(flat)
+    return names, placements[0], placements[1]
+
+
 @dataclass(frozen=True)
 class BoxWorld:
     """Box, table and pusher with fixed parameters.
@@ -198,17 +243,9 @@ class BoxWorld:
         Sim2RealError
             For bad arguments (wrong shapes, non-finite pusher placement).
         """
-        names = tuple(param_names)
-        for name in names:
-            spec(name)
-            if name not in DIFFERENTIABLE_PARAMS:
-                raise Sim2RealError(f"parameter '{name}' is not differentiable by the engine "
-                                    f"(choose from {', '.join(DIFFERENTIABLE_PARAMS)})")
-        with_pusher = pusher_start is not None or pusher_end is not None
-        if with_pusher and (pusher_start is None or pusher_end is None):
-            raise Sim2RealError("give both pusher_start and pusher_end, or neither")
-        if with_pusher and self.pusher is None:
-            raise Sim2RealError("this world has no pusher shape, but a pusher placement was given")
+        names, start_placement, end_placement = checked_step_inputs(
+            "the engine", DIFFERENTIABLE_PARAMS, self.pusher, param_names, pusher_start, pusher_end, step_index)
+        with_pusher = start_placement is not None
         capsule = isinstance(self.pusher, Capsule)
         theta = np.empty(THETA_SIZE)
         theta[0:3] = state.position
@@ -216,17 +253,11 @@ class BoxWorld:
         theta[7:10] = state.linear_velocity
         theta[10:13] = state.angular_velocity
         if with_pusher:
-            size = 6 if capsule else 3
-            for name, placement in (("pusher_start", pusher_start), ("pusher_end", pusher_end)):
-                if np.size(placement) != size:
-                    raise Sim2RealError(f"{name} of a {type(self.pusher).__name__.lower()} pusher must have "
-                                        f"{size} numbers (m, world), got shape {np.shape(placement)}")
-                if not np.all(np.isfinite(np.asarray(placement, dtype=float))):
-                    where = f" at step {step_index}" if step_index is not None else ""
-                    raise Sim2RealError(f"{name}{where} is not finite: {np.asarray(placement).tolist()}")
+            assert start_placement is not None and end_placement is not None
+            size = start_placement.size
             start, end = PUSHER_START_SLICE.start, PUSHER_END_SLICE.start
-            theta[start:start + size] = np.asarray(pusher_start, dtype=float).ravel()
-            theta[end:end + size] = np.asarray(pusher_end, dtype=float).ravel()
+            theta[start:start + size] = start_placement
+            theta[end:end + size] = end_placement
             if not capsule:
                 theta[PUSHER_START_SLICE.start + 3:PUSHER_START_SLICE.stop] = 0.0
                 theta[PUSHER_END_SLICE.start + 3:PUSHER_END_SLICE.stop] = 0.0
