@@ -194,6 +194,14 @@ def _demo_distances_empty(p: Path) -> list[str]:
     return ["demo", "--out", "demo", "--distances", " "]
 
 
+def _demo_mujoco_closed(p: Path) -> list[str]:
+    return ["demo", "--out", "demo", "--engine", "mujoco", "--box-mode", "closed"]
+
+
+def _fit_unknown_engine(p: Path) -> list[str]:
+    return ["fit", str(p), "--free", "contact.mu_table", "--engine", "bullet", "--out", "fit.yaml"]
+
+
 def _replay_out_under_file(p: Path) -> list[str]:
     run = _run_dir(p / "run", trials=1)
     (p / "afile.txt").write_text("x")
@@ -238,6 +246,8 @@ CASES: dict[str, tuple[Callable[[Path], list[str]], str]] = {
     "emulate_duration_nan": (_emulate_duration_nan, "finite"),
     "demo_max_iterations_negative": (_demo_max_iterations_negative, "--max-iterations"),
     "demo_distances_empty": (_demo_distances_empty, "--distances"),
+    "demo_mujoco_closed": (_demo_mujoco_closed, "--box-mode kinematic"),
+    "fit_unknown_engine": (_fit_unknown_engine, "unknown engine 'bullet'"),
 }
 
 
