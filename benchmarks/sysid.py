@@ -272,6 +272,9 @@ def main() -> None:
     parser.add_argument("--compare-iterations", type=int, default=30,
                         help="comparison budget: LM iterations, and iterations + 1 simulations for either (default 30)")
     parser.add_argument("--workers", type=int, default=1, help="processes evaluating trials in the comparison")
+    parser.add_argument("--basin", action=argparse.BooleanOptionalAction, default=False,
+                        help="also the basin of convergence of our engine at four gradient kappas and of MuJoCo "
+                             "(benchmarks.basin, about 8 minutes; make bench runs that module on its own)")
     args = parser.parse_args()
     warnings.simplefilter("ignore", RuntimeWarning)
     nominal = ParameterSet.nominal()
@@ -304,6 +307,10 @@ def main() -> None:
     }
     if args.compare_trf:
         out.update(optimizer_comparison(records, nominal, args.compare_iterations, args.workers))
+    if args.basin:
+        from benchmarks.basin import run as basin
+
+        out["basin"] = basin(40)
     print(json.dumps(out))
 
 
