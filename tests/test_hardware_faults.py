@@ -233,31 +233,42 @@ def test_no_fault_when_the_driver_process_is_starved(tmp_path: Path) -> None:
     """A healthy link while the driver's own process gets no CPU for 30-200 ms at random moments
     (SIGSTOP/SIGCONT: what an overloaded machine does to it, without burning a shared machine's
     CPUs): no stall, latency or timeout fault in 400 cycles of a read and a command. Starvation of
-    this process is not a link fault; the controller (here the emulator in the test process) did
-    answer in time."""
+    this process is not a link fault; the controller did answer in time. The controller is
+    ``sim2real emulate-xarm`` in a process of its own: in the test process it shared the CPU with
+    whatever earlier tests of a full run left behind, and once (1 of 6 full runs) answered late
+    enough for a genuine stall."""
     rng = random.Random(7)
     script = tmp_path / "starved.py"
     script.write_text(STARVED_CHILD)
-    with start_emulator(command_port=PORT + 2, servo=SERVO) as emu:
-        child = subprocess.Popen([sys.executable, str(script), emu.config.host, str(PORT + 2), "400"],
+    world = tmp_path / "world.yaml"
+    world.write_text(f"arm:\n  servo_tau: {SERVO.tau}\n  command_delay: {SERVO.delay}\n", encoding="utf-8")
+    host, port = "127.0.0.61", PORT + 2
+    emulator = subprocess.Popen([sys.executable, "-m", "sim2real", "emulate-xarm", "--host", host, "--port",
+                                 str(port), "--world", str(world)], stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, text=True, preexec_fn=default_sigint,
+                                env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)})
+    child = None
+    try:
+        assert emulator.stdout is not None and "listening on" in emulator.stdout.readline()
+        child = subprocess.Popen([sys.executable, str(script), host, str(port), "400"],
                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         assert child.stdout is not None
         lines = LineReader(child.stdout)
-        try:
-            assert _next_line(lines, ("ready",)) == ["ready"]
-            pauses = 0
-            while child.poll() is None and pauses < 40:
-                time.sleep(rng.uniform(0.05, 0.2))
-                child.send_signal(signal.SIGSTOP)
-                time.sleep(rng.uniform(0.03, 0.2))
-                child.send_signal(signal.SIGCONT)
-                pauses += 1
-            line = _next_line(lines, ("ok", "fault"))
-            assert line[:1] == ["ok"], line
-            assert pauses >= 5
-            assert child.wait(timeout=WITHIN) == 0
-        finally:
-            if child.poll() is None:
-                child.send_signal(signal.SIGCONT)
-                child.kill()
-                child.wait()
+        assert _next_line(lines, ("ready",)) == ["ready"]
+        pauses = 0
+        while child.poll() is None and pauses < 40:
+            time.sleep(rng.uniform(0.05, 0.2))
+            child.send_signal(signal.SIGSTOP)
+            time.sleep(rng.uniform(0.03, 0.2))
+            child.send_signal(signal.SIGCONT)
+            pauses += 1
+        line = _next_line(lines, ("ok", "fault"))
+        assert line[:1] == ["ok"], " ".join(line)
+        assert pauses >= 5
+        assert child.wait(timeout=WITHIN) == 0
+    finally:
+        for process in (child, emulator):
+            if process is not None and process.poll() is None:
+                process.send_signal(signal.SIGCONT)
+                process.kill()
+                process.wait()
