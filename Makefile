@@ -47,7 +47,9 @@ PARALLEL_TESTS := $(sort $(wildcard tests/test_physics_*.py tests/test_sysid_*.p
 	tests/test_cli_fit.py tests/test_cli_fit_robust.py tests/test_cli_replay.py tests/test_cli_replay_robust.py \
 	tests/test_cli_simulate.py tests/test_cli_simulate_distance.py tests/test_cli_simulate_hard_steps.py \
 	tests/test_cli_import.py tests/test_cli_import_bag.py tests/test_cli_report.py tests/test_control_reference.py \
-	tests/test_cli_compare_engines.py \
+	tests/test_cli_compare_engines.py tests/test_cli_bad_input.py tests/test_cli_help.py tests/test_cli_sample_sweep.py \
+	tests/test_file_modes.py tests/test_package.py tests/test_launch_files.py tests/test_servo.py \
+	tests/test_control_pd.py tests/test_trials_scene.py tests/test_install.py \
 	tests/test_experiment_table.py tests/test_model.py tests/test_params.py tests/test_spatial.py \
 	tests/test_trial_gradients.py tests/test_trials_bag.py tests/test_trials_outcome.py))
 SERIAL_TESTS := $(filter-out $(PARALLEL_TESTS),$(sort $(wildcard tests/test_*.py)))

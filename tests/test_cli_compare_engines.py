@@ -31,7 +31,7 @@ def test_compare_engines_fits_both_and_writes_one_table_and_one_figure(
     out = tmp_path / "cmp"
     code = main(["compare-engines", str(run), *_sets(), "--free-ours",
                  "contact.mu_table,contact.mu_pusher,contact.support_ratio", "--pusher-shape", "rod",
-                 "--validate", str(run / "push_03"), "--validate", str(run / "push_04"), "--max-iterations", "25",
+                 "--validate", str(run / "push_03"), "--validate", str(run / "push_04"), "--max-iterations", "12",
                  "--out", str(out)])
     document = json.loads((out / "comparison.json").read_text())
     assert code == (3 if document["problems"] else 0)
