@@ -74,6 +74,7 @@ from sim2real.model import load_arm
 from sim2real.params import ParameterSet
 from sim2real.physics import (
     DIFFERENTIABLE_PARAMS,
+    STATE_SIZE,
     BoxState,
     SolveLog,
     SolverSettings,
@@ -517,6 +518,11 @@ def _whole_trial(rows: _Rows, data: TrialData, params: ParameterSet, names: tupl
         _pusher_rollout(rows, data, params, names, spec.weights, path, spec.pusher_shape, settings, spec.engine)
 
 
+def _moves_start(names: Sequence[str]) -> bool:
+    """Whether a free parameter moves the start state rebuilt from poses (a centre-of-mass offset)."""
+    return any(name in COM_PARAMS for name in names)
+
+
 def _initial_sensitivity(names: tuple[str, ...], d_com: np.ndarray) -> np.ndarray:
     sens = np.zeros((13, len(names)))
     for axis, com_name in enumerate(COM_PARAMS):
@@ -630,13 +636,14 @@ def _box_segment_rollouts(rows: _Rows, data: TrialData, world: World, names: tup
         stop = min(start + horizon, K)
         path = pusher[start:stop + 1] if pusher is not None else None
         result = rollout(world, BoxState.from_vector(states[start]), path, steps=stop - start,
-                         grad_names=engine_names, initial_grad=True, context=data.name)
+                         grad_names=engine_names, initial_grad=_moves_start(names), context=data.name)
         rows.add_solve(result.solve, result.hard_steps)
         first_bad = first_degraded_state(result.outcomes)
         init = _initial_sensitivity(names, d_com[start])
         for i in range(1, stop - start + 1):
-            assert result.initial_sensitivities is not None and result.sensitivities is not None
-            sens = result.initial_sensitivities[i] @ init
+            assert result.sensitivities is not None
+            sens = (result.initial_sensitivities[i] @ init if result.initial_sensitivities is not None
+                    else np.zeros((STATE_SIZE, len(names))))
             if engine_cols:
                 sens[:, engine_cols] += result.sensitivities[i]
             rows.add_pose(result.states[i], sens, data, start + i, weights, first_bad is not None and i >= first_bad)
@@ -650,14 +657,16 @@ def _box_rollout(rows: _Rows, data: TrialData, params: ParameterSet, names: tupl
     states, d_com = box_states(data, com)
     grad = bool(names)
     result = rollout(world, BoxState.from_vector(states[1]), steps=data.steps - 1, grad_names=names,
-                     initial_grad=grad, context=data.name)
+                     initial_grad=grad and _moves_start(names), context=data.name)
     rows.add_solve(result.solve, result.hard_steps)
     first_bad = first_degraded_state(result.outcomes)
     for j in range(1, result.states.shape[0]):
         sens = None
         if grad:
-            assert result.sensitivities is not None and result.initial_sensitivities is not None
-            sens = result.sensitivities[j] + result.initial_sensitivities[j] @ _initial_sensitivity(names, d_com[1])
+            assert result.sensitivities is not None
+            sens = result.sensitivities[j]
+            if result.initial_sensitivities is not None:
+                sens = sens + result.initial_sensitivities[j] @ _initial_sensitivity(names, d_com[1])
         rows.add_pose(result.states[j], sens, data, j + 1, weights, first_bad is not None and j >= first_bad)
 
 
