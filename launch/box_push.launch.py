@@ -2,7 +2,8 @@
 
     ros2 launch sim2real box_push.launch.py mode:=standin distances:="[0.30, 0.45]" out_dir:=/tmp/run
 
-Arguments: mode (mirror | sim | real | standin), mirror (closed | commands), robot_ip,
+Arguments: mode (mirror | sim | real | standin), mirror (closed | commands), engine (ours |
+mujoco: the sim platform's box engine), robot_ip,
 params_file (simulator parameters for the sim node and both PD controllers, e.g. a file
 written by `sim2real fit`; a file that does not exist stops the launch with one message before
 any node starts), distances, out_dir. In real and mirror mode the box pose comes from the
@@ -35,6 +36,7 @@ def _nodes(context):
     config = os.path.join(share, "config")
     mode = LaunchConfiguration("mode").perform(context)
     mirror = LaunchConfiguration("mirror").perform(context)
+    engine = LaunchConfiguration("engine").perform(context)
     params_file = LaunchConfiguration("params_file").perform(context)
     read_text_file(params_file, "params_file")  # missing or unreadable: one line, nothing started
     distances = [float(d) for d in LaunchConfiguration("distances").perform(context).strip("[]").split(",")]
@@ -68,7 +70,7 @@ def _nodes(context):
     if "sim" in platforms:
         nodes.append(Node(package=PACKAGE, executable="sim_node", name="sim_node", output="screen",
                           on_exit=Shutdown(reason="sim_node exited"),
-                          parameters=[*sim_params, {"mirror": mirror}]))
+                          parameters=[*sim_params, {"mirror": mirror, "engine": engine}]))
         nodes.append(Node(package=PACKAGE, executable="pd_controller", name="sim_pd_controller", output="screen",
                           on_exit=Shutdown(reason="sim_pd_controller exited"),
                           parameters=[*sim_params, {"platform": "sim", "mirror": mirror}]))
@@ -79,7 +81,7 @@ def _nodes(context):
     nodes.append(Node(package=PACKAGE, executable="experiment", name="experiment", output="screen",
                       on_exit=Shutdown(reason="the experiment node exited (trials done or the run failed)"),
                       parameters=[*sim_params, os.path.join(config, "experiment.yaml"),
-                                  {"mode": mode, "mirror": mirror, "distances": distances}]))
+                                  {"mode": mode, "mirror": mirror, "engine": engine, "distances": distances}]))
     return nodes
 
 
@@ -88,6 +90,7 @@ def generate_launch_description():
     return LaunchDescription([
         DeclareLaunchArgument("mode", default_value="standin", description="mirror | sim | real | standin"),
         DeclareLaunchArgument("mirror", default_value="closed", description="closed | commands"),
+        DeclareLaunchArgument("engine", default_value="ours", description="ours | mujoco (the sim platform's box)"),
         DeclareLaunchArgument("robot_ip", default_value="",
                               description="xArm controller IPv4 address; required for mode real and mirror"),
         DeclareLaunchArgument("params_file", default_value=os.path.join(share, "config", "params.yaml"),

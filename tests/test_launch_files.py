@@ -76,7 +76,7 @@ def test_launch_file_names_only_existing_things(path):
 def test_box_push_declares_the_issue_arguments():
     tree = ast.parse((ROOT / "launch" / "box_push.launch.py").read_text())
     declared = {ast.literal_eval(c.args[0]) for c in _calls(tree, "DeclareLaunchArgument")}
-    assert declared == {"mode", "mirror", "robot_ip", "params_file", "distances", "out_dir"}
+    assert declared == {"mode", "mirror", "engine", "robot_ip", "params_file", "distances", "out_dir"}
 
 
 def test_replay_plays_a_recorded_bag(monkeypatch, tmp_path: Path) -> None:
