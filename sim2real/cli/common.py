@@ -196,19 +196,21 @@ def executor_spec(text: str) -> str:
 
 
 def engine_name(text: str) -> str:
-    """argparse type of ``--engine``: a registered engine name."""
-    from sim2real.engines import ENGINES
+    """argparse type of ``--engine``: a registered engine name (:func:`sim2real.engines.check_engine`)."""
+    from sim2real.engines import check_engine
+    from sim2real.errors import Sim2RealError
 
-    if text not in ENGINES:
-        raise argparse.ArgumentTypeError(f"unknown engine '{text}' (choose from {', '.join(ENGINES)})")
-    return text
+    try:
+        return check_engine(text)
+    except Sim2RealError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def add_engine_argument(parser: argparse.ArgumentParser) -> None:
     """``--engine ours|mujoco``."""
     from sim2real.engines import ENGINES
 
-    choices = "; ".join(f"'{name}': {text}" for name, (_, text) in ENGINES.items())
+    choices = "; ".join(f"'{name}': {entry.description}" for name, entry in ENGINES.items())
     parser.add_argument("--engine", type=engine_name, default="ours", metavar="|".join(ENGINES),
                         help=f"simulation engine (default ours). {choices}. Parameters of the same name mean the "
                              "same in both; mujoco.* are MuJoCo's own (sim2real params)")

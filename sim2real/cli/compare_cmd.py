@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from sim2real.cli.common import EXIT_FIT_PROBLEMS, bounded_float, bounded_int
+from sim2real.cli.fit_cmd import _deg, _mm
+
+if TYPE_CHECKING:
+    from sim2real.sysid.compare import EngineFit
 
 DEFAULT_FREE = "contact.mu_table,contact.mu_pusher"
 
@@ -71,8 +77,8 @@ def run(args: argparse.Namespace) -> int:
     from sim2real.params import resolve_params
     from sim2real.report.figures import engine_comparison_figure
     from sim2real.sysid import FreeParameters, LMSettings, Weights
-    from sim2real.sysid.compare import compare_engines, comparison_table
-    from sim2real.sysid.runs import LoadedTrials, read_trials, split_holdout
+    from sim2real.sysid.compare import compare_engines
+    from sim2real.sysid.runs import hold_out, read_trials
     from sim2real.sysid.writeback import write_fit
 
     out = Path(args.out)
@@ -84,11 +90,8 @@ def run(args: argparse.Namespace) -> int:
               for engine, path in (("ours", args.params_ours), ("mujoco", args.params_mujoco))}
     free = {"ours": FreeParameters.parse(args.free_ours), "mujoco": FreeParameters.parse(args.free_mujoco)}
     loaded = read_trials(args.bags)
-    held = read_trials(args.validate) if args.validate else None
-    if args.holdout is not None:
-        loaded, split = split_holdout(loaded, args.holdout, args.seed)
-        held = split if held is None else LoadedTrials(held.records + split.records, held.sources + split.sources,
-                                                      held.failures)
+    loaded, held, _ = hold_out(loaded, read_trials(args.validate) if args.validate else None, args.holdout,
+                               args.seed)
     if held is None or not held.records:
         raise Sim2RealError("no held-out trials: give --validate RUN or --holdout F (the comparison is on trials "
                             "no engine was fitted to)")
@@ -115,3 +118,20 @@ def run(args: argparse.Namespace) -> int:
     print(table, end="")
     _log(f"wrote {out}/comparison.md, comparison.json, comparison.png and the fits fit_<engine>.yaml/.json")
     return EXIT_FIT_PROBLEMS if problems else 0
+
+
+def comparison_table(fits: Sequence[EngineFit]) -> str:
+    """The comparison as a Markdown table: held-out errors at the start and fitted values, wall time, values."""
+    lines = ["| engine | status | held-out final position, mm (start → fitted) | yaw, deg | flips | "
+             "trajectory RMS, mm | fit wall, s | fitted values |",
+             "|---|---|---|---|---|---|---|---|"]
+    for fit in fits:
+        before, after = fit.held_out("start"), fit.held_out("final")
+        values = ", ".join(f"{name} {value:.4g}" for name, value in fit.result.values.items())
+        lines.append(
+            f"| {fit.engine} | {fit.result.status} | {_mm(before.get('final_position_m'))} → "
+            f"{_mm(after.get('final_position_m'))} | {_deg(before.get('yaw_deg'))} → {_deg(after.get('yaw_deg'))} | "
+            f"{before.get('flip_agreement', '-')} → {after.get('flip_agreement', '-')} | "
+            f"{_mm(before.get('trajectory_rms_m'))} → {_mm(after.get('trajectory_rms_m'))} | {fit.wall_s:.1f} | "
+            f"{values} |")
+    return "\n".join(lines) + "\n"

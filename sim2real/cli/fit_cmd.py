@@ -254,7 +254,7 @@ def run(args: argparse.Namespace) -> int:
 
     from sim2real.cli.common import check_output_file, is_fit_report, is_sim2real_params_file
     from sim2real.sysid import FreeParameters, LMSettings, Weights, fit_trials, parse_bounds
-    from sim2real.sysid.runs import LoadedTrials, read_trials, split_holdout
+    from sim2real.sysid.runs import hold_out, read_trials
     from sim2real.sysid.writeback import check_out_path, fit_document, fit_json_path, write_fit
 
     out = check_out_path(args.out)
@@ -267,14 +267,12 @@ def run(args: argparse.Namespace) -> int:
     settings = LMSettings(max_iterations=args.max_iterations, loss=args.loss, loss_scale=args.loss_scale)
     start = params_from_args(args)
     loaded = read_trials(args.bags)
-    held = read_trials(args.validate) if args.validate else None
-    if args.holdout is not None:
-        loaded, split = split_holdout(loaded, args.holdout, args.seed)
+    loaded, held, split = hold_out(loaded, read_trials(args.validate) if args.validate else None, args.holdout,
+                                   args.seed)
+    if split is not None:
         _log(f"--holdout {args.holdout:g} (seed {args.seed}): {len(split.records)} of "
              f"{len(split.records) + len(loaded.records)} trials held out: "
              + ", ".join(record.name for record in split.records))
-        held = split if held is None else LoadedTrials(held.records + split.records, held.sources + split.sources,
-                                                      held.failures)
     failures = list(loaded.failures)
     if held is not None:
         failures += [replace(f, stage="validation") for f in held.failures]

@@ -27,7 +27,6 @@ from sim2real.cli.common import (
     parse_name_list,
 )
 from sim2real.errors import Sim2RealError
-from sim2real.spatial import from_axis_angle
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -74,17 +73,16 @@ MAX_SCENARIO_SECONDS = 600.0
 
 
 def _scenario_mode(args: argparse.Namespace) -> dict[str, Any]:
-    from sim2real.engines import make_world
+    from sim2real.engines import differentiable, make_world
     from sim2real.physics.scenario import load_scenario, run_scenario
-    from sim2real.sysid.residuals import engine_gradients
 
     params = params_from_args(args)
     names = parse_name_list(args.grad)
-    differentiable = engine_gradients(args.engine)
+    available = differentiable(args.engine)
     for name in names:
-        if name not in differentiable:
+        if name not in available:
             raise Sim2RealError(f"--grad: parameter '{name}' is not differentiable by the engine "
-                                f"(choose from {', '.join(differentiable)})")
+                                f"(choose from {', '.join(available)})")
     out = Path(args.out) if args.out else None
     if out is not None and out.exists():
         raise Sim2RealError(f"--out {out} already exists; refusing to overwrite it")
@@ -124,6 +122,7 @@ def _write_bag(out: Path, result: Any) -> None:
     with ``/tf`` and markers for 3D viewers."""
     import time
 
+    from sim2real.physics.shapes import placement_pose
     from sim2real.trials import SceneSpec
     from sim2real.trials.writer import TrialBagWriter
 
@@ -138,28 +137,9 @@ def _write_bag(out: Path, result: Any) -> None:
             t_ns = start_ns + k * dt_ns
             writer.write_box_pose("sim", t_ns, state[0:3], state[3:7])
             if path is not None:
-                writer.write_pusher_pose("sim", t_ns, *_pusher_pose(path[k]))
+                writer.write_pusher_pose("sim", t_ns, *placement_pose(path[k]))
         writer.close({"mode": "scenario", "params": result.params.as_dict(),
                       "solver": {"sim": result.rollout.solve.as_dict()}})
-
-
-def _pusher_pose(placement: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Pose of a pusher placement, world: a sphere's centre (3,) with the identity orientation, or a
-    capsule's segment midpoint with the shortest rotation taking z onto the segment (end points (6,));
-    returns (position (3,) m, quaternion (4,) w, x, y, z)."""
-    if placement.shape[0] == 3:
-        return placement, np.array([1.0, 0.0, 0.0, 0.0])
-    a, b = placement[0:3], placement[3:6]
-    axis = b - a
-    length = float(np.linalg.norm(axis))
-    if length == 0.0:
-        return a, np.array([1.0, 0.0, 0.0, 0.0])
-    u = axis / length
-    rotation_axis = np.cross([0.0, 0.0, 1.0], u)
-    angle = float(np.arctan2(np.linalg.norm(rotation_axis), u[2]))
-    if np.linalg.norm(rotation_axis) < 1e-12:
-        rotation_axis = np.array([1.0, 0.0, 0.0])
-    return 0.5 * (a + b), from_axis_angle(rotation_axis / np.linalg.norm(rotation_axis), angle)
 
 
 def _distance_mode(args: argparse.Namespace) -> dict[str, Any]:

@@ -34,8 +34,9 @@ class World(Protocol):
     engine : str
         Registry name of the engine (``"ours"``, ``"mujoco"``).
     gradient_method : str
-        How :meth:`step` differentiates: ``"implicit"`` (implicit function theorem on the contact
-        solve) or ``"finite differences"`` (central differences of single steps).
+        How the world differentiates: ``"implicit"`` (implicit function theorem on the contact solve,
+        chained through rollouts) or ``"finite differences"`` (central differences: of a single step in
+        :meth:`step`, of whole rollouts in :func:`~sim2real.physics.rollout.rollout`).
     differentiable : tuple of str
         Parameters :meth:`step` can differentiate with respect to.
     """

@@ -41,7 +41,8 @@ from sim2real.params import ParameterSet, names, spec
 from sim2real.physics.dynamics import GRAVITY, box_inertia
 from sim2real.physics.errors import SimulationError
 from sim2real.physics.geometry import table_distance
-from sim2real.physics.shapes import Capsule, Sphere
+from sim2real.physics.outcome import StepOutcome
+from sim2real.physics.shapes import Capsule, Sphere, placement_pose
 from sim2real.physics.state import STATE_SIZE, BoxState
 from sim2real.physics.world import ContactInfo, StepResult, checked_step_inputs
 from sim2real.spatial import to_matrix
@@ -139,23 +140,14 @@ def mjcf(params: ParameterSet, pusher: Sphere | Capsule | None) -> str:
 </mujoco>"""
 
 
-def _axis_quaternion(axis: np.ndarray) -> np.ndarray:
-    """Unit quaternion (w, x, y, z) turning +z onto the unit vector ``axis``."""
-    z = np.array([0.0, 0.0, 1.0])
-    c = float(np.dot(z, axis))
-    if c < -1.0 + 1e-12:
-        return np.array([0.0, 1.0, 0.0, 0.0])
-    v = np.cross(z, axis)
-    q = np.array([1.0 + c, *v])
-    return q / np.linalg.norm(q)
-
-
 @dataclass
 class _Sim:
-    """One compiled model and its data."""
+    """One compiled model, its data, and the ids of the box and pusher geoms (-1: no pusher)."""
 
     model: Any
     data: Any
+    box_geom: int
+    pusher_geom: int
 
 
 @dataclass
@@ -187,7 +179,9 @@ class MujocoWorld:
     def _compile(self, params: ParameterSet) -> _Sim:
         mj = _require_mujoco()
         model = mj.MjModel.from_xml_string(mjcf(params, self.pusher))
-        return _Sim(model, mj.MjData(model))
+        box = mj.mj_name2id(model, mj.mjtObj.mjOBJ_GEOM, "box")
+        pusher = mj.mj_name2id(model, mj.mjtObj.mjOBJ_GEOM, "pusher") if self.pusher is not None else -1
+        return _Sim(model, mj.MjData(model), box, pusher)
 
     @property
     def dt(self) -> float:
@@ -205,16 +199,6 @@ class MujocoWorld:
         return 0.5 * np.array([self.params["box.size_x"], self.params["box.size_y"], self.params["box.size_z"]])
 
     # --- one step -------------------------------------------------------------------------------
-    def _pusher_pose(self, placement: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Centre (3,) and orientation (4,) of the pusher body from a placement (3,) or (6,)."""
-        if isinstance(self.pusher, Capsule):
-            a, b = placement[:3], placement[3:6]
-            axis = b - a
-            length = float(np.linalg.norm(axis))
-            quat = _axis_quaternion(axis / length) if length > 1e-12 else np.array([1.0, 0.0, 0.0, 0.0])
-            return 0.5 * (a + b), quat
-        return placement[:3], np.array([1.0, 0.0, 0.0, 0.0])
-
     def _advance(self, sim: _Sim, x: np.ndarray, start: np.ndarray | None, end: np.ndarray | None
                  ) -> tuple[np.ndarray, int]:
         """Next state (13,) from state ``x`` and the pusher placement; also the solver iterations."""
@@ -231,8 +215,8 @@ class MujocoWorld:
                 data.qpos[7:10] = (0.0, 0.0, 10.0)
                 data.qpos[10:14] = (1.0, 0.0, 0.0, 0.0)
             else:
-                c0, q0 = self._pusher_pose(start)
-                c1, q1 = self._pusher_pose(end)
+                c0, q0 = placement_pose(start)
+                c1, q1 = placement_pose(end)
                 data.qpos[7:10] = c0
                 data.qpos[10:14] = q0
                 data.qvel[6:9] = (c1 - c0) / self.dt
@@ -258,7 +242,7 @@ class MujocoWorld:
     def _contacts(self, sim: _Sim, state: np.ndarray) -> ContactInfo:
         mj = _require_mujoco()
         model, data = sim.model, sim.data
-        pusher_id = mj.mj_name2id(model, mj.mjtObj.mjOBJ_GEOM, "pusher") if self.pusher is not None else -1
+        pusher_id = sim.pusher_geom
         force = np.zeros(6)
         pusher_force = 0.0
         for i in range(data.ncon):
@@ -269,8 +253,7 @@ class MujocoWorld:
         pusher_distance = math.inf
         if pusher_id >= 0:
             mj.mj_kinematics(model, data)  # geometry at the end of the step
-            box_id = mj.mj_name2id(model, mj.mjtObj.mjOBJ_GEOM, "box")
-            pusher_distance = float(mj.mj_geomDistance(model, data, box_id, pusher_id, 1.0, None))
+            pusher_distance = float(mj.mj_geomDistance(model, data, sim.box_geom, pusher_id, 1.0, None))
         return ContactInfo(active=int(data.ncon),
                            table_distance=float(table_distance(state, self.half_size,
                                                                float(self.params["contact.table_height"]))),
@@ -301,8 +284,6 @@ class MujocoWorld:
         SimulationError
             With ``strict``, a step whose state is not finite.
         """
-        from sim2real.physics.outcome import StepOutcome
-
         names, start, end = checked_step_inputs("the MuJoCo engine", MUJOCO_DIFFERENTIABLE, self.pusher,
                                                 param_names, pusher_start, pusher_end, step_index)
         with_pusher = start is not None

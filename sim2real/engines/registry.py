@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from sim2real.engines.base import World
 from sim2real.errors import Sim2RealError
@@ -12,10 +13,6 @@ from sim2real.physics.solver import SolverSettings
 
 #: A world factory: parameters, pusher shape (or None), solver settings of our engine.
 WorldFactory = Callable[[ParameterSet, "Sphere | Capsule | None", SolverSettings], World]
-
-#: Default engine.
-DEFAULT_ENGINE = "ours"
-
 
 def _ours(params: ParameterSet, pusher: Sphere | Capsule | None, settings: SolverSettings) -> World:
     from sim2real.physics.world import BoxWorld
@@ -29,16 +26,40 @@ def _mujoco(params: ParameterSet, pusher: Sphere | Capsule | None, settings: Sol
     return MujocoWorld(params, pusher, strict=settings.strict)
 
 
-#: Registry: name -> (factory, one-line description).
-ENGINES: dict[str, tuple[WorldFactory, str]] = {
-    "ours": (_ours, "hard contact, exact Coulomb cones, interior-point solve, implicit gradients (sim2real.physics)"),
-    "mujoco": (_mujoco, "MuJoCo's soft convex contact (solref/solimp), gradients by finite differences of steps"),
+def _ours_differentiable() -> tuple[str, ...]:
+    from sim2real.physics.world import DIFFERENTIABLE_PARAMS
+
+    return tuple(DIFFERENTIABLE_PARAMS)
+
+
+def _mujoco_differentiable() -> tuple[str, ...]:
+    from sim2real.engines.mujoco_world import MUJOCO_DIFFERENTIABLE
+
+    return MUJOCO_DIFFERENTIABLE
+
+
+@dataclass(frozen=True)
+class Engine:
+    """One registry entry: the world factory, a one-line description, and the parameters its worlds
+    differentiate (a function, so that naming them imports no engine library)."""
+
+    factory: WorldFactory
+    description: str
+    differentiable: Callable[[], tuple[str, ...]]
+
+
+#: Registry: name -> entry; the first is the default.
+ENGINES: dict[str, Engine] = {
+    "ours": Engine(_ours, "hard contact, exact Coulomb cones, interior-point solve, implicit gradients "
+                   "(sim2real.physics)", _ours_differentiable),
+    "mujoco": Engine(_mujoco, "MuJoCo's soft convex contact (solref/solimp), Jacobians by finite differences of "
+                     "rollouts", _mujoco_differentiable),
 }
 
 
-def engine_names() -> tuple[str, ...]:
-    """Registered engine names, default first."""
-    return tuple(ENGINES)
+def differentiable(engine: str) -> tuple[str, ...]:
+    """Parameters the worlds of ``engine`` differentiate (ours implicitly, MuJoCo by finite differences)."""
+    return ENGINES[check_engine(engine)].differentiable()
 
 
 def check_engine(name: str) -> str:
@@ -57,5 +78,4 @@ def make_world(engine: str, params: ParameterSet, pusher: Sphere | Capsule | Non
     Sim2RealError
         Unknown engine, or an engine whose library is not installed (the message says how to install it).
     """
-    factory, _ = ENGINES[check_engine(engine)]
-    return factory(params, pusher, settings or SolverSettings())
+    return ENGINES[check_engine(engine)].factory(params, pusher, settings or SolverSettings())

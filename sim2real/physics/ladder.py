@@ -6,10 +6,10 @@ ones added:
 
 1. ``smoothed-gradient`` (only when gradients are asked for at a κ_grad below 1e-7) — the forward
    state solved as a step without gradients solves it, and the gradient from a separate solve on the
-   central path at κ 1e-7. Fits take
-   gradients at κ_sim (1e-8), where the centred solve of a degenerate contact (a box that has just
-   landed, with corners touching at zero force, hit by the pusher) can stall although the forward
-   solve converges; one decade up it does not (all 18 such steps of a thin-plate fit, measured);
+   central path at κ 1e-7. Fits take gradients at κ_sim (1e-8), where the centred solve of a
+   degenerate contact (a box that has just landed, with corners touching at zero force, hit by the
+   pusher) can stall although the forward solve converges; one decade up it does not (all 18 such
+   steps of a thin-plate fit, measured);
 2. ``iterations`` — four times the Newton iterations;
 3. ``substeps`` — the step split into four sub-steps (the pusher moves linearly across them);
 4. ``continuation`` — the central path approached at a relaxed κ (1e-2) first, then re-tightened

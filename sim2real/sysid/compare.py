@@ -1,5 +1,6 @@
 """Engines side by side: fit each engine on the same training trials, compare their predictions of the
-same held-out trials (:func:`compare_engines`), as one table (:func:`comparison_table`) and one figure.
+same held-out trials (:func:`compare_engines`); ``sim2real compare-engines`` shows them as one table and
+one figure.
 
 Every engine gets its own start parameters and free parameters (a parameter one engine has may mean
 nothing to the other: ``contact.support_ratio`` is ours, ``mujoco.*`` are MuJoCo's); the trials, the
@@ -84,28 +85,3 @@ def compare_engines(records: Sequence[TrialRecord], held_out: Sequence[TrialReco
                             **fit_options)
         fits.append(EngineFit(engine, result, time.perf_counter() - clock))
     return fits
-
-
-def _mm(value: Any) -> str:
-    return f"{1000.0 * float(value):.1f}" if isinstance(value, (int, float)) else "-"
-
-
-def _deg(value: Any) -> str:
-    return f"{float(value):.1f}" if isinstance(value, (int, float)) else "-"
-
-
-def comparison_table(fits: Sequence[EngineFit]) -> str:
-    """The comparison as a Markdown table: held-out errors at the start and fitted values, wall time, values."""
-    lines = ["| engine | status | held-out final position, mm (start → fitted) | yaw, deg | flips | "
-             "trajectory RMS, mm | fit wall, s | fitted values |",
-             "|---|---|---|---|---|---|---|---|"]
-    for fit in fits:
-        before, after = fit.held_out("start"), fit.held_out("final")
-        values = ", ".join(f"{name} {value:.4g}" for name, value in fit.result.values.items())
-        lines.append(
-            f"| {fit.engine} | {fit.result.status} | {_mm(before.get('final_position_m'))} → "
-            f"{_mm(after.get('final_position_m'))} | {_deg(before.get('yaw_deg'))} → {_deg(after.get('yaw_deg'))} | "
-            f"{before.get('flip_agreement', '-')} → {after.get('flip_agreement', '-')} | "
-            f"{_mm(before.get('trajectory_rms_m'))} → {_mm(after.get('trajectory_rms_m'))} | {fit.wall_s:.1f} | "
-            f"{values} |")
-    return "\n".join(lines) + "\n"

@@ -15,6 +15,7 @@ says whether it can be trusted: :attr:`FitResult.status` and :attr:`FitResult.pr
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -532,9 +533,7 @@ def fit_trials(records: Sequence[TrialRecord], start: ParameterSet, free: Sequen
     sources_ = list(sources) if sources is not None else [None] * len(records)
     prepared = _prepare(records, sources_, start, platform, spec_, names, "inputs")
     held = _prepare(validation, list(validation_sources or [None] * len(validation)), start, platform,
-                    ResidualSpec(horizon=horizon, weights=spec_.weights, mode=mode, pusher=pusher, strict=strict,
-                                 pusher_shape=pusher_shape, engine=engine, exact_gradients=exact_gradients),
-                    (), "validation")
+                    spec_, (), "validation")
     left_out = list(failures) + prepared.failures + held.failures
     if not prepared.trials:
         raise_all_failed(left_out, "no trial can be fitted")
@@ -634,9 +633,7 @@ def _validation(held_out: HeldOut, predictions: dict[str, Any] | None) -> dict[s
 
 def held_spec(spec_: ResidualSpec) -> ResidualSpec:
     """The spec held-out trials are evaluated with (the fit's, never strict: a held-out failure is noted)."""
-    return ResidualSpec(horizon=spec_.horizon, weights=spec_.weights, mode=spec_.mode, pusher=spec_.pusher,
-                        exact_gradients=spec_.exact_gradients, strict=False, pusher_shape=spec_.pusher_shape,
-                        engine=spec_.engine)
+    return dataclasses.replace(spec_, strict=False)
 
 
 def _drop_failed(prepared: _Prepared, failed: set[str]) -> None:

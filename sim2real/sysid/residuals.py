@@ -68,12 +68,11 @@ from sim2real.control.sim_platform import (
     ArmTrialResult,
     simulate_arm_trial,
 )
-from sim2real.engines import World, check_engine, make_world
+from sim2real.engines import World, check_engine, differentiable, make_world
 from sim2real.errors import Sim2RealError
 from sim2real.model import load_arm
 from sim2real.params import ParameterSet
 from sim2real.physics import (
-    DIFFERENTIABLE_PARAMS,
     STATE_SIZE,
     BoxState,
     SolveLog,
@@ -306,15 +305,6 @@ class TrialResiduals:
         return out
 
 
-def engine_gradients(engine: str) -> tuple[str, ...]:
-    """Parameters the world of ``engine`` differentiates (ours: implicitly; MuJoCo: finite differences)."""
-    if check_engine(engine) == "mujoco":
-        from sim2real.engines.mujoco_world import MUJOCO_DIFFERENTIABLE
-
-        return MUJOCO_DIFFERENTIABLE
-    return tuple(DIFFERENTIABLE_PARAMS)
-
-
 def available_gradients(kind: str, horizon: int | None, mode: str = "commands",
                         engine: str = "ours") -> tuple[str, ...]:
     """Parameters whose residual derivatives are available.
@@ -330,14 +320,14 @@ def available_gradients(kind: str, horizon: int | None, mode: str = "commands",
     engine : str
         ``"ours"`` or ``"mujoco"``; the simulated arm is differentiated with our engine only.
     """
-    differentiable = engine_gradients(engine)
+    engine_names = differentiable(engine)
     if kind != "arm":
-        return differentiable
+        return engine_names
     if horizon is None:
         if mode in SIMULATED_ARM_MODES:
             return tuple(ENGINE_PARAMS) + tuple(SERVO_PARAMS) + tuple(PD_PARAMS) if engine == "ours" else ()
-        return differentiable
-    return differentiable + tuple(SERVO_PARAMS) + tuple(PD_PARAMS)
+        return engine_names
+    return engine_names + tuple(SERVO_PARAMS) + tuple(PD_PARAMS)
 
 
 def pose_residual(state: np.ndarray, position: np.ndarray, quaternion: np.ndarray,

@@ -157,3 +157,22 @@ def split_holdout(loaded: LoadedTrials, fraction: float, seed: int) -> tuple[Loa
         return LoadedTrials(tuple(loaded.records[k] for k in indices), tuple(loaded.sources[k] for k in indices),
                             failures)
     return part(fit_idx, loaded.failures), part(held_idx, ())
+
+
+def hold_out(loaded: LoadedTrials, validation: LoadedTrials | None, fraction: float | None,
+             seed: int) -> tuple[LoadedTrials, LoadedTrials | None, LoadedTrials | None]:
+    """The training trials and the held-out ones: ``validation`` plus, with ``fraction``, a seeded share
+    of ``loaded`` (:func:`split_holdout`).
+
+    Returns
+    -------
+    (LoadedTrials, LoadedTrials or None, LoadedTrials or None)
+        Training trials; every held-out trial (None when there are none); the ones split off ``loaded``
+        (None without ``fraction``).
+    """
+    if fraction is None:
+        return loaded, validation, None
+    training, split = split_holdout(loaded, fraction, seed)
+    held = split if validation is None else LoadedTrials(validation.records + split.records,
+                                                         validation.sources + split.sources, validation.failures)
+    return training, held, split
