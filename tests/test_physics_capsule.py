@@ -107,10 +107,12 @@ CASES = {
 }
 
 
+@pytest.mark.parametrize("edge_radius", [0.0, 0.004])
 @pytest.mark.parametrize("name", list(CASES))
-def test_compiled_capsule_contact_data_matches_the_numpy_reference(name):
+def test_compiled_capsule_contact_data_matches_the_numpy_reference(name, edge_radius):
     state, start, end = CASES[name]
     theta = _theta(state, start, end)
+    theta[PARAMS_OFFSET + THETA_PARAMS.index("box.edge_radius")] = edge_radius
     reference = problem_data(theta, 0.01, True, capsule=True)
     jn, jt, bn, bt = np.empty((9, 6)), np.empty((9, 2, 6)), np.empty(9), np.empty((9, 2))
     mu, v0, md, scales = np.empty(9), np.empty(6), np.empty(6), np.empty(4)
@@ -119,6 +121,28 @@ def test_compiled_capsule_contact_data_matches_the_numpy_reference(name):
     np.testing.assert_allclose(jt, reference.tangent_jacobian, atol=1e-14)
     np.testing.assert_allclose(bn, reference.normal_offset, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(bt, reference.tangent_offset, rtol=1e-12, atol=1e-12)
+
+
+def test_rounded_box_distances_are_the_inner_box_distances_less_the_edge_radius():
+    """A box with edges rounded by r: faces where the sharp box's are, corners and edges cut back to arcs."""
+    r = 0.004
+    rng = np.random.default_rng(3)
+    centres = rng.normal(size=(200, 3)) * 0.15
+    inner, _, _ = sphere_box_distance(centres, HALF - r, np.full(200, RADIUS))
+    rounded, _, point = sphere_box_distance(centres, HALF, np.full(200, RADIUS), r)
+    np.testing.assert_allclose(rounded, inner - r, atol=1e-15)
+    # The closest point lies on the rounded surface: r from the inner box, the sphere's gap from the centre.
+    outside = rounded > -RADIUS
+    np.testing.assert_allclose(np.linalg.norm(centres[outside] - point[outside], axis=-1),
+                               rounded[outside] + RADIUS, atol=1e-12)
+    face = np.array([HALF[0] + RADIUS + 0.01, 0.0, 0.0])  # in front of a face: 1 cm, as for the sharp box
+    corner = (HALF - r) + (RADIUS + r + 0.01) * np.ones(3) / np.sqrt(3.0)  # off a corner: 1 cm from its arc
+    distances, _, _ = sphere_box_distance(np.stack((face, corner)), HALF, np.full(2, RADIUS), r)
+    np.testing.assert_allclose(distances, [0.01, 0.01], atol=1e-15)
+    a, b = _random_segments(100, 5)
+    capsule_inner, _, _, _ = capsule_box_distance(a, b, HALF - r, np.full(100, RADIUS))
+    capsule_rounded, _, _, _ = capsule_box_distance(a, b, HALF, np.full(100, RADIUS), r)
+    np.testing.assert_allclose(capsule_rounded, capsule_inner - r, atol=1e-15)
 
 
 def test_zero_length_capsule_is_exactly_the_sphere():

@@ -89,40 +89,71 @@ def test_free_flight_is_a_parabola():
                                atol=1e-9)
 
 
-def _push(height: float, steps: int = 100, speed: float = 0.05) -> np.ndarray:
-    world = BoxWorld.from_params(PARAMS)
-    start_x = 0.4 - 0.055 - float(PARAMS["pusher.radius"]) - 0.0005
+def _push(height: float, steps: int = 100, speed: float = 0.05, params: ParameterSet = PARAMS) -> np.ndarray:
+    world = BoxWorld.from_params(params)
+    start_x = 0.4 - 0.055 - float(params["pusher.radius"]) - 0.0005
     path = np.array([[start_x + speed * world.dt * k, 0.0, height] for k in range(steps + 1)])
     return rollout(world, BoxState.at_rest([0.4, 0.0, HALF_Z]), path).states
 
 
-def test_quasi_static_push_topples_above_d_over_2mu_and_slides_below():
+@pytest.mark.parametrize("edge_radius", [0.0, 0.02])
+def test_quasi_static_push_topples_above_d_over_2mu_and_slides_below(edge_radius):
+    """Sliding at μ m g, the box tips about its leading bottom edge once the push's moment beats gravity's:
+    above ``(d/2 - r) / μ``, with r the radius of rounded edges (the pivot is their table contact)."""
+    params = PARAMS.replace({"box.edge_radius": edge_radius})
     depth = 0.11
-    threshold = depth / (2 * MU)  # 0.11 m
-    low = _push(0.6 * threshold)
+    threshold = (depth / 2 - edge_radius) / MU  # 0.11 m sharp, 0.07 m with 2 cm rounding
+    low = _push(0.6 * threshold, params=params)
     assert np.degrees(tilt(low[-1, 3:7])) < 0.1
     assert low[-1, 0] - low[0, 0] > 0.04  # slid along with the pusher
-    high = _push(1.5 * threshold)
+    high = _push(1.5 * threshold, params=params)
     tilts = np.degrees(tilt(high[:, 3:7]))
     assert tilts[-1] > 10.0 and np.all(np.diff(tilts[20:]) > 0)  # rocking forward
 
 
-@pytest.mark.parametrize("scale", [1.0, 1.2, 2.5])
-def test_a_box_tipping_about_its_edge_accelerates_as_its_inertia_scale_says(scale):
-    """Released from rest on an edge, the box turns about it at α = m g r_x / (s I_c + m r²)."""
-    params = PARAMS.replace({"contact.mu_table": 1.0, "box.inertia_scale": scale})
+def test_a_rounded_box_topples_where_a_sharp_one_slides():
+    between = 0.09  # above the 2 cm rounded box's threshold (0.07 m), below the sharp one's (0.11 m)
+    sharp = _push(between)
+    rounded = _push(between, params=PARAMS.replace({"box.edge_radius": 0.02}))
+    assert np.degrees(tilt(sharp[-1, 3:7])) < 0.1
+    assert np.degrees(tilt(rounded[-1, 3:7])) > 10.0
+
+
+@pytest.mark.parametrize(("scale", "edge_radius"), [(1.0, 0.0), (1.2, 0.0), (2.5, 0.0), (1.0, 0.01), (1.2, 0.03)])
+def test_a_box_tipping_about_its_edge_accelerates_as_its_inertia_scale_says(scale, edge_radius):
+    """Released from rest on an edge, the box turns about the edge's table contact P at
+    α = m g ρ_x / (s I_c + m |ρ|²), ρ the centre of mass from P. A rounded edge (radius r) touches r
+    below its inner edge, which lies r inside the box's faces."""
+    params = PARAMS.replace({"contact.mu_table": 1.0, "box.inertia_scale": scale, "box.edge_radius": edge_radius})
     sx, sz, mass, dt = (float(params[n]) for n in ("box.size_x", "box.size_z", "box.mass", "sim.dt"))
+    ix, iz = 0.5 * sx - edge_radius, 0.5 * sz - edge_radius  # inner half sizes
     tilt_angle = 0.3  # rad about body y: the box rests on its +x bottom edge and falls back upright
     q = from_axis_angle([0.0, 1.0, 0.0], tilt_angle)
-    height = 0.5 * sx * np.sin(tilt_angle) + 0.5 * sz * np.cos(tilt_angle)
+    height = edge_radius + ix * np.sin(tilt_angle) + iz * np.cos(tilt_angle)
     world = BoxWorld.from_params(params)
     state = world.step(BoxState.at_rest([0.0, 0.0, height], q)).state
-    edge = np.array([0.5 * sx * np.cos(tilt_angle) - 0.5 * sz * np.sin(tilt_angle),
-                     -0.5 * sx * np.sin(tilt_angle) - 0.5 * sz * np.cos(tilt_angle)])  # (x, z) from the centre
-    lever = -edge
+    contact = np.array([ix * np.cos(tilt_angle) - iz * np.sin(tilt_angle),
+                        -ix * np.sin(tilt_angle) - iz * np.cos(tilt_angle) - edge_radius])  # (x, z) from the centre
+    lever = -contact
     inertia_c = mass / 12.0 * (sx**2 + sz**2)
     alpha = lever[0] * mass * GRAVITY / (scale * inertia_c + mass * (lever @ lever))
     assert state.angular_velocity[1] == pytest.approx(alpha * dt, rel=0.01)
+
+
+@pytest.mark.parametrize("edge_radius", [0.0, 0.004, 0.02])
+def test_a_rounded_box_rests_on_its_faces_and_reaches_lower_on_its_edges(edge_radius):
+    """Flat on a face the centre sits half a size above the table whatever the rounding; turned 45° onto
+    an edge it sits ``r + √2 (s/2 - r)`` above it (the rounded edge is an arc of radius r)."""
+    from sim2real.physics.geometry import table_distance
+
+    params = PARAMS.replace({"box.edge_radius": edge_radius})
+    world = BoxWorld.from_params(params)
+    half = world.half_size
+    flat = rollout(world, BoxState.at_rest([0.0, 0.0, HALF_Z + 0.002]), steps=40).states[-1]
+    assert flat[2] == pytest.approx(HALF_Z, abs=1e-6)
+    on_edge = BoxState.at_rest([0.0, 0.0, 0.3], from_axis_angle([1.0, 0.0, 0.0], np.pi / 4)).as_vector()
+    reach = edge_radius + np.sqrt(0.5) * ((half[1] - edge_radius) + (half[2] - edge_radius))
+    assert float(table_distance(on_edge, half, 0.0, edge_radius)) == pytest.approx(0.3 - reach, abs=1e-12)
 
 
 PLATE = PARAMS.replace({"box.size_x": 0.12, "box.size_y": 0.08, "box.size_z": 0.0095, "box.mass": 0.7,

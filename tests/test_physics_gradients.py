@@ -12,7 +12,9 @@ PARAMS = ParameterSet.nominal().replace({"contact.kappa_sim": KAPPA, "contact.ka
                                          "contact.mu_table": 0.5, "contact.mu_pusher": 0.3,
                                          "contact.support_ratio": 0.7})
 TIGHT = SolverSettings(residual_tol=1e-13, kappa_rtol=1e-10)
-NAMES = tuple(n for n in DIFFERENTIABLE_PARAMS if n != "pusher.radius")
+#: box.edge_radius sits at its lower bound (0) here: it is checked on rounded boxes below.
+NAMES = tuple(n for n in DIFFERENTIABLE_PARAMS if n not in ("pusher.radius", "box.edge_radius"))
+ROUNDED = PARAMS.replace({"box.edge_radius": 0.004})
 
 
 def _next(params, x, ps, pe):
@@ -26,28 +28,29 @@ def _relative_error(fd: np.ndarray, analytic: np.ndarray) -> float:
     return float(np.linalg.norm(fd - analytic) / max(np.linalg.norm(fd), 1e-5))
 
 
-def _check_step(state: BoxState, ps=None, pe=None, eps: float = 1e-6) -> None:
-    world = BoxWorld.from_params(PARAMS, settings=TIGHT)
-    res = world.step(state, ps, pe, grad=True, param_names=NAMES)
+def _check_step(state: BoxState, ps=None, pe=None, eps: float = 1e-6, params: ParameterSet = PARAMS) -> None:
+    names = NAMES if params is PARAMS else (*NAMES, "box.edge_radius")
+    world = BoxWorld.from_params(params, settings=TIGHT)
+    res = world.step(state, ps, pe, grad=True, param_names=names)
     x = state.as_vector()
     np.testing.assert_allclose(res.smoothed_state, res.state.as_vector(), atol=1e-10)
     for j in range(13):
         e = np.zeros(13)
         e[j] = eps
-        fd = (_next(PARAMS, x + e, ps, pe) - _next(PARAMS, x - e, ps, pe)) / (2 * eps)
+        fd = (_next(params, x + e, ps, pe) - _next(params, x - e, ps, pe)) / (2 * eps)
         assert _relative_error(fd, res.d_state[:, j]) < 1e-3, f"state column {j}"
     if ps is not None:
         for j in range(3):
             e = np.zeros(3)
             e[j] = eps
-            fd = (_next(PARAMS, x, ps, pe + e) - _next(PARAMS, x, ps, pe - e)) / (2 * eps)
+            fd = (_next(params, x, ps, pe + e) - _next(params, x, ps, pe - e)) / (2 * eps)
             assert _relative_error(fd, res.d_pusher_end[:, j]) < 1e-3, f"pusher end {j}"
-            fd = (_next(PARAMS, x, ps + e, pe) - _next(PARAMS, x, ps - e, pe)) / (2 * eps)
+            fd = (_next(params, x, ps + e, pe) - _next(params, x, ps - e, pe)) / (2 * eps)
             assert _relative_error(fd, res.d_pusher_start[:, j]) < 1e-3, f"pusher start {j}"
-    for k, name in enumerate(NAMES):
-        h = eps * max(1.0, abs(PARAMS[name]))
-        fd = (_next(PARAMS.replace({name: PARAMS[name] + h}), x, ps, pe)
-              - _next(PARAMS.replace({name: PARAMS[name] - h}), x, ps, pe)) / (2 * h)
+    for k, name in enumerate(names):
+        h = eps * max(1.0, abs(params[name]))
+        fd = (_next(params.replace({name: params[name] + h}), x, ps, pe)
+              - _next(params.replace({name: params[name] - h}), x, ps, pe)) / (2 * h)
         assert _relative_error(fd, res.d_params[:, k]) < 1e-3, name
 
 
@@ -73,6 +76,23 @@ def test_gradients_pushing():
     # solution (~10 ulp of ω_z ≈ 0.33 rad/s, i.e. ~5e-16) over 2 eps is ~3e-9, near the 1e-8 absolute
     # floor of _relative_error for the (zero) box.mass column.
     _check_step(BoxState([0.4, 0.0, 0.105], [1, 0, 0, 0], [0.1, 0.0, 0.0], [0.0, 0.0, 0.0]), ps, pe, eps=3e-7)
+
+
+def test_gradients_rounded_box_rocking_on_an_edge():
+    r = 0.004
+    q = from_axis_angle([0.0, 1.0, 0.0], 0.2)
+    drop = (0.055 - r) * np.sin(0.2) - (0.105 - r) * (1 - np.cos(0.2))
+    _check_step(BoxState([0.4, 0.0, 0.105 + drop + 1e-4], q, [0.05, 0.0, -0.02], [0.0, 0.8, 0.0]), params=ROUNDED)
+
+
+def test_gradients_rounded_box_pushed_near_its_edge():
+    # The sphere presses on the rounded vertical edge (-x, -y) of a resting box, partly sideways.
+    corner = np.array([0.4 - 0.055 + 0.004, -0.065 + 0.004, 0.08])
+    direction = np.array([-1.0, -0.5, 0.0]) / np.sqrt(1.25)
+    ps = corner + (0.004 + 0.02 - 2e-4) * direction
+    pe = ps + np.array([0.001, 0.0004, 0.0])
+    _check_step(BoxState([0.4, 0.0, 0.105], [1, 0, 0, 0], [0.1, 0.04, 0.0], [0.0, 0.0, 0.0]), ps, pe, eps=3e-7,
+                params=ROUNDED)
 
 
 def test_rollout_sensitivities_match_finite_differences():

@@ -19,6 +19,8 @@ from sim2real.spatial import from_axis_angle, multiply, to_matrix
 
 PARAMS = ParameterSet.nominal().replace({"contact.mu_table": 0.5, "contact.mu_pusher": 0.3,
                                          "contact.support_ratio": 0.6})
+#: The same with rounded edges and corners (4 mm).
+ROUNDED = PARAMS.replace({"box.edge_radius": 0.004})
 FULL = SolverSettings(resting_shortcut=False)
 HALF = np.array([0.055, 0.065, 0.105])  # nominal box, m
 
@@ -51,10 +53,11 @@ CASES = {
 }
 
 
+@pytest.mark.parametrize("params", [PARAMS, ROUNDED], ids=["sharp", "rounded"])
 @pytest.mark.parametrize("name", list(CASES))
-def test_compiled_contact_data_matches_the_numpy_reference(name):
+def test_compiled_contact_data_matches_the_numpy_reference(name, params):
     state, ps, pe = CASES[name]
-    theta = _theta(state, ps, pe)
+    theta = _theta(state, ps, pe, params)
     with_pusher = ps is not None
     n = 9 if with_pusher else 8
     reference = problem_data(theta, 0.01, with_pusher)

@@ -88,8 +88,8 @@ def mjcf(params: ParameterSet, pusher: Sphere | Capsule | None) -> str:
     Raises
     ------
     Sim2RealError
-        A ``mujoco.condim`` that MuJoCo does not have, a time constant below two sub-steps, or
-        impedances out of order.
+        A ``mujoco.condim`` that MuJoCo does not have, a time constant below two sub-steps,
+        impedances out of order, or rounded box edges (``box.edge_radius`` > 0).
     """
     p = {name: float(params[name]) for name in names()}
     condim = int(params["mujoco.condim"])
@@ -101,6 +101,9 @@ def mjcf(params: ParameterSet, pusher: Sphere | Capsule | None) -> str:
                             f"(2 x {timestep:g} s): MuJoCo would stiffen it silently")
     if p["mujoco.impedance_min"] > p["mujoco.impedance_max"]:
         raise Sim2RealError("mujoco.impedance_min must not exceed mujoco.impedance_max")
+    if p["box.edge_radius"] > 0.0:
+        raise Sim2RealError(f"box.edge_radius = {p['box.edge_radius']:g} m: the MuJoCo engine models sharp boxes "
+                            "only (set it to 0, or use --engine ours)")
     size = np.array([p["box.size_x"], p["box.size_y"], p["box.size_z"]])
     mass = p["box.mass"]
     inertia = box_inertia(np.array(mass), size) * p["box.inertia_scale"]

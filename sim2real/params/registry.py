@@ -55,6 +55,9 @@ PARAMETERS: tuple[Parameter, ...] = (
     _P("box.com_x", "m", 0.0, -0.5, 0.5, "centre-of-mass offset from the geometric centre, box body x"),
     _P("box.com_y", "m", 0.0, -0.5, 0.5, "centre-of-mass offset from the geometric centre, box body y"),
     _P("box.com_z", "m", 0.0, -0.5, 0.5, "centre-of-mass offset from the geometric centre, box body z"),
+    _P("box.edge_radius", "m", 0.0, 0.0, 0.05,
+       "radius of the box's rounded edges and corners (0: sharp): the box is its inner box, each half size "
+       "less this, swept by a sphere of this radius; below every half size. Mass and inertia are the box's"),
     _P("box.inertia_scale", "-", 1.0, 0.2, 5.0,
        "principal moments of inertia as a multiple of a uniform solid box's of this mass and size "
        "(1: uniform; a hollow or loosely built box is above 1)"),

@@ -27,7 +27,7 @@ GRAVITY = 9.81
 THETA_PARAMS: tuple[str, ...] = (
     "box.mass", "box.size_x", "box.size_y", "box.size_z", "box.com_x", "box.com_y", "box.com_z",
     "contact.mu_table", "contact.mu_pusher", "contact.table_height", "pusher.radius", "box.inertia_scale",
-    "contact.support_ratio",
+    "contact.support_ratio", "box.edge_radius",
 )
 #: Smallest friction coefficient used in the cone equation ``ξ₁ = μγ``: at μ = 0 the cone pair has no
 #: interior, so frictionless contacts are simulated with this (negligible) friction instead.
@@ -125,7 +125,7 @@ def _unpack(theta: np.ndarray) -> dict[str, np.ndarray]:
     return {
         "mass": p[..., 0], "size": p[..., 1:4], "com": p[..., 4:7], "mu_table": p[..., 7],
         "mu_pusher": p[..., 8], "table_height": p[..., 9], "radius": p[..., 10], "inertia_scale": p[..., 11],
-        "support_ratio": p[..., 12],
+        "support_ratio": p[..., 12], "edge_radius": p[..., 13],
     }
 
 
@@ -179,14 +179,15 @@ def problem_data(theta: np.ndarray, dt: float, with_pusher: bool, capsule: bool 
     v = _unpack(theta)
     half = 0.5 * v["size"]
     com_world, rotation, velocity = to_com_velocity(theta[..., STATE_SLICE], v["com"])
-    frames = [table_contacts(com_world, rotation, half, v["com"], v["table_height"], v["support_ratio"])]
+    frames = [table_contacts(com_world, rotation, half, v["com"], v["table_height"], v["support_ratio"],
+                             v["edge_radius"])]
     friction = [np.broadcast_to(v["mu_table"][..., None], (*v["mu_table"].shape, 8))]
     if with_pusher and capsule:
         frames.append(capsule_contact(com_world, rotation, half, v["com"], theta[..., PUSHER_START_SLICE],
-                                      theta[..., PUSHER_END_SLICE], v["radius"], dt))
+                                      theta[..., PUSHER_END_SLICE], v["radius"], dt, v["edge_radius"]))
     elif with_pusher:
         frames.append(sphere_contact(com_world, rotation, half, v["com"], theta[..., SPHERE_START_SLICE],
-                                     theta[..., SPHERE_END_SLICE], v["radius"], dt))
+                                     theta[..., SPHERE_END_SLICE], v["radius"], dt, v["edge_radius"]))
         friction.append(v["mu_pusher"][..., None])
     distance = np.concatenate([f.signed_distance for f in frames], axis=-1)
     normal = np.concatenate([f.normal for f in frames], axis=-2)

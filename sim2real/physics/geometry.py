@@ -101,9 +101,13 @@ def box_corners_body(half_size: np.ndarray) -> np.ndarray:
 
 def table_contacts(
     com_world: np.ndarray, rotation: np.ndarray, half_size: np.ndarray, com_body: np.ndarray,
-    table_height: np.ndarray, support_ratio: np.ndarray | float = 1.0,
+    table_height: np.ndarray, support_ratio: np.ndarray | float = 1.0, edge_radius: np.ndarray | float = 0.0,
 ) -> ContactFrames:
     """The 8 box corners against the table half-space ``z >= table_height``.
+
+    A box with rounded edges (``edge_radius`` r > 0) is a sphere-swept box: the inner box of half
+    sizes ``half_size - r`` swept by a sphere of radius r. Its point nearest the table lies r below
+    an inner corner, so each contact is an inner corner's gap less r, acting at that point.
 
     The normal force of each contact acts at its corner (so tipping about an edge is exact). Its
     friction acts at the corner moved towards the box's geometric centre, within the table plane, to
@@ -126,26 +130,30 @@ def table_contacts(
         Table surface height, m.
     support_ratio : ndarray, shape (...), or float
         ``contact.support_ratio``, in (0, 1].
+    edge_radius : ndarray, shape (...), or float
+        ``box.edge_radius``, m, below every half size.
 
     Returns
     -------
     ContactFrames
         With ``n = 8``.
     """
-    corners = box_corners_body(half_size)
-    lever_body = corners - com_body[..., None, :]
+    r = np.asarray(edge_radius, dtype=float)
+    corners = box_corners_body(half_size - r[..., None])
+    # The contact point: r below the inner corner, in world z (body frame: -r Rᵀ z).
+    lever_body = corners - com_body[..., None, :] - r[..., None, None] * rotation[..., None, 2, :]
     # Horizontal (table-plane) part of each corner's offset from the geometric centre, back in body axes.
     offset_world = np.einsum("...ij,...kj->...ki", rotation, corners)
     offset_world = offset_world * np.array([1.0, 1.0, 0.0])
     horizontal_body = np.einsum("...ji,...kj->...ki", rotation, offset_world)
     shrink = 1.0 - np.asarray(support_ratio, dtype=float)
     friction_lever = lever_body - shrink[..., None, None] * horizontal_body
-    corner_z = com_world[..., None, 2] + np.einsum("...j,...kj->...k", rotation[..., 2, :], lever_body)
-    batch = corner_z.shape
+    point_z = com_world[..., None, 2] + np.einsum("...j,...kj->...k", rotation[..., 2, :], lever_body)
+    batch = point_z.shape
     normal = np.broadcast_to(np.array([0.0, 0.0, 1.0]), (*batch, 3))
     tangents = np.broadcast_to(np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]), (*batch, 2, 3))
     return ContactFrames(
-        signed_distance=corner_z - table_height[..., None],
+        signed_distance=point_z - table_height[..., None],
         normal=normal,
         tangents=tangents,
         lever_body=lever_body,
@@ -155,9 +163,13 @@ def table_contacts(
 
 
 def sphere_box_distance(
-    centre_body: np.ndarray, half_size: np.ndarray, radius: np.ndarray
+    centre_body: np.ndarray, half_size: np.ndarray, radius: np.ndarray, edge_radius: np.ndarray | float = 0.0,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Signed distance between a sphere and a box, in the box's body frame.
+
+    A box with rounded edges (``edge_radius`` r) is its inner box (half sizes less r) swept by a
+    sphere of radius r: the distance is the inner box's to a sphere of radius ``radius + r``, and
+    the closest point lies r beyond the inner box's along the normal.
 
     Parameters
     ----------
@@ -167,6 +179,8 @@ def sphere_box_distance(
         Half edge lengths, m.
     radius : ndarray, shape (...)
         Sphere radius, m.
+    edge_radius : ndarray, shape (...), or float
+        Radius of the box's rounded edges and corners, m (0: sharp).
 
     Returns
     -------
@@ -179,6 +193,9 @@ def sphere_box_distance(
     point_body : ndarray, shape (..., 3)
         Closest point on the box surface, m, body frame.
     """
+    r = np.asarray(edge_radius, dtype=float)
+    half_size = half_size - r[..., None]
+    radius = radius + r
     clamped = np.clip(centre_body, -half_size, half_size)
     offset = centre_body - clamped
     outside_distance = np.linalg.norm(offset, axis=-1)
@@ -195,7 +212,7 @@ def sphere_box_distance(
     inside_distance = -np.take_along_axis(depth, axis[..., None], -1)[..., 0]
     distance = np.where(outside, outside_distance, inside_distance) - radius
     normal_body = np.where(outside[..., None], normal_out, normal_in)
-    point_body = np.where(outside[..., None], clamped, point_in)
+    point_body = np.where(outside[..., None], clamped, point_in) + r[..., None] * normal_body
     return distance, normal_body, point_body
 
 
@@ -301,7 +318,8 @@ def segment_box_parameters(start_body: np.ndarray, end_body: np.ndarray, half_si
     return np.where(outside, t_min, deepest), np.where(outside, t_band, deepest)
 
 
-def capsule_box_distance(start_body: np.ndarray, end_body: np.ndarray, half_size: np.ndarray, radius: np.ndarray
+def capsule_box_distance(start_body: np.ndarray, end_body: np.ndarray, half_size: np.ndarray, radius: np.ndarray,
+                         edge_radius: np.ndarray | float = 0.0,
                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Signed distance between a capsule and a box, and the capsule's contact, in the box's body frame.
 
@@ -313,6 +331,8 @@ def capsule_box_distance(start_body: np.ndarray, end_body: np.ndarray, half_size
         Half edge lengths, m.
     radius : ndarray, shape (...)
         Capsule radius, m.
+    edge_radius : ndarray, shape (...), or float
+        Radius of the box's rounded edges, m (see :func:`sphere_box_distance`).
 
     Returns
     -------
@@ -324,10 +344,12 @@ def capsule_box_distance(start_body: np.ndarray, end_body: np.ndarray, half_size
     t : ndarray, shape (...)
         Segment parameter of the contact point (:func:`segment_box_parameters`).
     """
-    t_min, t = segment_box_parameters(start_body, end_body, half_size)
+    # A rounded box's distance is its inner box's less the edge radius: the same nearest segment points.
+    t_min, t = segment_box_parameters(start_body, end_body, half_size - np.asarray(edge_radius, dtype=float)[..., None])
     direction = end_body - start_body
-    distance, normal_body, _ = sphere_box_distance(start_body + t_min[..., None] * direction, half_size, radius)
-    _, _, point_body = sphere_box_distance(start_body + t[..., None] * direction, half_size, radius)
+    distance, normal_body, _ = sphere_box_distance(start_body + t_min[..., None] * direction, half_size, radius,
+                                                   edge_radius)
+    _, _, point_body = sphere_box_distance(start_body + t[..., None] * direction, half_size, radius, edge_radius)
     return distance, normal_body, point_body, t
 
 
@@ -354,6 +376,7 @@ def _to_body(com_world: np.ndarray, rotation: np.ndarray, com_body: np.ndarray, 
 def sphere_contact(
     com_world: np.ndarray, rotation: np.ndarray, half_size: np.ndarray, com_body: np.ndarray,
     centre_start: np.ndarray, centre_end: np.ndarray, radius: np.ndarray, dt: float,
+    edge_radius: np.ndarray | float = 0.0,
 ) -> ContactFrames:
     """One contact between a kinematic sphere and the box.
 
@@ -367,6 +390,8 @@ def sphere_contact(
         Sphere radius, m.
     dt : float
         Step length, s (the sphere moves at constant velocity within the step).
+    edge_radius : ndarray, shape (...), or float
+        Radius of the box's rounded edges, m (see :func:`sphere_box_distance`).
 
     Returns
     -------
@@ -374,13 +399,14 @@ def sphere_contact(
         With ``n = 1``; the force on the box points from the sphere into the box.
     """
     centre_body = _to_body(com_world, rotation, com_body, centre_start)
-    distance, normal_body, point_body = sphere_box_distance(centre_body, half_size, radius)
+    distance, normal_body, point_body = sphere_box_distance(centre_body, half_size, radius, edge_radius)
     return _pusher_frames(rotation, com_body, distance, normal_body, point_body, (centre_end - centre_start) / dt)
 
 
 def capsule_contact(
     com_world: np.ndarray, rotation: np.ndarray, half_size: np.ndarray, com_body: np.ndarray,
     segment_start: np.ndarray, segment_end: np.ndarray, radius: np.ndarray, dt: float,
+    edge_radius: np.ndarray | float = 0.0,
 ) -> ContactFrames:
     """One contact between a kinematic capsule and the box, at the segment's closest point.
 
@@ -403,6 +429,8 @@ def capsule_contact(
         Capsule radius, m.
     dt : float
         Step length, s (each end point moves at constant velocity within the step).
+    edge_radius : ndarray, shape (...), or float
+        Radius of the box's rounded edges, m (see :func:`sphere_box_distance`).
 
     Returns
     -------
@@ -413,14 +441,19 @@ def capsule_contact(
     a_end, b_end = segment_end[..., 0:3], segment_end[..., 3:6]
     distance, normal_body, point_body, t = capsule_box_distance(
         _to_body(com_world, rotation, com_body, a_start), _to_body(com_world, rotation, com_body, b_start),
-        half_size, radius)
+        half_size, radius, edge_radius)
     tt = t[..., None]
     velocity = ((a_end + tt * (b_end - a_end)) - (a_start + tt * (b_start - a_start))) / dt
     return _pusher_frames(rotation, com_body, distance, normal_body, point_body, velocity)
 
 
-def table_distance(state: np.ndarray, half_size: np.ndarray, table_height: float) -> np.ndarray:
-    """Lowest corner height above the table for geometric-centre states (..., 13); m, shape (...)."""
+def table_distance(state: np.ndarray, half_size: np.ndarray, table_height: float, edge_radius: float = 0.0
+                   ) -> np.ndarray:
+    """Height of the box's lowest point above the table for geometric-centre states (..., 13); m, shape (...).
+
+    ``edge_radius`` (m): the box's edges are rounded with it (see :func:`table_contacts`).
+    """
     rotation = to_matrix(state[..., 3:7])
-    corners = np.einsum("...j,kj->...k", rotation[..., 2, :], box_corners_body(np.asarray(half_size)))
-    return state[..., 2] + corners.min(axis=-1) - table_height
+    inner = box_corners_body(np.asarray(half_size, dtype=float) - edge_radius)
+    corners = np.einsum("...j,kj->...k", rotation[..., 2, :], inner)
+    return state[..., 2] + corners.min(axis=-1) - edge_radius - table_height

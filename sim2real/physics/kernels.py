@@ -307,13 +307,17 @@ def pusher_box_distance(theta: np.ndarray, origin: np.ndarray, rot: np.ndarray, 
                         scratch: np.ndarray) -> tuple[float, float]:
     """Signed pusher-box distance of the pusher placement in ``θ``, in the box's body frame.
 
-    ``origin`` (3,): the box's geometric centre, m world; ``rot`` (3, 3): body -> world;
+    ``half`` (3,): the *inner* half sizes of the box (:func:`inner_half`; its edges are rounded with
+    ``box.edge_radius``, which adds to the pusher radius here and moves ``point`` onto the rounded
+    surface). ``origin`` (3,): the box's geometric centre, m world; ``rot`` (3, 3): body -> world;
     ``end_of_step``: use the placement at the end of the step instead of the start. Outputs ``normal``,
     ``point`` (3,) as in :func:`sphere_box_distance` (for a capsule: distance and normal at the nearest
     segment point, ``point`` the box point nearest to the contact point ``c(t)``); ``scratch``: at least
     17 numbers. Returns (distance m, contact segment parameter ``t``; 0 for a sphere).
     """
     base = _PE if end_of_step else _PS
+    edge = theta[_P + 13]
+    radius = theta[_P + 10] + edge
     centre = scratch[0:3]
     other = scratch[3:6]
     for i in range(3):
@@ -329,11 +333,23 @@ def pusher_box_distance(theta: np.ndarray, origin: np.ndarray, rot: np.ndarray, 
         for i in range(3):
             nearest[i] = centre[i] + t_min * (other[i] - centre[i])
             centre[i] = centre[i] + t * (other[i] - centre[i])
-        distance = sphere_box_distance(nearest, half, theta[_P + 10], normal, point)
+        distance = sphere_box_distance(nearest, half, radius, normal, point)
         # The contact point: the box point nearest to the segment's contact point c(t).
-        sphere_box_distance(centre, half, theta[_P + 10], other, point)
+        sphere_box_distance(centre, half, radius, other, point)
+        for i in range(3):
+            point[i] += edge * other[i]
         return distance, t
-    return sphere_box_distance(centre, half, theta[_P + 10], normal, point), t
+    distance = sphere_box_distance(centre, half, radius, normal, point)
+    for i in range(3):
+        point[i] += edge * normal[i]
+    return distance, t
+
+
+@njit(cache=True)
+def inner_half(theta: np.ndarray, out: np.ndarray) -> None:
+    """Half sizes of the box's inner box, m (3,): ``box.size / 2 - box.edge_radius``."""
+    for i in range(3):
+        out[i] = 0.5 * theta[_P + 1 + i] - theta[_P + 13]
 
 
 @njit(cache=True)
@@ -353,8 +369,9 @@ def problem_data(theta: np.ndarray, dt: float, n: int, capsule: bool, jn: np.nda
     mass = theta[_P]
     sx, sy, sz = theta[_P + 1], theta[_P + 2], theta[_P + 3]
     cx, cy, cz = theta[_P + 4], theta[_P + 5], theta[_P + 6]
-    half = scratch[36:39]
-    half[0], half[1], half[2] = 0.5 * sx, 0.5 * sy, 0.5 * sz
+    half = scratch[36:39]  # the inner box (rounded edges: box.edge_radius)
+    inner_half(theta, half)
+    edge = theta[_P + 13]
     rot = scratch[0:9].reshape((3, 3))
     _rotation(theta[3], theta[4], theta[5], theta[6], rot)
     lever = scratch[9:12]  # R com, world
@@ -376,15 +393,15 @@ def problem_data(theta: np.ndarray, dt: float, n: int, capsule: bool, jn: np.nda
     table_height = theta[_P + 9]
     shrink = 1.0 - theta[_P + 12]  # 1 - contact.support_ratio
     # Table corners: normal +z, tangents +x, +y (world); the rotational part of a row is d × (Rᵀ n). The
-    # normal acts at the corner d; friction at the corner moved towards the centre within the table plane
-    # (geometry.table_contacts).
+    # normal acts at the contact point d (an inner corner, less edge radius × Rᵀ z); friction at that
+    # point moved towards the centre within the table plane (geometry.table_contacts).
     for k in range(8):
         ex = (2.0 * (k // 4) - 1.0) * half[0]
         ey = (2.0 * ((k // 2) % 2) - 1.0) * half[1]
         ez = (2.0 * (k % 2) - 1.0) * half[2]
         hwx = rot[0, 0] * ex + rot[0, 1] * ey + rot[0, 2] * ez
         hwy = rot[1, 0] * ex + rot[1, 1] * ey + rot[1, 2] * ez
-        dx, dy, dz = ex - cx, ey - cy, ez - cz
+        dx, dy, dz = ex - cx - edge * rot[2, 0], ey - cy - edge * rot[2, 1], ez - cz - edge * rot[2, 2]
         gap = com_z + rot[2, 0] * dx + rot[2, 1] * dy + rot[2, 2] * dz - table_height
         for row in range(3):  # row 0: normal (world z), 1-2: tangents (world x, y)
             axis = 2 if row == 0 else row - 1
@@ -452,7 +469,7 @@ def problem_data(theta: np.ndarray, dt: float, n: int, capsule: bool, jn: np.nda
         mu[8] = max(theta[_P + 8], MIN_FRICTION)
     scales[0] = mass * GRAVITY * dt
     scales[1] = GRAVITY * dt
-    scales[2] = np.sqrt(half[0] * half[0] + half[1] * half[1] + half[2] * half[2])
+    scales[2] = 0.5 * np.sqrt(sx * sx + sy * sy + sz * sz)
     scales[3] = 1.0 / (mass * (PUSHER_CONTACT_FREQUENCY * dt) ** 2) if n == 9 else 0.0
 
 
@@ -1054,7 +1071,7 @@ def implicit_jacobian(theta: np.ndarray, w: np.ndarray, n: int, capsule: bool, d
     perturbed = theta.copy()
     for j in range(_T):
         geometry = (3 <= j < 7 or (n == 9 and _PS <= j < (_PS + 6 if capsule else _PS + 3))
-                    or _P + 1 <= j < _P + 7 or j == _P + 11 or j == _P + 12)
+                    or _P + 1 <= j < _P + 7 or j == _P + 11 or j == _P + 12 or j == _P + 13)
         if not geometry:
             continue
         pose = j < 7 or _P + 4 <= j < _P + 7  # what the next-state map reads besides a
@@ -1116,9 +1133,9 @@ def implicit_jacobian(theta: np.ndarray, w: np.ndarray, n: int, capsule: bool, d
         if capsule:
             origin = np.empty(3)
             half = np.empty(3)
+            inner_half(theta, half)
             for i in range(3):
                 origin[i] = theta[i]
-                half[i] = 0.5 * theta[_P + 1 + i]
             _, weight_b = pusher_box_distance(theta, origin, rot, half, True, False, np.empty(3), np.empty(3),
                                               scratch)
         for i in range(3):  # pusher end: only the point's velocity (end - start)/dt, along the normal and tangents
@@ -1180,15 +1197,14 @@ def resting(theta: np.ndarray, with_pusher: bool, capsule: bool, dt: float, sett
     rot = np.empty((3, 3))
     _rotation(theta[3], theta[4], theta[5], theta[6], rot)
     half = np.empty(3)
-    for i in range(3):
-        half[i] = 0.5 * theta[_P + 1 + i]
+    inner_half(theta, half)
     gap_tol = settings[S_REST_GAP_TOL]
     touching = 0
     for k in range(8):
         hx = (2.0 * (k // 4) - 1.0) * half[0]
         hy = (2.0 * ((k // 2) % 2) - 1.0) * half[1]
         hz = (2.0 * (k % 2) - 1.0) * half[2]
-        gap = theta[2] + rot[2, 0] * hx + rot[2, 1] * hy + rot[2, 2] * hz - theta[_P + 9]
+        gap = theta[2] + rot[2, 0] * hx + rot[2, 1] * hy + rot[2, 2] * hz - theta[_P + 13] - theta[_P + 9]
         if gap < -gap_tol:
             return False
         if gap <= gap_tol:
@@ -1262,8 +1278,7 @@ def step_kernel(theta: np.ndarray, dt: float, substeps: int, with_pusher: bool, 
         state_out[i] = theta[i]
     info[:] = 0.0
     half = np.empty(3)
-    for i in range(3):
-        half[i] = 0.5 * theta[_P + 1 + i]
+    inner_half(theta, half)
     if (not grad and settings[S_REST_ENABLED] > 0.0 and kappa_sim <= settings[S_REST_KAPPA_MAX]
             and resting(theta, with_pusher, capsule, dt, settings)):
         for i in range(7, 13):
@@ -1373,7 +1388,7 @@ def step_kernel(theta: np.ndarray, dt: float, substeps: int, with_pusher: bool, 
         hy = (2.0 * ((k // 2) % 2) - 1.0) * half[1]
         hz = (2.0 * (k % 2) - 1.0) * half[2]
         lowest = min(lowest, rot[2, 0] * hx + rot[2, 1] * hy + rot[2, 2] * hz)
-    info[I_TABLE_DISTANCE] = state_out[2] + lowest - theta[_P + 9]
+    info[I_TABLE_DISTANCE] = state_out[2] + lowest - theta[_P + 13] - theta[_P + 9]
     info[I_PUSHER_DISTANCE] = np.inf
     if with_pusher:
         info[I_PUSHER_DISTANCE], _ = pusher_box_distance(theta, state_out[0:3], rot, half, capsule, True,

@@ -257,9 +257,9 @@ def run_scenario(scenario: Scenario, params: ParameterSet, grad_names: Sequence[
     world = world_factory(params, shape, SolverSettings(strict=strict))
     half = world.half_size
     table_h = float(params["contact.table_height"])
-    start_gap = float(table_distance(scenario.initial.as_vector(), half, table_h))
+    start_gap = float(table_distance(scenario.initial.as_vector(), half, table_h, float(params["box.edge_radius"])))
     if start_gap < -1e-6:
-        raise Sim2RealError(f"box starts inside the table: its lowest corner is {-start_gap:.4g} m below the "
+        raise Sim2RealError(f"box starts inside the table: its lowest point is {-start_gap:.4g} m below the "
                             f"table surface (z = {table_h:g} m)")
     steps = max(1, round(scenario.duration / world.dt))
     path = scenario.pusher_path(world.dt, steps)

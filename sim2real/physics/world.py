@@ -162,6 +162,11 @@ class BoxWorld:
     _settings_vector: np.ndarray = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        edge = float(self.params["box.edge_radius"])
+        smallest = min(float(self.params[f"box.size_{axis}"]) for axis in "xyz")
+        if edge >= 0.5 * smallest:
+            raise Sim2RealError(f"box.edge_radius = {edge:g} m must be below half the smallest box size "
+                                f"({0.5 * smallest:g} m)")
         # Parameters and settings never change for a world: pack them once for the compiled step.
         values = [float(self.params[name]) for name in THETA_PARAMS]
         if self.pusher is not None:
