@@ -1,7 +1,7 @@
 """Benchmark of scaling out: the cube-toss fit and a sweep of standard pushes on each executor.
 
 ``python -m benchmarks.scale --json`` imports the ContactNets tosses (shared/data/cube_toss) and
-runs the README's cube-toss fit (``contact.mu_table``, the tied cube side, ``contact.table_height``;
+runs the README's cube-toss fit (``contact.mu_table``, the tied cube side, ``box.edge_radius``;
 40-step segments) on all of them (``--tosses N`` for the first N), once per executor
 configuration of ``--configs`` (default ``local:1,local:2,ray:2``: local processes with one and
 two workers, a local Ray runtime of two CPUs). Every configuration runs the same iterations and
@@ -33,6 +33,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from benchmarks import cube_toss
 from sim2real.cli import main as cli_main
 from sim2real.execution import open_executor
 from sim2real.params import ParameterSet
@@ -43,10 +44,8 @@ from sim2real.trials.cube_toss import import_cube_tosses, load_cube_tosses
 ROOT = Path(__file__).resolve().parents[1]
 NPZ = ROOT.parent / "shared" / "data" / "cube_toss" / "contactnets_cube_tosses.npz"
 NETNS = ROOT / "tests" / "netns.py"
-FREE = "contact.mu_table,box.size_x=box.size_y=box.size_z,contact.table_height"
-START = {"box.mass": 0.37, "box.size_x": 0.095, "box.size_y": 0.095, "box.size_z": 0.095}
-WEIGHTS = "position=1000,orientation=30"
-HORIZON = 40
+#: The README's cube-toss fit (benchmarks.cube_toss).
+FREE, START, WEIGHTS, HORIZON = cube_toss.FREE, cube_toss.START, cube_toss.WEIGHTS, cube_toss.HORIZON
 
 
 def _log(message: str) -> None:

@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks import cube_toss
 from sim2real.control import load_experiment_config
 from sim2real.errors import Sim2RealError
 from sim2real.execution import open_executor
@@ -63,10 +64,8 @@ HIDDEN = {"arm.servo_tau": 0.065, "arm.command_delay": 0.011, "contact.mu_table"
 #: The README's cube-toss fit (as in benchmarks.cube_toss), on the first block of 30 tosses.
 CUBE_NPZ = Path(__file__).resolve().parents[2] / "shared" / "data" / "cube_toss" / "contactnets_cube_tosses.npz"
 CUBE_TOSSES = "0-29"
-CUBE_FREE = "contact.mu_table,box.size_x=box.size_y=box.size_z,contact.table_height"
-CUBE_START = {"box.mass": 0.37, "box.size_x": 0.095, "box.size_y": 0.095, "box.size_z": 0.095}
-CUBE_HORIZON = 40
-CUBE_WEIGHTS = "position=1000,orientation=30"
+CUBE_FREE, CUBE_START = cube_toss.FREE, cube_toss.START
+CUBE_HORIZON, CUBE_WEIGHTS = cube_toss.HORIZON, cube_toss.WEIGHTS
 
 LM, TRF = "levenberg_marquardt", "scipy_trf"
 #: Residuals scipy sees at a point whose simulation fails (the evaluator rejects it).

@@ -93,6 +93,14 @@ def _fit_loss_scale_nan(p: Path) -> list[str]:
     return ["fit", str(run), "--free", "box.mass", "--out", "fitted.yaml", "--loss-scale", "nan"]
 
 
+def _simulate_edge_radius_too_large(p: Path) -> list[str]:
+    return ["simulate", "--distance", "0.35", "--set", "box.size_x=0.05", "--set", "box.edge_radius=0.03", "--json"]
+
+
+def _simulate_mujoco_rounded(p: Path) -> list[str]:
+    return ["simulate", "--distance", "0.35", "--engine", "mujoco", "--set", "box.edge_radius=0.004", "--json"]
+
+
 def _report_out_with_user_files(p: Path) -> list[str]:
     run = _run_dir(p / "run", trials=1)
     (p / "rep").mkdir()
@@ -248,6 +256,8 @@ CASES: dict[str, tuple[Callable[[Path], list[str]], str]] = {
     "demo_distances_empty": (_demo_distances_empty, "--distances"),
     "demo_mujoco_closed": (_demo_mujoco_closed, "--box-mode kinematic"),
     "fit_unknown_engine": (_fit_unknown_engine, "unknown engine 'bullet'"),
+    "simulate_edge_radius_too_large": (_simulate_edge_radius_too_large, "below half the smallest box size"),
+    "simulate_mujoco_rounded": (_simulate_mujoco_rounded, "sharp boxes only"),
 }
 
 
