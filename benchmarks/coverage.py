@@ -149,9 +149,11 @@ def coverage(problem: str, seeds: int, workers: int = 1) -> dict[str, Any]:
                                "not_converged": sum(r["status"] != "converged" for r in done)}
     for name in names:
         ratios = [abs(r[name]["fitted"] - r[name]["truth"]) / r[name]["std"] for r in done if r[name]["std"]]
+        halfwidths = [0.5 * (r[name]["ci95"][1] - r[name]["ci95"][0]) for r in done if r[name]["ci95"]]
         summary[name] = {"covered": sum(r[name]["covered"] for r in done), "of": seeds,
                          "coverage": sum(r[name]["covered"] for r in done) / seeds,
-                         "median_error_over_std": statistics.median(ratios) if ratios else None}
+                         "median_error_over_std": statistics.median(ratios) if ratios else None,
+                         "median_ci95_halfwidth": statistics.median(halfwidths) if halfwidths else None}
     return summary
 
 

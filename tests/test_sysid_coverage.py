@@ -3,8 +3,9 @@
 Twenty seeds, each drawing hidden servo values and recording three standard pushes with them, with
 white noise on the joint states and jittered sample stamps (``benchmarks.coverage``); the demo's stage-1
 fit runs on each. The reported intervals must contain the hidden value in at least 85 % of the seeds.
-The same benchmark measures the box's friction and centre-of-mass height on whole probe pushes, where
-the intervals do not cover yet (see the README, "Intervals"); it is not asserted here.
+The same benchmark measures the box's friction and centre-of-mass height on whole noisy probe
+pushes. It is not asserted here: there the fits land far from the hidden values and only very wide
+intervals (median 95 % half-width 0.33 in ``contact.mu_table``) contain them (README, "Intervals").
 """
 
 from __future__ import annotations
