@@ -41,11 +41,8 @@ browser:
 
 # Test files that only compute (no ROS, no sockets, no subprocess timing, no Ray) run on two
 # processes; every other file runs alone, one test at a time (ROS graphs, emulators on loopback
-# ports, Ray, scheduling measurements). A new file runs alone until it is listed here. One
-# exception: tests/test_cli_demo.py runs the demo's ROS graph, the only one in the two-process
-# part, in a domain of its own, and asserts no timing (the demo passes beside a full test run).
+# ports, Ray, scheduling measurements). A new file runs alone until it is listed here.
 PARALLEL_TESTS := $(sort $(wildcard tests/test_physics_*.py tests/test_sysid_*.py tests/test_engine_*.py tests/test_report_build.py \
-	tests/test_cli_demo.py \
 	tests/test_report_fits.py tests/test_report_outcomes.py tests/test_report_robust.py tests/test_report_spread.py \
 	tests/test_cli_fit.py tests/test_cli_fit_robust.py tests/test_cli_replay.py tests/test_cli_replay_robust.py \
 	tests/test_cli_simulate.py tests/test_cli_simulate_distance.py tests/test_cli_simulate_hard_steps.py \
