@@ -29,7 +29,7 @@ def _relative_error(fd: np.ndarray, analytic: np.ndarray) -> float:
 
 
 def _check_step(state: BoxState, ps=None, pe=None, eps: float = 1e-6, params: ParameterSet = PARAMS) -> None:
-    names = NAMES if params is PARAMS else (*NAMES, "box.edge_radius")
+    names = (*NAMES, "box.edge_radius") if params["box.edge_radius"] > 0.0 else NAMES
     world = BoxWorld.from_params(params, settings=TIGHT)
     res = world.step(state, ps, pe, grad=True, param_names=names)
     x = state.as_vector()
