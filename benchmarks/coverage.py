@@ -50,7 +50,7 @@ from sim2real.params import ParameterSet
 from sim2real.physics import BoxWorld, rollout
 from sim2real.spatial import from_rotation_vector, multiply, normalize
 from sim2real.sysid import LMSettings, Weights, fit_trials
-from sim2real.trials import JointSeries, PlatformRecord, PoseSeries, TrialRecord
+from sim2real.trials import JointSeries, PlatformRecord, PoseSeries, TrialRecord, read_trial
 from sim2real.trials.standard_trial import run_standard_trial
 
 NOMINAL = ParameterSet.nominal()
@@ -132,8 +132,6 @@ def fit_box(records: list[TrialRecord]) -> Any:
 
 def planar_trials(seed: int) -> tuple[dict[str, float], list[TrialRecord]]:
     """The fixture's hidden values and its six training pushes recorded with noise seed ``seed``."""
-    from sim2real.trials import read_trial
-
     truth = dict(planar_pushes.TRUTH)
     with tempfile.TemporaryDirectory() as tmp:
         run = planar_pushes.write_pushes(Path(tmp) / "train", planar_pushes.TRAINING, planar_pushes.params(truth),

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from benchmarks import cube_toss
 from sim2real.params import ParameterSet
 from sim2real.sysid import LMSettings, ResidualSpec, Weights, fit_trials, prepare_trial, trial_residuals
 from sim2real.trials import read_trial
@@ -23,10 +24,10 @@ from sim2real.trials.cube_toss import import_cube_tosses
 NPZ = Path(__file__).resolve().parents[2] / "shared" / "data" / "cube_toss" / "contactnets_cube_tosses.npz"
 if not NPZ.is_file():
     NPZ = Path("/work/shared/data/cube_toss/contactnets_cube_tosses.npz")
-MEASURED_SIDE = 0.1048
+MEASURED_SIDE = cube_toss.MEASURED_SIDE
 HORIZON = 40
-FREE = "contact.mu_table,box.size_x=box.size_y=box.size_z,box.edge_radius"
-WEIGHTS = Weights.parse("position=1000,orientation=30")  # the README's (from the recordings' pose noise)
+FREE = cube_toss.FREE  # the README's fit
+WEIGHTS = Weights.parse(cube_toss.WEIGHTS)  # the README's (from the recordings' pose noise)
 SIDE0 = 0.095  # too small by 9 %: the recorded resting poses do not penetrate it
 START = ParameterSet.nominal().replace({"box.mass": 0.37, "box.size_x": SIDE0, "box.size_y": SIDE0,
                                         "box.size_z": SIDE0, "contact.mu_table": 0.4})
@@ -56,15 +57,14 @@ def prediction_rms(records: list, params: ParameterSet, horizon: int) -> float:
 def test_cube_side_from_real_tosses_and_held_out_prediction(tmp_path, capsys) -> None:
     records = _tosses(tmp_path, "0-39")
     fit_set, held_out = records[:20], records[20:]
-    start = START
-    result = fit_trials(fit_set, start, FREE, horizon=HORIZON, weights=WEIGHTS, settings=LMSettings(max_iterations=15))
+    result = fit_trials(fit_set, START, FREE, horizon=HORIZON, weights=WEIGHTS, settings=LMSettings(max_iterations=15))
     side = result.values["box.size_x"]
     assert result.values["box.size_y"] == side == result.values["box.size_z"]
     assert side == pytest.approx(MEASURED_SIDE, rel=0.03)
     assert 0.05 < result.values["contact.mu_table"] < 0.5
     assert 0.0 < result.values["box.edge_radius"] < 0.03
     assert not result.undetermined
-    before = prediction_rms(held_out, start, HORIZON)
+    before = prediction_rms(held_out, START, HORIZON)
     after = prediction_rms(held_out, result.params, HORIZON)
     with capsys.disabled():
         print(f"\ncube tosses, {HORIZON}-step: side {side:.4f} m (measured {MEASURED_SIDE}), mu_table "
