@@ -103,6 +103,11 @@ class TrialData:
         Box orientation (w, x, y, z) at rest before the push, their normalised mean.
     start_samples : int
         Recorded poses averaged into the start (1: the first pose alone).
+    start_joints : ndarray, shape (6,) or None
+        Joint angles (rad) at rest before the first non-zero command, the mean of
+        ``start_joint_samples`` grid samples (:func:`resting_joints`); None without commands.
+    start_joint_samples : int
+        Grid samples of the joint angles averaged into ``start_joints``.
     """
 
     name: str
@@ -122,6 +127,8 @@ class TrialData:
     start_position: np.ndarray | None = None
     start_quaternion: np.ndarray | None = None
     start_samples: int = 1
+    start_joints: np.ndarray | None = None
+    start_joint_samples: int = 1
 
     @property
     def steps(self) -> int:
@@ -137,6 +144,10 @@ class TrialData:
             return self.start_position, self.start_quaternion
         return self.box_position[0], self.box_quaternion[0]
 
+    def start_arm(self) -> np.ndarray:
+        """The arm's joint angles (6,) rad for a rollout from rest: the resting mean, else the first sample."""
+        assert self.joint_position is not None
+        return self.start_joints if self.start_joints is not None else self.joint_position[0]
 
     def topic(self, series: str) -> str:
         """The recorded topic of ``series`` (e.g. ``"joint_states"``): ``/<platform>/<series>``."""
@@ -231,6 +242,40 @@ def resting_start(poses: PoseSeries, t_start: float) -> tuple[np.ndarray, np.nda
     return offsets[0][:end].mean(axis=0), mean_q / np.linalg.norm(mean_q), end
 
 
+def resting_joints(position: np.ndarray, command: np.ndarray) -> tuple[np.ndarray, int] | None:
+    """The arm's joint angles at rest before it is first commanded to move.
+
+    The samples from the first grid point up to and including the tick of the first non-zero
+    command (the arm has not responded yet) are averaged, so the noise of one joint reading does
+    not become an offset of the whole rollout. A window whose fitted line drifts by more than
+    :data:`REST_DRIFT_SIGMAS` times the samples' scatter (the arm was moving) is not used.
+
+    Parameters
+    ----------
+    position : ndarray, shape (K+1, 6)
+        Recorded joint angles on the grid, rad.
+    command : ndarray, shape (K, 6)
+        Joint velocity command acting from each tick, rad/s.
+
+    Returns
+    -------
+    (joint angles (6,) rad, samples averaged), or None when there is no resting window of at
+    least two samples.
+    """
+    moving = np.any(command != 0.0, axis=1)
+    end = (int(np.argmax(moving)) if np.any(moving) else command.shape[0]) + 1
+    window = np.asarray(position[:end], dtype=float)
+    if window.shape[0] < 2:
+        return None
+    if window.shape[0] >= 3:
+        sigma = _scatter(window)
+        k = np.arange(window.shape[0], dtype=float)
+        slope = np.polyfit(k - k.mean(), window, 1)[0]
+        if np.any(np.abs(slope) * 0.5 * (k[-1] - k[0]) > REST_DRIFT_SIGMAS * max(sigma, 1e-9)):
+            return None
+    return window.mean(axis=0), int(window.shape[0])
+
+
 def _scatter(values: np.ndarray) -> float:
     """Robust noise standard deviation of ``values`` (N, d), pooled over the columns (isotropic
     noise), from second differences (a steady motion adds nothing to them)."""
@@ -298,8 +343,14 @@ def prepare_trial(record: TrialRecord, dt: float, platform: str = "auto") -> Tri
         return _prepare_box_trial(record.name, poses, dt, ns)
     _strictly_increasing(joints.t, f"/{ns}/joint_states", record.name)
     commands = real.joint_command if real is not None else None
-    t0 = float(commands.t[0]) if commands is not None and len(commands) else float(joints.t[0])
-    t0 = max(t0, float(joints.t[0]), float(poses.t[0]))
+    t0 = max(float(joints.t[0]), float(poses.t[0]))
+    if commands is not None and len(commands):
+        # The grid keeps to the command ticks (the simulated arm acts on them): the first tick
+        # at or after the first joint state and box pose. A grid shifted from the ticks by a
+        # stamp's jitter would compare the simulation with the recording at other instants.
+        first = int(np.searchsorted(commands.t, t0 - 1e-9))
+        if first < len(commands):
+            t0 = float(commands.t[first])
     t_end = min(float(joints.t[-1]), float(poses.t[-1]))
     t = _grid(t0, t_end, dt, record.name, "joint states and box poses")
     command = None
@@ -307,14 +358,16 @@ def prepare_trial(record: TrialRecord, dt: float, platform: str = "auto") -> Tri
         index = np.searchsorted(commands.t, t[:-1] + 0.5 * dt, side="right") - 1
         command = np.where((index >= 0)[:, None], commands.velocity[np.clip(index, 0, None)], 0.0)
     pusher_position, gap = _pusher_on_grid(t, pusher, dt, f"/{ns}/pusher_pose")
+    joint_position = _interp(t, joints.t, joints.position)
+    arm_start = resting_joints(joint_position, command) if command is not None else None
     return TrialData(
         name=record.name, kind="arm", dt=dt, t=t, **_start_fields(poses, float(t[0])),
         box_position=_interp(t, poses.t, poses.position),
         box_quaternion=continuous_quaternions(_interp_quaternion(t, poses.t, poses.quaternion)),
-        joint_position=_interp(t, joints.t, joints.position),
-        joint_velocity=_interp(t, joints.t, joints.velocity),
+        joint_position=joint_position, joint_velocity=_interp(t, joints.t, joints.velocity),
         command=command, reference=record.reference, platform=ns,
         pusher_position=pusher_position, pusher_gap=gap,
+        **({"start_joints": arm_start[0], "start_joint_samples": arm_start[1]} if arm_start else {}),
     )
 
 

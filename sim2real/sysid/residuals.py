@@ -682,7 +682,8 @@ def arm_reference(data: TrialData, params: ParameterSet, mode: str) -> JointTraj
     """The joint reference a whole arm trial is simulated with, on the trial's time axis from ``t_0``.
 
     In ``commands`` mode only its first point matters (the arm starts at rest there): the
-    recorded joint angles at ``t_0``. In ``closed`` mode it is the recorded reference.
+    recorded joint angles at rest (:meth:`TrialData.start_arm`). In ``closed`` mode it is the
+    recorded reference.
 
     Raises
     ------
@@ -692,7 +693,7 @@ def arm_reference(data: TrialData, params: ParameterSet, mode: str) -> JointTraj
     assert data.joint_position is not None
     arm = load_arm(params)
     if mode == "commands":
-        q0 = data.joint_position[0]
+        q0 = data.start_arm()
         position = np.stack((q0, q0))
         return JointTrajectory(t=np.array([0.0, data.dt]), position=position, velocity=np.zeros((2, 6)),
                                pusher=arm.pusher_position(position))
