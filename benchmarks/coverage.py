@@ -2,18 +2,27 @@
 
 ``python -m benchmarks.coverage --json [--seeds N]`` repeats, per seed, a fit on trials simulated
 with hidden values drawn at random, recorded with realistic noise, and counts how often the
-reported 95 % interval contains the hidden value. Two problems:
+reported 95 % interval contains the hidden value. The problems:
 
+``arm``
+    All five: ``arm.servo_tau`` and ``arm.command_delay`` (stage 1), then ``contact.mu_table``,
+    ``contact.mu_pusher`` and ``box.com_z`` (stage 2), as the demo fits them, from six probe pushes
+    the simulated arm makes with the hidden values (0.3 m/s; low and central: the box slides;
+    low and off-centre either side: it turns and the pusher slides on its face; high: it tilts
+    or tips; a second low push from farther away). Recorded with 0.5 mrad and 5 mrad/s of white
+    noise on the joint states, 0.5 mm and 3 mrad on the box poses, every sample stamp jittered by
+    up to ±1 ms. Stage 1: 20-step segments of joint residuals. Stage 2: whole trials of the
+    simulated arm driven by the recorded commands with the stage-1 servo (``--mode commands``),
+    from a start away from the hidden values.
 ``servo``
-    ``arm.servo_tau`` and ``arm.command_delay`` from three standard pushes (0.30, 0.45, 0.50 m):
-    joint positions with 0.5 mrad and velocities with 5 mrad/s of white noise, sample stamps
-    jittered by up to ±1 ms; 20-step segments of joint residuals (the demo's stage 1).
-``box``
-    ``contact.mu_table``, ``contact.mu_pusher`` and ``box.com_z`` from three probe pushes of the
-    nominal box (low and central: the box slides; off-centre: it turns and the probe slides on
-    its face; high: it tips), box and probe poses with 0.5 mm and 3 mrad of noise and ±1 ms
-    stamp jitter; whole trials with the recorded probe played back, intervals checked by the
-    trial jackknife of refits (``fit --jackknife``).
+    ``arm.servo_tau`` and ``arm.command_delay`` from three standard pushes (0.30, 0.45, 0.50 m),
+    the same joint noise and jitter; 20-step segments of joint residuals (the demo's stage 1).
+``playback``
+    ``contact.mu_table``, ``contact.mu_pusher`` and ``box.com_z`` from three fast probe pushes with
+    the probe's *recorded* pose played back (``--mode pusher``), box and probe poses with 0.5 mm
+    and 3 mrad of noise and ±1 ms stamp jitter, ``--jackknife`` intervals. It shows what playing
+    back a noisy recorded pusher does: the noise is played as motion and biases the fit (README,
+    "Intervals").
 ``planar``
     ``contact.mu_table``, ``contact.mu_pusher`` and ``contact.support_ratio`` from the six planar
     pushes of ``tests/fixtures/planar_pushes.py`` (a rod pushes a 9.5 mm plate off centre and at
@@ -29,6 +38,7 @@ that covers only by being as wide as the prior range says nothing), and fit fail
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import statistics
 import sys
@@ -36,6 +46,7 @@ import tempfile
 import warnings
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +56,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from fixtures import planar_pushes
 
+from sim2real.control.reference import JointTrajectory, PushConfig, plan_push
 from sim2real.control.sim_platform import box_at_distance
+from sim2real.model.arm import load_arm
 from sim2real.params import ParameterSet
 from sim2real.physics import BoxWorld, rollout
 from sim2real.spatial import from_rotation_vector, multiply, normalize
@@ -58,6 +71,7 @@ NOMINAL = ParameterSet.nominal()
 #: orientation (rad), and the largest shift of a sample's stamp (s).
 JOINT_NOISE, JOINT_VELOCITY_NOISE, POSITION_NOISE, ORIENTATION_NOISE, JITTER = 5e-4, 5e-3, 5e-4, 3e-3, 1e-3
 SERVO_FREE = ("arm.servo_tau", "arm.command_delay")
+ARM_FREE = ("arm.servo_tau", "arm.command_delay", "contact.mu_table", "contact.mu_pusher", "box.com_z")
 BOX_FREE = ("contact.mu_table", "contact.mu_pusher", "box.com_z")
 PLANAR_FREE = ("contact.mu_table", "contact.mu_pusher", "contact.support_ratio")
 
@@ -66,18 +80,70 @@ def _jittered(t: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return np.maximum.accumulate(t + rng.uniform(-JITTER, JITTER, t.shape[0]))
 
 
+#: The ranges hidden values are drawn from, uniformly (SI units).
+HIDDEN_RANGES = {"arm.servo_tau": (0.04, 0.09), "arm.command_delay": (0.005, 0.03), "contact.mu_table": (0.3, 0.6),
+                 "contact.mu_pusher": (0.2, 0.5), "box.com_z": (-0.04, 0.02)}
+
+
+def _hidden(names: tuple[str, ...], rng: np.random.Generator) -> dict[str, float]:
+    return {name: float(rng.uniform(*HIDDEN_RANGES[name])) for name in names}
+
+
+def _hidden_servo(rng: np.random.Generator) -> dict[str, float]:
+    return _hidden(SERVO_FREE, rng)
+
+
+def _hidden_box(rng: np.random.Generator) -> dict[str, float]:
+    return _hidden(BOX_FREE, rng)
+
+
+def _noisy_joints(states: JointSeries, rng: np.random.Generator) -> JointSeries:
+    return JointSeries.from_arrays(
+        _jittered(states.t, rng), states.position + rng.normal(0.0, JOINT_NOISE, states.position.shape),
+        states.velocity + rng.normal(0.0, JOINT_VELOCITY_NOISE, states.velocity.shape))
+
+
+#: The arm problem's probe pushes: (name, box distance m, push height above the table m, pusher y m).
+ARM_PROBES = (("slide", 0.30, 0.04, 0.0), ("turn_left", 0.30, 0.04, 0.04), ("turn_right", 0.30, 0.04, -0.04),
+              ("turn_far", 0.35, 0.04, 0.04), ("tilt", 0.30, 0.15, 0.0), ("tip", 0.30, 0.18, 0.0))
+#: Their cruise speed (m/s) and the hold after the push (s).
+ARM_PROBE_SPEED, ARM_PROBE_SETTLE = 0.3, 0.4
+
+
+@functools.cache
+def _probe_reference(index: int) -> JointTrajectory:
+    """The planned joint path of probe push ``index`` (the hidden values do not change the arm's geometry)."""
+    _, _, height, lateral = ARM_PROBES[index]
+    push = PushConfig(height=height, lateral=lateral, speed=ARM_PROBE_SPEED, settle_time=ARM_PROBE_SETTLE)
+    return plan_push(load_arm(NOMINAL), push, float(NOMINAL["contact.table_height"]))
+
+
+def arm_trials(seed: int) -> tuple[dict[str, float], list[TrialRecord]]:
+    """Hidden servo and box values and the six noisy probe pushes the simulated arm made with them."""
+    rng = np.random.default_rng(seed)
+    box = _hidden_box(rng)
+    truth = {**_hidden_servo(rng), **box}
+    hidden = NOMINAL.replace(truth)
+    records = []
+    for index, (name, distance, _, _) in enumerate(ARM_PROBES):
+        clean = run_standard_trial(distance, hidden, reference=_probe_reference(index)).record(index).platforms["sim"]
+        box_pose = _noisy_pose(_jittered(clean.box_pose.t, rng), clean.box_pose.position,
+                               clean.box_pose.quaternion, rng)
+        platform = PlatformRecord(joint_states=_noisy_joints(clean.joint_states, rng),
+                                  joint_command=clean.joint_command, box_pose=box_pose)
+        records.append(TrialRecord(name, {"real": platform}, None, {"complete": True}))
+    return truth, records
+
+
 def servo_trials(seed: int) -> tuple[dict[str, float], list[TrialRecord]]:
     """Hidden servo values and three noisy standard pushes recorded with them (``real`` platform)."""
     rng = np.random.default_rng(seed)
-    truth = {"arm.servo_tau": float(rng.uniform(0.04, 0.09)), "arm.command_delay": float(rng.uniform(0.005, 0.03))}
+    truth = _hidden_servo(rng)
     hidden = NOMINAL.replace(truth)
     records = []
     for index, distance in enumerate((0.30, 0.45, 0.50)):
         clean = run_standard_trial(distance, hidden).record(index).platforms["sim"]
-        states = clean.joint_states
-        joints = JointSeries.from_arrays(
-            _jittered(states.t, rng), states.position + rng.normal(0.0, JOINT_NOISE, states.position.shape),
-            states.velocity + rng.normal(0.0, JOINT_VELOCITY_NOISE, states.velocity.shape))
+        joints = _noisy_joints(clean.joint_states, rng)
         platform = PlatformRecord(joint_states=joints, joint_command=clean.joint_command, box_pose=clean.box_pose,
                                   pusher_pose=clean.pusher_pose)
         records.append(TrialRecord(f"push_{index}", {"real": platform}, None, {"complete": True}))
@@ -109,8 +175,7 @@ def _probe_push(name: str, params: ParameterSet, rng: np.random.Generator, later
 def box_trials(seed: int) -> tuple[dict[str, float], list[TrialRecord]]:
     """Hidden friction and centre-of-mass height and three noisy probe pushes recorded with them."""
     rng = np.random.default_rng(seed)
-    truth = {"contact.mu_table": float(rng.uniform(0.3, 0.6)), "contact.mu_pusher": float(rng.uniform(0.2, 0.5)),
-             "box.com_z": float(rng.uniform(-0.04, 0.02))}
+    truth = _hidden_box(rng)
     hidden = NOMINAL.replace(truth)
     return truth, [_probe_push("slide", hidden, rng, 0.0, 0.04, 0.5, 0.3),
                    _probe_push("turn", hidden, rng, 0.045, 0.05, 0.4, 0.4),
@@ -123,11 +188,46 @@ def fit_servo(records: list[TrialRecord]) -> Any:
                       settings=LMSettings(max_iterations=25))
 
 
+#: Where stage 2 of the arm problem starts (the hidden values are drawn around it).
+BOX_START = {"contact.mu_table": 0.45, "contact.mu_pusher": 0.35, "box.com_z": -0.01}
+
+
+def fit_arm(records: list[TrialRecord]) -> Any:
+    """The demo's two stages on the probe pushes: the servo, then the box with the arm driven by the commands."""
+    servo = fit_servo(records)
+    box = fit_trials(records, servo.params.replace(BOX_START), BOX_FREE, horizon=None, mode="commands",
+                     settings=LMSettings(max_iterations=25))
+    return _Stages(servo, box)
+
+
+@dataclass(frozen=True)
+class _Stages:
+    """Two fits read as one: values, standard deviations and intervals of both; the worse status."""
+
+    servo: Any
+    box: Any
+
+    @property
+    def status(self) -> str:
+        return self.servo.status if self.servo.status != "converged" else self.box.status
+
+    @property
+    def values(self) -> dict[str, float]:
+        return {**self.servo.values, **self.box.values}
+
+    @property
+    def std(self) -> dict[str, float | None]:
+        return {**self.servo.std, **self.box.std}
+
+    @property
+    def ci95(self) -> dict[str, list[float] | None]:
+        return {**self.servo.ci95, **self.box.ci95}
+
+
 def fit_box(records: list[TrialRecord]) -> Any:
     """Whole probe pushes, the recorded probe played back."""
-    start = NOMINAL.replace({"contact.mu_table": 0.45, "contact.mu_pusher": 0.35, "box.com_z": -0.01})
-    return fit_trials(records, start, BOX_FREE, horizon=None, mode="pusher", settings=LMSettings(max_iterations=25),
-                      jackknife=True)
+    return fit_trials(records, NOMINAL.replace(BOX_START), BOX_FREE, horizon=None, mode="pusher",
+                      settings=LMSettings(max_iterations=25), jackknife=True)
 
 
 def planar_trials(seed: int) -> tuple[dict[str, float], list[TrialRecord]]:
@@ -147,8 +247,9 @@ def fit_planar(records: list[TrialRecord]) -> Any:
 
 
 PROBLEMS: dict[str, tuple[Callable[[int], tuple[dict[str, float], list[TrialRecord]]], Callable[..., Any]]] = {
-    "servo": (servo_trials, fit_servo), "box": (box_trials, fit_box), "planar": (planar_trials, fit_planar)}
-FREE_NAMES = {"servo": SERVO_FREE, "box": BOX_FREE, "planar": PLANAR_FREE}
+    "arm": (arm_trials, fit_arm), "servo": (servo_trials, fit_servo), "playback": (box_trials, fit_box),
+    "planar": (planar_trials, fit_planar)}
+FREE_NAMES = {"arm": ARM_FREE, "servo": SERVO_FREE, "playback": BOX_FREE, "planar": PLANAR_FREE}
 
 
 def one_seed(problem: str, seed: int) -> dict[str, Any]:
@@ -193,8 +294,8 @@ def main() -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object (the default output)")
     parser.add_argument("--seeds", type=int, default=20, help="repeats per problem (default 20)")
     parser.add_argument("--workers", type=int, default=2, help="processes (default 2)")
-    parser.add_argument("--problems", default="servo,box,planar",
-                        help="comma-separated: servo, box, planar (default all)")
+    parser.add_argument("--problems", default="arm,servo,playback,planar",
+                        help="comma-separated: arm, servo, playback, planar (default all)")
     args = parser.parse_args()
     warnings.simplefilter("ignore", RuntimeWarning)
     report: dict[str, Any] = {"benchmark": "coverage", "noise": {

@@ -7,9 +7,10 @@ turns them into a :class:`FitDistribution` (mean ``μ`` (p,), covariance
 :func:`draw_samples` draws from it:
 
 * ``normal`` (default): ``x = μ + K A z`` with ``z ~ N(0, I_p)`` and ``A Aᵀ = Σ``;
-* ``t``: the multivariate Student's t with the fit's ``ν = G − 1`` degrees of freedom (``G``
-  trials, the cluster-robust intervals' quantile), ``x = μ + K A z √(ν / χ²_ν)``: each marginal's
-  central 95 % is then the fit's ``ci95`` (before the intervals were clipped to the bounds);
+* ``t``: the multivariate Student's t with the fewest degrees of freedom of the fit's intervals
+  (``ν``, rounded down: the parameter the fewest trials inform; ``G − 1`` for ``G`` trials in a
+  fit.json that does not list them), ``x = μ + K A z √(ν / χ²_ν)``: each marginal's central 95 %
+  then holds at least the fit's ``ci95`` (before the intervals were clipped to the bounds);
 
 ``K`` is ``--inflate`` (it multiplies standard deviations; the covariance by ``K²``). Draws
 outside the registry bounds of any unknown are rejected and drawn again (the result is the
@@ -83,7 +84,10 @@ class FitDistribution:
     clusters : int
         Trials the intervals were formed from (1: independent rows, normal quantile).
     quantile : float
-        The fit's multiplier of ``std`` in ``ci95``.
+        The fit's largest multiplier of a ``std`` in ``ci95``.
+    dof : float or None
+        The fewest degrees of freedom of the fit's Student's t intervals (fit.json
+        ``uncertainty.dof``; None in a fit.json that does not list them).
     method : str
         The fit's uncertainty method, in words.
     params_file : str or None
@@ -103,6 +107,7 @@ class FitDistribution:
     quantile: float = 1.959963984540054
     method: str = ""
     params_file: str | None = None
+    dof: float | None = None
 
     @property
     def labels(self) -> tuple[str, ...]:
@@ -121,8 +126,10 @@ class FitDistribution:
 
     @property
     def t_dof(self) -> int | None:
-        """Degrees of freedom of the fit's Student's t intervals (``clusters − 1``), or None."""
-        return self.clusters - 1 if self.clusters >= 2 else None
+        """Degrees of freedom of the fit's Student's t (the fewest, rounded down; else ``clusters − 1``), or None."""
+        if self.clusters < 2:
+            return None
+        return max(1, math.floor(self.dof)) if self.dof is not None else self.clusters - 1
 
     def expand(self, unknowns: np.ndarray) -> np.ndarray:
         """Per-name values from per-unknown values.
@@ -247,6 +254,9 @@ def read_fit_distribution(path: str | os.PathLike[str], allow_unconverged: bool 
     uncertainty = (document.get("data") or {}).get("uncertainty") or {}
     clusters = uncertainty.get("clusters", 1)
     quantile = uncertainty.get("quantile", 1.959963984540054)
+    dofs = uncertainty.get("dof")
+    finite = [float(v) for v in dofs.values() if isinstance(v, (int, float)) and math.isfinite(v) and v > 0] \
+        if isinstance(dofs, dict) else []
     return FitDistribution(
         source=source, groups=groups, mean=mean, std=std, correlation=correlation, lower=lower, upper=upper,
         status=status, problems=problems,
@@ -254,6 +264,7 @@ def read_fit_distribution(path: str | os.PathLike[str], allow_unconverged: bool 
         quantile=float(quantile) if isinstance(quantile, (int, float)) else 1.959963984540054,
         method=str(uncertainty.get("method") or "not recorded (an older fit.json)"),
         params_file=str(document["params_file"]) if isinstance(document.get("params_file"), str) else None,
+        dof=min(finite) if finite else None,
     )
 
 

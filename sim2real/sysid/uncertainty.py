@@ -9,10 +9,26 @@ clusters (Liang-Zeger; CR1 small-sample factor ``G / (G − 1)``)::
 
     C = H⁺ (G/(G−1) Σ_g s_g s_gᵀ) H⁺,   H = JᵀWJ,   s_g = J_gᵀ W_g r_g
 
-and the 95 % intervals use Student's t with ``G − 1`` degrees of freedom. A parameter's standard
-deviation is never reported below the independent-rows one (few clusters can make the
-sandwich small by chance). With a single trial only the independent-rows estimate exists and a
-warning says the intervals are likely too narrow.
+and the 95 % intervals use Student's t with ``G − 1`` degrees of freedom. With few trials, and a
+parameter that some trials determine far more than others (a box's centre-of-mass height by the
+pushes that tilt it), that sandwich is still too confident; so each trial is also left out by one
+Gauss-Newton step from the fit (the linearized trial jackknife, CR3, MacKinnon and Webb)::
+
+    Δ_g = (H − H_g)⁺ s_g,   C₃ = (G−1)/G Σ_g (Δ_g − Δ̄)(Δ_g − Δ̄)ᵀ
+
+and a parameter's standard deviation is the largest of the two and the independent-rows one
+(few clusters can make any of them small by chance). A parameter that one trial alone determines
+(``H − H_g`` loses it) has no leave-one-out step; it keeps the others.
+
+The degrees of freedom of a parameter's Student's t follow how many trials actually inform it
+(Satterthwaite-style, as Bell and McCaffrey's and Imbens and Kolesár's small-sample corrections
+do): with ``a_g = (H⁺ H_g H⁺)_jj`` trial ``g``'s share of the parameter's independent-rows variance,
+the effective number of trials is ``G_j = (Σ a_g)² / Σ a_g²`` and the parameter's interval uses
+``ν_j = max(1, min(G, G_j) − 1)`` degrees of freedom: two tipping pushes among six trials that
+determine a centre-of-mass height give it the quantile of two trials, not of six.
+
+With a single trial only the independent-rows estimate exists and a warning says the intervals
+are likely too narrow.
 
 Both are formed in scaled coordinates by an eigen-decomposition of ``H``. Directions whose
 scaled curvature is below ``null_tolerance`` times the largest are *not determined by the
@@ -57,7 +73,10 @@ class Uncertainty:
     clusters : int
         Trials the rows came from (1: the independent-rows estimate only).
     quantile : float
-        Multiplier of ``std`` in ``ci95`` (Student's t with ``clusters − 1`` dof, or the normal's).
+        The largest multiplier of a ``std`` in ``ci95`` (Student's t with the fewest degrees of
+        freedom, or the normal's).
+    dof : dict of str to float
+        Degrees of freedom of each parameter's Student's t (empty: the normal quantile).
     std_independent : dict of str to float or None
         The independent-rows standard deviation, for comparison.
     """
@@ -73,11 +92,12 @@ class Uncertainty:
     clusters: int = 1
     quantile: float = Z95
     std_independent: dict[str, float | None] = field(default_factory=dict)
+    dof: dict[str, float] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, object]:
         """The JSON-ready ``uncertainty`` entry of fit.json."""
         return {"method": self.method, "clusters": self.clusters, "quantile": self.quantile,
-                "std_independent": self.std_independent}
+                "std_independent": self.std_independent, "dof": self.dof}
 
 
 def _direction_text(names: tuple[str, ...], vector: np.ndarray) -> str:
@@ -90,6 +110,48 @@ def _cluster_scores(jacobian: np.ndarray, weighted: np.ndarray, clusters: Sequen
     """Score ``J_gᵀ W_g r_g`` of each cluster, shape (G, p); ``clusters`` are consecutive row counts."""
     edges = np.concatenate([[0], np.cumsum(clusters)]).astype(int)
     return np.array([jacobian[a:b].T @ weighted[a:b] for a, b in itertools.pairwise(edges)])
+
+
+def _leave_one_out_std(jacobian: np.ndarray, row_weights: np.ndarray, clusters: Sequence[int], scores: np.ndarray,
+                       scale: np.ndarray, null_tolerance: float) -> np.ndarray:
+    """Standard deviations (p,) of the linearized trial jackknife (CR3); 0 where it has none.
+
+    Leaving trial ``g`` out moves the fit by about ``Δ_g = (H − H_g)⁺ s_g`` (one Gauss-Newton step);
+    a parameter that ``H − H_g`` no longer determines gets no step from any trial (0).
+    """
+    edges = np.concatenate([[0], np.cumsum(clusters)]).astype(int)
+    p = jacobian.shape[1]
+    H = jacobian.T @ (row_weights[:, None] * jacobian)
+    determined = np.ones(p, dtype=bool)
+    steps = []
+    for (a, b), score in zip(itertools.pairwise(edges), scores, strict=True):
+        if b == a:
+            continue
+        rest = (H - jacobian[a:b].T @ (row_weights[a:b, None] * jacobian[a:b])) * np.outer(scale, scale)
+        eigval, eigvec = np.linalg.eigh(rest)
+        top = max(float(eigval[-1]), 0.0)
+        keep = eigval > null_tolerance * top if top > 0.0 else np.zeros(p, dtype=bool)
+        for k in np.flatnonzero(~keep):
+            determined &= np.abs(eigvec[:, k]) < 0.1
+        inverse = (eigvec[:, keep] / eigval[keep]) @ eigvec[:, keep].T
+        steps.append(scale * (inverse @ (scale * score)))
+    deltas = np.array(steps)
+    groups = deltas.shape[0]
+    spread = (groups - 1) / groups * np.sum((deltas - deltas.mean(axis=0)) ** 2, axis=0)
+    return np.where(determined, np.sqrt(spread), 0.0)
+
+
+def _effective_dof(jacobian: np.ndarray, row_weights: np.ndarray, clusters: Sequence[int],
+                   h_pinv: np.ndarray) -> np.ndarray:
+    """Degrees of freedom (p,) of each parameter's Student's t: its effective number of trials less one."""
+    edges = np.concatenate([[0], np.cumsum(clusters)]).astype(int)
+    shares = np.array([np.diag(h_pinv @ (jacobian[a:b].T @ (row_weights[a:b, None] * jacobian[a:b])) @ h_pinv)
+                       for a, b in itertools.pairwise(edges)])  # (G, p)
+    groups = shares.shape[0]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        effective = shares.sum(axis=0) ** 2 / np.sum(shares**2, axis=0)
+    effective = np.where(np.isfinite(effective), effective, groups)
+    return np.maximum(1.0, np.minimum(effective, groups) - 1.0)
 
 
 def summarize_uncertainty(names: tuple[str, ...], x: np.ndarray, jacobian: np.ndarray, residuals: np.ndarray,
@@ -148,15 +210,21 @@ def summarize_uncertainty(names: tuple[str, ...], x: np.ndarray, jacobian: np.nd
         cov_cluster = h_pinv @ meat @ h_pinv
         sd_cluster = np.sqrt(np.maximum(np.diag(cov_cluster), 0.0))
         sd = np.maximum(sd_cluster, np.sqrt(np.maximum(np.diag(cov_independent), 0.0)))
+        sd = np.maximum(sd, _leave_one_out_std(jacobian, row_weights, counts, scores, scale, null_tolerance))
         with np.errstate(invalid="ignore", divide="ignore"):
             corr = cov_cluster / np.outer(sd_cluster, sd_cluster)
         corr = np.where(np.outer(sd_cluster, sd_cluster) > 0, corr, np.eye(p))
         cov = np.clip(corr, -1.0, 1.0) * np.outer(sd, sd)
-        quantile = float(stats.t.ppf(0.975, groups - 1))
-        method = (f"cluster-robust sandwich over {groups} trials (CR1), Student's t with {groups - 1} dof; "
-                  "never below the independent-rows estimate")
+        dof = _effective_dof(jacobian, row_weights, counts, h_pinv)
+        quantiles = stats.t.ppf(0.975, dof)
+        quantile = float(np.max(quantiles))
+        method = (f"cluster-robust sandwich over {groups} trials (CR1) or the linearized trial jackknife (CR3), "
+                  f"whichever is wider, never below the independent-rows estimate; Student's t with "
+                  f"{float(np.min(dof)):.3g} to {groups - 1} dof (the trials that inform each parameter)")
     else:
         cov = cov_independent
+        dof = np.full(p, np.inf)
+        quantiles = np.full(p, Z95)
         quantile = Z95
         method = "independent rows (one trial)"
         if m > p:
@@ -174,7 +242,8 @@ def summarize_uncertainty(names: tuple[str, ...], x: np.ndarray, jacobian: np.nd
         sd_i = float(np.sqrt(max(cov[i, i], 0.0)))
         std[name] = sd_i
         std_independent[name] = float(np.sqrt(max(cov_independent[i, i], 0.0)))
-        ci95[name] = [float(max(x[i] - quantile * sd_i, lower[i])), float(min(x[i] + quantile * sd_i, upper[i]))]
+        ci95[name] = [float(max(x[i] - quantiles[i] * sd_i, lower[i])),
+                      float(min(x[i] + quantiles[i] * sd_i, upper[i]))]
         if sd_i > POOR_RELATIVE_STD * scale[i]:
             warnings.append(f"{name} is poorly determined: std {sd_i:.3g} is more than "
                             f"{POOR_RELATIVE_STD:.0%} of its scale {scale[i]:.3g}")
@@ -197,4 +266,5 @@ def summarize_uncertainty(names: tuple[str, ...], x: np.ndarray, jacobian: np.nd
     return Uncertainty(std=std, ci95=ci95, correlation={"names": list(names), "matrix": matrix}, covariance=cov,
                        undetermined=tuple(n for i, n in enumerate(names) if undetermined_mask[i]),
                        warnings=tuple(warnings), residual_std=float(np.sqrt(s2)), method=method,
-                       clusters=max(groups, 1), quantile=quantile, std_independent=std_independent)
+                       clusters=max(groups, 1), quantile=quantile, std_independent=std_independent,
+                       dof={name: float(dof[i]) for i, name in enumerate(names) if np.isfinite(dof[i])})
