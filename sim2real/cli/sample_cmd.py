@@ -33,13 +33,14 @@ did not fit keep the values of the fit's params YAML (the .yaml next to FIT.json
 
 Which distribution: by default the multivariate normal, the large-sample distribution of a
 least-squares estimate, whatever the fit's intervals used. A fit of two or more trials forms
-its 95 % intervals (ci95) with Student's t with G-1 degrees of freedom (G trials; fit.json
-data.uncertainty "clusters" and "quantile"), because the covariance itself is estimated from
-only G trials: its ci95 is then wider than +-1.96 std (with 2 trials 12.7 std, with 5 trials
-2.78 std), and normal draws are narrower than those intervals. 'sample' says so and by how
-much. --distribution t draws the multivariate Student's t with G-1 dof and the same scale
-matrix instead: each marginal's central 95 % is then the fit's ci95 (before clipping to the
-bounds), but with few trials its tails are very heavy (1 dof is a Cauchy distribution, with
+its 95 % intervals (ci95) with Student's t, each parameter with the number of trials that inform
+it less one (at most G-1 for G trials; fit.json data.uncertainty "dof", "clusters" and
+"quantile"), because the covariance itself is estimated from those few trials: its ci95 is then
+wider than +-1.96 std (with 2 trials 12.7 std, with 5 trials 2.78 std), and normal draws are
+narrower than those intervals. 'sample' says so and by how much. --distribution t draws the
+multivariate Student's t with the fewest of those dof (rounded down) and the same scale matrix
+instead: each marginal's central 95 % then holds at least the fit's ci95 (before clipping to
+the bounds), but with few trials its tails are very heavy (1 dof is a Cauchy distribution, with
 no mean) and many draws can fall outside the bounds. Alternatively --inflate QUANTILE/1.96
 widens the normal to the intervals' width with light tails.
 
