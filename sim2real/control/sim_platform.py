@@ -229,7 +229,9 @@ class SimPlatform:
         self.min_table_distance = min(self.min_table_distance, float(contact.table_distance))
         self.touched = self.touched or contact.pusher_distance <= TOUCH_DISTANCE
         if grad:
-            s_pusher = self.arm.pusher_jacobian(q) @ s_q
+            # The arm does not depend on the box's or the contact's parameters: for those columns the
+            # pusher's sensitivity is zero, and the arm's Jacobian is not needed at all without others.
+            s_pusher = self.arm.pusher_jacobian(q) @ s_q if np.any(s_q) else np.zeros((3, p))
             s_box = (result.d_state @ self.s_box + result.d_pusher_start @ self._s_pusher
                      + result.d_pusher_end @ s_pusher)
             if self._engine_cols:

@@ -178,10 +178,9 @@ class ArmModel:
         target = self.forward(q, link)[:3, 3]
         n_moving = len(self.joints) if link == PUSHER_LINK else self.link_names().index(link) + 1
         jac = np.zeros((6, len(self.joints)))
-        for i in range(n_moving):
-            axis = frames[i, :3, 2]
-            jac[:3, i] = np.cross(axis, target - frames[i, :3, 3])
-            jac[3:, i] = axis
+        axes = frames[:n_moving, :3, 2]
+        jac[:3, :n_moving] = np.cross(axes, target - frames[:n_moving, :3, 3]).T
+        jac[3:, :n_moving] = axes.T
         return jac
 
     def pusher_jacobian(self, q: FloatArray) -> FloatArray:

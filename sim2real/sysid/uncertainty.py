@@ -147,7 +147,7 @@ def _effective_dof(jacobian: np.ndarray, row_weights: np.ndarray, clusters: Sequ
     edges = np.concatenate([[0], np.cumsum(clusters)]).astype(int)
     shares = np.array([np.diag(h_pinv @ (jacobian[a:b].T @ (row_weights[a:b, None] * jacobian[a:b])) @ h_pinv)
                        for a, b in itertools.pairwise(edges)])  # (G, p)
-    groups = shares.shape[0]
+    groups = int(np.sum(np.diff(edges) > 0))
     with np.errstate(invalid="ignore", divide="ignore"):
         effective = shares.sum(axis=0) ** 2 / np.sum(shares**2, axis=0)
     effective = np.where(np.isfinite(effective), effective, groups)
