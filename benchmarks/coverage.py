@@ -8,8 +8,8 @@ reported 95 % interval contains the hidden value. The problems:
     All five: ``arm.servo_tau`` and ``arm.command_delay`` (stage 1), then ``contact.mu_table``,
     ``contact.mu_pusher`` and ``box.com_z`` (stage 2), as the demo fits them, from six probe pushes
     the simulated arm makes with the hidden values (0.3 m/s; low and central: the box slides;
-    low and off-centre either side: it turns and the pusher slides on its face; high: it tilts
-    or tips; a second low push from farther away). Recorded with 0.5 mrad and 5 mrad/s of white
+    low and 4 cm off centre to either side, and once more from 5 cm farther away: it turns and
+    the pusher slides on its face; high, twice: it tilts or tips). Recorded with 0.5 mrad and 5 mrad/s of white
     noise on the joint states, 0.5 mm and 3 mrad on the box poses, every sample stamp jittered by
     up to ±1 ms. Stage 1: 20-step segments of joint residuals. Stage 2: whole trials of the
     simulated arm driven by the recorded commands with the stage-1 servo (``--mode commands``),
@@ -172,7 +172,7 @@ def _probe_push(name: str, params: ParameterSet, rng: np.random.Generator, later
     return TrialRecord(name, {"real": platform}, None, {"complete": True})
 
 
-def box_trials(seed: int) -> tuple[dict[str, float], list[TrialRecord]]:
+def playback_trials(seed: int) -> tuple[dict[str, float], list[TrialRecord]]:
     """Hidden friction and centre-of-mass height and three noisy probe pushes recorded with them."""
     rng = np.random.default_rng(seed)
     truth = _hidden_box(rng)
@@ -224,7 +224,7 @@ class _Stages:
         return {**self.servo.ci95, **self.box.ci95}
 
 
-def fit_box(records: list[TrialRecord]) -> Any:
+def fit_playback(records: list[TrialRecord]) -> Any:
     """Whole probe pushes, the recorded probe played back."""
     return fit_trials(records, NOMINAL.replace(BOX_START), BOX_FREE, horizon=None, mode="pusher",
                       settings=LMSettings(max_iterations=25), jackknife=True)
@@ -247,7 +247,7 @@ def fit_planar(records: list[TrialRecord]) -> Any:
 
 
 PROBLEMS: dict[str, tuple[Callable[[int], tuple[dict[str, float], list[TrialRecord]]], Callable[..., Any]]] = {
-    "arm": (arm_trials, fit_arm), "servo": (servo_trials, fit_servo), "playback": (box_trials, fit_box),
+    "arm": (arm_trials, fit_arm), "servo": (servo_trials, fit_servo), "playback": (playback_trials, fit_playback),
     "planar": (planar_trials, fit_planar)}
 FREE_NAMES = {"arm": ARM_FREE, "servo": SERVO_FREE, "playback": BOX_FREE, "planar": PLANAR_FREE}
 
