@@ -23,11 +23,13 @@ from sim2real.trials.standard_trial import run_standard_trial
 DT = float(NOMINAL["sim.dt"])
 
 
-def _rest_then_move(seed: int, rest: int = 30, moving: int = 40, drift: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
-    """Joint angles (K+1, 6) at rest (or drifting, rad per tick) then commanded to move; commands (K, 6)."""
+def _rest_then_move(seed: int, rest: int = 30, moving: int = 40, drift: float = 0.0,
+                    command_noise: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    """Joint angles (K+1, 6) at rest (or drifting, rad per tick) then commanded to move; commands (K, 6),
+    with ``command_noise`` rad/s of noise (a PD law holding the arm still on noisy joint readings)."""
     rng = np.random.default_rng(seed)
     steps = rest + moving
-    command = np.zeros((steps, 6))
+    command = rng.normal(0.0, command_noise, (steps, 6)) if command_noise else np.zeros((steps, 6))
     command[rest:] = 0.5
     truth = np.linspace(-1.0, 1.0, 6)
     position = np.tile(truth, (steps + 1, 1)) + drift * np.arange(steps + 1)[:, None]
@@ -47,6 +49,15 @@ def test_the_arm_starts_from_the_mean_of_its_resting_samples() -> None:
     print(f"largest joint error: mean of the rest {np.median(errors_mean) * 1e3:.3f} mrad, "
           f"first sample {np.median(errors_first) * 1e3:.3f} mrad (medians over 20 recordings)")
     assert np.median(errors_mean) < 0.3 * np.median(errors_first)
+
+
+def test_a_pd_law_holding_the_arm_still_does_not_hide_the_rest() -> None:
+    """At rest a PD law commands the noise of the joint readings (kp 10/s × 0.5 mrad), not zeros."""
+    for seed in range(5):
+        position, command = _rest_then_move(seed, command_noise=10.0 * JOINT_NOISE)
+        start = resting_joints(position, command)
+        assert start is not None and 25 <= start[1] <= 31, start
+        assert np.abs(start[0] - np.linspace(-1.0, 1.0, 6)).max() < 4 * JOINT_NOISE / np.sqrt(25)
 
 
 def test_no_resting_start_when_the_arm_moves_at_once_or_drifts() -> None:

@@ -69,7 +69,8 @@ def test_wider_refits_widen_the_interval_and_narrower_ones_do_not() -> None:
     assert widened.std["contact.mu_pusher"] == 0.2 and widened.ci95["contact.mu_pusher"] == [0.0, 0.8]
     method = widened.data["uncertainty"]["method"]
     assert method.startswith("sandwich; trial jackknife of 3 leave-one-out refits")
-    assert "wider for contact.mu_table" in method and "not wider for contact.mu_pusher" in method
+    assert "wider than the sandwich for contact.mu_table" in method
+    assert "not wider than the sandwich for contact.mu_pusher" in method
     assert widened.data["uncertainty"]["refit_jackknife"]["left_out"] == ["t0", "t1", "t2"]
 
 
@@ -81,7 +82,7 @@ def test_fit_jackknife_refits_without_each_trial_end_to_end(tmp_path: Path,
     assert refits["left_out"] == ["p0", "p1", "p2"]
     # Noise-free recordings: every refit finds the hidden friction, so the jackknife is not wider.
     assert refits["values"]["contact.mu_table"] == pytest.approx([0.3, 0.3, 0.3], rel=1e-3)
-    assert "not wider for contact.mu_table" in result.data["uncertainty"]["method"]
+    assert "not wider than the sandwich for contact.mu_table" in result.data["uncertainty"]["method"]
     pooled = fit_trials([probe_push(f"p{k}", s) for k, s in enumerate((0.45, 0.5, 0.6))], NOMINAL,
                         "contact.mu_table", horizon=1, jackknife=True, workers=2)  # refits as tasks of 2 workers
     assert pooled.data["uncertainty"]["refit_jackknife"] == refits and pooled.std == result.std
@@ -95,3 +96,22 @@ def test_fit_jackknife_refits_without_each_trial_end_to_end(tmp_path: Path,
     assert "jackknife: refit 3/3 without trial 'push_2'" in err and "trial jackknife of 3 leave-one-out" in err
     assert json.loads(out.with_suffix(".json").read_text())["data"]["uncertainty"]["refit_jackknife"]["left_out"] \
         == ["push_0", "push_1", "push_2"]
+
+
+def test_measured_refits_replace_a_linearized_jackknife_that_ran_off() -> None:
+    """One trial carried nearly all of the box height's local curvature: the linear step without it
+    ran off (std 0.106 m, the interval the whole registry range, as in a demo run), while the refitted
+    minima moved by about 1.5 mm. The measured jackknife stands in place of the linearized one."""
+    result = _Result({"box.com_z": -0.0585}, {"box.com_z": 0.106}, {"box.com_z": [-0.5, 0.5]},
+                     {"uncertainty": {"method": "sandwich", "std_sandwich": {"box.com_z": 7.3e-6},
+                                      "dof": {"box.com_z": 1.0}}})
+    jk = RefitJackknife(("t0", "t1", "t2"), {"box.com_z": [-0.0585, -0.0602, -0.0585]},
+                        {"box.com_z": 0.0015}, {"box.com_z": 0.0035})
+    measured = with_refit_jackknife(result, jk)
+    assert measured.std["box.com_z"] == 0.0015
+    assert measured.ci95["box.com_z"] == pytest.approx([-0.062, -0.055])
+    # Refits that moved less than the sandwich allows: the sandwich with the parameter's own t (1 dof).
+    still = with_refit_jackknife(result, RefitJackknife(("t0", "t1"), {"box.com_z": [-0.0585] * 2},
+                                                        {"box.com_z": 1e-6}, {"box.com_z": 1e-5}))
+    assert still.std["box.com_z"] == 7.3e-6
+    assert still.ci95["box.com_z"] == pytest.approx([-0.0585 - 12.706 * 7.3e-6, -0.0585 + 12.706 * 7.3e-6], rel=1e-4)

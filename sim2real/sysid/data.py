@@ -53,6 +53,9 @@ REST_SIGMAS = 5.0
 #: ... and never less than these (m, rad): a noise-free recording still allows 3 mm and 1 degree.
 REST_MIN_POSITION = 0.003
 REST_MIN_ANGLE = np.radians(1.0)
+#: Resting arm (:func:`resting_joints`): the joint angles may leave their start by at least this (rad),
+#: whatever the scatter of a noise-free recording.
+REST_MIN_JOINT = 1e-3
 #: Fewest resting poses worth averaging; fewer and the first pose is the start.
 REST_MIN_SAMPLES = 5
 #: A resting run whose fitted drift moves its mean more than this many σ from its start is not averaged
@@ -243,12 +246,15 @@ def resting_start(poses: PoseSeries, t_start: float) -> tuple[np.ndarray, np.nda
 
 
 def resting_joints(position: np.ndarray, command: np.ndarray) -> tuple[np.ndarray, int] | None:
-    """The arm's joint angles at rest before it is first commanded to move.
+    """The arm's joint angles at rest before it first moves: the mean of the leading resting samples.
 
-    The samples from the first grid point up to and including the tick of the first non-zero
-    command (the arm has not responded yet) are averaged, so the noise of one joint reading does
-    not become an offset of the whole rollout. A window whose fitted line drifts by more than
-    :data:`REST_DRIFT_SIGMAS` times the samples' scatter (the arm was moving) is not used.
+    So that the noise of one joint reading does not become an offset of a whole open-loop replay.
+    The arm rests from the first sample until, persistently (two ticks in a row), either the joint
+    angles leave the median of the first ten by more than ``max(REST_SIGMAS σ, REST_MIN_JOINT)``
+    or the commands leave theirs by more than ``REST_SIGMAS`` times their own scatter (a PD law
+    holding the arm still commands small noisy velocities, not zeros); ``σ`` is estimated robustly
+    from second differences. The window must hold :data:`REST_MIN_SAMPLES` samples and show no
+    drift (a fitted line moving its mean more than :data:`REST_DRIFT_SIGMAS` σ from its start).
 
     Parameters
     ----------
@@ -259,21 +265,27 @@ def resting_joints(position: np.ndarray, command: np.ndarray) -> tuple[np.ndarra
 
     Returns
     -------
-    (joint angles (6,) rad, samples averaged), or None when there is no resting window of at
-    least two samples.
+    (joint angles (6,) rad, samples averaged), or None when the recording does not show the arm
+    resting at its start.
     """
-    moving = np.any(command != 0.0, axis=1)
-    end = (int(np.argmax(moving)) if np.any(moving) else command.shape[0]) + 1
-    window = np.asarray(position[:end], dtype=float)
-    if window.shape[0] < 2:
+    position = np.asarray(position, dtype=float)
+    if position.shape[0] < REST_MIN_SAMPLES or command.shape[0] < 2:
         return None
-    if window.shape[0] >= 3:
-        sigma = _scatter(window)
-        k = np.arange(window.shape[0], dtype=float)
-        slope = np.polyfit(k - k.mean(), window, 1)[0]
-        if np.any(np.abs(slope) * 0.5 * (k[-1] - k[0]) > REST_DRIFT_SIGMAS * max(sigma, 1e-9)):
-            return None
-    return window.mean(axis=0), int(window.shape[0])
+    sigma = _scatter(position[:20])
+    end = _first_persistent(_outside([position], [np.median(position[:10], axis=0)],
+                                     [max(REST_SIGMAS * sigma, REST_MIN_JOINT)]))
+    command = np.asarray(command, dtype=float)
+    commanded = _first_persistent(_outside([command], [np.median(command[:10], axis=0)],
+                                           [max(REST_SIGMAS * _scatter(command[:20]), 1e-12)]))
+    end = min(end, commanded + 1)  # the sample at the tick of the first command is still at rest
+    if end < REST_MIN_SAMPLES:
+        return None
+    window = position[:end]
+    k = np.arange(end, dtype=float)
+    slope = np.polyfit(k - k.mean(), window, 1)[0]
+    if np.any(np.abs(slope) * 0.5 * (k[-1] - k[0]) > REST_DRIFT_SIGMAS * max(_scatter(window), 1e-9)):
+        return None
+    return window.mean(axis=0), int(end)
 
 
 def _scatter(values: np.ndarray) -> float:

@@ -23,7 +23,7 @@ from scipy import stats
 
 from sim2real.errors import Sim2RealError
 from sim2real.execution import Executor, LocalExecutor, Shared
-from sim2real.params import spec
+from sim2real.sysid.uncertainty import measured_jackknife
 from sim2real.trials import TrialRecord
 
 
@@ -138,9 +138,10 @@ def refit_jackknife(records: Sequence[TrialRecord], names: Sequence[str], refit:
 def with_refit_jackknife(result: Any, jackknife: RefitJackknife) -> Any:
     """``result`` (a FitResult) with each determined parameter's interval widened to the jackknife's.
 
-    The fitted values stay. Where the jackknife's standard deviation exceeds the fit's, it replaces
-    it and the 95 % interval becomes the value ± the jackknife's Student-t half-width (clipped to
-    the registry bounds); parameters the data do not determine keep no standard deviation.
+    The fitted values stay. The refits replace the linearized jackknife (:func:`measured_jackknife`):
+    where their standard deviation exceeds the sandwich's, the 95 % interval becomes the value ± the
+    jackknife's Student-t half-width (clipped to the registry bounds); parameters the data do not
+    determine keep no standard deviation.
     ``data["uncertainty"]`` records the refits and names the method per parameter.
     """
     uncertainty = dict(result.data.get("uncertainty", {}))
@@ -150,19 +151,15 @@ def with_refit_jackknife(result: Any, jackknife: RefitJackknife) -> Any:
     for name, jk_std in jackknife.std.items():
         if std.get(name) is None:
             continue
-        if jk_std > std[name]:
-            entry, value, half = spec(name), result.values[name], jackknife.ci95_halfwidth[name]
-            std[name] = jk_std
-            ci95[name] = [max(value - half, entry.lower), min(value + half, entry.upper)]
-            widened.append(name)
-        else:
-            kept.append(name)
+        std[name], ci95[name], wider = measured_jackknife(result, name, jk_std, jackknife.ci95_halfwidth[name])
+        (widened if wider else kept).append(name)
     refits = len(jackknife.trials) - len(jackknife.failures)
-    text = f"trial jackknife of {refits} leave-one-out refits (Student's t with {refits - 1} dof)"
+    text = (f"trial jackknife of {refits} leave-one-out refits (Student's t with {refits - 1} dof) in place of "
+            "the linearized one")
     if widened:
-        text += f", wider for {', '.join(widened)}"
+        text += f", wider than the sandwich for {', '.join(widened)}"
     if kept:
-        text += f", not wider for {', '.join(kept)}"
+        text += f", not wider than the sandwich for {', '.join(kept)}"
     uncertainty["method"] = f"{uncertainty.get('method', '')}; {text}"
     return replace(result, std=std, ci95=ci95, data={**result.data, "uncertainty": uncertainty})
 

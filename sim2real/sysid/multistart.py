@@ -24,6 +24,7 @@ from sim2real.errors import Sim2RealError
 from sim2real.params import ParameterSet, spec
 from sim2real.sysid.fit import FitResult, prepare_trials
 from sim2real.sysid.residuals import ResidualSpec, trial_residuals
+from sim2real.sysid.uncertainty import measured_jackknife
 from sim2real.trials import TrialRecord
 
 
@@ -169,26 +170,25 @@ def grid_jackknife(points: Sequence[GridPoint]) -> Jackknife | None:
 def with_jackknife(result: FitResult, name: str, jackknife: Jackknife) -> FitResult:
     """``result`` with ``name``'s standard deviation and interval widened to the grid jackknife's.
 
-    The fitted value stays; its standard deviation becomes the larger of the fit's and the
-    jackknife's, and the 95 % interval uses the jackknife's Student's t when that one is larger.
+    The fitted value stays. The grid's leave-one-out minima replace the linearized jackknife
+    (:func:`~sim2real.sysid.uncertainty.measured_jackknife`): the standard deviation becomes the
+    larger of the sandwich's and the grid jackknife's, and the 95 % interval uses the jackknife's
+    Student's t when that one is larger.
     ``data["uncertainty"]`` records the jackknife (``grid_jackknife``) and names the method.
     """
     from dataclasses import replace
 
-    value, std = result.values[name], result.std.get(name)
-    entry = spec(name)
+    if result.std.get(name) is None:
+        return result
     uncertainty = dict(result.data.get("uncertainty", {}))
     trials = len(jackknife.leave_one_out)
     uncertainty["grid_jackknife"] = {"parameter": name, "grid_minimum": jackknife.minimum,
                                      "leave_one_out": list(jackknife.leave_one_out), "std": jackknife.std,
                                      "ci95_halfwidth": jackknife.ci95_halfwidth}
-    if std is not None and std >= jackknife.std:
-        uncertainty["method"] = (f"{uncertainty.get('method', '')}; {name}: the trial jackknife of the grid "
-                                 f"minimum ({trials} trials) was not wider")
-        return replace(result, data={**result.data, "uncertainty": uncertainty})
-    half = jackknife.ci95_halfwidth
-    uncertainty["method"] = (f"{uncertainty.get('method', '')}; {name}: trial jackknife of the grid minimum "
-                             f"({trials} leave-one-out minima, Student's t with {trials - 1} dof), wider there")
-    return replace(result, std={**result.std, name: jackknife.std},
-                   ci95={**result.ci95, name: [max(value - half, entry.lower), min(value + half, entry.upper)]},
+    std, ci95, wider = measured_jackknife(result, name, jackknife.std, jackknife.ci95_halfwidth)
+    text = (f"trial jackknife of the grid minimum ({trials} leave-one-out minima, Student's t with {trials - 1} "
+            "dof) in place of the linearized one, " + ("wider than the sandwich there" if wider else
+                                                        "not wider than the sandwich"))
+    uncertainty["method"] = f"{uncertainty.get('method', '')}; {name}: {text}"
+    return replace(result, std={**result.std, name: std}, ci95={**result.ci95, name: ci95},
                    data={**result.data, "uncertainty": uncertainty})
