@@ -178,8 +178,6 @@ def with_jackknife(result: FitResult, name: str, jackknife: Jackknife) -> FitRes
     """
     from dataclasses import replace
 
-    if result.std.get(name) is None:
-        return result
     uncertainty = dict(result.data.get("uncertainty", {}))
     trials = len(jackknife.leave_one_out)
     uncertainty["grid_jackknife"] = {"parameter": name, "grid_minimum": jackknife.minimum,

@@ -305,10 +305,11 @@ def measured_jackknife(result: Any, name: str, jackknife_std: float, jackknife_h
 
     uncertainty = result.data.get("uncertainty", {})
     sandwich = (uncertainty.get("std_sandwich") or {}).get(name)
-    fitted_std = float(result.std[name])
+    fitted = result.std.get(name)
+    fitted_std = float(fitted) if fitted is not None else 0.0
     base = float(sandwich) if sandwich is not None else fitted_std
     entry, value = spec(name), float(result.values[name])
-    if jackknife_std > base:
+    if jackknife_std > base or fitted is None:  # a parameter the fit left undetermined takes the measured one
         half = jackknife_half
         return jackknife_std, [max(value - half, entry.lower), min(value + half, entry.upper)], True
     if base >= fitted_std:  # the linearized jackknife was not the widest: the fit's interval stands
