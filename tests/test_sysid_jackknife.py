@@ -110,6 +110,7 @@ def test_measured_refits_replace_a_linearized_jackknife_that_ran_off() -> None:
     measured = with_refit_jackknife(result, jk)
     assert measured.std["box.com_z"] == 0.0015
     assert measured.ci95["box.com_z"] == pytest.approx([-0.062, -0.055])
+    assert measured.data["uncertainty"]["dof"]["box.com_z"] == 2.0  # the refits' t, as the interval
     # Refits that moved less than the sandwich allows: the sandwich with the parameter's own t (1 dof).
     still = with_refit_jackknife(result, RefitJackknife(("t0", "t1"), {"box.com_z": [-0.0585] * 2},
                                                         {"box.com_z": 1e-6}, {"box.com_z": 1e-5}))

@@ -148,12 +148,16 @@ def with_refit_jackknife(result: Any, jackknife: RefitJackknife) -> Any:
     uncertainty["refit_jackknife"] = jackknife.as_dict()
     std, ci95 = dict(result.std), dict(result.ci95)
     widened, kept = [], []
+    refits = len(jackknife.trials) - len(jackknife.failures)
+    dof = dict(uncertainty.get("dof", {}))
     for name, jk_std in jackknife.std.items():
         if std.get(name) is None:
             continue
         std[name], ci95[name], wider = measured_jackknife(result, name, jk_std, jackknife.ci95_halfwidth[name])
         (widened if wider else kept).append(name)
-    refits = len(jackknife.trials) - len(jackknife.failures)
+        if wider:  # the interval is the jackknife's now, with its degrees of freedom
+            dof[name] = float(refits - 1)
+    uncertainty["dof"] = dof
     text = (f"trial jackknife of {refits} leave-one-out refits (Student's t with {refits - 1} dof) in place of "
             "the linearized one")
     if widened:

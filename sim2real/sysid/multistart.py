@@ -184,6 +184,8 @@ def with_jackknife(result: FitResult, name: str, jackknife: Jackknife) -> FitRes
                                      "leave_one_out": list(jackknife.leave_one_out), "std": jackknife.std,
                                      "ci95_halfwidth": jackknife.ci95_halfwidth}
     std, ci95, wider = measured_jackknife(result, name, jackknife.std, jackknife.ci95_halfwidth)
+    if wider:  # the interval is the jackknife's now, with its degrees of freedom
+        uncertainty["dof"] = {**uncertainty.get("dof", {}), name: float(trials - 1)}
     text = (f"trial jackknife of the grid minimum ({trials} leave-one-out minima, Student's t with {trials - 1} "
             "dof) in place of the linearized one, " + ("wider than the sandwich there" if wider else
                                                         "not wider than the sandwich"))
