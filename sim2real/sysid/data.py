@@ -237,10 +237,8 @@ def resting_start(poses: PoseSeries, t_start: float) -> tuple[np.ndarray, np.nda
     if end < REST_MIN_SAMPLES or float(poses.t[end - 1]) < t_start - 1e-9:
         return None
     t = np.asarray(poses.t[:end], dtype=float)
-    for values, sigma in zip(offsets, sigmas, strict=True):
-        slope = np.polyfit(t - t.mean(), values[:end], 1)[0]
-        if np.any(np.abs(slope) * 0.5 * (t[-1] - t[0]) > REST_DRIFT_SIGMAS * max(sigma, 1e-9)):
-            return None  # drifting: the mean would lag the start by more than the poses scatter
+    if any(_drifting(t, values[:end], sigma) for values, sigma in zip(offsets, sigmas, strict=True)):
+        return None  # drifting: the mean would lag the start by more than the poses scatter
     mean_q = quaternion[:end].mean(axis=0)
     return offsets[0][:end].mean(axis=0), mean_q / np.linalg.norm(mean_q), end
 
@@ -281,11 +279,16 @@ def resting_joints(position: np.ndarray, command: np.ndarray) -> tuple[np.ndarra
     if end < REST_MIN_SAMPLES:
         return None
     window = position[:end]
-    k = np.arange(end, dtype=float)
-    slope = np.polyfit(k - k.mean(), window, 1)[0]
-    if np.any(np.abs(slope) * 0.5 * (k[-1] - k[0]) > REST_DRIFT_SIGMAS * max(_scatter(window), 1e-9)):
+    if _drifting(np.arange(end, dtype=float), window, _scatter(window)):
         return None
     return window.mean(axis=0), int(end)
+
+
+def _drifting(t: np.ndarray, values: np.ndarray, sigma: float) -> bool:
+    """Whether the line fitted to ``values`` (N, d) over ``t`` (N,) moves their mean more than
+    :data:`REST_DRIFT_SIGMAS` ``sigma`` from the first sample on some column."""
+    slope = np.polyfit(t - t.mean(), values, 1)[0]
+    return bool(np.any(np.abs(slope) * 0.5 * (t[-1] - t[0]) > REST_DRIFT_SIGMAS * max(sigma, 1e-9)))
 
 
 def _scatter(values: np.ndarray) -> float:

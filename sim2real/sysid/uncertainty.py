@@ -46,6 +46,8 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from sim2real.params import spec
+
 #: Two-sided 95 % quantile of the standard normal distribution.
 Z95 = 1.959963984540054
 #: Relative standard deviation above which a parameter is reported as poorly determined.
@@ -118,23 +120,26 @@ def _cluster_scores(jacobian: np.ndarray, weighted: np.ndarray, clusters: Sequen
     return np.array([jacobian[a:b].T @ weighted[a:b] for a, b in itertools.pairwise(edges)])
 
 
-def _leave_one_out_std(jacobian: np.ndarray, row_weights: np.ndarray, clusters: Sequence[int], scores: np.ndarray,
-                       scale: np.ndarray, null_tolerance: float) -> np.ndarray:
+def _cluster_information(jacobian: np.ndarray, row_weights: np.ndarray, clusters: Sequence[int]) -> np.ndarray:
+    """Each non-empty cluster's information ``H_g = J_gᵀ W_g J_g``, shape (G, p, p); ``clusters`` are row counts."""
+    edges = np.concatenate([[0], np.cumsum(clusters)]).astype(int)
+    return np.array([jacobian[a:b].T @ (row_weights[a:b, None] * jacobian[a:b])
+                     for a, b in itertools.pairwise(edges) if b > a])
+
+
+def _leave_one_out_std(H: np.ndarray, blocks: np.ndarray, scores: np.ndarray, scale: np.ndarray,
+                       null_tolerance: float) -> np.ndarray:
     """Standard deviations (p,) of the linearized trial jackknife (CR3); 0 where it has none.
 
     Leaving trial ``g`` out moves the fit by about ``Δ_g = (H − H_g)⁺ s_g`` (one Gauss-Newton step);
-    a parameter that ``H − H_g`` no longer determines gets no step from any trial (0).
+    a parameter that ``H − H_g`` no longer determines gets no step from any trial (0). ``blocks``
+    (G, p, p) and ``scores`` (G, p) are the non-empty clusters' ``H_g`` and ``s_g``.
     """
-    edges = np.concatenate([[0], np.cumsum(clusters)]).astype(int)
-    p = jacobian.shape[1]
-    H = jacobian.T @ (row_weights[:, None] * jacobian)
+    p = H.shape[0]
     determined = np.ones(p, dtype=bool)
     steps = []
-    for (a, b), score in zip(itertools.pairwise(edges), scores, strict=True):
-        if b == a:
-            continue
-        rest = (H - jacobian[a:b].T @ (row_weights[a:b, None] * jacobian[a:b])) * np.outer(scale, scale)
-        eigval, eigvec = np.linalg.eigh(rest)
+    for block, score in zip(blocks, scores, strict=True):
+        eigval, eigvec = np.linalg.eigh((H - block) * np.outer(scale, scale))
         top = max(float(eigval[-1]), 0.0)
         keep = eigval > null_tolerance * top if top > 0.0 else np.zeros(p, dtype=bool)
         for k in np.flatnonzero(~keep):
@@ -147,13 +152,10 @@ def _leave_one_out_std(jacobian: np.ndarray, row_weights: np.ndarray, clusters: 
     return np.where(determined, np.sqrt(spread), 0.0)
 
 
-def _effective_dof(jacobian: np.ndarray, row_weights: np.ndarray, clusters: Sequence[int],
-                   h_pinv: np.ndarray) -> np.ndarray:
+def _effective_dof(blocks: np.ndarray, h_pinv: np.ndarray) -> np.ndarray:
     """Degrees of freedom (p,) of each parameter's Student's t: its effective number of trials less one."""
-    edges = np.concatenate([[0], np.cumsum(clusters)]).astype(int)
-    shares = np.array([np.diag(h_pinv @ (jacobian[a:b].T @ (row_weights[a:b, None] * jacobian[a:b])) @ h_pinv)
-                       for a, b in itertools.pairwise(edges)])  # (G, p)
-    groups = int(np.sum(np.diff(edges) > 0))
+    shares = np.array([np.diag(h_pinv @ block @ h_pinv) for block in blocks])  # (G, p)
+    groups = shares.shape[0]
     with np.errstate(invalid="ignore", divide="ignore"):
         effective = shares.sum(axis=0) ** 2 / np.sum(shares**2, axis=0)
     effective = np.where(np.isfinite(effective), effective, groups)
@@ -212,16 +214,18 @@ def summarize_uncertainty(names: tuple[str, ...], x: np.ndarray, jacobian: np.nd
     groups = len([c for c in counts if c > 0])
     if groups >= 2:
         scores = _cluster_scores(jacobian, row_weights * residuals, counts)
+        blocks = _cluster_information(jacobian, row_weights, counts)
+        scores_nonempty = scores[np.asarray(counts) > 0]
         meat = groups / (groups - 1) * (scores.T @ scores)
         cov_cluster = h_pinv @ meat @ h_pinv
         sd_cluster = np.sqrt(np.maximum(np.diag(cov_cluster), 0.0))
         sd_sandwich = np.maximum(sd_cluster, np.sqrt(np.maximum(np.diag(cov_independent), 0.0)))
-        sd = np.maximum(sd_sandwich, _leave_one_out_std(jacobian, row_weights, counts, scores, scale, null_tolerance))
+        sd = np.maximum(sd_sandwich, _leave_one_out_std(H, blocks, scores_nonempty, scale, null_tolerance))
         with np.errstate(invalid="ignore", divide="ignore"):
             corr = cov_cluster / np.outer(sd_cluster, sd_cluster)
         corr = np.where(np.outer(sd_cluster, sd_cluster) > 0, corr, np.eye(p))
         cov = np.clip(corr, -1.0, 1.0) * np.outer(sd, sd)
-        dof = _effective_dof(jacobian, row_weights, counts, h_pinv)
+        dof = _effective_dof(blocks, h_pinv)
         quantiles = stats.t.ppf(0.975, dof)
         quantile = float(np.max(quantiles))
         method = (f"cluster-robust sandwich over {groups} trials (CR1) or the linearized trial jackknife (CR3), "
@@ -301,19 +305,19 @@ def measured_jackknife(result: Any, name: str, jackknife_std: float, jackknife_h
     -------
     (std, [low, high] clipped to the registry bounds, whether the jackknife was the wider)
     """
-    from sim2real.params import spec
-
     uncertainty = result.data.get("uncertainty", {})
     sandwich = (uncertainty.get("std_sandwich") or {}).get(name)
     fitted = result.std.get(name)
     fitted_std = float(fitted) if fitted is not None else 0.0
     base = float(sandwich) if sandwich is not None else fitted_std
     entry, value = spec(name), float(result.values[name])
+
+    def interval(half: float) -> list[float]:
+        return [max(value - half, entry.lower), min(value + half, entry.upper)]
+
     if jackknife_std > base or fitted is None:  # a parameter the fit left undetermined takes the measured one
-        half = jackknife_half
-        return jackknife_std, [max(value - half, entry.lower), min(value + half, entry.upper)], True
+        return jackknife_std, interval(jackknife_half), True
     if base >= fitted_std:  # the linearized jackknife was not the widest: the fit's interval stands
         return fitted_std, list(result.ci95[name]), False
     dof = (uncertainty.get("dof") or {}).get(name)
-    half = (float(stats.t.ppf(0.975, dof)) if dof is not None else Z95) * base
-    return base, [max(value - half, entry.lower), min(value + half, entry.upper)], False
+    return base, interval((float(stats.t.ppf(0.975, dof)) if dof is not None else Z95) * base), False
