@@ -17,7 +17,7 @@ export FASTDDS_DEFAULT_PROFILES_FILE := $(CURDIR)/config/fastdds_loopback.xml
 endif
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: venv demo test lint bench clean browser
+.PHONY: venv demo check test docs lint bench clean browser
 
 venv: $(STAMP)
 
@@ -39,28 +39,33 @@ demo: venv
 browser:
 	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
 
-# Test files that only compute (no ROS, no sockets, no subprocess timing, no Ray) run on two
-# processes; every other file runs alone, one test at a time (ROS graphs, emulators on loopback
-# ports, Ray, scheduling measurements). A new file runs alone until it is listed here.
-PARALLEL_TESTS := $(sort $(wildcard tests/test_physics_*.py tests/test_sysid_*.py tests/test_engine_*.py tests/test_report_build.py \
-	tests/test_report_fits.py tests/test_report_outcomes.py tests/test_report_robust.py tests/test_report_spread.py \
-	tests/test_cli_fit.py tests/test_cli_fit_robust.py tests/test_cli_replay.py tests/test_cli_replay_robust.py \
-	tests/test_cli_simulate.py tests/test_cli_simulate_distance.py tests/test_cli_simulate_hard_steps.py \
-	tests/test_cli_import.py tests/test_cli_import_bag.py tests/test_cli_report.py tests/test_control_reference.py \
-	tests/test_cli_compare_engines.py tests/test_cli_bad_input.py tests/test_cli_help.py tests/test_cli_sample_sweep.py \
-	tests/test_file_modes.py tests/test_package.py tests/test_launch_files.py tests/test_servo.py \
-	tests/test_control_pd.py tests/test_trials_scene.py tests/test_install.py \
-	tests/test_experiment_table.py tests/test_model.py tests/test_params.py tests/test_spatial.py \
-	tests/test_trial_gradients.py tests/test_trials_bag.py tests/test_trials_outcome.py))
-SERIAL_TESTS := $(filter-out $(PARALLEL_TESTS),$(sort $(wildcard tests/test_*.py)))
+# Tiers come from markers that tests/conftest.py applies from the fixtures a test uses (ros_env,
+# the loopback emulator, Ray, a browser or colcon build); a new test lands in its tier by what it uses.
+SERIAL_TIERS := ros or hardware or ray or system
+PYTEST := ROS_LOG_DIR=$$(mktemp -d) $(BIN)/python -m pytest -q -p no:cacheprovider
 
+# The fast tier: everything that computes in this process (no ROS, servers, Ray, browser, slow runs).
+check: venv
+	@start=$$(date +%s); \
+	$(BIN)/ruff check sim2real tests benchmarks launch setup.py && \
+	$(PYTEST) -n 2 --durations=5 -m "not ($(SERIAL_TIERS) or slow)"; status=$$?; \
+	echo "make check: $$(( $$(date +%s) - start )) s, exit $$status"; exit $$status
+
+# Every tier (what CI runs): the computing tiers on two processes, then the others one test at a time.
 # Both parts always run; the status is non-zero when either failed.
 test: venv browser
-	$(BIN)/ruff check sim2real tests benchmarks launch setup.py
-	$(BIN)/python -m sim2real.physics.warmup
-	ROS_LOG_DIR=$$(mktemp -d) $(BIN)/python -m pytest -q -n 2 --durations=10 $(PARALLEL_TESTS); a=$$?; \
-	ROS_LOG_DIR=$$(mktemp -d) $(BIN)/python -m pytest -q --durations=25 $(SERIAL_TESTS); b=$$?; \
-	echo "make test: computation tests exit $$a, the others exit $$b"; exit $$(( a || b ))
+	@start=$$(date +%s); \
+	$(BIN)/ruff check sim2real tests benchmarks launch setup.py || exit 1; \
+	$(MAKE) --no-print-directory docs || exit 1; \
+	$(BIN)/python -m sim2real.physics.warmup; \
+	$(PYTEST) -n 2 --durations=10 -m "not ($(SERIAL_TIERS))"; a=$$?; \
+	$(PYTEST) --durations=25 -m "$(SERIAL_TIERS)"; b=$$?; \
+	echo "make test: $$(( $$(date +%s) - start )) s; computing tiers exit $$a, ros/hardware/ray/system exit $$b"; \
+	exit $$(( a || b ))
+
+# The documentation site (MkDocs Material; --strict: a broken link or stale reference fails).
+docs: venv
+	$(BIN)/mkdocs build --strict --quiet --site-dir site
 
 lint: venv
 	$(BIN)/ruff check sim2real tests benchmarks launch setup.py
@@ -70,4 +75,4 @@ bench: venv
 	  echo "# benchmarks.$$m" >&2; ROS_LOG_DIR=$$(mktemp -d) $(BIN)/python -m benchmarks.$$m --json || exit 1; done
 
 clean:
-	rm -rf build install log .pytest_cache .ruff_cache $(OUT)
+	rm -rf build install log site .pytest_cache .ruff_cache $(OUT)

@@ -62,7 +62,7 @@ setup(
     name=PACKAGE,
     version="0.1.0",
     packages=find_packages(include=[PACKAGE, PACKAGE + ".*"]),
-    package_data={PACKAGE: ["py.typed"]},
+    package_data={PACKAGE: ["py.typed"], PACKAGE + ".data": ["cube_toss/*.npz", "cube_toss/*.txt", "cube_toss/*.md"]},
     data_files=[
         ("share/ament_index/resource_index/packages", ["resource/" + PACKAGE]),
         ("share/" + PACKAGE, ["package.xml"]),
@@ -74,7 +74,7 @@ setup(
         _share("urdf", "*.urdf"),
     ],
     install_requires=INSTALL_REQUIRES,
-    zip_safe=True,
+    zip_safe=False,
     maintainer="sim2real developers",
     maintainer_email="sim2real@example.org",
     description="Sim-to-real toolkit for the UFactory xArm 6 box-push experiment",

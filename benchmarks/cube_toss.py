@@ -1,6 +1,6 @@
 """Benchmark of the cube-toss fit on real data: the README's fit on every block of consecutive tosses.
 
-``python -m benchmarks.cube_toss --json`` imports the ContactNets tosses (shared/data/cube_toss),
+``python -m benchmarks.cube_toss --json`` imports the ContactNets tosses (shipped in ``sim2real/data/cube_toss``),
 fits ``contact.mu_table``, the tied cube side and ``box.edge_radius`` (the table at the tag board's
 z = 0) with 40-step segments (``--horizon``) on each block of ``--block`` consecutive tosses (the
 README's command, from a sharp cube 9 % too small),
@@ -23,12 +23,13 @@ import time
 import warnings
 from pathlib import Path
 
+from sim2real.data import cube_toss_npz
 from sim2real.params import ParameterSet
 from sim2real.sysid import LMSettings, Weights, fit_trials
 from sim2real.trials import read_trial
 from sim2real.trials.cube_toss import import_cube_tosses, load_cube_tosses
 
-NPZ = Path(__file__).resolve().parents[2] / "shared" / "data" / "cube_toss" / "contactnets_cube_tosses.npz"
+NPZ = cube_toss_npz()
 MEASURED_SIDE = 0.1048
 FREE = "contact.mu_table,box.size_x=box.size_y=box.size_z,box.edge_radius"
 START = {"box.mass": 0.37, "box.size_x": 0.095, "box.size_y": 0.095, "box.size_z": 0.095}
@@ -102,9 +103,6 @@ def main() -> None:
     parser.add_argument("--horizon", type=int, default=HORIZON,
                         help=f"fit horizon, steps (default {HORIZON}, the README's; 1: one-step predictions)")
     args = parser.parse_args()
-    if not NPZ.is_file():
-        print(json.dumps({"benchmark": "cube_toss", "skipped": f"{NPZ} not found"}))
-        return
     warnings.simplefilter("ignore", RuntimeWarning)
     weights = Weights.parse(args.weights)
     count = len(load_cube_tosses(NPZ).offsets) - 1

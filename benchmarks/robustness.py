@@ -14,7 +14,7 @@ trial ``i`` of a family is the same whatever ``--trials``/``--tosses``/``--recon
     command is repeated, or zero once the driver's 50 ms watchdog would have fired). The sim is
     driven verbatim by the perturbed stream (``simulate_arm_trial(commands=...)``).
 ``cube_tosses``
-    Every recorded ContactNets cube toss (``../shared/data/cube_toss``, 570) replayed box-only as
+    Every recorded ContactNets cube toss (shipped in ``sim2real/data/cube_toss``, 570) replayed box-only as
     ``sim2real replay`` does it: the README's cube parameters (``box.mass`` 0.37 kg, 95 mm cube;
     the README gives no ``contact.*`` values, so those stay nominal), ``sim.dt`` = the recording's
     1/148 s, initial state from the first two poses (finite differences), then free simulation
@@ -68,6 +68,7 @@ import numpy as np
 
 from sim2real.control import load_experiment_config, plan_push
 from sim2real.control.sim_platform import TOUCH_DISTANCE, box_at_distance, simulate_arm_trial
+from sim2real.data import cube_toss_npz
 from sim2real.errors import Sim2RealError
 from sim2real.hardware.standin import load_standin
 from sim2real.model import load_arm
@@ -75,8 +76,8 @@ from sim2real.params import ParameterSet
 from sim2real.physics import BoxState, BoxWorld, HardStep, SolveLog, SolveSummary, rollout
 from sim2real.spatial import conjugate, from_axis_angle, multiply, tilt, to_matrix, to_rotation_vector
 
-#: Default cube-toss recording (the repository sits next to ``shared/``).
-CUBE_TOSS_NPZ = Path(__file__).resolve().parents[2] / "shared" / "data" / "cube_toss" / "contactnets_cube_tosses.npz"
+#: Default cube-toss recording (shipped with the package).
+CUBE_TOSS_NPZ = cube_toss_npz()
 #: The README's cube parameters (``sim2real fit runs/tosses ... --set``).
 CUBE_PARAMS = {"box.mass": 0.37, "box.size_x": 0.095, "box.size_y": 0.095, "box.size_z": 0.095}
 #: Seed-stream tags of the three families (trial i of a family draws from [seed, tag, i]).

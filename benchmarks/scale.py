@@ -1,6 +1,6 @@
 """Benchmark of scaling out: the cube-toss fit and a sweep of standard pushes on each executor.
 
-``python -m benchmarks.scale --json`` imports the ContactNets tosses (shared/data/cube_toss) and
+``python -m benchmarks.scale --json`` imports the ContactNets tosses (shipped in ``sim2real/data/cube_toss``) and
 runs the README's cube-toss fit (``contact.mu_table``, the tied cube side, ``box.edge_radius``;
 40-step segments) on all of them (``--tosses N`` for the first N), once per executor
 configuration of ``--configs`` (default ``local:1,local:2,ray:2``: local processes with one and
@@ -35,6 +35,7 @@ from typing import Any
 
 from benchmarks import cube_toss
 from sim2real.cli import main as cli_main
+from sim2real.data import cube_toss_npz
 from sim2real.execution import open_executor
 from sim2real.params import ParameterSet
 from sim2real.sysid import LMSettings, Weights, fit_trials
@@ -42,7 +43,7 @@ from sim2real.trials import read_trial
 from sim2real.trials.cube_toss import import_cube_tosses, load_cube_tosses
 
 ROOT = Path(__file__).resolve().parents[1]
-NPZ = ROOT.parent / "shared" / "data" / "cube_toss" / "contactnets_cube_tosses.npz"
+NPZ = cube_toss_npz()
 NETNS = ROOT / "tests" / "netns.py"
 #: The README's cube-toss fit (benchmarks.cube_toss).
 FREE, START, WEIGHTS, HORIZON = cube_toss.FREE, cube_toss.START, cube_toss.WEIGHTS, cube_toss.HORIZON
@@ -137,9 +138,6 @@ def main() -> None:
     warnings.simplefilter("ignore", RuntimeWarning)
     if args.only:
         print(json.dumps(run_config(args.only, args)))
-        return
-    if not NPZ.is_file():
-        print(json.dumps({"benchmark": "scale", "skipped": f"{NPZ} not found"}))
         return
     problem = None
     results = []

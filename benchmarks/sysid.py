@@ -10,9 +10,8 @@ With ``--compare-trf`` (the default) it also compares our bounded Levenberg-Marq
 ``scipy.optimize.least_squares(method="trf", x_scale="jac")`` on the same residual and
 implicit-gradient Jacobian callable, built as ``fit_trials`` builds it (free parameters, ties,
 bounds, left-out trials), on two problems: the standard pushes above (horizon 1, from nominal)
-and the README's cube-toss fit on tosses 0-29 of the ContactNets data (horizon 40; skipped
-with a note when the data file is missing). Both optimizers get the same budget of
-``--compare-iterations`` + 1 simulations; a simulation counts once per point (scipy's ``fun``
+and the README's cube-toss fit on tosses 0-29 of the ContactNets data (horizon 40). Both optimizers get the same
+budget of ``--compare-iterations`` + 1 simulations; a simulation counts once per point (scipy's ``fun``
 and ``jac`` at one point share it). JSON: ``optimizer_comparison`` (per problem: final cost,
 values, simulations, iterations, wall time, stop reason) and ``optimizer_winner`` (lower final
 cost when they differ by more than 0.1 % and are not both numerically zero, else fewer
@@ -37,6 +36,7 @@ import numpy as np
 
 from benchmarks import cube_toss
 from sim2real.control import load_experiment_config
+from sim2real.data import cube_toss_npz
 from sim2real.errors import Sim2RealError
 from sim2real.execution import open_executor
 from sim2real.params import ParameterSet
@@ -62,7 +62,7 @@ FREE = ("arm.servo_tau", "arm.command_delay", "contact.mu_table")
 HIDDEN = {"arm.servo_tau": 0.065, "arm.command_delay": 0.011, "contact.mu_table": 0.35}
 
 #: The README's cube-toss fit (as in benchmarks.cube_toss), on the first block of 30 tosses.
-CUBE_NPZ = Path(__file__).resolve().parents[2] / "shared" / "data" / "cube_toss" / "contactnets_cube_tosses.npz"
+CUBE_NPZ = cube_toss_npz()
 CUBE_TOSSES = "0-29"
 CUBE_FREE, CUBE_START = cube_toss.FREE, cube_toss.START
 CUBE_HORIZON, CUBE_WEIGHTS = cube_toss.HORIZON, cube_toss.WEIGHTS
@@ -243,14 +243,11 @@ def optimizer_comparison(records: Sequence[TrialRecord], nominal: ParameterSet, 
         problem = _problem(executor, "standard_pushes", f"{len(records)} standard pushes simulated with hidden "
                            f"{', '.join(FREE)}; horizon 1 from nominal", records, nominal, FREE, 1, Weights())
         out["standard_pushes"] = {**_compare(problem, iterations), "hidden": HIDDEN}
-        if not CUBE_NPZ.is_file():
-            out["cube_tosses"] = {"skipped": f"{CUBE_NPZ} not found"}
-        else:
-            start = nominal.replace(CUBE_START)
-            problem = _problem(executor, "cube_tosses", f"ContactNets cube tosses {CUBE_TOSSES}, horizon "
-                               f"{CUBE_HORIZON}, weights {CUBE_WEIGHTS}, from a 0.095 m cube (measured 0.1048 m)",
-                               _cube_records(CUBE_NPZ), start, CUBE_FREE, CUBE_HORIZON, Weights.parse(CUBE_WEIGHTS))
-            out["cube_tosses"] = _compare(problem, iterations)
+        start = nominal.replace(CUBE_START)
+        problem = _problem(executor, "cube_tosses", f"ContactNets cube tosses {CUBE_TOSSES}, horizon "
+                           f"{CUBE_HORIZON}, weights {CUBE_WEIGHTS}, from a 0.095 m cube (measured 0.1048 m)",
+                           _cube_records(CUBE_NPZ), start, CUBE_FREE, CUBE_HORIZON, Weights.parse(CUBE_WEIGHTS))
+        out["cube_tosses"] = _compare(problem, iterations)
     judged = {name: entry["winner"] for name, entry in out.items() if "winner" in entry}
     wins = {k: sum(1 for w in judged.values() if w == k) for k in (LM, TRF)}
     overall = LM if wins[LM] > wins[TRF] else TRF if wins[TRF] > wins[LM] else "tie"

@@ -27,7 +27,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "the recorded 148 Hz sample times, and trial.json with the cube's measured side and mass under "
         "'object' and the data source and licence under 'source'. Nothing is written on error.",
     )
-    cube.add_argument("npz", metavar="NPZ", help="contactnets_cube_tosses.npz (see shared/data/cube_toss/README.md)")
+    cube.add_argument("npz", metavar="NPZ", nargs="?", default=None,
+                      help="the tosses' NPZ file (default: the 570 real ContactNets tosses shipped with sim2real, "
+                           "sim2real/data/cube_toss/README.md gives the format)")
     cube.add_argument("--out", required=True, metavar="DIR", help="run directory to create (must not exist)")
     cube.add_argument("--tosses", metavar="SPEC",
                       help="tosses to import, e.g. '0-19,100' (inclusive ranges; default: all)")
@@ -148,6 +150,7 @@ def _missing_source(parser: argparse.ArgumentParser) -> Callable[[argparse.Names
 def run_cube_toss(args: argparse.Namespace) -> int:
     """Import the selected cube tosses; progress on stderr; the run directory on stdout."""
     from sim2real.cli.common import check_output_location
+    from sim2real.data import cube_toss_npz
     from sim2real.trials.cube_toss import import_cube_tosses
 
     check_output_location(args.out)
@@ -158,7 +161,8 @@ def run_cube_toss(args: argparse.Namespace) -> int:
             end = "\n" if done == total or not interactive else "\r"
             print(f"imported {done}/{total} tosses", end=end, file=sys.stderr, flush=True)
 
-    trials = import_cube_tosses(args.npz, args.out, args.tosses, progress=progress)
+    npz = cube_toss_npz() if args.npz is None else args.npz
+    trials = import_cube_tosses(npz, args.out, args.tosses, progress=progress)
     print(f"wrote {len(trials)} trials to {args.out}")
     return 0
 

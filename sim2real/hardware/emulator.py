@@ -284,9 +284,8 @@ class _ArmCore:
         """Advance the joints to ``now`` (s), applying a due velocity auto-stop on the way."""
         if now <= self.t:
             return
-        # The auto-stop belongs to the controller's motion loop, not to the command channel:
-        # "The `duration` parameter is an auto-stop: when it is >0 the speed drops to 0 after that
-        # many seconds" (/work/shared/notes/xarm.md, §5 "Joint velocity mode (mode 4)", line 508).
+        # The auto-stop belongs to the controller's motion loop, not to the command channel: in joint
+        # velocity mode (mode 4) a command's duration > 0 drops the speed to 0 after that many seconds.
         # The tick thread calls this every tick, so a stalled connection does not hold it up.
         if self.vc_deadline is not None and self.vc_deadline <= now:
             self._push(max(self.vc_deadline, self.t), np.zeros(N_JOINTS))

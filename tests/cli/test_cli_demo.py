@@ -1,0 +1,226 @@
+"""``sim2real demo`` end to end: what ``make demo`` runs, and the demo's check of itself.
+
+The whole loop without hardware: the reality stand-in (emulated xArm through the real SDK on
+loopback, hidden-parameter world, mocap noise) and the nominal mirrored sim record the five
+standard pushes and four near the toppling distance, the fit runs on them, the trials are
+re-simulated with the fitted parameters and the report compares before and after. What must hold every time:
+
+* the fitted parameters land near the stand-in's hidden values (checked here against
+  ``config/standin.yaml`` independently of the demo's own check), the demo says so first and
+  exits 0;
+* after the fit the simulator agrees with "reality" on every flip of the published pushes and
+  their mean final-distance gap is small; the mean over all trials is not larger than before
+  (a push near the toppling distance may go either way in the re-simulation: its outcome
+  changes within the fit's uncertainty);
+* when the fit misses, the demo says so (``DEMO CHECK MISSED``, ``demo_check.json``) and exits 3.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from fixtures.synthetic_trials import make_trial
+from loopback import free_host
+
+from sim2real.cli.demo_cmd import (
+    DEMO_DISTANCES,
+    MAX_PUSHER_PATH_GAP,
+    MAX_TRACKING_ERROR,
+    VALIDATION_DISTANCES,
+    check_against_hidden,
+    disturbed_gap,
+    fine_grid,
+    recording_problems,
+)
+from sim2real.hardware.standin import load_standin
+from sim2real.params import load_params
+from sim2real.trials import TrialRecord, read_run
+
+#: Every test here may start ROS 2 (in a child): its own domain and log directory.
+pytestmark = pytest.mark.usefixtures("ros_env")
+
+ROOT = Path(__file__).resolve().parents[2]
+#: How close the fit must land, set here (not read from the demo) so that a loosened demo check fails.
+COM_Z_TOLERANCE = 0.01         # m
+SERVO_TAU_TOLERANCE = 0.10     # relative
+DELAY_ABOVE_HIDDEN = 0.015     # s: the fitted delay also holds the loop's own latency, never less than the hidden
+#: Largest mean sim-vs-real final-distance gap after the fit over the published pushes (m); one flip
+#: that disagrees adds ~3 cm.
+MAX_GAP_AFTER = 0.015
+#: The published start distances (m, Dojo Table IV); the demo's others are near the toppling distance.
+PUBLISHED = (0.30, 0.35, 0.40, 0.45, 0.50)
+
+
+def _demo(out: Path, tmp_path: Path, *extra: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "ROS_LOG_DIR": str(tmp_path / "ros_log"), "NO_COLOR": "1"}
+    return subprocess.run([sys.executable, "-m", "sim2real", "demo", "--out", str(out), "--standin-host",
+                           free_host(), *extra], env=env, cwd=ROOT, capture_output=True, text=True, timeout=900)
+
+
+@pytest.mark.slow
+def test_demo_fit_lands_on_the_hidden_values(tmp_path: Path) -> None:
+    out = tmp_path / "demo"
+    result = _demo(out, tmp_path)
+    log = result.stdout[-4000:] + result.stderr[-3000:]
+    assert result.returncode == 0, log
+    for step in ("[1/4]", "[2/4]", "[3/4]", "[4/4]"):
+        assert step in result.stdout
+    summary = result.stdout[result.stdout.index("[4/4]"):].splitlines()
+    assert next(line for line in summary[1:] if line.strip()).startswith("DEMO CHECK PASSED"), log
+
+    before, after = read_run(out / "standin_nominal"), read_run(out / "resim_fitted")
+    assert len(before) == len(after) == len(DEMO_DISTANCES) + len(VALIDATION_DISTANCES)
+    assert set(PUBLISHED) <= set(DEMO_DISTANCES)
+    assert all(record.complete and {"real", "sim"} <= set(record.platforms) for record in before)
+
+    hidden = load_standin().params
+    fitted = load_params(out / "fit" / "fitted.yaml")
+    assert abs(fitted["box.com_z"] - hidden["box.com_z"]) <= COM_Z_TOLERANCE, fitted["box.com_z"]
+    assert abs(fitted["arm.servo_tau"] / hidden["arm.servo_tau"] - 1.0) <= SERVO_TAU_TOLERANCE, fitted["arm.servo_tau"]
+    assert hidden["arm.command_delay"] - 0.002 <= fitted["arm.command_delay"] \
+        <= hidden["arm.command_delay"] + DELAY_ABOVE_HIDDEN, fitted["arm.command_delay"]
+    held_out = [r.name for r in before if any(abs(r.meta["requested_start_m"][0] - d) < 1e-6
+                                                for d in VALIDATION_DISTANCES)]
+    assert len(held_out) == len(VALIDATION_DISTANCES)
+    for stage in ("servo", "fitted"):
+        fit = json.loads((out / "fit" / f"{stage}.json").read_text())
+        # A rare hard contact step (seen once: a box toppling at 28 rad/s, complementarity 1.03e-8 against
+        # kappa 1e-8, degraded at 1e-6) leaves the rest of its trial out of the fit; the fit names it as a
+        # problem and the values are still checked above. Anything else, or more than a tenth of the rows, fails.
+        others = [p for p in fit["problems"] if "residual rows left out" not in p]
+        assert fit["status"] == "converged" and not others, (stage, fit["problems"])
+        assert fit["dropped_rows"] <= 0.1 * (fit["data"]["residual_count"] + fit["dropped_rows"]), fit["problems"]
+        # The held-out pushes were never fitted, and both stages predicted them before and after.
+        assert not set(held_out) & {t["name"] for t in fit["data"]["trials"]}
+        assert fit["validation"]["trials"] == held_out
+        prediction = fit["validation"]["prediction"]["validation"]
+        assert [t["trial"] for t in prediction["trials"]] == held_out and prediction["final"]["failed"] == 0
+    assert "validation (2 trials): final position" in result.stdout
+
+    check = json.loads((out / "demo_check.json").read_text())
+    assert check["passed"] is True and not check["missed"]
+    assert set(check["parameters"]) == {"arm.servo_tau", "arm.command_delay", "box.com_z"}
+    for name, entry in check["parameters"].items():
+        assert entry["within"] and entry["fitted"] == pytest.approx(fitted[name], rel=1e-9)
+        assert entry["hidden"] == pytest.approx(hidden[name])
+
+    # After the fit the simulator agrees with the stand-in on every flip of the published pushes whose
+    # real arm made the push the model describes, and the gap shrank. A trial whose real loop was
+    # disturbed (its pusher path far from the re-simulated one) is named; most trials are not.
+    disturbed = {entry["trial"]: entry["pusher_path_gap_m"] for entry in check["disturbed"]}
+    assert len(disturbed) <= 2, disturbed
+    for record in after:
+        gap = disturbed_gap(record)
+        assert (gap is not None) == (record.name in disturbed), (record.name, gap)
+        if record.name in disturbed:
+            assert record.name in result.stdout and "not comparable" in result.stdout
+            continue
+        outcomes = record.meta["outcomes"]
+        if _published(record):
+            assert outcomes["sim"]["flipped"] == outcomes["real"]["flipped"], record.name
+    comparable = [record.meta["outcomes"] for record in after if record.name not in disturbed and _published(record)]
+    gap_comparable = sum(abs(o["sim"]["final_distance_m"] - o["real"]["final_distance_m"]) for o in comparable)
+    assert gap_comparable / len(comparable) <= MAX_GAP_AFTER, gap_comparable / len(comparable)
+    gaps = re.search(r"final-distance gap: ([\d.]+) cm before the fit, ([\d.]+) cm after", result.stdout)
+    assert gaps, log
+    gap_before, gap_after = float(gaps.group(1)) / 100, float(gaps.group(2)) / 100
+    assert gap_after <= gap_before, (gap_before, gap_after)
+    assert check["mean_gap_m"]["after"] == pytest.approx(gap_after, abs=1e-4)
+    html = (out / "report" / "report.html").read_text()
+    assert "after fit" in html
+    assert f"report: {out / 'report' / 'report.html'}" in result.stdout
+
+
+def _published(record: TrialRecord) -> bool:
+    return any(abs(record.meta["requested_start_m"][0] - d) < 1e-6 for d in PUBLISHED)
+
+
+@pytest.mark.slow
+def test_demo_says_when_its_fit_missed(tmp_path: Path) -> None:
+    """No iterations and no grid start: the fit stays at the nominal values, far from the hidden ones."""
+    out = tmp_path / "demo"
+    result = _demo(out, tmp_path, "--distances", "0.45", "--max-iterations", "0", "--box-grid", "none",
+                   "--validation-distances", "none")
+    assert result.returncode == 3, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "DEMO CHECK MISSED" in result.stdout and "DEMO CHECK PASSED" not in result.stdout
+    check = json.loads((out / "demo_check.json").read_text())
+    assert check["passed"] is False
+    assert not check["parameters"]["box.com_z"]["within"] and not check["parameters"]["arm.servo_tau"]["within"]
+    assert any("box.com_z" in line for line in check["missed"])
+    assert (out / "report" / "report.html").is_file()  # the demo still wrote everything
+
+
+def _fit(values: dict[str, float], status: str = "converged") -> SimpleNamespace:
+    return SimpleNamespace(values=values, status=status, stop_reason="cost reduction below ftol", problems=())
+
+
+def test_fine_grid_is_centred_and_stays_inside_the_bounds() -> None:
+    values = fine_grid("box.com_z", -0.065, 0.010, 0.001)
+    assert len(values) == 21 and values[10] == pytest.approx(-0.065) and values[0] == pytest.approx(-0.075)
+    near_bound = fine_grid("box.com_z", 0.495, 0.010, 0.001)  # box.com_z is bounded by ±0.5 m
+    assert len(near_bound) == 21 and max(near_bound) <= 0.5 + 1e-12
+    assert np.allclose(np.diff(near_bound), 0.001)
+
+
+def test_check_against_hidden_names_each_miss() -> None:
+    hidden = {"arm.servo_tau": 0.065, "arm.command_delay": 0.02, "box.com_z": -0.06}
+    good = check_against_hidden([_fit({"arm.servo_tau": 0.066, "arm.command_delay": 0.027}),  # type: ignore[list-item]
+                                 _fit({"box.com_z": -0.058})], hidden)
+    assert good["passed"] and not good["missed"]
+    bad = check_against_hidden([_fit({"arm.servo_tau": 0.080, "arm.command_delay": 0.027}),  # type: ignore[list-item]
+                                _fit({"box.com_z": -0.10}, status="not converged")], hidden)
+    assert not bad["passed"]
+    assert not bad["parameters"]["arm.servo_tau"]["within"] and not bad["parameters"]["box.com_z"]["within"]
+    assert bad["parameters"]["arm.command_delay"]["within"]
+    assert len(bad["missed"]) == 3  # two parameters and one stage that did not converge
+    # The delay may sit above the hidden value (the loop's latency), not below it.
+    below = check_against_hidden([_fit({"arm.command_delay": 0.015})], hidden)  # type: ignore[list-item]
+    assert not below["passed"]
+
+
+def test_recording_problems_flag_a_real_arm_that_lost_its_reference() -> None:
+    from dataclasses import replace
+
+    good = make_trial(0, 0.30)
+    assert recording_problems([good]) == []
+    real = good.platforms["real"]
+    lost = real.joint_states.position.copy()
+    lost[100:, 1] += MAX_TRACKING_ERROR + 0.05  # joint 2 overshoots its reference half way
+    bad = replace(good, platforms={**good.platforms,
+                                   "real": replace(real, joint_states=replace(real.joint_states, position=lost))})
+    (problem,) = recording_problems([good, bad])
+    assert good.name in problem and "left its reference" in problem
+    box = real.box_pose
+    thrown_path = box.position.copy()
+    thrown_path[150:, 0] += 0.2  # 20 cm within one sample
+    thrown = replace(good, platforms={**good.platforms,
+                                      "real": replace(real, box_pose=replace(box, position=thrown_path))})
+    (problem,) = recording_problems([thrown])
+    assert "thrown, not pushed" in problem
+    incomplete = replace(good, meta={**good.meta, "complete": False})
+    assert recording_problems([incomplete]) == [f"trial {good.name} is incomplete"]
+
+
+def test_a_real_pusher_far_from_the_resimulated_one_marks_the_trial_disturbed() -> None:
+    from dataclasses import replace
+
+    good = make_trial(0, 0.30)
+    assert good.platforms["real"].pusher_pose is not None and good.platforms["sim"].pusher_pose is not None
+    assert disturbed_gap(good) is None
+    real = good.platforms["real"]
+    path = real.pusher_pose.position.copy()
+    path[60:70, 0] += MAX_PUSHER_PATH_GAP + 0.02  # the real pusher overshoots for 0.1 s
+    late = replace(good, platforms={**good.platforms,
+                                    "real": replace(real, pusher_pose=replace(real.pusher_pose, position=path))})
+    assert disturbed_gap(late) == pytest.approx(MAX_PUSHER_PATH_GAP + 0.02, abs=0.005)
+    no_sim_pusher = replace(late, platforms={**late.platforms,
+                                             "sim": replace(late.platforms["sim"], pusher_pose=None)})
+    assert disturbed_gap(no_sim_pusher) is None

@@ -1,0 +1,170 @@
+"""``sim2real run`` end to end as a subprocess: bad input, and Ctrl-C in the middle of a trial."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from sim2real.trials import read_trial
+
+ROOT = Path(__file__).resolve().parents[2]
+EXPERIMENT = """\
+experiment:
+  ros__parameters:
+    distances: [0.30]
+    start_tolerance: 0.01
+    push: {height: 0.15, lateral: 0.0, start_x: 0.20, end_x: 0.42, speed: 0.2, ramp_time: 0.2,
+           pre_time: 0.1, settle_time: 1.5, rate_hz: 100.0}
+"""
+
+
+@pytest.fixture()
+def env(ros_env, tmp_path):
+    return {**ros_env, "ROS_LOG_DIR": str(tmp_path / "roslog"), "PYTHONPATH": str(ROOT)}
+
+
+def sim2real(*args, env, **kwargs):
+    return subprocess.Popen([sys.executable, "-m", "sim2real", *args], env=env, cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL), **kwargs)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--mode", "sim", "--mirror", "commands"], "needs a real and a sim platform"),
+    (["--mode", "sim", "--distances", "0.3,abc"], "comma-separated numbers"),
+    (["--mode", "sim", "--distances", "2.0"], "outside"),
+])
+def test_bad_input_is_one_line_and_status_2(tmp_path, env, args, message):
+    process = sim2real("run", *args, "--out", str(tmp_path / "run"), env=env)
+    _out, err = process.communicate(timeout=60)
+    assert process.returncode == 2
+    assert err.strip().count("\n") == 0 and message in err and err.startswith("sim2real: error:")
+
+
+def test_non_empty_output_directory_is_refused(tmp_path, env):
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "keep.txt").write_text("x")
+    process = sim2real("run", "--mode", "sim", "--out", str(tmp_path / "run"), env=env)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 2 and "not empty" in err
+
+
+def test_the_sim_platform_runs_on_mujoco_and_the_records_say_so(tmp_path, env):
+    pytest.importorskip("mujoco")
+    experiment = tmp_path / "experiment.yaml"
+    experiment.write_text(EXPERIMENT)
+    out = tmp_path / "run"
+    process = sim2real("run", "--mode", "sim", "--engine", "mujoco", "--experiment", str(experiment),
+                       "--out", str(out), env=env)
+    stdout, err = process.communicate(timeout=120)
+    assert process.returncode == 0, err
+    assert "engine mujoco" in err and "1 trial(s) recorded" in stdout
+    import json
+
+    assert json.loads((out / "run.json").read_text())["engine"] == "mujoco"
+    trial = read_trial(out / "trial_00_d0.300")
+    assert trial.meta["engine"] == "mujoco"
+    box = trial.platforms["sim"].box_pose
+    assert box is not None and box.position[-1, 0] > box.position[0, 0] + 0.05  # pushed
+
+
+def test_ctrl_c_mid_trial_keeps_a_readable_incomplete_trial(tmp_path, env):
+    experiment = tmp_path / "experiment.yaml"
+    experiment.write_text(EXPERIMENT)
+    out = tmp_path / "run"
+    process = sim2real("run", "--mode", "sim", "--experiment", str(experiment), "--out", str(out), env=env)
+    try:
+        deadline = time.monotonic() + 60
+        while not (out.is_dir() and any(p.name.endswith(".partial") for p in out.iterdir())):
+            assert process.poll() is None, process.communicate()
+            assert time.monotonic() < deadline, "the trial never started"
+            time.sleep(0.05)
+        time.sleep(1.0)  # well inside the 3 s trial
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 130, err
+    record = read_trial(out / "trial_00_d0.300")
+    assert not record.complete
+    sim = record.platforms["sim"]
+    # Interrupted well before the end of the 3 s trial (300 ticks), after the sim had run for a while.
+    assert 10 <= len(sim.joint_states) < 290
+    assert len(sim.joint_command) >= 5 and record.reference is not None
+    assert not any(p.name.endswith(".partial") for p in out.iterdir())
+
+
+def _alive(pids: list[int]) -> list[int]:
+    """The processes of ``pids`` still running (not gone, not zombies)."""
+    alive = []
+    for pid in pids:
+        try:
+            if "zombie" not in Path(f"/proc/{pid}/status").read_text():
+                alive.append(pid)
+        except OSError:
+            pass
+    return alive
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGKILL], ids=["sigint", "sigkill"])
+def test_a_signal_mid_standin_trial_stops_every_child(tmp_path, env, signum):
+    """Ctrl-C unwinds the run (every child stopped, the trial kept, exit 130; SIGTERM takes the same
+    path, see the sweep test); after SIGKILL of the run the children end on their own (regression:
+    a killed run left the stand-in world running as an orphan)."""
+    experiment = tmp_path / "experiment.yaml"
+    experiment.write_text(EXPERIMENT)
+    out = tmp_path / "run"
+    process = sim2real("run", "--mode", "standin", "--experiment", str(experiment), "--standin-host",
+                       f"127.0.0.{80 + os.getpid() % 10}", "--out", str(out), env=env)
+    children: list[int] = []
+    try:
+        deadline = time.monotonic() + 120
+        while not (out.is_dir() and any(p.name.endswith(".partial") for p in out.iterdir())):
+            assert process.poll() is None, process.communicate()
+            assert time.monotonic() < deadline, "the trial never started"
+            time.sleep(0.05)
+        children = _children(process.pid)
+        # Inside the push: the trial lasts about 2.9 s. At 1.0 s, with a CPU-bound process beside
+        # the run, one platform had not recorded a joint state yet (the sim platform runs niced).
+        time.sleep(1.8)
+        process.send_signal(signum)
+        if signum == signal.SIGKILL:  # the children hold the run's stderr: no communicate() while they live
+            process.wait(timeout=30)
+            err = ""
+        else:
+            _, err = process.communicate(timeout=30)
+        deadline = time.monotonic() + 20
+        while _alive(children) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        left = _alive(children)
+        for pid in left:  # never leave a node behind, whatever failed
+            os.kill(pid, signal.SIGKILL)
+    assert len(children) == 3  # stand-in, real platform, sim platform
+    assert not left, f"children still running after {signum.name} of the run"
+    if signum == signal.SIGKILL:
+        assert process.returncode == -signal.SIGKILL
+        return
+    assert process.returncode == 130 and "interrupted" in err, err[-2000:]
+    record = read_trial(out / "trial_00_d0.300")
+    assert not record.complete and record.meta.get("note")
+    for platform in ("real", "sim"):
+        states = record.platforms[platform].joint_states
+        assert 10 <= len(states) < 290
+    assert not any(p.name.endswith(".partial") for p in out.iterdir())

@@ -1,0 +1,91 @@
+"""System identification on the real ContactNets cube tosses (shipped in sim2real/data/cube_toss).
+
+Fits the table friction, the cube side (three tied sizes) and the radius of its rounded edges on
+20 imported tosses, the table at the tag board's z = 0 (the recording frame), starting from a sharp
+cube that is too small: with teacher-forced segments of 40 samples (0.27 s at 148 Hz) it checks the
+side against the measured 0.1048 m and the multi-step prediction error on 20 tosses not used in the
+fit against the error at the start values; with one-step predictions, the side and a rounding of a
+few millimetres (the geometry the tosses show step by step).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from benchmarks import cube_toss
+from sim2real.data import cube_toss_npz
+from sim2real.params import ParameterSet
+from sim2real.sysid import LMSettings, ResidualSpec, Weights, fit_trials, prepare_trial, trial_residuals
+from sim2real.trials import read_trial
+from sim2real.trials.cube_toss import import_cube_tosses
+
+NPZ = cube_toss_npz()
+MEASURED_SIDE = cube_toss.MEASURED_SIDE
+HORIZON = 40
+FREE = cube_toss.FREE  # the README's fit
+WEIGHTS = Weights.parse(cube_toss.WEIGHTS)  # the README's (from the recordings' pose noise)
+SIDE0 = 0.095  # too small by 9 %: the recorded resting poses do not penetrate it
+START = ParameterSet.nominal().replace({"box.mass": 0.37, "box.size_x": SIDE0, "box.size_y": SIDE0,
+                                        "box.size_z": SIDE0, "contact.mu_table": 0.4})
+
+
+def _tosses(tmp_path: Path, tosses: str) -> list:
+    run = tmp_path / "tosses"
+    import_cube_tosses(NPZ, run, tosses)
+    return [read_trial(d) for d in sorted(run.glob("toss_*"))]
+
+
+def prediction_rms(records: list, params: ParameterSet, horizon: int) -> float:
+    """RMS box position error (m) of ``horizon``-step rollouts from recorded states over ``records``."""
+    spec = ResidualSpec(horizon=horizon)
+    squares, count = 0.0, 0
+    for record in records:
+        data = prepare_trial(record, float(params["sim.dt"]))
+        res = trial_residuals(data, params, (), spec)
+        rows = res.residuals[res.groups == 0] / spec.weights.position
+        squares += float(np.sum(rows**2))
+        count += rows.size
+    return float(np.sqrt(squares / count))
+
+
+@pytest.mark.slow
+def test_cube_side_from_real_tosses_and_held_out_prediction(tmp_path, capsys) -> None:
+    records = _tosses(tmp_path, "0-39")
+    fit_set, held_out = records[:20], records[20:]
+    result = fit_trials(fit_set, START, FREE, horizon=HORIZON, weights=WEIGHTS, settings=LMSettings(max_iterations=15))
+    side = result.values["box.size_x"]
+    assert result.values["box.size_y"] == side == result.values["box.size_z"]
+    assert side == pytest.approx(MEASURED_SIDE, rel=0.03)
+    assert 0.05 < result.values["contact.mu_table"] < 0.5
+    assert 0.0 < result.values["box.edge_radius"] < 0.03
+    assert not result.undetermined
+    before = prediction_rms(held_out, START, HORIZON)
+    after = prediction_rms(held_out, result.params, HORIZON)
+    with capsys.disabled():
+        print(f"\ncube tosses, {HORIZON}-step: side {side:.4f} m (measured {MEASURED_SIDE}), mu_table "
+              f"{result.values['contact.mu_table']:.3f}, edge radius {result.values['box.edge_radius'] * 1e3:.1f} mm; "
+              f"held-out {HORIZON}-step position RMS {before * 1e3:.2f} mm -> {after * 1e3:.2f} mm")
+    assert after < 0.8 * before
+
+
+@pytest.mark.slow
+def test_one_step_fit_of_real_tosses_finds_a_cube_with_rounded_edges(tmp_path, capsys) -> None:
+    """Step by step the tosses show a cube whose edges are rounded by a few millimetres. A sharp cube
+    fitted the same way comes out about 7 % small on a raised table: its shape, not its size, is wrong."""
+    records = _tosses(tmp_path, "0-19")
+    rounded = fit_trials(records, START, FREE, horizon=1, weights=WEIGHTS)
+    sharp = fit_trials(records, START, "contact.mu_table,box.size_x=box.size_y=box.size_z,contact.table_height",
+                       horizon=1, weights=WEIGHTS)
+    side, radius = rounded.values["box.size_x"], rounded.values["box.edge_radius"]
+    with capsys.disabled():
+        print(f"\ncube tosses, one-step: rounded side {side:.4f} m, edge radius {radius * 1e3:.1f} mm, cost "
+              f"{rounded.cost_final:.1f}; sharp side {sharp.values['box.size_x']:.4f} m on a table at "
+              f"{sharp.values['contact.table_height'] * 1e3:.1f} mm, cost {sharp.cost_final:.1f}")
+    assert rounded.status == "converged" and not rounded.problems
+    assert side == pytest.approx(MEASURED_SIDE, rel=0.03)
+    assert 0.001 < radius < 0.005
+    assert sharp.values["box.size_x"] < 0.95 * MEASURED_SIDE  # the sharp cube's side is off by more than 5 %
+    assert rounded.cost_final < sharp.cost_final
