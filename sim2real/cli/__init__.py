@@ -1,7 +1,8 @@
 """The ``sim2real`` command: one subcommand per module in this package.
 
 Each subcommand module provides ``register(subparsers)``, which adds its parser and
-sets ``handler`` to a function ``(argparse.Namespace) -> int``. Modules import their
+sets ``handler`` to a function ``(argparse.Namespace) -> int`` (and ``uses_engine=True`` when the
+command steps the engine: its kernels are then compiled first, with progress, if not yet cached). Modules import their
 heavy dependencies inside the handler so that ``sim2real --help`` stays fast.
 """
 
@@ -68,6 +69,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     terminated: list[int] = []
     previous = _terminate_as_interrupt(terminated)
     try:
+        if getattr(args, "uses_engine", False):
+            from sim2real.physics.warmup import compile_with_progress
+
+            compile_with_progress()  # says so when the kernels are not compiled yet (after an install)
         return int(args.handler(args) or 0)
     except Sim2RealError as err:
         print(f"sim2real: error: {err}", file=sys.stderr)

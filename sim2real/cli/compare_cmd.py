@@ -59,7 +59,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="per fit (default 40)")
     parser.epilog = ("Exit status: 0 both fits converged without problems; 3 the comparison was written but a fit "
                      "has problems (named at the top of comparison.md); 2 bad input (nothing written).")
-    parser.set_defaults(handler=run)
+    parser.set_defaults(handler=run, uses_engine=True)
 
 
 def _log(message: str) -> None:

@@ -165,7 +165,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                      "the verdict opens the summary and is written to OUT/demo_check.json. Exit status: 0 the "
                      "check passed; 3 the demo finished but missed (the files are written); 2 bad input, or a step "
                      "could not finish (demo_check.json records it as a miss).")
-    parser.set_defaults(handler=run)
+    parser.set_defaults(handler=run, uses_engine=True)
 
 
 def _step(number: int, text: str) -> float:

@@ -50,7 +50,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--out", required=True, metavar="DIR", help="run directory to create (must be new or empty)")
     add_param_arguments(parser)
     add_engine_argument(parser)
-    parser.set_defaults(handler=run)
+    parser.set_defaults(handler=run, uses_engine=True)
 
 
 def run(args: argparse.Namespace) -> int:

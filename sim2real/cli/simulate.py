@@ -65,7 +65,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.epilog = ("Exit status: 0 every contact step converged or was recovered; 3 the trial finished but "
                      "some steps are degraded (accepted at a relaxed kappa or as the solver's best iterate; the "
                      "summary's 'solver' entry counts them and names the worst); 2 bad input.")
-    parser.set_defaults(handler=run)
+    parser.set_defaults(handler=run, uses_engine=True)
 
 
 #: Longest scenario ``simulate`` runs (s).

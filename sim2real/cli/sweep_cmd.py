@@ -78,7 +78,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--write-trials", action="store_true",
                         help="also write every row as a trial directory under DIR/trials/")
     add_executor_arguments(parser, "the simulation of the rows")
-    parser.set_defaults(handler=run)
+    parser.set_defaults(handler=run, uses_engine=True)
 
 
 def _log(message: str) -> None:
