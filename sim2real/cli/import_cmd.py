@@ -7,8 +7,11 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from sim2real.errors import Sim2RealError
+
 if TYPE_CHECKING:
     from sim2real.trials.recording_import import ImportSettings
+    from sim2real.trials.trial_object import TrialObject
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -42,17 +45,38 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 BAG_EPILOG = """\
 Frames and units: every written pose is in the experiment frame, the arm base frame link_base
 (x forward, z up, table top at z = 0), in m, orientations as unit quaternions. Poses are read in the
-recording frame (--frame, default the frame_id of the first box pose) and mapped by --transform.
+recording frame (--frame FRAME, default the frame of the first box pose) and mapped by --transform.
 
 Pose sources (--box-pose, --pusher-pose):
-  TOPIC     geometry_msgs/PoseStamped, TransformStamped, PoseWithCovarianceStamped or
-            nav_msgs/Odometry; the pose is in the message's header.frame_id
-  tf:FRAME  the /tf transforms (tf2_msgs/TFMessage) whose child_frame_id is FRAME, in their parent frame
-A pose in a frame other than the recording frame is composed with the static transforms on
-/tf_static that link the two; dynamic /tf chains are not composed (an error names the frame).
+  TOPIC             geometry_msgs/PoseStamped, TransformStamped, PoseWithCovarianceStamped or
+                    nav_msgs/Odometry; the pose is in the message's header.frame_id
+  tf:FRAME          the /tf transforms whose child_frame_id is FRAME, in their parent frame
+  TOPIC:X,Y,Z[,QW,QX,QY,QZ]
+                    any message type (custom ones too, from the bag's own definitions): dotted field
+                    paths of the position and optionally of a quaternion, scalar first; e.g. a robot's
+                    Cartesian log in mm without a header: --pusher-pose /arm/log:x,y,z,q0,qx,qy,qz
+                    --units /arm/log=mm --frame /arm/log=base_link --stamp-field /arm/log=clock
+A pose in a frame other than the recording frame is composed with the static transforms linking
+the two: those on /tf_static, and /tf transforms that never change (ROS 1's static publishers put
+them on /tf); dynamic /tf chains are not composed (an error names the frame).
+
+Per-stream options, keyed by the source's topic (or tf:FRAME), each repeatable:
+  --frame TOPIC=FRAME          the frame the stream's poses are in (an empty or missing frame_id)
+  --units [TOPIC=]m|cm|mm      unit of its positions (without TOPIC: every field source)
+  --stamp-field TOPIC=FIELD    a clock field (s) times the samples: its spacing, placed on the bag's
+                               receive clock by the median offset (messages without a header are
+                               otherwise timed by their receive times, and trial.json says so)
+  --stream-transform TOPIC=x,y,z,qw,qx,qy,qz
+                               the stream's frame in the recording frame (replaces the frame lookup)
 The box pose is the tracked body: --box-offset moves its origin to the box geometric centre, and
 the tracked body's axes are taken as the box axes (x along box.size_x, ...) unless the offset has a
-rotation. The pusher's tracked origin is taken as the pusher sphere centre.
+rotation. The pusher's tracked origin is the pusher point (sphere centre, or the tip of a rod);
+--tool-offset moves it from a tracked flange to the tip, in the flange's frame.
+
+What replays a trial (stored in trial.json "object", editable later): --box-size, --box-mass or
+--box-density, --pusher-shape, --pusher-radius (and --pusher-length of a rod), --object NAME. A
+trial without them is imported, but replay and fit refuse it (naming the trial) rather than
+simulate a default box.
 
 Time: --clock header (default) times samples by their header stamps (acquisition), --clock receive
 by the bag's receive (log) times. Each trial's time axis starts at its first sample.
@@ -69,8 +93,9 @@ agree, is dropped; so are samples with NaN values or a repeated time stamp. The 
 per trial and kept in trial.json "import.outliers".
 
 Output: OUT/<trial>/ (a rosbag2 with /real/box_pose, /real/pusher_pose, /real/joint_states and
-trial.json with an "import" section: source, clock, transform, box offset, window, outliers) and
-OUT/run.json. OUT must not exist or be empty; nothing is written on error.
+trial.json with an "import" section: source, clock, transforms, offsets, window, outliers, static
+transforms taken from /tf, stream timing) and OUT/run.json. OUT must not exist or be empty; nothing
+is written on error.
 """
 
 CSV_EPILOG = """\
@@ -78,9 +103,10 @@ Columns (header row required, any order, extra columns ignored; '#' lines skippe
   t                              sample time, s (not negative)
   box_x, box_y, box_z            tracked box body origin in the recording frame, m
   box_qw, box_qx, box_qy, box_qz its orientation, unit quaternion w, x, y, z (body -> recording frame)
-  pusher_x, pusher_y, pusher_z   optional: pusher sphere centre in the recording frame, m
+  pusher_x, pusher_y, pusher_z   optional: pusher point (sphere centre, rod tip) in the recording frame, m
 A row may leave the box or the pusher cells empty (not tracked then). --transform, --box-offset,
---split and the outlier options work as for 'sim2real import bag' (see its --help).
+the object options (--box-size, ...), --split and the outlier options work as for 'sim2real import
+bag' (see its --help).
 """
 
 
@@ -95,6 +121,9 @@ def _add_common_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--transform", metavar="x,y,z,qw,qx,qy,qz",
                         help="the recording frame in the arm base frame (T_base_recording): p_base = R(q) p + "
                              "(x, y, z); m and a unit quaternion, w first (default: identity)")
+    parser.add_argument("--tool-offset", metavar="x,y,z[,qw,qx,qy,qz]",
+                        help="the pusher point in the tracked pusher body's frame, m (e.g. a probe tip 0,0,0.17 "
+                             "beyond a logged flange; needs the pusher's orientation) (default: 0,0,0)")
     parser.add_argument("--box-offset", metavar="x,y,z[,qw,qx,qy,qz]",
                         help="the box geometric centre in the tracked box body's frame, m (e.g. a mocap origin "
                              "on the lid: 0,0,-0.105); optionally the box axes' rotation (default: 0,0,0)")
@@ -104,6 +133,15 @@ def _add_common_options(parser: argparse.ArgumentParser) -> None:
                         help=f"orientation-flip threshold, degrees; 0 disables (default {OUTLIER_ANGLE_DEG:g})")
     parser.add_argument("--outlier-jump", type=float, default=OUTLIER_JUMP_M, metavar="M",
                         help=f"position-jump threshold, m; 0 disables (default {OUTLIER_JUMP_M:g})")
+    thing = parser.add_argument_group("the object and pusher (stored in each trial; replay and fit need them)")
+    thing.add_argument("--box-size", metavar="X,Y,Z", help="box edges along its body x, y, z, m")
+    thing.add_argument("--box-mass", type=float, metavar="KG", help="box mass, kg")
+    thing.add_argument("--box-density", type=float, metavar="KG/M3",
+                       help="or its density, kg/m^3 (mass = density x volume)")
+    thing.add_argument("--pusher-shape", choices=("sphere", "rod"), help="a sphere, or a vertical rod (a point probe)")
+    thing.add_argument("--pusher-radius", type=float, metavar="M", help="pusher sphere or rod radius, m")
+    thing.add_argument("--pusher-length", type=float, metavar="M", help="rod length above its tip, m (rod only)")
+    thing.add_argument("--object", metavar="NAME", help="object label (e.g. steel): per-object fits group by it")
 
 
 def _register_bag(sources: argparse._SubParsersAction) -> None:
@@ -116,12 +154,20 @@ def _register_bag(sources: argparse._SubParsersAction) -> None:
         epilog=BAG_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     bag.add_argument("bags", nargs="+", metavar="BAG",
                      help="rosbag2 directory, .mcap or .db3 file, or ROS 1 .bag file (one or more)")
-    bag.add_argument("--box-pose", required=True, metavar="TOPIC|tf:FRAME", help="the tracked box body")
-    bag.add_argument("--pusher-pose", metavar="TOPIC|tf:FRAME", help="the tracked pusher (sphere centre)")
+    bag.add_argument("--box-pose", required=True, metavar="SOURCE", help="the tracked box body: TOPIC, tf:FRAME or "
+                     "TOPIC:X,Y,Z[,QW,QX,QY,QZ] (see below)")
+    bag.add_argument("--pusher-pose", metavar="SOURCE", help="the tracked pusher point (sphere centre or rod tip)")
     bag.add_argument("--joint-states", metavar="TOPIC",
                      help="sensor_msgs/JointState of the xArm (joints joint1..joint6; rad, rad/s, N m)")
-    bag.add_argument("--frame", metavar="FRAME",
-                     help="recording frame that --transform maps (default: frame_id of the first box pose)")
+    bag.add_argument("--frame", action="append", default=[], metavar="[TOPIC=]FRAME",
+                     help="FRAME: the recording frame that --transform maps (default: frame of the first box pose); "
+                          "TOPIC=FRAME: the frame of that stream's poses (repeatable)")
+    bag.add_argument("--units", action="append", default=[], metavar="[TOPIC=]UNIT",
+                     help="m, cm or mm: unit of a stream's positions (without TOPIC: every field source)")
+    bag.add_argument("--stamp-field", action="append", default=[], metavar="TOPIC=FIELD",
+                     help="a clock field (s) that times a stream's samples (see below)")
+    bag.add_argument("--stream-transform", action="append", default=[], metavar="TOPIC=x,y,z,qw,qx,qy,qz",
+                     help="a stream's frame in the recording frame (m, unit quaternion w first)")
     bag.add_argument("--clock", choices=("header", "receive"), default="header",
                      help="sample times: header stamps (default) or receive (bag log) times")
     _add_common_options(bag)
@@ -171,22 +217,53 @@ def _settings(args: argparse.Namespace, clock: str = "header") -> ImportSettings
     """The :class:`ImportSettings` of the options shared by ``bag`` and ``csv``."""
     import math
 
-    from sim2real.trials.recording_import import (
-        ImportSettings,
-        RigidTransform,
-        parse_offset,
-        parse_split,
-        parse_transform,
-    )
+    from sim2real.trials.recording_import import ImportSettings, parse_split
+    from sim2real.trials.rigid import RigidTransform, parse_offset, parse_transform
 
     transform = parse_transform(args.transform) if args.transform else RigidTransform()
     offset = parse_offset(args.box_offset) if args.box_offset else RigidTransform()
+    tool = parse_offset(args.tool_offset, "--tool-offset") if args.tool_offset else RigidTransform()
     return ImportSettings(clock=clock, transform=transform, box_offset=offset, split=parse_split(args.split),
-                          outlier_angle_rad=math.radians(args.outlier_angle), outlier_jump_m=args.outlier_jump)
+                          outlier_angle_rad=math.radians(args.outlier_angle), outlier_jump_m=args.outlier_jump,
+                          tool_offset=tool, object=_object(args))
+
+
+OBJECT_OPTIONS = ("box_size", "box_mass", "box_density", "pusher_shape", "pusher_radius", "pusher_length", "object")
+
+
+def _object(args: argparse.Namespace) -> TrialObject | None:
+    """The object options as a :class:`TrialObject`; None when none is given."""
+    from sim2real.trials.trial_object import object_from_options
+
+    given = [name for name in OBJECT_OPTIONS if getattr(args, name) is not None]
+    if not given:
+        return None
+    missing = [f"--{name.replace('_', '-')}" for name in ("box_size", "pusher_shape", "pusher_radius")
+               if getattr(args, name) is None]
+    if missing:
+        raise Sim2RealError(f"the object needs {', '.join(missing)} as well (given: "
+                            f"{', '.join('--' + n.replace('_', '-') for n in given)})")
+    try:
+        size = [float(v) for v in args.box_size.split(",")]
+    except ValueError:
+        size = []
+    if len(size) != 3:
+        raise Sim2RealError(f"--box-size '{args.box_size}': expected X,Y,Z, the box edges in m")
+    return object_from_options(size, args.pusher_shape, args.pusher_radius, box_mass=args.box_mass,
+                               box_density=args.box_density, pusher_length=args.pusher_length, name=args.object)
 
 
 def _log(line: str) -> None:
     print(f"import: {line}", file=sys.stderr, flush=True)
+
+
+def _written(count: int, out: object, settings: ImportSettings) -> int:
+    """Say what was written (stdout) and, when the trials carry no object, what that means (stderr)."""
+    if settings.object is None:
+        _log("no object given (--box-size, --box-mass, --pusher-shape, --pusher-radius): the trials cannot be "
+             "replayed or fitted until their trial.json has an \"object\"")
+    print(f"wrote {count} trials to {out}")
+    return 0
 
 
 def run_bag(args: argparse.Namespace) -> int:
@@ -195,19 +272,22 @@ def run_bag(args: argparse.Namespace) -> int:
 
     from sim2real.cli.common import check_output_location
     from sim2real.trials.bag_import import BagSelection, parse_pose_source, read_bag
+    from sim2real.trials.bag_sources import StreamOptionText, stream_options
     from sim2real.trials.recording_import import check_new_run_dir, import_recordings
 
     out = check_output_location(args.out)
     check_new_run_dir(out)
     settings = _settings(args, args.clock)
-    selection = BagSelection(
-        box=parse_pose_source(args.box_pose, "--box-pose"),
-        pusher=parse_pose_source(args.pusher_pose, "--pusher-pose") if args.pusher_pose else None,
-        joint_states=args.joint_states, frame=args.frame)
+    box = parse_pose_source(args.box_pose, "--box-pose")
+    pusher = parse_pose_source(args.pusher_pose, "--pusher-pose") if args.pusher_pose else None
+    if pusher is not None and pusher.key == box.key:
+        raise Sim2RealError(f"--box-pose and --pusher-pose name the same source {box.key}")
+    options, frame = stream_options(StreamOptionText(args.frame, args.units, args.stamp_field, args.stream_transform),
+                                    [s for s in (box, pusher) if s is not None])
+    selection = BagSelection(box=box, pusher=pusher, joint_states=args.joint_states, frame=frame, streams=options)
     recordings = [read_bag(Path(bag), selection) for bag in args.bags]
     trials = import_recordings(recordings, out, settings, log=_log)
-    print(f"wrote {len(trials)} trials to {out}")
-    return 0
+    return _written(len(trials), out, settings)
 
 
 def run_csv(args: argparse.Namespace) -> int:
@@ -221,5 +301,4 @@ def run_csv(args: argparse.Namespace) -> int:
     settings = _settings(args)
     recordings = [read_csv_recording(path) for path in args.files]
     trials = import_recordings(recordings, out, settings, log=_log)
-    print(f"wrote {len(trials)} trials to {out}")
-    return 0
+    return _written(len(trials), out, settings)

@@ -25,66 +25,35 @@ the recording frame is an error. Leading ``/`` of ROS 1 frame names are ignored.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from sim2real.errors import Sim2RealError
+from sim2real.trials.bag_sources import (
+    POSE_MSGTYPES,
+    PoseSource,
+    StreamOptions,
+    StreamSamples,
+    constant_transforms,
+    field_number,
+    frame_name,
+    parse_pose_source,
+)
 from sim2real.trials.messages import make_typestore, reorder_joints, stamp_to_ns
-from sim2real.trials.recording_import import JointSamples, PoseSamples, Recording, RigidTransform
+from sim2real.trials.recording_import import NS_PER_S, JointSamples, PoseSamples, Recording
+from sim2real.trials.rigid import RigidTransform
+
+__all__ = ["BagSelection", "PoseSource", "parse_pose_source", "read_bag"]
 
 TF_TOPIC = "/tf"
 TF_STATIC_TOPIC = "/tf_static"
 MSGTYPE_TF = "tf2_msgs/msg/TFMessage"
 MSGTYPE_JOINT_STATE = "sensor_msgs/msg/JointState"
 
-POSE_MSGTYPES: dict[str, str] = {
-    "geometry_msgs/msg/PoseStamped": "pose",
-    "geometry_msgs/msg/PoseWithCovarianceStamped": "pose.pose",
-    "nav_msgs/msg/Odometry": "pose.pose",
-    "geometry_msgs/msg/TransformStamped": "transform",
-}
-"""Message types a pose topic may carry, and the attribute path of the pose in each."""
-
 _TF_MESSAGE_MSG = "geometry_msgs/TransformStamped[] transforms\n"
-
-
-@dataclass(frozen=True)
-class PoseSource:
-    """Where a tracked body's poses are in a bag.
-
-    Attributes
-    ----------
-    kind : str
-        ``"topic"`` or ``"tf"``.
-    name : str
-        The topic (``kind == "topic"``) or the ``/tf`` child frame (``kind == "tf"``).
-    option : str
-        The command-line option that named it, for messages.
-    """
-
-    kind: str
-    name: str
-    option: str
-
-    def describe(self) -> str:
-        """The source as written on the command line: ``/topic`` or ``tf:frame``."""
-        return f"tf:{self.name}" if self.kind == "tf" else self.name
-
-
-def parse_pose_source(text: str, option: str) -> PoseSource:
-    """Parse ``TOPIC`` or ``tf:FRAME`` (see the module docstring)."""
-    text = text.strip()
-    if text.startswith("tf:"):
-        frame = _frame(text[3:])
-        if not frame:
-            raise Sim2RealError(f"{option} '{text}': tf:FRAME needs a child frame name")
-        return PoseSource("tf", frame, option)
-    if not text:
-        raise Sim2RealError(f"{option} needs a topic or tf:FRAME")
-    return PoseSource("topic", text if text.startswith("/") else f"/{text}", option)
 
 
 @dataclass(frozen=True)
@@ -96,21 +65,24 @@ class BagSelection:
     box : PoseSource
         The tracked box body.
     pusher : PoseSource or None
-        The tracked pusher (its origin is the pusher sphere centre).
+        The tracked pusher (its origin, moved by the import's tool offset, is the pusher tip).
     joint_states : str or None
         A ``sensor_msgs/JointState`` topic with joints ``joint1``..``joint6``.
     frame : str or None
         The recording frame (default: the frame of the first box pose).
+    streams : dict of str to StreamOptions
+        Options of the pose streams by source key (topic or ``tf:FRAME``); absent: defaults.
     """
 
     box: PoseSource
     pusher: PoseSource | None = None
     joint_states: str | None = None
     frame: str | None = None
+    streams: dict[str, StreamOptions] = field(default_factory=dict)
 
-
-def _frame(name: str) -> str:
-    return str(name).strip().lstrip("/")
+    def options(self, source: PoseSource) -> StreamOptions:
+        """The options of ``source`` (defaults when none were given)."""
+        return self.streams.get(source.key, StreamOptions())
 
 
 def _bag_path(path: Path) -> tuple[Path, str]:
@@ -164,23 +136,10 @@ def _pose_of(msg: Any, path: str) -> tuple[list[float], list[float]]:
     return [p.x, p.y, p.z], [q.w, q.x, q.y, q.z]
 
 
-class _Stream:
-    """Pose samples collected in bag order, with the frame of each."""
-
-    def __init__(self, source: PoseSource) -> None:
-        self.source = source
-        self.stamp: list[int] = []
-        self.receive: list[int] = []
-        self.position: list[list[float]] = []
-        self.quaternion: list[list[float]] = []
-        self.frames: list[str] = []
-
-    def add(self, stamp_ns: int, receive_ns: int, position: list[float], quaternion: list[float], frame: str) -> None:
-        self.stamp.append(stamp_ns)
-        self.receive.append(receive_ns)
-        self.position.append(position)
-        self.quaternion.append(quaternion)
-        self.frames.append(_frame(frame))
+def _field_pose(msg: Any, source: PoseSource) -> tuple[list[float], list[float]]:
+    """Position and quaternion (identity without quaternion fields) of a ``fields`` source's message."""
+    values = [field_number(msg, path, source) for path in source.fields]
+    return values[:3], (values[3:] if len(values) == 7 else [1.0, 0.0, 0.0, 0.0])
 
 
 class _StaticTree:
@@ -190,7 +149,7 @@ class _StaticTree:
         self.parent: dict[str, tuple[str, RigidTransform]] = {}
 
     def add(self, parent: str, child: str, transform: RigidTransform) -> None:
-        self.parent[_frame(child)] = (_frame(parent), transform)
+        self.parent[frame_name(child)] = (frame_name(parent), transform)
 
     def _to_root(self, frame: str) -> tuple[str, RigidTransform, list[str]]:
         """``(root, T_root_frame, chain)`` walking up the static parents."""
@@ -238,7 +197,8 @@ def read_bag(path: str | Path, selection: BagSelection) -> Recording:
     path : path
         A rosbag2 directory (or its metadata.yaml), a ``.mcap`` / ``.db3`` file or a ROS 1 ``.bag``.
     selection : BagSelection
-        Sources of the box and pusher poses, the joint-state topic and the recording frame.
+        Sources of the box and pusher poses, the joint-state topic, the recording frame and the
+        options of each stream.
 
     Returns
     -------
@@ -249,134 +209,221 @@ def read_bag(path: str | Path, selection: BagSelection) -> Recording:
     Raises
     ------
     Sim2RealError
-        One line: unreadable bag; a missing topic or ``/tf`` child frame (listing what the bag
-        has); an unsupported message type; a pose in a frame with no static chain to the
+        One line: unreadable bag; a missing topic, field or ``/tf`` child frame (listing what the
+        bag has); an unsupported message type; a pose in a frame with no static chain to the
         recording frame; joint states without joints ``joint1``..``joint6``.
     """
     from rosbags.highlevel import AnyReader
 
     bag, fmt = _bag_path(Path(path))
-    ros1 = fmt == "rosbag1"
-    default = _default_typestore(ros1)
-    sources = [s for s in (selection.box, selection.pusher) if s is not None]
-    streams = {id(s): _Stream(s) for s in sources}
-    tf_children = {s.name: streams[id(s)] for s in sources if s.kind == "tf"}
-    tf_seen: set[str] = set()
-    static = _StaticTree()
-    joints: dict[str, list[Any]] = {"stamp": [], "receive": [], "position": [], "velocity": [], "effort": []}
+    default = _default_typestore(fmt == "rosbag1")
+    state = _ReadState(selection)
     try:
         with AnyReader([bag], default_typestore=default) as reader:
-            topics = reader.topics
-            wanted: dict[str, str] = {}  # topic -> role
-            for source in sources:
-                if source.kind == "tf":
-                    msgtype = _check_topic(bag, topics, TF_TOPIC, source.option, f"tf:{source.name}")
-                    if msgtype != MSGTYPE_TF:
-                        raise Sim2RealError(f"bag {path}: {TF_TOPIC} carries {msgtype}, not {MSGTYPE_TF}")
-                    wanted[TF_TOPIC] = "tf"
-                    continue
-                msgtype = _check_topic(bag, topics, source.name, source.option, "pose topic")
-                if msgtype == MSGTYPE_TF:
-                    raise Sim2RealError(f"{source.option} {source.name}: the topic carries {MSGTYPE_TF}; name the "
-                                        f"tracked child frame as tf:FRAME")
-                if msgtype not in POSE_MSGTYPES:
-                    raise Sim2RealError(f"{source.option} {source.name}: message type {msgtype} is not supported "
-                                        f"(use one of {', '.join(POSE_MSGTYPES)}, or tf:FRAME)")
-                wanted[source.name] = "pose"
-            if selection.joint_states is not None:
-                msgtype = _check_topic(bag, topics, selection.joint_states, "--joint-states", "topic")
-                if msgtype != MSGTYPE_JOINT_STATE:
-                    raise Sim2RealError(f"--joint-states {selection.joint_states}: message type {msgtype} is not "
-                                        f"{MSGTYPE_JOINT_STATE}")
-                wanted[selection.joint_states] = "joints"
-            if TF_STATIC_TOPIC in topics and topics[TF_STATIC_TOPIC].msgtype == MSGTYPE_TF:
-                wanted.setdefault(TF_STATIC_TOPIC, "static")
+            wanted = _wanted_topics(bag, reader.topics, selection)
             connections = [c for c in reader.connections if c.topic in wanted]
             _complete_types(reader, default, {c.msgtype for c in connections})
-            by_topic = {s.name: streams[id(s)] for s in sources if s.kind == "topic"}
             for connection, receive_ns, raw in reader.messages(connections=connections):
                 msg: Any = reader.deserialize(raw, connection.msgtype)
-                role = wanted[connection.topic]
-                if role == "tf" or role == "static":
-                    for item in msg.transforms:
-                        child = _frame(item.child_frame_id)
-                        if role == "static":
-                            t, q = item.transform.translation, item.transform.rotation
-                            static.add(item.header.frame_id, child,
-                                       RigidTransform(np.array([t.x, t.y, t.z]), np.array([q.w, q.x, q.y, q.z])))
-                            continue
-                        tf_seen.add(child)
-                        stream = tf_children.get(child)
-                        if stream is not None:
-                            p, q = _pose_of(item, "transform")
-                            stream.add(stamp_to_ns(item.header.stamp), int(receive_ns), p, q, item.header.frame_id)
-                elif role == "pose":
-                    p, q = _pose_of(msg, POSE_MSGTYPES[connection.msgtype])
-                    by_topic[connection.topic].add(stamp_to_ns(msg.header.stamp), int(receive_ns), p, q,
-                                                   msg.header.frame_id)
-                else:
-                    names = list(msg.name)
-                    where = f"--joint-states {connection.topic}"
-                    joints["stamp"].append(stamp_to_ns(msg.header.stamp))
-                    joints["receive"].append(int(receive_ns))
-                    for field in ("position", "velocity", "effort"):
-                        try:
-                            values = reorder_joints(names, getattr(msg, field), f"{where} {field}")
-                        except ValueError as err:  # joints missing or arrays of the wrong length
-                            raise Sim2RealError(f"bag {path}: {err}") from None
-                        joints[field].append(values)
+                state.take(wanted[connection.topic], connection, int(receive_ns), msg, path)
     except Sim2RealError:
         raise
     except Exception as err:  # rosbags, storage and deserialisation errors of damaged or foreign files
         reason = " ".join(str(err).split()) or type(err).__name__
         raise Sim2RealError(f"cannot read bag {path}: {reason}") from None
+    return state.recording(str(bag), fmt, str(path))
 
-    for source in sources:
-        if streams[id(source)].stamp:
-            continue
+
+def _wanted_topics(bag: Path, topics: dict[str, Any], selection: BagSelection) -> dict[str, str]:
+    """``{topic: role}`` to read (``tf``, ``static``, ``pose``, ``fields``, ``joints``), checking their types."""
+    wanted: dict[str, str] = {}
+    for source in (s for s in (selection.box, selection.pusher) if s is not None):
         if source.kind == "tf":
-            seen = ", ".join(sorted(tf_seen)) if tf_seen else "none"
-            raise Sim2RealError(f"bag {path}: no transform on {TF_TOPIC} has child frame '{source.name}' "
-                                f"({source.option} tf:{source.name}); child frames on {TF_TOPIC}: {seen}")
-        raise Sim2RealError(f"bag {path}: topic {source.name} ({source.option}) holds no messages")
-    if selection.joint_states is not None and not joints["stamp"]:
-        raise Sim2RealError(f"bag {path}: topic {selection.joint_states} (--joint-states) holds no messages")
-
-    box_stream = streams[id(selection.box)]
-    frame = _frame(selection.frame) if selection.frame is not None else box_stream.frames[0]
-    composed: dict[str, list[str]] = {}
-    pose_samples = {id(s): _in_frame(streams[id(s)], frame, static, composed, str(path)) for s in sources}
-    joint_samples = None
+            msgtype = _check_topic(bag, topics, TF_TOPIC, source.option, f"tf:{source.name}")
+            if msgtype != MSGTYPE_TF:
+                raise Sim2RealError(f"bag {bag}: {TF_TOPIC} carries {msgtype}, not {MSGTYPE_TF}")
+            continue
+        msgtype = _check_topic(bag, topics, source.name, source.option, "pose topic")
+        if msgtype == MSGTYPE_TF:
+            raise Sim2RealError(f"{source.option} {source.name}: the topic carries {MSGTYPE_TF}; name the "
+                                f"tracked child frame as tf:FRAME")
+        if source.kind == "topic" and msgtype not in POSE_MSGTYPES:
+            raise Sim2RealError(f"{source.option} {source.name}: message type {msgtype} is not a pose type "
+                                f"({', '.join(POSE_MSGTYPES)}); name its fields instead: "
+                                f"{source.name}:X,Y,Z[,QW,QX,QY,QZ] (see --help)")
+        wanted[source.name] = source.kind
     if selection.joint_states is not None:
-        joint_samples = JointSamples(np.array(joints["stamp"], dtype=np.int64),
-                                     np.array(joints["receive"], dtype=np.int64),
-                                     np.array(joints["position"]).reshape(-1, 6),
-                                     np.array(joints["velocity"]).reshape(-1, 6),
-                                     np.array(joints["effort"]).reshape(-1, 6), selection.joint_states)
-    notes: dict[str, Any] = {}
-    if composed:
-        notes["static_chains"] = composed
-    pusher = pose_samples[id(selection.pusher)] if selection.pusher is not None else None
-    return Recording(str(bag), fmt, frame, pose_samples[id(selection.box)], pusher, joint_samples, notes)
+        msgtype = _check_topic(bag, topics, selection.joint_states, "--joint-states", "topic")
+        if msgtype != MSGTYPE_JOINT_STATE:
+            raise Sim2RealError(f"--joint-states {selection.joint_states}: message type {msgtype} is not "
+                                f"{MSGTYPE_JOINT_STATE}")
+        wanted[selection.joint_states] = "joints"
+    for topic, role in ((TF_TOPIC, "tf"), (TF_STATIC_TOPIC, "static")):
+        if topic in topics and topics[topic].msgtype == MSGTYPE_TF:
+            wanted.setdefault(topic, role)
+    return wanted
 
 
-def _in_frame(stream: _Stream, frame: str, static: _StaticTree, composed: dict[str, list[str]],
-              path: str) -> PoseSamples:
-    """The stream's poses in ``frame``, composing static chains for samples in other frames."""
-    position = np.array(stream.position, dtype=float).reshape(-1, 3)
+class _ReadState:
+    """What one pass over a bag collects: pose streams, ``/tf`` and ``/tf_static`` transforms, joint states."""
+
+    def __init__(self, selection: BagSelection) -> None:
+        self.selection = selection
+        self.sources = [s for s in (selection.box, selection.pusher) if s is not None]
+        self.streams = {s.key: StreamSamples(s) for s in self.sources}
+        self.tf_children = {s.name: self.streams[s.key] for s in self.sources if s.kind == "tf"}
+        self.by_topic = {s.name: self.streams[s.key] for s in self.sources if s.kind != "tf"}
+        self.tf_samples: dict[str, list[tuple[str, tuple[float, ...]]]] = {}
+        self.static = _StaticTree()
+        self.joints: dict[str, list[Any]] = {"stamp": [], "receive": [], "position": [], "velocity": [],
+                                             "effort": []}
+
+    def take(self, role: str, connection: Any, receive_ns: int, msg: Any, path: str | Path) -> None:
+        """Collect one message of a wanted topic."""
+        if role in ("tf", "static"):
+            self._transforms(role, receive_ns, msg)
+        elif role == "joints":
+            self._joint_state(connection.topic, receive_ns, msg, path)
+        else:
+            stream = self.by_topic[connection.topic]
+            source = stream.source
+            options = self.selection.options(source)
+            header = getattr(msg, "header", None)
+            stamp = stamp_to_ns(header.stamp) if header is not None and hasattr(header, "stamp") else None
+            frame = options.frame if options.frame is not None else getattr(header, "frame_id", "") or ""
+            clock = field_number(msg, options.stamp_field, source) if options.stamp_field else None
+            if role == "fields":
+                p, q = _field_pose(msg, source)
+            else:
+                p, q = _pose_of(msg, POSE_MSGTYPES[connection.msgtype])
+            stream.add(stamp, receive_ns, p, q, frame, clock)
+
+    def _transforms(self, role: str, receive_ns: int, msg: Any) -> None:
+        for item in msg.transforms:
+            child = frame_name(item.child_frame_id)
+            p, q = _pose_of(item, "transform")
+            if role == "static":
+                self.static.add(item.header.frame_id, child, RigidTransform(np.array(p), np.array(q)))
+                continue
+            self.tf_samples.setdefault(child, []).append((frame_name(item.header.frame_id), (*p, *q)))
+            stream = self.tf_children.get(child)
+            if stream is not None:
+                frame = self.selection.options(stream.source).frame or item.header.frame_id
+                stream.add(stamp_to_ns(item.header.stamp), receive_ns, p, q, frame)
+
+    def _joint_state(self, topic: str, receive_ns: int, msg: Any, path: str | Path) -> None:
+        names = list(msg.name)
+        where = f"--joint-states {topic}"
+        self.joints["stamp"].append(stamp_to_ns(msg.header.stamp))
+        self.joints["receive"].append(receive_ns)
+        for name in ("position", "velocity", "effort"):
+            try:
+                values = reorder_joints(names, getattr(msg, name), f"{where} {name}")
+            except ValueError as err:  # joints missing or arrays of the wrong length
+                raise Sim2RealError(f"bag {path}: {err}") from None
+            self.joints[name].append(values)
+
+    def _check_filled(self, path: str) -> None:
+        for source in self.sources:
+            if self.streams[source.key].receive:
+                continue
+            if source.kind == "tf":
+                seen = ", ".join(sorted(self.tf_samples)) if self.tf_samples else "none"
+                raise Sim2RealError(f"bag {path}: no transform on {TF_TOPIC} has child frame '{source.name}' "
+                                    f"({source.option} tf:{source.name}); child frames on {TF_TOPIC}: {seen}")
+            raise Sim2RealError(f"bag {path}: topic {source.name} ({source.option}) holds no messages")
+        if self.selection.joint_states is not None and not self.joints["stamp"]:
+            raise Sim2RealError(f"bag {path}: topic {self.selection.joint_states} (--joint-states) holds no messages")
+
+    def recording(self, bag: str, fmt: str, path: str) -> Recording:
+        """The :class:`Recording` of what was collected, every pose in the recording frame."""
+        self._check_filled(path)
+        notes: dict[str, Any] = {}
+        tracked = {s.name for s in self.sources if s.kind == "tf"}
+        from_tf = {child: item for child, item in constant_transforms(self.tf_samples, tracked).items()
+                   if child not in self.static.parent}
+        for child, (parent, transform) in from_tf.items():
+            self.static.add(parent, child, transform)
+        if from_tf:
+            notes["static_from_tf"] = {child: parent for child, (parent, _) in sorted(from_tf.items())}
+        box_stream = self.streams[self.selection.box.key]
+        frame = frame_name(self.selection.frame) if self.selection.frame is not None else box_stream.frames[0]
+        composed: dict[str, list[str]] = {}
+        timing: dict[str, str] = {}
+        samples = {s.key: _in_frame(self.streams[s.key], self.selection.options(s), frame, self.static, composed,
+                                    timing, path) for s in self.sources}
+        if composed:
+            notes["static_chains"] = composed
+        if timing:
+            notes["stream_timing"] = timing
+        streams = {s.key: self.selection.options(s) for s in self.sources}
+        notes["streams"] = {key: _options_note(o) for key, o in streams.items() if o != StreamOptions()}
+        if not notes["streams"]:
+            del notes["streams"]
+        joint_samples = None
+        if self.selection.joint_states is not None:
+            j = self.joints
+            joint_samples = JointSamples(np.array(j["stamp"], dtype=np.int64), np.array(j["receive"], dtype=np.int64),
+                                         np.array(j["position"]).reshape(-1, 6), np.array(j["velocity"]).reshape(-1, 6),
+                                         np.array(j["effort"]).reshape(-1, 6), self.selection.joint_states)
+        pusher = samples[self.selection.pusher.key] if self.selection.pusher is not None else None
+        return Recording(bag, fmt, frame, samples[self.selection.box.key], pusher, joint_samples, notes)
+
+
+def _options_note(options: StreamOptions) -> dict[str, Any]:
+    """A stream's non-default options for trial.json."""
+    note: dict[str, Any] = {}
+    if options.frame is not None:
+        note["frame"] = options.frame
+    if options.unit != "m":
+        note["unit"] = options.unit
+    if options.stamp_field is not None:
+        note["stamp_field"] = options.stamp_field
+    if options.transform is not None:
+        note["transform"] = options.transform.as_dict()
+    return note
+
+
+def _stream_times(stream: StreamSamples, options: StreamOptions, timing: dict[str, str]) -> np.ndarray:
+    """Acquisition times (ns) of a stream: its clock field placed on the receive clock, its header
+    stamps, or (no header) its receive times; how it was timed goes into ``timing``."""
+    receive = np.array(stream.receive, dtype=np.int64)
+    key = stream.source.key
+    if options.stamp_field is not None:
+        clock_ns = np.round(np.array(stream.clock, dtype=float) * NS_PER_S).astype(np.int64)
+        offset = int(np.median(receive - clock_ns))
+        timing[key] = f"clock field '{options.stamp_field}' (s), placed on the receive clock by its median offset"
+        return clock_ns + offset
+    if any(stamp is None for stamp in stream.stamp):
+        timing[key] = "receive time (the messages have no header)"
+        return receive
+    return np.array(stream.stamp, dtype=np.int64)
+
+
+def _in_frame(stream: StreamSamples, options: StreamOptions, frame: str, static: _StaticTree,
+              composed: dict[str, list[str]], timing: dict[str, str], path: str) -> PoseSamples:
+    """The stream's poses in ``frame`` (m): scaled to m, then through the stream's fixed transform, or
+    composed with static chains for samples in other frames."""
+    position = np.array(stream.position, dtype=float).reshape(-1, 3) * options.scale
     quaternion = np.array(stream.quaternion, dtype=float).reshape(-1, 4)
-    frames = np.array(stream.frames, dtype=object)
-    for other in sorted(set(stream.frames) - {frame}):
-        found = static.lookup(frame, other)
-        source = stream.source
-        if found is None:
-            raise Sim2RealError(
-                f"bag {path}: {source.option} {source.describe()} poses are in frame '{other or '(empty)'}', not "
-                f"the recording frame '{frame or '(empty)'}', and {TF_STATIC_TOPIC} links no chain between them "
-                f"(only static transforms are composed; --frame names the recording frame)")
-        transform, chain = found
-        rows = np.flatnonzero(frames == other)
-        position[rows], quaternion[rows] = transform.apply_poses(position[rows], quaternion[rows])
-        composed[other] = chain
-    return PoseSamples(np.array(stream.stamp, dtype=np.int64), np.array(stream.receive, dtype=np.int64),
-                       position, quaternion, stream.source.describe())
+    source = stream.source
+    if options.transform is not None:
+        position, quaternion = options.transform.apply_poses(position, quaternion)
+    else:
+        frames = np.array(stream.frames, dtype=object)
+        for other in sorted(set(stream.frames) - {frame}):
+            found = static.lookup(frame, other)
+            if found is None:
+                hint = (f"; give its frame with --frame {source.key}=FRAME" if not other else
+                        " (only static transforms are composed: /tf_static, and /tf transforms that never change)")
+                raise Sim2RealError(
+                    f"bag {path}: {source.option} {source.describe()} poses are in frame '{other or '(empty)'}', "
+                    f"not the recording frame '{frame or '(empty)'}', and no static transform links them{hint}; "
+                    f"or give the stream's transform with --stream-transform {source.key}=x,y,z,qw,qx,qy,qz")
+            transform, chain = found
+            rows = np.flatnonzero(frames == other)
+            position[rows], quaternion[rows] = transform.apply_poses(position[rows], quaternion[rows])
+            composed[other] = chain
+    times = _stream_times(stream, options, timing)
+    return PoseSamples(times, np.array(stream.receive, dtype=np.int64), position, quaternion, source.describe(),
+                       has_orientation=source.has_orientation)

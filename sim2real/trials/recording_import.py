@@ -40,10 +40,12 @@ import numpy as np
 
 from sim2real.errors import Sim2RealError
 from sim2real.filemodes import staging_dir
-from sim2real.spatial import conjugate, multiply, normalize, rotate
+from sim2real.spatial import normalize
 from sim2real.trials.records import N_JOINTS
+from sim2real.trials.rigid import RigidTransform, body_offset_poses
 from sim2real.trials.scene import SceneSpec
 from sim2real.trials.schema import BASE_FRAME
+from sim2real.trials.trial_object import TrialObject
 from sim2real.trials.writer import TrialBagWriter, write_run_meta
 
 NS_PER_S = 1_000_000_000
@@ -63,90 +65,6 @@ MIN_BOX_POSES = 3
 _IDENTITY_Q = np.array([1.0, 0.0, 0.0, 0.0])
 
 
-# -- rigid transforms ----------------------------------------------------------------------------
-@dataclass(frozen=True)
-class RigidTransform:
-    """Pose of frame B in frame A (``T_A_B``): maps B coordinates into A, ``p_A = R(q) p_B + t``.
-
-    Attributes
-    ----------
-    translation : numpy.ndarray, shape (3,)
-        Origin of B in A, m.
-    quaternion : numpy.ndarray, shape (4,)
-        Unit quaternion (w, x, y, z) rotating B vectors into A.
-    """
-
-    translation: np.ndarray = field(default_factory=lambda: np.zeros(3))
-    quaternion: np.ndarray = field(default_factory=lambda: _IDENTITY_Q.copy())
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "translation", np.asarray(self.translation, dtype=float).reshape(3))
-        object.__setattr__(self, "quaternion", normalize(np.asarray(self.quaternion, dtype=float).reshape(4)))
-
-    @property
-    def is_identity(self) -> bool:
-        """True when the transform moves nothing (zero translation, identity rotation)."""
-        return bool(np.all(self.translation == 0.0) and abs(abs(self.quaternion[0]) - 1.0) < 1e-15)
-
-    def compose(self, other: RigidTransform) -> RigidTransform:
-        """``T_A_C = T_A_B ∘ T_B_C`` with ``self = T_A_B`` and ``other = T_B_C``."""
-        return RigidTransform(self.translation + rotate(self.quaternion, other.translation),
-                              multiply(self.quaternion, other.quaternion))
-
-    def inverse(self) -> RigidTransform:
-        """``T_B_A`` of ``self = T_A_B``."""
-        q_inv = conjugate(self.quaternion)
-        return RigidTransform(-rotate(q_inv, self.translation), q_inv)
-
-    def apply_poses(self, position: np.ndarray, quaternion: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Poses of bodies given in B, expressed in A.
-
-        Parameters
-        ----------
-        position : numpy.ndarray, shape (N, 3)
-            Body origins in B, m.
-        quaternion : numpy.ndarray, shape (N, 4)
-            Body orientations (w, x, y, z), body → B.
-
-        Returns
-        -------
-        tuple of numpy.ndarray, shapes (N, 3) and (N, 4)
-            Body origins in A (m) and orientations body → A.
-        """
-        q = np.broadcast_to(self.quaternion, np.shape(quaternion))
-        return self.translation + rotate(q, position), multiply(q, quaternion)
-
-    def as_dict(self) -> dict[str, list[float]]:
-        """``{"translation_m": [x, y, z], "quaternion_wxyz": [w, x, y, z]}`` for trial.json."""
-        return {"translation_m": [float(v) for v in self.translation],
-                "quaternion_wxyz": [float(v) for v in self.quaternion]}
-
-
-def body_offset_poses(position: np.ndarray, quaternion: np.ndarray,
-                      offset: RigidTransform) -> tuple[np.ndarray, np.ndarray]:
-    """Poses of a frame fixed to tracked bodies: ``T_F_body ∘ offset`` for each sample.
-
-    Parameters
-    ----------
-    position : numpy.ndarray, shape (N, 3)
-        Tracked body origins in frame F, m.
-    quaternion : numpy.ndarray, shape (N, 4)
-        Tracked body orientations (w, x, y, z), body → F.
-    offset : RigidTransform
-        The fixed frame in the tracked body's frame (e.g. the box geometric centre), m.
-
-    Returns
-    -------
-    tuple of numpy.ndarray, shapes (N, 3) and (N, 4)
-        Origins (m) and orientations of the fixed frame in F.
-    """
-    if offset.is_identity:
-        return position, quaternion
-    q_offset = np.broadcast_to(offset.quaternion, np.shape(quaternion))
-    return position + rotate(quaternion, np.broadcast_to(offset.translation, np.shape(position))), \
-        multiply(quaternion, q_offset)
-
-
 # -- samples and recordings ----------------------------------------------------------------------
 @dataclass(frozen=True)
 class PoseSamples:
@@ -164,6 +82,8 @@ class PoseSamples:
         Orientation (w, x, y, z), tracked body → recording frame (any norm; normalised on import).
     source : str
         Where the samples came from, for messages and trial.json (``"/vrpn/box/pose"``, ``"tf:box"``).
+    has_orientation : bool
+        False when the source gives positions only (the quaternions are then the identity).
     """
 
     stamp_ns: np.ndarray
@@ -171,6 +91,7 @@ class PoseSamples:
     position: np.ndarray
     quaternion: np.ndarray
     source: str
+    has_orientation: bool = True
 
     def __post_init__(self) -> None:
         n = np.shape(self.stamp_ns)[0]
@@ -244,39 +165,6 @@ class Recording:
     pusher: PoseSamples | None = None
     joints: JointSamples | None = None
     notes: dict[str, Any] = field(default_factory=dict)
-
-
-# -- options ----------------------------------------------------------------------------------------
-def _numbers(text: str, counts: tuple[int, ...], option: str, what: str) -> list[float]:
-    parts = [part.strip() for part in str(text).split(",")]
-    try:
-        values = [float(part) for part in parts]
-    except ValueError:
-        raise Sim2RealError(f"{option} '{text}': expected {what}") from None
-    if len(values) not in counts or not all(math.isfinite(v) for v in values):
-        raise Sim2RealError(f"{option} '{text}': expected {what}")
-    return values
-
-
-def _unit_quaternion(values: Sequence[float], option: str, text: str) -> np.ndarray:
-    q = np.asarray(values, dtype=float)
-    norm = float(np.linalg.norm(q))
-    if abs(norm - 1.0) > 1e-3:
-        raise Sim2RealError(f"{option} '{text}': the quaternion qw,qx,qy,qz has norm {norm:.6g}, not 1")
-    return q / norm
-
-
-def parse_transform(text: str, option: str = "--transform") -> RigidTransform:
-    """Parse ``x,y,z,qw,qx,qy,qz`` (m; unit quaternion, w first) into a :class:`RigidTransform`."""
-    values = _numbers(text, (7,), option, "x,y,z,qw,qx,qy,qz (m and a unit quaternion, w first)")
-    return RigidTransform(np.array(values[:3]), _unit_quaternion(values[3:], option, text))
-
-
-def parse_offset(text: str, option: str = "--box-offset") -> RigidTransform:
-    """Parse ``x,y,z`` (m) or ``x,y,z,qw,qx,qy,qz`` (with the box axes' rotation) into a transform."""
-    values = _numbers(text, (3, 7), option, "x,y,z in m (optionally followed by qw,qx,qy,qz)")
-    q = _unit_quaternion(values[3:], option, text) if len(values) == 7 else _IDENTITY_Q
-    return RigidTransform(np.array(values[:3]), q)
 
 
 def seconds_to_ns(text: str) -> int:
@@ -388,6 +276,12 @@ class ImportSettings:
         Orientation-flip threshold, rad (0 disables the test).
     outlier_jump_m : float
         Position-jump threshold, m (0 disables the test).
+    tool_offset : RigidTransform
+        The pusher tip in the tracked pusher body's frame, ``T_body_tip`` (m): e.g. a probe tip
+        below a logged tool flange. Needs the pusher's orientation.
+    object : TrialObject or None
+        The pushed object and the pusher, stored in every trial (``trial.json`` ``"object"``);
+        None stores nothing (such a trial cannot be replayed or fitted until one is added).
     """
 
     clock: str = "header"
@@ -396,6 +290,8 @@ class ImportSettings:
     split: Split = field(default_factory=Split)
     outlier_angle_rad: float = math.radians(DEFAULT_OUTLIER_ANGLE_DEG)
     outlier_jump_m: float = DEFAULT_OUTLIER_JUMP_M
+    tool_offset: RigidTransform = field(default_factory=RigidTransform)
+    object: TrialObject | None = None
 
     def __post_init__(self) -> None:
         if self.clock not in CLOCKS:
@@ -638,7 +534,7 @@ def _write_trial(run_dir: Path, name: str, recording: Recording, window: tuple[i
         events.append((int(box.t_ns[k]), 0, k, "box", int(box.receive_ns[k])))
     pusher_position = pusher_quaternion = None
     if pusher is not None and pusher.t_ns.shape[0]:
-        pusher_position, pusher_quaternion = _experiment_poses(pusher, RigidTransform(), settings.transform)
+        pusher_position, pusher_quaternion = _experiment_poses(pusher, settings.tool_offset, settings.transform)
         for k in range(pusher.t_ns.shape[0]):
             events.append((int(pusher.t_ns[k]), 1, k, "pusher", int(pusher.receive_ns[k])))
     if joints_index is not None and recording.joints is not None:
@@ -653,7 +549,8 @@ def _write_trial(run_dir: Path, name: str, recording: Recording, window: tuple[i
     writer = TrialBagWriter(run_dir, name, start_ns=start_ns, frame_id=BASE_FRAME)
     try:
         has_joints = joints_index is not None and recording.joints is not None
-        writer.write_scene(SceneSpec.from_params(["real"], ["real"] if has_joints else []),
+        scene_params = settings.object.parameters if settings.object is not None else None
+        writer.write_scene(SceneSpec.from_params(["real"], ["real"] if has_joints else [], params=scene_params),
                            t_ns=min(start_ns, min(e[4] for e in events)))
         for t_ns, _, k, series, receive_ns in events:
             if series == "box":
@@ -686,6 +583,7 @@ def _write_trial(run_dir: Path, name: str, recording: Recording, window: tuple[i
             "recording_frame": recording.frame,
             "transform": {"from": recording.frame, "to": BASE_FRAME, **settings.transform.as_dict()},
             "box_offset": settings.box_offset.as_dict(),
+            "tool_offset": settings.tool_offset.as_dict(),
             "split": settings.split.spec,
             "window_s": [(max(window[0], start_ns) - origin_ns) / NS_PER_S,
                          (min(window[1], end_ns) - origin_ns) / NS_PER_S],
@@ -702,6 +600,8 @@ def _write_trial(run_dir: Path, name: str, recording: Recording, window: tuple[i
             "timing": {"start_ns": start_ns, "end_ns": end_ns, "wall_s": (end_ns - start_ns) / NS_PER_S},
             "import": import_meta,
         }
+        if settings.object is not None:
+            meta["object"] = settings.object.as_dict()
         path = writer.close(meta, complete=True)
     except BaseException:
         writer.abort()
@@ -744,6 +644,8 @@ def import_recordings(recordings: Sequence[Recording], out_dir: str | Path,
     """
     out_dir = Path(out_dir)
     check_new_run_dir(out_dir)
+    for recording in recordings:
+        _check_tool_offset(recording, settings.tool_offset)
     say = log or (lambda _line: None)
     parent = out_dir.parent
     parent.mkdir(parents=True, exist_ok=True)
@@ -782,6 +684,17 @@ def import_recordings(recordings: Sequence[Recording], out_dir: str | Path,
         shutil.rmtree(tmp_run, ignore_errors=True)
         raise
     return [ImportedTrial(t.name, out_dir / t.name, t.samples, t.outliers, t.duration_s) for t in trials]
+
+
+def _check_tool_offset(recording: Recording, offset: RigidTransform) -> None:
+    """A tool offset needs a pusher with an orientation (it is fixed in the pusher body's frame)."""
+    if offset.is_identity:
+        return
+    if recording.pusher is None:
+        raise Sim2RealError(f"{recording.path}: --tool-offset moves the pusher, but no pusher pose is imported")
+    if not recording.pusher.has_orientation:
+        raise Sim2RealError(f"{recording.path}: --tool-offset is fixed in the pusher body's frame, but "
+                            f"{recording.pusher.source} gives positions only: name its quaternion fields too")
 
 
 def check_new_run_dir(out_dir: Path) -> None:

@@ -26,13 +26,8 @@ from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 from sim2real.cli import import_cmd, main
 from sim2real.spatial import conjugate, from_axis_angle, multiply, rotate
 from sim2real.trials import read_run
-from sim2real.trials.recording_import import (
-    DEFAULT_OUTLIER_ANGLE_DEG,
-    DEFAULT_OUTLIER_JUMP_M,
-    RigidTransform,
-    find_outliers,
-    parse_transform,
-)
+from sim2real.trials.recording_import import DEFAULT_OUTLIER_ANGLE_DEG, DEFAULT_OUTLIER_JUMP_M, find_outliers
+from sim2real.trials.rigid import RigidTransform, parse_transform
 
 T0_NS = 1_700_000_000_000_000_000
 STEP_NS = 10_000_000
@@ -279,7 +274,9 @@ def test_receive_clock_windows_and_no_split(bags: dict[str, Path], tmp_path: Pat
 
 def test_imported_pusher_trial_replays(bags: dict[str, Path], tmp_path: Path) -> None:
     out = tmp_path / "imported"
-    assert _import(bags["sqlite3"], out, "--split", "gaps:0.5") == 0
+    # the trial carries what replays it (an imported trial without its object is refused, never defaulted)
+    assert _import(bags["sqlite3"], out, "--split", "gaps:0.5", "--box-size", "0.11,0.13,0.21", "--box-mass", "0.5",
+                   "--pusher-shape", "sphere", "--pusher-radius", "0.02") == 0
     replayed = tmp_path / "replayed"
     assert main(["replay", str(out / "lab_sqlite_01"), "--out", str(replayed)]) == 0
     (trial,) = read_run(replayed)

@@ -1,0 +1,134 @@
+"""Rigid transforms between frames, and the import options that give them (``x,y,z,qw,qx,qy,qz``).
+
+Quaternions are (w, x, y, z), scalar first, as everywhere in sim2real (:mod:`sim2real.spatial`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from sim2real.errors import Sim2RealError
+from sim2real.spatial import conjugate, multiply, normalize, rotate
+
+_IDENTITY_Q = np.array([1.0, 0.0, 0.0, 0.0])
+
+
+# -- rigid transforms ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class RigidTransform:
+    """Pose of frame B in frame A (``T_A_B``): maps B coordinates into A, ``p_A = R(q) p_B + t``.
+
+    Attributes
+    ----------
+    translation : numpy.ndarray, shape (3,)
+        Origin of B in A, m.
+    quaternion : numpy.ndarray, shape (4,)
+        Unit quaternion (w, x, y, z) rotating B vectors into A.
+    """
+
+    translation: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    quaternion: np.ndarray = field(default_factory=lambda: _IDENTITY_Q.copy())
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "translation", np.asarray(self.translation, dtype=float).reshape(3))
+        object.__setattr__(self, "quaternion", normalize(np.asarray(self.quaternion, dtype=float).reshape(4)))
+
+    @property
+    def is_identity(self) -> bool:
+        """True when the transform moves nothing (zero translation, identity rotation)."""
+        return bool(np.all(self.translation == 0.0) and abs(abs(self.quaternion[0]) - 1.0) < 1e-15)
+
+    def compose(self, other: RigidTransform) -> RigidTransform:
+        """``T_A_C = T_A_B ∘ T_B_C`` with ``self = T_A_B`` and ``other = T_B_C``."""
+        return RigidTransform(self.translation + rotate(self.quaternion, other.translation),
+                              multiply(self.quaternion, other.quaternion))
+
+    def inverse(self) -> RigidTransform:
+        """``T_B_A`` of ``self = T_A_B``."""
+        q_inv = conjugate(self.quaternion)
+        return RigidTransform(-rotate(q_inv, self.translation), q_inv)
+
+    def apply_poses(self, position: np.ndarray, quaternion: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Poses of bodies given in B, expressed in A.
+
+        Parameters
+        ----------
+        position : numpy.ndarray, shape (N, 3)
+            Body origins in B, m.
+        quaternion : numpy.ndarray, shape (N, 4)
+            Body orientations (w, x, y, z), body → B.
+
+        Returns
+        -------
+        tuple of numpy.ndarray, shapes (N, 3) and (N, 4)
+            Body origins in A (m) and orientations body → A.
+        """
+        q = np.broadcast_to(self.quaternion, np.shape(quaternion))
+        return self.translation + rotate(q, position), multiply(q, quaternion)
+
+    def as_dict(self) -> dict[str, list[float]]:
+        """``{"translation_m": [x, y, z], "quaternion_wxyz": [w, x, y, z]}`` for trial.json."""
+        return {"translation_m": [float(v) for v in self.translation],
+                "quaternion_wxyz": [float(v) for v in self.quaternion]}
+
+
+def body_offset_poses(position: np.ndarray, quaternion: np.ndarray,
+                      offset: RigidTransform) -> tuple[np.ndarray, np.ndarray]:
+    """Poses of a frame fixed to tracked bodies: ``T_F_body ∘ offset`` for each sample.
+
+    Parameters
+    ----------
+    position : numpy.ndarray, shape (N, 3)
+        Tracked body origins in frame F, m.
+    quaternion : numpy.ndarray, shape (N, 4)
+        Tracked body orientations (w, x, y, z), body → F.
+    offset : RigidTransform
+        The fixed frame in the tracked body's frame (e.g. the box geometric centre), m.
+
+    Returns
+    -------
+    tuple of numpy.ndarray, shapes (N, 3) and (N, 4)
+        Origins (m) and orientations of the fixed frame in F.
+    """
+    if offset.is_identity:
+        return position, quaternion
+    q_offset = np.broadcast_to(offset.quaternion, np.shape(quaternion))
+    return position + rotate(quaternion, np.broadcast_to(offset.translation, np.shape(position))), \
+        multiply(quaternion, q_offset)
+
+
+# -- options ----------------------------------------------------------------------------------------
+def _numbers(text: str, counts: tuple[int, ...], option: str, what: str) -> list[float]:
+    parts = [part.strip() for part in str(text).split(",")]
+    try:
+        values = [float(part) for part in parts]
+    except ValueError:
+        raise Sim2RealError(f"{option} '{text}': expected {what}") from None
+    if len(values) not in counts or not all(math.isfinite(v) for v in values):
+        raise Sim2RealError(f"{option} '{text}': expected {what}")
+    return values
+
+
+def _unit_quaternion(values: Sequence[float], option: str, text: str) -> np.ndarray:
+    q = np.asarray(values, dtype=float)
+    norm = float(np.linalg.norm(q))
+    if abs(norm - 1.0) > 1e-3:
+        raise Sim2RealError(f"{option} '{text}': the quaternion qw,qx,qy,qz has norm {norm:.6g}, not 1")
+    return q / norm
+
+
+def parse_transform(text: str, option: str = "--transform") -> RigidTransform:
+    """Parse ``x,y,z,qw,qx,qy,qz`` (m; unit quaternion, w first) into a :class:`RigidTransform`."""
+    values = _numbers(text, (7,), option, "x,y,z,qw,qx,qy,qz (m and a unit quaternion, w first)")
+    return RigidTransform(np.array(values[:3]), _unit_quaternion(values[3:], option, text))
+
+
+def parse_offset(text: str, option: str = "--box-offset") -> RigidTransform:
+    """Parse ``x,y,z`` (m) or ``x,y,z,qw,qx,qy,qz`` (with the box axes' rotation) into a transform."""
+    values = _numbers(text, (3, 7), option, "x,y,z in m (optionally followed by qw,qx,qy,qz)")
+    q = _unit_quaternion(values[3:], option, text) if len(values) == 7 else _IDENTITY_Q
+    return RigidTransform(np.array(values[:3]), q)
