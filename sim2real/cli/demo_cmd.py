@@ -374,6 +374,7 @@ def run(args: argparse.Namespace) -> int:
         trial); ``demo_check.json`` then records the failure as a miss.
     """
     from sim2real.cli.common import check_output_location
+    from sim2real.engines import engine
     from sim2real.errors import Sim2RealError
     from sim2real.hardware.standin import load_standin
     from sim2real.nodes.runner import check_loopback_ip
@@ -386,7 +387,7 @@ def run(args: argparse.Namespace) -> int:
         raise Sim2RealError(f"output directory {out} is not empty; choose a new one")
     if args.max_iterations < 0:  # before the experiment, not after it
         raise Sim2RealError(f"--max-iterations must be >= 0, got {args.max_iterations}")
-    if args.engine != "ours" and args.box_mode == "closed":
+    if args.box_mode == "closed" and not engine(args.engine).differentiates_arm:
         raise Sim2RealError(f"--engine {args.engine} does not differentiate the simulated arm: "
                             "use --box-mode kinematic")
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")

@@ -147,13 +147,14 @@ def _distance_mode(args: argparse.Namespace) -> dict[str, Any]:
 
     from sim2real.control import load_experiment_config
     from sim2real.control.sim_platform import ENGINE_PARAMS, PD_PARAMS, SERVO_PARAMS
+    from sim2real.engines import engine
     from sim2real.trials import write_trial
     from sim2real.trials.schema import check_trial_name
     from sim2real.trials.standard_trial import run_standard_trial
 
     params = params_from_args(args)
     names = parse_name_list(args.grad)
-    available = (*ENGINE_PARAMS, *SERVO_PARAMS, *PD_PARAMS) if args.engine == "ours" else ()
+    available = (*ENGINE_PARAMS, *SERVO_PARAMS, *PD_PARAMS) if engine(args.engine).differentiates_arm else ()
     for name in names:
         if name not in available:
             raise Sim2RealError(f"--grad: no whole-trial gradient for '{name}' (choose from {', '.join(available)})")

@@ -157,12 +157,13 @@ class SimPlatform:
     def __init__(self, params: ParameterSet, initial_q: FloatArray, initial_box: BoxState,
                  arm: ArmModel | None = None, grad_names: Sequence[str] = (), strict: bool = False,
                  context: str = "", engine: str = "ours") -> None:
+        from sim2real.engines import engine as engine_entry
         from sim2real.engines import make_world
 
         self.grad_names = tuple(grad_names)
         _check_grad_names(self.grad_names)
-        if engine != "ours" and self.grad_names:
-            raise Sim2RealError(f"the simulated arm is differentiated with our engine only, not {engine}")
+        if self.grad_names and not engine_entry(engine).differentiates_arm:
+            raise Sim2RealError(f"the {engine} engine does not differentiate the simulated arm")
         self.arm = arm or load_arm(params)
         self.servo = ServoParams.from_params(params)
         self.world = make_world(engine, params, Sphere(float(params["pusher.radius"])),

@@ -38,28 +38,66 @@ def _mujoco_differentiable() -> tuple[str, ...]:
     return MUJOCO_DIFFERENTIABLE
 
 
+def _ours_warm_up(params: ParameterSet) -> None:
+    from sim2real.physics.warmup import warm_up
+    from sim2real.physics.world import BoxWorld
+
+    warm_up(BoxWorld.from_params(params), float(params["pusher.radius"]))
+
+
 @dataclass(frozen=True)
 class Engine:
-    """One registry entry: the world factory, a one-line description, and the parameters its worlds
-    differentiate (a function, so that naming them imports no engine library)."""
+    """One registry entry: what an engine is and what it can do (its capabilities), never its name.
+
+    Attributes
+    ----------
+    factory : WorldFactory
+        Builds a world.
+    description : str
+        One line for ``--help`` and reports.
+    differentiable : callable
+        The parameters its worlds differentiate (a function, so that naming them imports no
+        engine library).
+    differentiates_arm : bool
+        Its step Jacobians chain through the simulated arm (servo and PD Jacobians, forward
+        mode), so whole arm trials have gradients; otherwise the arm is simulated but not
+        differentiated (fits play the pusher back instead).
+    jacobian : str
+        How a fit's Jacobian is formed with it (fit.json ``data.jacobian``).
+    warm_up : callable or None
+        Prepares the engine before a real-time duty (compiles kernels); None when there is nothing
+        to prepare.
+    """
 
     factory: WorldFactory
     description: str
     differentiable: Callable[[], tuple[str, ...]]
+    differentiates_arm: bool = False
+    jacobian: str = ""
+    warm_up: Callable[[ParameterSet], None] | None = None
 
 
 #: Registry: name -> entry; the first is the default.
 ENGINES: dict[str, Engine] = {
     "ours": Engine(_ours, "hard contact, exact Coulomb cones, interior-point solve, implicit gradients "
-                   "(sim2real.physics)", _ours_differentiable),
+                   "(sim2real.physics)", _ours_differentiable, differentiates_arm=True,
+                   jacobian="implicit simulator gradients (engine IFT, servo and PD analytic), forward-mode chained",
+                   warm_up=_ours_warm_up),
     "mujoco": Engine(_mujoco, "MuJoCo's soft convex contact (solref/solimp), Jacobians by finite differences of "
-                     "rollouts", _mujoco_differentiable),
+                     "rollouts", _mujoco_differentiable,
+                     jacobian="mujoco engine: central finite differences of whole rollouts (relative step 1e-2; "
+                              "of single steps for horizon 1, relative step 1e-6)"),
 }
 
 
-def differentiable(engine: str) -> tuple[str, ...]:
-    """Parameters the worlds of ``engine`` differentiate (ours implicitly, MuJoCo by finite differences)."""
-    return ENGINES[check_engine(engine)].differentiable()
+def engine(name: str) -> Engine:
+    """The registry entry (capabilities) of ``name``; a one-line error for an unknown name."""
+    return ENGINES[check_engine(name)]
+
+
+def differentiable(name: str) -> tuple[str, ...]:
+    """Parameters the worlds of engine ``name`` differentiate (ours implicitly, MuJoCo by finite differences)."""
+    return engine(name).differentiable()
 
 
 def check_engine(name: str) -> str:
@@ -69,7 +107,7 @@ def check_engine(name: str) -> str:
     return name
 
 
-def make_world(engine: str, params: ParameterSet, pusher: Sphere | Capsule | None = None,
+def make_world(engine_name: str, params: ParameterSet, pusher: Sphere | Capsule | None = None,
                settings: SolverSettings | None = None) -> World:
     """A world of ``engine`` with ``params`` and the pusher shape (None: no pusher).
 
@@ -78,4 +116,4 @@ def make_world(engine: str, params: ParameterSet, pusher: Sphere | Capsule | Non
     Sim2RealError
         Unknown engine, or an engine whose library is not installed (the message says how to install it).
     """
-    return ENGINES[check_engine(engine)].factory(params, pusher, settings or SolverSettings())
+    return engine(engine_name).factory(params, pusher, settings or SolverSettings())

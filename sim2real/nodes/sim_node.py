@@ -48,6 +48,7 @@ from std_msgs.msg import String
 from sim2real.control import load_experiment_config
 from sim2real.control.sim_platform import SimPlatform
 from sim2real.engines import check_engine
+from sim2real.engines import engine as engine_entry
 from sim2real.model import load_arm
 from sim2real.nodes.common import (
     NS_PER_S,
@@ -63,8 +64,7 @@ from sim2real.nodes.common import (
     report_matches,
     run_node,
 )
-from sim2real.physics import BoxState, BoxWorld
-from sim2real.physics.warmup import warm_up
+from sim2real.physics import BoxState
 from sim2real.trials.experiment import requested_box_pose, start_joints
 
 
@@ -98,8 +98,9 @@ class SimNode(Node):
         self._pub_state = self.create_publisher(JointState, "sim/joint_states", STREAM_QOS)
         self._pub_box = self.create_publisher(PoseStamped, "sim/box_pose", STREAM_QOS)
         self._pub_pusher = self.create_publisher(PoseStamped, "sim/pusher_pose", STREAM_QOS)
-        if self.engine == "ours":
-            warm_up(BoxWorld.from_params(self.params), float(self.params["pusher.radius"]))
+        prepare = engine_entry(self.engine).warm_up
+        if prepare is not None:
+            prepare(self.params)
         self._solver = SolveReporter(self, "sim")
         self._reset(np.asarray(initial, float), box)
         # Commands get their own callback group: a lagging (always ready) timer must not starve them.
