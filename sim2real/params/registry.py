@@ -65,8 +65,9 @@ PARAMETERS: tuple[Parameter, ...] = (
     _P("contact.mu_pusher", "-", 0.3, 0.0, 2.0, "Coulomb friction coefficient pusher-box"),
     _P("contact.support_ratio", "-", 1.0, 0.05, 1.0,
        "friction moment arm of the box-table support: table friction acts at the bottom corners moved towards "
-       "the box centre, in the table plane, to this fraction of their distance (1: all support at the corners, "
-       "the largest friction torque; 0.54: a square face under uniform pressure); turning only, not sliding"),
+       "the vertical through the centre of mass, in the table plane, to this fraction of their distance (1: all "
+       "support at the corners, the largest friction torque; 0.54: a square face under uniform pressure); turning "
+       "only, not sliding"),
     _P("contact.kappa_grad", "-", 1e-4, 1e-9, 1e-1,
        "interior-point central-path value at which gradients are taken (smoothing)", frozen=True),
     _P("contact.kappa_sim", "-", 1e-8, 1e-12, 1e-3,

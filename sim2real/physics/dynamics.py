@@ -188,6 +188,7 @@ def problem_data(theta: np.ndarray, dt: float, with_pusher: bool, capsule: bool 
     elif with_pusher:
         frames.append(sphere_contact(com_world, rotation, half, v["com"], theta[..., SPHERE_START_SLICE],
                                      theta[..., SPHERE_END_SLICE], v["radius"], dt, v["edge_radius"]))
+    if with_pusher:  # the pusher's friction, sphere or capsule
         friction.append(v["mu_pusher"][..., None])
     distance = np.concatenate([f.signed_distance for f in frames], axis=-1)
     normal = np.concatenate([f.normal for f in frames], axis=-2)

@@ -110,11 +110,14 @@ def table_contacts(
     an inner corner, so each contact is an inner corner's gap less r, acting at that point.
 
     The normal force of each contact acts at its corner (so tipping about an edge is exact). Its
-    friction acts at the corner moved towards the box's geometric centre, within the table plane, to
-    ``support_ratio`` of the corner's horizontal distance from the centre: the friction moment arm of
-    the support. At 1 all support sits at the corners (the largest friction torque a flat box can
-    have); a face under uniform pressure has the torque of :func:`uniform_support_ratio`. Sliding
-    without turning is unchanged by the ratio.
+    friction acts at the corner moved, within the table plane, towards the vertical line through the
+    centre of mass, to ``support_ratio`` of the corner's horizontal distance from that line: the
+    friction moment arm of the support. At 1 all support sits at the corners (the largest friction
+    torque a flat box can have); a face under uniform pressure has the torque of
+    :func:`uniform_support_ratio`. The normal forces put the centre of pressure under the centre of
+    mass, and the friction points are scaled about it, so sliding without turning is unchanged by the
+    ratio, with the centre of mass anywhere (scaled about the geometric centre instead, the friction
+    of a translation would act ``(1 - ratio) × com`` beside the centre of mass and spin a sliding box).
 
     Parameters
     ----------
@@ -142,8 +145,8 @@ def table_contacts(
     corners = box_corners_body(half_size - r[..., None])
     # The contact point: r below the inner corner, in world z (body frame: -r Rᵀ z).
     lever_body = corners - com_body[..., None, :] - r[..., None, None] * rotation[..., None, 2, :]
-    # Horizontal (table-plane) part of each corner's offset from the geometric centre, back in body axes.
-    offset_world = np.einsum("...ij,...kj->...ki", rotation, corners)
+    # Horizontal (table-plane) part of each corner's offset from the centre of mass, back in body axes.
+    offset_world = np.einsum("...ij,...kj->...ki", rotation, corners - com_body[..., None, :])
     offset_world = offset_world * np.array([1.0, 1.0, 0.0])
     horizontal_body = np.einsum("...ji,...kj->...ki", rotation, offset_world)
     shrink = 1.0 - np.asarray(support_ratio, dtype=float)

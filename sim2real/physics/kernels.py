@@ -394,13 +394,14 @@ def problem_data(theta: np.ndarray, dt: float, n: int, capsule: bool, jn: np.nda
     shrink = 1.0 - theta[_P + 12]  # 1 - contact.support_ratio
     # Table corners: normal +z, tangents +x, +y (world); the rotational part of a row is d × (Rᵀ n). The
     # normal acts at the contact point d (an inner corner, less edge radius × Rᵀ z); friction at that
-    # point moved towards the centre within the table plane (geometry.table_contacts).
+    # point moved towards the vertical through the centre of mass within the table plane
+    # (geometry.table_contacts): (hwx, hwy) is the horizontal world part of the corner's offset from it.
     for k in range(8):
         ex = (2.0 * (k // 4) - 1.0) * half[0]
         ey = (2.0 * ((k // 2) % 2) - 1.0) * half[1]
         ez = (2.0 * (k % 2) - 1.0) * half[2]
-        hwx = rot[0, 0] * ex + rot[0, 1] * ey + rot[0, 2] * ez
-        hwy = rot[1, 0] * ex + rot[1, 1] * ey + rot[1, 2] * ez
+        hwx = rot[0, 0] * (ex - cx) + rot[0, 1] * (ey - cy) + rot[0, 2] * (ez - cz)
+        hwy = rot[1, 0] * (ex - cx) + rot[1, 1] * (ey - cy) + rot[1, 2] * (ez - cz)
         dx, dy, dz = ex - cx - edge * rot[2, 0], ey - cy - edge * rot[2, 1], ez - cz - edge * rot[2, 2]
         gap = com_z + rot[2, 0] * dx + rot[2, 1] * dy + rot[2, 2] * dz - table_height
         for row in range(3):  # row 0: normal (world z), 1-2: tangents (world x, y)
