@@ -65,7 +65,7 @@ test: venv browser
 
 # The documentation site (MkDocs Material; --strict: a broken link or stale reference fails).
 docs: venv
-	$(BIN)/mkdocs build --strict --quiet --site-dir site
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir site
 
 lint: venv
 	$(BIN)/ruff check sim2real tests benchmarks launch setup.py
