@@ -25,14 +25,23 @@ EPILOG = """\
 BAG is a trial directory (rosbag2 + trial.json) or a run directory (all trials in it).
 Writes OUT (a complete ROS 2 params YAML under '/**') and, next to it, the fit report with
 the same stem and suffix .json (fitted.yaml -> fitted.json): status, problems, values,
-start_values, std, ci95, correlation, trace, stop_reason, warnings, data, failures, solver,
-dropped_rows, validation, versions. --json prints that object.
+start_values, std, ci95, correlation, trace, stop_reason, warnings, data (with data.starts),
+failures, solver, dropped_rows, validation, versions, bounds, hard_steps. --json prints that object.
 
 Status: the summary opens with it (in red on a terminal), and so do fit.json ("status":
 "converged" or "not converged", "problems": one line each) and the report. A fit is not
-converged when it stopped at --max-iterations. Problems: not converged, a parameter at a
-bound, parameters the data do not determine, a held-out cost that rose (--validate),
-residual rows left out because they depend on degraded solver steps, trials left out.
+converged when it stopped at --max-iterations. Problems, most important first:
+  - an undetermined parameter, named with the reason: a 95 % interval covering 90 % or more
+    of its bounds, (--jackknife) leave-one-out refits outside its 95 % interval, or no
+    standard deviation at all (a direction the data do not fix);
+  - an optimum that depends on the start (see Starts);
+  - not converged; a stop on a corner of the bounds (every parameter at a bound) after at
+    most 2 iterations; a parameter at a bound;
+  - a held-out cost that rose, or a held-out prediction error (final position, yaw, path)
+    higher after the fit than before (--validate, --holdout);
+  - residual rows left out because they depend on degraded solver steps; trials left out.
+Standard deviations, intervals and warnings (e.g. "poorly determined": std above half the
+parameter's scale) quote the same figures: those of the reported intervals, after any jackknife.
 
 Exit status:
   0  converged, no problem;
@@ -44,9 +53,22 @@ Exit status:
 Validation: --validate BAG (trials never fitted) and/or --holdout F (a seeded share of the BAG
 trials, whole trials) are held out. Their cost is tracked along the fit, and at the start and
 the fitted values every training and held-out trial is simulated whole and compared with its
-recording: mean final position error (m), yaw error (deg), flip agreement, and the RMS position
-error over the fit's horizon (e.g. 40-step predictions). fit.json "validation" holds the
-figures per trial; a held-out error that rose while the training error fell is a problem.
+recording: mean final position error (m), yaw error (deg), path error (RMS distance of the box
+centres over the trial, m), flip agreement, and the RMS position error over the fit's horizon
+(e.g. 40-step predictions). fit.json "validation" holds the figures per trial; a held-out final
+position, yaw or path error that is higher at the fitted values than at the start values (by
+more than 1 % and than the printed precision, 0.1 mm or 0.1 deg) is a problem.
+
+Starts: the fit runs from the given start and, with --starts N, from N - 1 others: Halton points
+in the box of two parameter scales (max(|value|, 1 % of the bound range)) around the start,
+inside the bounds. Default: N = 3 for p <= 3 unknowns when the fitted trials hold at most 6000
+simulated steps in all (cheap: about a minute of recordings at 100 Hz), else 1 (the rule counts
+steps, not seconds: the same command always tries the same starts); --starts 1 runs the given
+start only. A start that reaches an optimum already found is stopped there. An optimum clearly
+lower than the given start's (by more than 1 % of its cost, or the 95 % likelihood-ratio
+threshold) is taken, with a warning naming its start; a start that ends as low (within that
+tolerance) at values outside the reported 95 % intervals is a problem: the optimum depends on
+the start. fit.json data.starts lists every start, where it ended, its cost.
 
 --free takes comma-separated names; names joined by '=' are tied into one unknown, e.g.
   --free contact.mu_table,box.size_x=box.size_y=box.size_z
@@ -77,8 +99,10 @@ Solver: steps that do not converge are recovered (more iterations, sub-steps, co
 or, as a last resort, degraded. Residual rows that depend on a degraded step at the start
 values are left out (counted in "dropped_rows"); a trial step of the optimizer whose
 evaluation fails, or degrades a step whose rows are in the fit, is rejected and noted in the
-trace. Hard steps are saved to hard_steps/ next to OUT (at most 20 per trial). --strict
-raises at the first step that does not converge instead (exit 2, naming trial and step).
+trace. Hard steps are saved beside OUT in a folder named after it, <OUT stem>.hard_steps/
+(fitted.yaml -> fitted.hard_steps/; at most 20 per trial; re-solve one with 'sim2real
+resolve-step'). --strict raises at the first step that does not converge instead (exit 2,
+naming trial and step).
 
 Gradients: the Jacobian is taken at the forward solution (contact.kappa_grad set to
 contact.kappa_sim), i.e. it is the derivative of the residuals being minimised. The smoothed
@@ -118,7 +142,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="played-back pusher: recorded pusher pose or FK of the joint states "
                              "(default: recorded when present, else arm)")
     parser.add_argument("--pusher-shape", choices=("sphere", "rod"), default="sphere",
-                        help="shape of a recorded pusher: a sphere (default) of radius pusher.radius centred at "
+                        help="shape of a recorded pusher, for trials that carry none (trial.json \"object\" wins): "
+                             "a sphere (default) of radius pusher.radius centred at "
                              "the recorded position, or a vertical rod of radius pusher.radius and length "
                              "pusher.length whose tip (lower end-point centre) is the recorded position")
     parser.add_argument("--bounds", metavar="NAME=LO:HI,...", help="narrow the bounds of free parameters")
@@ -127,6 +152,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--loss-scale", type=bounded_float(0.0, 1e12, low_open=True), default=1.0, metavar="S",
                         help="weighted residual size where the robust loss starts (default 1)")
     parser.add_argument("--max-iterations", type=bounded_int(0, 100_000), default=20, metavar="N", help="default 20")
+    parser.add_argument("--starts", type=bounded_int(1, 64), default=None, metavar="N",
+                        help="optimizer runs from N starts: the given one and N - 1 deterministic others inside "
+                             "the bounds (default: 3 for up to 3 unknowns on at most 6000 simulated steps, "
+                             "else 1; 1 disables; see Starts below)")
     parser.add_argument("--platform", choices=("auto", "real", "sim"), default="auto",
                         help="recording to fit against (default: real if present, else sim)")
     parser.add_argument("--validate", action="append", default=[], metavar="BAG",
@@ -146,7 +175,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_engine_argument(parser)
     add_executor_arguments(parser, "the per-trial residual, Jacobian and prediction work")
     parser.add_argument("--json", action="store_true", help="print the fit.json object on stdout")
-    parser.set_defaults(handler=run)
+    parser.set_defaults(handler=run, uses_engine=True)
 
 
 def parse_horizon(text: str) -> int | None:
@@ -199,7 +228,9 @@ def print_summary(result: FitResult, params_path: object, json_path: object) -> 
     for line in prediction_lines(result.validation):
         _log(line)
     if result.hard_steps:
-        _log(f"{len(result.hard_steps)} hard solver step(s) saved under hard_steps/")
+        from sim2real.sysid.writeback import hard_steps_dir
+
+        _log(f"{len(result.hard_steps)} hard solver step(s) saved under {hard_steps_dir(params_path)}/")
     _log(f"wrote {params_path} and {json_path}")
 
 
@@ -209,7 +240,7 @@ def prediction_lines(validation: dict | None) -> list[str]:
     if not prediction:
         return []
     lines = ["prediction errors, start -> fitted values (whole trials; mean final position error, "
-             "mean yaw error, flip agreement; RMS over the fit's horizon):"]
+             "mean yaw error, mean path error, flip agreement; RMS over the fit's horizon):"]
     for label in ("training", "validation"):
         block = prediction.get(label) or {}
         before, after = block.get("start") or {}, block.get("final") or {}
@@ -218,7 +249,8 @@ def prediction_lines(validation: dict | None) -> list[str]:
             continue
         text = (f"  {label} ({after.get('trials', 0)} trials): final position "
                 f"{_mm(before.get('final_position_m'))} -> {_mm(after.get('final_position_m'))} mm, yaw "
-                f"{_deg(before.get('yaw_deg'))} -> {_deg(after.get('yaw_deg'))} deg, flips "
+                f"{_deg(before.get('yaw_deg'))} -> {_deg(after.get('yaw_deg'))} deg, path "
+                f"{_mm(before.get('path_rms_m'))} -> {_mm(after.get('path_rms_m'))} mm, flips "
                 f"{before.get('flip_agreement', '?')} -> {after.get('flip_agreement', '?')}")
         rms = block.get("horizon_rms") or {}
         if rms.get("start", {}).get("position_m") is not None and rms.get("final", {}).get("position_m") is not None:
@@ -283,7 +315,8 @@ def run(args: argparse.Namespace) -> int:
                         pusher_shape=args.pusher_shape,
                         validation=held.records if held is not None else (),
                         validation_sources=held.sources if held is not None else None, failures=failures,
-                        jackknife=args.jackknife, executor=args.executor, engine=args.engine)
+                        jackknife=args.jackknife, executor=args.executor, engine=args.engine,
+                        starts=args.starts)
     params_path, json_path = write_fit(out, result)
     print_summary(result, params_path, json_path)
     if args.json:

@@ -46,6 +46,15 @@ recovered, degraded, worst_residual, worst_complementarity, ...}}); hard steps (
 per trial) are saved as OUT/<trial>/hard_steps/sim_step_<k>.json. --strict raises at the first step that
 does not converge instead (exit 2, naming trial and step; nothing written).
 
+Predicted spread (--spread FIT.json): each trial is also simulated whole under --draws parameter
+sets drawn from the fit's uncertainty (as 'sim2real sample' draws them), each with the recorded
+start moved by --start-noise (standard deviations of the centre's x and y, mm, and of the heading,
+deg; default 0,0). The outcome is the final box centre x, y (m, base frame) and the yaw since the
+start (deg); the predicted band of each is the central 95 % of the draws, and the real outcome is
+inside when all three lie in their bands. Printed per trial, summed up ("inside the predicted spread
+in k of n trials"), and written to OUT/spread.json (every draw's outcome too); draws that fail are
+counted, never hidden. The report shows it as a figure.
+
 Exit status: 0 every trial replayed; 1 some trials could not be replayed: each is named on
 stderr and in OUT/run.json "failed", the others are written; 2 bad input or no trial could
 be replayed (nothing written).
@@ -68,7 +77,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="played-back pusher: recorded pusher pose or FK of the joint states "
                              "(default: recorded when present, else arm)")
     parser.add_argument("--pusher-shape", choices=("sphere", "rod"), default="sphere",
-                        help="shape of a recorded pusher: a sphere (default) of radius pusher.radius centred at "
+                        help="shape of a recorded pusher, for trials that carry none (trial.json \"object\" wins): "
+                             "a sphere (default) of radius pusher.radius centred at "
                              "the recorded position, or a vertical rod of radius pusher.radius and length "
                              "pusher.length whose tip (lower end-point centre) is the recorded position")
     parser.add_argument("--platform", choices=("auto", "real", "sim"), default="auto",
@@ -76,8 +86,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--strict", action="store_true",
                         help="raise at the first solver step that does not converge (no degraded steps)")
     add_engine_argument(parser)
+    spread = parser.add_argument_group("predictions as distributions (see below)")
+    spread.add_argument("--spread", metavar="FIT_JSON", help="draw parameter sets from this fit (fit.json)")
+    spread.add_argument("--draws", type=int, default=30, metavar="N", help="parameter sets drawn (default 30)")
+    spread.add_argument("--start-noise", metavar="MM,DEG", default="0,0",
+                        help="start-pose noise: std of the box centre's x and y (mm) and heading (deg) (default 0,0)")
+    spread.add_argument("--seed", type=int, default=0, help="seed of the draws and the start noise (default 0)")
     add_executor_arguments(parser, "the replay of the trials")
-    parser.set_defaults(handler=run)
+    parser.set_defaults(handler=run, uses_engine=True)
 
 
 def _log(message: str, alarm: bool = False) -> None:
@@ -113,8 +129,62 @@ def _replay_all(records: Any, sources: Any, args: argparse.Namespace,
     return done, failed
 
 
-def _write(out: Path, done: list[ReplayResult], run_meta: dict[str, Any]) -> int:
-    """Write the replayed trials, their hard steps and run.json into ``out`` (all at once)."""
+def _spread(args: argparse.Namespace, records: Any, params: Any) -> dict[str, Any] | None:
+    """The predicted spread of every trial under draws from ``--spread`` (None without the option)."""
+    if args.spread is None:
+        return None
+    import math
+
+    import numpy as np
+
+    from sim2real.errors import Sim2RealError
+    from sim2real.execution import open_executor
+    from sim2real.sysid.data import prepare_trial, recorded_platform
+    from sim2real.sysid.sampling import draw_samples, read_fit_distribution
+    from sim2real.sysid.spread import StartNoise, predict_spread
+
+    if args.draws < 2:
+        raise Sim2RealError(f"--draws {args.draws}: a spread needs at least 2 draws")
+    try:
+        mm, deg = (float(v) for v in args.start_noise.split(","))
+    except ValueError:
+        raise Sim2RealError(f"--start-noise '{args.start_noise}': expected MM,DEG (two numbers)") from None
+    if not (mm >= 0 and deg >= 0 and math.isfinite(mm + deg)):
+        raise Sim2RealError(f"--start-noise '{args.start_noise}': standard deviations must be finite and >= 0")
+    dist = read_fit_distribution(args.spread)
+    rng = np.random.default_rng(args.seed)
+    draw = draw_samples(dist, args.draws, rng)
+    sets = [params.replace(dict(zip(dist.names, (float(v) for v in row), strict=True))) for row in draw.values]
+    dt = float(params["sim.dt"])
+    trials = [prepare_trial(r, dt, recorded_platform(r, args.platform)) for r in records]
+    _log(f"predicted spread: {len(trials)} trial(s) x {args.draws} draws from {args.spread}")
+    with open_executor(args.executor, args.workers) as executor:
+        spreads = predict_spread(executor, trials, sets, args.mode, args.pusher, args.pusher_shape, args.engine,
+                                 StartNoise(mm / 1000.0, math.radians(deg)), rng)
+    inside = [s.inside() for s in spreads]
+    judged = [v for v in inside if v is not None]
+    for s in spreads:
+        entry = s.as_dict()
+        coords = ", ".join(f"{k} real {v['real']:.4g} band [{_fmt(v['band'][0])}, {_fmt(v['band'][1])}]"
+                           for k, v in entry["outcome"].items())
+        failed = f"; {entry['failed_draws']} draw(s) failed" if entry["failed_draws"] else ""
+        verdict = {True: "inside", False: "OUTSIDE", None: "no working draw"}[entry["inside"]]
+        _log(f"{s.name}: {verdict}: {coords}{failed}", alarm=entry["inside"] is not True)
+    summary = (f"the real outcome lies inside the predicted 95 % spread in {sum(judged)} of {len(judged)} trial(s)"
+               + (f" ({len(inside) - len(judged)} without a working draw)" if len(judged) < len(inside) else ""))
+    print(summary)
+    return {"format": "sim2real.spread/1", "fit": str(args.spread), "draws": args.draws, "seed": args.seed,
+            "start_noise": {"position_mm": mm, "yaw_deg": deg}, "level": 0.95, "summary": summary,
+            "inside": sum(judged), "judged": len(judged), "trials": [s.as_dict() for s in spreads]}
+
+
+def _fmt(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.4g}"
+
+
+def _write(out: Path, done: list[ReplayResult], run_meta: dict[str, Any],
+           spread: dict[str, Any] | None = None) -> int:
+    """Write the replayed trials, their hard steps, run.json (and spread.json) into ``out`` (all at once)."""
     import os
     import shutil
 
@@ -131,6 +201,10 @@ def _write(out: Path, done: list[ReplayResult], run_meta: dict[str, Any]) -> int
             if result.hard_steps:
                 hard_count += len(save_hard_steps(trial_dir / "hard_steps", result.hard_steps, prefix="sim_"))
         write_run_meta(tmp, run_meta)
+        if spread is not None:
+            from sim2real.trials.jsonio import write_json_atomic
+
+            write_json_atomic(tmp / "spread.json", spread)
         os.rename(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -156,11 +230,14 @@ def run(args: argparse.Namespace) -> int:
         raise_all_failed(failures, "no trial could be replayed")
     for failure in failures:
         _log(f"FAILED {failure.line()}", alarm=True)
+    replayed = {r.record.name for r in done}
+    spread = _spread(args, [record for record in loaded.records if record.name in replayed], params)
     hard_count = _write(out, done, {
         "mode": "replay", "mirror": args.mode, "pusher": args.pusher,
         "pusher_shape": args.pusher_shape, "engine": args.engine, "strict": args.strict,
         "sources": list(loaded.sources),
-        "params": params.as_dict(), "params_file": args.params, "failed": [f.as_dict() for f in failures]})
+        "params": params.as_dict(), "params_file": args.params, "failed": [f.as_dict() for f in failures]},
+        spread)
     degraded = sum(r.solve.degraded for r in done if r.solve is not None)
     print(f"wrote {len(done)} replayed trial(s) to {out}")
     if degraded:

@@ -18,10 +18,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "and command streams (trials with arm data), and with --fit (repeatable: one subsection per fit, e.g. "
         "the servo and box stages) each fit's status and problems first, then its parameters with 95 % "
         "intervals and their method, with --truth the known true values and whether each interval holds them, "
-        "correlations (more than one free parameter), residuals against time per trial and the fit trace. Two "
-        "run directories are compared side by side (e.g. --labels before,after). Interrupted (incomplete) "
-        "trials are listed but kept out of the means and flip agreement; trials with degraded solver steps are "
-        "named.",
+        "correlations (more than one free parameter), residuals against time per trial and the fit trace. "
+        "Several runs are compared as before and after only where they pair, never by their order: runs named "
+        "with --before and --after; else exactly one label beginning with 'before' and one with 'after' (e.g. "
+        "--labels before,after); else a run that re-simulates another run's recordings (trial.json replay_of "
+        "and the same recorded box poses, as 'sim2real replay' writes) is its after, and of two re-simulations "
+        "of the same recordings the one with a --fit's start values is before, the one with its fitted values "
+        "after. Runs that do not pair are shown side by side without a before/after claim, and the report says "
+        "why. Interrupted (incomplete) trials are listed but kept out of the means and flip agreement; trials "
+        "with degraded solver steps are named.",
     )
     parser.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run directory (repeatable)")
     parser.add_argument("--out", required=True, metavar="DIR",
@@ -42,6 +47,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "the predicted flip probability and final-distance range per start distance, with "
                              "the real standard pushes of the first run with real data beside them")
     parser.add_argument("--labels", metavar="A,B", help="comma-separated label per run directory")
+    parser.add_argument("--before", metavar="LABEL",
+                        help="label of the run to compare as before (with --after; labels from --labels or the "
+                             "directory names)")
+    parser.add_argument("--after", metavar="LABEL", help="label of the run to compare as after (with --before)")
     parser.add_argument("--max-trial-figures", type=int, default=10, metavar="N",
                         help="per run, draw per-trial figures for the first N trials (default 10)")
     parser.set_defaults(handler=run)
@@ -68,7 +77,8 @@ def run(args: argparse.Namespace) -> int:
     if truth and not args.fit:
         raise Sim2RealError("--truth needs --fit: the truth is compared with a fit's intervals")
     paths = build_report(args.run_dirs, args.out, fit=args.fit, labels=labels,
-                         max_trial_figures=args.max_trial_figures, truth=truth, sweep=args.sweep)
+                         max_trial_figures=args.max_trial_figures, truth=truth, sweep=args.sweep,
+                         before=args.before, after=args.after)
     for fit in paths.fits:
         for line in fit_status_lines(fit):
             print(line if fit.ok else red(line, sys.stdout))

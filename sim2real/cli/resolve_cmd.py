@@ -10,12 +10,13 @@ import sys
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``resolve-step`` subcommand."""
     parser = subparsers.add_parser(
-        "resolve-step", help="re-solve a saved hard contact step (hard_steps/*.json) and print the solver trace",
+        "resolve-step", help="re-solve a saved hard contact step (a hard-step JSON file) and print the solver trace",
         description="Solve one saved engine step again, through the same escalation ladder as the simulator "
                     "(first solve; more iterations; 4 sub-steps; relaxed continuation re-tightened to kappa; "
                     "then, degraded: relaxed kappa 1e-6 and 1e-4; best iterate), and print one line per rung "
                     "tried. Hard-step files are written automatically for every recovered or degraded step into "
-                    "<trial>/hard_steps/ (simulate --out, run, replay) and <fit out>/hard_steps/ (fit).",
+                    "<trial>/hard_steps/ (simulate --out, run, replay) and, for a fit, into a folder beside its "
+                    "params file named after it, <OUT stem>.hard_steps/ (fit --out fitted.yaml: fitted.hard_steps/).",
         epilog="Exit status: 0 converged or recovered, 1 degraded (a state was returned but it does not meet "
                "the tolerances at the requested kappa), 2 bad input or, with --strict, a step that would be "
                "degraded. Violations are scaled: equality rows in units of m g dt (impulses) and g dt "

@@ -2,8 +2,9 @@
 in 3-D, yaw error, path RMS, flips; for the standard push along x also Dojo's Table IV distances),
 per-trial figures, fit results.
 
-``build_report(run_dirs, out_dir, fit=None, labels=None, truth=None) -> ReportPaths`` (``fit``: one
-fit.json or several, one subsection each; ``truth``: known true values for the parameter tables) writes
+``build_report(run_dirs, out_dir, fit=None, labels=None, truth=None, before=None, after=None) -> ReportPaths``
+(``fit``: one fit.json or several, one subsection each; ``truth``: known true values for the parameter
+tables; runs compare as before and after only where they pair, :mod:`sim2real.report.pairing`) writes
 ``report.html`` (self-contained: figures embedded as base64 PNG, no external URLs) and
 ``report.md`` (figures as PNG files next to it). Pure Python with matplotlib (Agg); no ROS.
 """

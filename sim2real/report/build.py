@@ -33,6 +33,7 @@ from sim2real.report.figures import (
     joint_tracking_figure,
     residual_figure,
 )
+from sim2real.report.pairing import Pairing, pair_runs
 from sim2real.report.spread import spread_blocks
 from sim2real.report.tables import (
     ExperimentRow,
@@ -48,6 +49,7 @@ from sim2real.report.tables import (
     is_standard_push,
     prediction_rows,
     read_fit,
+    side_by_side_rows_text,
     strong_correlations,
     trial_outcomes,
     trial_rms_rows,
@@ -86,6 +88,9 @@ class ReportPaths:
         With fits: every fit converged with no problem (None without a fit).
     fits : tuple of FitSummary
         The fits shown, in the order given.
+    pairs : tuple of (str, str, str)
+        The runs compared as before and after: ``(before label, after label, why)``
+        (:mod:`sim2real.report.pairing`); empty when no two runs pair.
     """
 
     html: Path
@@ -96,6 +101,7 @@ class ReportPaths:
     fit_status: tuple[str, ...] = ()
     fit_ok: bool | None = None
     fits: tuple[FitSummary, ...] = ()
+    pairs: tuple[tuple[str, str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -124,6 +130,17 @@ def _labels(run_dirs: Sequence[Path], labels: Sequence[str] | None) -> list[str]
 def _platform_summary(trials: Sequence[TrialRecord]) -> str:
     counts = {ns: sum(1 for t in trials if ns in t.platforms) for ns in ("real", "sim")}
     return ", ".join(f"{ns} in {n}" for ns, n in counts.items() if n) or "none"
+
+
+def _pairing_blocks(runs: Sequence[_Run], pairing: Pairing) -> list[Block]:
+    """What is compared with what, and why (or why not)."""
+    blocks: list[Block] = []
+    for pair in pairing.pairs:
+        blocks.append(Paragraph(f"Before/after: '{runs[pair.after].label}' is compared with "
+                                f"'{runs[pair.before].label}' ({pair.reason})."))
+    if pairing.why:
+        blocks.append(Note(pairing.why))
+    return blocks
 
 
 def _input_blocks(runs: Sequence[_Run], fits: Sequence[FitSummary]) -> list[Block]:
@@ -228,7 +245,7 @@ EXPERIMENT_EXPLANATION = (
     "directions (recordings imported from another lab) x alone says little and they are left empty.")
 
 
-def _experiment_blocks(tables: Sequence[ExperimentTable], runs: Sequence[_Run]) -> list[Block]:
+def _experiment_blocks(tables: Sequence[ExperimentTable], runs: Sequence[_Run], pairing: Pairing) -> list[Block]:
     blocks: list[Block] = [Heading("Experiment table"), Paragraph(EXPERIMENT_EXPLANATION)]
     for table in tables:
         caption = f"Run '{table.label}'" if len(tables) > 1 else "Sim vs real"
@@ -241,12 +258,19 @@ def _experiment_blocks(tables: Sequence[ExperimentTable], runs: Sequence[_Run]) 
         blocks.append(Figure(f"{FIGURE_PREFIX}final_distance.png", figure,
                              "Final box distance against start distance along x (cm), real and sim "
                              "(standard pushes)."))
-    if len(tables) > 1:
-        header, rows = comparison_rows_text(tables)
-        blocks += [Heading(f"{' vs '.join(t.label for t in tables)}"),
-                   Table(tuple(header), tuple(tuple(r) for r in rows), "Sim-vs-real errors per run",
+    for pair in pairing.pairs:
+        paired = [tables[pair.before], tables[pair.after]]
+        header, rows = comparison_rows_text(paired)
+        blocks += [Heading(f"{paired[0].label} vs {paired[1].label} (before vs after)"),
+                   Paragraph(f"Compared as before and after: {pair.reason}."),
+                   Table(tuple(header), tuple(tuple(r) for r in rows), "Sim-vs-real errors, before and after",
                          css_class="comparison"),
-                   Paragraph(comparison_sentence(tables))]
+                   Paragraph(comparison_sentence(paired))]
+    if pairing.unpaired:
+        header, rows = side_by_side_rows_text(tables)
+        blocks += [Heading("Runs side by side"), Note(pairing.why),
+                   Table(tuple(header), tuple(tuple(r) for r in rows), "Sim-vs-real errors per run (no before/after)",
+                         css_class="side-by-side")]
     return blocks
 
 
@@ -566,15 +590,18 @@ def build_report(run_dirs: Sequence[str | Path], out_dir: str | Path,
                  fit: str | Path | Sequence[str | Path] | None = None,
                  labels: Sequence[str] | None = None, max_trial_figures: int = 10,
                  title: str = "sim2real: sim-vs-real report",
-                 truth: Mapping[str, float] | None = None, sweep: str | Path | None = None) -> ReportPaths:
+                 truth: Mapping[str, float] | None = None, sweep: str | Path | None = None,
+                 before: str | None = None, after: str | None = None) -> ReportPaths:
     """Write ``report.html`` (self-contained) and ``report.md`` with PNG figures into ``out_dir``.
 
     Parameters
     ----------
     run_dirs : sequence of path
-        Run directories (one trial per sub-directory). With two or more, the report compares
-        them (e.g. before vs after a fit); runs without real recordings borrow the real
-        outcomes of the first run that has them, matched by trial name or start distance.
+        Run directories (one trial per sub-directory). With two or more, runs are compared as
+        before and after only where they pair by label or by what they record, never by their
+        order (:mod:`sim2real.report.pairing`); the others are shown side by side, and the report
+        says why. An *after* run without real recordings borrows the real outcomes of its *before*
+        run, matched by trial name or start distance.
     out_dir : path
         Created if missing; an existing report there is replaced.
     fit : path or sequence of paths, optional
@@ -596,6 +623,9 @@ def build_report(run_dirs: Sequence[str | Path], out_dir: str | Path,
         A directory written by ``sim2real sweep``: its predicted outcome spread per start
         distance beside the real outcomes of the first run with real data
         (:mod:`sim2real.report.spread`).
+    before, after : str, optional
+        Labels of two runs to compare as before and after (both or neither); without them the
+        pairs come from the labels and the runs' records.
 
     Returns
     -------
@@ -605,7 +635,8 @@ def build_report(run_dirs: Sequence[str | Path], out_dir: str | Path,
     ------
     Sim2RealError
         No run directory, unreadable run, fit file or sweep table, wrong number of labels, a
-        non-finite truth value or truth without a fit. Nothing is written then.
+        non-finite truth value or truth without a fit, a ``before``/``after`` that is no run's
+        label. Nothing is written then.
     """
     if not run_dirs:
         raise Sim2RealError("give at least one run directory")
@@ -618,16 +649,18 @@ def build_report(run_dirs: Sequence[str | Path], out_dir: str | Path,
     fit_paths = [] if fit is None else [fit] if isinstance(fit, (str, os.PathLike)) else list(fit)
     fits = [read_fit(path) for path in fit_paths]
     truth = _check_truth(truth, bool(fits))
+    pairing = pair_runs([run.label for run in runs], [run.trials for run in runs], fits, before, after)
     with_real = [run for run in runs if any("real" in t.platforms for t in run.trials)]
     tables = []
-    for run in runs:
-        has_real = run in with_real
-        donor = next((r for r in with_real if r is not run), None) if not has_real else None
+    for k, run in enumerate(runs):
+        source = pairing.before_of(k)  # an after run without real data borrows its before run's
+        donor = runs[source] if source is not None and run not in with_real and runs[source] in with_real else None
         tables.append(experiment_table(run.label, run.trials, (donor.label, donor.trials) if donor else None))
     blocks: list[Block] = []
     blocks += _input_blocks(runs, fits)
+    blocks += _pairing_blocks(runs, pairing)
     blocks += _solver_blocks(runs)
-    blocks += _experiment_blocks(tables, runs)
+    blocks += _experiment_blocks(tables, runs, pairing)
     blocks += _parameter_blocks(runs)
     if fits:
         blocks += _fits_blocks(fits, truth)
@@ -643,11 +676,14 @@ def build_report(run_dirs: Sequence[str | Path], out_dir: str | Path,
     for table in tables:
         text_parts += [f"[{table.label}]", render_text_table(experiment_header(table), experiment_rows_text(table)),
                        experiment_summary_text(table)]
-    if len(tables) > 1:
-        text_parts.append(comparison_sentence(tables))
+    for pair in pairing.pairs:
+        text_parts.append(comparison_sentence([tables[pair.before], tables[pair.after]]) + f" ({pair.reason})")
+    if pairing.why:
+        text_parts.append(pairing.why)
     return ReportPaths(out / REPORT_HTML, out / REPORT_MD, tuple(figure_paths), tuple(tables),
                        "\n".join(text_parts), tuple(line for f in fits for line in fit_status_lines(f)),
-                       all(f.ok for f in fits) if fits else None, tuple(fits))
+                       all(f.ok for f in fits) if fits else None, tuple(fits),
+                       tuple((runs[p.before].label, runs[p.after].label, p.reason) for p in pairing.pairs))
 
 
 def _check_truth(truth: Mapping[str, float] | None, have_fit: bool) -> dict[str, float]:

@@ -458,11 +458,30 @@ def _matching_row(table: ExperimentTable, base: ExperimentRow) -> ExperimentRow 
     return match
 
 
-def comparison_rows_text(tables: Sequence[ExperimentTable]) -> tuple[list[str], list[list[str]]]:
-    """Side-by-side table of several runs (before vs after): per trial, each run's sim-vs-real errors.
+def side_by_side_rows_text(tables: Sequence[ExperimentTable]) -> tuple[list[str], list[list[str]]]:
+    """Runs that are not before and after of each other, one row each: their own sim-vs-real means.
 
-    Rows are matched by trial name, then (standard pushes) by start distance, against the first
-    run. Per run: final position error in the table plane (mm), yaw error (deg), path RMS (mm),
+    Per run: complete trials, mean final position error in the table plane and in 3-D (mm), mean yaw
+    error (deg), mean path RMS (mm) and flip agreement; no change from one run to another is stated
+    (the runs need not hold the same trials: e.g. pushes of different blocks).
+    """
+    header = ["run", "trials", "mean final error xy (mm)", "mean final error 3-D (mm)", "mean yaw error (deg)",
+              "mean path RMS (mm)", "flip agreement"]
+    rows = []
+    for table in tables:
+        rate = table.flip_agreement
+        rows.append([table.label, str(len(table.counted)), _mm(table.mean_final_error_xy_m),
+                     _mm(table.mean_final_error_m), _degrees(table.mean_yaw_error_deg), _mm(table.mean_path_rms_m),
+                     "—" if rate is None else f"{100.0 * rate:.0f} %"])
+    return header, rows
+
+
+def comparison_rows_text(tables: Sequence[ExperimentTable]) -> tuple[list[str], list[list[str]]]:
+    """Side-by-side table of runs compared as before and after: per trial, each run's sim-vs-real errors.
+
+    ``tables`` are the before run first, then the after run (:mod:`sim2real.report.pairing` decides
+    which runs those are). Rows are matched by trial name, then (standard pushes) by start distance,
+    against the first run. Per run: final position error in the table plane (mm), yaw error (deg), path RMS (mm),
     with standard pushes the x gap (cm), and flip agreement; a last row holds the means.
     """
     with_x = any(t.standard_pushes for t in tables)
@@ -495,8 +514,9 @@ def comparison_rows_text(tables: Sequence[ExperimentTable]) -> tuple[list[str], 
 
 
 def comparison_sentence(tables: Sequence[ExperimentTable]) -> str:
-    """How the mean final position error (table plane) changed from the first run to the last, in plain
-    words; with standard pushes in both, the x gap's change too."""
+    """How the mean final position error (table plane) changed from the before run (first of ``tables``)
+    to the after run (last), in plain words; with standard pushes in both, the x gap's change too.
+    Callers pass runs that pair as before and after (:mod:`sim2real.report.pairing`), never any two."""
     first, last = tables[0], tables[-1]
     a, b = first.mean_final_error_xy_m, last.mean_final_error_xy_m
     if a is None or b is None:

@@ -35,13 +35,14 @@ with respect to ``box.com_x/y/z``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from sim2real.errors import Sim2RealError
 from sim2real.spatial import conjugate, multiply, skew, to_matrix, to_rotation_vector
 from sim2real.trials import JointReference, PoseSeries, TrialRecord
+from sim2real.trials.trial_object import trial_object
 
 #: Relative tolerance for treating a pose recording as uniformly sampled.
 _UNIFORM_TOLERANCE = 0.05
@@ -111,6 +112,13 @@ class TrialData:
         ``start_joint_samples`` grid samples (:func:`resting_joints`); None without commands.
     start_joint_samples : int
         Grid samples of the joint angles averaged into ``start_joints``.
+    object_params : dict of str to float
+        Simulator parameters the trial carries for its object and pusher (trial.json ``"object"``,
+        e.g. box size and mass, pusher radius); empty when it carries none.
+    pusher_shape : str or None
+        The pusher shape the trial carries (``"sphere"`` or ``"rod"``), None when it carries none.
+    object_name : str or None
+        The trial's object label (per-object fits and reports group by it).
     """
 
     name: str
@@ -132,6 +140,9 @@ class TrialData:
     start_samples: int = 1
     start_joints: np.ndarray | None = None
     start_joint_samples: int = 1
+    object_params: dict[str, float] = field(default_factory=dict)
+    pusher_shape: str | None = None
+    object_name: str | None = None
 
     @property
     def steps(self) -> int:
@@ -337,8 +348,25 @@ def prepare_trial(record: TrialRecord, dt: float, platform: str = "auto") -> Tri
     Raises
     ------
     Sim2RealError
-        No ``/<platform>/box_pose``, too few samples, or non-increasing time stamps.
+        No ``/<platform>/box_pose``, too few samples, or non-increasing time stamps; a trial
+        imported from outside recordings that carries no object (trial.json ``"object"``: box
+        size and mass, pusher shape and radius), which is never simulated with a default box.
     """
+    data = _prepare_recorded(record, dt, platform)
+    obj = trial_object(record.meta, record.name)
+    if obj is None:
+        if record.meta.get("mode") == "import":
+            raise Sim2RealError(
+                f"trial '{record.name}' carries no object (box size and mass, pusher shape and radius), so it "
+                f"cannot be simulated: import it with --box-size, --box-mass (or --box-density), --pusher-shape "
+                f"and --pusher-radius, or add an \"object\" section to its trial.json")
+        return data
+    return replace(data, object_params=dict(obj.parameters), pusher_shape=obj.pusher_shape, object_name=obj.name)
+
+
+def _prepare_recorded(record: TrialRecord, dt: float, platform: str) -> TrialData:
+    """:func:`prepare_trial` without the trial's object."""
+
     ns = recorded_platform(record, platform)
     real = record.platform(ns)
     box_topic = f"/{ns}/box_pose"

@@ -195,6 +195,17 @@ class FitEvaluator:
         if entry.accepted:
             self.final_results = self._last
 
+    def settle(self, x: np.ndarray) -> None:
+        """Make the evaluation at ``x (p,)`` the final one (an optimum reached from another start).
+
+        Raises
+        ------
+        Sim2RealError
+            The evaluation at ``x`` fails (it succeeded when the optimizer accepted ``x``).
+        """
+        self(np.asarray(x, dtype=float))
+        self.final_results = self._last
+
     def final_rows(self) -> list[TrialResiduals]:
         """Per-trial results at the accepted solution with the start-dropped rows removed."""
         return [TrialResiduals(res.name, res.residuals[~mask], None, res.groups[~mask], (), None, res.solve)
@@ -327,6 +338,19 @@ class HeldOut:
             x = np.array(entry.x)
             results = self._run(x)
             self.costs.append((entry.iteration, self._cost(x, results, entry.iteration)))
+            if not any(isinstance(r, TaskFailure) for r in results):
+                self.final_results = [r for r in results if isinstance(r, TrialResiduals)]
+
+    def restart_at(self, x: np.ndarray, iteration: int) -> None:
+        """Track the fit as ending at ``x (p,)`` after ``iteration`` (an optimum from another start):
+        the costs along the given start's path are dropped, the start values' cost is kept."""
+        start = [(i, c) for i, c in self.costs if i == 0]
+        self.costs = start
+        self.trial_costs = {i: c for i, c in self.trial_costs.items() if i == 0}
+        self.final_results = list(self.start_results)
+        if self.trials and start:
+            results = self._run(np.asarray(x, dtype=float))
+            self.costs.append((iteration, self._cost(x, results, iteration)))
             if not any(isinstance(r, TaskFailure) for r in results):
                 self.final_results = [r for r in results if isinstance(r, TrialResiduals)]
 

@@ -7,9 +7,11 @@ Residuals and Jacobians of each trial are computed independently (one task per t
 :func:`levenberg_marquardt`.
 
 Trials that lack the inputs the fit needs, or whose simulation fails at the start values,
-are left out and named (:attr:`FitResult.failures`); the fit runs on the rest. The result
-says whether it can be trusted: :attr:`FitResult.status` and :attr:`FitResult.problems`
-(:mod:`sim2real.sysid.status`).
+are left out and named (:attr:`FitResult.failures`); the fit runs on the rest. Small, cheap
+fits also run from a few other starts (:mod:`sim2real.sysid.starts`). The result says whether
+it can be trusted: :attr:`FitResult.status` and :attr:`FitResult.problems`
+(:mod:`sim2real.sysid.status`), formed last by :func:`with_verdicts` from the standard
+deviations and intervals the fit reports (after any jackknife).
 """
 
 from __future__ import annotations
@@ -30,11 +32,37 @@ from sim2real.sysid.data import TrialData, prepare_trial
 from sim2real.sysid.evaluation import FitEvaluator, HeldOut, merge_summaries
 from sim2real.sysid.inputs import describe_pusher
 from sim2real.sysid.jackknife import refit_jackknife, with_refit_jackknife
-from sim2real.sysid.optimizer import LMResult, LMSettings, Progress, TraceEntry, levenberg_marquardt
-from sim2real.sysid.prediction import horizon_rms, predict, prediction_block, rising_validation
+from sim2real.sysid.optimizer import (
+    STOP_MAX_ITERATIONS,
+    LMResult,
+    LMSettings,
+    Progress,
+    TraceEntry,
+    levenberg_marquardt,
+)
+from sim2real.sysid.prediction import horizon_rms, predict, prediction_block, rising_metrics
 from sim2real.sysid.residuals import ResidualSpec, TrialResiduals, Weights, available_gradients
 from sim2real.sysid.runs import TrialFailure, raise_all_failed
-from sim2real.sysid.status import bound_problems, fit_problems, fit_status
+from sim2real.sysid.starts import (
+    AUTO_MAX_PARAMETERS,
+    AUTO_MAX_STEPS,
+    AUTO_STARTS,
+    StartsVerdict,
+    compare_starts,
+    default_starts,
+    run_starts,
+    start_dependence,
+    start_points,
+)
+from sim2real.sysid.status import (
+    NOT_DETERMINED,
+    bound_problems,
+    corner_problem,
+    determination_problems,
+    fit_problems,
+    fit_status,
+    poorly_determined,
+)
 from sim2real.sysid.tasks import one_line
 from sim2real.sysid.uncertainty import Uncertainty, summarize_uncertainty
 from sim2real.trials import TrialRecord, versions
@@ -158,6 +186,8 @@ class FitResult:
         horizon, weights, RMS errors at start and end.
     cost_start, cost_final : float
     undetermined : tuple of str
+        Names the data do not determine: without a standard deviation, or judged undetermined from
+        their interval or measured jackknife by :func:`with_verdicts` (each also a problem line).
     status : str
         ``"converged"`` or ``"not converged"`` (:func:`sim2real.sysid.status.fit_status`).
     problems : tuple of str
@@ -172,7 +202,11 @@ class FitResult:
         Held-out cost along the fit (``--validate``).
     hard_steps : tuple of (str, HardStep)
         The trial and reproduction record of hard steps met (at most 20 per trial); written
-        next to the params file by :func:`sim2real.sysid.writeback.write_fit`, not in fit.json.
+        beside the params file (``<stem>.hard_steps/``) by :func:`sim2real.sysid.writeback.write_fit`,
+        not in fit.json.
+    bounds : dict of str to [float, float]
+        The bounds each involved name was fitted within (the registry's, narrowed by ``bounds``),
+        in its unit.
     """
 
     params: ParameterSet
@@ -197,6 +231,7 @@ class FitResult:
     dropped_rows: int = 0
     validation: dict[str, Any] | None = None
     hard_steps: tuple[tuple[str, Any], ...] = field(default=(), repr=False)
+    bounds: dict[str, list[float]] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -207,7 +242,8 @@ class FitResult:
         """The fit.json object: ``status`` and ``problems`` first, then ``values``, ``start_values``,
         ``std``, ``ci95``, ``correlation``, ``trace``, ``stop_reason``, ``warnings``, ``data``,
         ``versions``, ``tied``, ``undetermined``, ``cost``, ``failures``, ``solver``,
-        ``dropped_rows``, ``validation``, ``hard_steps``."""
+        ``dropped_rows``, ``validation``, ``hard_steps`` (their count; the directory is added by
+        :func:`sim2real.sysid.writeback.fit_document`), ``bounds``."""
         return {
             "status": self.status, "problems": list(self.problems),
             "values": self.values, "start_values": self.start_values, "std": self.std, "ci95": self.ci95,
@@ -218,7 +254,7 @@ class FitResult:
             "cost": {"start": self.cost_start, "final": self.cost_final},
             "failures": [f.as_dict() for f in self.failures],
             "solver": self.solver, "dropped_rows": self.dropped_rows, "validation": self.validation,
-            "hard_steps": {"directory": "hard_steps", "count": len(self.hard_steps)},
+            "hard_steps": {"count": len(self.hard_steps)}, "bounds": self.bounds,
         }
 
 
@@ -446,7 +482,7 @@ def fit_trials(records: Sequence[TrialRecord], start: ParameterSet, free: Sequen
                validation_sources: Sequence[str] | None = None,
                failures: Sequence[TrialFailure] = (), jackknife: bool = False,
                executor: str | Executor = "local", engine: str = "ours",
-               exact_gradients: bool = True) -> FitResult:
+               exact_gradients: bool = True, starts: int | None = None) -> FitResult:
     """Fit the free parameters to recorded trials by Gauss-Newton / Levenberg-Marquardt.
 
     Parameters
@@ -504,6 +540,10 @@ def fit_trials(records: Sequence[TrialRecord], start: ParameterSet, free: Sequen
     exact_gradients : bool
         True (default): our engine's gradients at the forward solution (``contact.kappa_grad`` set to
         ``contact.kappa_sim``); False: at the start parameters' ``contact.kappa_grad`` (smoothed).
+    starts : int, optional
+        Optimizer runs from different starts: the given start and ``starts - 1`` others
+        (:mod:`sim2real.sysid.starts`; 1 = the given start only). None (default):
+        :func:`~sim2real.sysid.starts.default_starts` (a few for small, cheap problems, else 1).
 
     Returns
     -------
@@ -573,6 +613,18 @@ def fit_trials(records: Sequence[TrialRecord], start: ParameterSet, free: Sequen
                     f"damping {entry.damping:.3g}{mark}")
 
         result = levenberg_marquardt(evaluator, x0, lower, upper, settings, report, setup.typical)
+        cost_start = float(result.trace[0].cost)
+        verdict = _other_starts(evaluator, result, x0, lower, upper, settings, setup.typical, free_set.labels,
+                                starts, prepared.trials, log)
+        start_x = x0
+        if verdict is not None and verdict.chosen > 0:  # another start's optimum is clearly lower: report it
+            chosen = verdict.runs[verdict.chosen]
+            assert chosen.result is not None
+            result, start_x = chosen.result, chosen.start
+            evaluator.settle(result.x)
+            held_out.restart_at(result.x, max(1, int(result.trace[-1].iteration)))
+            if log is not None:
+                log(f"warning: {verdict.warning}")
         predictions = None
         if held_out.trials:
             if log is not None:
@@ -582,23 +634,106 @@ def fit_trials(records: Sequence[TrialRecord], start: ParameterSet, free: Sequen
                                        spec_)
 
         fitted = _result(result, start, free_set, x0, lower, upper, settings, spec_, prepared, evaluator, held_out,
-                         warnings, left_out, mode, platform, predictions)
+                         warnings, left_out, mode, platform, predictions, cost_start, verdict)
         if not jackknife or len(prepared.trials) < 2:
-            return fitted
+            return with_verdicts(fitted)
         fitted_names = {trial.name for trial in prepared.trials}
 
-        refit = functools.partial(fit_trials, start=start, free=free_set, horizon=horizon, weights=spec_.weights,
-                                  mode=mode, bounds=bounds, settings=settings, platform=platform, pusher=pusher,
-                                  strict=strict, pusher_shape=pusher_shape, engine=engine,
-                                  exact_gradients=exact_gradients)  # each refit inline in its task
+        # Each refit runs inline in its task, from the start whose optimum is reported, once.
+        refit = functools.partial(fit_trials, start=start.replace(free_set.expand(start_x)), free=free_set,
+                                  horizon=horizon, weights=spec_.weights, mode=mode, bounds=bounds, settings=settings,
+                                  platform=platform, pusher=pusher, strict=strict, pusher_shape=pusher_shape,
+                                  engine=engine, exact_gradients=exact_gradients, starts=1)
         if log is not None:
             log(f"jackknife: {len(fitted_names)} leave-one-out refits on {executor.label}")
         measured = refit_jackknife([r for r in records if r.name in fitted_names], free_set.names, refit, log,
                                    executor)
         if measured is None:
             fitted.warnings.append("trial jackknife: fewer than two refits succeeded; intervals not checked")
-            return fitted
-        return with_refit_jackknife(fitted, measured)
+            return with_verdicts(fitted)
+        return with_verdicts(with_refit_jackknife(fitted, measured))
+
+
+def _other_starts(evaluator: FitEvaluator, main: LMResult, x0: np.ndarray, lower: np.ndarray, upper: np.ndarray,
+                  settings: LMSettings, typical: np.ndarray, labels: Sequence[str], starts: int | None,
+                  trials: Sequence[TrialData], log: Callable[[str], None] | None) -> StartsVerdict | None:
+    """Run the optimizer from the other starts (:mod:`sim2real.sysid.starts`); None with one start.
+
+    The other runs evaluate the same trials but leave the held-out tracking and the fit's trace alone.
+    """
+    steps = int(sum(trial.steps for trial in trials))
+    if starts is None:
+        count = default_starts(len(labels), steps)
+        rule = (f"default: {count} start(s) for {len(labels)} unknown(s) and {steps} simulated steps "
+                f"({AUTO_STARTS} starts up to {AUTO_MAX_PARAMETERS} unknowns and {AUTO_MAX_STEPS} steps, else 1)")
+    else:
+        count, rule = int(starts), f"--starts {int(starts)}"
+    if count <= 1:
+        return None
+    if main.stop_reason == STOP_MAX_ITERATIONS:  # its values are no optimum to compare others with
+        if log is not None:
+            log(f"other starts not tried ({rule}): the fit from the given start stopped at its iteration limit")
+        return None
+    others = start_points(x0, lower, upper, typical, count - 1)
+    if others.shape[0] == 0:
+        return None
+    if log is not None:
+        log(f"trying {others.shape[0]} other start(s) ({rule})")
+
+    def optimize(x_start: np.ndarray, stop_when: Callable[[np.ndarray, float], str | None]) -> LMResult:
+        return levenberg_marquardt(evaluator, x_start, lower, upper, settings, None, typical, stop_when)
+
+    runs = run_starts(main, x0, others, optimize, lower, upper, log, labels)
+    return compare_starts(runs, labels, lower, upper, rule)
+
+
+def with_verdicts(result: FitResult) -> FitResult:
+    """``result`` with the verdicts that rest on its standard deviations and intervals formed from them.
+
+    Call it on the final intervals (after any jackknife): each free parameter whose 95 % interval covers
+    essentially its bound range, or whose measured leave-one-out refits or grid minima fall outside
+    that interval, is undetermined (a problem, listed first, and in ``undetermined``); another start
+    that ended as low outside the intervals makes the optimum depend on the start (a problem, next);
+    a parameter whose standard deviation is large against its scale is poorly determined (a warning
+    quoting that same standard deviation). Verdicts of an earlier call are replaced, not repeated.
+    """
+    uncertainty = result.data.get("uncertainty", {})
+    refits = (uncertainty.get("refit_jackknife") or {})
+    grid = uncertainty.get("grid_jackknife") or {}
+    determination: list[str] = []
+    poorly: list[str] = []
+    flagged: list[str] = []
+    for group in result.free.groups:
+        name = group[0]
+        measured: dict[str, float | None] = {}
+        if refits.get("values", {}).get(name) is not None:
+            measured = dict(zip(refits.get("left_out", []), refits["values"][name], strict=False))
+        elif grid.get("parameter") == name:
+            measured = {f"trial {k + 1}": v for k, v in enumerate(grid.get("leave_one_out", []))}
+        label = name if len(group) == 1 else "=".join(group)
+        lines = determination_problems(label, result.values[name], result.ci95.get(name),
+                                       result.bounds.get(name, [spec(name).lower, spec(name).upper]), measured)
+        determination += lines
+        if lines:
+            flagged += list(group)
+        std = result.std.get(name)
+        line = poorly_determined(label, std, _param_scale(name, result.values[name]))
+        if line is not None:
+            poorly.append(line)
+    starts = start_dependence(result.data.get("starts") or {}, result.ci95)
+    earlier = result.data.get("determination", {})
+    stale = {*earlier.get("undetermined", []), *earlier.get("starts", [])}
+    previous = [p for p in result.problems if p not in stale]
+    no_std_lines = [p for p in previous if p.startswith(NOT_DETERMINED)]  # no standard deviation at all
+    problems = [*determination, *no_std_lines, *([starts] if starts else []),
+                *(p for p in previous if p not in no_std_lines)]
+    warnings = [w for w in result.warnings if w not in set(earlier.get("poorly_determined", []))] + poorly
+    no_std = [n for g in result.free.groups for n in g if result.std.get(g[0]) is None]
+    undetermined = tuple(dict.fromkeys([*no_std, *flagged]))
+    return dataclasses.replace(result, problems=tuple(problems), warnings=warnings, undetermined=undetermined,
+                               data={**result.data, "determination": {"undetermined": determination,
+                                                                      "starts": [starts] if starts else [],
+                                                                      "poorly_determined": poorly}})
 
 
 def _predictions(executor: Any, evaluator: FitEvaluator, held_out: HeldOut, start: ParameterSet,
@@ -647,8 +782,14 @@ def _drop_failed(prepared: _Prepared, failed: set[str]) -> None:
 def _result(result: LMResult, start: ParameterSet, free_set: FreeParameters, x0: np.ndarray, lower: np.ndarray,
             upper: np.ndarray, settings: LMSettings, spec_: ResidualSpec, prepared: _Prepared,
             evaluator: FitEvaluator, held_out: HeldOut, warnings: list[str], left_out: list[TrialFailure],
-            mode: str, platform: str, predictions: dict[str, Any] | None = None) -> FitResult:
-    """Assemble the :class:`FitResult`: uncertainty, status, problems, per-trial information."""
+            mode: str, platform: str, predictions: dict[str, Any] | None = None,
+            cost_start: float | None = None, verdict: StartsVerdict | None = None) -> FitResult:
+    """Assemble the :class:`FitResult`: uncertainty, status, problems, per-trial information.
+
+    ``cost_start`` is the cost at the given start values (default: the first of ``result``'s trace);
+    ``verdict`` what the other starts said. The verdicts that rest on the intervals are formed
+    afterwards, by :func:`with_verdicts`.
+    """
     labels = free_set.labels
     scale = np.array([_param_scale(g[0], float(v)) for g, v in zip(free_set.groups, result.x, strict=True)])
     unc: Uncertainty = summarize_uncertainty(labels, result.x, result.jacobian, result.residuals,
@@ -660,11 +801,11 @@ def _result(result: LMResult, start: ParameterSet, free_set: FreeParameters, x0:
     iterations = int(result.trace[-1].iteration) if result.trace else 0
     rising = held_out.rising()
     if predictions is not None:
-        rising = "; ".join(r for r in (rising, rising_validation(predictions["training"],
-                                                                  predictions["validation"])) if r) or None
+        rising = "; ".join(r for r in (rising, rising_metrics(predictions["validation"])) if r) or None
     problems = fit_problems(result.stop_reason, iterations, bound_problems(labels, result.x, lower, upper),
                             undetermined, rising, evaluator.dropped_rows,
-                            int(result.residuals.shape[0]), left_out)
+                            int(result.residuals.shape[0]), left_out,
+                            corner=corner_problem(labels, result.x, lower, upper, iterations))
     data_info = {
         "trials": _trials_info(prepared, evaluator.first_rows(), evaluator.final_rows(), spec_.weights,
                                evaluator.dropped_per_trial),
@@ -676,6 +817,7 @@ def _result(result: LMResult, start: ParameterSet, free_set: FreeParameters, x0:
         "uncertainty": unc.as_dict(),
         "residual_series": _residual_series(prepared.trials, prepared.modes, evaluator.start_results,
                                             evaluator.final_results, evaluator.masks, spec_.weights),
+        "starts": verdict.record if verdict is not None else {"count": 1},
         "jacobian": ("implicit simulator gradients (engine IFT, servo and PD analytic), forward-mode chained"
                      if spec_.engine == "ours" else
                      f"{spec_.engine} engine: central finite differences of whole rollouts (relative step 1e-2; "
@@ -686,9 +828,11 @@ def _result(result: LMResult, start: ParameterSet, free_set: FreeParameters, x0:
         start_values=free_set.expand(x0), std={n: unc.std[g[0]] for g in free_set.groups for n in g},
         ci95={n: unc.ci95[g[0]] for g in free_set.groups for n in g}, correlation=unc.correlation,
         trace=[e.as_dict(labels) for e in result.trace], stop_reason=result.stop_reason,
-        warnings=warnings + list(unc.warnings), data=data_info, cost_start=float(result.trace[0].cost),
+        warnings=warnings + list(unc.warnings) + ([verdict.warning] if verdict is not None and verdict.warning else []),
+        data=data_info, cost_start=float(result.trace[0].cost) if cost_start is None else cost_start,
         cost_final=float(result.cost), undetermined=undetermined, status=status, problems=tuple(problems),
         failures=tuple(left_out), solver=_solver_info(evaluator), dropped_rows=evaluator.dropped_rows,
         validation=_validation(held_out, predictions),
         hard_steps=tuple(evaluator.hard_steps),
+        bounds={n: [float(lower[i]), float(upper[i])] for i, g in enumerate(free_set.groups) for n in g},
     )

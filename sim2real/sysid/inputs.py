@@ -310,3 +310,44 @@ def pusher_placement(path: np.ndarray, params: ParameterSet, shape: str) -> np.n
     upper = np.array(path, dtype=float, copy=True)
     upper[:, 2] += float(params["pusher.length"])
     return np.concatenate([path, upper], axis=1)
+
+
+MAX_START_DEPTH = 0.005
+"""How far (m) a recorded box start may reach below the table top (tracking noise) before the
+trial's geometry or frames are taken as wrong."""
+
+
+def trial_shape(data: TrialData, requested: str) -> str:
+    """The pusher shape to simulate a trial with: the one the trial carries, else ``requested``."""
+    return data.pusher_shape or requested
+
+
+def check_start_above_table(data: TrialData, params: ParameterSet) -> None:
+    """Refuse a trial whose box starts inside the table with these parameters.
+
+    Parameters
+    ----------
+    data : TrialData
+        The trial; its resting start (or first pose) is checked.
+    params : ParameterSet
+        Box size (``box.size_*``, m) and ``contact.table_height`` (m), as the trial is simulated.
+
+    Raises
+    ------
+    Sim2RealError
+        The box's lowest corner at the start lies more than :data:`MAX_START_DEPTH` below the
+        table top; names the trial, the depth and what to check.
+    """
+    position = data.start_position if data.start_position is not None else data.box_position[0]
+    quaternion = data.start_quaternion if data.start_quaternion is not None else data.box_quaternion[0]
+    half = 0.5 * np.array([float(params[f"box.size_{axis}"]) for axis in "xyz"])
+    w, x, y, z = (float(v) for v in quaternion / np.linalg.norm(quaternion))
+    row_z = np.array([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)])  # third row of R
+    lowest = float(position[2]) - float(np.abs(row_z) @ half)
+    depth = float(params["contact.table_height"]) - lowest
+    if depth > MAX_START_DEPTH:
+        raise Sim2RealError(
+            f"trial '{data.name}': the box starts {1000 * depth:.1f} mm inside the table (centre at "
+            f"z = {1000 * float(position[2]):.1f} mm, box {1000 * 2 * half[0]:.1f} x {1000 * 2 * half[1]:.1f} x "
+            f"{1000 * 2 * half[2]:.1f} mm): check its size (trial.json \"object\" or --set) and the frames of the "
+            f"import (--transform, --box-offset)")

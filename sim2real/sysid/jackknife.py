@@ -140,7 +140,7 @@ def with_refit_jackknife(result: Any, jackknife: RefitJackknife) -> Any:
 
     The fitted values stay. The refits replace the linearized jackknife (:func:`measured_jackknife`):
     where their standard deviation exceeds the sandwich's, the 95 % interval becomes the value ± the
-    jackknife's Student-t half-width (clipped to the registry bounds); parameters the data do not
+    jackknife's Student-t half-width (clipped to the fit's bounds); parameters the data do not
     determine keep no standard deviation.
     ``data["uncertainty"]`` records the refits and names the method per parameter.
     """

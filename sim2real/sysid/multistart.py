@@ -22,7 +22,7 @@ import numpy as np
 
 from sim2real.errors import Sim2RealError
 from sim2real.params import ParameterSet, spec
-from sim2real.sysid.fit import FitResult, prepare_trials
+from sim2real.sysid.fit import FitResult, prepare_trials, with_verdicts
 from sim2real.sysid.residuals import ResidualSpec, trial_residuals
 from sim2real.sysid.uncertainty import measured_jackknife
 from sim2real.trials import TrialRecord
@@ -174,7 +174,8 @@ def with_jackknife(result: FitResult, name: str, jackknife: Jackknife) -> FitRes
     (:func:`~sim2real.sysid.uncertainty.measured_jackknife`): the standard deviation becomes the
     larger of the sandwich's and the grid jackknife's, and the 95 % interval uses the jackknife's
     Student's t when that one is larger.
-    ``data["uncertainty"]`` records the jackknife (``grid_jackknife``) and names the method.
+    ``data["uncertainty"]`` records the jackknife (``grid_jackknife``) and names the method; the
+    verdicts that rest on the intervals are formed again from the new one (:func:`with_verdicts`).
     """
     from dataclasses import replace
 
@@ -190,5 +191,5 @@ def with_jackknife(result: FitResult, name: str, jackknife: Jackknife) -> FitRes
             "dof) in place of the linearized one, " + ("wider than the sandwich there" if wider else
                                                         "not wider than the sandwich"))
     uncertainty["method"] = f"{uncertainty.get('method', '')}; {name}: {text}"
-    return replace(result, std={**result.std, name: std}, ci95={**result.ci95, name: ci95},
-                   data={**result.data, "uncertainty": uncertainty})
+    return with_verdicts(replace(result, std={**result.std, name: std}, ci95={**result.ci95, name: ci95},
+                                 data={**result.data, "uncertainty": uncertainty}))

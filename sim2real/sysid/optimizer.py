@@ -8,6 +8,13 @@ parameter units), clips the step into the bounds, and accepts it when the cost f
 follows Nielsen's gain-ratio rule. Directions the data do not determine (relative curvature
 below ``settings.null_tolerance``) are left out of the step rather than amplified.
 
+No step moves a parameter by more than a trust radius times its typical magnitude (the
+parameter's scale): the radius starts at ``settings.initial_step``, doubles after each
+accepted step that used it well and halves after a rejected one, and a step longer than it
+is taken at a larger ``λ`` (for that step only) for which it fits. A Gauss-Newton step
+from a point where the linear model is poor (a whole-trial cost that is nearly flat there) can
+otherwise be thousands of scales long, land on the bounds and stop there after one iteration.
+
 The robust losses are applied by iteratively reweighted least squares: each row is scaled by
 ``sqrt(ρ'(r²))`` with ``ρ`` Huber's or soft-L1 of scale ``settings.loss_scale``.
 """
@@ -59,6 +66,11 @@ class LMSettings:
         Residual size where the robust loss starts to down-weight rows.
     null_tolerance : float
         Eigenvalues of the scaled ``JᵀWJ`` below this times the largest one count as undetermined.
+    initial_step : float
+        Trust radius of the first step: no parameter moves by more than this many times its
+        typical magnitude (``typical`` of :func:`levenberg_marquardt`). The radius doubles after an
+        accepted step that reached at least half of it with a gain ratio above 0.75, and becomes
+        half the longest move of a rejected step. ``inf`` disables it.
     stat_tol : float
         Stop when a step moves every free parameter by less than ``stat_tol`` times its standard
         deviation (independent rows, at the current point: the smallest estimate, so the test
@@ -79,12 +91,15 @@ class LMSettings:
     loss_scale: float = 1.0
     null_tolerance: float = 1e-10
     stat_tol: float = 0.01
+    initial_step: float = 1.0
 
     def __post_init__(self) -> None:
         if self.loss not in LOSSES:
             raise Sim2RealError(f"unknown loss '{self.loss}' (choose from {', '.join(LOSSES)})")
         if self.loss_scale <= 0.0 or self.max_iterations < 0:
             raise Sim2RealError("loss_scale must be positive and max_iterations non-negative")
+        if not self.initial_step > 0.0:
+            raise Sim2RealError("initial_step must be positive")
 
 
 @dataclass(frozen=True)
@@ -182,17 +197,37 @@ def determined_mask(hessian: np.ndarray, typical: np.ndarray, null_tolerance: fl
     return influence > np.sqrt(null_tolerance) * top if top > 0.0 else np.zeros(len(typical), dtype=bool)
 
 
-def _solve_damped(hessian: np.ndarray, gradient: np.ndarray, diag: np.ndarray, damping: float,
-                  null_tolerance: float) -> np.ndarray:
-    """``δ = −(H + λ D²)⁻¹ g`` in scaled coordinates, dropping undetermined (collinear) directions."""
+def _damped_solver(hessian: np.ndarray, gradient: np.ndarray, diag: np.ndarray,
+                   null_tolerance: float) -> Callable[[float], np.ndarray]:
+    """``λ -> δ = −(H + λ D²)⁻¹ g`` in scaled coordinates, dropping undetermined (collinear) directions.
+
+    The eigen-decomposition is made once, so trying several ``λ`` (the trust radius) is cheap.
+    """
     d = np.sqrt(np.maximum(diag, 1e-300))
     scaled = hessian / np.outer(d, d)
     eigval, eigvec = np.linalg.eigh(scaled)
     top = max(float(eigval[-1]), 1e-300)
     keep = eigval > null_tolerance * top
-    g_scaled = gradient / d
-    coeff = (eigvec[:, keep].T @ g_scaled) / (eigval[keep] + damping)
-    return -(eigvec[:, keep] @ coeff) / d
+    projected = eigvec[:, keep].T @ (gradient / d)
+
+    def solve(damping: float) -> np.ndarray:
+        return -(eigvec[:, keep] @ (projected / (eigval[keep] + damping))) / d
+
+    return solve
+
+
+def _within_radius(solve: Callable[[float], np.ndarray], damping: float, typical: np.ndarray,
+                   radius: float) -> tuple[np.ndarray, float]:
+    """The damped step at ``damping`` or, when it moves a parameter by more than ``radius`` typical
+    magnitudes, at a larger damping for which it does not; returns ``(δ, damping)``."""
+    delta = solve(damping)
+    for _ in range(100):
+        longest = float(np.max(np.abs(delta) / typical, initial=0.0))
+        if not np.isfinite(radius) or longest <= radius:
+            break
+        damping *= 1.5 * longest / radius  # for large damping the step shrinks like 1/damping
+        delta = solve(damping)
+    return delta, damping
 
 
 def _negligible_step(step: np.ndarray, hessian: np.ndarray, free: np.ndarray, cost: float, rows: int,
@@ -217,7 +252,8 @@ def _negligible_step(step: np.ndarray, hessian: np.ndarray, free: np.ndarray, co
 
 def levenberg_marquardt(evaluate: Evaluate, x0: np.ndarray, lower: np.ndarray, upper: np.ndarray,
                         settings: LMSettings = LMSettings(), progress: Progress | None = None,
-                        typical: np.ndarray | None = None) -> LMResult:
+                        typical: np.ndarray | None = None,
+                        stop_when: Callable[[np.ndarray, float], str | None] | None = None) -> LMResult:
     """Minimise ``½ Σ ρ(r(x)²)`` within ``[lower, upper]`` by damped Gauss-Newton.
 
     Parameters
@@ -236,8 +272,13 @@ def levenberg_marquardt(evaluate: Evaluate, x0: np.ndarray, lower: np.ndarray, u
         the entry's ``note``; at ``x0`` it propagates, and :class:`FitAbortedError`
         always propagates.
     typical : ndarray, shape (p,), optional
-        Typical magnitude of each parameter (default ``max(|x0|, 1)``). Parameters whose
-        influence on the residuals, relative to this magnitude, is negligible are not moved.
+        Typical magnitude of each parameter (default ``max(|x0|, 1)``), > 0, in its unit.
+        Parameters whose influence on the residuals, relative to this magnitude, is negligible
+        are not moved, and no step moves a parameter by more than the trust radius
+        (``settings.initial_step`` at first) times this magnitude.
+    stop_when : callable, optional
+        ``(x (p,), cost) -> str or None``, asked after every accepted step: a string ends the fit
+        with that stop reason (e.g. a second start that reached an optimum already found).
 
     Returns
     -------
@@ -245,7 +286,8 @@ def levenberg_marquardt(evaluate: Evaluate, x0: np.ndarray, lower: np.ndarray, u
         ``stop_reason`` is one of: ``"gradient below gtol"``, ``"step below xtol"``,
         ``"cost reduction below ftol"``, ``"zero residual"``, :data:`STOP_STATISTICAL`,
         ``"maximum iterations"``
-        (:data:`STOP_MAX_ITERATIONS`: not converged), ``"damping limit (no further decrease)"``.
+        (:data:`STOP_MAX_ITERATIONS`: not converged), ``"damping limit (no further decrease)"``, or
+        the reason ``stop_when`` gave.
     """
     x = np.asarray(x0, dtype=float).copy()
     typical = np.maximum(np.abs(x), 1.0) if typical is None else np.asarray(typical, dtype=float)
@@ -260,6 +302,7 @@ def levenberg_marquardt(evaluate: Evaluate, x0: np.ndarray, lower: np.ndarray, u
     diag_max = np.zeros(x.shape[0])
     damping = None
     nu = 2.0
+    radius = float(settings.initial_step)  # trust radius, in typical magnitudes
     stop = STOP_MAX_ITERATIONS
     last_decrease = float("inf")  # relative cost decrease of the last accepted step
 
@@ -304,7 +347,8 @@ def levenberg_marquardt(evaluate: Evaluate, x0: np.ndarray, lower: np.ndarray, u
         free = free & determined_mask(H, typical, settings.null_tolerance)
         if np.any(free):
             sub = np.ix_(free, free)
-            delta[free] = _solve_damped(H[sub], g[free], diag_max[free], damping, settings.null_tolerance)
+            solve = _damped_solver(H[sub], g[free], diag_max[free], settings.null_tolerance)
+            delta[free], _ = _within_radius(solve, damping, typical[free], radius)
         x_new = np.clip(x + delta, lower, upper)
         step = x_new - x
         negligible = last_decrease <= STAT_COST_FRACTION and _negligible_step(step, H, free, cost, r.shape[0],
@@ -330,17 +374,27 @@ def levenberg_marquardt(evaluate: Evaluate, x0: np.ndarray, lower: np.ndarray, u
             x, r, J, cost, w = x_new, r_new, J_new, cost_new, w_new
             damping *= max(1.0 / 3.0, 1.0 - (2.0 * min(ratio, 1.0) - 1.0) ** 3) if ratio > 0 else 1.0
             nu = 2.0
+            if ratio > 0.75 and float(np.max(np.abs(step) / typical, initial=0.0)) >= 0.5 * radius:
+                radius *= 2.0
             g = J.T @ (w * r)
             pg, free = projected_gradient(g, x)
         else:
             damping *= nu
             nu *= 2.0
+            longest = float(np.max(np.abs(step) / typical, initial=0.0))
+            if longest > 0.0:
+                radius = min(radius, 0.5 * longest)
         record(TraceEntry(iteration, cost, step_norm, float(damping), accepted,
                           float(np.max(np.abs(pg), initial=0.0)), float(ratio), tuple(x), time.monotonic() - clock,
                           note))
         if accepted and actual <= settings.ftol * old_cost:
             stop = "cost reduction below ftol"
             break
+        if accepted and stop_when is not None:
+            reason = stop_when(x, cost)
+            if reason:
+                stop = reason
+                break
         if negligible:
             stop = STOP_STATISTICAL if settings.stat_tol == 0.01 else \
                 f"step below {100 * settings.stat_tol:g} % of the standard deviations"

@@ -50,6 +50,7 @@ from sim2real.sysid.inputs import (
     pusher_placement,
     pusher_primitive,
     resolve_mode,
+    trial_shape,
 )
 from sim2real.sysid.residuals import COM_PARAMS, MAX_HARD_STEPS, arm_solve, simulate_recorded_arm, step_params
 from sim2real.trials import JointSeries, PlatformRecord, PoseSeries, TrialRecord
@@ -151,7 +152,8 @@ def simulate_data(data: TrialData, params: ParameterSet, mode: str, source: str,
     strict : bool
         Raise on the first engine step that does not converge.
     pusher_shape : str
-        ``"sphere"`` or ``"rod"`` (a recorded pusher only; :mod:`sim2real.sysid.inputs`).
+        ``"sphere"`` or ``"rod"`` (a recorded pusher only; :mod:`sim2real.sysid.inputs`), for a
+        trial that does not carry its own.
     engine : str
         ``"ours"`` or ``"mujoco"`` (:mod:`sim2real.engines`).
 
@@ -160,6 +162,7 @@ def simulate_data(data: TrialData, params: ParameterSet, mode: str, source: str,
     Sim2RealError
         A rod with the arm's pusher, or a simulation failure.
     """
+    pusher_shape = trial_shape(data, pusher_shape)
     check_pusher_shape(data, source, pusher_shape)
     settings = SolverSettings(strict=strict)
     if mode in SIMULATED_ARM_MODES:
@@ -243,16 +246,17 @@ def replay(record: TrialRecord, params: ParameterSet, mode: str = "auto", platfo
         data = prepare_trial(record, float(params["sim.dt"]), ns)
         used = resolve_mode(data, mode, pusher)
         source = mode_pusher_source(data, used, pusher)
+        pusher_shape = trial_shape(data, pusher_shape)
         check_pusher_shape(data, source, pusher_shape)
+        sim_params = step_params(data, params)
     except Sim2RealError as err:
         raise TrialInputError(_named(record.name, err)) from None
     try:
-        replayed, summary, hard = simulate_data(data, step_params(data, params), used, source, strict,
-                                                  pusher_shape, engine)
+        replayed, summary, hard = simulate_data(data, sim_params, used, source, strict, pusher_shape, engine)
     except Sim2RealError as err:
         raise Sim2RealError(_named(record.name, err)) from None
     description = describe_pusher(data, source)
-    meta = _replay_meta(record, ns, params, used, description, summary, pusher_shape, engine)
+    meta = _replay_meta(record, ns, sim_params, used, description, summary, pusher_shape, engine)
     out = TrialRecord(name=record.name, platforms={"real": record.platforms[ns], "sim": replayed},
                       reference=record.reference, meta=meta)
     return ReplayResult(out, used, description, summary, hard)

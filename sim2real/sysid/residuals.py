@@ -69,9 +69,10 @@ from sim2real.control.sim_platform import (
     simulate_arm_trial,
 )
 from sim2real.engines import World, check_engine, differentiable, make_world
+from sim2real.engines import engine as engine_entry
 from sim2real.errors import Sim2RealError
 from sim2real.model import load_arm
-from sim2real.params import ParameterSet
+from sim2real.params import ParameterSet, spec
 from sim2real.physics import (
     STATE_SIZE,
     BoxState,
@@ -89,12 +90,14 @@ from sim2real.sysid.inputs import (
     PUSHER_SOURCES,
     SIMULATED_ARM_MODES,
     check_pusher_shape,
+    check_start_above_table,
     mode_pusher_source,
     pusher_path,
     pusher_placement,
     pusher_primitive,
     resolve_mode,
     resolve_pusher,
+    trial_shape,
 )
 
 #: Residual groups, in the order of their integer codes in :attr:`TrialResiduals.groups`.
@@ -236,7 +239,7 @@ class ResidualSpec:
             Missing inputs, or a pusher shape that does not apply to the source (a rod for the arm).
         """
         source = mode_pusher_source(data, self.resolved_mode(data), self.pusher)
-        check_pusher_shape(data, source, self.pusher_shape)
+        check_pusher_shape(data, source, trial_shape(data, self.pusher_shape))
         return source
 
     @property
@@ -325,7 +328,8 @@ def available_gradients(kind: str, horizon: int | None, mode: str = "commands",
         return engine_names
     if horizon is None:
         if mode in SIMULATED_ARM_MODES:
-            return tuple(ENGINE_PARAMS) + tuple(SERVO_PARAMS) + tuple(PD_PARAMS) if engine == "ours" else ()
+            arm = engine_entry(engine).differentiates_arm
+            return tuple(ENGINE_PARAMS) + tuple(SERVO_PARAMS) + tuple(PD_PARAMS) if arm else ()
         return engine_names
     return engine_names + tuple(SERVO_PARAMS) + tuple(PD_PARAMS)
 
@@ -369,13 +373,31 @@ def _columns(grad_names: Sequence[str], subset: Sequence[str]) -> tuple[tuple[st
     return chosen, [list(grad_names).index(n) for n in chosen]
 
 
-def step_params(data: TrialData, params: ParameterSet, exact_gradients: bool = False) -> ParameterSet:
-    """The parameters a trial is simulated with: ``sim.dt`` set to the trial's grid step, and
-    with ``exact_gradients`` the gradient central-path value set to the forward one."""
-    changes: dict[str, float] = {"sim.dt": data.dt} if data.dt_override else {}
+def step_params(data: TrialData, params: ParameterSet, exact_gradients: bool = False,
+                fitted: Sequence[str] = ()) -> ParameterSet:
+    """The parameters a trial is simulated with, checked against its start.
+
+    The trial's own object values (box size and mass, pusher radius, ...: ``data.object_params``)
+    replace the values of ``params`` that are still at their nominal value and not ``fitted``: a
+    value someone set (a parameter file, ``--set``, a fit's free parameter) is kept. ``sim.dt`` is
+    set to the trial's grid step where it has its own, and with ``exact_gradients`` the gradient
+    central-path value to the forward one.
+
+    Raises
+    ------
+    Sim2RealError
+        The box's recorded start lies inside the table (deeper than :data:`MAX_START_DEPTH`) with
+        these parameters: its size or the frames are wrong; the message names the trial.
+    """
+    changes: dict[str, float] = {k: v for k, v in data.object_params.items()
+                                 if k not in fitted and params[k] == spec(k).nominal}
+    if data.dt_override:
+        changes["sim.dt"] = data.dt
     if exact_gradients:
         changes["contact.kappa_grad"] = float(params["contact.kappa_sim"])
-    return params.replace(changes) if changes else params
+    params = params.replace(changes) if changes else params
+    check_start_above_table(data, params)
+    return params
 
 
 class _Rows:
@@ -466,7 +488,7 @@ def trial_residuals(data: TrialData, params: ParameterSet, grad_names: Sequence[
             raise Sim2RealError(f"trial '{data.name}': no simulator gradient for '{name}' with horizon "
                                 f"{spec.label} (available: {', '.join(available)})")
     rows = _Rows(len(names), data.name)
-    sim_params = step_params(data, params, spec.exact_gradients and bool(names))
+    sim_params = step_params(data, params, spec.exact_gradients and bool(names), fitted=names)
     settings = SolverSettings(strict=spec.strict)
     try:
         if spec.horizon is None:
@@ -476,9 +498,10 @@ def trial_residuals(data: TrialData, params: ParameterSet, grad_names: Sequence[
             weights = spec.weights
             if weights.position > 0.0 or weights.orientation > 0.0:
                 source = resolve_pusher(data, spec.pusher)
-                check_pusher_shape(data, source, spec.pusher_shape)
+                shape = trial_shape(data, spec.pusher_shape)
+                check_pusher_shape(data, source, shape)
                 pusher = pusher_path(data, sim_params, source)
-                _box_segments(rows, data, sim_params, names, spec.horizon, weights, pusher, spec.pusher_shape,
+                _box_segments(rows, data, sim_params, names, spec.horizon, weights, pusher, shape,
                               settings, spec.engine)
             if (data.kind == "arm" and data.command is not None
                     and (weights.joint_position > 0.0 or weights.joint_velocity > 0.0)):
@@ -496,16 +519,18 @@ def _whole_trial(rows: _Rows, data: TrialData, params: ParameterSet, names: tupl
     if mode == "box":
         _box_rollout(rows, data, params, names, spec.weights, settings, spec.engine)
     elif mode in SIMULATED_ARM_MODES:
-        if spec.engine != "ours":
-            raise Sim2RealError(f"the {spec.engine} engine does not drive the simulated arm in fits (mode '{mode}'); "
-                                "fit with --mode kinematic or pusher (the pusher played back), or --engine ours")
+        if not engine_entry(spec.engine).differentiates_arm:
+            raise Sim2RealError(f"the {spec.engine} engine does not differentiate the simulated arm (mode '{mode}'); "
+                                "fit with --mode kinematic or pusher (the pusher played back), or an engine that "
+                                "does (--engine ours)")
         _arm_trial(rows, data, params, names, spec.weights, mode, settings.strict)
     else:
         source = "recorded" if mode == "pusher" else resolve_pusher(data, spec.pusher)
-        check_pusher_shape(data, source, spec.pusher_shape)
+        check_pusher_shape(data, source, trial_shape(data, spec.pusher_shape))
         path = pusher_path(data, params, source)
         assert path is not None
-        _pusher_rollout(rows, data, params, names, spec.weights, path, spec.pusher_shape, settings, spec.engine)
+        _pusher_rollout(rows, data, params, names, spec.weights, path, trial_shape(data, spec.pusher_shape), settings,
+                        spec.engine)
 
 
 def _moves_start(names: Sequence[str]) -> bool:

@@ -33,7 +33,11 @@ are likely too narrow.
 Both are formed in scaled coordinates by an eigen-decomposition of ``H``. Directions whose
 scaled curvature is below ``null_tolerance`` times the largest are *not determined by the
 data*: their parameters get no standard deviation (``None``) and a warning naming the
-direction; the rest use the pseudo-inverse. Intervals are clipped to the registry bounds.
+direction; the rest use the pseudo-inverse. Intervals are clipped to the fit's bounds.
+
+Whether a parameter with an interval is poorly determined or undetermined is judged from the
+interval the fit finally reports (after any measured jackknife), in one place:
+:func:`sim2real.sysid.fit.with_verdicts` with :mod:`sim2real.sysid.status`.
 """
 
 from __future__ import annotations
@@ -50,8 +54,6 @@ from sim2real.params import spec
 
 #: Two-sided 95 % quantile of the standard normal distribution.
 Z95 = 1.959963984540054
-#: Relative standard deviation above which a parameter is reported as poorly determined.
-POOR_RELATIVE_STD = 0.5
 
 
 @dataclass(frozen=True)
@@ -257,9 +259,6 @@ def summarize_uncertainty(names: tuple[str, ...], x: np.ndarray, jacobian: np.nd
         std_sandwich[name] = float(sd_sandwich[i])
         ci95[name] = [float(max(x[i] - quantiles[i] * sd_i, lower[i])),
                       float(min(x[i] + quantiles[i] * sd_i, upper[i]))]
-        if sd_i > POOR_RELATIVE_STD * scale[i]:
-            warnings.append(f"{name} is poorly determined: std {sd_i:.3g} is more than "
-                            f"{POOR_RELATIVE_STD:.0%} of its scale {scale[i]:.3g}")
     matrix: list[list[float | None]] = []
     for i in range(p):
         row: list[float | None] = []
@@ -303,7 +302,8 @@ def measured_jackknife(result: Any, name: str, jackknife_std: float, jackknife_h
 
     Returns
     -------
-    (std, [low, high] clipped to the registry bounds, whether the jackknife was the wider)
+    (std, [low, high] clipped to the fit's bounds (``result.bounds``, else the registry's), whether the
+    jackknife was the wider)
     """
     uncertainty = result.data.get("uncertainty", {})
     sandwich = (uncertainty.get("std_sandwich") or {}).get(name)
@@ -311,9 +311,10 @@ def measured_jackknife(result: Any, name: str, jackknife_std: float, jackknife_h
     fitted_std = float(fitted) if fitted is not None else 0.0
     base = float(sandwich) if sandwich is not None else fitted_std
     entry, value = spec(name), float(result.values[name])
+    low, high = (getattr(result, "bounds", None) or {}).get(name, (entry.lower, entry.upper))
 
     def interval(half: float) -> list[float]:
-        return [max(value - half, entry.lower), min(value + half, entry.upper)]
+        return [max(value - half, low), min(value + half, high)]
 
     if jackknife_std > base or fitted is None:  # a parameter the fit left undetermined takes the measured one
         return jackknife_std, interval(jackknife_half), True

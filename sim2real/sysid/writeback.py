@@ -4,13 +4,15 @@
 readable by ``sim_node``, ``sim2real simulate --params`` and the launch files); the fit
 report goes to the same path with the suffix ``.json`` (``fitted.yaml`` → ``fitted.json``).
 Both are written whatever the fit's status (its ``status`` and ``problems`` say whether to use
-it). Hard solver steps met during the fit go to ``hard_steps/`` next to them, one
-reproduction file each (``<stem>_<trial>_step_<index>.json``; re-solve one with the command
-the README gives).
+it). Hard solver steps met during the fit go to a folder beside them named after the params
+file, ``<stem>.hard_steps/`` (``fitted.yaml`` → ``fitted.hard_steps/``), so that fits with
+different outputs in one folder never mix their steps; one reproduction file each
+(``<stem>_<trial>_step_<index>.json``; re-solve one with ``sim2real resolve-step``).
 """
 
 from __future__ import annotations
 
+import glob
 import json
 import math
 import os
@@ -24,8 +26,8 @@ from sim2real.physics import save_hard_steps
 from sim2real.sysid.fit import FitResult
 
 PARAMS_SUFFIXES: tuple[str, ...] = (".yaml", ".yml")
-#: Directory (next to the params file) of the hard-step reproduction files.
-HARD_STEPS_DIR = "hard_steps"
+#: Suffix of the folder (beside the params file, named after its stem) of the hard-step reproduction files.
+HARD_STEPS_SUFFIX = ".hard_steps"
 
 
 def check_out_path(out: str | os.PathLike[str]) -> Path:
@@ -49,6 +51,12 @@ def fit_json_path(out: str | os.PathLike[str]) -> Path:
     return Path(out).with_suffix(".json")
 
 
+def hard_steps_dir(out: str | os.PathLike[str]) -> Path:
+    """Where the hard steps of the fit writing params file ``out`` go: ``<dir>/<stem>.hard_steps``."""
+    path = Path(out)
+    return path.with_name(path.stem + HARD_STEPS_SUFFIX)
+
+
 def _json_safe(value: Any) -> Any:
     if isinstance(value, float):
         return value if math.isfinite(value) else None
@@ -62,10 +70,12 @@ def _json_safe(value: Any) -> Any:
 
 
 def fit_document(result: FitResult, out: str | os.PathLike[str] | None = None) -> dict[str, Any]:
-    """The fit.json object of ``result`` (non-finite numbers become null), with ``params_file``."""
+    """The fit.json object of ``result`` (non-finite numbers become null), with ``params_file`` and the
+    name of the hard-step folder (``hard_steps.directory``, beside the params file) when ``out`` is given."""
     document = result.to_json()
     if out is not None:
         document["params_file"] = str(out)
+        document["hard_steps"] = {"directory": hard_steps_dir(out).name, **document["hard_steps"]}
     return _json_safe(document)
 
 
@@ -99,14 +109,21 @@ def write_fit(out: str | os.PathLike[str], result: FitResult) -> tuple[Path, Pat
 
 
 def write_hard_steps(out: str | os.PathLike[str], result: FitResult) -> list[Path]:
-    """Save the fit's hard steps as ``<dir of out>/hard_steps/<stem>_<trial>_step_<index>.json``.
+    """Save the fit's hard steps as ``<dir of out>/<stem>.hard_steps/<stem>_<trial>_step_<index>.json``.
+
+    Step files an earlier fit to the same ``out`` left there (same names: ``<stem>_*_step_*.json``)
+    are removed first, so the folder holds this fit's steps only; nothing else in it is touched.
 
     Returns
     -------
     list of pathlib.Path
         The files written (none when the fit met no hard step).
     """
-    directory = Path(out).parent / HARD_STEPS_DIR
+    directory = hard_steps_dir(out)
+    stem = Path(out).stem
+    if directory.is_dir():
+        for stale in directory.glob(f"{glob.escape(stem)}_*_step_*.json"):
+            stale.unlink(missing_ok=True)
     written: list[Path] = []
     by_trial: dict[str, list] = {}
     for trial, hard in result.hard_steps:

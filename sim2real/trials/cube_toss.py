@@ -187,7 +187,7 @@ def _write_toss(run_dir: Path, data: CubeTossData, index: int, npz_path: Path) -
         meta = {
             "mode": "cube_toss",
             "params": params,
-            "object": data.object_meta,
+            "object": {**data.object_meta, "pusher_shape": None, "parameters": params},
             "initial_state": initial_state,
             "frame": SURFACE_FRAME + " (z up, landing surface near z = 0; no arm)",
             "timing": {"start_ns": 0, "end_ns": int(times_ns[-1]), "wall_s": float(t[-1])},

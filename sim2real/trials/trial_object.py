@@ -9,6 +9,13 @@ The values are simulator parameters by their registry names, so any parameter th
     "object": {"name": "steel", "pusher_shape": "rod",
                "parameters": {"box.size_x": 0.099, "box.size_y": 0.099, "box.size_z": 0.0095,
                               "box.mass": 0.731, "pusher.radius": 0.0031}}
+
+A trial without a pusher (a cube toss) has ``"pusher_shape": null`` and no pusher parameters. Other
+keys in the section are kept as information (the cube tosses' inertia and nominal friction).
+
+These are the trial's measured facts; a simulation of the trial takes them in place of the
+parameters' *nominal* values, while a value someone set (a parameter file, ``--set``, a fit's
+free parameter) is kept (:func:`sim2real.sysid.residuals.step_params`).
 """
 
 from __future__ import annotations
@@ -23,8 +30,8 @@ from sim2real.params import coerce
 PUSHER_SHAPES: tuple[str, ...] = ("sphere", "rod")
 """Pusher shapes a trial may declare: a sphere, or a vertical rod (a point probe)."""
 
-#: Parameters a trial must carry to be replayed (with the pusher shape).
-REQUIRED: tuple[str, ...] = ("box.size_x", "box.size_y", "box.size_z", "box.mass", "pusher.radius")
+#: Parameters a trial must carry to be replayed (and ``pusher.radius`` when it has a pusher).
+REQUIRED: tuple[str, ...] = ("box.size_x", "box.size_y", "box.size_z", "box.mass")
 
 
 @dataclass(frozen=True)
@@ -36,22 +43,24 @@ class TrialObject:
     parameters : dict of str to float
         Simulator parameters measured for this trial, by registry name, SI units (at least
         :data:`REQUIRED`).
-    pusher_shape : str
-        ``"sphere"`` or ``"rod"`` (a vertical rod; the recorded pusher point is its tip).
+    pusher_shape : str or None
+        ``"sphere"`` or ``"rod"`` (a vertical rod; the recorded pusher point is its tip); None for a
+        trial without a pusher.
     name : str or None
         Object label shared by the trials of one object (e.g. ``"steel"``), for per-object
         parameters and the report's grouping.
     """
 
     parameters: dict[str, float] = field(default_factory=dict)
-    pusher_shape: str = "sphere"
+    pusher_shape: str | None = "sphere"
     name: str | None = None
 
     def __post_init__(self) -> None:
-        if self.pusher_shape not in PUSHER_SHAPES:
+        if self.pusher_shape is not None and self.pusher_shape not in PUSHER_SHAPES:
             raise Sim2RealError(f"pusher shape '{self.pusher_shape}': choose from {', '.join(PUSHER_SHAPES)}")
         object.__setattr__(self, "parameters", {key: coerce(key, value) for key, value in self.parameters.items()})
-        missing = [key for key in REQUIRED if key not in self.parameters]
+        required = REQUIRED + (("pusher.radius",) if self.pusher_shape is not None else ())
+        missing = [key for key in required if key not in self.parameters]
         if missing:
             raise Sim2RealError(f"the object lacks {', '.join(missing)} (a trial must carry what replays it)")
 
@@ -67,7 +76,8 @@ class TrialObject:
             params = data.get("parameters") or {}
             if not isinstance(params, Mapping):
                 raise Sim2RealError("'parameters' must be a mapping of parameter names to numbers")
-            return cls({str(k): v for k, v in params.items()}, str(data.get("pusher_shape", "sphere")),
+            shape = data.get("pusher_shape")
+            return cls({str(k): v for k, v in params.items()}, None if shape is None else str(shape),
                        None if data.get("name") is None else str(data["name"]))
         except Sim2RealError as err:
             raise Sim2RealError(f"trial '{trial}': trial.json \"object\": {err}") from None

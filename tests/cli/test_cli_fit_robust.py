@@ -68,10 +68,10 @@ def mixed_run(tmp_path_factory: pytest.TempPathFactory, servo_bag: Path) -> Path
 
 
 def _summary(err: str) -> list[str]:
-    """The console summary: the stderr lines after the last iteration line."""
+    """The console summary: the stderr lines from the status line on (after the progress lines of every start)."""
     lines = err.strip().splitlines()
-    last = max(i for i, line in enumerate(lines) if line.startswith("fit: iteration"))
-    return lines[last + 1:]
+    first = next(i for i, line in enumerate(lines) if line.startswith("fit: status:"))
+    return lines[first:]
 
 
 def test_fit_uses_the_recorded_pusher_and_says_so(other_robot_bag: Path, tmp_path: Path,
@@ -193,10 +193,22 @@ def test_hard_steps_of_fits_and_replays_are_saved_and_counted(other_robot_bag: P
     solver_line = next(line for line in err.splitlines() if line.startswith("fit: solver at the start values:"))
     assert ", 1 degraded; worst residual" in solver_line
     assert "fit: 6 residual row(s) left out (degraded solver steps)" in err
-    files = sorted((out.parent / "hard_steps").glob("*.json"))
+    # Hard steps go into a folder beside OUT named after it, one per output (issue 29).
+    files = sorted((out.parent / "fitted.hard_steps").glob("*.json"))
     assert files and files[0].name == "fitted_probe_00_step_00040.json"
-    assert len(files) == document["hard_steps"]["count"] <= 20
+    assert len(files) == document["hard_steps"]["count"] <= 20 and document["hard_steps"]["directory"] == \
+        "fitted.hard_steps"
+    assert f"hard solver step(s) saved under {out.parent / 'fitted.hard_steps'}/" in err
     assert HardStep.load(files[0]).step_index == 40
+    # A second fit with another OUT in the same folder keeps its steps apart: nothing shared, nothing mixed.
+    other = out.with_name("other.yaml")
+    code = main(["fit", str(other_robot_bag), "--free", "contact.mu_table", "--horizon", "20", "--out", str(other)])
+    assert code == 3, capsys.readouterr().err
+    names = sorted(f.name for f in (out.parent / "other.hard_steps").iterdir())
+    assert names[0] == "other_probe_00_step_00040.json" and all(n.startswith("other_probe_00_") for n in names)
+    assert len(names) == json.loads(other.with_suffix(".json").read_text())["hard_steps"]["count"]
+    assert sorted((out.parent / "fitted.hard_steps").glob("*.json")) == files
+    assert not (out.parent / "hard_steps").exists()
     replayed = tmp_path / "replayed"
     assert main(["replay", str(other_robot_bag), "--mode", "pusher", "--out", str(replayed)]) == 0
     captured = capsys.readouterr()

@@ -78,6 +78,35 @@ def test_lm_solves_a_bounded_nonlinear_fit_and_stops_with_a_reason() -> None:
     assert bounded.x[0] == pytest.approx(1.2) and 0 in bounded.active_bounds
 
 
+def _gaussian_dip(v: float, centre: float, width: float) -> tuple[float, float]:
+    """``exp(-u²)`` with ``u = (v - centre) / width``, and its derivative in ``v``."""
+    u = (v - centre) / width
+    return float(np.exp(-u * u)), float(-2.0 * u / width * np.exp(-u * u))
+
+
+def test_lm_first_steps_stay_within_the_parameter_scale_and_do_not_jump_to_a_corner() -> None:
+    """Two frictions (bounds [0, 2], start 0.5 each) whose residuals are nearly flat at the start: the
+    minimum lies in narrow dips near 0.8 and 0.3. The undamped Gauss-Newton step leaves the bounds on
+    both; it used to land on the corner (2, 0), where the projected gradient vanishes: a stop after one
+    iteration. Within a trust radius of the parameters' scale the fit finds the dips."""
+    def evaluate(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        a, da = _gaussian_dip(x[0], 0.8, 0.15)
+        b, db = _gaussian_dip(x[1], 0.3, 0.1)
+        residuals = np.array([0.5 - 0.01 * (x[0] - 0.5) - 0.5 * a, 0.3 + 0.01 * (x[1] - 0.5) - 0.3 * b])
+        return residuals, np.array([[-0.01 - 0.5 * da, 0.0], [0.0, 0.01 - 0.3 * db]])
+
+    x0, typical = np.array([0.5, 0.5]), np.array([0.5, 0.5])
+    r0, jac0 = evaluate(x0)
+    gauss_newton = -np.linalg.solve(jac0, r0)
+    # The unscaled step: several scales long, beyond both bounds (to the corner (2, 0) once clipped).
+    assert np.all(np.abs(gauss_newton) > 2 * typical) and x0[0] + gauss_newton[0] > 2.0 > 0.0 > x0[1] + gauss_newton[1]
+    result = levenberg_marquardt(evaluate, x0, np.zeros(2), np.full(2, 2.0), typical=typical)
+    first = np.array(result.trace[1].x) - x0
+    assert np.all(np.abs(first) <= LMSettings().initial_step * typical + 1e-12)
+    assert 0.7 < result.x[0] < 0.9 and 0.2 < result.x[1] < 0.4 and result.cost < 1e-12
+    assert not result.active_bounds
+
+
 def test_lm_leaves_a_parameter_without_influence_where_it_is() -> None:
     def evaluate(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return np.array([x[0] - 2.0, 3.0 * (x[0] - 2.0)]), np.array([[1.0, 1e-14], [3.0, 0.0]])

@@ -13,13 +13,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from fixtures.pushed_box import HIDDEN, NOMINAL, pushed_box
+from fixtures.pushed_box import HIDDEN, NOMINAL, friction_push, pushed_box
 
 from sim2real.cli import main
 from sim2real.errors import Sim2RealError
 from sim2real.sysid import LMSettings, fit_trials
 from sim2real.sysid.evaluation import HeldOut
 from sim2real.sysid.optimizer import STOP_STATISTICAL, levenberg_marquardt
+from sim2real.sysid.prediction import rising_metrics
 from sim2real.sysid.runs import LoadedTrials, split_holdout
 from sim2real.trials import PlatformRecord, PoseSeries, TrialRecord, write_run_meta, write_trial
 
@@ -151,3 +152,50 @@ def test_the_optimizer_stops_when_its_steps_fall_below_a_percent_of_the_standard
     off = levenberg_marquardt(evaluate, np.array([10.0, 10.0]), np.full(2, -100.0), np.full(2, 100.0),
                               LMSettings(max_iterations=8, ftol=0.0, xtol=0.0, gtol=0.0, stat_tol=0.0))
     assert off.stop_reason == "maximum iterations"
+
+
+def test_a_held_out_prediction_error_that_rises_is_a_problem_even_when_the_held_out_cost_barely_moves(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Two held-out pushes with other frictions (0.5, 0.42) recorded with 1 mm of pose noise: their one-step
+    cost is noise and rises by under 5 % (no cost problem), but simulated whole, the fitted friction (0.3)
+    stops them centimetres from where they stopped: the mean final position and path errors rise."""
+    train = tmp_path / "train"
+    write_trial(train, friction_push("train", 0.5, 0.3))
+    held = tmp_path / "held"
+    write_trial(held, friction_push("held_a", 0.5, 0.5, noise_m=0.001, seed=1))
+    write_trial(held, friction_push("held_b", 0.55, 0.42, noise_m=0.001, seed=2))
+    out = tmp_path / "fitted.yaml"
+    code = main(["fit", str(train / "train"), "--free", "contact.mu_table", "--validate", str(held), "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 3, err
+    document = json.loads(out.with_suffix(".json").read_text())
+    costs = [c["cost"] for c in document["validation"]["cost"]]
+    assert costs[-1] < 1.05 * costs[0]  # the held-out cost alone says nothing
+    block = document["validation"]["prediction"]["validation"]
+    before, after = block["start"], block["final"]
+    assert after["final_position_m"] > before["final_position_m"] + 0.005
+    assert after["path_rms_m"] > before["path_rms_m"]
+    problem = next(p for p in document["problems"] if p.startswith("held-out prediction error rose"))
+    assert (f"final position error {before['final_position_m'] * 1000:.1f} -> {after['final_position_m'] * 1000:.1f} mm"
+            in problem)
+    assert f"path error (RMS) {before['path_rms_m'] * 1000:.1f} -> {after['path_rms_m'] * 1000:.1f} mm" in problem
+    assert "yaw error" not in problem  # the yaw error did not rise
+    assert f"problem: {problem}" in err
+
+
+def _block(start: dict[str, float], final: dict[str, float]) -> dict:
+    return {"trials": [{"trial": "held", "start": {**start, "error": None}, "final": {**final, "error": None}}]}
+
+
+def test_each_held_out_metric_that_rises_is_named_with_both_values() -> None:
+    base = {"final_position_m": 0.010, "yaw_deg": 2.0, "path_rms_m": 0.004}
+    assert rising_metrics(_block(base, base)) is None
+    assert rising_metrics(_block(base, {**base, "final_position_m": 0.0099})) is None  # lower: fine
+    assert rising_metrics(_block(base, {**base, "final_position_m": 0.01005})) is None  # under the 1 % resolution
+    line = rising_metrics(_block(base, {**base, "yaw_deg": 3.5, "path_rms_m": 0.006}))
+    assert line == ("held-out prediction error rose after the fit (1 held-out trial, start -> fitted values, means): "
+                    "yaw error 2.0 -> 3.5 deg, path error (RMS) 4.0 -> 6.0 mm (the fitted values predict unseen "
+                    "trials worse)")
+    failed = _block(base, {**base, "yaw_deg": 9.0})
+    failed["trials"][0]["final"]["error"] = "the simulation failed"
+    assert rising_metrics(failed) is None  # a trial that could not be simulated is compared by nobody

@@ -1,0 +1,170 @@
+"""One fit over several objects: parameters shared by every trial, or one value per object.
+
+Trials carry their object (``trial.json`` ``"object"``: its label, size, mass, pusher; see
+:mod:`sim2real.trials.trial_object`), so a fit may span blocks of steel, aluminium and plastic. A
+free parameter is *shared* (one unknown for every trial, e.g. the probe's friction) or *per object*
+(``fit --per-object contact.mu_table,box.com_y``: one unknown per object label, each informed only
+by that object's trials). A per-object unknown is labelled ``NAME[OBJECT]``
+(``contact.mu_table[steel]``); its registry entry (unit, bounds, scale) is ``NAME``'s.
+
+:class:`ObjectLayout` maps the unknowns ``x`` (p,) to each trial's parameter values and each trial's
+Jacobian columns (per registry name) to columns per unknown; a trial's Jacobian is zero in the
+columns of the other objects' unknowns.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from sim2real.errors import Sim2RealError
+
+_LABEL = re.compile(r"^(?P<name>[^\[\]]+)\[(?P<object>[^\[\]]+)\]$")
+
+
+def object_label(name: str, obj: str) -> str:
+    """The label of ``name``'s unknown for object ``obj``: ``NAME[OBJECT]``."""
+    return f"{name}[{obj}]"
+
+
+def registry_name(label: str) -> str:
+    """The registry name of an unknown's label (``contact.mu_table[steel]`` -> ``contact.mu_table``)."""
+    match = _LABEL.match(label)
+    return match.group("name") if match else label
+
+
+def label_object(label: str) -> str | None:
+    """The object of a per-object label, None for a shared one."""
+    match = _LABEL.match(label)
+    return match.group("object") if match else None
+
+
+def parse_per_object(text: str | Sequence[str] | None, groups: Sequence[Sequence[str]]) -> frozenset[str]:
+    """The registry names fitted per object, checked against the free groups.
+
+    Parameters
+    ----------
+    text : str or sequence of str or None
+        ``--per-object`` names, comma separated.
+    groups : sequence of sequence of str
+        The free groups (tied names together).
+
+    Raises
+    ------
+    Sim2RealError
+        A name that is not free, or a tied group only partly per object.
+    """
+    if not text:
+        return frozenset()
+    items = text.split(",") if isinstance(text, str) else list(text)
+    names = frozenset(item.strip() for item in items if item.strip())
+    free = {name for group in groups for name in group}
+    unknown = sorted(names - free)
+    if unknown:
+        raise Sim2RealError(f"--per-object names {', '.join(unknown)}, which is not free (add it to --free)")
+    for group in groups:
+        inside = [name for name in group if name in names]
+        if inside and len(inside) != len(group):
+            raise Sim2RealError(f"tied parameters {'='.join(group)} must all be per object or all shared")
+    return names
+
+
+@dataclass(frozen=True)
+class ObjectLayout:
+    """Unknowns of a fit with shared and per-object parameters.
+
+    Attributes
+    ----------
+    groups : tuple of tuple of str
+        The free groups (registry names; tied names in one group).
+    per_object : frozenset of str
+        Registry names fitted per object.
+    objects : tuple of str
+        The object labels of the fitted trials, sorted (empty without per-object names).
+    """
+
+    groups: tuple[tuple[str, ...], ...]
+    per_object: frozenset[str] = frozenset()
+    objects: tuple[str, ...] = ()
+
+    @classmethod
+    def build(cls, groups: Sequence[Sequence[str]], per_object: Collection[str],
+              trial_objects: Sequence[tuple[str, str | None]]) -> ObjectLayout:
+        """The layout of ``groups`` over trials ``[(trial name, object label or None), ...]``.
+
+        Raises
+        ------
+        Sim2RealError
+            Per-object names with a trial that carries no object label (named).
+        """
+        groups_t = tuple(tuple(g) for g in groups)
+        per = frozenset(per_object)
+        if not per:
+            return cls(groups_t)
+        unlabelled = [name for name, obj in trial_objects if not obj]
+        if unlabelled:
+            raise Sim2RealError(f"--per-object needs every trial's object label; {', '.join(unlabelled[:5])} "
+                                f"carr{'ies' if len(unlabelled) == 1 else 'y'} none (import with --object NAME, or "
+                                f"set \"name\" in trial.json \"object\")")
+        return cls(groups_t, per, tuple(sorted({str(obj) for _, obj in trial_objects})))
+
+    def _is_per_object(self, group: Sequence[str]) -> bool:
+        return group[0] in self.per_object
+
+    @property
+    def unknowns(self) -> tuple[tuple[int, str | None], ...]:
+        """``(group index, object or None)`` per unknown, in order: groups in order, objects sorted."""
+        out: list[tuple[int, str | None]] = []
+        for g, group in enumerate(self.groups):
+            if self._is_per_object(group):
+                out.extend((g, obj) for obj in self.objects)
+            else:
+                out.append((g, None))
+        return tuple(out)
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        """One label per unknown: the group's first name, with ``[OBJECT]`` when per object."""
+        return tuple(self.groups[g][0] if obj is None else object_label(self.groups[g][0], obj)
+                     for g, obj in self.unknowns)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Every registry name involved, in group order (a trial's Jacobian has these columns)."""
+        return tuple(n for g in self.groups for n in g)
+
+    def _index(self, obj: str | None) -> list[int]:
+        """Per group, the unknown that holds its value for a trial of object ``obj``."""
+        where = {key: i for i, key in enumerate(self.unknowns)}
+        out = []
+        for g, group in enumerate(self.groups):
+            key = (g, obj) if self._is_per_object(group) else (g, None)
+            if key not in where:
+                raise Sim2RealError(f"no unknown for {group[0]} of object '{obj}'")
+            out.append(where[key])
+        return out
+
+    def expand(self, x: np.ndarray, obj: str | None = None) -> dict[str, float]:
+        """``{registry name: value}`` for a trial of object ``obj`` from the unknowns ``x`` (p,).
+
+        Without per-object names ``obj`` is ignored; with them every trial has an object.
+        """
+        index = self._index(obj if self.per_object else None)
+        return {name: float(x[index[g]]) for g, group in enumerate(self.groups) for name in group}
+
+    def reduce_columns(self, jacobian: np.ndarray, obj: str | None = None) -> np.ndarray:
+        """A trial's Jacobian columns per registry name ``(m, len(names))`` → per unknown ``(m, p)``.
+
+        Tied names are summed into their unknown; a per-object group goes to the trial's object's
+        unknown; the other objects' columns stay zero.
+        """
+        index = self._index(obj if self.per_object else None)
+        out = np.zeros((jacobian.shape[0], len(self.unknowns)))
+        col = 0
+        for g, group in enumerate(self.groups):
+            out[:, index[g]] += jacobian[:, col:col + len(group)].sum(axis=1)
+            col += len(group)
+        return out

@@ -1,0 +1,86 @@
+"""``sim2real fit`` verdicts that mean what they say (issue 29): an undetermined parameter is a problem
+(exit 3) named in the first lines, with ``--jackknife`` the warnings quote the standard deviations of
+the printed intervals, and ``--starts`` sets how many starts the fit tries."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from fixtures.pushed_box import friction_push
+
+from sim2real.cli import main
+from sim2real.trials import write_run_meta, write_trial
+
+
+def _run(path: Path, frictions: tuple[float, ...]) -> Path:
+    """Probe pushes at 0.5, 0.55, ... m/s of boxes with these table frictions (one trial each)."""
+    for k, mu in enumerate(frictions):
+        write_trial(path, friction_push(f"push_{k}", 0.5 + 0.05 * k, mu))
+    write_run_meta(path, {"mode": "imported"})
+    return path
+
+
+def _summary(err: str) -> list[str]:
+    lines = err.strip().splitlines()
+    return lines[next(i for i, line in enumerate(lines) if line.startswith("fit: status:")):]
+
+
+def test_a_parameter_whose_interval_is_its_whole_range_is_a_problem_first_and_exit_3(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Three pushes of boxes that do not share one friction (0.3, 1.2, 1.3) and --jackknife: the interval of
+    contact.mu_table is its whole registry range [0, 2]. That used to be "converged, no problems", exit 0."""
+    run = _run(tmp_path / "run", (0.3, 1.2, 1.3))
+    out = tmp_path / "fitted.yaml"
+    code = main(["fit", str(run), "--free", "contact.mu_table", "--jackknife", "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 3, err
+    summary = _summary(err)
+    document = json.loads(out.with_suffix(".json").read_text())
+    low, high = document["ci95"]["contact.mu_table"]
+    first = document["problems"][0]
+    assert first.startswith(f"contact.mu_table is undetermined: its 95 % interval [{low:.6g}, {high:.6g}] covers")
+    assert summary[0].startswith("fit: status: converged, ") and "problem(s)" in summary[0]
+    assert summary[1] == f"fit:   problem: {first}"
+    assert document["undetermined"] == ["contact.mu_table"]
+    assert "contact.mu_table is undetermined" in out.read_text()  # the params file's header says it too
+
+
+def test_with_the_jackknife_warnings_quote_the_printed_standard_deviations(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """One push of a box with ten times the friction: the refits set the interval. The poorly-determined
+    warning used to quote the standard deviation from before the refits (0.134 against a printed 0.215)."""
+    run = _run(tmp_path / "run", (0.1, 0.1, 1.0))
+    out = tmp_path / "fitted.yaml"
+    main(["fit", str(run), "--free", "contact.mu_table", "--jackknife", "--out", str(out)])
+    err = capsys.readouterr().err
+    printed = re.search(r"fit:   contact\.mu_table = \S+ ± (\S+), 95 % \[(\S+), (\S+)\]", err)
+    assert printed, err
+    quoted = re.findall(r"contact\.mu_table is poorly determined: std (\S+) ", err)
+    assert quoted == [printed.group(1)]
+    document = json.loads(out.with_suffix(".json").read_text())
+    assert f"{document['std']['contact.mu_table']:.3g}" == printed.group(1)
+    assert f"std {printed.group(1)} " in next(w for w in document["warnings"] if "poorly determined" in w)
+
+
+def test_starts_sets_the_number_of_starts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = _run(tmp_path / "run", (0.3,))
+    default = tmp_path / "default.yaml"
+    assert main(["fit", str(run), "--free", "contact.mu_table", "--out", str(default)]) == 0
+    err = capsys.readouterr().err
+    assert "fit: trying 2 other start(s) (default: 3 start(s) for 1 unknown(s) and 60 simulated steps" in err
+    assert json.loads(default.with_suffix(".json").read_text())["data"]["starts"]["count"] == 3
+    single = tmp_path / "single.yaml"
+    assert main(["fit", str(run), "--free", "contact.mu_table", "--starts", "1", "--out", str(single)]) == 0
+    assert "other start" not in capsys.readouterr().err
+    assert json.loads(single.with_suffix(".json").read_text())["data"]["starts"] == {"count": 1}
+    with pytest.raises(SystemExit) as exit_info:
+        main(["fit", str(run), "--free", "contact.mu_table", "--starts", "0", "--out", str(tmp_path / "bad.yaml")])
+    assert exit_info.value.code == 2 and not (tmp_path / "bad.yaml").exists()
+    with pytest.raises(SystemExit):
+        main(["fit", "--help"])
+    help_text = capsys.readouterr().out
+    assert "--starts N" in help_text and "Starts: the fit runs from the given start" in help_text
+    assert "<OUT stem>.hard_steps/" in help_text

@@ -1,0 +1,107 @@
+"""More than one start (issue 29): small fits also run from other starts; an optimum clearly lower is taken
+and said to come from another start, and one as low outside the reported intervals is a problem."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+from fixtures.pushed_box import NOMINAL, pusher_record
+
+from sim2real.sysid import LMSettings, fit_trials, levenberg_marquardt
+from sim2real.sysid.optimizer import LMResult
+from sim2real.sysid.starts import (
+    AUTO_MAX_STEPS,
+    AUTO_STARTS,
+    compare_starts,
+    default_starts,
+    run_starts,
+    start_dependence,
+    start_points,
+)
+
+LOWER, UPPER = np.array([-2.0]), np.array([2.0])
+
+
+Evaluate = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
+StopWhen = Callable[[np.ndarray, float], str | None]
+
+
+def _optimize(evaluate: Evaluate) -> Callable[[np.ndarray, StopWhen], LMResult]:
+    def optimize(start: np.ndarray, stop_when: StopWhen) -> LMResult:
+        return levenberg_marquardt(evaluate, start, LOWER, UPPER, LMSettings(), None, np.array([1.0]), stop_when)
+    return optimize
+
+
+def _noisy_rows(x: np.ndarray, minima: tuple[float, float], depth: float) -> tuple[np.ndarray, np.ndarray]:
+    """Residual rows whose cost has minima at ``minima``; the second is deeper by ``depth`` (cost units),
+    with small fixed noise rows so that the optimum has a standard deviation."""
+    a, b = minima
+    value = float(x[0])
+    core = (value - a) * (value - b)
+    jac = 2.0 * value - a - b
+    noise = 0.01 * np.sin(np.arange(40.0))
+    lift = np.sqrt(2.0 * depth) * np.exp(-((value - b) ** 2) / 0.02) if depth else 0.0
+    dlift = lift * (-2.0 * (value - b) / 0.02)
+    residuals = np.concatenate([[core], [np.sqrt(2.0 * depth) - lift if depth else 0.0], noise])
+    jacobian = np.concatenate([[jac], [-dlift if depth else 0.0], np.zeros(40)])[:, None]
+    return residuals, jacobian
+
+
+def test_other_starts_are_deterministic_inside_the_bounds_and_away_from_the_given_one() -> None:
+    x0, lower, upper, typical = np.array([0.5, 0.0]), np.array([0.0, -0.5]), np.array([2.0, 0.5]), \
+        np.array([0.5, 0.01])
+    points = start_points(x0, lower, upper, typical, 4)
+    assert points.shape == (4, 2) and np.array_equal(points, start_points(x0, lower, upper, typical, 4))
+    assert np.all(points >= np.maximum(lower, x0 - 2 * typical))
+    assert np.all(points <= np.minimum(upper, x0 + 2 * typical))
+    assert not np.any(np.all(np.abs(points - x0) < 0.25 * typical, axis=1))
+    assert default_starts(1, 60) == AUTO_STARTS == 3 and default_starts(3, AUTO_MAX_STEPS) == 3
+    assert default_starts(4, 60) == 1 and default_starts(2, AUTO_MAX_STEPS + 1) == 1
+
+
+def test_two_optima_as_low_make_the_optimum_depend_on_the_start() -> None:
+    """A cost with equal minima at -1 and +1: the given start ends at +1, another start at -1."""
+    def evaluate(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return _noisy_rows(x, (1.0, -1.0), 0.0)
+
+    main = levenberg_marquardt(evaluate, np.array([0.6]), LOWER, UPPER, typical=np.array([1.0]))
+    assert main.x[0] == pytest.approx(1.0, abs=1e-6)
+    runs = run_starts(main, np.array([0.6]), np.array([[0.9], [-0.7]]), _optimize(evaluate), LOWER, UPPER)
+    assert runs[1].joined == 0 and runs[1].result.stop_reason == "reached the optimum of start 1"
+    assert runs[2].joined is None and runs[2].result.x[0] == pytest.approx(-1.0, abs=1e-6)
+    verdict = compare_starts(runs, ["k"], LOWER, UPPER, "test")
+    assert verdict.chosen == 0 and verdict.as_low == (2,) and verdict.warning is None
+    assert verdict.record["runs"][1]["joined"] == 1 and verdict.record["as_low"] == [3]
+    # The reported interval about +1 does not hold -1: the optimum depends on the start.
+    problem = start_dependence(verdict.record, {"k": [0.9, 1.1]})
+    assert problem is not None and problem.startswith("the optimum depends on the start: start 3 of 3 (k = -0.7) "
+                                                      "ended at k = -1 with cost")
+    assert "k -1 outside [0.9, 1.1] (the 95 % interval)" in problem
+    # An interval that holds both optima already says what the starts say: no problem.
+    assert start_dependence(verdict.record, {"k": [-1.5, 1.5]}) is None
+
+
+def test_a_clearly_lower_optimum_from_another_start_is_taken_and_named() -> None:
+    """Minima at +1 (the given start's) and -1, the one at -1 lower by 0.5 in cost."""
+    def evaluate(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return _noisy_rows(x, (1.0, -1.0), 0.5)
+
+    main = levenberg_marquardt(evaluate, np.array([0.8]), LOWER, UPPER, typical=np.array([1.0]))
+    runs = run_starts(main, np.array([0.8]), np.array([[-0.9]]), _optimize(evaluate), LOWER, UPPER)
+    verdict = compare_starts(runs, ["k"], LOWER, UPPER, "test")
+    assert verdict.chosen == 1 and runs[1].result.x[0] == pytest.approx(-1.0, abs=1e-3)
+    assert verdict.warning is not None and verdict.warning.startswith("the optimum came from start 2 of 2 (k = -0.9)")
+    assert "a local optimum" in verdict.warning and verdict.record["chosen"] == 2
+
+
+def test_a_small_fit_tries_three_starts_by_default_and_one_with_starts_1() -> None:
+    record = pusher_record("probe")
+    default = fit_trials([record], NOMINAL, "contact.mu_table", horizon=1)
+    starts = default.data["starts"]
+    assert starts["count"] == 3 and starts["chosen"] == 1 and starts["rule"].startswith("default: 3 start(s)")
+    assert [run["joined"] for run in starts["runs"]] == [None, 1, 1]  # both reach the given start's optimum
+    assert default.ok and default.values["contact.mu_table"] == pytest.approx(0.3, rel=1e-6)
+    single = fit_trials([record], NOMINAL, "contact.mu_table", horizon=1, starts=1)
+    assert single.data["starts"] == {"count": 1} and single.values == default.values
