@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from sim2real.engines import engine as engine_entry
 from sim2real.errors import Sim2RealError
 from sim2real.execution import Executor, open_executor
 from sim2real.params import ParameterSet, spec
@@ -818,10 +819,7 @@ def _result(result: LMResult, start: ParameterSet, free_set: FreeParameters, x0:
         "residual_series": _residual_series(prepared.trials, prepared.modes, evaluator.start_results,
                                             evaluator.final_results, evaluator.masks, spec_.weights),
         "starts": verdict.record if verdict is not None else {"count": 1},
-        "jacobian": ("implicit simulator gradients (engine IFT, servo and PD analytic), forward-mode chained"
-                     if spec_.engine == "ours" else
-                     f"{spec_.engine} engine: central finite differences of whole rollouts (relative step 1e-2; "
-                     "of single steps for horizon 1, relative step 1e-6)"),
+        "jacobian": engine_entry(spec_.engine).jacobian,
     }
     return FitResult(
         params=start.replace(values), start=start, free=free_set, values=values,
