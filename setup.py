@@ -17,6 +17,9 @@ CONSOLE_SCRIPTS = [
     "recorder = sim2real.nodes.recorder:main",
     "standin_world = sim2real.nodes.standin_world:main",
     "mocap_bridge = sim2real.nodes.mocap_bridge:main",
+    "ros2_control_arm = sim2real.nodes.ros2_control_arm:main",
+    "ros2_control_standin = sim2real.nodes.ros2_control_standin:main",
+    "live_view = sim2real.nodes.live_view:main",
 ]
 
 
@@ -34,7 +37,8 @@ CONSOLE_SCRIPTS = [
 # Test, build and benchmark tools (pytest, ruff, colcon, MuJoCo) stay out: requirements-dev.txt.
 # Optional: Ray and its client (grpcio, for ray:// addresses), for `--executor ray[:ADDRESS]`
 # (`pip install 'sim2real[ray]'`); Ray is pinned with the test tools in requirements-dev.txt,
-# since the tests run it (a local runtime; the client is not tested).
+# since the tests run it (a local runtime; the client is not tested). Optional too: foxglove-sdk for
+# `run --live` / `demo --live` (`pip install 'sim2real[live]'`), pinned in requirements-dev.txt.
 INSTALL_REQUIRES = [
     "ros-rclpy>=9.1.2,<9.2",
     "ros-rmw-fastrtps-cpp>=9.3.3,<9.4",
@@ -43,6 +47,7 @@ INSTALL_REQUIRES = [
     "ros-sensor-msgs>=5.5.1,<5.6",
     "ros-trajectory-msgs>=5.5.1,<5.6",
     "ros-std-srvs>=5.5.1,<5.6",
+    "ros-rosgraph-msgs>=2.3.0,<2.4",
     "numpy>=2.4,<3",
     "scipy>=1.17,<2",
     "pyyaml>=6.0,<7",
@@ -79,7 +84,8 @@ setup(
     maintainer_email="sim2real@example.org",
     description="Sim-to-real toolkit for the UFactory xArm 6 box-push experiment",
     license="BSD-3-Clause",
-    extras_require={"test": ["pytest"], "ray": ["ray[client]>=2.60,<2.61"], "mujoco": ["mujoco>=4.0,<4.1"]},
+    extras_require={"test": ["pytest"], "ray": ["ray[client]>=2.60,<2.61"], "mujoco": ["mujoco>=4.0,<4.1"],
+                    "live": ["foxglove-sdk>=0.30.3,<0.31"]},
     entry_points={"console_scripts": CONSOLE_SCRIPTS},
     python_requires=">=3.10",
 )

@@ -1,14 +1,19 @@
 """The box-push experiment as separate ROS 2 nodes (the same graph as `sim2real run`).
 
     ros2 launch sim2real box_push.launch.py mode:=standin distances:="[0.30, 0.45]" out_dir:=/tmp/run
+    ros2 launch sim2real box_push.launch.py mode:=mirror via:=ros2_control namespace:=sim2real
 
 Arguments: mode (mirror | sim | real | standin), mirror (closed | commands), engine (ours |
-mujoco: the sim platform's box engine), robot_ip,
-params_file (simulator parameters for the sim node and both PD controllers, e.g. a file
-written by `sim2real fit`; a file that does not exist stops the launch with one message before
-any node starts), distances, out_dir. In real and mirror mode the box pose comes from the
-motion-capture topic configured in config/mocap.yaml (mocap_bridge). Keep DDS on loopback with
-ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST.
+mujoco: the sim platform's box engine), via (sdk | ros2_control: how the real platform reaches
+the arm, sim2real.nodes.routes), robot_ip (via sdk), controller and controller_joints (via
+ros2_control: the lab's forward velocity controller and its joints in command order; empty: the
+route's defaults), params_file (simulator parameters for the sim node and both PD controllers,
+e.g. a file written by `sim2real fit`; a file that does not exist stops the launch with one message
+before any node starts), distances, out_dir, namespace (every node of the graph in it; the lab's
+/joint_states and /<controller>/commands stay absolute) and use_sim_time (the nodes follow /clock,
+e.g. of `ros2 bag play --clock`; sim mode only: a real arm runs on wall time). In real and mirror
+mode the box pose comes from the motion-capture topic configured in config/mocap.yaml
+(mocap_bridge). Keep DDS on loopback with ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST.
 
 Every node is required: when the experiment node exits (all trials recorded, or the run
 failed) or any other node dies, the whole launch shuts down.
@@ -16,13 +21,14 @@ failed) or any other node dies, the whole launch shuts down.
 
 import os
 
+import yaml
 from ament_index_python.packages import get_package_share_directory
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction, Shutdown
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
-from sim2real.nodes.runner import STANDIN_LINK
+from sim2real.nodes.routes import DEFAULT_CONTROLLER, ROUTES, RouteOptions, parse_joints
 from sim2real.paths import read_text_file
 
 PACKAGE = "sim2real"
@@ -31,57 +37,85 @@ STANDIN_HOST = "127.0.0.2"
 STANDIN_PORT = 5020
 
 
+def _section(path, node):
+    """The ``ros__parameters`` of ``node`` in params file ``path`` (its own key or ``/**``): a file key
+    ``mocap_bridge:`` would match the node only outside a namespace."""
+    document = yaml.safe_load(read_text_file(path, "params file")) or {}
+    section = document.get(node) or document.get("/**") or {}
+    return section.get("ros__parameters", {})
+
+
 def _nodes(context):
     share = get_package_share_directory(PACKAGE)
     config = os.path.join(share, "config")
     mode = LaunchConfiguration("mode").perform(context)
     mirror = LaunchConfiguration("mirror").perform(context)
     engine = LaunchConfiguration("engine").perform(context)
+    via = LaunchConfiguration("via").perform(context)
+    namespace = LaunchConfiguration("namespace").perform(context).strip()
+    sim_time = LaunchConfiguration("use_sim_time").perform(context).strip().lower()
     params_file = LaunchConfiguration("params_file").perform(context)
     read_text_file(params_file, "params_file")  # missing or unreadable: one line, nothing started
     distances = [float(d) for d in LaunchConfiguration("distances").perform(context).strip("[]").split(",")]
     if mode not in PLATFORMS:
         raise RuntimeError(f"mode must be one of {sorted(PLATFORMS)}, got {mode!r}")
+    if via not in ROUTES:
+        raise RuntimeError(f"via must be one of {sorted(ROUTES)}, got {via!r}")
+    if sim_time not in ("true", "false"):
+        raise RuntimeError(f"use_sim_time must be true or false, got {sim_time!r}")
     platforms = PLATFORMS[mode]
-    sim_params = [params_file]
-    nodes = []
-    robot_ip, robot_port = LaunchConfiguration("robot_ip").perform(context), 502
-    if mode in ("real", "mirror") and not robot_ip.strip():
+    if sim_time == "true" and "real" in platforms:
+        raise RuntimeError(f"use_sim_time:=true applies to mode:=sim only (mode:={mode} drives an arm in real time)")
+    route = ROUTES[via]
+    joints = LaunchConfiguration("controller_joints").perform(context).strip("[] ")
+    options = RouteOptions(robot_ip=LaunchConfiguration("robot_ip").perform(context).strip(), robot_port=502,
+                           controller=LaunchConfiguration("controller").perform(context).strip() or None,
+                           joints=parse_joints(joints or None))
+    if "real" in platforms and route.needs_robot_address and mode != "standin" and not options.robot_ip:
         raise RuntimeError(f"mode:={mode} drives a real xArm: give its address, robot_ip:=<IPv4> (there is no "
                            "default; sim2real never connects to an address it was not given)")
-    if mode == "standin":
-        robot_ip, robot_port = STANDIN_HOST, STANDIN_PORT
-        nodes.append(Node(package=PACKAGE, executable="standin_world", name="standin_world", output="screen",
-                          on_exit=Shutdown(reason="standin_world exited"),
-                          parameters=[{"world_file": os.path.join(config, "standin.yaml"),
-                                       "host": STANDIN_HOST, "command_port": STANDIN_PORT}]))
+    # Every node: the namespace, and the clock (use_sim_time: /clock instead of the system clock).
+    common = {"namespace": namespace, "output": "screen"}
+    clock = [{"use_sim_time": sim_time == "true"}]
+    sim_params = [params_file]
+    nodes = []
+    sections = route.parameters(options, STANDIN_HOST if mode == "standin" else None, STANDIN_PORT)
     if "real" in platforms:
-        # connect_wait: the stand-in (or the controller) may still be starting. xarm_node runs the
-        # real platform's PD law in its read loop (run_pd), with the gains of params_file.
-        nodes.append(Node(package=PACKAGE, executable="xarm_node", name="xarm_node", output="screen",
-                          on_exit=Shutdown(reason="xarm_node exited"),
-                          parameters=[*sim_params, {"robot_ip": robot_ip, "command_port": robot_port,
-                                                    "connect_wait": 60.0,
-                                                    **(STANDIN_LINK if mode == "standin" else {})}]))
+        if mode == "standin":
+            nodes.append(Node(package=PACKAGE, executable=route.standin, name=route.standin, **common,
+                              on_exit=Shutdown(reason=f"{route.standin} exited"),
+                              parameters=[{"world_file": os.path.join(config, "standin.yaml"),
+                                           **sections[route.standin]}]))
+        # connect_wait: the stand-in (or the controller, or the lab's stack) may still be starting. The
+        # route's node runs the real platform's PD law in its loop, with the gains of params_file.
+        nodes.append(Node(package=PACKAGE, executable=route.node, name=route.node, **common,
+                          on_exit=Shutdown(reason=f"{route.node} exited"),
+                          parameters=[*sim_params, {**sections[route.node], "connect_wait": 60.0}]))
         if mode != "standin":  # the box pose of the lab's motion capture, in the arm base frame
-            nodes.append(Node(package=PACKAGE, executable="mocap_bridge", name="mocap_bridge", output="screen",
+            nodes.append(Node(package=PACKAGE, executable="mocap_bridge", name="mocap_bridge", **common,
                               on_exit=Shutdown(reason="mocap_bridge exited"),
-                              parameters=[os.path.join(config, "mocap.yaml")]))
+                              parameters=[_section(os.path.join(config, "mocap.yaml"), "mocap_bridge")]))
     if "sim" in platforms:
-        nodes.append(Node(package=PACKAGE, executable="sim_node", name="sim_node", output="screen",
+        nodes.append(Node(package=PACKAGE, executable="sim_node", name="sim_node", **common,
                           on_exit=Shutdown(reason="sim_node exited"),
-                          parameters=[*sim_params, {"mirror": mirror, "engine": engine}]))
-        nodes.append(Node(package=PACKAGE, executable="pd_controller", name="sim_pd_controller", output="screen",
+                          parameters=[*sim_params, {"mirror": mirror, "engine": engine}, *clock]))
+        nodes.append(Node(package=PACKAGE, executable="pd_controller", name="sim_pd_controller", **common,
                           on_exit=Shutdown(reason="sim_pd_controller exited"),
-                          parameters=[*sim_params, {"platform": "sim", "mirror": mirror}]))
-    nodes.append(Node(package=PACKAGE, executable="recorder", name="recorder", output="screen",
+                          parameters=[*sim_params, {"platform": "sim", "mirror": mirror}, *clock]))
+    nodes.append(Node(package=PACKAGE, executable="recorder", name="recorder", **common,
                       on_exit=Shutdown(reason="recorder exited"),
-                      parameters=[*sim_params, {"out_dir": LaunchConfiguration("out_dir").perform(context)}]))
+                      parameters=[*sim_params, {"out_dir": LaunchConfiguration("out_dir").perform(context)},
+                                  *clock]))
+    # Robot description (latched) and live joint states for 3D viewers (not /tf: no tf2_msgs wheel).
+    nodes.append(Node(package=PACKAGE, executable="live_view", name="live_view", **common,
+                      on_exit=Shutdown(reason="live_view exited"),
+                      parameters=[*sim_params, {"platforms": list(platforms)}, *clock]))
     # The experiment exits when every trial is recorded (0) or the run failed (1): the launch ends with it.
-    nodes.append(Node(package=PACKAGE, executable="experiment", name="experiment", output="screen",
+    nodes.append(Node(package=PACKAGE, executable="experiment", name="experiment", **common,
                       on_exit=Shutdown(reason="the experiment node exited (trials done or the run failed)"),
                       parameters=[*sim_params, os.path.join(config, "experiment.yaml"),
-                                  {"mode": mode, "mirror": mirror, "engine": engine, "distances": distances}]))
+                                  {"mode": mode, "mirror": mirror, "engine": engine, "distances": distances},
+                                  *clock]))
     return nodes
 
 
@@ -91,8 +125,18 @@ def generate_launch_description():
         DeclareLaunchArgument("mode", default_value="standin", description="mirror | sim | real | standin"),
         DeclareLaunchArgument("mirror", default_value="closed", description="closed | commands"),
         DeclareLaunchArgument("engine", default_value="ours", description="ours | mujoco (the sim platform's box)"),
+        DeclareLaunchArgument("via", default_value="sdk",
+                              description="sdk (the vendor SDK on robot_ip) | ros2_control (the lab's running stack)"),
         DeclareLaunchArgument("robot_ip", default_value="",
-                              description="xArm controller IPv4 address; required for mode real and mirror"),
+                              description="xArm controller IPv4 address; required for mode real and mirror via sdk"),
+        DeclareLaunchArgument("controller", default_value=DEFAULT_CONTROLLER,
+                              description="via ros2_control: the forward velocity controller (/<name>/commands)"),
+        DeclareLaunchArgument("controller_joints", default_value="",
+                              description="via ros2_control: its joints in command order, comma-separated "
+                              "(empty: joint1..joint6)"),
+        DeclareLaunchArgument("namespace", default_value="", description="namespace of every node of the graph"),
+        DeclareLaunchArgument("use_sim_time", default_value="false",
+                              description="true: follow /clock (e.g. ros2 bag play --clock); mode sim only"),
         DeclareLaunchArgument("params_file", default_value=os.path.join(share, "config", "params.yaml"),
                               description="simulator parameters (ROS 2 params file; must exist)"),
         DeclareLaunchArgument("distances", default_value="[0.30, 0.35, 0.40, 0.45, 0.50]",

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sim2real.cli.common import add_engine_argument
+from sim2real.cli.run_cmd import add_live_argument
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -159,6 +160,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--max-iterations", type=int, default=30, metavar="N",
                         help="Gauss-Newton iterations at most, per stage (default 30)")
     add_engine_argument(parser)
+    add_live_argument(parser)
     parser.epilog = ("The demo checks its own result: every fitted parameter with a hidden value in the stand-in's "
                      f"world file must land within its tolerance ({_tolerance_text()}; the command delay also "
                      "holds the loop's own latency) and both fit stages must converge; "
@@ -470,7 +472,7 @@ def _run_steps(args: argparse.Namespace, out: Path, grid: tuple[str, list[float]
         try:
             distances = parse_distances(args.distances) if args.distances is not None else DEMO_DISTANCES
             run_experiment("standin", (*distances, *validation_distances), nominal, before_dir,
-                           standin_host=args.standin_host, progress=_detail, engine=args.engine)
+                           standin_host=args.standin_host, progress=_detail, engine=args.engine, live=args.live)
             problems = recording_problems(read_run(before_dir))
             if not problems:
                 break

@@ -8,8 +8,19 @@ import sys
 from typing import Any
 
 from sim2real.cli.common import add_engine_argument, add_param_arguments, bounded_float, params_from_args
+from sim2real.nodes.routes import DEFAULT_CONTROLLER, ROUTES
 
 MODES = ("mirror", "sim", "real", "standin")
+#: Default address of ``--live`` (Foxglove's own default port), loopback.
+DEFAULT_LIVE_ADDRESS = "127.0.0.1:8765"
+
+
+def add_live_argument(parser: argparse.ArgumentParser) -> None:
+    """Add ``--live [HOST:PORT]`` (``run`` and ``demo``)."""
+    parser.add_argument("--live", nargs="?", const=DEFAULT_LIVE_ADDRESS, default=None, metavar="HOST:PORT",
+                        help="serve the run live to Foxglove (WebSocket, foxglove.websocket.v1) at HOST:PORT "
+                        f"(default {DEFAULT_LIVE_ADDRESS}): both arms, boxes, pushers and joint states; needs "
+                        "pip install 'sim2real[live]'")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -18,8 +29,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "run", help="run the box-push experiment as ROS 2 nodes in one process",
         description="Run the box-push experiment: per start distance the arm (real, emulated stand-in or "
         "simulated) pushes the box under the shared PD law while every topic is recorded into one rosbag2 "
-        "(mcap) per trial. Modes: sim (simulator only), real (xArm at --robot-ip only), mirror (real arm "
-        "plus mirrored sim), standin (emulated xArm + reality stand-in world + mirrored sim). DDS stays "
+        "(mcap) per trial. Modes: sim (simulator only), real (the xArm only), mirror (real arm "
+        "plus mirrored sim), standin (emulated xArm + reality stand-in world + mirrored sim). The real arm is "
+        "reached --via sdk (the vendor SDK at --robot-ip) or --via ros2_control (a lab's running ros2_control "
+        "stack: joint velocities on /<controller>/commands, /joint_states back). During the run, "
+        "robot_description (latched) and live/joint_states show both arms to a 3D viewer. DDS stays "
         "on loopback (ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST is set if unset); in sim and standin mode "
         "every DDS port is bound to 127.0.0.1 by the Fast DDS profile config/fastdds_loopback.xml "
         "(FASTDDS_DEFAULT_PROFILES_FILE is set to it unless a profile is set; real and mirror mode leave "
@@ -38,6 +52,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--robot-ip", default=None, metavar="IPV4",
                         help="xArm controller address, required for --mode real and mirror (no default: sim2real "
                         "never connects to an address it was not given)")
+    parser.add_argument("--via", default="sdk", choices=tuple(ROUTES),
+                        help="how the real platform reaches the arm: " + "; ".join(
+                            f"{r.name}: {r.summary}" for r in ROUTES.values()) + " (default sdk). In --mode standin "
+                        "the route's stand-in plays the lab's hardware")
+    parser.add_argument("--controller", default=None, metavar="NAME",
+                        help="--via ros2_control: the lab's forward velocity controller (default "
+                        f"{DEFAULT_CONTROLLER}; commands go to /NAME/commands as std_msgs/Float64MultiArray)")
+    parser.add_argument("--controller-joints", default=None, metavar="J1,...,J6",
+                        help="--via ros2_control: the controller's joints in its command order (default "
+                        "joint1,...,joint6; /joint_states is read by name)")
     parser.add_argument("--world", metavar="FILE", help="reality stand-in world file (default config/standin.yaml)")
     parser.add_argument("--standin-host", default="127.0.0.2", help="loopback address of the emulated xArm")
     parser.add_argument("--standin-port", type=int, default=0, metavar="PORT",
@@ -45,6 +69,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--mocap", metavar="FILE",
                         help="mocap_bridge params file: mocap topic and base-from-mocap transform (real, mirror; "
                         "default config/mocap.yaml)")
+    add_live_argument(parser)
+    parser.add_argument("--namespace", default="", metavar="NS",
+                        help="ROS 2 namespace of every node of the run (e.g. to sit beside a lab's stack); the "
+                        "lab's /joint_states and /<controller>/commands stay absolute")
     parser.add_argument("--timeout", type=bounded_float(0.0, 1e6, low_open=True), default=None, metavar="S",
                         help="give up after S seconds (0 < S <= 1e6)")
     parser.add_argument("--out", required=True, metavar="DIR", help="run directory to create (must be new or empty)")
@@ -55,11 +83,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Handler of ``sim2real run``."""
+    import re
     from pathlib import Path
 
     from sim2real.cli.common import check_output_location
     from sim2real.errors import Sim2RealError
     from sim2real.hardware.address import require_robot_address
+    from sim2real.nodes.routes import parse_joints, route
     from sim2real.nodes.runner import check_loopback_ip, run_experiment
     from sim2real.trials.experiment import parse_distances
 
@@ -75,11 +105,23 @@ def run(args: argparse.Namespace) -> int:
         parse_distances(args.distances)
     if args.mode == "standin":
         check_loopback_ip(args.standin_host, "--standin-host")
-    if args.mode in ("real", "mirror"):
+    real_route = route(args.via)
+    if args.mode in ("real", "mirror") and real_route.needs_robot_address:
         require_robot_address(args.robot_ip, f"--robot-ip (--mode {args.mode} drives a real xArm)")
     elif args.robot_ip is not None:
-        raise Sim2RealError(f"--robot-ip applies to --mode real and mirror only (--mode {args.mode} connects to no "
-                            "robot)")
+        reason = (f"--mode {args.mode} connects to no robot" if args.mode not in ("real", "mirror")
+                  else f"--via {args.via} reaches the arm through the lab's stack, not an address")
+        raise Sim2RealError(f"--robot-ip applies to --mode real and mirror with --via sdk only ({reason})")
+    if args.via != "sdk" and args.mode == "sim":
+        raise Sim2RealError(f"--via {args.via} applies to a real platform; --mode sim has none")
+    if (args.controller is not None or args.controller_joints is not None) and args.via != "ros2_control":
+        raise Sim2RealError("--controller and --controller-joints apply to --via ros2_control only")
+    joints = parse_joints(args.controller_joints)
+    if args.live is not None:
+        check_live(args.live)
+    namespace = args.namespace.strip().strip("/")
+    if namespace and not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*(/[A-Za-z][A-Za-z0-9_]*)*", namespace):
+        raise Sim2RealError(f"--namespace must be a ROS 2 name (letters, digits, _ and /), got {args.namespace!r}")
     if args.experiment is not None:
         from sim2real.control import load_experiment_config
 
@@ -100,11 +142,23 @@ def run(args: argparse.Namespace) -> int:
     paths = run_experiment(args.mode, args.distances, params, args.out, mirror=args.mirror, engine=args.engine,
                            experiment_file=args.experiment, robot_ip=args.robot_ip, world_file=args.world,
                            standin_host=args.standin_host, standin_port=args.standin_port,
-                           mocap_file=args.mocap,
-                           timeout=args.timeout,
+                           mocap_file=args.mocap, via=args.via, controller=args.controller,
+                           controller_joints=joints, namespace=namespace, live=args.live, timeout=args.timeout,
                            progress=lambda line: print(line, flush=True))
     print(f"{len(paths)} trial(s) recorded in {args.out}")
     return report_solver(paths)
+
+
+def check_live(address: str) -> None:
+    """Refuse a bad ``--live`` address, or a missing foxglove-sdk, before anything starts (one line)."""
+    import importlib.util
+
+    from sim2real.errors import Sim2RealError
+    from sim2real.nodes.foxglove_live import parse_live_address
+
+    parse_live_address(address)
+    if importlib.util.find_spec("foxglove") is None:
+        raise Sim2RealError("--live needs the foxglove-sdk package: pip install 'sim2real[live]'")
 
 
 def report_solver(paths: list[Any]) -> int:

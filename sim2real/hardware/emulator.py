@@ -576,6 +576,45 @@ class XArmEmulator:
             self._core.advance(now)
             self._core.raise_error(int(code), now)
 
+    # --- in-process hardware interface (a ros2_control stand-in, no SDK) ------------------
+    def activate_velocity_mode(self) -> bool:
+        """Enable the motors, joint velocity mode (4) and state 0, in process: what xarm_ros2's
+        ``UFRobotSystemHardware::on_activate`` sends with ``velocity_control`` (registers 11, 19, 12).
+
+        Returns
+        -------
+        bool
+            Whether the arm is ready for velocity commands (no error present).
+        """
+        with self._lock:
+            now = time.monotonic()
+            core = self._core
+            core.advance(now)
+            core.halt(now)
+            core.enabled = core.error_code not in _MOTOR_OFF_ERRORS
+            if core.error_code == 0:
+                core.mode = 4
+                core.state = 2 if core.enabled else 4
+            return core.ready and core.mode == 4
+
+    def set_joint_velocity(self, speeds: FloatArray, duration: float) -> bool:
+        """``vc_set_joint_velocity(speeds, is_sync, duration)`` in process (register 81): the
+        joint velocities (6,) rad/s, dropped to zero by the controller ``duration`` s later
+        (``duration <= 0``: no auto-stop).
+
+        Returns
+        -------
+        bool
+            False when the controller refused it (not ready, error, wrong mode) or raised an
+            error for it (speed limit: C24).
+        """
+        with self._lock:
+            now = time.monotonic()
+            core = self._core
+            core.advance(now)
+            refused = core._velocity(np.asarray(speeds, dtype=float).reshape(N_JOINTS), float(duration), now)
+            return refused == 0 and core.error_code == 0 and core.ready
+
     @property
     def on_command(self) -> CommandHook | None:
         """The command hook (see the class parameters); assign None to remove it."""

@@ -1,7 +1,10 @@
 """Thin rclpy nodes of the experiment (the only package, with ``sim2real run``, that imports rclpy).
 
 Console scripts: ``xarm_node``, ``sim_node``, ``pd_controller``, ``experiment``, ``recorder``,
-``standin_world``; :func:`sim2real.nodes.runner.run_experiment` runs the graph from one command
+``standin_world``, ``mocap_bridge``, ``ros2_control_arm`` and ``ros2_control_standin`` (the real
+platform through a lab's ros2_control stack, and a stand-in stack; :mod:`sim2real.nodes.routes`),
+``live_view`` (robot description, live joint states, optionally a Foxglove server);
+:func:`sim2real.nodes.runner.run_experiment` runs the graph from one command
 (:mod:`sim2real.nodes.group` holds the nodes it gives their own process).
 
 Contract topics (DESIGN.md): ``<ns>/joint_states``, ``<ns>/joint_command``, ``<ns>/box_pose``

@@ -189,15 +189,22 @@ def params_overrides(params: ParameterSet) -> dict[str, float | int]:
 
 def report_matches(node: Node, role: str, period: float = 0.5) -> None:
     """Publish ``node``'s matched publisher count per subscribed topic on
-    :data:`GRAPH_STATUS_TOPIC` every ``period`` s, as ``role`` (e.g. ``recorder``, ``sim``)."""
+    :data:`GRAPH_STATUS_TOPIC` every ``period`` s, as ``role`` (e.g. ``recorder``, ``sim``).
+
+    Topic names are reported as seen from the node's namespace (``/ns/sim/reset`` in namespace
+    ``/ns`` is ``/sim/reset``), so that a graph started in a namespace reads as the same graph."""
     import json
 
     from std_msgs.msg import String
 
     publisher = node.create_publisher(String, GRAPH_STATUS_TOPIC, 10)
+    namespace = node.get_namespace().rstrip("/")
+
+    def relative(topic: str) -> str:
+        return topic[len(namespace):] if namespace and topic.startswith(namespace + "/") else topic
 
     def report() -> None:
-        matched = {sub.topic_name: sub.get_publisher_count() for sub in node.subscriptions}
+        matched = {relative(sub.topic_name): sub.get_publisher_count() for sub in node.subscriptions}
         publisher.publish(String(data=json.dumps({"role": role, "matched": matched})))
     node.create_timer(period, report)
 

@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any
 
 #: Node names this module can start, with the module and class of each.
-NODE_NAMES = ("sim_node", "sim_pd_controller", "xarm_node", "standin_world", "mocap_bridge")
+NODE_NAMES = ("sim_node", "sim_pd_controller", "xarm_node", "standin_world", "mocap_bridge", "ros2_control_arm",
+              "ros2_control_standin", "live_view")
 
 
 def node_factory(name: str) -> Callable[..., Any]:
@@ -50,6 +51,18 @@ def node_factory(name: str) -> Callable[..., Any]:
         from sim2real.nodes.mocap_bridge import MocapBridgeNode
 
         return MocapBridgeNode
+    if name == "ros2_control_arm":
+        from sim2real.nodes.ros2_control_arm import Ros2ControlArmNode
+
+        return Ros2ControlArmNode
+    if name == "ros2_control_standin":
+        from sim2real.nodes.ros2_control_standin import Ros2ControlStandinNode
+
+        return Ros2ControlStandinNode
+    if name == "live_view":
+        from sim2real.nodes.live_view import LiveViewNode
+
+        return LiveViewNode
     raise ValueError(f"unknown node '{name}' (expected one of {', '.join(NODE_NAMES)})")
 
 

@@ -10,15 +10,21 @@ that no physics step or bag write holds the GIL their control loop needs:
 =========  ================================  ==================================================
 mode       this process                      child processes
 =========  ================================  ==================================================
-sim        experiment, recorder, sim_node,   none
-           sim pd_controller
-real       experiment, recorder              xarm_node (runs the real PD law) + mocap_bridge
-mirror     experiment, recorder              xarm_node (runs the real PD law) + mocap_bridge;
+sim        experiment, recorder, live_view,  none
+           sim_node, sim pd_controller
+real       experiment, recorder, live_view   the route's real node (runs the real PD law) +
+                                             mocap_bridge
+mirror     experiment, recorder, live_view   the route's real node + mocap_bridge;
                                              sim_node + sim pd_controller (niced)
-standin    experiment, recorder              standin_world (emulated xArm on loopback + box
-                                             world + mocap); xarm_node (runs the real PD law);
+standin    experiment, recorder, live_view   the route's stand-in (emulated xArm on loopback +
+                                             box world + mocap); the route's real node;
                                              sim_node + sim pd_controller (niced)
 =========  ================================  ==================================================
+
+The real node and its stand-in come from the route (:mod:`sim2real.nodes.routes`, ``via``):
+``xarm_node`` and ``standin_world`` for the vendor SDK, ``ros2_control_arm`` and
+``ros2_control_standin`` (the stand-in world behind a stand-in ros2_control stack) for a lab's
+running ros2_control stack.
 
 Measured on 2 cores (stand-in, engine at about 0.1 ms per step): with every node in one
 process on a MultiThreadedExecutor the process saturated one core and the real loop ran at
@@ -54,14 +60,11 @@ from sim2real.nodes.common import (
     params_overrides,
     spin_until_finished,
 )
+from sim2real.nodes.routes import STANDIN_LINK as STANDIN_LINK  # re-exported: the launch file and tests use it
+from sim2real.nodes.routes import Route, RouteOptions, parse_joints, route
 from sim2real.params import ParameterSet
 from sim2real.paths import config_file, use_loopback_profile
 from sim2real.trials.experiment import check_mirror, parse_distances, platforms_of
-
-#: Driver link budgets (s) against the stand-in: its emulated controller shares a process with the
-#: contact engine, whose steps delay replies by tens of ms without any link fault. A real
-#: controller keeps the driver's own tighter defaults (DriverConfig: 35 ms stall, 10 ms latency).
-STANDIN_LINK: dict[str, float] = {"link.max_round_trip": 0.15, "link.latency_budget": 0.05}
 
 
 def check_loopback_ip(host: str, what: str) -> None:
@@ -107,7 +110,10 @@ def run_experiment(mode: str, distances: Sequence[float] | str | None, params: P
                    standin_host: str = STANDIN_HOST, standin_port: int = STANDIN_PORT,
                    progress: Callable[[str], None] = print, timeout: float | None = None,
                    mocap_file: str | Path | None = None, replay_trial: str | Path | None = None,
-                   node_hook: Callable[[dict[str, Any]], None] | None = None, engine: str = "ours") -> list[Path]:
+                   node_hook: Callable[[dict[str, Any]], None] | None = None, engine: str = "ours",
+                   via: str = "sdk", controller: str | None = None,
+                   controller_joints: Sequence[str] | None = None, namespace: str = "",
+                   live: str | None = None) -> list[Path]:
     """Run one experiment as ROS 2 nodes and return the recorded trial directories.
 
     In ``sim`` and ``real`` mode every node runs in this process. With both platforms
@@ -157,6 +163,20 @@ def run_experiment(mode: str, distances: Sequence[float] | str | None, params: P
         (benchmarks, tests).
     engine : str
         Engine of the sim platform's box (``sim_node`` parameter ``engine``): ``"ours"`` or ``"mujoco"``.
+    via : str
+        How the real platform reaches the arm (:mod:`sim2real.nodes.routes`): ``"sdk"`` (``xarm_node``,
+        the vendor SDK on ``robot_ip``) or ``"ros2_control"`` (``ros2_control_arm``, the lab's running
+        ros2_control stack; no robot address). In ``standin`` mode the route's stand-in plays the
+        lab's hardware.
+    controller, controller_joints : str, sequence of str, optional
+        ``ros2_control``: the forward velocity controller and its joints in command order
+        (default: :data:`sim2real.nodes.routes.DEFAULT_CONTROLLER`, ``joint1`` .. ``joint6``).
+    namespace : str
+        Namespace of every node of the graph (``""``: none); the lab's ``/joint_states`` and
+        ``/<controller>/commands`` stay absolute.
+    live : str, optional
+        ``HOST:PORT``: serve the run to Foxglove over its WebSocket protocol from ``live_view``
+        (:mod:`sim2real.nodes.foxglove_live`; needs ``foxglove-sdk``).
 
     Raises
     ------
@@ -189,22 +209,30 @@ def run_experiment(mode: str, distances: Sequence[float] | str | None, params: P
         progress("note: ROS_DOMAIN_ID is unset; using domain 0")
 
     sim_values = params_overrides(params)
+    real_route = route(via)
+    if live:
+        from sim2real.nodes.foxglove_live import parse_live_address
+
+        parse_live_address(live)
+    options = RouteOptions(robot_ip=robot_ip, robot_port=int(robot_port), controller=controller,
+                           joints=parse_joints(controller_joints))
     if mode == "standin":
         standin_port = int(standin_port) or free_port(standin_host)
-        robot_ip, robot_port = standin_host, standin_port
-    elif "real" in platforms_of(mode):
-        robot_ip = require_robot_address(robot_ip, f"robot address (mode {mode} drives a real xArm)")
+    elif "real" in platforms_of(mode) and real_route.needs_robot_address:
+        options = RouteOptions(require_robot_address(robot_ip, f"robot address (mode {mode} drives a real xArm)"),
+                               int(robot_port), controller, options.joints)
     sections: dict[str, dict[str, Any]] = {
         "/**": sim_values,
         "sim_node": {"mirror": mirror, "engine": engine},
         "sim_pd_controller": {"platform": "sim", "mirror": mirror},
-        "xarm_node": {"robot_ip": robot_ip, "command_port": int(robot_port),
-                      **(STANDIN_LINK if mode == "standin" else {})},
-        "standin_world": {"host": standin_host, "command_port": int(standin_port),
-                          "world_file": str(world_file or ""),
-                          "initial_joints": [float(x) for x in _start_joints(params, config.push)]},
     }
-    local, remote = _placement(mode)
+    if "real" in platforms_of(mode):
+        sections.update(real_route.parameters(options, standin_host if mode == "standin" else None, standin_port))
+    if mode == "standin":
+        sections[real_route.standin] = {
+            **sections.get(real_route.standin, {}), "world_file": str(world_file or ""),
+            "initial_joints": [float(x) for x in _start_joints(params, config.push)]}
+    local, remote = _placement(mode, real_route)
 
     # Threads of this process share the GIL (executor, SDK, recorder); a short switch interval
     # keeps the SDK round trips and the control ticks from waiting 5 ms per hand-off.
@@ -215,26 +243,36 @@ def run_experiment(mode: str, distances: Sequence[float] | str | None, params: P
     children: list[_Child] = []
     workdir = tempfile.TemporaryDirectory(prefix="sim2real-run-")
     try:
-        params_file = write_params_file(Path(workdir.name) / "params.yaml", sections)
+        # A bare node-name key matches only a node outside any namespace: key the sections by full name.
+        keyed = {(key if key == "/**" or not namespace else f"/{namespace}/{key}"): values
+                 for key, values in sections.items()}
+        params_file = write_params_file(Path(workdir.name) / "params.yaml", keyed)
         extra_files = {"mocap_bridge": Path(mocap_file) if mocap_file else config_file("mocap.yaml")}
+        if namespace:
+            extra_files = {name: _namespaced(path, namespace, Path(workdir.name) / f"{name}.yaml")
+                           for name, path in extra_files.items()}
         for group in remote:  # the stand-in first and alone: xarm_node connects to it
             files = [params_file, *(extra_files[name] for name in group if name in extra_files)]
-            children.append(_Child.start(group, files, Path(workdir.name)))
-            if group == ["standin_world"]:
+            children.append(_Child.start(group, files, Path(workdir.name), namespace))
+            if group == [real_route.standin]:
                 children[-1].wait_ready()
         for child in children:
             child.wait_ready()
         rclpy.init(context=context)
+        where = {"namespace": namespace} if namespace else {}
         from sim2real.nodes.experiment import ExperimentNode
+        from sim2real.nodes.live_view import LiveViewNode
         from sim2real.nodes.recorder import RecorderNode
 
         def overrides(name: str) -> list[Any]:
             return _parameters({**sim_values, **sections.get(name, {})})
 
         for name in local:
-            nodes[name] = _local_factory(name)(parameter_overrides=overrides(name), context=context)
+            nodes[name] = _local_factory(name)(parameter_overrides=overrides(name), context=context, **where)
         nodes["recorder"] = RecorderNode(parameter_overrides=_parameters(
-            {"out_dir": str(out), **sim_values}), context=context)
+            {"out_dir": str(out), **sim_values}), context=context, **where)
+        nodes["live_view"] = LiveViewNode(parameter_overrides=_parameters(
+            {"platforms": list(platforms_of(mode)), "foxglove": live or "", **sim_values}), context=context, **where)
         experiment_values: dict[str, Any] = {
             "mode": mode, "mirror": mirror, "engine": engine, "distances": [float(d) for d in chosen],
             "start_tolerance": float(config.start_tolerance), **sim_values,
@@ -242,7 +280,7 @@ def run_experiment(mode: str, distances: Sequence[float] | str | None, params: P
         if replay_trial:
             experiment_values["replay_trial"] = str(replay_trial)
         experiment = ExperimentNode(progress=progress, parameter_overrides=_parameters(experiment_values),
-                                    context=context)
+                                    context=context, **where)
         nodes["experiment"] = experiment
         if node_hook is not None:
             node_hook(nodes)
@@ -270,20 +308,21 @@ def run_experiment(mode: str, distances: Sequence[float] | str | None, params: P
         workdir.cleanup()
 
 
-def _placement(mode: str) -> tuple[list[str], list[list[str]]]:
+def _placement(mode: str, real_route: Route) -> tuple[list[str], list[list[str]]]:
     """Platform nodes of ``mode`` in this process, and the node groups of the child processes.
 
-    A real platform gets a process of its own (its control loop then shares the GIL only with
-    the SDK's threads); so does the sim platform when it mirrors one, and the stand-in.
+    A real platform (the route's node) gets a process of its own (its control loop then shares the
+    GIL only with the SDK's threads); so does the sim platform when it mirrors one, and the stand-in
+    (the route's).
     """
     platforms = platforms_of(mode)
-    real = ["xarm_node"] if "real" in platforms else []  # its read loop runs the real PD law
+    real = [real_route.node] if "real" in platforms else []  # its read loop runs the real PD law
     if real and mode != "standin":  # the stand-in publishes real/box_pose itself
         real.append("mocap_bridge")
     sim = ["sim_node", "sim_pd_controller"] if "sim" in platforms else []
     if not real:
         return sim, []
-    remote = [["standin_world"]] if mode == "standin" else []
+    remote = [[real_route.standin]] if mode == "standin" else []
     return [], [*remote, real, *([sim] if sim else [])]
 
 
@@ -324,6 +363,15 @@ def write_params_file(path: Path, sections: dict[str, dict[str, Any]]) -> Path:
     return path
 
 
+def _namespaced(path: Path, namespace: str, out: Path) -> Path:
+    """A copy of params file ``path`` at ``out`` whose bare node-name keys (``mocap_bridge:``, which
+    match a node outside any namespace only) name the node in ``namespace``; ``/**`` keys are kept."""
+    document = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    keyed = {(key if str(key).startswith("/") else f"/{namespace}/{key}"): value for key, value in document.items()}
+    out.write_text(yaml.safe_dump(keyed, sort_keys=False), encoding="utf-8")
+    return out
+
+
 def _start_joints(params: ParameterSet, push: PushConfig) -> Any:
     from sim2real.model import load_arm
     from sim2real.trials.experiment import start_joints
@@ -340,7 +388,7 @@ class _Child:
         self.ready_file = ready_file
 
     @classmethod
-    def start(cls, names: list[str], params_files: list[Path], workdir: Path) -> _Child:
+    def start(cls, names: list[str], params_files: list[Path], workdir: Path, namespace: str = "") -> _Child:
         """Start ``names`` in a new interpreter (SIGINT at its default, same environment), which
         ends when this process dies (``--parent-pid``; call from the main thread, since the
         kernel ties that to the thread that started the child)."""
@@ -349,6 +397,8 @@ class _Child:
                    str(os.getpid()), *names, "--ros-args"]
         for path in params_files:
             command += ["--params-file", str(path)]
+        if namespace:
+            command += ["-r", f"__ns:=/{namespace.strip('/')}"]
         niceness = SIM_NICENESS if "sim_node" in names else 0
 
         def prepare() -> None:

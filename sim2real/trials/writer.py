@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from rosbags.rosbag2 import StoragePlugin, Writer
+from rosbags.rosbag2 import StoragePlugin
 
 from sim2real.errors import Sim2RealError
 from sim2real.filemodes import follow_umask
@@ -59,6 +59,7 @@ from sim2real.trials.schema import (
     topic,
     versions,
 )
+from sim2real.trials.type_hash import Writer  # rosbags' Writer, with rosbag2's type hashes in the MCAP channels
 
 #: ``ros_distro`` written into metadata.yaml: the release whose message definitions the bags use.
 ROS_DISTRO = "kilted"
