@@ -72,6 +72,12 @@ the start. fit.json data.starts lists every start, where it ended, its cost.
 
 --free takes comma-separated names; names joined by '=' are tied into one unknown, e.g.
   --free contact.mu_table,box.size_x=box.size_y=box.size_z
+
+Several objects: each trial simulates its own object (trial.json "object": size, mass, pusher;
+'sim2real import ... --object NAME' labels it). --per-object NAMES fits those free names once per
+object label (reported as NAME[OBJECT], e.g. contact.mu_table[steel]); the other free names are
+shared by every trial. The params YAML holds the shared values; each object's values go to
+<OUT stem>.<OBJECT>.yaml beside it. Held-out trials of an object with no values are left out.
 --horizon 1 (teacher-forced one-step), N (segments of N steps) or trial (whole trials).
 --weights position=1000,orientation=100,joint_position=1000,joint_velocity=100 (1/m, 1/rad, ...).
 
@@ -127,6 +133,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("bags", nargs="+", metavar="BAG", help="trial or run directory")
     add_param_arguments(parser)
     parser.add_argument("--free", required=True, metavar="NAMES", help="parameters to fit (comma-separated)")
+    parser.add_argument("--per-object", metavar="NAMES",
+                        help="free parameters fitted once per object label (comma-separated; see below)")
     parser.add_argument("--out", required=True, metavar="F",
                         help="fitted params YAML to write (.yaml); it and its .json report must not exist "
                              "unless --force")
@@ -316,7 +324,7 @@ def run(args: argparse.Namespace) -> int:
                         validation=held.records if held is not None else (),
                         validation_sources=held.sources if held is not None else None, failures=failures,
                         jackknife=args.jackknife, executor=args.executor, engine=args.engine,
-                        starts=args.starts)
+                        starts=args.starts, per_object=args.per_object)
     params_path, json_path = write_fit(out, result)
     print_summary(result, params_path, json_path)
     if args.json:

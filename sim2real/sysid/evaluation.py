@@ -30,10 +30,11 @@ from sim2real.sysid.residuals import MAX_HARD_STEPS, ResidualSpec, TrialResidual
 from sim2real.sysid.runs import TrialFailure
 from sim2real.sysid.tasks import TaskFailure, TrialTask, evaluate_tasks
 
-#: ``x (p,) -> {registry name: value}`` for every name a fit involves.
-Expand = Callable[[np.ndarray], dict[str, float]]
-#: Jacobian columns per registry name ``(m, n)`` -> per unknown ``(m, p)``.
-Reduce = Callable[[np.ndarray], np.ndarray]
+#: ``(x (p,), object label or None) -> {registry name: value}`` for every name a fit involves, as a
+#: trial of that object is simulated (per-object parameters take the object's unknown).
+Expand = Callable[[np.ndarray, str | None], dict[str, float]]
+#: A trial's Jacobian columns per registry name ``(m, n)`` and its object -> per unknown ``(m, p)``.
+Reduce = Callable[[np.ndarray, str | None], np.ndarray]
 
 
 def merge_summaries(results: Sequence[TrialResiduals]) -> SolveSummary | None:
@@ -90,9 +91,9 @@ class FitEvaluator:
         return [self._shared[id(t)] for t in self.trials]
 
     def _run(self, x: np.ndarray, trials: Sequence[TrialData]) -> list[TrialResiduals | TaskFailure]:
-        params = self._start.replace(self._expand(x))
-        return evaluate_tasks(self._executor,
-                              [TrialTask(self._shared[id(t)], params, self._names, self._spec) for t in trials])
+        params = {obj: self._start.replace(self._expand(x, obj)) for obj in {t.object_name for t in trials}}
+        return evaluate_tasks(self._executor, [TrialTask(self._shared[id(t)], params[t.object_name], self._names,
+                                                         self._spec) for t in trials])
 
     def _keep_hard_steps(self, results: Sequence[TrialResiduals]) -> None:
         for res in results:
@@ -159,8 +160,9 @@ class FitEvaluator:
     def _stack(self, results: Sequence[TrialResiduals]) -> tuple[np.ndarray, np.ndarray]:
         keep = [~mask for mask in self._masks]
         r = np.concatenate([res.residuals[k] for res, k in zip(results, keep, strict=True)])
-        J = np.concatenate([res.jacobian[k] for res, k in zip(results, keep, strict=True)])  # type: ignore[index]
-        return r, self._reduce(J)
+        J = np.concatenate([self._reduce(res.jacobian[k], trial.object_name)  # type: ignore[index]
+                            for res, k, trial in zip(results, keep, self.trials, strict=True)])
+        return r, J
 
     def _check(self, results: Sequence[TrialResiduals | TaskFailure]) -> list[TrialResiduals]:
         """Raise the reason a trial point must be rejected (or the fit aborted), else the results."""
@@ -310,9 +312,9 @@ class HeldOut:
         return [self._shared[id(t)] for t in self.trials]
 
     def _run(self, x: np.ndarray) -> list[TrialResiduals | TaskFailure]:
-        params = self._start.replace(self._expand(x))
-        return evaluate_tasks(self._executor,
-                              [TrialTask(self._shared[id(t)], params, (), self._spec) for t in self.trials])
+        params = {obj: self._start.replace(self._expand(x, obj)) for obj in {t.object_name for t in self.trials}}
+        return evaluate_tasks(self._executor, [TrialTask(self._shared[id(t)], params[t.object_name], (), self._spec)
+                                               for t in self.trials])
 
     def start(self, x0: np.ndarray) -> list[TrialFailure]:
         """Evaluate at ``x0``, leave out (and return) the held-out trials that fail there."""

@@ -33,6 +33,7 @@ from sim2real.sysid.data import TrialData, prepare_trial
 from sim2real.sysid.evaluation import FitEvaluator, HeldOut, merge_summaries
 from sim2real.sysid.inputs import describe_pusher
 from sim2real.sysid.jackknife import refit_jackknife, with_refit_jackknife
+from sim2real.sysid.objects import ObjectLayout, object_label, parse_per_object, registry_name
 from sim2real.sysid.optimizer import (
     STOP_MAX_ITERATIONS,
     LMResult,
@@ -71,15 +72,26 @@ from sim2real.trials import TrialRecord, versions
 
 @dataclass(frozen=True)
 class FreeParameters:
-    """The unknowns of a fit.
+    """The unknowns of a fit: free registry names, tied groups, and the ones fitted per object.
+
+    Without per-object names there is one unknown per group. With them (and the fitted trials'
+    object labels, :meth:`with_objects`) a per-object group has one unknown per object, labelled
+    ``NAME[OBJECT]`` (:mod:`sim2real.sysid.objects`); values, standard deviations, intervals and
+    bounds are reported per unknown under those labels.
 
     Attributes
     ----------
     groups : tuple of tuple of str
-        One tuple of registry names per unknown (more than one name = tied).
+        Free registry names, tied ones in one group.
+    per_object : frozenset of str
+        Registry names fitted with one value per object.
+    objects : tuple of str
+        Object labels of the fitted trials (sorted; set by :meth:`with_objects`).
     """
 
     groups: tuple[tuple[str, ...], ...]
+    per_object: frozenset[str] = frozenset()
+    objects: tuple[str, ...] = ()
 
     @classmethod
     def parse(cls, items: Sequence[str] | str) -> FreeParameters:
@@ -112,28 +124,69 @@ class FreeParameters:
             raise Sim2RealError("--free names no parameter to fit")
         return cls(tuple(groups))
 
+    def with_objects(self, per_object: str | Sequence[str] | None,
+                     trial_objects: Sequence[tuple[str, str | None]]) -> FreeParameters:
+        """The same free set with ``per_object`` names fitted per object of ``trial_objects``.
+
+        Parameters
+        ----------
+        per_object : str or sequence of str or None
+            ``--per-object`` names (comma separated); empty: everything shared.
+        trial_objects : sequence of (str, str or None)
+            ``(trial name, object label)`` of every fitted trial.
+
+        Raises
+        ------
+        Sim2RealError
+            A per-object name that is not free, a tied group only partly per object, or a trial
+            without an object label (named).
+        """
+        names = parse_per_object(per_object, self.groups)
+        layout = ObjectLayout.build(self.groups, names, trial_objects)
+        return dataclasses.replace(self, per_object=layout.per_object, objects=layout.objects)
+
+    @property
+    def layout(self) -> ObjectLayout:
+        """The map of unknowns to each trial's values and Jacobian columns."""
+        return ObjectLayout(self.groups, self.per_object, self.objects)
+
     @property
     def labels(self) -> tuple[str, ...]:
-        """One label per unknown: its first name."""
-        return tuple(g[0] for g in self.groups)
+        """One label per unknown: its group's first name (``NAME[OBJECT]`` per object)."""
+        return self.layout.labels
+
+    @property
+    def unknown_groups(self) -> tuple[tuple[str, ...], ...]:
+        """Per unknown, the names it stands for (``NAME[OBJECT]`` per object): the keys it is reported under."""
+        return tuple(self.groups[g] if obj is None else tuple(object_label(n, obj) for n in self.groups[g])
+                     for g, obj in self.layout.unknowns)
 
     @property
     def names(self) -> tuple[str, ...]:
-        """Every registry name involved, in order."""
+        """Every registry name involved, in order (a trial's Jacobian has one column per name)."""
         return tuple(n for g in self.groups for n in g)
 
-    def expand(self, x: np.ndarray) -> dict[str, float]:
-        """``{name: value}`` for every involved name from the unknowns ``x`` (p,)."""
-        return {n: float(x[i]) for i, g in enumerate(self.groups) for n in g}
+    @property
+    def unknown_names(self) -> tuple[str, ...]:
+        """Every reported name (:attr:`unknown_groups`, flattened)."""
+        return tuple(n for g in self.unknown_groups for n in g)
 
-    def reduce_columns(self, jacobian: np.ndarray) -> np.ndarray:
-        """Columns per name (m, len(names)) → columns per unknown (m, p), summing tied ones."""
-        out = np.zeros((jacobian.shape[0], len(self.groups)))
-        col = 0
-        for i, g in enumerate(self.groups):
-            out[:, i] = jacobian[:, col:col + len(g)].sum(axis=1)
-            col += len(g)
-        return out
+    def expand(self, x: np.ndarray) -> dict[str, float]:
+        """``{reported name: value}`` of the unknowns ``x`` (p,) (:attr:`unknown_names`)."""
+        return {n: float(x[i]) for i, g in enumerate(self.unknown_groups) for n in g}
+
+    def parameters(self, x: np.ndarray, obj: str | None = None) -> dict[str, float]:
+        """``{registry name: value}`` a trial of object ``obj`` is simulated with, from ``x`` (p,)."""
+        return self.layout.expand(x, obj)
+
+    def shared(self, x: np.ndarray) -> dict[str, float]:
+        """``{registry name: value}`` of the shared unknowns only (a params file holds these)."""
+        return {n: float(x[i]) for i, (g, obj) in enumerate(self.layout.unknowns) if obj is None
+                for n in self.groups[g]}
+
+    def reduce_columns(self, jacobian: np.ndarray, obj: str | None = None) -> np.ndarray:
+        """A trial's columns per registry name (m, len(names)) → per unknown (m, p), tied ones summed."""
+        return self.layout.reduce_columns(jacobian, obj)
 
 
 def parse_bounds(text: str | None) -> dict[str, tuple[float, float]]:
@@ -322,14 +375,15 @@ def _bounds(free_set: FreeParameters, x0: np.ndarray,
         if name not in free_set.names:
             raise Sim2RealError(f"--bounds names '{name}', which is not a free parameter")
     lower, upper = np.empty(len(x0)), np.empty(len(x0))
-    for i, group in enumerate(free_set.groups):
+    for i, labels in enumerate(free_set.unknown_groups):
+        group = [registry_name(label) for label in labels]
         lo = max(spec(n).lower for n in group)
         hi = min(spec(n).upper for n in group)
         for n in group:
             if n in bounds:
                 lo, hi = max(lo, bounds[n][0]), min(hi, bounds[n][1])
         if not lo <= x0[i] <= hi:
-            raise Sim2RealError(f"bounds [{lo:g}, {hi:g}] of '{group[0]}' exclude its start value {x0[i]:g}")
+            raise Sim2RealError(f"bounds [{lo:g}, {hi:g}] of '{labels[0]}' exclude its start value {x0[i]:g}")
         lower[i], upper[i] = lo, hi
     return lower, upper
 
@@ -380,9 +434,10 @@ def unknowns(free_set: FreeParameters, start: ParameterSet,
         ``bounds`` names a parameter that is not free, or excludes a start value.
     """
     start, warnings = _tie_start(free_set, start)
-    x0 = np.array([float(start[g[0]]) for g in free_set.groups])
+    x0 = np.array([float(start[registry_name(g[0])]) for g in free_set.unknown_groups])
     lower, upper = _bounds(free_set, x0, dict(bounds or {}))
-    typical = np.array([_param_scale(g[0], float(v)) for g, v in zip(free_set.groups, x0, strict=True)])
+    typical = np.array([_param_scale(registry_name(g[0]), float(v))
+                        for g, v in zip(free_set.unknown_groups, x0, strict=True)])
     return Unknowns(start, x0, lower, upper, typical, warnings)
 
 
@@ -483,7 +538,8 @@ def fit_trials(records: Sequence[TrialRecord], start: ParameterSet, free: Sequen
                validation_sources: Sequence[str] | None = None,
                failures: Sequence[TrialFailure] = (), jackknife: bool = False,
                executor: str | Executor = "local", engine: str = "ours",
-               exact_gradients: bool = True, starts: int | None = None) -> FitResult:
+               exact_gradients: bool = True, starts: int | None = None,
+               per_object: str | Sequence[str] | None = None) -> FitResult:
     """Fit the free parameters to recorded trials by Gauss-Newton / Levenberg-Marquardt.
 
     Parameters
@@ -545,6 +601,10 @@ def fit_trials(records: Sequence[TrialRecord], start: ParameterSet, free: Sequen
         Optimizer runs from different starts: the given start and ``starts - 1`` others
         (:mod:`sim2real.sysid.starts`; 1 = the given start only). None (default):
         :func:`~sim2real.sysid.starts.default_starts` (a few for small, cheap problems, else 1).
+    per_object : str or sequence of str, optional
+        Free names fitted with one value per object (the trials' object labels,
+        :mod:`sim2real.sysid.objects`); the others are shared by every trial. Held-out trials of an
+        object without its own values are left out (named).
 
     Returns
     -------
@@ -563,8 +623,6 @@ def fit_trials(records: Sequence[TrialRecord], start: ParameterSet, free: Sequen
     spec_ = ResidualSpec(horizon=horizon, weights=weights or Weights(), mode=mode, pusher=pusher, strict=strict,
                          pusher_shape=pusher_shape, engine=engine, exact_gradients=exact_gradients)
     settings = settings or LMSettings()
-    setup = unknowns(free_set, start, bounds)
-    start, warnings, x0, lower, upper = setup.start, setup.warnings, setup.x0, setup.lower, setup.upper
     if not records:
         raise Sim2RealError("no trials to fit")
     names = free_set.names
@@ -578,6 +636,11 @@ def fit_trials(records: Sequence[TrialRecord], start: ParameterSet, free: Sequen
     left_out = list(failures) + prepared.failures + held.failures
     if not prepared.trials:
         raise_all_failed(left_out, "no trial can be fitted")
+    free_set = free_set.with_objects(per_object if per_object else sorted(free_set.per_object),
+                                     [(t.name, t.object_name) for t in prepared.trials])
+    left_out += _drop_unfitted_objects(held, free_set)
+    setup = unknowns(free_set, start, bounds)
+    start, warnings, x0, lower, upper = setup.start, setup.warnings, setup.x0, setup.lower, setup.upper
     for trial in prepared.trials:
         if trial.kind == "arm" and spec_.horizon is not None and trial.command is None and any(
                 n.startswith("arm.") for n in names):
@@ -586,19 +649,19 @@ def fit_trials(records: Sequence[TrialRecord], start: ParameterSet, free: Sequen
     with contextlib.ExitStack() as stack:
         if isinstance(executor, str):  # opened here, after the inputs were checked; jackknife refits reuse it
             executor = stack.enter_context(open_executor(executor, workers))
-        evaluator = FitEvaluator(executor, prepared.trials, start, free_set.expand, free_set.reduce_columns,
+        evaluator = FitEvaluator(executor, prepared.trials, start, free_set.parameters, free_set.reduce_columns,
                                  names, spec_)
         start_failures = evaluator.start(x0)
         left_out += start_failures
         if not evaluator.start_results:
             raise_all_failed(left_out, "no trial can be fitted")
         _drop_failed(prepared, {f.name for f in start_failures})
-        held_out = HeldOut(executor, held.trials, start, free_set.expand, held_spec(spec_), settings.loss,
+        held_out = HeldOut(executor, held.trials, start, free_set.parameters, held_spec(spec_), settings.loss,
                            settings.loss_scale)
         left_out += held_out.start(x0)
         if log is not None:
             _log_inputs(log, prepared)
-            log(f"fitting {len(free_set.groups)} parameter(s) to {len(prepared.trials)} trial(s), horizon "
+            log(f"fitting {len(free_set.labels)} parameter(s) to {len(prepared.trials)} trial(s), horizon "
                 f"{spec_.label}, on {executor.label}")
             if evaluator.dropped_rows:
                 log(f"{evaluator.dropped_rows} residual row(s) left out: they depend on degraded solver steps")
@@ -631,8 +694,7 @@ def fit_trials(records: Sequence[TrialRecord], start: ParameterSet, free: Sequen
             if log is not None:
                 log(f"predicting {len(prepared.trials)} training and {len(held_out.trials)} held-out trial(s) "
                     "whole, at the start and the fitted values")
-            predictions = _predictions(executor, evaluator, held_out, start, start.replace(free_set.expand(result.x)),
-                                       spec_)
+            predictions = _predictions(executor, evaluator, held_out, start, free_set, result.x, spec_)
 
         fitted = _result(result, start, free_set, x0, lower, upper, settings, spec_, prepared, evaluator, held_out,
                          warnings, left_out, mode, platform, predictions, cost_start, verdict)
@@ -641,14 +703,15 @@ def fit_trials(records: Sequence[TrialRecord], start: ParameterSet, free: Sequen
         fitted_names = {trial.name for trial in prepared.trials}
 
         # Each refit runs inline in its task, from the start whose optimum is reported, once.
-        refit = functools.partial(fit_trials, start=start.replace(free_set.expand(start_x)), free=free_set,
+        refit = functools.partial(fit_trials, start=start.replace(free_set.shared(start_x)),
+                                  free=FreeParameters(free_set.groups), per_object=sorted(free_set.per_object),
                                   horizon=horizon, weights=spec_.weights, mode=mode, bounds=bounds, settings=settings,
                                   platform=platform, pusher=pusher, strict=strict, pusher_shape=pusher_shape,
                                   engine=engine, exact_gradients=exact_gradients, starts=1)
         if log is not None:
             log(f"jackknife: {len(fitted_names)} leave-one-out refits on {executor.label}")
-        measured = refit_jackknife([r for r in records if r.name in fitted_names], free_set.names, refit, log,
-                                   executor)
+        measured = refit_jackknife([r for r in records if r.name in fitted_names], free_set.unknown_names, refit,
+                                   log, executor)
         if measured is None:
             fitted.warnings.append("trial jackknife: fewer than two refits succeeded; intervals not checked")
             return with_verdicts(fitted)
@@ -704,7 +767,7 @@ def with_verdicts(result: FitResult) -> FitResult:
     determination: list[str] = []
     poorly: list[str] = []
     flagged: list[str] = []
-    for group in result.free.groups:
+    for group in result.free.unknown_groups:
         name = group[0]
         measured: dict[str, float | None] = {}
         if refits.get("values", {}).get(name) is not None:
@@ -712,13 +775,14 @@ def with_verdicts(result: FitResult) -> FitResult:
         elif grid.get("parameter") == name:
             measured = {f"trial {k + 1}": v for k, v in enumerate(grid.get("leave_one_out", []))}
         label = name if len(group) == 1 else "=".join(group)
+        entry = spec(registry_name(name))
         lines = determination_problems(label, result.values[name], result.ci95.get(name),
-                                       result.bounds.get(name, [spec(name).lower, spec(name).upper]), measured)
+                                       result.bounds.get(name, [entry.lower, entry.upper]), measured)
         determination += lines
         if lines:
             flagged += list(group)
         std = result.std.get(name)
-        line = poorly_determined(label, std, _param_scale(name, result.values[name]))
+        line = poorly_determined(label, std, _param_scale(registry_name(name), result.values[name]))
         if line is not None:
             poorly.append(line)
     starts = start_dependence(result.data.get("starts") or {}, result.ci95)
@@ -729,7 +793,7 @@ def with_verdicts(result: FitResult) -> FitResult:
     problems = [*determination, *no_std_lines, *([starts] if starts else []),
                 *(p for p in previous if p not in no_std_lines)]
     warnings = [w for w in result.warnings if w not in set(earlier.get("poorly_determined", []))] + poorly
-    no_std = [n for g in result.free.groups for n in g if result.std.get(g[0]) is None]
+    no_std = [n for g in result.free.unknown_groups for n in g if result.std.get(g[0]) is None]
     undetermined = tuple(dict.fromkeys([*no_std, *flagged]))
     return dataclasses.replace(result, problems=tuple(problems), warnings=warnings, undetermined=undetermined,
                                data={**result.data, "determination": {"undetermined": determination,
@@ -737,14 +801,40 @@ def with_verdicts(result: FitResult) -> FitResult:
                                                                       "poorly_determined": poorly}})
 
 
+def _drop_unfitted_objects(held: _Prepared, free_set: FreeParameters) -> list[TrialFailure]:
+    """Leave out (and name) held-out trials of an object the per-object unknowns do not cover."""
+    if not free_set.per_object:
+        return []
+    failed = {t.name for t in held.trials if t.object_name not in free_set.objects}
+    out = [TrialFailure(name, f"held-out trial of an object without fitted values (fitted: "
+                              f"{', '.join(free_set.objects)})", stage="validation") for name in sorted(failed)]
+    _drop_failed(held, failed)
+    return out
+
+
+def _predict_by_object(executor: Any, shared: Sequence[Any], trials: Sequence[TrialData], start: ParameterSet,
+                       free_set: FreeParameters, x: np.ndarray, spec_: ResidualSpec) -> list[Any]:
+    """:func:`~sim2real.sysid.prediction.predict` of each trial with its object's values at ``x`` (in order)."""
+    out: list[Any] = [None] * len(trials)
+    for obj in dict.fromkeys(t.object_name for t in trials):
+        index = [k for k, t in enumerate(trials) if t.object_name == obj]
+        params = start.replace(free_set.parameters(x, obj))
+        for k, prediction in zip(index, predict(executor, [shared[k] for k in index], params, spec_.mode,
+                                                spec_.pusher, spec_.pusher_shape, spec_.engine), strict=True):
+            out[k] = prediction
+    return out
+
+
 def _predictions(executor: Any, evaluator: FitEvaluator, held_out: HeldOut, start: ParameterSet,
-                 fitted: ParameterSet, spec_: ResidualSpec) -> dict[str, Any]:
+                 free_set: FreeParameters, x: np.ndarray, spec_: ResidualSpec) -> dict[str, Any]:
     """fit.json ``validation.prediction``: whole-trial prediction errors of the training and the
-    held-out trials at the start and the fitted values (:mod:`sim2real.sysid.prediction`)."""
+    held-out trials at the start values and at the fitted values ``x`` (p,) (each trial with its
+    object's values; :mod:`sim2real.sysid.prediction`)."""
     blocks = {}
-    for label, trials in (("training", evaluator.shared_trials), ("validation", held_out.shared_trials)):
-        before = predict(executor, trials, start, spec_.mode, spec_.pusher, spec_.pusher_shape, spec_.engine)
-        after = predict(executor, trials, fitted, spec_.mode, spec_.pusher, spec_.pusher_shape, spec_.engine)
+    for label, shared, trials in (("training", evaluator.shared_trials, evaluator.trials),
+                                  ("validation", held_out.shared_trials, held_out.trials)):
+        before = predict(executor, shared, start, spec_.mode, spec_.pusher, spec_.pusher_shape, spec_.engine)
+        after = _predict_by_object(executor, shared, trials, start, free_set, x, spec_)
         if label == "training":
             rms = (horizon_rms(evaluator.start_results, evaluator.masks, spec_.weights),
                    horizon_rms(evaluator.final_results, evaluator.masks, spec_.weights))
@@ -792,12 +882,13 @@ def _result(result: LMResult, start: ParameterSet, free_set: FreeParameters, x0:
     afterwards, by :func:`with_verdicts`.
     """
     labels = free_set.labels
-    scale = np.array([_param_scale(g[0], float(v)) for g, v in zip(free_set.groups, result.x, strict=True)])
+    scale = np.array([_param_scale(registry_name(g[0]), float(v))
+                      for g, v in zip(free_set.unknown_groups, result.x, strict=True)])
     unc: Uncertainty = summarize_uncertainty(labels, result.x, result.jacobian, result.residuals,
                                              result.loss_weights, lower, upper, scale, settings.null_tolerance,
                                              clusters=evaluator.rows_per_trial)
     values = free_set.expand(result.x)
-    undetermined = tuple(n for g in free_set.groups if g[0] in unc.undetermined for n in g)
+    undetermined = tuple(n for g in free_set.unknown_groups if g[0] in unc.undetermined for n in g)
     status = fit_status(result.stop_reason)
     iterations = int(result.trace[-1].iteration) if result.trace else 0
     rising = held_out.rising()
@@ -813,7 +904,9 @@ def _result(result: LMResult, start: ParameterSet, free_set: FreeParameters, x0:
         "horizon": spec_.label, "mode": mode, "platform": platform, "pusher": spec_.pusher,
         "pusher_shape": spec_.pusher_shape, "engine": spec_.engine,
         "weights": spec_.weights.as_dict(), "residual_count": int(result.residuals.shape[0]),
-        "parameter_count": len(free_set.groups), "evaluations": result.evaluations,
+        "parameter_count": len(free_set.labels), "evaluations": result.evaluations,
+        "objects": {"per_object": sorted(free_set.per_object), "objects": list(free_set.objects),
+                    "trials": {t.name: t.object_name for t in prepared.trials}} if free_set.per_object else None,
         "loss": settings.loss, "residual_std": unc.residual_std, "strict": spec_.strict,
         "uncertainty": unc.as_dict(),
         "residual_series": _residual_series(prepared.trials, prepared.modes, evaluator.start_results,
@@ -822,9 +915,9 @@ def _result(result: LMResult, start: ParameterSet, free_set: FreeParameters, x0:
         "jacobian": engine_entry(spec_.engine).jacobian,
     }
     return FitResult(
-        params=start.replace(values), start=start, free=free_set, values=values,
-        start_values=free_set.expand(x0), std={n: unc.std[g[0]] for g in free_set.groups for n in g},
-        ci95={n: unc.ci95[g[0]] for g in free_set.groups for n in g}, correlation=unc.correlation,
+        params=start.replace(free_set.shared(result.x)), start=start, free=free_set, values=values,
+        start_values=free_set.expand(x0), std={n: unc.std[g[0]] for g in free_set.unknown_groups for n in g},
+        ci95={n: unc.ci95[g[0]] for g in free_set.unknown_groups for n in g}, correlation=unc.correlation,
         trace=[e.as_dict(labels) for e in result.trace], stop_reason=result.stop_reason,
         warnings=warnings + list(unc.warnings) + ([verdict.warning] if verdict is not None and verdict.warning else []),
         data=data_info, cost_start=float(result.trace[0].cost) if cost_start is None else cost_start,
@@ -832,5 +925,5 @@ def _result(result: LMResult, start: ParameterSet, free_set: FreeParameters, x0:
         failures=tuple(left_out), solver=_solver_info(evaluator), dropped_rows=evaluator.dropped_rows,
         validation=_validation(held_out, predictions),
         hard_steps=tuple(evaluator.hard_steps),
-        bounds={n: [float(lower[i]), float(upper[i])] for i, g in enumerate(free_set.groups) for n in g},
+        bounds={n: [float(lower[i]), float(upper[i])] for i, g in enumerate(free_set.unknown_groups) for n in g},
     )

@@ -120,18 +120,18 @@ def refit_jackknife(records: Sequence[TrialRecord], names: Sequence[str], refit:
                 + (f": failed ({outcome})" if isinstance(outcome, str) else ""))
         if isinstance(outcome, str):
             failures.append(f"without '{record.name}': {outcome}")
-        for name in names:
-            values[name].append(None if isinstance(outcome, str) else outcome[name])
-    done = [k for k in range(len(records)) if values[names[0]][k] is not None] if names else []
-    if len(done) < 2:
-        return None
-    count = len(done)
-    quantile = float(stats.t.ppf(0.975, count - 1))
+        for name in names:  # a refit without an object's only trial has no value for that object
+            values[name].append(None if isinstance(outcome, str) else outcome.get(name))
     std, half = {}, {}
     for name in names:
-        sample = np.array([values[name][k] for k in done], dtype=float)
+        sample = np.array([v for v in values[name] if v is not None], dtype=float)
+        count = sample.shape[0]
+        if count < 2:
+            continue
         std[name] = float(np.sqrt((count - 1) / count * np.sum((sample - sample.mean()) ** 2)))
-        half[name] = quantile * std[name]
+        half[name] = float(stats.t.ppf(0.975, count - 1)) * std[name]
+    if not std:
+        return None
     return RefitJackknife(tuple(left_out), values, std, half, tuple(failures))
 
 

@@ -51,6 +51,7 @@ import numpy as np
 from scipy import stats
 
 from sim2real.params import spec
+from sim2real.sysid.objects import registry_name
 
 #: Two-sided 95 % quantile of the standard normal distribution.
 Z95 = 1.959963984540054
@@ -310,7 +311,7 @@ def measured_jackknife(result: Any, name: str, jackknife_std: float, jackknife_h
     fitted = result.std.get(name)
     fitted_std = float(fitted) if fitted is not None else 0.0
     base = float(sandwich) if sandwich is not None else fitted_std
-    entry, value = spec(name), float(result.values[name])
+    entry, value = spec(registry_name(name)), float(result.values[name])
     low, high = (getattr(result, "bounds", None) or {}).get(name, (entry.lower, entry.upper))
 
     def interval(half: float) -> list[float]:

@@ -20,6 +20,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from sim2real.errors import Sim2RealError
 from sim2real.params import save_params
 from sim2real.physics import save_hard_steps
@@ -79,8 +81,39 @@ def fit_document(result: FitResult, out: str | os.PathLike[str] | None = None) -
     return _json_safe(document)
 
 
+def object_params_path(out: str | os.PathLike[str], obj: str) -> Path:
+    """Where the params of object ``obj`` of a per-object fit writing ``out`` go: ``<dir>/<stem>.<obj>.yaml``."""
+    path = Path(out)
+    safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in obj)
+    return path.with_name(f"{path.stem}.{safe}{path.suffix}")
+
+
+def _check_object_targets(path: Path, result: FitResult) -> None:
+    """Refuse before writing anything when an object's params file exists and no fit wrote it."""
+    for obj in result.free.objects if result.free.per_object else ():
+        target = object_params_path(path, obj)
+        if target.exists() and "Fitted by sim2real fit" not in target.read_text(errors="replace")[:200]:
+            raise Sim2RealError(f"{target} exists and was not written by a fit; choose another --out")
+
+
+def _write_object_params(path: Path, result: FitResult, header: str) -> list[Path]:
+    """One params file per object of a per-object fit: the shared values and that object's (none otherwise)."""
+    free = result.free
+    if not free.per_object:
+        return []
+    x = np.array([result.values[label] for label in free.labels])
+    written = []
+    for obj in free.objects:
+        target = object_params_path(path, obj)
+        save_params(target, result.start.replace(free.parameters(x, obj)),
+                    header=f"{header}\nobject: {obj} (its per-object values and the shared ones)")
+        written.append(target)
+    return written
+
+
 def write_fit(out: str | os.PathLike[str], result: FitResult) -> tuple[Path, Path]:
-    """Write the fitted params YAML at ``out`` and fit.json next to it (atomically, both or neither).
+    """Write the fitted params YAML at ``out`` and fit.json next to it (atomically, both or neither);
+    a per-object fit also writes ``<stem>.<OBJECT>.yaml`` per object (:func:`object_params_path`).
 
     Returns
     -------
@@ -88,6 +121,7 @@ def write_fit(out: str | os.PathLike[str], result: FitResult) -> tuple[Path, Pat
     """
     path = check_out_path(out)
     json_path = fit_json_path(path)
+    _check_object_targets(path, result)
     document = fit_document(result, path)
     header = (f"Fitted by sim2real fit: {', '.join(result.free.names)}\n"
               f"status: {result.status}; stop reason: {result.stop_reason}; uncertainty in {json_path.name}")
@@ -100,6 +134,7 @@ def write_fit(out: str | os.PathLike[str], result: FitResult) -> tuple[Path, Pat
             json.dump(document, handle, indent=2)
             handle.write("\n")
         save_params(path, result.params, header=header)
+        _write_object_params(path, result, header)
         os.replace(tmp, json_path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
