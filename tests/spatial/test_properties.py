@@ -1,0 +1,47 @@
+"""Laws that hold over whole spaces, checked with hypothesis: quaternion algebra and parameter round trips."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sim2real.params import PARAMETERS, ParameterSet, load_params, save_params
+from sim2real.spatial import conjugate, from_rotation_vector, multiply, rotate, to_matrix, to_rotation_vector
+
+finite = st.floats(-3.0, 3.0, allow_nan=False)
+vectors = st.tuples(finite, finite, finite).map(np.array)
+
+
+@settings(max_examples=200, deadline=None)
+@given(a=vectors, b=vectors, v=vectors)
+def test_quaternion_product_composes_rotations(a: np.ndarray, b: np.ndarray, v: np.ndarray) -> None:
+    qa, qb = from_rotation_vector(a), from_rotation_vector(b)
+    np.testing.assert_allclose(rotate(multiply(qa, qb), v), rotate(qa, rotate(qb, v)), atol=1e-9)
+    np.testing.assert_allclose(to_matrix(multiply(qa, qb)), to_matrix(qa) @ to_matrix(qb), atol=1e-12)
+    np.testing.assert_allclose(rotate(conjugate(qa), rotate(qa, v)), v, atol=1e-9)
+    assert abs(np.linalg.norm(multiply(qa, qb)) - 1.0) < 1e-12
+
+
+@settings(max_examples=200, deadline=None)
+@given(a=vectors)
+def test_rotation_vector_round_trip_up_to_the_double_cover(a: np.ndarray) -> None:
+    q = from_rotation_vector(a)
+    back = from_rotation_vector(to_rotation_vector(q))
+    assert min(np.abs(back - q).max(), np.abs(back + q).max()) < 1e-9
+
+
+float_parameters = [p for p in PARAMETERS if p.kind is float and p.lower < p.upper]
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_a_params_file_gives_back_exactly_what_was_saved(tmp_path_factory, data) -> None:
+    chosen = data.draw(st.lists(st.sampled_from(float_parameters), min_size=1, max_size=8, unique_by=lambda p: p.name))
+    values = {p.name: data.draw(st.floats(p.lower, p.upper, allow_nan=False)) for p in chosen}
+    params = ParameterSet.nominal().replace(values)
+    path = Path(tmp_path_factory.mktemp("params")) / "p.yaml"
+    save_params(path, params)
+    assert load_params(path) == params
