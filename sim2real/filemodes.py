@@ -71,6 +71,22 @@ def follow_umask(target: int | str | os.PathLike[str], directory: bool = False) 
         os.chmod(target, mode)
 
 
+def temp_file(directory: str | os.PathLike[str], prefix: str, suffix: str = "") -> tuple[int, Path]:
+    """A new, uniquely named file in ``directory``, open for writing, with the umask's mode.
+
+    Like :func:`tempfile.mkstemp` (which always creates 0o600), for files that are renamed to their
+    final name when complete.
+
+    Returns
+    -------
+    (int, pathlib.Path)
+        The open file descriptor (the caller closes it) and the file's path.
+    """
+    fd, name = tempfile.mkstemp(prefix=prefix, suffix=suffix, dir=directory)
+    follow_umask(fd)
+    return fd, Path(name)
+
+
 def staging_dir(directory: str | os.PathLike[str], prefix: str, suffix: str = "") -> Path:
     """A new, uniquely named staging directory in ``directory``, with the umask's mode.
 

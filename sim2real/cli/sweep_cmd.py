@@ -172,19 +172,9 @@ def open_sweep_dir(out: Path, config: dict[str, Any], source: dict[str, Any]) ->
 
 
 def _write_json(path: Path, document: dict[str, Any]) -> None:
-    import json
-    import os
-    import tempfile
+    from sim2real.trials.jsonio import write_json_atomic
 
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(document, handle, indent=2)
-            handle.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_json_atomic(path, document)
 
 
 def _progress(done: int, total: int, ran: int, distances: int, points: int, started: float) -> str:

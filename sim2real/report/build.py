@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from sim2real.errors import Sim2RealError
+from sim2real.filemodes import staging_dir
 from sim2real.report.document import (
     Alert,
     Block,
@@ -565,7 +565,7 @@ def _write_outputs(out_dir: Path, html_text: str, md_text: str, figures: Sequenc
                             f"not replacing it (choose another --out)")
     parent = out_dir.resolve().parent
     parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", suffix=".partial", dir=parent))
+    tmp = staging_dir(parent, prefix=f".{out_dir.name}.", suffix=".partial")  # the umask's mode, not 0700
     try:
         (tmp / REPORT_HTML).write_text(html_text, encoding="utf-8")
         (tmp / REPORT_MD).write_text(md_text, encoding="utf-8")

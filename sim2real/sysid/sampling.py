@@ -26,7 +26,6 @@ import json
 import math
 import os
 import shutil
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from sim2real.errors import Sim2RealError
+from sim2real.filemodes import staging_dir
 from sim2real.params import ParameterSet, save_params, spec
 
 #: Fewest draws looked at before the acceptance rate is judged.
@@ -450,7 +450,7 @@ def write_samples(out: str | os.PathLike[str], base: ParameterSet, dist: FitDist
     names = dist.names
     count = draw.values.shape[0]
     out.parent.mkdir(parents=True, exist_ok=True)
-    stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    stage = staging_dir(out.parent, prefix=f".{out.name}.")  # the umask's mode, not mkdtemp's 0700
     try:
         files = []
         with (stage / SAMPLES_CSV).open("w", encoding="utf-8", newline="") as table:

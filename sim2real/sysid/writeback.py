@@ -16,13 +16,13 @@ import glob
 import json
 import math
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from sim2real.errors import Sim2RealError
+from sim2real.filemodes import temp_file
 from sim2real.params import save_params
 from sim2real.physics import save_hard_steps
 from sim2real.sysid.fit import FitResult
@@ -128,7 +128,7 @@ def write_fit(out: str | os.PathLike[str], result: FitResult) -> tuple[Path, Pat
     if result.problems:
         header += "\nPROBLEMS (see " + json_path.name + "):\n" + "\n".join(f"- {p}" for p in result.problems)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{json_path.name}.", dir=path.parent)
+    fd, tmp = temp_file(path.parent, prefix=f".{json_path.name}.")  # the umask's mode, not mkstemp's 0600
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             json.dump(document, handle, indent=2)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -40,13 +39,12 @@ def write_json_atomic(path: Path, content: Mapping[str, Any]) -> Path:
 
     The file gets the mode the umask asks for (0644 under umask 022), not mkstemp's 0600.
     """
-    from sim2real.filemodes import follow_umask
+    from sim2real.filemodes import temp_file
 
     path = Path(path)
     text = json.dumps(jsonable(content), indent=2) + "\n"
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp_name = temp_file(path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        follow_umask(fd)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
         os.replace(tmp_name, path)

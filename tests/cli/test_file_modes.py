@@ -44,3 +44,24 @@ def test_outputs_follow_the_umask(tmp_path: Path, umask: int) -> None:
              report]
     assert {f.name: oct(_mode(f)) for f in files} == {f.name: oct(file_mode) for f in files}
     assert {d.name: oct(_mode(d)) for d in (run, trial, stage)} == {d.name: oct(dir_mode) for d in (run, trial, stage)}
+
+
+def test_fit_and_report_outputs_follow_the_umask(tmp_path: Path, umask: int) -> None:
+    """The commands end to end: ``fit --out X.yaml`` (X.yaml, X.json) and ``report --out DIR`` (DIR and its files)."""
+    from sim2real.cli import main
+
+    file_mode, dir_mode = 0o666 & ~umask, 0o777 & ~umask
+    run = tmp_path / "run"
+    assert main(["simulate", "--distance", "0.35", "--set", "contact.mu_table=0.4", "--out", str(run / "a")]) == 0
+    assert main(["simulate", "--distance", "0.45", "--set", "contact.mu_table=0.4", "--out", str(run / "b")]) == 0
+    fitted = tmp_path / "fits" / "fitted.yaml"
+    assert main(["fit", str(run / "a"), str(run / "b"), "--free", "contact.mu_table", "--starts", "1",
+                 "--out", str(fitted)]) in (0, 3)
+    recorded = tmp_path / "recorded"
+    write_run_meta(recorded, {"mode": "standin"})
+    write_trial(recorded, make_trial(0, 0.30))
+    report = tmp_path / "report"
+    assert main(["report", str(recorded), "--out", str(report)]) == 0
+    files = [fitted, fitted.with_suffix(".json"), *sorted(report.iterdir())]
+    assert {f.name: oct(_mode(f)) for f in files} == {f.name: oct(file_mode) for f in files}
+    assert oct(_mode(report)) == oct(dir_mode)
