@@ -892,8 +892,11 @@ def _result(result: LMResult, start: ParameterSet, free_set: FreeParameters, x0:
     status = fit_status(result.stop_reason)
     iterations = int(result.trace[-1].iteration) if result.trace else 0
     rising = held_out.rising()
-    if predictions is not None:
-        rising = "; ".join(r for r in (rising, rising_metrics(predictions["validation"])) if r) or None
+    box_rising = rising_metrics(predictions["validation"]) if predictions is not None else None
+    if box_rising and (spec_.weights.position > 0 or spec_.weights.orientation > 0):
+        rising = "; ".join(r for r in (rising, box_rising) if r)
+    elif box_rising:  # the box's outcome is not what this fit fits (e.g. a servo stage): information, not a verdict
+        warnings = [*warnings, f"{box_rising}; not a problem of this fit: its residuals hold no box pose"]
     problems = fit_problems(result.stop_reason, iterations, bound_problems(labels, result.x, lower, upper),
                             undetermined, rising, evaluator.dropped_rows,
                             int(result.residuals.shape[0]), left_out,

@@ -127,7 +127,8 @@ def test_run_without_robot_ip_refuses_before_anything(tmp_path: Path, mode: str)
 def test_run_refuses_a_robot_ip_in_modes_without_a_robot(tmp_path: Path) -> None:
     result = _guarded(tmp_path, "sim2real", "run", "--mode", "sim", "--robot-ip", "10.1.2.3", "--out",
                       str(tmp_path / "run"))
-    assert result.returncode == 2 and "applies to --mode real and mirror only" in result.stderr, result.stderr
+    assert result.returncode == 2 and "applies to --mode real and mirror with --via sdk only" in result.stderr, \
+        result.stderr
     assert not (tmp_path / "run").exists()
 
 
