@@ -95,22 +95,36 @@ class PredictionTask:
     engine: str = "ours"
 
 
-def run_prediction(task: PredictionTask) -> Prediction:
-    """Simulate one trial whole and compare its final box pose; failures are returned, not raised."""
+def simulate_whole(data: TrialData, params: ParameterSet, mode: str, pusher: str, pusher_shape: str = "sphere",
+                   engine: str = "ours") -> tuple[PoseSeries, ParameterSet]:
+    """One trial simulated from its recorded start to its end: the simulated box poses and the parameters
+    the trial was simulated with (its own object's values in, :func:`~sim2real.sysid.residuals.step_params`).
+
+    Raises
+    ------
+    Sim2RealError
+        Missing inputs for the mode, or a simulation failure.
+    """
     from sim2real.sysid.replay import simulate_data
 
+    resolved = resolve_mode(data, mode, pusher)
+    source = mode_pusher_source(data, resolved, pusher)
+    trial_params = step_params(data, params)
+    platform, _, _ = simulate_data(data, trial_params, resolved, source, pusher_shape=pusher_shape, engine=engine)
+    assert platform.box_pose is not None
+    return platform.box_pose, trial_params
+
+
+def run_prediction(task: PredictionTask) -> Prediction:
+    """Simulate one trial whole and compare its final box pose; failures are returned, not raised."""
     data = task.data.get()
     try:
-        mode = resolve_mode(data, task.mode, task.pusher)
-        source = mode_pusher_source(data, mode, task.pusher)
-        params = step_params(data, task.params)
-        platform, _, _ = simulate_data(data, params, mode, source, pusher_shape=task.pusher_shape, engine=task.engine)
-        assert platform.box_pose is not None
+        box_pose, params = simulate_whole(data, task.params, task.mode, task.pusher, task.pusher_shape, task.engine)
         size = [float(params[f"box.size_{axis}"]) for axis in "xyz"]
         recorded = PoseSeries(data.t, data.box_position, data.box_quaternion)
         real = compute_outcome(recorded, size)
-        sim = compute_outcome(platform.box_pose, size)
-        path = path_rms(recorded, platform.box_pose)
+        sim = compute_outcome(box_pose, size)
+        path = path_rms(recorded, box_pose)
     except Exception as err:  # one trial's failure must not end the others
         return Prediction(data.name, error=one_line(err))
     errors = outcome_errors(real, sim)

@@ -27,8 +27,7 @@ from sim2real.execution import Executor, Shared
 from sim2real.params import ParameterSet
 from sim2real.spatial import from_axis_angle, multiply
 from sim2real.sysid.data import TrialData
-from sim2real.sysid.inputs import mode_pusher_source, resolve_mode
-from sim2real.sysid.residuals import step_params
+from sim2real.sysid.prediction import simulate_whole
 from sim2real.sysid.tasks import one_line
 from sim2real.trials import PoseSeries, compute_outcome
 
@@ -88,17 +87,11 @@ def final_outcome(position: np.ndarray, quaternion: np.ndarray, size: Sequence[f
 
 def run_spread_task(task: SpreadTask) -> np.ndarray | str:
     """Simulate one trial whole under one parameter set: its final ``[x, y, yaw]``, or why it failed."""
-    from sim2real.sysid.replay import simulate_data
-
     data = _shifted(task.data.get(), task.start_shift)
     try:
-        mode = resolve_mode(data, task.mode, task.pusher)
-        source = mode_pusher_source(data, mode, task.pusher)
-        params = step_params(data, task.params)
-        platform, _, _ = simulate_data(data, params, mode, source, pusher_shape=task.pusher_shape, engine=task.engine)
-        assert platform.box_pose is not None
+        box_pose, params = simulate_whole(data, task.params, task.mode, task.pusher, task.pusher_shape, task.engine)
         size = [float(params[f"box.size_{axis}"]) for axis in "xyz"]
-        return final_outcome(platform.box_pose.position, platform.box_pose.quaternion, size)
+        return final_outcome(box_pose.position, box_pose.quaternion, size)
     except Exception as err:  # one draw's failure is counted, it does not end the others
         return one_line(err)
 
