@@ -202,9 +202,10 @@ def _write(out: Path, done: list[ReplayResult], run_meta: dict[str, Any],
                 hard_count += len(save_hard_steps(trial_dir / "hard_steps", result.hard_steps, prefix="sim_"))
         write_run_meta(tmp, run_meta)
         if spread is not None:
+            from sim2real.sysid.spread import SPREAD_JSON
             from sim2real.trials.jsonio import write_json_atomic
 
-            write_json_atomic(tmp / "spread.json", spread)
+            write_json_atomic(tmp / SPREAD_JSON, spread)
         os.rename(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)

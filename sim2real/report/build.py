@@ -31,6 +31,7 @@ from sim2real.report.figures import (
     final_distance_figure,
     fit_trace_figure,
     joint_tracking_figure,
+    prediction_spread_figure,
     residual_figure,
 )
 from sim2real.report.pairing import Pairing, pair_runs
@@ -55,7 +56,9 @@ from sim2real.report.tables import (
     trial_rms_rows,
     truth_inside,
 )
+from sim2real.sysid.spread import SPREAD_JSON
 from sim2real.trials import TrialRecord, read_run, read_run_meta
+from sim2real.trials.jsonio import read_json
 
 REPORT_HTML = "report.html"
 REPORT_MD = "report.md"
@@ -243,6 +246,40 @@ EXPERIMENT_EXPLANATION = (
     "experiment's trials, in the form of Table IV of the Dojo paper) the start distance, both final "
     "distances along x from the arm base and their gap |sim − real| are shown too (cm); for pushes in other "
     "directions (recordings imported from another lab) x alone says little and they are left empty.")
+
+
+def _prediction_spread_blocks(runs: Sequence[_Run]) -> list[Block]:
+    """Predictions as distributions (``replay --spread``: ``spread.json`` in a run): a table and a figure per run."""
+    blocks: list[Block] = []
+    for run in runs:
+        path = run.path / SPREAD_JSON
+        if not path.is_file():
+            continue
+        spread = read_json(path, "predicted spread")
+        blocks += [Heading(f"Predicted spread: run '{run.label}'"),
+                   Paragraph(f"Each trial simulated under {spread.get('draws')} parameter sets drawn from "
+                             f"{Path(str(spread.get('fit'))).name} (start noise {spread.get('start_noise')}); the "
+                             "band of each outcome is the central 95 % of the draws. " + str(spread.get("summary")))]
+        rows = []
+        for trial in spread.get("trials", []):
+            out = trial["outcome"]
+            rows.append((trial["trial"], *(_band_text(out[key], scale) for key, scale in
+                                           (("x_m", 100.0), ("y_m", 100.0), ("yaw_deg", 1.0))),
+                         {True: "yes", False: "NO", None: "n/a"}[trial.get("inside")], str(trial["failed_draws"])))
+        blocks.append(Table(("trial", "x (cm): real [band]", "y (cm): real [band]", "yaw (deg): real [band]",
+                             "inside", "failed draws"), tuple(rows), "Real outcome against the predicted band"))
+        figure = prediction_spread_figure(spread.get("trials", []))
+        if figure is not None:
+            blocks.append(Figure(f"{FIGURE_PREFIX}{run.label}_spread.png".replace("/", "_"), figure,
+                                 "Predicted final box centres (grey), their 95 % band (rectangle) and the real "
+                                 "one (diamond; hollow when the outcome lies outside)."))
+    return blocks
+
+
+def _band_text(entry: Mapping[str, Any], scale: float) -> str:
+    low, high = entry["band"]
+    band = f"[{scale * low:.1f}, {scale * high:.1f}]" if low is not None and high is not None else "[n/a]"
+    return f"{scale * entry['real']:.1f} {band}"
 
 
 def _experiment_blocks(tables: Sequence[ExperimentTable], runs: Sequence[_Run], pairing: Pairing) -> list[Block]:
@@ -661,6 +698,7 @@ def build_report(run_dirs: Sequence[str | Path], out_dir: str | Path,
     blocks += _pairing_blocks(runs, pairing)
     blocks += _solver_blocks(runs)
     blocks += _experiment_blocks(tables, runs, pairing)
+    blocks += _prediction_spread_blocks(runs)
     blocks += _parameter_blocks(runs)
     if fits:
         blocks += _fits_blocks(fits, truth)

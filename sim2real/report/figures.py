@@ -307,6 +307,52 @@ def spread_figure(distances: Sequence[float], finals: Sequence[np.ndarray], rang
     return _png(fig)
 
 
+def prediction_spread_figure(trials: Sequence[Mapping[str, Any]], max_trials: int = 12) -> bytes | None:
+    """Predicted outcomes of each trial under parameter sets drawn from a fit, against the real one.
+
+    One panel per trial: every draw's final box centre (grey points, x and y in cm, base frame), the
+    central 95 % band of each coordinate (the rectangle) and the real final centre (blue diamond,
+    filled when the whole outcome, yaw included, lies inside); the title gives the yaw band and the
+    real yaw (deg).
+
+    Parameters
+    ----------
+    trials : sequence of mapping
+        ``spread.json`` ``trials`` entries (``replay --spread``).
+    max_trials : int
+        Panels at most (the first trials).
+    """
+    shown = [t for t in trials if t.get("predicted")][:max_trials]
+    if not shown:
+        return None
+    plt = _pyplot()
+    cols = min(4, len(shown))
+    rows = -(-len(shown) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 3.0 * rows), squeeze=False)
+    for ax in axes.flat[len(shown):]:
+        ax.axis("off")
+    for ax, trial in zip(axes.flat, shown, strict=False):
+        points = 100 * np.asarray(trial["predicted"], dtype=float)
+        outcome = trial["outcome"]
+        ax.scatter(points[:, 0], points[:, 1], s=8, color="#999999", alpha=0.6)
+        (x0, x1), (y0, y1) = outcome["x_m"]["band"], outcome["y_m"]["band"]
+        if None not in (x0, x1, y0, y1):
+            ax.add_patch(plt.Rectangle((100 * x0, 100 * y0), 100 * (x1 - x0), 100 * (y1 - y0), fill=False,
+                                       edgecolor="#333333"))
+        inside = bool(trial.get("inside"))
+        ax.scatter([100 * outcome["x_m"]["real"]], [100 * outcome["y_m"]["real"]], s=40, marker="D",
+                   color=PLATFORM_STYLE["real"]["color"], facecolors=None if inside else "none")
+        yaw = outcome["yaw_deg"]
+        band = yaw["band"]
+        yaw_text = f"[{band[0]:.0f}, {band[1]:.0f}]" if None not in band else "n/a"
+        ax.set_title(f"{trial['trial']}\nyaw {yaw_text} deg, real {yaw['real']:.0f}", fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.grid(alpha=0.3)
+    fig.supxlabel("final box x (cm)", fontsize=9)
+    fig.supylabel("final box y (cm)", fontsize=9)
+    return _png(fig)
+
+
 def engine_comparison_figure(rows: Sequence[Mapping[str, Any]]) -> bytes:
     """Held-out errors per engine at the start and fitted values, and each fit's wall time; PNG.
 

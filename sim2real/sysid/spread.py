@@ -31,6 +31,8 @@ from sim2real.sysid.prediction import simulate_whole
 from sim2real.sysid.tasks import one_line
 from sim2real.trials import PoseSeries, compute_outcome
 
+#: File of a replayed run that holds its predicted spread (``replay --spread``).
+SPREAD_JSON = "spread.json"
 #: The outcome coordinates of a spread, and their units.
 COORDINATES: tuple[tuple[str, str], ...] = (("x", "m"), ("y", "m"), ("yaw", "deg"))
 

@@ -54,6 +54,11 @@ def test_a_fit_around_the_truth_predicts_a_spread_holding_the_real_outcomes(
         x = trial["outcome"]["x_m"]
         assert x["band"][0] < x["band"][1]  # the draws moved the outcome: a spread, not one number
         assert len(trial["predicted"]) == 8
+    report = tmp_path / "report"
+    assert main(["report", str(out), "--out", str(report)]) == 0
+    text = (report / "report.md").read_text()
+    assert "Predicted spread" in text and "Real outcome against the predicted band" in text
+    assert list(report.glob("*_spread.png"))
 
 
 def test_a_fit_far_from_the_truth_with_a_tiny_uncertainty_says_outside(
