@@ -116,3 +116,12 @@ def chromium() -> str:
     if path is None:
         pytest.skip("chromium not installed: run 'make browser' (Debian package)")
     return path
+
+
+@pytest.fixture()
+def xarm_emulator():
+    """The starter of the xArm controller emulator on a free loopback host (``loopback.start_emulator``:
+    a context manager, ``with xarm_emulator(command_port=...) as emu``); puts the test in the hardware tier."""
+    from loopback import start_emulator
+
+    return start_emulator
