@@ -73,18 +73,25 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(getattr(pytest.mark, tier))
 
 
+#: Where this process looks for its next domain id: never back at an id an earlier module of this
+#: session used, so that a child process an earlier module left running cannot talk into a later one.
+_NEXT_DOMAIN = [os.getpid() % len(TEST_DOMAINS)]  # spread the first tries of concurrent processes
+
+
 def _lock_domain() -> tuple[int, int]:
     """A ROS 2 domain id no other holder of these locks has, and the open lock file that keeps it."""
     DOMAIN_LOCKS.mkdir(exist_ok=True)
-    start = os.getpid() % len(TEST_DOMAINS)  # spread the first tries of concurrent processes
+    start = _NEXT_DOMAIN[0]
     for k in range(len(TEST_DOMAINS)):
-        domain = TEST_DOMAINS[(start + k) % len(TEST_DOMAINS)]
+        index = (start + k) % len(TEST_DOMAINS)
+        domain = TEST_DOMAINS[index]
         fd = os.open(DOMAIN_LOCKS / f"{domain}.lock", os.O_CREAT | os.O_RDWR, 0o666)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
             continue
+        _NEXT_DOMAIN[0] = index + 1
         return domain, fd
     raise RuntimeError(f"every ROS 2 test domain ({TEST_DOMAINS[0]}-{TEST_DOMAINS[-1]}) is held by another test")
 
