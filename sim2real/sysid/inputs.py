@@ -58,6 +58,7 @@ from sim2real.errors import Sim2RealError
 from sim2real.model import load_arm
 from sim2real.params import ParameterSet
 from sim2real.physics import Capsule, Sphere
+from sim2real.spatial import to_matrix
 from sim2real.sysid.data import TrialData
 from sim2real.trials.schema import REFERENCE_TOPIC
 
@@ -341,8 +342,7 @@ def check_start_above_table(data: TrialData, params: ParameterSet) -> None:
     position = data.start_position if data.start_position is not None else data.box_position[0]
     quaternion = data.start_quaternion if data.start_quaternion is not None else data.box_quaternion[0]
     half = 0.5 * np.array([float(params[f"box.size_{axis}"]) for axis in "xyz"])
-    w, x, y, z = (float(v) for v in quaternion / np.linalg.norm(quaternion))
-    row_z = np.array([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)])  # third row of R
+    row_z = to_matrix(quaternion / np.linalg.norm(quaternion))[2]  # world z of each body axis
     lowest = float(position[2]) - float(np.abs(row_z) @ half)
     depth = float(params["contact.table_height"]) - lowest
     if depth > MAX_START_DEPTH:

@@ -356,10 +356,10 @@ class _ReadState:
             notes["static_chains"] = composed
         if timing:
             notes["stream_timing"] = timing
-        streams = {s.key: self.selection.options(s) for s in self.sources}
-        notes["streams"] = {key: _options_note(o) for key, o in streams.items() if o != StreamOptions()}
-        if not notes["streams"]:
-            del notes["streams"]
+        options = {s.key: self.selection.options(s) for s in self.sources}
+        given = {key: _options_note(o) for key, o in options.items() if o != StreamOptions()}
+        if given:
+            notes["streams"] = given
         joint_samples = None
         if self.selection.joint_states is not None:
             j = self.joints
