@@ -1,9 +1,42 @@
-"""The one exception type that user-facing commands turn into a one-line error."""
+"""The exception types that user-facing commands turn into a one-line error and an exit status.
+
+Every error of the toolkit is a :class:`Sim2RealError`; the kinds a caller may want to tell
+apart are subclasses, each with the CLI's exit status for it (``exit_status``):
+
+===========================  ======  ==========================================================
+class                        status  meaning
+===========================  ======  ==========================================================
+:class:`Sim2RealError`       2       bad input or an unrecoverable condition found before the
+                                     work began; nothing was written
+:class:`HardwareFaultError`  4       the real arm or its link faulted during a run (stall,
+                                     latency, controller error); the arm was stopped, what was
+                                     recorded is kept
+:class:`RunFailedError`      5       a run started and could not finish for another reason (a
+                                     node process died, a timeout); what was recorded is kept
+===========================  ======  ==========================================================
+
+An interrupted command (Ctrl-C) exits 130, SIGTERM 143; a result that is written but degraded
+or partial exits 3 and says so.
+"""
 
 
 class Sim2RealError(Exception):
     """Bad user input or an unrecoverable condition, explained in one line.
 
-    The CLI prints ``sim2real: error: <message>`` and exits with status 2.
+    The CLI prints ``sim2real: error: <message>`` and exits with ``exit_status`` (2).
     Messages name the offending item (file, parameter, key) and the reason.
     """
+
+    exit_status = 2
+
+
+class RunFailedError(Sim2RealError):
+    """A run that had started could not finish (a node died, a timeout); its recordings are kept."""
+
+    exit_status = 5
+
+
+class HardwareFaultError(RunFailedError):
+    """The real arm or its link faulted during a run; the arm was stopped and stays stopped."""
+
+    exit_status = 4

@@ -76,7 +76,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.handler(args) or 0)
     except Sim2RealError as err:
         print(f"sim2real: error: {err}", file=sys.stderr)
-        return 2
+        return err.exit_status
     except KeyboardInterrupt:
         # SIGTERM unwinds like Ctrl-C: every command's cleanup runs (child processes stopped, the
         # arm stopped, partial files removed), then 128 + the signal

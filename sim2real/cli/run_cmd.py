@@ -40,8 +40,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "Fast DDS as you configure it).",
         epilog="Each trial.json carries 'solver': per simulating platform (the stand-in world as 'real', the "
         "simulator as 'sim'), how many contact steps converged, were recovered or were degraded; recovered "
-        "and degraded steps are saved in <trial>/hard_steps/ (re-solve with 'sim2real resolve-step'). Exit "
-        "status: 0 recorded; 3 recorded, but some simulated steps are degraded (listed at the end); 2 bad input.")
+        "and degraded steps are saved in <trial>/hard_steps/ (re-solve with 'sim2real resolve-step'). A trial is "
+        "written complete only when every stream covered its whole window ('coverage' in trial.json); each trial "
+        "records its platforms' control-loop health ('loop_health': achieved command rate, late ticks, gaps over "
+        "the driver's watchdog). Exit status: 0 every trial recorded complete, loops healthy; 3 recorded, but "
+        "a trial is incomplete, a loop was starved or a simulated step degraded (listed at the end); 2 bad input "
+        "(nothing started, nothing written); 4 the real arm or its link faulted (the arm was stopped; recordings "
+        "kept); 5 the run failed otherwise (a node died, --timeout); 130 interrupted (Ctrl-C), 143 SIGTERM.")
     parser.add_argument("--mode", required=True, choices=MODES, help="which platforms run")
     parser.add_argument("--mirror", default="closed", choices=("closed", "commands"),
                         help="closed: each platform runs the PD law on its own states (default); commands: the "
@@ -146,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
                            controller_joints=joints, namespace=namespace, live=args.live, timeout=args.timeout,
                            progress=lambda line: print(line, flush=True))
     print(f"{len(paths)} trial(s) recorded in {args.out}")
-    return report_solver(paths)
+    return max(report_recordings(paths), report_solver(paths))
 
 
 def check_live(address: str) -> None:
@@ -159,6 +164,28 @@ def check_live(address: str) -> None:
     parse_live_address(address)
     if importlib.util.find_spec("foxglove") is None:
         raise Sim2RealError("--live needs the foxglove-sdk package: pip install 'sim2real[live]'")
+
+
+def report_recordings(paths: list[Any]) -> int:
+    """Print each trial recorded incomplete or with a starved control loop; 3 if any, else 0."""
+    import json
+    from pathlib import Path
+
+    from sim2real.trials.coverage import starved_platforms
+
+    status = 0
+    for path in paths:
+        meta_file = Path(path) / "trial.json"
+        if not meta_file.is_file():
+            continue
+        meta = json.loads(meta_file.read_text())
+        if not meta.get("complete", True):
+            status = 3
+            print(f"INCOMPLETE {Path(path).name}: {meta.get('note') or 'recorded incomplete'}")
+        for ns, description in starved_platforms(meta).items():
+            status = 3
+            print(f"STARVED {Path(path).name} {ns}: control loop at {description}")
+    return status
 
 
 def report_solver(paths: list[Any]) -> int:

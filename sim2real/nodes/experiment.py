@@ -87,12 +87,12 @@ from sim2real.trials.experiment import (
     parse_distances,
     platforms_of,
     progress_line,
+    recorded_outcomes,
     replay_start,
     requested_box_pose,
     required_matches,
     resting_pose,
     return_trajectory,
-    window_outcome,
 )
 
 
@@ -133,7 +133,8 @@ class ExperimentNode(Node):
         self._joints: dict[str, tuple[int, np.ndarray, np.ndarray]] = {}
         self._boxes: dict[str, collections.deque[tuple[int, np.ndarray, np.ndarray]]] = {
             ns: collections.deque(maxlen=2000) for ns in self.platforms}
-        self._written: dict[str, Path] = {}
+        self._written: dict[str, tuple[Path, list[str]]] = {}  # trial -> (directory, recording problems)
+        self.incomplete: list[str] = []  # trials the recorder wrote complete: false (streams cut short)
         self._placed = threading.Event()
         self.finished = threading.Event()
         self.exit_status = 0
@@ -142,6 +143,7 @@ class ExperimentNode(Node):
         self._stop = threading.Event()
         self._closing = threading.Event()  # close(): Ctrl-C or the end of the process
         self._abort_reason: str | None = None
+        self.hardware_fault = False  # the run stopped on a fault the real arm's driver reported
         group = ReentrantCallbackGroup()
         for ns in self.platforms:
             self.create_subscription(JointState, f"{ns}/joint_states",
@@ -176,7 +178,7 @@ class ExperimentNode(Node):
     def _on_written(self, msg: String) -> None:
         data = json.loads(msg.data)
         with self._lock:
-            self._written[data["trial"]] = Path(data["path"])
+            self._written[data["trial"]] = (Path(data["path"]), [str(p) for p in data.get("problems") or ()])
 
     def _on_placed(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
         self._placed.set()
@@ -202,6 +204,7 @@ class ExperimentNode(Node):
             raise Sim2RealError(f"{err}; still missing: {', '.join(missing())}") from None
 
     def _on_fault(self, msg: String) -> None:
+        self.hardware_fault = self.hardware_fault or self._abort_reason is None
         self.abort(f"the xArm stopped: {msg.data}")
 
     def abort(self, reason: str) -> None:
@@ -353,12 +356,14 @@ class ExperimentNode(Node):
             while window.name not in self._written and time.monotonic() < deadline and not self._stopping():
                 time.sleep(0.01)
             raise
-        outcomes = {ns: window_outcome(self._recent_boxes(ns, 2000), window, self.box_size)
-                    for ns in self.platforms}
         self._event(event="end", trial=window.name, complete=True, meta=meta)
         self._wait(lambda: window.name in self._written, 30.0, f"the recorder to write {window.name}")
-        self.progress(progress_line(window, len(self.distances), outcomes))
-        return self._written[window.name]
+        path, problems = self._written[window.name]
+        self.progress(progress_line(window, len(self.distances), recorded_outcomes(path, self.platforms)))
+        if problems:
+            self.progress(f"  {window.name} is recorded incomplete: {'; '.join(problems)}")
+            self.incomplete.append(window.name)
+        return path
 
     def close(self) -> None:
         """Stop the sequence and wait for the worker to end (at its next wait, within 10 ms), so

@@ -7,8 +7,13 @@ events on ``experiment/trial_event`` (std_msgs/String, JSON) drive it:
 * ``{"event": "start", "trial", "index", "distance", "start_ns", "end_ns"}``: opens the
   trial's bag; messages stamped inside ``[start_ns, end_ns]`` are written (also those that
   arrived shortly before the event);
-* ``{"event": "end", "meta": {...}}``: closes the bag with trial.json (``meta`` plus the
-  simulator parameters) and answers on ``recorder/trial_written`` with the path.
+* ``{"event": "end", "meta": {...}}``: waits (at most ``drain_timeout``) until every stream
+  the trial needs (:func:`sim2real.trials.coverage.expected_streams`) has delivered messages
+  stamped past the trial's end, then closes the bag with trial.json (``meta`` plus the
+  simulator parameters, each stream's ``coverage`` and each platform's ``loop_health``) and
+  answers on ``recorder/trial_written`` with the path, ``complete`` and the problems. A trial
+  whose streams do not cover its window is written ``complete: false`` with the reason, and no
+  outcome is computed from a box-pose stream that was cut short.
 
 Closing the node (Ctrl-C) closes an open trial with ``complete: false``: what was recorded
 stays readable.
@@ -22,7 +27,8 @@ simulator parameters.
 
 Parameters (type, default: meaning, unit)::
 
-    out_dir  string, required: the run directory (run.json and one directory per trial)
+    out_dir        string, required: the run directory (run.json and one directory per trial)
+    drain_timeout  double, 5.0: longest wait after the end event for late messages, s
     box.*, contact.*, arm.*, pd.*, sim.dt ...  the simulator parameters (stored in trial.json)
 """
 
@@ -31,6 +37,7 @@ from __future__ import annotations
 import collections
 import json
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -59,6 +66,7 @@ from sim2real.nodes.common import (
     trajectory_from_msg,
 )
 from sim2real.trials import PLATFORMS, JointReference, SceneSpec, TrialBagWriter, write_run_meta
+from sim2real.trials.coverage import StreamTracker, coverage_problems, expected_streams, loop_health
 from sim2real.trials.experiment import TrialWindow
 
 PLATFORM_TOPICS = ("joint_states", "joint_command", "box_pose", "pusher_pose")
@@ -75,11 +83,14 @@ class RecorderNode(Node):
         if not out_dir:
             raise ValueError("parameter out_dir is required: the run directory to write (-p out_dir:=DIR)")
         self.out_dir = Path(out_dir)
+        self.drain_timeout = float(self.declare_parameter("drain_timeout", 5.0).value)
         self.params = declare_sim_params(self)
         self._lock = threading.Lock()
         self._writer: TrialBagWriter | None = None
         self._window: TrialWindow | None = None
-        self._recent: collections.deque[tuple[int, Callable[[TrialBagWriter], None]]] = collections.deque(
+        self._tracker: StreamTracker | None = None
+        self._pending_end: tuple[dict[str, Any], float] | None = None  # (end event, monotonic deadline)
+        self._recent: collections.deque[tuple[int, str, Callable[[TrialBagWriter], None]]] = collections.deque(
             maxlen=4000)
         self.written: list[Path] = []
         self._run: dict[str, Any] = {}
@@ -100,6 +111,7 @@ class RecorderNode(Node):
                                      lambda msg, ns=ns: self._on_hard_step(ns, msg), STREAM_QOS)
         self.create_subscription(JointTrajectoryMsg, REFERENCE_TOPIC, self._on_reference, LATCHED_QOS)
         self.create_subscription(String, TRIAL_EVENT_TOPIC, self._on_event, LATCHED_QOS)
+        self.create_timer(0.02, self._close_when_drained)
         report_matches(self, "recorder")
         self.get_logger().info(f"recording trials into {self.out_dir}")
 
@@ -121,7 +133,7 @@ class RecorderNode(Node):
 
             def write(w: TrialBagWriter) -> None:
                 getattr(w, method)(ns, received, position, quaternion, stamp_ns=stamp)
-        self._offer(stamp, write)
+        self._offer(stamp, write, f"{ns}/{series}")
 
     def _on_reference(self, msg: JointTrajectoryMsg) -> None:
         received = now_ns(self)
@@ -142,12 +154,14 @@ class RecorderNode(Node):
             if self._writer is not None and len(self._hard_steps[ns]) < MAX_HARD_STEP_FILES:
                 self._hard_steps[ns].append(json.loads(msg.data))
 
-    def _offer(self, stamp: int, write: Callable[[TrialBagWriter], None]) -> None:
+    def _offer(self, stamp: int, write: Callable[[TrialBagWriter], None], stream: str = "") -> None:
         with self._lock:
+            if stream and self._tracker is not None:
+                self._tracker.add(stream, stamp)
             if self._writer is not None and self._window is not None and self._window.contains(stamp):
                 write(self._writer)
             else:
-                self._recent.append((stamp, write))
+                self._recent.append((stamp, stream, write))
 
     # --- events ---------------------------------------------------------------------------
     def _on_event(self, msg: String) -> None:
@@ -166,6 +180,7 @@ class RecorderNode(Node):
             self._end(event)
 
     def _start(self, window: TrialWindow) -> None:
+        self._close_when_drained(force=True)
         with self._lock:
             if self._writer is not None:
                 self._writer.close({"note": "superseded by the next trial"}, complete=False)
@@ -176,8 +191,11 @@ class RecorderNode(Node):
             self._writer = TrialBagWriter(self.out_dir, window.name, start_ns=window.start_ns)
             self._writer.write_scene(SceneSpec.from_params(self._platforms, self._platforms, self.params))
             self._window = window
+            self._tracker = StreamTracker(window.start_ns, window.end_ns)
             self._hard_steps = {"real": [], "sim": []}
-            for stamp, write in list(self._recent):
+            for stamp, stream, write in list(self._recent):
+                if stream:
+                    self._tracker.add(stream, stamp)
                 if window.contains(stamp):
                     write(self._writer)
             self._recent.clear()
@@ -201,24 +219,75 @@ class RecorderNode(Node):
         self._hard_steps = {"real": [], "sim": []}
 
     def _end(self, event: dict[str, Any]) -> None:
+        """Note the end event; the trial closes once its streams are drained (:meth:`_close_when_drained`)."""
         with self._lock:
-            writer, window = self._writer, self._window
-            if writer is None or window is None or event.get("trial") != window.name:
+            window = self._window
+            if self._writer is None or window is None or event.get("trial") != window.name:
                 return
-            self._writer = self._window = None
-            path = writer.close(self._meta(event.get("meta") or {}), complete=bool(event.get("complete", True)))
+            self._pending_end = (event, time.monotonic() + self.drain_timeout)
+        self._close_when_drained()
+
+    def _close_when_drained(self, force: bool = False) -> None:
+        """Close the pending trial once every expected stream passed the window's end, or at the deadline."""
+        with self._lock:
+            if self._pending_end is None or self._tracker is None:
+                return
+            event, deadline = self._pending_end
+            expected = self._expected(self._tracker)
+            if not (force or self._tracker.delivered(expected) or time.monotonic() >= deadline):
+                return
+            self._pending_end = None
+            writer, window, tracker = self._writer, self._window, self._tracker
+            self._writer = self._window = self._tracker = None
+            if writer is None or window is None:
+                return
+            meta, problems = self._closing_meta(event.get("meta") or {}, tracker, expected)
+            complete = bool(event.get("complete", True)) and not problems
+            path = writer.close(meta, complete=complete)
             self._write_hard_steps(path)
+        if problems:
+            self.get_logger().warning(f"{window.name} recorded incomplete: {'; '.join(problems.values())}")
         self.written.append(path)
-        self._pub_written.publish(String(data=json.dumps({"trial": window.name, "path": str(path)})))
+        self._pub_written.publish(String(data=json.dumps({"trial": window.name, "path": str(path),
+                                                          "complete": complete,
+                                                          "problems": list(problems.values())})))
+
+    def _expected(self, tracker: StreamTracker) -> list[str]:
+        """The streams this trial must cover: the platforms' required series and any other that delivered."""
+        return expected_streams(self._platforms, [name for name, c in tracker.streams.items() if c.count])
+
+    def _closing_meta(self, extra: dict[str, Any], tracker: StreamTracker,
+                      expected: list[str]) -> tuple[dict[str, Any], dict[str, str]]:
+        """trial.json meta with coverage and loop health; the streams that do not cover the window."""
+        meta = self._meta(extra)
+        problems = coverage_problems(tracker, expected)
+        meta["coverage"] = tracker.as_dict()
+        period = float(self.params["sim.dt"])
+        health = {ns: loop_health(tracker.streams[f"{ns}/joint_command"].stamps_ns, period)
+                  for ns in self._platforms if f"{ns}/joint_command" in tracker.streams}
+        meta["loop_health"] = {ns: h.as_dict() for ns, h in health.items() if h is not None}
+        if problems:
+            note = "recording incomplete: " + "; ".join(problems.values())
+            meta["note"] = f"{meta['note']}; {note}" if meta.get("note") else note
+            outcomes = dict(meta.get("outcomes") or {})
+            for ns in self._platforms:
+                cut = problems.get(f"{ns}/box_pose")
+                if cut is not None:
+                    outcomes[ns] = {"error": f"no outcome: {cut}"}
+            meta["outcomes"] = outcomes
+        return meta, problems
 
     def close(self) -> None:
         """Close an open trial as incomplete (Ctrl-C): everything recorded is kept."""
+        self._close_when_drained(force=True)
         with self._lock:
-            writer, window = self._writer, self._window
-            self._writer = self._window = None
+            writer, window, tracker = self._writer, self._window, self._tracker
+            self._writer = self._window = self._tracker = None
             if writer is not None and window is not None:
-                path = writer.close(self._meta({"initial_distance_m": window.distance,
-                                                "note": "interrupted"}), complete=False)
+                extra = {"initial_distance_m": window.distance, "note": "interrupted"}
+                meta = (self._meta(extra) if tracker is None
+                        else self._closing_meta(extra, tracker, self._expected(tracker))[0])
+                path = writer.close(meta, complete=False)
                 self._write_hard_steps(path)
                 self.written.append(path)
 

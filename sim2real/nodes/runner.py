@@ -51,7 +51,7 @@ from typing import Any
 import yaml
 
 from sim2real.control import PushConfig, load_experiment_config
-from sim2real.errors import Sim2RealError
+from sim2real.errors import HardwareFaultError, RunFailedError, Sim2RealError
 from sim2real.hardware.address import require_robot_address
 from sim2real.nodes.common import (
     close_nodes,
@@ -181,8 +181,12 @@ def run_experiment(mode: str, distances: Sequence[float] | str | None, params: P
     Raises
     ------
     Sim2RealError
-        Bad arguments, a node that cannot start (e.g. no controller), a child process that
-        died, a failed trial (e.g. a latched driver fault), timeout.
+        Bad arguments, a node that cannot start (e.g. no controller).
+    HardwareFaultError
+        The real arm's driver reported a fault (the arm was stopped; the open trial is kept
+        as incomplete).
+    RunFailedError
+        A child process died, a trial failed otherwise, or the timeout passed.
     KeyboardInterrupt
         After Ctrl-C; the open trial was closed as incomplete.
     """
@@ -291,12 +295,14 @@ def run_experiment(mode: str, distances: Sequence[float] | str | None, params: P
         watcher.stop()
         if status == 130:
             raise KeyboardInterrupt
+        if experiment.error and experiment.hardware_fault:
+            raise HardwareFaultError(experiment.error)
         if watcher.failure:
-            raise Sim2RealError(watcher.failure)
+            raise RunFailedError(watcher.failure)
         if status == 124:
-            raise Sim2RealError(f"experiment did not finish within {timeout:g} s")
+            raise RunFailedError(f"experiment did not finish within {timeout:g} s")
         if experiment.error:
-            raise Sim2RealError(experiment.error)
+            raise RunFailedError(experiment.error)
         return list(experiment.results)
     finally:
         close_nodes(list(nodes.values()))
@@ -419,16 +425,16 @@ class _Child:
 
         Raises
         ------
-        Sim2RealError
+        RunFailedError
             The child exited first (e.g. a node could not start) or did not get ready in time.
         """
         deadline = time.monotonic() + wait
         while not self.ready_file.exists():
             if self.process.poll() is not None:
-                raise Sim2RealError(f"the {self.label} process exited at start (status {self.process.returncode})")
+                raise RunFailedError(f"the {self.label} process exited at start (status {self.process.returncode})")
             if time.monotonic() > deadline:
                 self.stop()
-                raise Sim2RealError(f"the {self.label} process did not start within {wait:g} s")
+                raise RunFailedError(f"the {self.label} process did not start within {wait:g} s")
             time.sleep(0.05)
 
     def stop(self) -> None:

@@ -58,6 +58,7 @@ from sim2real.report.tables import (
 )
 from sim2real.sysid.spread import SPREAD_JSON
 from sim2real.trials import TrialRecord, read_run, read_run_meta
+from sim2real.trials.coverage import starved_platforms
 from sim2real.trials.jsonio import read_json
 
 REPORT_HTML = "report.html"
@@ -539,8 +540,12 @@ def _trial_blocks(runs: Sequence[_Run], tables: Sequence[ExperimentTable], max_t
             if errors:
                 blocks.append(Paragraph(errors))
             if not trial.complete:
-                blocks.append(Note("This trial was interrupted; the data end where the recording stopped. It is "
-                                   "kept out of the means and maxima and the flip agreement."))
+                reason = str(trial.meta.get("note") or "interrupted")
+                blocks.append(Note(f"This trial was recorded incomplete ({reason}); the data end where the "
+                                   "recording stopped. It is kept out of the means and maxima and the flip agreement."))
+            for ns, description in starved_platforms(trial.meta).items():
+                blocks.append(Alert(f"The {ns} control loop was starved during this trial ({description}): its "
+                                    "push is not the one the PD law describes."))
             tallies = solver_tallies(trial)
             if tallies:
                 text = "Solver: " + "; ".join(f"{ns} {describe_tally(t)}" for ns, t in tallies.items()) + "."

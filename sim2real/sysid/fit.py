@@ -441,6 +441,22 @@ def unknowns(free_set: FreeParameters, start: ParameterSet,
     return Unknowns(start, x0, lower, upper, typical, warnings)
 
 
+def recording_warnings(records: Sequence[TrialRecord]) -> list[str]:
+    """One warning per trial recorded incomplete or with a starved control loop (its data are kept)."""
+    from sim2real.trials.coverage import starved_platforms
+
+    warnings = []
+    for record in records:
+        if not record.complete:
+            reason = record.meta.get("note") or "no reason given"
+            warnings.append(f"trial '{record.name}' was recorded incomplete ({reason}); its residuals end where "
+                            "its streams do")
+        for ns, description in starved_platforms(record.meta).items():
+            warnings.append(f"trial '{record.name}': the {ns} control loop was starved ({description}); its "
+                            "push is not the one the PD law describes")
+    return warnings
+
+
 def usable_trials(records: Sequence[TrialRecord], params: ParameterSet, spec_: ResidualSpec,
                   names: Sequence[str], platform: str = "auto") -> tuple[list[TrialData], list[TrialFailure]]:
     """The records that :func:`fit_trials` can use for ``spec_`` and free ``names``, and the ones left out.
@@ -645,6 +661,7 @@ def fit_trials(records: Sequence[TrialRecord], start: ParameterSet, free: Sequen
         if trial.kind == "arm" and spec_.horizon is not None and trial.command is None and any(
                 n.startswith("arm.") for n in names):
             warnings.append(f"trial '{trial.name}' has no recorded joint commands: it gives no servo residuals")
+    warnings += recording_warnings(records)
 
     with contextlib.ExitStack() as stack:
         if isinstance(executor, str):  # opened here, after the inputs were checked; jackknife refits reuse it

@@ -11,8 +11,9 @@ The ``experiment`` node (:mod:`sim2real.nodes.experiment`) runs, per start dista
    the measured box pose laid flat on the table (:func:`resting_pose`);
 3. **push**: the reference is stamped ``lead_time`` in the future and recorded in the
    window :class:`TrialWindow` (stamps ``[start_ns, end_ns]``);
-4. **end**: once every platform has reported past ``end_ns``, the outcome is computed from
-   the box poses in the window (:func:`window_outcome`).
+4. **end**: once every platform has reported past ``end_ns``, the recorder closes the trial
+   when its streams cover the window and computes the outcomes from them
+   (:mod:`sim2real.trials.coverage`); :func:`recorded_outcomes` reads them back.
 
 Frames: arm base frame (``link_base``), table top at ``contact.table_height``. Units SI;
 times in ns where they are ROS stamps.
@@ -20,8 +21,10 @@ times in ns where they are ROS stamps.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -32,8 +35,7 @@ from sim2real.errors import Sim2RealError
 from sim2real.model import ArmModel, solve_pusher_ik
 from sim2real.params import ParameterSet
 from sim2real.spatial import multiply, normalize, rotate
-from sim2real.trials.outcome import Outcome, compute_outcome
-from sim2real.trials.records import PoseSeries
+from sim2real.trials.outcome import Outcome
 from sim2real.trials.schema import trial_name
 
 FloatArray = NDArray[np.float64]
@@ -307,28 +309,27 @@ class TrialWindow:
                    int(data["start_ns"]), int(data["end_ns"]))  # type: ignore[arg-type]
 
 
-def window_outcome(samples: Sequence[tuple[int, FloatArray, FloatArray]], window: TrialWindow,
-                   box_size: FloatArray) -> Outcome | None:
-    """Outcome of the box poses ``(stamp_ns, position (3,), quaternion (4,))`` inside ``window``.
+def recorded_outcomes(trial_dir: Path, platforms: Sequence[str]) -> dict[str, Mapping[str, Any] | None]:
+    """Each platform's outcome as the recorder stored it in ``trial_dir/trial.json`` (None: none stored)."""
+    try:
+        stored = json.loads((Path(trial_dir) / "trial.json").read_text()).get("outcomes") or {}
+    except (OSError, ValueError):
+        stored = {}
+    return {ns: stored.get(ns) if isinstance(stored.get(ns), Mapping) else None for ns in platforms}
 
-    Returns None when no sample falls in the window.
+
+def progress_line(window: TrialWindow, total: int, outcomes: Mapping[str, Outcome | Mapping[str, Any] | None]) -> str:
+    """One line per finished trial, e.g. ``trial 1/2 d=0.300 m: real 0.300→0.462 m upright; ...``.
+
+    ``outcomes`` per platform: an :class:`Outcome`, its trial.json form, or None (no box pose).
     """
-    inside = sorted((s for s in samples if window.contains(s[0])), key=lambda s: s[0])
-    if not inside:
-        return None
-    series = PoseSeries(np.array([(s[0] - window.start_ns) / NS_PER_S for s in inside]),
-                        np.array([s[1] for s in inside]), np.array([s[2] for s in inside]))
-    return compute_outcome(series, box_size)
-
-
-def progress_line(window: TrialWindow, total: int, outcomes: dict[str, Outcome | None]) -> str:
-    """One line per finished trial, e.g. ``trial 1/2 d=0.300 m: real 0.300→0.462 m upright; ...``."""
     parts = []
     for ns in sorted(outcomes):
         outcome = outcomes[ns]
-        if outcome is None:
-            parts.append(f"{ns}: no box pose")
+        data = outcome.as_dict() if isinstance(outcome, Outcome) else outcome
+        if data is None or data.get("final_distance_m") is None:
+            parts.append(f"{ns}: no outcome" + (f" ({data['error']})" if data and data.get("error") else ""))
         else:
-            state = "FLIPPED" if outcome.flipped else "upright"
-            parts.append(f"{ns} {outcome.initial_distance_m:.3f}->{outcome.final_distance_m:.3f} m {state}")
+            state = "FLIPPED" if data.get("flipped") else "upright"
+            parts.append(f"{ns} {data['initial_distance_m']:.3f}->{data['final_distance_m']:.3f} m {state}")
     return f"trial {window.index + 1}/{total} d={window.distance:.3f} m: " + "; ".join(parts)
