@@ -16,7 +16,8 @@ mode the box pose comes from the motion-capture topic configured in config/mocap
 (mocap_bridge). Keep DDS on loopback with ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST.
 
 Every node is required: when the experiment node exits (all trials recorded, or the run
-failed) or any other node dies, the whole launch shuts down.
+failed) or any other node dies, the whole launch shuts down. `ros2 launch` exits 0 only when
+the experiment recorded every trial, non-zero otherwise (`sim2real run` gives finer statuses).
 """
 
 import os
@@ -28,6 +29,7 @@ from launch.actions import DeclareLaunchArgument, OpaqueFunction, Shutdown
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
+from sim2real.nodes.launch_status import experiment_exited
 from sim2real.nodes.routes import DEFAULT_CONTROLLER, ROUTES, RouteOptions, parse_joints
 from sim2real.paths import read_text_file
 
@@ -110,9 +112,10 @@ def _nodes(context):
     nodes.append(Node(package=PACKAGE, executable="live_view", name="live_view", **common,
                       on_exit=Shutdown(reason="live_view exited"),
                       parameters=[*sim_params, {"platforms": list(platforms)}, *clock]))
-    # The experiment exits when every trial is recorded (0) or the run failed (1): the launch ends with it.
+    # The experiment exits when every trial is recorded (0) or the run failed (1, 130): the launch ends with it
+    # and exits non-zero unless the experiment exited 0 (sim2real.nodes.launch_status).
     nodes.append(Node(package=PACKAGE, executable="experiment", name="experiment", **common,
-                      on_exit=Shutdown(reason="the experiment node exited (trials done or the run failed)"),
+                      on_exit=experiment_exited,
                       parameters=[*sim_params, os.path.join(config, "experiment.yaml"),
                                   {"mode": mode, "mirror": mirror, "engine": engine, "distances": distances},
                                   *clock]))

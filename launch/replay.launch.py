@@ -11,7 +11,8 @@ and the recorder writes one bag. Offline replay with the recorded *commands* and
 
 A ``params_file`` that does not exist, or a ``bag`` that is not a directory, stops the launch
 with one message before any node starts. Every node is required: when the experiment node
-exits (the replay recorded, or failed) or any other node dies, the whole launch shuts down.
+exits (the replay recorded, or failed) or any other node dies, the whole launch shuts down;
+`ros2 launch` exits 0 only when the replay was recorded.
 """
 
 import os
@@ -23,6 +24,7 @@ from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
 from sim2real.errors import Sim2RealError
+from sim2real.nodes.launch_status import experiment_exited
 from sim2real.paths import read_text_file
 
 PACKAGE = "sim2real"
@@ -45,9 +47,10 @@ def _nodes(context):
         Node(package=PACKAGE, executable="recorder", name="recorder", output="screen",
              on_exit=Shutdown(reason="recorder exited"),
              parameters=[params_file, {"out_dir": LaunchConfiguration("out_dir").perform(context)}]),
-        # The experiment exits once the replayed trial is recorded (0) or failed (1): the launch ends with it.
+        # The experiment exits once the replayed trial is recorded (0) or failed (1, 130): the launch ends with it
+        # and exits non-zero unless the experiment exited 0 (sim2real.nodes.launch_status).
         Node(package=PACKAGE, executable="experiment", name="experiment", output="screen",
-             on_exit=Shutdown(reason="the experiment node exited (replay done or failed)"),
+             on_exit=experiment_exited,
              parameters=[params_file, os.path.join(config, "experiment.yaml"),
                          {"mode": "sim", "replay_trial": bag}]),
     ]

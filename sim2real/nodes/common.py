@@ -321,7 +321,8 @@ def run_node(factory: Callable[[], Node], args: Sequence[str] | None = None, *, 
       as configured (:data:`CONFIG_ERRORS`, rclpy's parameter errors): one line
       ``<name>: error: ...`` on stderr, status 2;
     * Ctrl-C (SIGINT) or SIGTERM: the node is closed (``close()``, e.g. the arm stopped, the open
-      trial closed) while ROS is still up, then ROS shuts down; status 0, no traceback;
+      trial closed) while ROS is still up, then ROS shuts down; status 0, no traceback (a node
+      stopped before its ``finished`` event and declaring ``stopped_status``: that status);
     * otherwise the node spins until its ``finished`` event (if it has one) is set; the status is
       then its ``exit_status`` (0 when absent).
 
@@ -425,16 +426,25 @@ def run_nodes(factories: Sequence[Callable[[], Node]], argv: Sequence[str], name
             ready()
         finished = getattr(nodes[0], "finished", None) if len(nodes) == 1 else None
         status = spin_until_finished(nodes, finished)
-        status = 0 if status == 130 else status  # stopped: a stop is not a failure
+        status = _stopped_status(nodes, finished) if status == 130 else status
         if status == 0 and finished is not None and finished.is_set():
             status = int(getattr(nodes[0], "exit_status", 0))
     except KeyboardInterrupt:
-        status = 0
+        status = _stopped_status(nodes, getattr(nodes[0], "finished", None) if len(nodes) == 1 else None)
     finally:
         _stop_signals_exit(name)
         close_nodes(nodes)
         rclpy.try_shutdown()
     return status
+
+
+def _stopped_status(nodes: Sequence[Node], finished: threading.Event | None) -> int:
+    """Status of a stop by signal: 0 (a stop is not a failure), except for a node with work to finish
+    (``finished``) that was stopped before it finished and declares ``stopped_status`` (the
+    experiment: its launch must not report success for trials that were never recorded)."""
+    if finished is None or finished.is_set() or len(nodes) != 1:
+        return 0
+    return int(getattr(nodes[0], "stopped_status", 0))
 
 
 def close_nodes(nodes: Sequence[Node]) -> None:

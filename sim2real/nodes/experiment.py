@@ -8,8 +8,9 @@ sim to the measured state, publish the push reference stamped ``lead_time`` ahea
 until every platform reported past its end, and close the trial (events for the
 ``recorder`` on ``experiment/trial_event``; it answers on ``recorder/trial_written``).
 
-The node exits when every trial is recorded (status 0) or the run failed (status 1, one
-logged line), so a launch can end with it.
+The node exits when every trial is recorded (status 0), the run failed (status 1, one
+logged line) or a signal stopped it before its trials were done (status 130), so a launch can
+end with it and carry its status (:func:`sim2real.nodes.launch_status.experiment_exited`).
 
 Parameters (type, default: meaning, unit); config/experiment.yaml holds the standard values::
 
@@ -98,6 +99,9 @@ from sim2real.trials.experiment import (
 
 class ExperimentNode(Node):
     """The trial sequencer (see the module docstring). ``finished`` is set when all trials ended."""
+
+    #: Exit status of the console script when a signal stops it before every trial was recorded.
+    stopped_status = 130
 
     def __init__(self, name: str = "experiment", progress: Any = None, **kwargs: object) -> None:
         super().__init__(name, **kwargs)  # type: ignore[arg-type]

@@ -160,15 +160,32 @@ def test_the_launch_ends_when_the_experiment_node_exits(monkeypatch, file_name: 
     by_name = {n.kwargs["name"]: n for n in nodes}
     assert "experiment" in by_name and len(by_name) == len(nodes)
     for name, node in by_name.items():
-        assert type(node.kwargs.get("on_exit")).__name__ == "Shutdown", name
+        if name != "experiment":
+            assert type(node.kwargs.get("on_exit")).__name__ == "Shutdown", name
+    # The experiment's exit shuts the launch down, and its status is the launch's: 0 only when it
+    # recorded every trial; a failed or stopped experiment raises in the handler, which launch logs
+    # and turns into a non-zero status of ros2 launch.
+    from sim2real.nodes.launch_status import ExperimentFailedError
+
+    handler = by_name["experiment"].kwargs["on_exit"]
+    (action,) = handler(types.SimpleNamespace(returncode=0), None)
+    assert type(action).__name__ == "Shutdown"
+    for status in (1, 130, -9):
+        with pytest.raises(ExperimentFailedError, match=f"status {status}"):
+            handler(types.SimpleNamespace(returncode=status), None)
 
 
 @pytest.mark.parametrize("path", LAUNCH_FILES, ids=lambda p: p.name)
 def test_every_node_has_a_shutdown_on_exit_statically(path: Path) -> None:
-    """The same from the source: each ``Node(...)`` has ``on_exit=Shutdown(...)``."""
+    """The same from the source: each ``Node(...)`` has ``on_exit=Shutdown(...)``, the experiment's
+    the handler that carries its status."""
     tree = ast.parse(path.read_text())
     for call in _calls(tree, "Node"):
         on_exit = _keyword(call, "on_exit")
+        executable = _keyword(call, "executable")
+        if isinstance(executable, ast.Constant) and executable.value == "experiment":
+            assert isinstance(on_exit, ast.Name) and on_exit.id == "experiment_exited", ast.unparse(call)
+            continue
         assert isinstance(on_exit, ast.Call) and getattr(on_exit.func, "id", "") == "Shutdown", ast.unparse(call)
     imports = [n for n in tree.body if isinstance(n, ast.ImportFrom) and n.module == "launch.actions"]
     assert any(alias.name == "Shutdown" for n in imports for alias in n.names)
