@@ -61,7 +61,7 @@ more than 1 % and than the printed precision, 0.1 mm or 0.1 deg) is a problem.
 
 Starts: the fit runs from the given start and, with --starts N, from N - 1 others: Halton points
 in the box of two parameter scales (max(|value|, 1 % of the bound range)) around the start,
-inside the bounds. Default: N = 3 for p <= 3 unknowns when the fitted trials hold at most 6000
+inside the bounds. Default: N = 3 for p <= 4 unknowns when the fitted trials hold at most 6000
 simulated steps in all (cheap: about a minute of recordings at 100 Hz), else 1 (the rule counts
 steps, not seconds: the same command always tries the same starts); --starts 1 runs the given
 start only. A start that reaches an optimum already found is stopped there. An optimum clearly
@@ -162,7 +162,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--max-iterations", type=bounded_int(0, 100_000), default=20, metavar="N", help="default 20")
     parser.add_argument("--starts", type=bounded_int(1, 64), default=None, metavar="N",
                         help="optimizer runs from N starts: the given one and N - 1 deterministic others inside "
-                             "the bounds (default: 3 for up to 3 unknowns on at most 6000 simulated steps, "
+                             "the bounds (default: 3 for up to 4 unknowns on at most 6000 simulated steps, "
                              "else 1; 1 disables; see Starts below)")
     parser.add_argument("--platform", choices=("auto", "real", "sim"), default="auto",
                         help="recording to fit against (default: real if present, else sim)")

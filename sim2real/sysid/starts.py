@@ -36,8 +36,10 @@ import numpy as np
 
 from sim2real.sysid.optimizer import LMResult
 
-#: Most unknowns for which a fit tries more than one start by default.
-AUTO_MAX_PARAMETERS = 3
+#: Most unknowns for which a fit tries more than one start by default. Four: a flat block pushed near
+#: its centre (both frictions, the support ratio, the centre of mass across) stayed on a plateau at the
+#: nominal start (cost 138918 against 403 at the truth); the third start found the truth.
+AUTO_MAX_PARAMETERS = 4
 #: Starts of a small, cheap fit by default: the given one and two others.
 AUTO_STARTS = 3
 #: Most simulated steps (all fitted trials together) for which a fit tries more than one start by
@@ -175,10 +177,16 @@ def cost_tolerance(result: LMResult) -> float:
     return max(COST_FRACTION * result.cost, _HALF_CHI2_95 * sigma2)
 
 
-def _joined(x: np.ndarray, optima: Sequence[tuple[int, np.ndarray]], tolerance: np.ndarray) -> int | None:
-    """The run whose optimum ``x`` lies within ``tolerance`` (p,) of, if any."""
-    for run, optimum in optima:
-        if np.all(np.abs(x - optimum) <= tolerance):
+def _joined(x: np.ndarray, cost: float, optima: Sequence[tuple[int, LMResult, np.ndarray]]) -> int | None:
+    """The run whose optimum an iterate ``x`` (p,) with ``cost`` has reached, if any.
+
+    Reached: ``x`` lies within that optimum's tolerance (p,) and ``cost`` is not clearly lower
+    than the optimum's (:func:`cost_tolerance`). An iterate near an optimum but clearly below its
+    cost is in another basin (seen: a start near the truth stopped at cost 1852 as "the optimum"
+    of a start that ended at 5572, which the fit then reported).
+    """
+    for run, optimum, tolerance in optima:
+        if np.all(np.abs(x - optimum.x) <= tolerance) and cost >= optimum.cost - cost_tolerance(optimum):
             return run
     return None
 
@@ -191,8 +199,9 @@ def run_starts(main: LMResult, x0: np.ndarray, others: np.ndarray, optimize: Opt
                labels: Sequence[str] = ()) -> list[StartRun]:
     """Run the optimizer from each of ``others`` and record where each ended.
 
-    A run whose iterate reaches the optimum of an earlier run (within :func:`optimum_tolerance` of
-    the given start's optimum) is stopped there and marked ``joined``: it would end at that optimum.
+    A run whose iterate reaches the optimum of an earlier run (within that optimum's
+    :func:`optimum_tolerance` and not clearly below its cost) is stopped there and marked
+    ``joined``: it would end at that optimum.
 
     Parameters
     ----------
@@ -220,12 +229,11 @@ def run_starts(main: LMResult, x0: np.ndarray, others: np.ndarray, optimize: Opt
     from sim2real.errors import Sim2RealError
     from sim2real.sysid.optimizer import FitAbortedError
 
-    tolerance = optimum_tolerance(main, lower, upper)
     runs = [StartRun(np.array(x0, dtype=float), main)]
-    optima: list[tuple[int, np.ndarray]] = [(0, main.x)]
+    optima: list[tuple[int, LMResult, np.ndarray]] = [(0, main, optimum_tolerance(main, lower, upper))]
 
     def stop_when(x: np.ndarray, cost: float) -> str | None:
-        run = _joined(x, optima, tolerance)
+        run = _joined(x, cost, optima)
         return None if run is None else f"reached the optimum of start {run + 1}"
 
     for k, start in enumerate(others, start=2):
@@ -239,10 +247,11 @@ def run_starts(main: LMResult, x0: np.ndarray, others: np.ndarray, optimize: Opt
                 log(f"start {k}/{len(others) + 1} ({_values(labels, start)}): could not be evaluated "
                     f"({runs[-1].error})")
             continue
-        joined = _joined(result.x, optima, tolerance) if result.stop_reason.startswith("reached the optimum") else None
+        joined = (_joined(result.x, result.cost, optima) if result.stop_reason.startswith("reached the optimum")
+                  else None)
         runs.append(StartRun(np.array(start, dtype=float), result, joined=joined))
         if joined is None:
-            optima.append((len(runs) - 1, result.x))
+            optima.append((len(runs) - 1, result, optimum_tolerance(result, lower, upper)))
         if log is not None:
             where = (f"reached the optimum of start {joined + 1}" if joined is not None else
                      f"ended at {_values(labels, result.x)} ({result.stop_reason})")

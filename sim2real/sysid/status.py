@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from sim2real.sysid.optimizer import STOP_MAX_ITERATIONS
+from sim2real.sysid.optimizer import STOP_MAX_ITERATIONS, at_bounds
 from sim2real.sysid.runs import TrialFailure
 
 CONVERGED = "converged"
@@ -47,7 +47,7 @@ def fit_status(stop_reason: str) -> str:
 
 
 def bound_problems(labels: Sequence[str], x: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> list[str]:
-    """One line per unknown sitting at a bound (within 1e-9 of the bound interval).
+    """One line per unknown sitting at a bound (within the optimizer's margin, :func:`at_bounds`).
 
     Parameters
     ----------
@@ -57,11 +57,11 @@ def bound_problems(labels: Sequence[str], x: np.ndarray, lower: np.ndarray, uppe
         Fitted values and bounds, SI units.
     """
     problems = []
-    for name, value, lo, hi in zip(labels, x, lower, upper, strict=True):
-        span = hi - lo
-        if value <= lo + 1e-9 * span:
+    on_lower, on_upper = at_bounds(x, lower, upper)
+    for name, value, lo, hi, low, high in zip(labels, x, lower, upper, on_lower, on_upper, strict=True):
+        if low:
             problems.append(f"{name} = {value:.6g} is at its lower bound {lo:.6g}")
-        elif value >= hi - 1e-9 * span:
+        elif high:
             problems.append(f"{name} = {value:.6g} is at its upper bound {hi:.6g}")
     return problems
 
@@ -85,9 +85,7 @@ def corner_problem(labels: Sequence[str], x: np.ndarray, lower: np.ndarray, uppe
     """
     if len(labels) < 2 or iterations > CORNER_ITERATIONS:
         return None
-    span = upper - lower
-    at_lower = x <= lower + 1e-9 * span
-    at_upper = x >= upper - 1e-9 * span
+    at_lower, at_upper = at_bounds(x, lower, upper)
     if not np.all(at_lower | at_upper):
         return None
     where = ", ".join(f"{name} = {value:.6g} ({'lower' if low else 'upper'})"

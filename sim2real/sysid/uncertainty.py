@@ -52,6 +52,7 @@ from scipy import stats
 
 from sim2real.params import spec
 from sim2real.sysid.objects import registry_name
+from sim2real.sysid.optimizer import at_bounds
 
 #: Two-sided 95 % quantile of the standard normal distribution.
 Z95 = 1.959963984540054
@@ -270,11 +271,11 @@ def summarize_uncertainty(names: tuple[str, ...], x: np.ndarray, jacobian: np.nd
                 denom = np.sqrt(cov[i, i] * cov[j, j])
                 row.append(float(np.clip(cov[i, j] / denom, -1.0, 1.0)) if denom > 0 else (1.0 if i == j else 0.0))
         matrix.append(row)
+    on_lower, on_upper = at_bounds(x, lower, upper)
     for i, name in enumerate(names):
-        span = upper[i] - lower[i]
-        if x[i] <= lower[i] + 1e-9 * span:
+        if on_lower[i]:
             warnings.append(f"{name} = {x[i]:.6g} is pinned at its lower bound {lower[i]:.6g}")
-        elif x[i] >= upper[i] - 1e-9 * span:
+        elif on_upper[i]:
             warnings.append(f"{name} = {x[i]:.6g} is pinned at its upper bound {upper[i]:.6g}")
     return Uncertainty(std=std, ci95=ci95, correlation={"names": list(names), "matrix": matrix}, covariance=cov,
                        undetermined=tuple(n for i, n in enumerate(names) if undetermined_mask[i]),

@@ -57,8 +57,8 @@ def test_other_starts_are_deterministic_inside_the_bounds_and_away_from_the_give
     assert np.all(points >= np.maximum(lower, x0 - 2 * typical))
     assert np.all(points <= np.minimum(upper, x0 + 2 * typical))
     assert not np.any(np.all(np.abs(points - x0) < 0.25 * typical, axis=1))
-    assert default_starts(1, 60) == AUTO_STARTS == 3 and default_starts(3, AUTO_MAX_STEPS) == 3
-    assert default_starts(4, 60) == 1 and default_starts(2, AUTO_MAX_STEPS + 1) == 1
+    assert default_starts(1, 60) == AUTO_STARTS == 3 and default_starts(4, AUTO_MAX_STEPS) == 3
+    assert default_starts(5, 60) == 1 and default_starts(2, AUTO_MAX_STEPS + 1) == 1
 
 
 def test_two_optima_as_low_make_the_optimum_depend_on_the_start() -> None:
