@@ -96,6 +96,50 @@ def test_a_clearly_lower_optimum_from_another_start_is_taken_and_named() -> None
     assert "a local optimum" in verdict.warning and verdict.record["chosen"] == 2
 
 
+def test_a_start_below_an_earlier_optimum_in_cost_is_not_joined_to_it() -> None:
+    """A cost that is flat and high (1000) on a plateau with a local minimum at +1, and a narrow deep dip
+    at +1.3: within the tolerance of the plateau's optimum, but far below its cost. A start that walks
+    into the dip is not stopped as "the optimum of start 1" (as a planar-push fit's start at cost 1852
+    was, beside one at 5572 that the fit then reported); it ends in the dip and is taken."""
+    def evaluate(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        value = float(x[0])
+        plateau = np.sqrt(2000.0) * (1.0 + 0.001 * (value - 1.0) ** 2)
+        dplateau = np.sqrt(2000.0) * 0.002 * (value - 1.0)
+        dip = np.exp(-((value - 1.3) ** 2) / 0.001)
+        ddip = dip * (-2.0 * (value - 1.3) / 0.001)
+        noise = 0.01 * np.sin(np.arange(40.0))
+        return (np.concatenate([[plateau * (1.0 - dip)], noise]),
+                np.concatenate([[dplateau * (1.0 - dip) - plateau * ddip], np.zeros(40)])[:, None])
+
+    main = levenberg_marquardt(evaluate, np.array([1.0]), LOWER, UPPER, typical=np.array([1.0]))
+    assert main.x[0] == pytest.approx(1.0, abs=0.05) and main.cost > 900.0
+    runs = run_starts(main, np.array([1.0]), np.array([[1.33]]), _optimize(evaluate), LOWER, UPPER)
+    assert runs[1].joined is None and runs[1].result.cost < 1.0, runs[1].result.stop_reason
+    assert runs[1].result.x[0] == pytest.approx(1.3, abs=1e-3)
+    assert compare_starts(runs, ["k"], LOWER, UPPER, "test").chosen == 1
+
+
+def test_a_fit_steps_off_a_bound_where_its_jacobian_column_vanishes() -> None:
+    """The residual depends on a friction-like ``m`` through ``1 - exp(-m²)`` (its column vanishes at
+    m = 0), and from m = 1.9, where it saturates, the first Gauss-Newton step runs far below 0. An
+    iterate put on m = 0 exactly never left it ("gradient below gtol" at m = 0); one kept 0.1 % of the
+    range inside walks back to the truth (m = 0.5)."""
+    t = np.linspace(0.0, 1.0, 30)
+
+    def evaluate(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        m, k = float(x[0]), float(x[1])
+        g, dg = 1.0 - np.exp(-m * m), 2.0 * m * np.exp(-m * m)
+        model = g * np.exp(-k * t)
+        jac = np.stack((dg * np.exp(-k * t), -g * t * np.exp(-k * t)), axis=1)
+        return model - (1.0 - np.exp(-0.25)) * np.exp(-1.0 * t), jac
+
+    lower, upper = np.array([0.0, 0.0]), np.array([2.0, 5.0])
+    result = levenberg_marquardt(evaluate, np.array([1.9, 1.0]), lower, upper,
+                                 LMSettings(max_iterations=100, initial_step=1000.0), None, np.array([0.01, 1.0]))
+    assert result.x[0] == pytest.approx(0.5, rel=1e-4) and result.x[1] == pytest.approx(1.0, rel=1e-3)
+    assert min(entry.x[0] for entry in result.trace) == pytest.approx(0.002)  # the bound's margin, not 0
+
+
 def test_a_small_fit_tries_three_starts_by_default_and_one_with_starts_1() -> None:
     record = pusher_record("probe")
     default = fit_trials([record], NOMINAL, "contact.mu_table", horizon=1)
