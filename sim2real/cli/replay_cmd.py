@@ -47,7 +47,8 @@ per trial) are saved as OUT/<trial>/hard_steps/sim_step_<k>.json. --strict raise
 does not converge instead (exit 2, naming trial and step; nothing written).
 
 Predicted spread (--spread FIT.json): each trial is also simulated whole under --draws parameter
-sets drawn from the fit's uncertainty (as 'sim2real sample' draws them), each with the recorded
+sets drawn from the fit's uncertainty (as 'sim2real sample' draws them; a parameter the fit did
+not determine is drawn uniformly within its bounds, and said so), each with the recorded
 start moved by --start-noise (standard deviations of the centre's x and y, mm, and of the heading,
 deg; default 0,0). The outcome is the final box centre x, y (m, base frame) and the yaw since the
 start (deg); the predicted band of each is the central 95 % of the draws, and the real outcome is
@@ -151,9 +152,12 @@ def _spread(args: argparse.Namespace, records: Any, params: Any) -> dict[str, An
         raise Sim2RealError(f"--start-noise '{args.start_noise}': expected MM,DEG (two numbers)") from None
     if not (mm >= 0 and deg >= 0 and math.isfinite(mm + deg)):
         raise Sim2RealError(f"--start-noise '{args.start_noise}': standard deviations must be finite and >= 0")
-    dist = read_fit_distribution(args.spread)
+    dist = read_fit_distribution(args.spread, allow_undetermined=True)
     rng = np.random.default_rng(args.seed)
-    draw = draw_samples(dist, args.draws, rng)
+    draw = draw_samples(dist, args.draws, rng, undetermined="uniform")
+    if draw.uniform:
+        _log(f"not determined by the fit, drawn uniformly within their bounds: {', '.join(draw.uniform)}",
+             alarm=True)
     sets = [params.replace(dict(zip(dist.names, (float(v) for v in row), strict=True))) for row in draw.values]
     dt = float(params["sim.dt"])
     trials = [prepare_trial(r, dt, recorded_platform(r, args.platform)) for r in records]
@@ -174,6 +178,7 @@ def _spread(args: argparse.Namespace, records: Any, params: Any) -> dict[str, An
                + (f" ({len(inside) - len(judged)} without a working draw)" if len(judged) < len(inside) else ""))
     print(summary)
     return {"format": "sim2real.spread/1", "fit": str(args.spread), "draws": args.draws, "seed": args.seed,
+            "uniform": list(draw.uniform),
             "start_noise": {"position_mm": mm, "yaw_deg": deg}, "level": 0.95, "summary": summary,
             "inside": sum(judged), "judged": len(judged), "trials": [s.as_dict() for s in spreads]}
 

@@ -27,7 +27,7 @@ import math
 import os
 import shutil
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -186,7 +186,8 @@ def read_fit_document(path: str | os.PathLike[str]) -> dict[str, Any]:
     return document
 
 
-def read_fit_distribution(path: str | os.PathLike[str], allow_unconverged: bool = False) -> FitDistribution:
+def read_fit_distribution(path: str | os.PathLike[str], allow_unconverged: bool = False,
+                          allow_undetermined: bool = False) -> FitDistribution:
     """Read fit.json into a :class:`FitDistribution`.
 
     Parameters
@@ -195,6 +196,9 @@ def read_fit_distribution(path: str | os.PathLike[str], allow_unconverged: bool 
         A fit report written by ``sim2real fit`` (or the demo).
     allow_unconverged : bool
         Accept a fit whose status is not ``"converged"``.
+    allow_undetermined : bool
+        Accept parameters without a standard deviation (not determined by the data): their ``std``
+        is infinite and their correlations 0 (:func:`draw_samples` with ``undetermined="uniform"``).
 
     Raises
     ------
@@ -232,20 +236,21 @@ def read_fit_distribution(path: str | os.PathLike[str], allow_unconverged: bool 
         raise Sim2RealError(f"{source}: the correlation names ({', '.join(labels)}) do not match the fitted "
                             f"values ({', '.join(values)})")
     undetermined = [n for g in groups for n in g[:1] if std_doc.get(n) is None]
-    if undetermined:
+    if undetermined and not allow_undetermined:
         raise Sim2RealError(f"{source}: no standard deviation for {', '.join(undetermined)} (not determined by the "
                             "data): the fit has no covariance to sample; fix or drop it and refit")
     for name in names:
         spec(name)
     mean = np.array([_number(values[g[0]], f"values['{g[0]}']", source) for g in groups])
-    std = np.array([_number(std_doc[g[0]], f"std['{g[0]}']", source) for g in groups])
+    std = np.array([math.inf if std_doc.get(g[0]) is None else _number(std_doc[g[0]], f"std['{g[0]}']", source)
+                    for g in groups])
     if np.any(std < 0):
         raise Sim2RealError(f"{source}: a standard deviation is negative")
     for group, value in zip(groups, mean, strict=True):
         for name in group[1:]:
             if _number(values[name], f"values['{name}']", source) != value:
                 raise Sim2RealError(f"{source}: tied parameters {', '.join(group)} have different values")
-    correlation = _correlation(correlation_doc["matrix"], len(groups), source)
+    correlation = _correlation(correlation_doc["matrix"], len(groups), source, ~np.isfinite(std))
     lower = np.array([max(spec(n).lower for n in g) for g in groups])
     upper = np.array([min(spec(n).upper for n in g) for g in groups])
     outside = [g[0] for g, v, lo, hi in zip(groups, mean, lower, upper, strict=True) if not lo <= v <= hi]
@@ -268,11 +273,15 @@ def read_fit_distribution(path: str | os.PathLike[str], allow_unconverged: bool 
     )
 
 
-def _correlation(matrix: object, p: int, source: str) -> np.ndarray:
-    """A checked (p, p) correlation matrix from fit.json ``correlation.matrix``."""
+def _correlation(matrix: object, p: int, source: str, undetermined: np.ndarray | None = None) -> np.ndarray:
+    """A checked (p, p) correlation matrix from fit.json ``correlation.matrix``; rows and columns of
+    ``undetermined`` unknowns (p,) bool are taken as uncorrelated (their entries may be missing)."""
     if (not isinstance(matrix, list) or len(matrix) != p
             or not all(isinstance(row, list) and len(row) == p for row in matrix)):
         raise Sim2RealError(f"{source}: no covariance: 'correlation.matrix' must be {p} x {p}")
+    if undetermined is not None and np.any(undetermined):
+        matrix = [[(1.0 if i == j else 0.0) if undetermined[i] or undetermined[j] else v
+                   for j, v in enumerate(row)] for i, row in enumerate(matrix)]
     if any(v is None for row in matrix for v in row):
         raise Sim2RealError(f"{source}: no covariance: 'correlation.matrix' has entries without a value "
                             "(parameters not determined by the data)")
@@ -309,6 +318,8 @@ class SampleDraw:
         Of those, draws outside the bounds of some unknown (``drawn - N``).
     rejected_by : dict of str to int
         Per leader name: draws outside its bounds (a draw may count for several).
+    uniform : tuple of str
+        Leader names the fit did not determine, drawn uniformly within their bounds.
     """
 
     unknowns: np.ndarray
@@ -319,6 +330,7 @@ class SampleDraw:
     drawn: int
     rejected: int
     rejected_by: dict[str, int] = field(default_factory=dict)
+    uniform: tuple[str, ...] = ()
 
     @property
     def acceptance(self) -> float:
@@ -332,9 +344,26 @@ def _factor(dist: FitDistribution) -> np.ndarray:
     return dist.std[:, None] * (eigvec * np.sqrt(np.clip(eigval, 0.0, None)))
 
 
+def undetermined_unknowns(dist: FitDistribution) -> np.ndarray:
+    """Unknowns (p,) bool the fit did not determine: no standard deviation, or a 95 % interval
+    (``quantile`` standard deviations either side) covering :data:`~sim2real.sysid.status.UNDETERMINED_COVERAGE`
+    of the bound range (the fit's own verdict)."""
+    from sim2real.sysid.status import UNDETERMINED_COVERAGE
+
+    span = dist.upper - dist.lower
+    with np.errstate(invalid="ignore", over="ignore"):
+        wide = 2.0 * dist.quantile * dist.std >= UNDETERMINED_COVERAGE * span
+    return ~np.isfinite(dist.std) | wide
+
+
 def draw_samples(dist: FitDistribution, count: int, rng: np.random.Generator, inflate: float = 1.0,
-                 distribution: str = "normal") -> SampleDraw:
+                 distribution: str = "normal", undetermined: str = "refuse") -> SampleDraw:
     """Draw ``count`` parameter sets inside the registry bounds (rejection of the draws outside).
+
+    With ``undetermined="uniform"`` the unknowns the fit did not determine
+    (:func:`undetermined_unknowns`) are drawn uniformly within their bounds, independently of the
+    others (all the data say about them); the rest from the fitted distribution. With ``"refuse"``
+    every unknown comes from the fitted distribution (a draw mostly outside the bounds is an error).
 
     Parameters
     ----------
@@ -363,8 +392,17 @@ def draw_samples(dist: FitDistribution, count: int, rng: np.random.Generator, in
                             "an older fit.json), not Student's t; use --distribution normal")
     if count < 1 or not inflate > 0:
         raise Sim2RealError("need at least one sample and an inflation above 0")
-    factor = _factor(dist) * inflate
+    if undetermined not in ("refuse", "uniform"):
+        raise ValueError(f"undetermined must be 'refuse' or 'uniform', got {undetermined!r}")
     p = len(dist.groups)
+    uniform = undetermined_unknowns(dist) if undetermined == "uniform" else np.zeros(p, dtype=bool)
+    if not np.all(np.isfinite(dist.std[~uniform])):
+        raise Sim2RealError(f"{dist.source}: a parameter without standard deviation cannot be sampled")
+    factor = np.zeros((p, p))
+    kept_idx = np.flatnonzero(~uniform)
+    if kept_idx.size:
+        sub = replace(dist, std=dist.std[kept_idx], correlation=dist.correlation[np.ix_(kept_idx, kept_idx)])
+        factor[np.ix_(kept_idx, kept_idx)] = _factor(sub) * inflate
     batch = max(MIN_BATCH, 2 * count)
     kept: list[np.ndarray] = []
     accepted = drawn = 0
@@ -376,6 +414,8 @@ def draw_samples(dist: FitDistribution, count: int, rng: np.random.Generator, in
         if dof is not None:
             step *= np.sqrt(dof / rng.chisquare(dof, batch))[:, None]
         x = dist.mean + step
+        if np.any(uniform):
+            x[:, uniform] = rng.uniform(dist.lower[uniform], dist.upper[uniform], (batch, int(uniform.sum())))
         outside = (x < dist.lower) | (x > dist.upper)
         inside = ~outside.any(axis=1)
         judged += batch
@@ -403,7 +443,8 @@ def draw_samples(dist: FitDistribution, count: int, rng: np.random.Generator, in
     unknowns = np.concatenate(kept, axis=0)
     return SampleDraw(unknowns=unknowns, values=dist.expand(unknowns), distribution=distribution, dof=dof,
                       inflate=float(inflate), drawn=drawn, rejected=drawn - count,
-                      rejected_by={label: int(n) for label, n in zip(dist.labels, rejected_by, strict=True)})
+                      rejected_by={label: int(n) for label, n in zip(dist.labels, rejected_by, strict=True)},
+                      uniform=tuple(label for label, u in zip(dist.labels, uniform, strict=True) if u))
 
 
 def describe_method(dist: FitDistribution, draw: SampleDraw) -> str:
@@ -415,7 +456,9 @@ def describe_method(dist: FitDistribution, draw: SampleDraw) -> str:
             else f"multivariate Student's t with {draw.dof} degrees of freedom")
     return (f"{what}: mean = the fitted values, scale = {scale} with the fit's correlation matrix; draws outside "
             "the registry bounds rejected and drawn again (a truncated distribution); tied parameters follow "
-            "their leader; every other parameter at the fit's value")
+            "their leader; every other parameter at the fit's value" + (
+                f"; not determined by the fit, so drawn uniformly within their bounds: {', '.join(draw.uniform)}"
+                if draw.uniform else ""))
 
 
 def _fmt(value: float) -> str:

@@ -10,7 +10,9 @@ pose perturbed by measurement noise, and the real outcome is compared with the s
   z since the start (deg);
 * the *predicted band* of each coordinate is the central ``level`` (default 95 %) of the draws
   (empirical quantiles; with N draws its ends are the ``(1 - level) / 2`` quantiles);
-* the real outcome lies *inside* when every coordinate lies in its band.
+* the real outcome lies *inside* when every coordinate lies in its band;
+* with start noise (the measurement noise of the recorded poses), each draw's start is moved by
+  it and its final outcome gets it too, as the recorded outcome carries it.
 
 Draws whose simulation fails are counted and left out of the band (never hidden).
 """
@@ -173,8 +175,9 @@ def predict_spread(executor: Executor, trials: Sequence[TrialData], parameter_se
     mode, pusher, pusher_shape, engine : str
         As for a replay (:func:`sim2real.sysid.replay.replay`).
     noise : StartNoise
-        Start-pose noise added per draw (the same shift for every trial in one draw is not
-        assumed: each trial and draw gets its own).
+        Measurement noise of the recorded poses. Each draw's start is moved by it (each trial and
+        draw gets its own shift), and each draw's final outcome gets it too, as the real one does:
+        ``x`` and ``y`` the position noise, the yaw since the start that of two headings (√2 ×).
     rng : numpy.random.Generator, optional
         Source of the start shifts (required when ``noise`` is not zero).
 
@@ -193,10 +196,13 @@ def predict_spread(executor: Executor, trials: Sequence[TrialData], parameter_se
     tasks = [SpreadTask(shared[i], params, mode, pusher, pusher_shape, engine, tuple(float(v) for v in shifts[i, j]))
              for i in range(len(trials)) for j, params in enumerate(parameter_sets)]
     results = list(executor.map(run_spread_task, tasks))
+    measured = np.array([noise.position_m, noise.position_m, np.sqrt(2.0) * np.degrees(noise.yaw_rad)])
     spreads = []
     for i, data in enumerate(trials):
         mine = results[i * count:(i + 1) * count]
         finals = [r for r in mine if isinstance(r, np.ndarray)]
+        if finals and np.any(measured > 0):
+            finals = list(np.array(finals) + rng.standard_normal((len(finals), 3)) * measured)  # type: ignore[union-attr]
         real = final_outcome(data.box_position, data.box_quaternion,
                              [float(parameter_sets[0][f"box.size_{a}"]) for a in "xyz"])
         spreads.append(TrialSpread(data.name, real, np.array(finals).reshape(-1, 3),
