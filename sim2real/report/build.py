@@ -34,6 +34,7 @@ from sim2real.report.figures import (
     prediction_spread_figure,
     residual_figure,
 )
+from sim2real.report.objects import object_blocks
 from sim2real.report.pairing import Pairing, pair_runs
 from sim2real.report.spread import spread_blocks
 from sim2real.report.tables import (
@@ -291,6 +292,7 @@ def _experiment_blocks(tables: Sequence[ExperimentTable], runs: Sequence[_Run], 
                             css_class="experiment"))
         blocks.append(Paragraph(experiment_summary_text(table)))
         blocks += [Note(note) for note in table.notes]
+    blocks += object_blocks(tables)
     figure = final_distance_figure(tables)
     if figure is not None:
         blocks.append(Figure(f"{FIGURE_PREFIX}final_distance.png", figure,

@@ -122,6 +122,8 @@ class ExperimentRow:
         RMS 3-D distance between the sim and the real box centre over the time span both
         platforms recorded box poses in (:func:`sim2real.trials.path_rms`), m; None without
         both pose series (e.g. a real outcome stored without its poses).
+    obj : str or None
+        The trial's object label (trial.json ``object.name``, e.g. ``"steel"``), None without one.
     """
 
     trial: str
@@ -137,6 +139,7 @@ class ExperimentRow:
     final_error_m: float | None = None
     yaw_error_deg: float | None = None
     path_rms_m: float | None = None
+    obj: str | None = None
 
     @property
     def gap_m(self) -> float | None:
@@ -263,6 +266,13 @@ class ExperimentTable:
         return any(getattr(r, attr) is not None for r in self.rows)
 
 
+def _object_label(trial: TrialRecord) -> str | None:
+    """The trial's object label (trial.json ``object.name``), None without one or when unreadable."""
+    section = trial.meta.get("object")
+    name = section.get("name") if isinstance(section, Mapping) else None
+    return str(name) if name is not None else None
+
+
 def _match_key(trial: TrialRecord) -> tuple[str, float | None]:
     start = _float_or_none(trial.meta.get("initial_distance_m")) if is_standard_push(trial) else None
     return trial.name, None if start is None else round(start, 3)
@@ -341,6 +351,7 @@ def experiment_table(label: str, trials: Sequence[TrialRecord],
             final_error_m=_float_or_none(errors.final_position_m),
             yaw_error_deg=_float_or_none(errors.yaw_deg),
             path_rms_m=path,
+            obj=_object_label(trial),
         ))
     table = ExperimentTable(label, tuple(rows))
     if borrowed:

@@ -140,3 +140,25 @@ def test_fit_read_tolerantly(tmp_path: Path) -> None:
     assert fit.values == {"contact.mu_table": 0.4}
     assert set(fit.missing) == {"std", "start_values", "ci95", "correlation", "trace"}
     assert fit.warnings == ("mass: no",)
+
+
+def test_trials_of_several_objects_are_grouped_by_object(tmp_path: Path) -> None:
+    """Trials labelled with their object (import --object) get a per-object table of the sim-vs-real errors;
+    a run of one object (or unlabelled trials) gets none."""
+    run = tmp_path / "blocks"
+    write_run_meta(run, {"mode": "import"})
+    for k, (name, sim_travel) in enumerate((("steel", 0.14), ("steel", 0.145), ("plastic", 0.10))):
+        trial = make_trial(k, 0.30 + 0.05 * k, sim_travel=sim_travel, duration=0.5, rate_hz=50.0)
+        trial.meta["object"] = {"name": name, "pusher_shape": "rod", "parameters": {"box.size_x": 0.1}}
+        write_trial(run, trial)
+    table = experiment_table("blocks", read_run(run))
+    assert [r.obj for r in table.rows] == ["steel", "steel", "plastic"]
+    md = build_report([run], tmp_path / "report").markdown.read_text()
+    assert "By object" in md
+    rows = {line.split("|")[2].strip(): line for line in md.splitlines()
+            if line.startswith("| blocks |") and line.split("|")[2].strip() in ("steel", "plastic")}
+    assert set(rows) == {"steel", "plastic"} and "| 2/2 |" in rows["steel"] and "| 1/1 |" in rows["plastic"]
+    single = tmp_path / "single"
+    write_run_meta(single, {"mode": "import"})
+    write_trial(single, make_trial(0, 0.30, duration=0.5, rate_hz=50.0))
+    assert "By object" not in build_report([single], tmp_path / "report1").markdown.read_text()
