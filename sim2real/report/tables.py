@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from sim2real.errors import Sim2RealError
+from sim2real.sysid.fit_file import read_fit_document
 from sim2real.trials import (
     PLATFORMS,
     OutcomeErrors,
@@ -27,7 +28,6 @@ from sim2real.trials import (
     outcome_errors,
     path_rms,
 )
-from sim2real.trials.jsonio import read_json
 
 
 def trial_outcomes(trial: TrialRecord) -> dict[str, dict[str, Any]]:
@@ -649,7 +649,7 @@ def read_fit(path: str | Path) -> FitSummary:
     Sim2RealError
         The file cannot be read, is not a JSON object, or has no ``values`` mapping.
     """
-    content = read_json(Path(path), "fit file")
+    content = read_fit_document(path)
     missing: list[str] = []
     values = _number_map(content.get("values"))
     if not values:

@@ -36,6 +36,7 @@ import numpy as np
 from sim2real.errors import Sim2RealError
 from sim2real.filemodes import staging_dir
 from sim2real.params import ParameterSet, save_params, spec
+from sim2real.sysid.fit_file import read_fit_document
 
 #: Fewest draws looked at before the acceptance rate is judged.
 MIN_JUDGED_DRAWS = 1000
@@ -164,26 +165,6 @@ def _groups(document: Mapping[str, Any], labels: Sequence[str], source: str) -> 
             raise Sim2RealError(f"{source}: correlation names must be parameter names, got {label!r}")
         groups.append(tuple(label.split("=")) if "=" in label else by_leader.get(label, (label,)))
     return tuple(groups)
-
-
-def read_fit_document(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """The JSON object of a fit report.
-
-    Raises
-    ------
-    Sim2RealError
-        Missing or unreadable file, invalid JSON, not an object (one line each).
-    """
-    from sim2real.paths import read_text_file
-
-    text = read_text_file(path, "fit report")
-    try:
-        document = json.loads(text)
-    except ValueError as err:
-        raise Sim2RealError(f"{path}: not valid JSON ({' '.join(str(err).split())})") from None
-    if not isinstance(document, dict):
-        raise Sim2RealError(f"{path}: not a fit report (expected a JSON object written by 'sim2real fit')")
-    return document
 
 
 def read_fit_distribution(path: str | os.PathLike[str], allow_unconverged: bool = False,

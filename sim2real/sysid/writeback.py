@@ -26,6 +26,7 @@ from sim2real.filemodes import temp_file
 from sim2real.params import save_params
 from sim2real.physics import save_hard_steps
 from sim2real.sysid.fit import FitResult
+from sim2real.sysid.fit_file import FIT_FORMAT
 
 PARAMS_SUFFIXES: tuple[str, ...] = (".yaml", ".yml")
 #: Suffix of the folder (beside the params file, named after its stem) of the hard-step reproduction files.
@@ -74,7 +75,7 @@ def _json_safe(value: Any) -> Any:
 def fit_document(result: FitResult, out: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     """The fit.json object of ``result`` (non-finite numbers become null), with ``params_file`` and the
     name of the hard-step folder (``hard_steps.directory``, beside the params file) when ``out`` is given."""
-    document = result.to_json()
+    document = {"format": FIT_FORMAT, **result.to_json()}
     if out is not None:
         document["params_file"] = str(out)
         document["hard_steps"] = {"directory": hard_steps_dir(out).name, **document["hard_steps"]}
