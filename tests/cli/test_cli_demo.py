@@ -118,8 +118,9 @@ def test_demo_fit_lands_on_the_hidden_values(tmp_path: Path) -> None:
         assert entry["hidden"] == pytest.approx(hidden[name])
 
     # After the fit the simulator agrees with the stand-in on every flip of the published pushes away
-    # from the toppling distance whose real arm made the push the model describes, and the gap shrank. A trial whose real loop was
-    # disturbed (its pusher path far from the re-simulated one) is named; most trials are not.
+    # from the toppling distance whose real arm made the push the model describes, and the gap shrank.
+    # A trial whose real loop was disturbed (its pusher path far from the re-simulated one) is named;
+    # most trials are not.
     disturbed = {entry["trial"]: entry["pusher_path_gap_m"] for entry in check["disturbed"]}
     assert len(disturbed) <= 2, disturbed
     for record in after:
