@@ -17,18 +17,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sim2real.physics import layout
 from sim2real.physics.geometry import capsule_contact, sphere_contact, table_contacts
+from sim2real.physics.layout import (  # re-exported: the layout of θ lives in sim2real.physics.layout
+    PUSHER_END_SLICE,
+    PUSHER_START_SLICE,
+    SPHERE_END_SLICE,
+    SPHERE_START_SLICE,
+    STATE_SLICE,
+)
 from sim2real.spatial import from_rotation_vector, multiply, skew, to_matrix
 
 GRAVITY = 9.81
 """Standard gravity, m/s², along world -z."""
 
-#: Physical parameters that enter a step, in the order they sit in ``θ`` after state and pusher.
-THETA_PARAMS: tuple[str, ...] = (
-    "box.mass", "box.size_x", "box.size_y", "box.size_z", "box.com_x", "box.com_y", "box.com_z",
-    "contact.mu_table", "contact.mu_pusher", "contact.table_height", "pusher.radius", "box.inertia_scale",
-    "contact.support_ratio", "box.edge_radius",
-)
 #: Smallest friction coefficient used in the cone equation ``ξ₁ = μγ``: at μ = 0 the cone pair has no
 #: interior, so frictionless contacts are simulated with this (negligible) friction instead.
 MIN_FRICTION = 1e-5
@@ -44,16 +46,6 @@ MIN_FRICTION = 1e-5
 #: kinematically pushed box independent of its mass, as with rigid contact (all impulses scale with m).
 PUSHER_CONTACT_FREQUENCY = 1500.0
 
-STATE_SLICE = slice(0, 13)
-#: Pusher placement at the start / end of the step: two points (a, b), 3 + 3 m world. A sphere is
-#: placed by its centre ``a`` alone (``b`` is ignored); a capsule by its segment end points.
-PUSHER_START_SLICE = slice(13, 19)
-PUSHER_END_SLICE = slice(19, 25)
-#: Where a sphere's centre sits within θ (the first point of each placement), start / end of the step.
-SPHERE_START_SLICE = slice(13, 16)
-SPHERE_END_SLICE = slice(19, 22)
-PARAMS_OFFSET = 25
-THETA_SIZE = PARAMS_OFFSET + len(THETA_PARAMS)
 
 
 @dataclass(frozen=True)
@@ -121,11 +113,12 @@ def box_inertia(mass: np.ndarray, size: np.ndarray) -> np.ndarray:
 
 
 def _unpack(theta: np.ndarray) -> dict[str, np.ndarray]:
-    p = theta[..., PARAMS_OFFSET:]
     return {
-        "mass": p[..., 0], "size": p[..., 1:4], "com": p[..., 4:7], "mu_table": p[..., 7],
-        "mu_pusher": p[..., 8], "table_height": p[..., 9], "radius": p[..., 10], "inertia_scale": p[..., 11],
-        "support_ratio": p[..., 12], "edge_radius": p[..., 13],
+        "mass": theta[..., layout.MASS], "size": theta[..., layout.SIZE_SLOTS],
+        "com": theta[..., layout.COM_SLOTS], "mu_table": theta[..., layout.MU_TABLE],
+        "mu_pusher": theta[..., layout.MU_PUSHER], "table_height": theta[..., layout.TABLE_HEIGHT],
+        "radius": theta[..., layout.PUSHER_RADIUS], "inertia_scale": theta[..., layout.INERTIA_SCALE],
+        "support_ratio": theta[..., layout.SUPPORT_RATIO], "edge_radius": theta[..., layout.EDGE_RADIUS],
     }
 
 
@@ -146,13 +139,14 @@ def to_com_velocity(state: np.ndarray, com_body: np.ndarray) -> tuple[np.ndarray
     velocity : ndarray (..., 6)
         (v_com m/s world, ω rad/s body).
     """
-    q = state[..., 3:7] / np.linalg.norm(state[..., 3:7], axis=-1, keepdims=True)
+    quaternion = state[..., layout.QUAT:layout.QUAT + 4]
+    q = quaternion / np.linalg.norm(quaternion, axis=-1, keepdims=True)
     rotation = to_matrix(q)
     lever_world = np.einsum("...ij,...j->...i", rotation, com_body)
-    omega_world = state[..., 10:13]
-    v_com = state[..., 7:10] + np.cross(omega_world, lever_world)
+    omega_world = state[..., layout.OMEGA:layout.OMEGA + 3]
+    v_com = state[..., layout.VEL:layout.VEL + 3] + np.cross(omega_world, lever_world)
     omega_body = np.einsum("...ji,...j->...i", rotation, omega_world)
-    return state[..., 0:3] + lever_world, rotation, np.concatenate((v_com, omega_body), axis=-1)
+    return state[..., layout.POS:layout.POS + 3] + lever_world, rotation, np.concatenate((v_com, omega_body), axis=-1)
 
 
 def problem_data(theta: np.ndarray, dt: float, with_pusher: bool, capsule: bool = False) -> ProblemData:
@@ -243,7 +237,8 @@ def next_state(theta: np.ndarray, velocity_next: np.ndarray, dt: float) -> np.nd
     """
     com_body = _unpack(theta)["com"]
     com_world, _, _ = to_com_velocity(theta[..., STATE_SLICE], com_body)
-    q = theta[..., 3:7] / np.linalg.norm(theta[..., 3:7], axis=-1, keepdims=True)
+    quaternion = theta[..., layout.QUAT:layout.QUAT + 4]
+    q = quaternion / np.linalg.norm(quaternion, axis=-1, keepdims=True)
     v_com, omega_body = velocity_next[..., :3], velocity_next[..., 3:]
     q_next = multiply(q, from_rotation_vector(dt * omega_body))
     rotation_next = to_matrix(q_next)

@@ -10,10 +10,11 @@ in one compiled call per time step.
 
 Layouts (``n`` contacts: 8 table corners, then the pusher if present):
 
-* problem vector ``θ`` (:data:`~sim2real.physics.dynamics.THETA_SIZE`): state 13, pusher placement
+* problem vector ``θ`` (:data:`~sim2real.physics.layout.THETA_SIZE`): state 13, pusher placement
   at the start and at the end of the step (6 + 6, m world: sphere centre and 3 unused numbers, or
   the capsule's two segment end points), parameters in the order of
-  :data:`~sim2real.physics.dynamics.THETA_PARAMS`;
+  :data:`~sim2real.physics.layout.THETA_PARAMS`; read only through the named slots of
+  :mod:`sim2real.physics.layout`;
 * iterate ``w`` (6 + 8n): ``a`` (6), ``γ`` (n), ``s`` (n), ``ξ`` (n × 3 row-major), ``η`` (n × 3);
 * residual ``r`` (6 + 8n): dynamics (6), normal (n), cone head (n), slip (n × 2), complementarity
   of the normal pair (n), of the cone pair (n × 3). Sensitivity right-hand sides are columns of
@@ -28,17 +29,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from sim2real.physics.dynamics import (
-    GRAVITY,
-    MIN_FRICTION,
-    PARAMS_OFFSET,
-    PUSHER_CONTACT_FREQUENCY,
-    PUSHER_END_SLICE,
-    PUSHER_START_SLICE,
-    THETA_PARAMS,
-    THETA_SIZE,
-)
+from sim2real.physics import layout
+from sim2real.physics.dynamics import GRAVITY, MIN_FRICTION, PUSHER_CONTACT_FREQUENCY
 from sim2real.physics.geometry import CONTACT_BAND as _CONTACT_BAND
+from sim2real.physics.layout import PARAMS_OFFSET, PUSHER_END_SLICE, PUSHER_START_SLICE, THETA_PARAMS, THETA_SIZE
 
 #: Indices into the settings vector handed to :func:`step_kernel` (see :func:`settings_vector`).
 S_RESIDUAL_TOL, S_KAPPA_RTOL, S_MAX_ITERATIONS, S_TAU_MIN, S_TAU_SOC_MAX = 0, 1, 2, 3, 4
@@ -73,7 +67,7 @@ ACTIVE_IMPULSE = 1e-3
 THETA_STEP = 1e-7
 
 _T = THETA_SIZE
-_P = PARAMS_OFFSET
+
 _PS = PUSHER_START_SLICE.start  # pusher placement (a, b) at the start of the step in θ
 _PE = PUSHER_END_SLICE.start  # ... and at its end
 #: Width of a capsule's near-minimum band, m (``geometry.CONTACT_BAND``).
@@ -316,8 +310,8 @@ def pusher_box_distance(theta: np.ndarray, origin: np.ndarray, rot: np.ndarray, 
     17 numbers. Returns (distance m, contact segment parameter ``t``; 0 for a sphere).
     """
     base = _PE if end_of_step else _PS
-    edge = theta[_P + 13]
-    radius = theta[_P + 10] + edge
+    edge = theta[layout.EDGE_RADIUS]
+    radius = theta[layout.PUSHER_RADIUS] + edge
     centre = scratch[0:3]
     other = scratch[3:6]
     for i in range(3):
@@ -349,7 +343,7 @@ def pusher_box_distance(theta: np.ndarray, origin: np.ndarray, rot: np.ndarray, 
 def inner_half(theta: np.ndarray, out: np.ndarray) -> None:
     """Half sizes of the box's inner box, m (3,): ``box.size / 2 - box.edge_radius``."""
     for i in range(3):
-        out[i] = 0.5 * theta[_P + 1 + i] - theta[_P + 13]
+        out[i] = 0.5 * theta[layout.SIZE_SLOTS[i]] - theta[layout.EDGE_RADIUS]
 
 
 @njit(cache=True)
@@ -366,32 +360,32 @@ def problem_data(theta: np.ndarray, dt: float, n: int, capsule: bool, jn: np.nda
     last); ``capsule``: the pusher is a capsule placed by its segment end points (else a sphere by
     its centre). ``scratch``: work space of at least :data:`PROBLEM_SCRATCH` numbers.
     """
-    mass = theta[_P]
-    sx, sy, sz = theta[_P + 1], theta[_P + 2], theta[_P + 3]
-    cx, cy, cz = theta[_P + 4], theta[_P + 5], theta[_P + 6]
+    mass = theta[layout.MASS]
+    sx, sy, sz = theta[layout.SIZE_X], theta[layout.SIZE_Y], theta[layout.SIZE_Z]
+    cx, cy, cz = theta[layout.COM_X], theta[layout.COM_Y], theta[layout.COM_Z]
     half = scratch[36:39]  # the inner box (rounded edges: box.edge_radius)
     inner_half(theta, half)
-    edge = theta[_P + 13]
+    edge = theta[layout.EDGE_RADIUS]
     rot = scratch[0:9].reshape((3, 3))
-    _rotation(theta[3], theta[4], theta[5], theta[6], rot)
+    _rotation(theta[layout.QUAT], theta[layout.QUAT + 1], theta[layout.QUAT + 2], theta[layout.QUAT + 3], rot)
     lever = scratch[9:12]  # R com, world
     for i in range(3):
         lever[i] = rot[i, 0] * cx + rot[i, 1] * cy + rot[i, 2] * cz
-    wx, wy, wz = theta[10], theta[11], theta[12]
-    v0[0] = theta[7] + wy * lever[2] - wz * lever[1]
-    v0[1] = theta[8] + wz * lever[0] - wx * lever[2]
-    v0[2] = theta[9] + wx * lever[1] - wy * lever[0]
+    wx, wy, wz = theta[layout.OMEGA], theta[layout.OMEGA + 1], theta[layout.OMEGA + 2]
+    v0[0] = theta[layout.VEL] + wy * lever[2] - wz * lever[1]
+    v0[1] = theta[layout.VEL + 1] + wz * lever[0] - wx * lever[2]
+    v0[2] = theta[layout.VEL + 2] + wx * lever[1] - wy * lever[0]
     for i in range(3):
         v0[3 + i] = rot[0, i] * wx + rot[1, i] * wy + rot[2, i] * wz
     md[0] = md[1] = md[2] = mass
-    scale = theta[_P + 11]  # box.inertia_scale
+    scale = theta[layout.INERTIA_SCALE]  # box.inertia_scale
     md[3] = scale * mass / 12.0 * (sy * sy + sz * sz)
     md[4] = scale * mass / 12.0 * (sx * sx + sz * sz)
     md[5] = scale * mass / 12.0 * (sx * sx + sy * sy)
-    com_z = theta[2] + lever[2]
-    mu_table = max(theta[_P + 7], MIN_FRICTION)
-    table_height = theta[_P + 9]
-    shrink = 1.0 - theta[_P + 12]  # 1 - contact.support_ratio
+    com_z = theta[layout.POS + 2] + lever[2]
+    mu_table = max(theta[layout.MU_TABLE], MIN_FRICTION)
+    table_height = theta[layout.TABLE_HEIGHT]
+    shrink = 1.0 - theta[layout.SUPPORT_RATIO]  # 1 - contact.support_ratio
     # Table corners: normal +z, tangents +x, +y (world); the rotational part of a row is d × (Rᵀ n). The
     # normal acts at the contact point d (an inner corner, less edge radius × Rᵀ z); friction at that
     # point moved towards the vertical through the centre of mass within the table plane
@@ -426,7 +420,7 @@ def problem_data(theta: np.ndarray, dt: float, n: int, capsule: bool, jn: np.nda
     if n == 9:
         origin = scratch[12:15]
         for i in range(3):
-            origin[i] = theta[i]
+            origin[i] = theta[layout.POS + i]
         normal_body = scratch[18:21]
         point_body = scratch[21:24]
         distance, t = pusher_box_distance(theta, origin, rot, half, capsule, False, normal_body, point_body,
@@ -467,7 +461,7 @@ def problem_data(theta: np.ndarray, dt: float, n: int, capsule: bool, jn: np.nda
                 bn[8] = distance / dt - along
             else:
                 bt[8, row - 1] = -along
-        mu[8] = max(theta[_P + 8], MIN_FRICTION)
+        mu[8] = max(theta[layout.MU_PUSHER], MIN_FRICTION)
     scales[0] = mass * GRAVITY * dt
     scales[1] = GRAVITY * dt
     scales[2] = 0.5 * np.sqrt(sx * sx + sy * sy + sz * sz)
@@ -481,11 +475,13 @@ def next_state(theta: np.ndarray, a: np.ndarray, dt: float, out: np.ndarray, scr
     Compiled twin of ``dynamics.next_state``: backward Euler on the centre of mass, orientation
     ``q ⊗ exp(dt ω_body)`` on the unit-quaternion manifold. ``scratch``: at least 18 numbers.
     """
-    cx, cy, cz = theta[_P + 4], theta[_P + 5], theta[_P + 6]
+    cx, cy, cz = theta[layout.COM_X], theta[layout.COM_Y], theta[layout.COM_Z]
     rot = scratch[0:9].reshape((3, 3))
-    _rotation(theta[3], theta[4], theta[5], theta[6], rot)
-    norm = np.sqrt(theta[3] ** 2 + theta[4] ** 2 + theta[5] ** 2 + theta[6] ** 2)
-    w1, x1, y1, z1 = theta[3] / norm, theta[4] / norm, theta[5] / norm, theta[6] / norm
+    _rotation(theta[layout.QUAT], theta[layout.QUAT + 1], theta[layout.QUAT + 2], theta[layout.QUAT + 3], rot)
+    norm = np.sqrt(theta[layout.QUAT] ** 2 + theta[layout.QUAT + 1] ** 2 + theta[layout.QUAT + 2] ** 2
+                   + theta[layout.QUAT + 3] ** 2)
+    w1, x1, y1, z1 = (theta[layout.QUAT] / norm, theta[layout.QUAT + 1] / norm, theta[layout.QUAT + 2] / norm,
+                      theta[layout.QUAT + 3] / norm)
     rx, ry, rz = dt * a[3], dt * a[4], dt * a[5]
     angle = np.sqrt(rx * rx + ry * ry + rz * rz)
     scale = 0.5 - angle * angle / 48.0 if angle < _SMALL_ANGLE else np.sin(0.5 * angle) / angle
@@ -499,15 +495,16 @@ def next_state(theta: np.ndarray, a: np.ndarray, dt: float, out: np.ndarray, scr
     for i in range(3):
         lever_start = rot[i, 0] * cx + rot[i, 1] * cy + rot[i, 2] * cz
         lever_next = rot_next[i, 0] * cx + rot_next[i, 1] * cy + rot_next[i, 2] * cz
-        out[i] = theta[i] + lever_start + dt * a[i] - lever_next
-        out[10 + i] = rot_next[i, 0] * a[3] + rot_next[i, 1] * a[4] + rot_next[i, 2] * a[5]
-    out[3], out[4], out[5], out[6] = qw, qx, qy, qz
+        out[layout.POS + i] = theta[layout.POS + i] + lever_start + dt * a[i] - lever_next
+        out[layout.OMEGA + i] = rot_next[i, 0] * a[3] + rot_next[i, 1] * a[4] + rot_next[i, 2] * a[5]
+    out[layout.QUAT], out[layout.QUAT + 1], out[layout.QUAT + 2], out[layout.QUAT + 3] = qw, qx, qy, qz
     lx = rot_next[0, 0] * cx + rot_next[0, 1] * cy + rot_next[0, 2] * cz
     ly = rot_next[1, 0] * cx + rot_next[1, 1] * cy + rot_next[1, 2] * cz
     lz = rot_next[2, 0] * cx + rot_next[2, 1] * cy + rot_next[2, 2] * cz
-    out[7] = a[0] - (out[11] * lz - out[12] * ly)
-    out[8] = a[1] - (out[12] * lx - out[10] * lz)
-    out[9] = a[2] - (out[10] * ly - out[11] * lx)
+    wx, wy, wz = out[layout.OMEGA], out[layout.OMEGA + 1], out[layout.OMEGA + 2]
+    out[layout.VEL] = a[0] - (wy * lz - wz * ly)
+    out[layout.VEL + 1] = a[1] - (wz * lx - wx * lz)
+    out[layout.VEL + 2] = a[2] - (wx * ly - wy * lx)
 
 
 # --- residual ---------------------------------------------------------------------------------
@@ -1064,18 +1061,18 @@ def implicit_jacobian(theta: np.ndarray, w: np.ndarray, n: int, capsule: bool, d
     psc = np.empty(4)
     plus = np.empty(size)
     minus = np.empty(size)
-    x_plus = np.empty(13)
-    x_minus = np.empty(13)
+    x_plus = np.empty(layout.STATE_SIZE)
+    x_minus = np.empty(layout.STATE_SIZE)
     rhs = np.zeros((size, _T))
-    dx_dtheta = np.zeros((13, _T))
+    dx_dtheta = np.zeros((layout.STATE_SIZE, _T))
     a = w[0:6].copy()
     perturbed = theta.copy()
     for j in range(_T):
-        geometry = (3 <= j < 7 or (n == 9 and _PS <= j < (_PS + 6 if capsule else _PS + 3))
-                    or _P + 1 <= j < _P + 7 or j == _P + 11 or j == _P + 12 or j == _P + 13)
+        geometry = (layout.QUAT <= j < layout.QUAT + 4 or (n == 9 and _PS <= j < (_PS + 6 if capsule else _PS + 3))
+                    or layout.GEOMETRY_PARAM_COLUMN[j])
         if not geometry:
             continue
-        pose = j < 7 or _P + 4 <= j < _P + 7  # what the next-state map reads besides a
+        pose = layout.POSE_COLUMN[j]  # what the next-state map reads besides a
         h = THETA_STEP * max(1.0, abs(theta[j]))
         perturbed[j] = theta[j] + h
         problem_data(perturbed, dt, n, capsule, pjn, pjt, pbn, pbt, pmu, pv0, pmd, psc, scratch)
@@ -1091,12 +1088,12 @@ def implicit_jacobian(theta: np.ndarray, w: np.ndarray, n: int, capsule: bool, d
         for i in range(6 + 4 * n):
             rhs[i, j] = (plus[i] - minus[i]) / (2.0 * h)
         if pose:
-            for i in range(13):
+            for i in range(layout.STATE_SIZE):
                 dx_dtheta[i, j] = (x_plus[i] - x_minus[i]) / (2.0 * h)
     # State velocities enter only through v0 = (v + ω × R com, Rᵀ ω); the dynamics rows carry -md ∂v0.
     rot = np.empty((3, 3))
-    _rotation(theta[3], theta[4], theta[5], theta[6], rot)
-    cx, cy, cz = theta[_P + 4], theta[_P + 5], theta[_P + 6]
+    _rotation(theta[layout.QUAT], theta[layout.QUAT + 1], theta[layout.QUAT + 2], theta[layout.QUAT + 3], rot)
+    cx, cy, cz = theta[layout.COM_X], theta[layout.COM_Y], theta[layout.COM_Z]
     l0 = rot[0, 0] * cx + rot[0, 1] * cy + rot[0, 2] * cz
     l1 = rot[1, 0] * cx + rot[1, 1] * cy + rot[1, 2] * cz
     l2 = rot[2, 0] * cx + rot[2, 1] * cy + rot[2, 2] * cz
@@ -1108,7 +1105,7 @@ def implicit_jacobian(theta: np.ndarray, w: np.ndarray, n: int, capsule: bool, d
     rhs[1, 10], rhs[1, 12] = md[1] * l2, -md[1] * l0
     rhs[2, 10], rhs[2, 11] = -md[2] * l1, md[2] * l0
     # Mass: inertia scales with it, and so does the gravity impulse.
-    mass = theta[_P]
+    mass = theta[layout.MASS]
     ox, oy, oz = a[3], a[4], a[5]
     ix, iy, iz = md[3] * ox, md[4] * oy, md[5] * oz
     for k in range(6):
@@ -1120,23 +1117,23 @@ def implicit_jacobian(theta: np.ndarray, w: np.ndarray, n: int, capsule: bool, d
     if n == 9:  # pusher normal row s - (Jn a + bn + ε γ) with ε ∝ 1/m
         rhs[6 + 8, _MASS_COLUMN] += compliance * w[6 + 8] / mass
     # Friction: cone head ξ₁ - μγ (μ is clamped at MIN_FRICTION from below).
-    if theta[_P + 7] > MIN_FRICTION:
+    if theta[layout.MU_TABLE] > MIN_FRICTION:
         for c in range(8):
-            rhs[6 + n + c, _P + 7] = -w[6 + c]
+            rhs[6 + n + c, layout.MU_TABLE] = -w[6 + c]
     # Table height: corner gaps (z - h)/dt in the normal rows.
     for c in range(8):
-        rhs[6 + c, _P + 9] = 1.0 / dt
+        rhs[6 + c, layout.TABLE_HEIGHT] = 1.0 / dt
     if n == 9:
-        if theta[_P + 8] > MIN_FRICTION:
-            rhs[6 + n + 8, _P + 8] = -w[6 + 8]
-        rhs[6 + 8, _P + 10] = 1.0 / dt  # radius: distance - r
+        if theta[layout.MU_PUSHER] > MIN_FRICTION:
+            rhs[6 + n + 8, layout.MU_PUSHER] = -w[6 + 8]
+        rhs[6 + 8, layout.PUSHER_RADIUS] = 1.0 / dt  # radius: distance - r
         weight_b = 0.0  # capsule: the segment parameter of the contact point (the point's share of b)
         if capsule:
             origin = np.empty(3)
             half = np.empty(3)
             inner_half(theta, half)
             for i in range(3):
-                origin[i] = theta[i]
+                origin[i] = theta[layout.POS + i]
             _, weight_b = pusher_box_distance(theta, origin, rot, half, True, False, np.empty(3), np.empty(3),
                                               scratch)
         for i in range(3):  # pusher end: only the point's velocity (end - start)/dt, along the normal and tangents
@@ -1148,7 +1145,7 @@ def implicit_jacobian(theta: np.ndarray, w: np.ndarray, n: int, capsule: bool, d
     # so the start columns less their velocity part, which is minus the end columns), the corner gaps
     # rise with z, and the next position moves with the current one.
     for i in range(3):
-        dx_dtheta[i, i] = 1.0
+        dx_dtheta[layout.POS + i, layout.POS + i] = 1.0
         if n == 9:
             for row in range(6 + 4 * n):
                 rhs[row, i] = -(rhs[row, _PS + i] + rhs[row, _PS + 3 + i]
@@ -1170,7 +1167,7 @@ def implicit_jacobian(theta: np.ndarray, w: np.ndarray, n: int, capsule: bool, d
         a[k] = a_k - h
         next_state(theta, a, dt, x_minus, scratch)
         a[k] = a_k
-        for i in range(13):
+        for i in range(layout.STATE_SIZE):
             slope = (x_plus[i] - x_minus[i]) / (2.0 * h)
             for j in range(_T):
                 dx_dtheta[i, j] += slope * directions[k, j]
@@ -1191,12 +1188,12 @@ def resting(theta: np.ndarray, with_pusher: bool, capsule: bool, dt: float, sett
     Then gravity is carried by the four corners, friction sticks, and zero velocities with an
     unchanged pose solve the contact problem exactly.
     """
-    speed_tol = min(settings[S_REST_SPEED_TOL], 0.1 * max(theta[_P + 7], MIN_FRICTION) * GRAVITY * dt)
-    for i in range(7, 13):
+    speed_tol = min(settings[S_REST_SPEED_TOL], 0.1 * max(theta[layout.MU_TABLE], MIN_FRICTION) * GRAVITY * dt)
+    for i in range(layout.VEL, layout.OMEGA + 3):
         if abs(theta[i]) > speed_tol:
             return False
     rot = np.empty((3, 3))
-    _rotation(theta[3], theta[4], theta[5], theta[6], rot)
+    _rotation(theta[layout.QUAT], theta[layout.QUAT + 1], theta[layout.QUAT + 2], theta[layout.QUAT + 3], rot)
     half = np.empty(3)
     inner_half(theta, half)
     gap_tol = settings[S_REST_GAP_TOL]
@@ -1205,7 +1202,8 @@ def resting(theta: np.ndarray, with_pusher: bool, capsule: bool, dt: float, sett
         hx = (2.0 * (k // 4) - 1.0) * half[0]
         hy = (2.0 * ((k // 2) % 2) - 1.0) * half[1]
         hz = (2.0 * (k % 2) - 1.0) * half[2]
-        gap = theta[2] + rot[2, 0] * hx + rot[2, 1] * hy + rot[2, 2] * hz - theta[_P + 13] - theta[_P + 9]
+        gap = (theta[layout.POS + 2] + rot[2, 0] * hx + rot[2, 1] * hy + rot[2, 2] * hz - theta[layout.EDGE_RADIUS]
+               - theta[layout.TABLE_HEIGHT])
         if gap < -gap_tol:
             return False
         if gap <= gap_tol:
@@ -1219,8 +1217,8 @@ def resting(theta: np.ndarray, with_pusher: bool, capsule: bool, dt: float, sett
             travel_a += (theta[_PE + i] - theta[_PS + i]) ** 2
             travel_b += (theta[_PE + 3 + i] - theta[_PS + 3 + i]) ** 2
         travel = max(travel_a, travel_b) if capsule else travel_a
-        clearance, _ = pusher_box_distance(theta, theta[0:3], rot, half, capsule, False, np.empty(3), np.empty(3),
-                                           np.empty(14))
+        clearance, _ = pusher_box_distance(theta, theta[layout.POS:layout.POS + 3], rot, half, capsule, False,
+                                           np.empty(3), np.empty(3), np.empty(14))
         if clearance - np.sqrt(travel) <= settings[S_REST_PUSHER_MARGIN]:
             return False
     return True
@@ -1275,14 +1273,14 @@ def step_kernel(theta: np.ndarray, dt: float, substeps: int, with_pusher: bool, 
     size = 6 + 8 * n
     sub_dt = dt / substeps
     work = theta.copy()
-    for i in range(13):
+    for i in range(layout.STATE_SIZE):
         state_out[i] = theta[i]
     info[:] = 0.0
     half = np.empty(3)
     inner_half(theta, half)
     if (not grad and settings[S_REST_ENABLED] > 0.0 and kappa_sim <= settings[S_REST_KAPPA_MAX]
             and resting(theta, with_pusher, capsule, dt, settings)):
-        for i in range(7, 13):
+        for i in range(layout.VEL, layout.OMEGA + 3):
             state_out[i] = 0.0
         info[I_ACTIVE] = 4.0
         info[I_RESTING] = 1.0
@@ -1298,14 +1296,14 @@ def step_kernel(theta: np.ndarray, dt: float, substeps: int, with_pusher: bool, 
         w = np.empty(size)
         scratch = np.empty(SCRATCH_SIZE)
         sub = theta.copy()
-        total = np.zeros((13, _T))
-        jac = np.empty((13, _T))
-        chained = np.empty((13, _T))
+        total = np.zeros((layout.STATE_SIZE, _T))
+        jac = np.empty((layout.STATE_SIZE, _T))
+        chained = np.empty((layout.STATE_SIZE, _T))
         first, second = kappa_sim, kappa_sim
         if grad and kappa_grad != kappa_sim:
             first, second = max(kappa_sim, kappa_grad), min(kappa_sim, kappa_grad)
         if grad:
-            for i in range(13):
+            for i in range(layout.STATE_SIZE):
                 total[i, i] = 1.0
         iterations = 0
         accept_best = settings[S_ACCEPT_BEST] > 0.0
@@ -1351,10 +1349,10 @@ def step_kernel(theta: np.ndarray, dt: float, substeps: int, with_pusher: bool, 
                 # Chain: the sub-step sees the current state (d/dθ = total) and the sub-step pusher
                 # placements (affine in θ); the parameters pass through unchanged.
                 f0, f1 = k / substeps, (k + 1) / substeps
-                for i in range(13):
+                for i in range(layout.STATE_SIZE):
                     for j in range(_T):
                         acc = jac[i, j] if j >= _PS else 0.0
-                        for m in range(13):
+                        for m in range(layout.STATE_SIZE):
                             acc += jac[i, m] * total[m, j]
                         chained[i, j] = acc
                     if with_pusher:
@@ -1368,7 +1366,7 @@ def step_kernel(theta: np.ndarray, dt: float, substeps: int, with_pusher: bool, 
                 info[I_ITERATIONS] = iterations
                 info[I_FAILED_KAPPA] = second
                 return STATUS_BREAKDOWN
-            for i in range(13):
+            for i in range(layout.STATE_SIZE):
                 work[i] = state_out[i]
         if grad:
             jacobian_out[:, :] = total
@@ -1389,7 +1387,7 @@ def step_kernel(theta: np.ndarray, dt: float, substeps: int, with_pusher: bool, 
         hy = (2.0 * ((k // 2) % 2) - 1.0) * half[1]
         hz = (2.0 * (k % 2) - 1.0) * half[2]
         lowest = min(lowest, rot[2, 0] * hx + rot[2, 1] * hy + rot[2, 2] * hz)
-    info[I_TABLE_DISTANCE] = state_out[2] + lowest - theta[_P + 13] - theta[_P + 9]
+    info[I_TABLE_DISTANCE] = state_out[2] + lowest - theta[layout.EDGE_RADIUS] - theta[layout.TABLE_HEIGHT]
     info[I_PUSHER_DISTANCE] = np.inf
     if with_pusher:
         info[I_PUSHER_DISTANCE], _ = pusher_box_distance(theta, state_out[0:3], rot, half, capsule, True,

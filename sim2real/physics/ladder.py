@@ -45,8 +45,8 @@ import numpy as np
 from sim2real.errors import Sim2RealError
 from sim2real.params import spec
 from sim2real.physics import kernels
-from sim2real.physics.dynamics import PARAMS_OFFSET, PUSHER_END_SLICE, PUSHER_START_SLICE, THETA_PARAMS, THETA_SIZE
 from sim2real.physics.errors import SimulationError
+from sim2real.physics.layout import PARAMS_OFFSET, PUSHER_END_SLICE, PUSHER_START_SLICE, THETA_PARAMS, THETA_SIZE
 from sim2real.physics.outcome import StepOutcome
 from sim2real.physics.solver import SolverSettings
 

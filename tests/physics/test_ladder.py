@@ -28,8 +28,8 @@ from sim2real.physics import (
     rollout,
     solve_step,
 )
-from sim2real.physics.dynamics import PARAMS_OFFSET, THETA_PARAMS
 from sim2real.physics.ladder import LADDER
+from sim2real.physics.layout import PARAMS_OFFSET, THETA_PARAMS
 from sim2real.physics.outcome import SolveSummary
 
 CORPUS = sorted((Path(__file__).parents[1] / "corpus" / "hard_steps").glob("*.json"))
