@@ -3,10 +3,9 @@ decides. From the recorded probe path and the stored object alone (no --set), th
 frictions, the support ratio and the centre-of-mass offset, the held-out errors fall far below
 nominal, and the predicted spread (replay --spread) holds the real outcome.
 
-Two seeds here; ``python -m benchmarks.flat_block_truth`` runs ten (measured: 9 of 10 fits exit 0
-within 2.5 % of every hidden value; the tenth, seed 1 with probe pushes inside the friction cone, says
-that the probe friction is undetermined and exits 3; held-out position error 11-13 mm -> 0.3-0.6 mm,
-yaw 11-15 deg -> 0.2-0.6 deg; 40 of 40 held-out outcomes inside their spread).
+Two seeds here; ``python -m benchmarks.flat_block_truth`` runs ten (measured: 10 of 10 fits exit 0
+within 2.5 % of every hidden value; held-out final position error 11-13 mm -> 0.4-0.6 mm, yaw
+11-15 deg -> 0.2-0.6 deg; 40 of 40 held-out outcomes inside their predicted spread).
 """
 
 from __future__ import annotations
