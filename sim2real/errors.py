@@ -6,8 +6,14 @@ apart are subclasses, each with the CLI's exit status for it (``exit_status``):
 ===========================  ======  ==========================================================
 class                        status  meaning
 ===========================  ======  ==========================================================
-:class:`Sim2RealError`       2       bad input or an unrecoverable condition found before the
-                                     work began; nothing was written
+:class:`Sim2RealError`       2       the root: bad input or an unrecoverable condition found
+                                     before the work began; nothing was written
+:class:`InputError`          2       a file, option or recording that cannot be used as given
+                                     (what it lacks, where)
+:class:`DataError`           2       a recording or data file that cannot be read or is not
+                                     what its format says
+:class:`SolverError`         2       the simulator could not solve a step as asked (the message
+                                     names the step)
 :class:`HardwareFaultError`  4       the real arm or its link faulted during a run (stall,
                                      latency, controller error); the arm was stopped, what was
                                      recorded is kept
@@ -28,6 +34,18 @@ class Sim2RealError(Exception):
     """
 
     exit_status = 2
+
+
+class InputError(Sim2RealError):
+    """Input that cannot be used as given: a trial without what a mode needs, an unreachable pose, ..."""
+
+
+class DataError(Sim2RealError):
+    """A recording or data file that cannot be read, or is not what its format says."""
+
+
+class SolverError(Sim2RealError):
+    """The simulator could not solve a step as asked (strict mode, non-finite problem data)."""
 
 
 class RunFailedError(Sim2RealError):

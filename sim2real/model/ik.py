@@ -14,7 +14,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.spatial.transform import Rotation
 
-from sim2real.errors import Sim2RealError
+from sim2real.errors import InputError, Sim2RealError
 from sim2real.model.arm import PUSHER_LINK, ArmModel
 
 FloatArray = NDArray[np.float64]
@@ -27,7 +27,7 @@ TOOL_DOWN: FloatArray = Rotation.from_euler("xyz", [np.pi, 0.0, 0.0]).as_matrix(
 PUSH_SEED: FloatArray = np.array([0.0, -0.2, -1.0, 0.0, 1.2, 0.0])
 
 
-class UnreachableError(Sim2RealError):
+class UnreachableError(InputError):
     """The requested pusher pose cannot be reached within the joint limits."""
 
 

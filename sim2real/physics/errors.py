@@ -1,7 +1,7 @@
 """The engine's error type."""
 
-from sim2real.errors import Sim2RealError
+from sim2real.errors import SolverError
 
 
-class SimulationError(Sim2RealError):
+class SimulationError(SolverError):
     """A step could not be solved (strict mode, or non-finite problem data); the message names the step."""

@@ -54,7 +54,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim2real.errors import Sim2RealError
+from sim2real.errors import InputError, Sim2RealError
 from sim2real.model import load_arm
 from sim2real.params import ParameterSet
 from sim2real.physics import Capsule, Sphere
@@ -72,7 +72,7 @@ PUSHER_SOURCES: tuple[str, ...] = ("auto", "recorded", "arm")
 PUSHER_SHAPES: tuple[str, ...] = ("sphere", "rod")
 
 
-class TrialInputError(Sim2RealError):
+class TrialInputError(InputError):
     """A trial lacks (or cannot provide) what a mode needs; raised by :func:`sim2real.sysid.replay.replay`
     for input problems, as distinct from simulation failures."""
 
