@@ -8,12 +8,14 @@ heavy dependencies inside the handler so that ``sim2real --help`` stays fast.
 
 from __future__ import annotations
 
+import _thread
 import argparse
+import functools
 import importlib
 import signal
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from sim2real import __version__
@@ -60,14 +62,54 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``sim2real`` console script; returns the exit status."""
+    """Entry point of the ``sim2real`` console script; returns the exit status.
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        The arguments; None reads ``sys.argv`` and acts as the program: the process exits with the
+        returned status next, so a Ctrl-C arriving after the command ended is ignored.
+
+    Returns
+    -------
+    int
+        The command's status; 2 for bad input (one line ``sim2real: error: ...`` on stderr); 130
+        after Ctrl-C (SIGINT) and 143 after SIGTERM (one line ``sim2real: interrupted`` or
+        ``terminated``), whenever they land: while the parser and the command's modules are
+        imported too, not only during the command's work.
+    """
+    # First of all, before anything slow (building the parser imports every command's module):
+    # SIGTERM unwinds like Ctrl-C, and an interrupt from here on ends in one line, not a traceback.
+    terminated: list[int] = []
+    previous = _terminate_as_interrupt(terminated)
+    previous_hook = sys.unraisablehook
+    sys.unraisablehook = functools.partial(_redeliver_interrupt, previous_hook)
+    try:
+        return _run(argv)
+    except KeyboardInterrupt:
+        # every command's cleanup has run (child processes stopped, the arm stopped, partial files
+        # removed); then 128 + the signal
+        if argv is None:
+            _ignore_interrupts()  # a second Ctrl-C while saying so is no traceback either
+        _forget_escaped_interrupt()
+        print("sim2real: terminated" if terminated else "sim2real: interrupted", file=sys.stderr)
+        return 128 + signal.SIGTERM if terminated else 130
+    finally:
+        sys.unraisablehook = previous_hook
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+        if argv is None:
+            _ignore_interrupts()  # the interpreter's shutdown (atexit, thread joins) runs next
+
+
+def _run(argv: Sequence[str] | None) -> int:
+    """Parse ``argv`` and run the chosen command; a :class:`Sim2RealError` becomes one line and its
+    ``exit_status`` (2 for bad input; see :mod:`sim2real.errors`)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     if getattr(args, "handler", None) is None:
         parser.print_help()
         return 2
-    terminated: list[int] = []
-    previous = _terminate_as_interrupt(terminated)
     try:
         if getattr(args, "uses_engine", False):
             from sim2real.physics.warmup import compile_with_progress
@@ -77,14 +119,45 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Sim2RealError as err:
         print(f"sim2real: error: {err}", file=sys.stderr)
         return err.exit_status
-    except KeyboardInterrupt:
-        # SIGTERM unwinds like Ctrl-C: every command's cleanup runs (child processes stopped, the
-        # arm stopped, partial files removed), then 128 + the signal
-        print("sim2real: terminated" if terminated else "sim2real: interrupted", file=sys.stderr)
-        return 128 + signal.SIGTERM if terminated else 130
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+
+
+#: Delay (s) before an interrupt that could not be raised is delivered again (see _redeliver_interrupt).
+REDELIVER_AFTER_S = 0.01
+
+
+def _redeliver_interrupt(previous_hook: Callable[[Any], object], unraisable: Any) -> None:
+    """``sys.unraisablehook`` of a running command: an interrupt that landed where Python cannot
+    raise it (a ctypes callback, e.g. numba's compiler notifying its cache; a ``__del__``) is not
+    printed as "Exception ignored" with a traceback and lost, but delivered again
+    (:func:`_thread.interrupt_main`) a moment later, from a timer thread, once this hook and the
+    callback have returned, to unwind the command like any Ctrl-C. Any other unraisable exception
+    goes to ``previous_hook``."""
+    if isinstance(unraisable.exc_value, KeyboardInterrupt):
+        timer = threading.Timer(REDELIVER_AFTER_S, _thread.interrupt_main)
+        timer.daemon = True
+        timer.start()
+        return
+    previous_hook(unraisable)
+
+
+def _ignore_interrupts() -> None:
+    """Ignore Ctrl-C (SIGINT) from now on, in the main thread (elsewhere signals cannot be set).
+
+    SIGTERM keeps its default: it still ends a process whose shutdown would hang, without a traceback.
+    """
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _forget_escaped_interrupt() -> None:
+    """Clear CPython's note that a KeyboardInterrupt escaped an ``exec`` or ``eval`` of source text.
+
+    An interrupt landing while a library runs generated source (dataclasses building methods,
+    rosbags compiling its serializers) sets that note, even when the interrupt is caught later;
+    ``python -m sim2real`` then ends by killing itself with SIGINT (status -2 to a parent) instead
+    of exiting with the status :func:`main` returns. Running any source text clears the note.
+    """
+    exec("pass")
 
 
 def _terminate_as_interrupt(terminated: list[int]) -> Any:

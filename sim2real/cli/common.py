@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
-from collections.abc import Callable
+import shutil
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TextIO
 
@@ -66,13 +68,32 @@ def _first_existing_ancestor(path: Path) -> Path:
 
 def check_output_location(path: str | os.PathLike[str], option: str = "--out") -> Path:
     """Check, before any work, that ``path`` can be created: its nearest existing ancestor is a
-    writable directory (not a file: ``--out afile.txt/x`` is refused).
+    directory (not a file: ``--out afile.txt/x`` is refused) in which this process can create
+    entries.
+
+    Permission bits are not enough (root passes them everywhere, ``/proc`` and read-only mounts
+    refuse anyway), so an entry is created there and removed at once: a hidden, empty directory
+    ``.sim2real-probe-*``, the only trace being the directory's modification time.
+
+    Parameters
+    ----------
+    path : path-like
+        The file or directory the command will create.
+    option : str
+        The option that named it, for messages.
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
 
     Raises
     ------
     Sim2RealError
-        One line naming ``option`` and the reason.
+        One line naming ``option``, the path and the reason.
     """
+    import tempfile
+
     from sim2real.errors import Sim2RealError
 
     path = Path(path)
@@ -83,7 +104,44 @@ def check_output_location(path: str | os.PathLike[str], option: str = "--out") -
         raise Sim2RealError(f"{option} {path}: {ancestor} is a file, not a directory")
     if not os.access(ancestor, os.W_OK | os.X_OK):
         raise Sim2RealError(f"{option} {path}: cannot write in {ancestor} (permission denied)")
+    probe = None
+    try:
+        probe = tempfile.mkdtemp(prefix=".sim2real-probe-", dir=ancestor)
+    except OSError as err:
+        raise Sim2RealError(f"{option} {path}: cannot create anything in {ancestor} "
+                            f"({err.strerror or type(err).__name__})") from None
+    finally:
+        if probe is not None:
+            os.rmdir(probe)
     return path
+
+
+@contextlib.contextmanager
+def removed_on_interrupt(*outputs: str | os.PathLike[str]) -> Iterator[None]:
+    """Remove, when the block is interrupted (Ctrl-C, SIGTERM), the hidden staging entries that
+    appeared next to ``outputs`` meanwhile: ``.<name>.*`` in each output's directory.
+
+    Writers stage an output under such a name and rename it when complete, removing it on any
+    error; but an interrupt landing between the staging entry's creation and the writer's own
+    clean-up (a few instructions, or the opening of a bag) would leave it behind.
+
+    Parameters
+    ----------
+    outputs : path-like
+        The files or directories the block creates.
+    """
+    patterns = [(Path(out).parent, f".{Path(out).name}.*") for out in outputs]
+    before = {entry for parent, pattern in patterns if parent.is_dir() for entry in parent.glob(pattern)}
+    try:
+        yield
+    except KeyboardInterrupt:
+        for parent, pattern in patterns:
+            for entry in set(parent.glob(pattern)) - before if parent.is_dir() else ():
+                if entry.is_dir() and not entry.is_symlink():
+                    shutil.rmtree(entry, ignore_errors=True)
+                else:
+                    entry.unlink(missing_ok=True)
+        raise
 
 
 def check_output_file(path: str | os.PathLike[str], force: bool, ours: Callable[[Path], bool],

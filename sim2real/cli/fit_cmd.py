@@ -292,7 +292,7 @@ def run(args: argparse.Namespace) -> int:
     import json
     from dataclasses import replace
 
-    from sim2real.cli.common import check_output_file, is_fit_report, is_sim2real_params_file
+    from sim2real.cli.common import check_output_file, is_fit_report, is_sim2real_params_file, removed_on_interrupt
     from sim2real.sysid import FreeParameters, LMSettings, Weights, fit_trials, parse_bounds
     from sim2real.sysid.runs import hold_out, read_trials
     from sim2real.sysid.writeback import check_out_path, fit_document, fit_json_path, write_fit
@@ -325,7 +325,8 @@ def run(args: argparse.Namespace) -> int:
                         validation_sources=held.sources if held is not None else None, failures=failures,
                         jackknife=args.jackknife, executor=args.executor, engine=args.engine,
                         starts=args.starts, per_object=args.per_object)
-    params_path, json_path = write_fit(out, result)
+    with removed_on_interrupt(out, fit_json_path(out)):
+        params_path, json_path = write_fit(out, result)
     print_summary(result, params_path, json_path)
     if args.json:
         print(json.dumps(fit_document(result, params_path), indent=2))

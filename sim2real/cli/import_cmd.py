@@ -100,7 +100,7 @@ is written on error.
 
 CSV_EPILOG = """\
 Columns (header row required, any order, extra columns ignored; '#' lines skipped):
-  t                              sample time, s (not negative)
+  t                              sample time, s (not negative; rows in time order, never backwards)
   box_x, box_y, box_z            tracked box body origin in the recording frame, m
   box_qw, box_qx, box_qy, box_qz its orientation, unit quaternion w, x, y, z (body -> recording frame)
   pusher_x, pusher_y, pusher_z   optional: pusher point (sphere centre, rod tip) in the recording frame, m
@@ -195,7 +195,7 @@ def _missing_source(parser: argparse.ArgumentParser) -> Callable[[argparse.Names
 
 def run_cube_toss(args: argparse.Namespace) -> int:
     """Import the selected cube tosses; progress on stderr; the run directory on stdout."""
-    from sim2real.cli.common import check_output_location
+    from sim2real.cli.common import check_output_location, removed_on_interrupt
     from sim2real.data import cube_toss_npz
     from sim2real.trials.cube_toss import import_cube_tosses
 
@@ -208,7 +208,8 @@ def run_cube_toss(args: argparse.Namespace) -> int:
             print(f"imported {done}/{total} tosses", end=end, file=sys.stderr, flush=True)
 
     npz = cube_toss_npz() if args.npz is None else args.npz
-    trials = import_cube_tosses(npz, args.out, args.tosses, progress=progress)
+    with removed_on_interrupt(args.out):
+        trials = import_cube_tosses(npz, args.out, args.tosses, progress=progress)
     print(f"wrote {len(trials)} trials to {args.out}")
     return 0
 
@@ -270,7 +271,7 @@ def run_bag(args: argparse.Namespace) -> int:
     """Import ROS 1/2 bags; one line per trial on stderr; the run directory on stdout."""
     from pathlib import Path
 
-    from sim2real.cli.common import check_output_location
+    from sim2real.cli.common import check_output_location, removed_on_interrupt
     from sim2real.trials.bag_import import BagSelection, parse_pose_source, read_bag
     from sim2real.trials.bag_sources import StreamOptionText, stream_options
     from sim2real.trials.recording_import import check_new_run_dir, import_recordings
@@ -286,13 +287,14 @@ def run_bag(args: argparse.Namespace) -> int:
                                     [s for s in (box, pusher) if s is not None])
     selection = BagSelection(box=box, pusher=pusher, joint_states=args.joint_states, frame=frame, streams=options)
     recordings = [read_bag(Path(bag), selection) for bag in args.bags]
-    trials = import_recordings(recordings, out, settings, log=_log)
+    with removed_on_interrupt(out):
+        trials = import_recordings(recordings, out, settings, log=_log)
     return _written(len(trials), out, settings)
 
 
 def run_csv(args: argparse.Namespace) -> int:
     """Import CSV pose recordings; one line per trial on stderr; the run directory on stdout."""
-    from sim2real.cli.common import check_output_location
+    from sim2real.cli.common import check_output_location, removed_on_interrupt
     from sim2real.trials.csv_import import read_csv_recording
     from sim2real.trials.recording_import import check_new_run_dir, import_recordings
 
@@ -300,5 +302,6 @@ def run_csv(args: argparse.Namespace) -> int:
     check_new_run_dir(out)
     settings = _settings(args)
     recordings = [read_csv_recording(path) for path in args.files]
-    trials = import_recordings(recordings, out, settings, log=_log)
+    with removed_on_interrupt(out):
+        trials = import_recordings(recordings, out, settings, log=_log)
     return _written(len(trials), out, settings)

@@ -65,14 +65,15 @@ def parameter_lines(values: Mapping[str, float]) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     """Print (and optionally save) the resolved parameter set."""
-    from sim2real.cli.common import check_output_file, is_sim2real_params_file
+    from sim2real.cli.common import check_output_file, is_sim2real_params_file, removed_on_interrupt
     from sim2real.params import save_params
 
     if args.out is not None:
         check_output_file(args.out, args.force, is_sim2real_params_file)
     params = params_from_args(args)
     if args.out:
-        save_params(args.out, params, header="sim2real simulator parameters (SI units)")
+        with removed_on_interrupt(args.out):
+            save_params(args.out, params, header="sim2real simulator parameters (SI units)")
     if args.json:
         json.dump(params.as_dict(), sys.stdout, indent=2)
         print()

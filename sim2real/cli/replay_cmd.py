@@ -220,7 +220,7 @@ def _write(out: Path, done: list[ReplayResult], run_meta: dict[str, Any],
 
 def run(args: argparse.Namespace) -> int:
     """Handler of ``sim2real replay``: replay every trial, write the ones that worked, name the others."""
-    from sim2real.cli.common import check_output_location
+    from sim2real.cli.common import check_output_location, removed_on_interrupt
     from sim2real.errors import Sim2RealError
     from sim2real.sysid.runs import check_unique_names, raise_all_failed, read_trials
 
@@ -238,12 +238,13 @@ def run(args: argparse.Namespace) -> int:
         _log(f"FAILED {failure.line()}", alarm=True)
     replayed = {r.record.name for r in done}
     spread = _spread(args, [record for record in loaded.records if record.name in replayed], params)
-    hard_count = _write(out, done, {
-        "mode": "replay", "mirror": args.mode, "pusher": args.pusher,
-        "pusher_shape": args.pusher_shape, "engine": args.engine, "strict": args.strict,
-        "sources": list(loaded.sources),
-        "params": params.as_dict(), "params_file": args.params, "failed": [f.as_dict() for f in failures]},
-        spread)
+    with removed_on_interrupt(out):
+        hard_count = _write(out, done, {
+            "mode": "replay", "mirror": args.mode, "pusher": args.pusher,
+            "pusher_shape": args.pusher_shape, "engine": args.engine, "strict": args.strict,
+            "sources": list(loaded.sources),
+            "params": params.as_dict(), "params_file": args.params, "failed": [f.as_dict() for f in failures]},
+            spread)
     degraded = sum(r.solve.degraded for r in done if r.solve is not None)
     print(f"wrote {len(done)} replayed trial(s) to {out}")
     if degraded:

@@ -72,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
     if out.is_dir() and any(out.iterdir()) and not args.force:
         raise Sim2RealError(f"--out {out} exists and is not empty; pass --force to replace the report in it")
 
+    check_distinct_runs(args.run_dirs)
     labels = [part.strip() for part in args.labels.split(",")] if args.labels is not None else None
     truth = parse_truth(args.truth or [])
     if truth and not args.fit:
@@ -86,6 +87,28 @@ def run(args: argparse.Namespace) -> int:
     print(f"wrote {paths.html}")
     print(f"wrote {paths.markdown} ({len(paths.figures)} figures)")
     return 0
+
+
+def check_distinct_runs(run_dirs: list[str]) -> None:
+    """Refuse a run directory given twice (also as another spelling of the same path, or a link to it):
+    the report would compare a run with itself.
+
+    Raises
+    ------
+    Sim2RealError
+        Naming the directory and both spellings.
+    """
+    import os
+
+    from sim2real.errors import Sim2RealError
+
+    seen: dict[str, str] = {}
+    for given in run_dirs:
+        key = os.path.realpath(given)
+        if key in seen:
+            also = f" (as {seen[key]} and {given})" if seen[key] != given else ""
+            raise Sim2RealError(f"run directory {given} is given twice{also}; give each run once")
+        seen[key] = given
 
 
 def parse_truth(items: list[str]) -> dict[str, float]:

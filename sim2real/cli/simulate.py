@@ -14,7 +14,7 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -25,8 +25,12 @@ from sim2real.cli.common import (
     finite_float,
     params_from_args,
     parse_name_list,
+    removed_on_interrupt,
 )
 from sim2real.errors import Sim2RealError
+
+if TYPE_CHECKING:
+    from sim2real.physics.scenario import Scenario
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -74,7 +78,7 @@ MAX_SCENARIO_SECONDS = 600.0
 
 def _scenario_mode(args: argparse.Namespace) -> dict[str, Any]:
     from sim2real.engines import differentiable, make_world
-    from sim2real.physics.scenario import load_scenario, run_scenario
+    from sim2real.physics.scenario import run_scenario
 
     params = params_from_args(args)
     names = parse_name_list(args.grad)
@@ -88,7 +92,7 @@ def _scenario_mode(args: argparse.Namespace) -> dict[str, Any]:
         raise Sim2RealError(f"--out {out} already exists; refusing to overwrite it")
     if out is not None:
         check_output_location(out)
-    scenario = load_scenario(args.scenario)
+    scenario = _load_scenario(args.scenario)
     if scenario.duration > MAX_SCENARIO_SECONDS:  # steps and recording grow with it (1e7 s: 24 GB)
         raise Sim2RealError(f"{args.scenario}: duration {scenario.duration:g} s is longer than the "
                             f"{MAX_SCENARIO_SECONDS:g} s a scenario may last")
@@ -99,6 +103,26 @@ def _scenario_mode(args: argparse.Namespace) -> dict[str, Any]:
         result.summary["bag"] = str(out)
     _save_hard_steps(args, out, result.rollout.hard_steps, result.summary)
     return result.summary
+
+
+def _load_scenario(path: str) -> Scenario:
+    """Read and validate a scenario file through the project's YAML reader.
+
+    :func:`sim2real.params.read_yaml` refuses, in one line, what a plain read would turn into a
+    traceback or a hang: bytes that are not UTF-8, a FIFO or device, an oversized file, a
+    duplicate key; :func:`sim2real.physics.scenario.parse_scenario` then checks the content.
+
+    Raises
+    ------
+    Sim2RealError
+        One line naming the file.
+    """
+    from sim2real.params.yaml_io import read_yaml
+    from sim2real.physics.scenario import parse_scenario
+
+    if not Path(path).exists():
+        raise Sim2RealError(f"cannot read scenario {path}: No such file or directory")
+    return parse_scenario(read_yaml(path, "scenario"), f"scenario {path}")
 
 
 def _save_hard_steps(args: argparse.Namespace, out: Path | None, hard_steps: Any, summary: dict[str, Any]) -> None:
@@ -162,6 +186,7 @@ def _distance_mode(args: argparse.Namespace) -> dict[str, Any]:
     if out is not None:
         if out.exists():
             raise Sim2RealError(f"--out {out} already exists; refusing to overwrite it")
+        check_output_location(out)
         check_trial_name(out.name)
     experiment = load_experiment_config(args.experiment)
     trial = run_standard_trial(args.distance, params, names, experiment=experiment, strict=args.strict,
@@ -197,7 +222,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.save_hard_steps:
         check_output_location(args.save_hard_steps, "--save-hard-steps")
-    summary = MODES[_select_mode(args)](args)
+    with removed_on_interrupt(*([args.out] if args.out else [])):
+        summary = MODES[_select_mode(args)](args)
     solve = SolveSummary.from_dict(summary["solver"])
     status = 0 if solve.ok else 3
     if not solve.ok:

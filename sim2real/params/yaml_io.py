@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import os
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -30,17 +30,69 @@ from sim2real.params.registry import PARAMETERS, ParameterSet, coerce, spec
 DEFAULT_NODE_KEY = "/**"
 #: The section rcl applies to every node.
 WILDCARD_KEY = "/**"
+#: Largest ROS 2 params file read (bytes). A complete simulator params file is about 2 KB; the
+#: bound refuses, before any parsing, a file whose YAML would take minutes to load.
+MAX_PARAMS_BYTES = 256 * 1024
 
 
-def _flatten(tree: Mapping[str, Any], prefix: str, source: str) -> dict[str, Any]:
-    flat: dict[str, Any] = {}
+class DuplicateKeyError(yaml.constructor.ConstructorError):
+    """A mapping of a YAML document gives the same key twice (YAML forbids it; PyYAML keeps the last).
+
+    Attributes
+    ----------
+    key : object
+        The key.
+    line, first_line : int
+        1-based lines of the repeated key and of its first occurrence.
+    """
+
+    def __init__(self, key: object, line: int, first_line: int, node: yaml.Node, key_node: yaml.Node) -> None:
+        super().__init__("while constructing a mapping", node.start_mark, f"found duplicate key {key!r}",
+                         key_node.start_mark)
+        self.key, self.line, self.first_line = key, line, first_line
+
+
+class _StrictLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """``yaml.safe_load``'s loader (libyaml's parser when available) that refuses duplicate keys."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        """Refuse a key given twice in one mapping (``<<`` merge keys may be overridden), then build it."""
+        if isinstance(node, yaml.MappingNode):
+            first_line: dict[Any, int] = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                line = key_node.start_mark.line + 1
+                try:
+                    seen = key in first_line
+                except TypeError:  # an unhashable key: the base class says so
+                    continue
+                if seen:
+                    raise DuplicateKeyError(key, line, first_line[key], node, key_node)
+                first_line[key] = line
+        return super().construct_mapping(node, deep=deep)
+
+
+def _leaves(tree: Mapping[Any, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
+    """``(dotted name, value)`` of every leaf of a nested mapping, lazily (in file order), so that the
+    first bad name or value is refused before the rest of the tree is walked."""
     for key, value in tree.items():
         name = f"{prefix}.{key}" if prefix else str(key)
         if isinstance(value, Mapping):
-            flat.update(_flatten(value, name, source))
+            yield from _leaves(value, name)
         else:
-            flat[name] = value
-    return flat
+            yield name, value
+
+
+def _checked_value(name: str, value: object) -> float | int:
+    """``value`` checked against the registry entry of ``name`` (:func:`coerce`); a list or other
+    container is refused by its kind and length, never by its text (which may be huge)."""
+    if isinstance(value, (list, tuple, set, frozenset)):
+        spec(name)  # an unknown name is the first problem
+        raise Sim2RealError(f"parameter '{name}' must be a number ({spec(name).kind.__name__}), got a list of "
+                            f"{len(value)} item(s)")
+    return coerce(name, value)
 
 
 def parse_params_document(document: object, source: str, node: str | None = None) -> dict[str, float | int]:
@@ -72,9 +124,9 @@ def parse_params_document(document: object, source: str, node: str | None = None
         params = section["ros__parameters"]
         if not isinstance(params, Mapping):
             raise Sim2RealError(f"{source}: 'ros__parameters' of '{node_key}' is not a mapping")
-        for name, value in _flatten(params, "", source).items():
+        for name, value in _leaves(params):
             try:
-                values[name] = coerce(name, value)
+                values[name] = _checked_value(name, value)
             except Sim2RealError as err:
                 raise Sim2RealError(f"{source}: {err}") from None
     return values
@@ -96,16 +148,21 @@ def load_params(path: str | os.PathLike[str], base: ParameterSet | None = None,
     Raises
     ------
     Sim2RealError
-        Missing or unreadable file, malformed YAML, unknown name, wrong type, out of bounds.
+        Missing or unreadable file, one larger than :data:`MAX_PARAMS_BYTES`, malformed YAML, a
+        duplicate key, unknown name, wrong type, out of bounds.
     """
     path = Path(path)
-    document = read_yaml(path, "params file")
+    document = read_yaml(path, "params file", max_bytes=MAX_PARAMS_BYTES)
     values = parse_params_document(document, str(path), node)
     return (base or ParameterSet.nominal()).replace(values)
 
 
-def read_yaml(path: str | os.PathLike[str], what: str) -> object:
+def read_yaml(path: str | os.PathLike[str], what: str, max_bytes: int | None = None) -> object:
     """Parse a YAML file, turning every failure into a one-line :class:`Sim2RealError`.
+
+    Every YAML input of the project is read here: a FIFO, a device, a file larger than
+    ``max_bytes`` or bytes that are not UTF-8 are refused before parsing, and a key given twice
+    in one mapping is refused (PyYAML would keep the last silently).
 
     Parameters
     ----------
@@ -113,18 +170,35 @@ def read_yaml(path: str | os.PathLike[str], what: str) -> object:
         The file.
     what : str
         What the file is, for messages (``"params file"``, ``"experiment file"``, ...).
+    max_bytes : int, optional
+        Size limit (default :data:`sim2real.paths.MAX_TEXT_BYTES`).
+
+    Returns
+    -------
+    object
+        The document (None for an empty file).
+
+    Raises
+    ------
+    Sim2RealError
+        One line naming the file (and the line, for a syntax error or a duplicate key).
     """
-    from sim2real.paths import read_text_file
+    from sim2real.paths import MAX_TEXT_BYTES, read_text_file
 
     path = Path(path)
-    text = read_text_file(path, what)
+    text = read_text_file(path, what, max_bytes=MAX_TEXT_BYTES if max_bytes is None else max_bytes)
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=_StrictLoader)
+    except DuplicateKeyError as err:
+        raise Sim2RealError(f"{path}: duplicate key {err.key!r} at line {err.line} (first at line "
+                            f"{err.first_line}); a key may appear once in a mapping") from None
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
-        problem = getattr(err, "problem", None) or "invalid syntax"
+        problem = " ".join(str(getattr(err, "problem", None) or "invalid syntax").split())
         raise Sim2RealError(f"{path}: malformed YAML{where}: {problem}") from None
+    except RecursionError:
+        raise Sim2RealError(f"{path}: YAML nested too deeply") from None
 
 
 def read_node_section(path: str | os.PathLike[str], node: str, what: str) -> Mapping[str, Any]:
@@ -135,7 +209,7 @@ def read_node_section(path: str | os.PathLike[str], node: str, what: str) -> Map
     Sim2RealError
         Missing or malformed file, or no such section.
     """
-    document = read_yaml(path, what)
+    document = read_yaml(path, what, max_bytes=MAX_PARAMS_BYTES)
     try:
         section = document[node]["ros__parameters"]  # type: ignore[index]
     except (TypeError, KeyError):
@@ -162,7 +236,7 @@ def node_parameters(path: str | os.PathLike[str], node: str, what: str) -> Mappi
     Sim2RealError
         Missing or malformed file, or neither section.
     """
-    document = read_yaml(path, what)
+    document = read_yaml(path, what, max_bytes=MAX_PARAMS_BYTES)
     sections = []
     for key in (WILDCARD_KEY, node, f"/{node}"):
         entry = document.get(key) if isinstance(document, Mapping) else None

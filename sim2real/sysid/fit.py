@@ -1,7 +1,7 @@
 """Fit simulator parameters to recorded trials: :func:`fit_trials` and its :class:`FitResult`.
 
-Free parameters are registry names; names joined by ``=`` (``box.size_x=box.size_y=box.size_z``)
-form one tied unknown that sets all of them (its Jacobian column is the sum of theirs).
+The unknowns (free names, tied groups, per-object values, bounds) are set up in
+:mod:`sim2real.sysid.free`; the result and its verdicts live in :mod:`sim2real.sysid.result`.
 Residuals and Jacobians of each trial are computed independently (one task per trial, see
 :mod:`sim2real.sysid.tasks`), stacked (:mod:`sim2real.sysid.evaluation`), and minimised by
 :func:`levenberg_marquardt`.
@@ -20,7 +20,7 @@ import contextlib
 import dataclasses
 import functools
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -28,12 +28,19 @@ import numpy as np
 from sim2real.engines import engine as engine_entry
 from sim2real.errors import Sim2RealError
 from sim2real.execution import Executor, open_executor
-from sim2real.params import ParameterSet, spec
+from sim2real.params import ParameterSet
 from sim2real.sysid.data import TrialData, prepare_trial
 from sim2real.sysid.evaluation import FitEvaluator, HeldOut, merge_summaries
+from sim2real.sysid.free import (  # noqa: F401  (Unknowns, parse_bounds: part of this module's interface)
+    FreeParameters,
+    Unknowns,
+    param_scale,
+    parse_bounds,
+    unknowns,
+)
 from sim2real.sysid.inputs import describe_pusher
 from sim2real.sysid.jackknife import refit_jackknife, with_refit_jackknife
-from sim2real.sysid.objects import ObjectLayout, object_label, parse_per_object, registry_name
+from sim2real.sysid.objects import registry_name
 from sim2real.sysid.optimizer import (
     STOP_MAX_ITERATIONS,
     LMResult,
@@ -44,6 +51,7 @@ from sim2real.sysid.optimizer import (
 )
 from sim2real.sysid.prediction import horizon_rms, predict, prediction_block, rising_metrics
 from sim2real.sysid.residuals import ResidualSpec, TrialResiduals, Weights, available_gradients
+from sim2real.sysid.result import FitResult, with_verdicts
 from sim2real.sysid.runs import TrialFailure, raise_all_failed
 from sim2real.sysid.starts import (
     AUTO_MAX_PARAMETERS,
@@ -53,268 +61,17 @@ from sim2real.sysid.starts import (
     compare_starts,
     default_starts,
     run_starts,
-    start_dependence,
     start_points,
 )
 from sim2real.sysid.status import (
-    NOT_DETERMINED,
     bound_problems,
     corner_problem,
-    determination_problems,
     fit_problems,
     fit_status,
-    poorly_determined,
 )
 from sim2real.sysid.tasks import one_line
 from sim2real.sysid.uncertainty import Uncertainty, summarize_uncertainty
-from sim2real.trials import TrialRecord, versions
-
-
-@dataclass(frozen=True)
-class FreeParameters:
-    """The unknowns of a fit: free registry names, tied groups, and the ones fitted per object.
-
-    Without per-object names there is one unknown per group. With them (and the fitted trials'
-    object labels, :meth:`with_objects`) a per-object group has one unknown per object, labelled
-    ``NAME[OBJECT]`` (:mod:`sim2real.sysid.objects`); values, standard deviations, intervals and
-    bounds are reported per unknown under those labels.
-
-    Attributes
-    ----------
-    groups : tuple of tuple of str
-        Free registry names, tied ones in one group.
-    per_object : frozenset of str
-        Registry names fitted with one value per object.
-    objects : tuple of str
-        Object labels of the fitted trials (sorted; set by :meth:`with_objects`).
-    """
-
-    groups: tuple[tuple[str, ...], ...]
-    per_object: frozenset[str] = frozenset()
-    objects: tuple[str, ...] = ()
-
-    @classmethod
-    def parse(cls, items: Sequence[str] | str) -> FreeParameters:
-        """From ``["contact.mu_table", "box.size_x=box.size_y"]`` or the comma-separated string.
-
-        Raises
-        ------
-        Sim2RealError
-            Empty list, unknown name (with a suggestion), frozen parameter, or a name given twice.
-        """
-        if isinstance(items, str):
-            items = [part for part in items.split(",")]
-        groups: list[tuple[str, ...]] = []
-        seen: set[str] = set()
-        for item in items:
-            if not item.strip():
-                continue
-            group = tuple(name.strip() for name in item.split("="))
-            for name in group:
-                entry = spec(name)
-                if entry.frozen:
-                    raise Sim2RealError(f"parameter '{name}' is a frozen numerical setting and cannot be fitted")
-                if entry.kind is not float:
-                    raise Sim2RealError(f"parameter '{name}' is an integer setting and cannot be fitted")
-                if name in seen:
-                    raise Sim2RealError(f"parameter '{name}' is given twice in --free")
-                seen.add(name)
-            groups.append(group)
-        if not groups:
-            raise Sim2RealError("--free names no parameter to fit")
-        return cls(tuple(groups))
-
-    def with_objects(self, per_object: str | Sequence[str] | None,
-                     trial_objects: Sequence[tuple[str, str | None]]) -> FreeParameters:
-        """The same free set with ``per_object`` names fitted per object of ``trial_objects``.
-
-        Parameters
-        ----------
-        per_object : str or sequence of str or None
-            ``--per-object`` names (comma separated); empty: everything shared.
-        trial_objects : sequence of (str, str or None)
-            ``(trial name, object label)`` of every fitted trial.
-
-        Raises
-        ------
-        Sim2RealError
-            A per-object name that is not free, a tied group only partly per object, or a trial
-            without an object label (named).
-        """
-        names = parse_per_object(per_object, self.groups)
-        layout = ObjectLayout.build(self.groups, names, trial_objects)
-        return dataclasses.replace(self, per_object=layout.per_object, objects=layout.objects)
-
-    @property
-    def layout(self) -> ObjectLayout:
-        """The map of unknowns to each trial's values and Jacobian columns."""
-        return ObjectLayout(self.groups, self.per_object, self.objects)
-
-    @property
-    def labels(self) -> tuple[str, ...]:
-        """One label per unknown: its group's first name (``NAME[OBJECT]`` per object)."""
-        return self.layout.labels
-
-    @property
-    def unknown_groups(self) -> tuple[tuple[str, ...], ...]:
-        """Per unknown, the names it stands for (``NAME[OBJECT]`` per object): the keys it is reported under."""
-        return tuple(self.groups[g] if obj is None else tuple(object_label(n, obj) for n in self.groups[g])
-                     for g, obj in self.layout.unknowns)
-
-    @property
-    def names(self) -> tuple[str, ...]:
-        """Every registry name involved, in order (a trial's Jacobian has one column per name)."""
-        return tuple(n for g in self.groups for n in g)
-
-    @property
-    def unknown_names(self) -> tuple[str, ...]:
-        """Every reported name (:attr:`unknown_groups`, flattened)."""
-        return tuple(n for g in self.unknown_groups for n in g)
-
-    def expand(self, x: np.ndarray) -> dict[str, float]:
-        """``{reported name: value}`` of the unknowns ``x`` (p,) (:attr:`unknown_names`)."""
-        return {n: float(x[i]) for i, g in enumerate(self.unknown_groups) for n in g}
-
-    def parameters(self, x: np.ndarray, obj: str | None = None) -> dict[str, float]:
-        """``{registry name: value}`` a trial of object ``obj`` is simulated with, from ``x`` (p,)."""
-        return self.layout.expand(x, obj)
-
-    def shared(self, x: np.ndarray) -> dict[str, float]:
-        """``{registry name: value}`` of the shared unknowns only (a params file holds these)."""
-        return {n: float(x[i]) for i, (g, obj) in enumerate(self.layout.unknowns) if obj is None
-                for n in self.groups[g]}
-
-    def reduce_columns(self, jacobian: np.ndarray, obj: str | None = None) -> np.ndarray:
-        """A trial's columns per registry name (m, len(names)) → per unknown (m, p), tied ones summed."""
-        return self.layout.reduce_columns(jacobian, obj)
-
-
-def parse_bounds(text: str | None) -> dict[str, tuple[float, float]]:
-    """Parse ``"NAME=LO:HI,..."`` into ``{name: (lo, hi)}`` (SI units).
-
-    Raises
-    ------
-    Sim2RealError
-        Malformed entry, unknown name, non-numeric or reversed bounds.
-    """
-    out: dict[str, tuple[float, float]] = {}
-    for part in (p.strip() for p in (text or "").split(",")):
-        if not part:
-            continue
-        name, sep, rest = part.partition("=")
-        lo_text, colon, hi_text = rest.partition(":")
-        if not sep or not colon:
-            raise Sim2RealError(f"--bounds expects NAME=LOWER:UPPER, got '{part}'")
-        spec(name.strip())
-        try:
-            lo, hi = float(lo_text), float(hi_text)
-        except ValueError:
-            raise Sim2RealError(f"--bounds {name.strip()}: '{rest}' is not LOWER:UPPER numbers") from None
-        if not (np.isfinite(lo) and np.isfinite(hi)) or lo >= hi:
-            raise Sim2RealError(f"--bounds {name.strip()}: need finite LOWER < UPPER, got {rest}")
-        out[name.strip()] = (lo, hi)
-    return out
-
-
-@dataclass(frozen=True)
-class FitResult:
-    """Everything a fit produced; :meth:`to_json` is the fit.json object.
-
-    Attributes
-    ----------
-    params : ParameterSet
-        Complete fitted parameter set (start values for everything not free).
-    start : ParameterSet
-    free : FreeParameters
-    values, start_values : dict of str to float
-        Per involved registry name.
-    std : dict of str to float or None
-    ci95 : dict of str to list or None
-    correlation : dict
-        ``{"names": [...], "matrix": [[...]]}`` (one name per unknown, its first).
-    trace : list of dict
-    stop_reason : str
-    warnings : list of str
-    data : dict
-        Trials used (with their mode, pusher source and solver tally), residual counts,
-        horizon, weights, RMS errors at start and end.
-    cost_start, cost_final : float
-    undetermined : tuple of str
-        Names the data do not determine: without a standard deviation, or judged undetermined from
-        their interval or measured jackknife by :func:`with_verdicts` (each also a problem line).
-    status : str
-        ``"converged"`` or ``"not converged"`` (:func:`sim2real.sysid.status.fit_status`).
-    problems : tuple of str
-        One line each; empty when the fit can be used as it is.
-    failures : tuple of TrialFailure
-        Trials left out (unreadable, missing inputs, failing at the start values).
-    solver : dict
-        Engine outcome tallies (``SolveSummary.as_dict()``) at the ``start`` and ``final`` values.
-    dropped_rows : int
-        Residual rows left out because they depend on degraded solver steps.
-    validation : dict or None
-        Held-out cost along the fit (``--validate``).
-    hard_steps : tuple of (str, HardStep)
-        The trial and reproduction record of hard steps met (at most 20 per trial); written
-        beside the params file (``<stem>.hard_steps/``) by :func:`sim2real.sysid.writeback.write_fit`,
-        not in fit.json.
-    bounds : dict of str to [float, float]
-        The bounds each involved name was fitted within (the registry's, narrowed by ``bounds``),
-        in its unit.
-    """
-
-    params: ParameterSet
-    start: ParameterSet
-    free: FreeParameters
-    values: dict[str, float]
-    start_values: dict[str, float]
-    std: dict[str, float | None]
-    ci95: dict[str, list[float] | None]
-    correlation: dict[str, Any]
-    trace: list[dict[str, Any]]
-    stop_reason: str
-    warnings: list[str]
-    data: dict[str, Any]
-    cost_start: float
-    cost_final: float
-    undetermined: tuple[str, ...] = field(default=())
-    status: str = "converged"
-    problems: tuple[str, ...] = ()
-    failures: tuple[TrialFailure, ...] = ()
-    solver: dict[str, Any] = field(default_factory=dict)
-    dropped_rows: int = 0
-    validation: dict[str, Any] | None = None
-    hard_steps: tuple[tuple[str, Any], ...] = field(default=(), repr=False)
-    bounds: dict[str, list[float]] = field(default_factory=dict)
-
-    @property
-    def ok(self) -> bool:
-        """Converged, with no problem at all."""
-        return self.status == "converged" and not self.problems
-
-    def to_json(self) -> dict[str, Any]:
-        """The fit.json object: ``status`` and ``problems`` first, then ``values``, ``start_values``,
-        ``std``, ``ci95``, ``correlation``, ``trace``, ``stop_reason``, ``warnings``, ``data``,
-        ``versions``, ``tied``, ``undetermined``, ``cost``, ``failures``, ``solver``,
-        ``dropped_rows``, ``validation``, ``hard_steps`` (their count; the directory is added by
-        :func:`sim2real.sysid.writeback.fit_document`), ``bounds``."""
-        return {
-            "status": self.status, "problems": list(self.problems),
-            "values": self.values, "start_values": self.start_values, "std": self.std, "ci95": self.ci95,
-            "correlation": self.correlation, "trace": self.trace, "stop_reason": self.stop_reason,
-            "warnings": self.warnings, "data": self.data, "versions": versions(),
-            "tied": [list(g) for g in self.free.groups if len(g) > 1],
-            "undetermined": list(self.undetermined),
-            "cost": {"start": self.cost_start, "final": self.cost_final},
-            "failures": [f.as_dict() for f in self.failures],
-            "solver": self.solver, "dropped_rows": self.dropped_rows, "validation": self.validation,
-            "hard_steps": {"count": len(self.hard_steps)}, "bounds": self.bounds,
-        }
-
-
-def _param_scale(name: str, value: float) -> float:
-    entry = spec(name)
-    return max(abs(value), 0.01 * (entry.upper - entry.lower))
+from sim2real.trials import TrialRecord
 
 
 def prepare_trials(records: Sequence[TrialRecord], params: ParameterSet, platform: str = "auto") -> list[TrialData]:
@@ -366,79 +123,6 @@ def _prepare(records: Sequence[TrialRecord], sources: Sequence[str | None], para
         out.pusher_sources.append(pusher_source)
         out.pushers.append(describe_pusher(trial, pusher_source))
     return out
-
-
-def _bounds(free_set: FreeParameters, x0: np.ndarray,
-            bounds: Mapping[str, tuple[float, float]]) -> tuple[np.ndarray, np.ndarray]:
-    """Lower and upper bounds (p,) of the unknowns: the registry's, narrowed by ``bounds``."""
-    for name in bounds:
-        if name not in free_set.names:
-            raise Sim2RealError(f"--bounds names '{name}', which is not a free parameter")
-    lower, upper = np.empty(len(x0)), np.empty(len(x0))
-    for i, labels in enumerate(free_set.unknown_groups):
-        group = [registry_name(label) for label in labels]
-        lo = max(spec(n).lower for n in group)
-        hi = min(spec(n).upper for n in group)
-        for n in group:
-            if n in bounds:
-                lo, hi = max(lo, bounds[n][0]), min(hi, bounds[n][1])
-        if not lo <= x0[i] <= hi:
-            raise Sim2RealError(f"bounds [{lo:g}, {hi:g}] of '{labels[0]}' exclude its start value {x0[i]:g}")
-        lower[i], upper[i] = lo, hi
-    return lower, upper
-
-
-def _tie_start(free_set: FreeParameters, start: ParameterSet) -> tuple[ParameterSet, list[str]]:
-    """Tied names start from the first name's value (with a warning when they differed)."""
-    warnings: list[str] = []
-    tie_values: dict[str, float] = {}
-    for group in free_set.groups:
-        first = float(start[group[0]])
-        if any(float(start[n]) != first for n in group[1:]):
-            warnings.append(f"tied parameters {', '.join(group)} started from different values; "
-                            f"all start at {group[0]} = {first:g}")
-        tie_values.update({n: first for n in group})
-    return start.replace(tie_values), warnings
-
-
-@dataclass(frozen=True)
-class Unknowns:
-    """The unknowns of a fit, as :func:`fit_trials` sets them up (one per tied group).
-
-    Attributes
-    ----------
-    start : ParameterSet
-        The start with tied names set to their group's first value.
-    x0, lower, upper, typical : numpy.ndarray
-        Start values, bounds and typical magnitudes (the optimizer's scales), shape (p,), in
-        each parameter's registry unit.
-    warnings : list of str
-        What the set-up changed (tied names that started from different values).
-    """
-
-    start: ParameterSet
-    x0: np.ndarray
-    lower: np.ndarray
-    upper: np.ndarray
-    typical: np.ndarray
-    warnings: list[str]
-
-
-def unknowns(free_set: FreeParameters, start: ParameterSet,
-             bounds: Mapping[str, tuple[float, float]] | None = None) -> Unknowns:
-    """Start values, bounds and scales of ``free_set`` from ``start`` (registry bounds narrowed by ``bounds``).
-
-    Raises
-    ------
-    Sim2RealError
-        ``bounds`` names a parameter that is not free, or excludes a start value.
-    """
-    start, warnings = _tie_start(free_set, start)
-    x0 = np.array([float(start[registry_name(g[0])]) for g in free_set.unknown_groups])
-    lower, upper = _bounds(free_set, x0, dict(bounds or {}))
-    typical = np.array([_param_scale(registry_name(g[0]), float(v))
-                        for g, v in zip(free_set.unknown_groups, x0, strict=True)])
-    return Unknowns(start, x0, lower, upper, typical, warnings)
 
 
 def recording_warnings(records: Sequence[TrialRecord]) -> list[str]:
@@ -768,56 +452,6 @@ def _other_starts(evaluator: FitEvaluator, main: LMResult, x0: np.ndarray, lower
     return compare_starts(runs, labels, lower, upper, rule)
 
 
-def with_verdicts(result: FitResult) -> FitResult:
-    """``result`` with the verdicts that rest on its standard deviations and intervals formed from them.
-
-    Call it on the final intervals (after any jackknife): each free parameter whose 95 % interval covers
-    essentially its bound range, or whose measured leave-one-out refits or grid minima fall outside
-    that interval, is undetermined (a problem, listed first, and in ``undetermined``); another start
-    that ended as low outside the intervals makes the optimum depend on the start (a problem, next);
-    a parameter whose standard deviation is large against its scale is poorly determined (a warning
-    quoting that same standard deviation). Verdicts of an earlier call are replaced, not repeated.
-    """
-    uncertainty = result.data.get("uncertainty", {})
-    refits = (uncertainty.get("refit_jackknife") or {})
-    grid = uncertainty.get("grid_jackknife") or {}
-    determination: list[str] = []
-    poorly: list[str] = []
-    flagged: list[str] = []
-    for group in result.free.unknown_groups:
-        name = group[0]
-        measured: dict[str, float | None] = {}
-        if refits.get("values", {}).get(name) is not None:
-            measured = dict(zip(refits.get("left_out", []), refits["values"][name], strict=False))
-        elif grid.get("parameter") == name:
-            measured = {f"trial {k + 1}": v for k, v in enumerate(grid.get("leave_one_out", []))}
-        label = name if len(group) == 1 else "=".join(group)
-        entry = spec(registry_name(name))
-        lines = determination_problems(label, result.values[name], result.ci95.get(name),
-                                       result.bounds.get(name, [entry.lower, entry.upper]), measured)
-        determination += lines
-        if lines:
-            flagged += list(group)
-        std = result.std.get(name)
-        line = poorly_determined(label, std, _param_scale(registry_name(name), result.values[name]))
-        if line is not None:
-            poorly.append(line)
-    starts = start_dependence(result.data.get("starts") or {}, result.ci95)
-    earlier = result.data.get("determination", {})
-    stale = {*earlier.get("undetermined", []), *earlier.get("starts", [])}
-    previous = [p for p in result.problems if p not in stale]
-    no_std_lines = [p for p in previous if p.startswith(NOT_DETERMINED)]  # no standard deviation at all
-    problems = [*determination, *no_std_lines, *([starts] if starts else []),
-                *(p for p in previous if p not in no_std_lines)]
-    warnings = [w for w in result.warnings if w not in set(earlier.get("poorly_determined", []))] + poorly
-    no_std = [n for g in result.free.unknown_groups for n in g if result.std.get(g[0]) is None]
-    undetermined = tuple(dict.fromkeys([*no_std, *flagged]))
-    return dataclasses.replace(result, problems=tuple(problems), warnings=warnings, undetermined=undetermined,
-                               data={**result.data, "determination": {"undetermined": determination,
-                                                                      "starts": [starts] if starts else [],
-                                                                      "poorly_determined": poorly}})
-
-
 def _drop_unfitted_objects(held: _Prepared, free_set: FreeParameters) -> list[TrialFailure]:
     """Leave out (and name) held-out trials of an object the per-object unknowns do not cover."""
     if not free_set.per_object:
@@ -899,7 +533,7 @@ def _result(result: LMResult, start: ParameterSet, free_set: FreeParameters, x0:
     afterwards, by :func:`with_verdicts`.
     """
     labels = free_set.labels
-    scale = np.array([_param_scale(registry_name(g[0]), float(v))
+    scale = np.array([param_scale(registry_name(g[0]), float(v))
                       for g, v in zip(free_set.unknown_groups, result.x, strict=True)])
     unc: Uncertainty = summarize_uncertainty(labels, result.x, result.jacobian, result.residuals,
                                              result.loss_weights, lower, upper, scale, settings.null_tolerance,

@@ -15,6 +15,8 @@ column                                      content
 ==========================================  ====================================================
 
 A row may leave the box cells or the pusher cells empty (that body was not tracked at ``t``).
+Rows are in time order: a ``t`` earlier than the row before is refused (naming the line); rows
+with equal times are repeated stamps, of which the import keeps the first.
 The recording frame is named ``csv``; ``--transform`` maps it into the arm base frame and
 ``--box-offset`` moves the tracked origin to the box centre, as for bags.
 """
@@ -76,7 +78,9 @@ def read_csv_recording(path: str | Path) -> Recording:
     ------
     Sim2RealError
         One line naming the file, line and column: unreadable file, missing columns, a cell
-        that is not a number, a negative time, or no box sample.
+        that is not a number, a time that is negative, out of range or earlier than the row
+        before (rows must be in time order; equal times are repeated stamps, dropped on
+        import), or no box sample.
     """
     from sim2real.paths import read_text_file
 
@@ -101,6 +105,7 @@ def read_csv_recording(path: str | Path) -> Recording:
     box_values: list[list[float]] = []
     pusher_t: list[int] = []
     pusher_values: list[list[float]] = []
+    previous: tuple[int, int, str] | None = None  # (t_ns, line, cell) of the row before
     for number, line in lines[1:]:
         row = next(csv.reader(io.StringIO(line)))
         cell = row[columns["t"]].strip() if columns["t"] < len(row) else ""
@@ -110,6 +115,10 @@ def read_csv_recording(path: str | Path) -> Recording:
             raise Sim2RealError(f"CSV recording {path} line {number}: column t: {err}") from None
         if t_ns < 0:
             raise Sim2RealError(f"CSV recording {path} line {number}: column t: {cell} s is negative")
+        if previous is not None and t_ns < previous[0]:
+            raise Sim2RealError(f"CSV recording {path} line {number}: column t: {cell} s is before {previous[2]} s "
+                                f"on line {previous[1]}; time must not run backwards (rows in time order)")
+        previous = (t_ns, number, cell)
         box = _row_values(row, columns, BOX_COLUMNS, path, number)
         if box is not None:
             box_t.append(t_ns)

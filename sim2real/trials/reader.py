@@ -101,10 +101,21 @@ def read_trial(path: str | Path, require: Iterable[str] = ()) -> TrialRecord:
     Raises
     ------
     Sim2RealError
-        Missing path, not a bag, unreadable or truncated bag, bad trial.json, missing
-        required topic, or messages that do not follow the topic schema.
+        Missing path, not a bag, unreadable or truncated bag, bad trial.json, a trial of a run
+        (its directory's parent holds run.json) without its trial.json, missing required
+        topic, or messages that do not follow the topic schema.
+
+    Notes
+    -----
+    A bare rosbag2 directory (no trial.json) outside a run reads as a complete trial without
+    metadata. Inside a run every writer leaves a trial.json (``complete: false`` when the
+    recording was interrupted), so one that is missing was removed or never written: reading
+    the trial as complete would be a guess, and it is refused instead, naming the trial.
     """
     bag = _bag_dir(Path(path))
+    if not (bag / TRIAL_JSON).exists() and (bag.parent / RUN_JSON).is_file():
+        raise Sim2RealError(f"trial {bag} has no {TRIAL_JSON} (its run {bag.parent} has {RUN_JSON}, and every "
+                            f"trial of a run has one): it cannot be told complete or interrupted")
     meta: dict[str, Any] = read_json(bag / TRIAL_JSON, "trial file") if (bag / TRIAL_JSON).exists() else {}
     check_trial_meta(meta, bag / TRIAL_JSON)
     typestore = make_typestore()
@@ -238,7 +249,8 @@ def read_run(run_dir: str | Path, require: Iterable[str] = ()) -> list[TrialReco
     Raises
     ------
     Sim2RealError
-        The directory does not exist, holds no trial, or a trial cannot be read.
+        The directory does not exist, holds no trial, or a trial cannot be read (a trial
+        without its trial.json in a run with run.json too: see :func:`read_trial`).
     """
     dirs = trial_dirs(run_dir)
     if not dirs:

@@ -167,14 +167,28 @@ class Recording:
     notes: dict[str, Any] = field(default_factory=dict)
 
 
+MAX_SECONDS = 9_223_372_036
+"""Largest magnitude of a time, s: ns since 1970 held in 64 bits (2**63 - 1 ns, the year 2262)."""
+
+
 def seconds_to_ns(text: str) -> int:
-    """Decimal seconds (``"1712345678.123456789"``) → integer ns, exactly; ValueError if not a number."""
+    """Decimal seconds (``"1712345678.123456789"``) → integer ns, exactly.
+
+    Raises
+    ------
+    ValueError
+        Not a number, not finite, or beyond :data:`MAX_SECONDS` (it would not fit the 64-bit ns
+        of bags and arrays), with a one-line reason.
+    """
     try:
         value = Decimal(text.strip())
     except InvalidOperation:
         raise ValueError(f"'{text.strip()}' is not a number") from None
     if not value.is_finite():
         raise ValueError(f"'{text.strip()}' is not a finite number")
+    if abs(value) > MAX_SECONDS:
+        raise ValueError(f"'{text.strip()}' s is out of range (times are within {MAX_SECONDS} s of 1970, "
+                         f"ns in 64 bits)")
     return int((value * NS_PER_S).to_integral_value())
 
 
@@ -509,6 +523,11 @@ def _write_trial(run_dir: Path, name: str, recording: Recording, window: tuple[i
                       settings.outlier_angle_rad, settings.outlier_jump_m)
     where = f"{recording.path}: window {window_index}" if settings.split.kind != "none" else recording.path
     if box.t_ns.shape[0] < MIN_BOX_POSES:
+        if settings.split.kind == "none":  # the whole recording gives no trial: one line, the error itself
+            kept = int(box.t_ns.shape[0])
+            raise Sim2RealError(f"{recording.path}: no trial with at least {MIN_BOX_POSES} box poses (split "
+                                f"{settings.split.spec}): {kept} of {kept + sum(box.counts.values())} box poses "
+                                f"kept (dropped: {_counts_text(box.counts)})")
         span = (f" ({(window[0] - origin_ns) / NS_PER_S:.3f}-{(window[1] - origin_ns) / NS_PER_S:.3f} s)"
                 if settings.split.kind != "none" else "")
         log(f"{where}{span}: skipped, {box.t_ns.shape[0]} box poses (a trial needs {MIN_BOX_POSES})")

@@ -228,6 +228,108 @@ def _simulate_hard_steps_under_file(p: Path) -> list[str]:
     return ["simulate", str(ROOT / "config" / "scenarios" / "slide.yaml"), "--save-hard-steps", "afile.txt/hard"]
 
 
+#: A directory no one can create anything in, not even root (the kernel's process table).
+UNWRITABLE = "/proc"
+
+#: One row of a CSV recording: t, then the box pose (x, y, z, qw, qx, qy, qz).
+CSV_HEADER = "t,box_x,box_y,box_z,box_qw,box_qx,box_qy,box_qz\n"
+
+
+def _csv(p: Path, *rows: str) -> list[str]:
+    (p / "rec.csv").write_text(CSV_HEADER + "".join(f"{row}\n" for row in rows))
+    return ["import", "csv", "rec.csv", "--out", "imported"]
+
+
+def _params_out_proc(p: Path) -> list[str]:
+    return ["params", "--out", f"{UNWRITABLE}/x.yaml"]
+
+
+def _simulate_distance_out_proc(p: Path) -> list[str]:
+    return ["simulate", "--distance", "0.35", "--out", f"{UNWRITABLE}/trial_sim"]
+
+
+def _simulate_scenario_out_proc(p: Path) -> list[str]:
+    return ["simulate", str(ROOT / "config" / "scenarios" / "slide.yaml"), "--out", f"{UNWRITABLE}/bag"]
+
+
+def _simulate_distance_out_under_file(p: Path) -> list[str]:
+    (p / "afile.txt").write_text("x")
+    return ["simulate", "--distance", "0.35", "--out", "afile.txt/t"]
+
+
+def _fit_out_proc(p: Path) -> list[str]:
+    run = _run_dir(p / "run", trials=1)
+    return ["fit", str(run), "--free", "box.mass", "--out", f"{UNWRITABLE}/fitted.yaml"]
+
+
+def _replay_out_proc(p: Path) -> list[str]:
+    run = _run_dir(p / "run", trials=1)
+    return ["replay", str(run), "--out", f"{UNWRITABLE}/replayed"]
+
+
+def _import_cube_toss_out_proc(p: Path) -> list[str]:
+    return ["import", "cube-toss", "--tosses", "0-1", "--out", f"{UNWRITABLE}/tosses"]
+
+
+def _binary_scenario(p: Path) -> list[str]:
+    (p / "scenario.yaml").write_bytes(bytes(range(256)) * 4)
+    return ["simulate", "scenario.yaml"]
+
+
+def _csv_time_huge(p: Path) -> list[str]:
+    return _csv(p, "0,0.3,0,0.05,1,0,0,0", "1e300,0.3,0,0.05,1,0,0,0", "2e300,0.3,0,0.05,1,0,0,0")
+
+
+def _csv_time_1e20(p: Path) -> list[str]:
+    return _csv(p, "0,0.3,0,0.05,1,0,0,0", "0.1,0.3,0,0.05,1,0,0,0", "1e20,0.3,0,0.05,1,0,0,0")
+
+
+def _params_huge_list(p: Path) -> list[str]:
+    (p / "params.yaml").write_text("[" + ",".join(["1"] * 500_000) + "]\n")  # 1 MB
+    return ["params", "--params", "params.yaml"]
+
+
+def _csv_nan(p: Path) -> list[str]:
+    return _csv(p, "0,0.3,0,0.05,1,0,0,0", "0.1,nan,0,0.05,1,0,0,0", "0.2,0.3,0,0.05,1,0,0,0")
+
+
+def _csv_zero_quaternion(p: Path) -> list[str]:
+    return _csv(p, "0,0.3,0,0.05,1,0,0,0", "0.1,0.3,0,0.05,0,0,0,0", "0.2,0.3,0,0.05,1,0,0,0")
+
+
+def _csv_time_backwards(p: Path) -> list[str]:
+    return _csv(p, "0,0.3,0,0.05,1,0,0,0", "0.2,0.3,0,0.05,1,0,0,0", "0.1,0.3,0,0.05,1,0,0,0",
+                "0.3,0.3,0,0.05,1,0,0,0")
+
+
+def _trial_without_trial_json(p: Path) -> list[str]:
+    run = _run_dir(p / "run")
+    (run / "trial_01_d0.450" / "trial.json").rename(p / "trial.json.kept")
+    return ["report", str(run), "--out", "rep"]
+
+
+def _fit_trial_without_trial_json(p: Path) -> list[str]:
+    run = _run_dir(p / "run", trials=1)
+    (run / "trial_00_d0.300" / "trial.json").rename(p / "trial.json.kept")
+    return ["fit", str(run), "--free", "box.mass", "--out", "fitted.yaml"]
+
+
+def _params_duplicate_key(p: Path) -> list[str]:
+    (p / "params.yaml").write_text("/**:\n  ros__parameters:\n    box:\n      mass: 0.5\n      mass: 0.7\n")
+    return ["params", "--params", "params.yaml"]
+
+
+def _experiment_duplicate_key(p: Path) -> list[str]:
+    (p / "experiment.yaml").write_text("experiment:\n  ros__parameters:\n    distances: [0.3]\n"
+                                       "    distances: [0.4]\n")
+    return ["simulate", "--distance", "0.35", "--experiment", "experiment.yaml"]
+
+
+def _report_same_run_twice(p: Path) -> list[str]:
+    run = _run_dir(p / "run", trials=1)
+    return ["report", str(run), f"{run}/", "--out", "rep"]
+
+
 CASES: dict[str, tuple[Callable[[Path], list[str]], str]] = {
     "replay_out_under_file": (_replay_out_under_file, "is a file"),
     "import_out_under_file": (_import_out_under_file, "is a file"),
@@ -260,6 +362,25 @@ CASES: dict[str, tuple[Callable[[Path], list[str]], str]] = {
     "fit_unknown_engine": (_fit_unknown_engine, "unknown engine 'bullet'"),
     "simulate_edge_radius_too_large": (_simulate_edge_radius_too_large, "below half the smallest box size"),
     "simulate_mujoco_rounded": (_simulate_mujoco_rounded, "sharp boxes only"),
+    "params_out_proc": (_params_out_proc, "cannot create anything in /proc"),
+    "simulate_distance_out_proc": (_simulate_distance_out_proc, "cannot create anything in /proc"),
+    "simulate_scenario_out_proc": (_simulate_scenario_out_proc, "cannot create anything in /proc"),
+    "simulate_distance_out_under_file": (_simulate_distance_out_under_file, "afile.txt is a file"),
+    "fit_out_proc": (_fit_out_proc, "cannot create anything in /proc"),
+    "replay_out_proc": (_replay_out_proc, "cannot create anything in /proc"),
+    "import_cube_toss_out_proc": (_import_cube_toss_out_proc, "cannot create anything in /proc"),
+    "binary_scenario": (_binary_scenario, "not UTF-8"),
+    "csv_time_huge": (_csv_time_huge, "line 3: column t"),
+    "csv_time_1e20": (_csv_time_1e20, "line 4: column t"),
+    "params_huge_list": (_params_huge_list, "bytes, more than"),
+    "csv_nan": (_csv_nan, "1 invalid"),
+    "csv_zero_quaternion": (_csv_zero_quaternion, "1 invalid"),
+    "csv_time_backwards": (_csv_time_backwards, "line 4: column t"),
+    "trial_without_trial_json": (_trial_without_trial_json, "trial_01_d0.450 has no trial.json"),
+    "fit_trial_without_trial_json": (_fit_trial_without_trial_json, "trial_00_d0.300 has no trial.json"),
+    "params_duplicate_key": (_params_duplicate_key, "duplicate key 'mass' at line 5"),
+    "experiment_duplicate_key": (_experiment_duplicate_key, "duplicate key 'distances' at line 4"),
+    "report_same_run_twice": (_report_same_run_twice, "given twice"),
 }
 
 

@@ -106,7 +106,7 @@ def test_fit_stopped_at_its_iteration_limit_is_flagged_first_and_exits_3(servo_b
     assert summary[0] == "fit: status: NOT CONVERGED, 1 problem(s)"
     assert summary[1].startswith("fit:   problem: not converged: stopped at the iteration limit (1 iterations)")
     document = json.loads(out.with_suffix(".json").read_text())
-    assert list(document)[:2] == ["status", "problems"]
+    assert list(document)[:3] == ["format", "status", "problems"]  # after the format tag, the verdict
     assert document["status"] == "not converged" and document["stop_reason"] == "maximum iterations"
     assert "status: not converged" in out.read_text()  # the params file's header says it too
     finished = tmp_path / "finished.yaml"

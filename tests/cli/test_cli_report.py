@@ -48,7 +48,7 @@ def test_report_command_end_to_end(tmp_path: Path, run_dir: Path) -> None:
 
 @pytest.mark.parametrize("extra, message", [
     (["--labels", "a,b"], "got 2 label(s) for 1 run"),
-    (["--fit", "/nonexistent/fit.json"], "fit file /nonexistent/fit.json does not exist"),
+    (["--fit", "/nonexistent/fit.json"], "fit report not found: /nonexistent/fit.json"),
     (["--max-trial-figures", "-1"], "max trial figures must be >= 0"),
 ])
 def test_report_bad_input(tmp_path: Path, run_dir: Path, capsys: pytest.CaptureFixture[str], extra: list[str],

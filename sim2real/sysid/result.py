@@ -1,0 +1,167 @@
+"""What a fit produced: :class:`FitResult` (the fit.json object) and its verdicts (:func:`with_verdicts`)."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from sim2real.params import ParameterSet, spec
+from sim2real.sysid.free import FreeParameters, param_scale
+from sim2real.sysid.objects import registry_name
+from sim2real.sysid.runs import TrialFailure
+from sim2real.sysid.starts import start_dependence
+from sim2real.sysid.status import (
+    NOT_DETERMINED,
+    determination_problems,
+    poorly_determined,
+)
+from sim2real.trials import versions
+
+
+@dataclass(frozen=True)
+class FitResult:
+    """Everything a fit produced; :meth:`to_json` is the fit.json object.
+
+    Attributes
+    ----------
+    params : ParameterSet
+        Complete fitted parameter set (start values for everything not free).
+    start : ParameterSet
+    free : FreeParameters
+    values, start_values : dict of str to float
+        Per involved registry name.
+    std : dict of str to float or None
+    ci95 : dict of str to list or None
+    correlation : dict
+        ``{"names": [...], "matrix": [[...]]}`` (one name per unknown, its first).
+    trace : list of dict
+    stop_reason : str
+    warnings : list of str
+    data : dict
+        Trials used (with their mode, pusher source and solver tally), residual counts,
+        horizon, weights, RMS errors at start and end.
+    cost_start, cost_final : float
+    undetermined : tuple of str
+        Names the data do not determine: without a standard deviation, or judged undetermined from
+        their interval or measured jackknife by :func:`with_verdicts` (each also a problem line).
+    status : str
+        ``"converged"`` or ``"not converged"`` (:func:`sim2real.sysid.status.fit_status`).
+    problems : tuple of str
+        One line each; empty when the fit can be used as it is.
+    failures : tuple of TrialFailure
+        Trials left out (unreadable, missing inputs, failing at the start values).
+    solver : dict
+        Engine outcome tallies (``SolveSummary.as_dict()``) at the ``start`` and ``final`` values.
+    dropped_rows : int
+        Residual rows left out because they depend on degraded solver steps.
+    validation : dict or None
+        Held-out cost along the fit (``--validate``).
+    hard_steps : tuple of (str, HardStep)
+        The trial and reproduction record of hard steps met (at most 20 per trial); written
+        beside the params file (``<stem>.hard_steps/``) by :func:`sim2real.sysid.writeback.write_fit`,
+        not in fit.json.
+    bounds : dict of str to [float, float]
+        The bounds each involved name was fitted within (the registry's, narrowed by ``bounds``),
+        in its unit.
+    """
+
+    params: ParameterSet
+    start: ParameterSet
+    free: FreeParameters
+    values: dict[str, float]
+    start_values: dict[str, float]
+    std: dict[str, float | None]
+    ci95: dict[str, list[float] | None]
+    correlation: dict[str, Any]
+    trace: list[dict[str, Any]]
+    stop_reason: str
+    warnings: list[str]
+    data: dict[str, Any]
+    cost_start: float
+    cost_final: float
+    undetermined: tuple[str, ...] = field(default=())
+    status: str = "converged"
+    problems: tuple[str, ...] = ()
+    failures: tuple[TrialFailure, ...] = ()
+    solver: dict[str, Any] = field(default_factory=dict)
+    dropped_rows: int = 0
+    validation: dict[str, Any] | None = None
+    hard_steps: tuple[tuple[str, Any], ...] = field(default=(), repr=False)
+    bounds: dict[str, list[float]] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        """Converged, with no problem at all."""
+        return self.status == "converged" and not self.problems
+
+    def to_json(self) -> dict[str, Any]:
+        """The fit.json object: ``status`` and ``problems`` first, then ``values``, ``start_values``,
+        ``std``, ``ci95``, ``correlation``, ``trace``, ``stop_reason``, ``warnings``, ``data``,
+        ``versions``, ``tied``, ``undetermined``, ``cost``, ``failures``, ``solver``,
+        ``dropped_rows``, ``validation``, ``hard_steps`` (their count; the directory is added by
+        :func:`sim2real.sysid.writeback.fit_document`), ``bounds``."""
+        return {
+            "status": self.status, "problems": list(self.problems),
+            "values": self.values, "start_values": self.start_values, "std": self.std, "ci95": self.ci95,
+            "correlation": self.correlation, "trace": self.trace, "stop_reason": self.stop_reason,
+            "warnings": self.warnings, "data": self.data, "versions": versions(),
+            "tied": [list(g) for g in self.free.groups if len(g) > 1],
+            "undetermined": list(self.undetermined),
+            "cost": {"start": self.cost_start, "final": self.cost_final},
+            "failures": [f.as_dict() for f in self.failures],
+            "solver": self.solver, "dropped_rows": self.dropped_rows, "validation": self.validation,
+            "hard_steps": {"count": len(self.hard_steps)}, "bounds": self.bounds,
+        }
+
+
+def with_verdicts(result: FitResult) -> FitResult:
+    """``result`` with the verdicts that rest on its standard deviations and intervals formed from them.
+
+    Call it on the final intervals (after any jackknife): each free parameter whose 95 % interval covers
+    essentially its bound range, or whose measured leave-one-out refits or grid minima fall outside
+    that interval, is undetermined (a problem, listed first, and in ``undetermined``); another start
+    that ended as low outside the intervals makes the optimum depend on the start (a problem, next);
+    a parameter whose standard deviation is large against its scale is poorly determined (a warning
+    quoting that same standard deviation). Verdicts of an earlier call are replaced, not repeated.
+    """
+    uncertainty = result.data.get("uncertainty", {})
+    refits = (uncertainty.get("refit_jackknife") or {})
+    grid = uncertainty.get("grid_jackknife") or {}
+    determination: list[str] = []
+    poorly: list[str] = []
+    flagged: list[str] = []
+    for group in result.free.unknown_groups:
+        name = group[0]
+        measured: dict[str, float | None] = {}
+        if refits.get("values", {}).get(name) is not None:
+            measured = dict(zip(refits.get("left_out", []), refits["values"][name], strict=False))
+        elif grid.get("parameter") == name:
+            measured = {f"trial {k + 1}": v for k, v in enumerate(grid.get("leave_one_out", []))}
+        label = name if len(group) == 1 else "=".join(group)
+        entry = spec(registry_name(name))
+        lines = determination_problems(label, result.values[name], result.ci95.get(name),
+                                       result.bounds.get(name, [entry.lower, entry.upper]), measured)
+        determination += lines
+        if lines:
+            flagged += list(group)
+        std = result.std.get(name)
+        line = poorly_determined(label, std, param_scale(registry_name(name), result.values[name]))
+        if line is not None:
+            poorly.append(line)
+    starts = start_dependence(result.data.get("starts") or {}, result.ci95)
+    earlier = result.data.get("determination", {})
+    stale = {*earlier.get("undetermined", []), *earlier.get("starts", [])}
+    previous = [p for p in result.problems if p not in stale]
+    no_std_lines = [p for p in previous if p.startswith(NOT_DETERMINED)]  # no standard deviation at all
+    problems = [*determination, *no_std_lines, *([starts] if starts else []),
+                *(p for p in previous if p not in no_std_lines)]
+    warnings = [w for w in result.warnings if w not in set(earlier.get("poorly_determined", []))] + poorly
+    no_std = [n for g in result.free.unknown_groups for n in g if result.std.get(g[0]) is None]
+    undetermined = tuple(dict.fromkeys([*no_std, *flagged]))
+    return dataclasses.replace(result, problems=tuple(problems), warnings=warnings, undetermined=undetermined,
+                               data={**result.data, "determination": {"undetermined": determination,
+                                                                      "starts": [starts] if starts else [],
+                                                                      "poorly_determined": poorly}})
+
+
