@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sim2real.cli.common import (
     EXIT_FIT_PROBLEMS,
@@ -173,7 +173,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="hold out this fraction of the BAG trials (whole trials, chosen with --seed) and "
                              "validate on them; may be combined with --validate")
     parser.add_argument("--seed", type=bounded_int(0, 2**32 - 1), default=0, metavar="S",
-                        help="seed of the --holdout choice (default 0)")
+                        help="seed of the --holdout choice and of the spread's draws (default 0)")
+    parser.add_argument("--spread-draws", type=bounded_int(0, 10_000), default=0, metavar="N",
+                        help="with held-out trials: also predict each one's spread under N parameter sets drawn "
+                             "from the fit's uncertainty (as 'replay --spread' does) and say whether its real "
+                             "outcome lies inside (fit.json validation.spread; default 0: off)")
+    parser.add_argument("--start-noise", default="0,0", metavar="MM,DEG",
+                        help="with --spread-draws: measurement noise of the recorded poses (standard deviations "
+                             "of the start's x and y, mm, and heading, deg; default 0,0)")
     parser.add_argument("--jackknife", action="store_true",
                         help="also refit without each trial (one more fit per trial) and widen each 95 %% interval "
                              "to the trial jackknife's where that is wider: for costs with kinks (whole trials that "
@@ -287,6 +294,51 @@ def _describe_solve(summary: dict) -> str:
     return text
 
 
+def _spread_options(args: argparse.Namespace) -> tuple[float, float]:
+    """Check ``--spread-draws`` and ``--start-noise`` before any work; the noise (mm, deg)."""
+    from sim2real.cli.replay_cmd import parse_start_noise
+    from sim2real.errors import Sim2RealError
+
+    noise = parse_start_noise(args.start_noise)
+    if args.spread_draws == 1:
+        raise Sim2RealError("--spread-draws 1: a spread needs at least 2 draws")
+    if args.spread_draws and not (args.validate or args.holdout):
+        raise Sim2RealError("--spread-draws needs held-out trials (--validate or --holdout)")
+    return noise
+
+
+def _with_validation_spread(result: FitResult, records: Any, args: argparse.Namespace,
+                            noise: tuple[float, float]) -> FitResult:
+    """``result`` with fit.json ``validation.spread``: each held-out trial's predicted spread under draws
+    from the fit (parameters it did not determine drawn uniformly within their bounds)."""
+    import math
+    from dataclasses import replace
+
+    import numpy as np
+
+    from sim2real.cli.replay_cmd import log_spread
+    from sim2real.execution import open_executor
+    from sim2real.sysid.data import prepare_trial, recorded_platform
+    from sim2real.sysid.sampling import fit_distribution
+    from sim2real.sysid.spread import StartNoise, spread_of_fit, spread_record
+    from sim2real.sysid.writeback import fit_document
+
+    if not records or not result.validation:
+        return result
+    dist = fit_distribution(fit_document(result), "the fit", allow_unconverged=True, allow_undetermined=True)
+    dt = float(result.params["sim.dt"])
+    trials = [prepare_trial(r, dt, recorded_platform(r, args.platform)) for r in records]
+    _log(f"predicted spread: {len(trials)} held-out trial(s) x {args.spread_draws} draws from the fit")
+    with open_executor(args.executor, args.workers) as executor:
+        draw, spreads = spread_of_fit(executor, dist, result.params, trials, args.spread_draws,
+                                      np.random.default_rng(args.seed), args.mode, args.pusher, args.pusher_shape,
+                                      args.engine, StartNoise(noise[0] / 1000.0, math.radians(noise[1])))
+    record = spread_record(spreads, draw, args.spread_draws, args.seed, noise[0], noise[1], "the fit")
+    log_spread(_log, record)
+    _log(f"validation spread: {record['summary']}")
+    return replace(result, validation={**result.validation, "spread": record})
+
+
 def run(args: argparse.Namespace) -> int:
     """Handler of ``sim2real fit``; the exit status is documented in the epilog."""
     import json
@@ -301,6 +353,7 @@ def run(args: argparse.Namespace) -> int:
     check_output_file(out, args.force, is_sim2real_params_file)
     check_output_file(fit_json_path(out), args.force, is_fit_report, option="--out (its .json report)")
     free = FreeParameters.parse(args.free)
+    noise = _spread_options(args)
     horizon = parse_horizon(args.horizon)
     weights = Weights.parse(args.weights)
     bounds = parse_bounds(args.bounds)
@@ -325,6 +378,8 @@ def run(args: argparse.Namespace) -> int:
                         validation_sources=held.sources if held is not None else None, failures=failures,
                         jackknife=args.jackknife, executor=args.executor, engine=args.engine,
                         starts=args.starts, per_object=args.per_object)
+    if args.spread_draws:
+        result = _with_validation_spread(result, held.records if held is not None else [], args, noise)
     with removed_on_interrupt(out, fit_json_path(out)):
         params_path, json_path = write_fit(out, result)
     print_summary(result, params_path, json_path)

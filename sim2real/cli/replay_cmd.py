@@ -130,6 +130,21 @@ def _replay_all(records: Any, sources: Any, args: argparse.Namespace,
     return done, failed
 
 
+def parse_start_noise(text: str) -> tuple[float, float]:
+    """``--start-noise MM,DEG``: the two standard deviations (mm, deg), finite and >= 0 (one-line error)."""
+    import math
+
+    from sim2real.errors import Sim2RealError
+
+    try:
+        mm, deg = (float(v) for v in text.split(","))
+    except ValueError:
+        raise Sim2RealError(f"--start-noise '{text}': expected MM,DEG (two numbers)") from None
+    if not (mm >= 0 and deg >= 0 and math.isfinite(mm + deg)):
+        raise Sim2RealError(f"--start-noise '{text}': standard deviations must be finite and >= 0")
+    return mm, deg
+
+
 def _spread(args: argparse.Namespace, records: Any, params: Any) -> dict[str, Any] | None:
     """The predicted spread of every trial under draws from ``--spread`` (None without the option)."""
     if args.spread is None:
@@ -141,46 +156,37 @@ def _spread(args: argparse.Namespace, records: Any, params: Any) -> dict[str, An
     from sim2real.errors import Sim2RealError
     from sim2real.execution import open_executor
     from sim2real.sysid.data import prepare_trial, recorded_platform
-    from sim2real.sysid.sampling import draw_samples, read_fit_distribution
-    from sim2real.sysid.spread import StartNoise, predict_spread
+    from sim2real.sysid.sampling import read_fit_distribution
+    from sim2real.sysid.spread import StartNoise, spread_of_fit, spread_record
 
     if args.draws < 2:
         raise Sim2RealError(f"--draws {args.draws}: a spread needs at least 2 draws")
-    try:
-        mm, deg = (float(v) for v in args.start_noise.split(","))
-    except ValueError:
-        raise Sim2RealError(f"--start-noise '{args.start_noise}': expected MM,DEG (two numbers)") from None
-    if not (mm >= 0 and deg >= 0 and math.isfinite(mm + deg)):
-        raise Sim2RealError(f"--start-noise '{args.start_noise}': standard deviations must be finite and >= 0")
+    mm, deg = parse_start_noise(args.start_noise)
     dist = read_fit_distribution(args.spread, allow_undetermined=True)
-    rng = np.random.default_rng(args.seed)
-    draw = draw_samples(dist, args.draws, rng, undetermined="uniform")
-    if draw.uniform:
-        _log(f"not determined by the fit, drawn uniformly within their bounds: {', '.join(draw.uniform)}",
-             alarm=True)
-    sets = [params.replace(dict(zip(dist.names, (float(v) for v in row), strict=True))) for row in draw.values]
     dt = float(params["sim.dt"])
     trials = [prepare_trial(r, dt, recorded_platform(r, args.platform)) for r in records]
     _log(f"predicted spread: {len(trials)} trial(s) x {args.draws} draws from {args.spread}")
     with open_executor(args.executor, args.workers) as executor:
-        spreads = predict_spread(executor, trials, sets, args.mode, args.pusher, args.pusher_shape, args.engine,
-                                 StartNoise(mm / 1000.0, math.radians(deg)), rng)
-    inside = [s.inside() for s in spreads]
-    judged = [v for v in inside if v is not None]
-    for s in spreads:
-        entry = s.as_dict()
+        draw, spreads = spread_of_fit(executor, dist, params, trials, args.draws, np.random.default_rng(args.seed),
+                                      args.mode, args.pusher, args.pusher_shape, args.engine,
+                                      StartNoise(mm / 1000.0, math.radians(deg)))
+    record = spread_record(spreads, draw, args.draws, args.seed, mm, deg, str(args.spread))
+    log_spread(_log, record)
+    print(record["summary"])
+    return record
+
+
+def log_spread(log: Any, record: dict[str, Any]) -> None:
+    """One line per trial of a spread record (the undetermined parameters first, when any)."""
+    if record["uniform"]:
+        log(f"not determined by the fit, drawn uniformly within their bounds: {', '.join(record['uniform'])}",
+            alarm=True)
+    for entry in record["trials"]:
         coords = ", ".join(f"{k} real {v['real']:.4g} band [{_fmt(v['band'][0])}, {_fmt(v['band'][1])}]"
                            for k, v in entry["outcome"].items())
         failed = f"; {entry['failed_draws']} draw(s) failed" if entry["failed_draws"] else ""
         verdict = {True: "inside", False: "OUTSIDE", None: "no working draw"}[entry["inside"]]
-        _log(f"{s.name}: {verdict}: {coords}{failed}", alarm=entry["inside"] is not True)
-    summary = (f"the real outcome lies inside the predicted 95 % spread in {sum(judged)} of {len(judged)} trial(s)"
-               + (f" ({len(inside) - len(judged)} without a working draw)" if len(judged) < len(inside) else ""))
-    print(summary)
-    return {"format": "sim2real.spread/1", "fit": str(args.spread), "draws": args.draws, "seed": args.seed,
-            "uniform": list(draw.uniform),
-            "start_noise": {"position_mm": mm, "yaw_deg": deg}, "level": 0.95, "summary": summary,
-            "inside": sum(judged), "judged": len(judged), "trials": [s.as_dict() for s in spreads]}
+        log(f"{entry['trial']}: {verdict}: {coords}{failed}", alarm=entry["inside"] is not True)
 
 
 def _fmt(value: float | None) -> str:

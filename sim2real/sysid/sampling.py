@@ -188,8 +188,14 @@ def read_fit_distribution(path: str | os.PathLike[str], allow_unconverged: bool 
         no free parameters, a parameter without standard deviation (not determined by the data),
         a missing or invalid correlation matrix, values outside the registry bounds.
     """
-    source = str(path)
-    document = read_fit_document(path)
+    return fit_distribution(read_fit_document(path), str(path), allow_unconverged, allow_undetermined)
+
+
+def fit_distribution(document: Mapping[str, Any], source: str, allow_unconverged: bool = False,
+                     allow_undetermined: bool = False) -> FitDistribution:
+    """A :class:`FitDistribution` from a fit.json object (:func:`read_fit_distribution` reads it from a
+    file; a fit in memory gives it by :func:`sim2real.sysid.writeback.fit_document`). ``source`` names
+    it in errors."""
     missing = [key for key in ("status", "values", "std") if key not in document]
     if missing:
         raise Sim2RealError(f"{source}: not a fit report (no {', '.join(repr(k) for k in missing)})")

@@ -208,3 +208,37 @@ def predict_spread(executor: Executor, trials: Sequence[TrialData], parameter_se
         spreads.append(TrialSpread(data.name, real, np.array(finals).reshape(-1, 3),
                                    tuple(r for r in mine if isinstance(r, str))))
     return spreads
+
+
+def spread_of_fit(executor: Executor, dist: Any, params: ParameterSet, trials: Sequence[TrialData], draws: int,
+                  rng: np.random.Generator, mode: str, pusher: str, pusher_shape: str = "sphere",
+                  engine: str = "ours", noise: StartNoise = StartNoise()) -> tuple[Any, list[TrialSpread]]:
+    """Draw ``draws`` parameter sets from a fit's distribution and predict every trial's spread under them.
+
+    Parameters the fit did not determine are drawn uniformly within their bounds
+    (:func:`sim2real.sysid.sampling.draw_samples` with ``undetermined="uniform"``); every other
+    parameter keeps its value in ``params``.
+
+    Returns
+    -------
+    (SampleDraw, list of TrialSpread)
+    """
+    from sim2real.sysid.sampling import draw_samples
+
+    draw = draw_samples(dist, draws, rng, undetermined="uniform")
+    sets = [params.replace(dict(zip(dist.names, (float(v) for v in row), strict=True))) for row in draw.values]
+    return draw, predict_spread(executor, trials, sets, mode, pusher, pusher_shape, engine, noise, rng)
+
+
+def spread_record(spreads: Sequence[TrialSpread], draw: Any, draws: int, seed: int, noise_mm: float,
+                  noise_deg: float, fit: str, level: float = 0.95) -> dict[str, Any]:
+    """The JSON record of a predicted spread (``spread.json``, fit.json ``validation.spread``)."""
+    inside = [s.inside(level) for s in spreads]
+    judged = [v for v in inside if v is not None]
+    summary = (f"the real outcome lies inside the predicted {100 * level:g} % spread in {sum(judged)} of "
+               f"{len(judged)} trial(s)" + (f" ({len(inside) - len(judged)} without a working draw)"
+                                            if len(judged) < len(inside) else ""))
+    return {"format": "sim2real.spread/1", "fit": fit, "draws": draws, "seed": seed,
+            "uniform": list(draw.uniform), "start_noise": {"position_mm": noise_mm, "yaw_deg": noise_deg},
+            "level": level, "summary": summary, "inside": sum(judged), "judged": len(judged),
+            "trials": [s.as_dict(level) for s in spreads]}

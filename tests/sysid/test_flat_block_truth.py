@@ -27,7 +27,8 @@ def test_the_fit_recovers_the_uneven_support_and_the_spread_holds_the_real_outco
     train, held = flat_blocks.write_seed(tmp_path, seed)
     out = tmp_path / "block.yaml"
     code = main(["fit", str(train), "--free", flat_blocks.FREE, "--horizon", "trial", "--max-iterations", "40",
-                 "--validate", str(held), "--out", str(out)])
+                 "--validate", str(held), "--spread-draws", "30", "--start-noise", "0.3,0.3", "--seed", str(seed),
+                 "--out", str(out)])
     report = json.loads(out.with_suffix(".json").read_text())
     assert code == 0, report["problems"]
     for name, true in flat_blocks.TRUTH.items():
@@ -41,3 +42,7 @@ def test_the_fit_recovers_the_uneven_support_and_the_spread_holds_the_real_outco
                  "--start-noise", "0.3,0.3", "--seed", str(seed), "--out", str(tmp_path / "spread")]) == 0
     spread = json.loads((tmp_path / "spread" / "spread.json").read_text())
     assert spread["judged"] == 4 and spread["inside"] >= 3, spread["summary"]  # 85 % over the benchmark's seeds
+    # The fit's own validation drew the same spread (same fit, draws and seed) and says the same.
+    in_fit = report["validation"]["spread"]
+    assert [t["inside"] for t in in_fit["trials"]] == [t["inside"] for t in spread["trials"]]
+    assert in_fit["trials"][0]["outcome"] == spread["trials"][0]["outcome"]
