@@ -30,8 +30,9 @@ Parameters (type, default: meaning, unit); config/experiment.yaml holds the stan
     joint_tolerance    double, 0.01: start pose reached within, rad
     replay_trial       string, "": a recorded trial directory; in sim mode, one trial that
                        plays its recorded reference from its recorded start
-    startup_timeout    double, 120.0: wait for every platform and the whole graph, s (the
-                       first start after an engine change compiles the engine)
+    startup_timeout    double, 600.0: wait for every platform and the whole graph, s (the
+                       first start after an install compiles the engine: 1-5 minutes, more on
+                       a busy machine; the simulating nodes log its progress)
     box.*, contact.*, arm.*, pd.*, sim.dt ...  the simulator parameters (the push plan)
 """
 
@@ -119,7 +120,7 @@ class ExperimentNode(Node):
         self.placement_timeout = float(self.declare_parameter("placement_timeout", 30.0).value)
         self.home_speed = float(self.declare_parameter("home_speed", 0.5).value)
         self.joint_tolerance = float(self.declare_parameter("joint_tolerance", 0.01).value)
-        self.startup_timeout = float(self.declare_parameter("startup_timeout", 120.0).value)
+        self.startup_timeout = float(self.declare_parameter("startup_timeout", 600.0).value)
         self.params = declare_sim_params(self)
         self.progress = progress or (lambda line: self.get_logger().info(line))
         arm = load_arm(self.params)

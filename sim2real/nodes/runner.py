@@ -280,6 +280,9 @@ def run_experiment(mode: str, distances: Sequence[float] | str | None, params: P
         experiment_values: dict[str, Any] = {
             "mode": mode, "mirror": mirror, "engine": engine, "distances": [float(d) for d in chosen],
             "start_tolerance": float(config.start_tolerance), **sim_values,
+            # The engine was compiled before the graph started (the CLI's first step): a graph that is not
+            # up in 2 minutes is stuck, not compiling.
+            "startup_timeout": 120.0,
             **{f"push.{f.name}": float(getattr(config.push, f.name)) for f in fields(PushConfig)}}
         if replay_trial:
             experiment_values["replay_trial"] = str(replay_trial)

@@ -65,6 +65,7 @@ from sim2real.nodes.common import (
     run_node,
 )
 from sim2real.physics import BoxState
+from sim2real.physics.warmup import compile_with_progress
 from sim2real.trials.experiment import requested_box_pose, start_joints
 
 
@@ -100,6 +101,9 @@ class SimNode(Node):
         self._pub_pusher = self.create_publisher(PoseStamped, "sim/pusher_pose", STREAM_QOS)
         prepare = engine_entry(self.engine).warm_up
         if prepare is not None:
+            # A first start after an install compiles the engine (minutes on a busy machine): say so, with
+            # progress, rather than stay silent while the experiment waits for this platform.
+            compile_with_progress(say=lambda line: self.get_logger().info(line))
             prepare(self.params)
         self._solver = SolveReporter(self, "sim")
         self._reset(np.asarray(initial, float), box)

@@ -49,7 +49,7 @@ from sim2real.nodes.common import (
 )
 from sim2real.physics import BoxState
 from sim2real.physics.servo import ServoParams
-from sim2real.physics.warmup import warm_up
+from sim2real.physics.warmup import compile_with_progress, warm_up
 from sim2real.trials.experiment import requested_box_pose, resting_pose, start_joints
 
 
@@ -71,6 +71,7 @@ class StandinWorldNode(Node):
             initial = list(start_joints(self.world.arm, load_experiment_config().push,
                                         float(truth["contact.table_height"])))
         self.mocap = MocapModel(self.config.mocap)
+        compile_with_progress(say=lambda line: self.get_logger().info(line))  # a first start: say so
         warm_up(self.world.world, float(truth["pusher.radius"]))
         # Map the emulator's monotonic clock onto ROS time once (both advance at the same rate:
         # NTP slews CLOCK_MONOTONIC as it slews the system clock).
