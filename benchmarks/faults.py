@@ -1,30 +1,43 @@
-"""Benchmark: how fast the xArm driver stops the arm on each link or controller fault.
+"""Benchmark: how the xArm driver stops the arm on each link or controller fault, idle and loaded.
 
-The real vendor SDK, driven by :class:`~sim2real.hardware.XArmDriver` at 100 Hz (a joint-state
-read and a 0.4 rad/s velocity command per cycle, nominal servo), against the loopback emulator
-with one injected fault per run. Times are ms from the fault's onset as the emulator saw it
-(stall: the stalled request arrived; drop: connections closed; error: raised; latency: the
-first delayed reply):
+The real vendor SDK, driven by :class:`~sim2real.hardware.XArmDriver` (default budgets) at
+100 Hz (a joint-state read and a 0.4 rad/s velocity command per cycle, nominal servo), against
+the loopback emulator with one injected fault per run. After the fault the caller keeps
+calling ``send_velocity`` (20 more times), as a careless control loop would.
 
-* ``detect_ms``: the driver latched its fault; ``kind``: what it reported;
-* ``stop_sent_ms``: the driver's stop frames left (raw socket or fresh connection);
-* ``zero_command_ms``: the controller's commanded velocity became zero (a zero velocity, a
-  stop or mode change executed, a velocity command's auto-stop, or the controller's own halt
-  on an error) and stayed so, as the emulator's command hook saw it (a stale command the
-  controller refuses because the stop came first does not count: it commands nothing);
-* ``still_ms``: every joint speed below 1e-3 rad/s from then on;
-* ``stale_moving_ms``: how long the controller commanded a nonzero velocity in total after the
-  fault was detected (0 when nothing moved it after the detection);
-* ``final_mode`` / ``final_state``: the controller after the driver's ``stop()``.
+The emulator runs in a process of its own pinned to a CPU of its own (the last one; with one
+CPU it shares), as a real controller is a computer of its own that this machine's load does not
+slow down; the driver runs on the other CPUs. Each fault is run in two columns:
 
-Plus the watchdog: ms from the last fresh command's send to the zero velocity (goal <= 50 ms),
-and a healthy run under CPU load: faults seen (goal: none). There ``--load N`` busy processes
-share the driver's CPUs while the emulator runs in a process of its own pinned to a CPU of its
-own (the last one; with one CPU it shares), as a real controller is a computer of its own that
-this machine's load does not slow down; an emulator starved along with the driver would be a
-slow controller, which the driver is right to report.
+* ``idle``: nothing else running;
+* ``loaded``: beside ``--load`` (default 4) CPU-bound processes (busy loops started with
+  :mod:`multiprocessing` on the driver's CPUs, terminated afterwards).
 
-Run: ``python -m benchmarks.faults --json [--repeats 3] [--load 2]``.
+Per fault and column, over ``--repeats`` runs (ranges are [min, max]; times are ms from the
+fault's onset as the emulator saw it: stall: the stalled request arrived; drop: connections
+closed; error: raised; latency: the first delayed reply):
+
+* ``detected``: runs in which the driver latched the expected fault kind; ``kinds``: what it
+  reported; ``false_faults``: runs faulted before the fault was injected (a healthy link faulted);
+* ``detect_ms``: the driver latched its fault; ``stop_sent_ms``: its stop frames left;
+* ``zero_command_ms``: the controller's commanded velocity became zero and stayed so (as the
+  emulator's command hook saw it); ``still_ms``: every joint below 1e-3 rad/s from then on;
+* ``sent_after_detection``: motion commands whose bytes left the driver at or after its fault's
+  timestamp (summed over runs; must be 0);
+* ``stale_moving_ms``: how long the controller commanded a nonzero velocity after the detection
+  (a command sent before it, still on its way, or already running); ``motion_started_after_detection``:
+  runs in which a nonzero command took effect after the detection (one sent before it, on a slow link);
+* ``reaccelerated``: runs in which the commanded velocity became nonzero again after it had
+  been zero after the detection (a stale or queued command resumed motion; must be 0);
+* ``final_mode_state``: the controller after the driver's ``stop()``;
+* ``cpu_wait_ms``: how long the driver's own threads waited runnable for a CPU per run.
+
+``healthy_idle`` and ``healthy_under_load``: ``--healthy-runs`` runs of ``--healthy-seconds``
+each on a healthy link (no fault injected), idle and loaded: runs that faulted (goal: none),
+cycles, the cycle time p99 and maximum. And the watchdog: ms from the last fresh command's send to
+the zero velocity (goal <= 50 ms).
+
+Run: ``python -m benchmarks.faults --json [--repeats 3] [--load 4] [--healthy-runs 10]``.
 """
 
 from __future__ import annotations
@@ -38,6 +51,9 @@ import multiprocessing
 import os
 import sys
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
 from typing import Any
 
 import numpy as np
@@ -50,6 +66,8 @@ from sim2real.physics.servo import ServoParams
 
 HOST, PORT = "127.0.0.71", 5025
 SPEED = 0.4
+#: Calls of ``send_velocity`` after the fault (each must be refused).
+KEEP_SENDING = 20
 
 FAULTS: dict[str, FaultConfig] = {
     "controller_error_c31": FaultConfig(error_at=0.3, error_code=31),
@@ -61,164 +79,295 @@ FAULTS: dict[str, FaultConfig] = {
     "latency_15ms": FaultConfig(latency=0.015, latency_at=0.3),
     "latency_60ms": FaultConfig(latency=0.06, latency_at=0.3),
 }
+#: Fault kinds each injected fault may be reported as (a 60 ms latency is a stall at 35 ms).
+EXPECTED = {"controller": {"controller_error"}, "stall": {"stall"}, "dropped": {"disconnected"},
+            "latency": {"latency", "stall"}}
+ONSET_KEY = {"controller": "error", "stall": "stall", "dropped": "drop", "latency": "latency"}
 
 
-class _Recorder:
-    """Emulator hooks: commanded-velocity changes and per-tick joint velocities."""
+# --- the controller: an emulator in a process of its own ----------------------------------------
+@dataclass
+class Recording:
+    """What the emulator saw in one run (times ``time.monotonic``, s; system-wide on Linux)."""
 
-    def __init__(self) -> None:
-        self.commands: list[tuple[float, float]] = []
-        self.ticks: list[tuple[float, float]] = []
-
-    def on_command(self, t: float, command: np.ndarray) -> None:
-        self.commands.append((t, float(np.max(np.abs(command)))))
-
-    def on_tick(self, t: float, q: np.ndarray, v: np.ndarray) -> None:
-        self.ticks.append((t, float(np.max(np.abs(v)))))
+    commands: list[tuple[float, float]]  # commanded velocity changes: (t, largest joint speed)
+    ticks: list[tuple[float, float]]  # (t, largest true joint speed)
+    onsets: dict[str, float]
+    mode: int
+    state: int
 
 
-def _one_fault(name: str, faults: FaultConfig) -> dict[str, Any]:
+def _controller_main(conn: Connection, cpus: set[int]) -> None:
+    """Serve one emulator per ``("run", FaultConfig)`` until ``("stop",)``, then send its
+    :class:`Recording`; end at ``("exit",)``."""
+    if cpus:
+        os.sched_setaffinity(0, cpus)
+    logging.disable(logging.CRITICAL)
     servo = ServoParams.from_params(ParameterSet.nominal())
-    rec = _Recorder()
-    config = EmulatorConfig(host=HOST, command_port=PORT, servo=servo, faults=faults)
-    fault = None
-    with XArmEmulator(config, on_tick=rec.on_tick, on_command=rec.on_command) as emu:
+    while (message := conn.recv())[0] == "run":
+        conn.send(_serve_one(conn, EmulatorConfig(host=HOST, command_port=PORT, servo=servo, faults=message[1])))
+
+
+def _serve_one(conn: Connection, config: EmulatorConfig) -> Recording:
+    commands: list[tuple[float, float]] = []
+    ticks: list[tuple[float, float]] = []
+    with XArmEmulator(config, on_tick=lambda t, q, v: ticks.append((t, float(np.max(np.abs(v))))),
+                      on_command=lambda t, c: commands.append((t, float(np.max(np.abs(c)))))) as emu:
+        conn.send("ready")
+        conn.recv()  # ("stop",)
+        snap = emu.snapshot()
+        onsets = emu.fault_onsets
+    return Recording(commands, ticks, onsets, snap.mode, snap.state)
+
+
+class Controller:
+    """The emulator process (see :func:`_controller_main`)."""
+
+    def __init__(self, cpus: set[int]) -> None:
+        ctx = multiprocessing.get_context("spawn")
+        self._conn, child = ctx.Pipe()
+        self._process = ctx.Process(target=_controller_main, args=(child, cpus), daemon=True)
+        self._process.start()
+
+    @contextlib.contextmanager
+    def emulating(self, faults: FaultConfig) -> Iterator[list[Recording]]:
+        """An emulator with ``faults`` for the ``with`` block; its recording is in the list after it."""
+        out: list[Recording] = []
+        self._conn.send(("run", faults))
+        if not self._conn.poll(60.0) or self._conn.recv() != "ready":
+            raise RuntimeError("the emulator process did not start an emulator")
+        try:
+            yield out
+        finally:
+            self._conn.send(("stop",))
+            out.append(self._conn.recv())
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self._conn.send(("exit",))
+        self._process.join(10.0)
+        if self._process.is_alive():
+            self._process.terminate()
+
+
+# --- load ---------------------------------------------------------------------------------
+def _burn(cpus: set[int]) -> None:
+    if cpus:
+        os.sched_setaffinity(0, cpus)
+    x = 0.0
+    while True:
+        x = math.sin(x + 1.0)
+
+
+@contextlib.contextmanager
+def cpu_load(processes: int, cpus: set[int]) -> Iterator[None]:
+    """``processes`` busy loops on ``cpus`` for the ``with`` block, terminated after it."""
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_burn, args=(cpus,), daemon=True) for _ in range(processes)]
+    for proc in procs:
+        proc.start()
+    try:
+        time.sleep(1.0)  # started (spawned interpreters import for a while)
+        yield
+    finally:
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            proc.join(10.0)
+
+
+# --- one run ------------------------------------------------------------------------------
+def _stream_until_fault(driver: XArmDriver, cycles: int) -> int:
+    """Read and command at 100 Hz until the driver raises; then keep sending. Returns the calls refused."""
+    velocity = np.full(6, SPEED) * np.array([1, 1, -1, 1, 1, 1])
+    next_at = time.monotonic()
+    with contextlib.suppress(HardwareError):
+        for _ in range(cycles):
+            driver.read_joint_states()
+            driver.send_velocity(velocity, stamp=time.monotonic())
+            next_at += 0.01
+            time.sleep(max(next_at - time.monotonic(), 0.0))
+    refused = 0
+    if driver.fault is not None:
+        for _ in range(KEEP_SENDING):
+            with contextlib.suppress(HardwareError):
+                driver.send_velocity(velocity, stamp=time.monotonic())
+                continue
+            refused += 1
+            time.sleep(0.005)
+    return refused
+
+
+def one_fault(controller: Controller, name: str, faults: FaultConfig) -> dict[str, Any]:
+    """Run one injected fault; the figures of :func:`_figures`."""
+    with controller.emulating(faults) as recording:
         driver = XArmDriver(DriverConfig(ip=HOST, command_port=PORT))
         with driver:
             driver.start()
-            next_at = time.monotonic()
-            try:
-                for _ in range(500):
-                    driver.read_joint_states()
-                    driver.send_velocity(np.full(6, SPEED) * np.array([1, 1, -1, 1, 1, 1]), stamp=time.monotonic())
-                    next_at += 0.01
-                    time.sleep(max(next_at - time.monotonic(), 0.0))
-            except HardwareError:
-                pass
-            fault = driver.fault
-            time.sleep(1.2)  # let a stale command (if any) run out before stop()
+            refused = _stream_until_fault(driver, 500)
+            time.sleep(max(faults.stall_duration, 1.0) + 0.2)  # let a stale command (if any) run out
+            cpu_wait = driver.status().cpu_wait
         time.sleep(0.05)
-        snap = emu.snapshot()
-        onsets = emu.fault_onsets
-    key = {"controller": "error", "stall": "stall", "dropped": "drop", "latency": "latency"}[name.split("_")[0]]
-    onset = onsets.get(key)
-    out: dict[str, Any] = {"kind": fault.kind if fault else None, "final_mode": snap.mode, "final_state": snap.state}
-    if onset is None or fault is None:
+    kind = name.split("_")[0]
+    return _figures(driver, recording[0], recording[0].onsets.get(ONSET_KEY[kind]), EXPECTED[kind], refused,
+                    cpu_wait)
+
+
+def _figures(driver: XArmDriver, rec: Recording, onset: float | None, expected: set[str], refused: int,
+             cpu_wait: float | None) -> dict[str, Any]:
+    fault = driver.fault
+    out: dict[str, Any] = {"kind": fault.kind if fault else None, "final_mode": rec.mode, "final_state": rec.state,
+                           "false_fault": fault is not None and (onset is None or fault.at < onset),
+                           "refused_after_fault": refused,
+                           "cpu_wait_ms": None if cpu_wait is None else round(cpu_wait * 1e3, 1)}
+    out["detected"] = fault is not None and fault.kind in expected and not out["false_fault"]
+    if fault is None:
+        return out
+    out["sent_after_detection"] = sum(1 for r in driver.sent_commands()
+                                      if r.moves and (r.wire_at is None or r.wire_at >= fault.at))
+    stretches = _moving_stretches(rec.commands)
+    out["stale_moving_ms"] = round(sum(max(end - max(start, fault.at), 0.0) for start, end in stretches) * 1e3, 2)
+    zero_after = next((t for t, speed in rec.commands if t >= fault.at and speed == 0.0), None)
+    out["reaccelerated"] = zero_after is not None and any(start > zero_after for start, _ in stretches)
+    out["motion_started_after_detection"] = any(start >= fault.at for start, _ in stretches)
+    if onset is None:
         return out
     ms = lambda t: None if t is None else round((t - onset) * 1e3, 1)  # noqa: E731
     out["detect_ms"] = ms(fault.at)
     out["stop_sent_ms"] = ms(driver.stop_sent_at)
-    # Commanded velocity, as the controller executed it: nonzero stretches from each change.
-    stretches: list[tuple[float, float]] = []  # (start, end) of each nonzero stretch
-    for i, (t, speed) in enumerate(rec.commands):
-        if speed > 0.0:
-            stretches.append((t, rec.commands[i + 1][0] if i + 1 < len(rec.commands) else math.inf))
-    last_end = max((end for _, end in stretches), default=onset)
-    out["zero_command_ms"] = ms(max(last_end, onset))
-    out["stale_moving_ms"] = round(sum(max(end - max(start, fault.at), 0.0) for start, end in stretches) * 1e3, 2)
+    out["zero_command_ms"] = ms(max(max((end for _, end in stretches), default=onset), onset))
+    out["still_ms"] = ms(_still_from(rec.ticks, onset))
+    return out
+
+
+def _moving_stretches(commands: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """(start, end) of each stretch the commanded velocity was nonzero."""
+    return [(t, commands[i + 1][0] if i + 1 < len(commands) else math.inf)
+            for i, (t, speed) in enumerate(commands) if speed > 0.0]
+
+
+def _still_from(ticks: list[tuple[float, float]], onset: float) -> float | None:
     still_at = None
-    for t, speed in rec.ticks:
+    for t, speed in ticks:
         if t >= onset and speed >= 1e-3:
             still_at = None
         elif t >= onset and still_at is None:
             still_at = t
-    out["still_ms"] = ms(still_at)
-    return out
+    return still_at
 
 
-def _burn(seconds: float, cpus: set[int]) -> None:
-    if cpus:
-        os.sched_setaffinity(0, cpus)
-    end = time.monotonic() + seconds
-    x = 0.0
-    while time.monotonic() < end:
-        x = math.sin(x + 1.0)
+def healthy_run(controller: Controller, seconds: float) -> dict[str, Any]:
+    """Stream on a healthy link for ``seconds``: the fault (if any), cycles, cycle times (s)."""
+    trips: list[float] = []
+    with controller.emulating(FaultConfig()), XArmDriver(DriverConfig(ip=HOST, command_port=PORT)) as driver:
+        driver.start()
+        end = time.monotonic() + seconds
+        with contextlib.suppress(HardwareError):
+            while (started := time.monotonic()) < end:
+                driver.read_joint_states()
+                driver.send_velocity(np.full(6, 0.2 * math.sin(math.pi * (end - started))), stamp=started)
+                trips.append(time.monotonic() - started)
+                time.sleep(0.01)
+        fault, cpu_wait = driver.fault, driver.status().cpu_wait
+    return {"fault": f"{fault.kind}: {fault.message}" if fault else None, "trips": trips, "cpu_wait": cpu_wait}
 
 
-def _controller(cpus: set[int], ready: Any, done: Any) -> None:
-    """A healthy emulated controller in a process of its own, on ``cpus``, until ``done``."""
-    if cpus:
-        os.sched_setaffinity(0, cpus)
-    logging.disable(logging.CRITICAL)
-    with XArmEmulator(EmulatorConfig(host=HOST, command_port=PORT)):
-        ready.set()
-        done.wait()
+# --- summaries ----------------------------------------------------------------------------
+def _span(values: list[float]) -> list[float] | None:
+    return [min(values), max(values)] if values else None
 
 
-def healthy_under_load(seconds: float, hogs: int) -> dict[str, Any]:
-    """Stream on a healthy link while ``hogs`` processes keep the driver's CPUs busy; faults seen."""
-    cpus = sorted(os.sched_getaffinity(0))
-    controller_cpus = {cpus[-1]} if len(cpus) > 1 else set()
-    driver_cpus = set(cpus) - controller_cpus
-    ctx = multiprocessing.get_context("spawn")
-    ready, done = ctx.Event(), ctx.Event()
-    controller = ctx.Process(target=_controller, args=(controller_cpus, ready, done))
-    controller.start()
-    procs = [ctx.Process(target=_burn, args=(seconds + 4.0, driver_cpus)) for _ in range(hogs)]
-    saved_affinity = os.sched_getaffinity(0)
-    try:
-        if not ready.wait(30.0):
-            raise RuntimeError("the emulator process did not start")
-        for proc in procs:
-            proc.start()
-        os.sched_setaffinity(0, driver_cpus)
-        with XArmDriver(DriverConfig(ip=HOST, command_port=PORT)) as driver:
-            driver.start()
-            end = time.monotonic() + seconds
-            trips: list[float] = []
-            with contextlib.suppress(HardwareError):
-                while time.monotonic() < end:
-                    started = time.monotonic()
-                    driver.read_joint_states()
-                    driver.send_velocity(np.zeros(6), stamp=started)
-                    trips.append(time.monotonic() - started)
-                    time.sleep(0.01)
-            fault = driver.fault
-    finally:
-        os.sched_setaffinity(0, saved_affinity)
-        done.set()
-        controller.join(10.0)
-        for proc in procs:
-            proc.join()
+def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per-fault figures over its runs (see the module docstring)."""
+    def values(name: str) -> list[Any]:
+        return [r[name] for r in runs if r.get(name) is not None]
+
+    summary: dict[str, Any] = {
+        "runs": len(runs), "detected": sum(bool(r["detected"]) for r in runs),
+        "kinds": sorted({str(r["kind"]) for r in runs}), "false_faults": sum(bool(r["false_fault"]) for r in runs),
+        "final_mode_state": sorted({f"{r['final_mode']}/{r['final_state']}" for r in runs}),
+        "sent_after_detection": sum(values("sent_after_detection")),
+        "reaccelerated": sum(bool(v) for v in values("reaccelerated")),
+        "motion_started_after_detection": sum(bool(v) for v in values("motion_started_after_detection")),
+        "refused_after_fault": _span(values("refused_after_fault"))}
+    for name in ("detect_ms", "stop_sent_ms", "zero_command_ms", "still_ms", "stale_moving_ms", "cpu_wait_ms"):
+        summary[name] = _span(values(name))
+    return summary
+
+
+def summarise_healthy(runs: list[dict[str, Any]], hogs: int, driver_cpus: set[int],
+                      controller_cpus: set[int]) -> dict[str, Any]:
+    trips = [t for r in runs for t in r["trips"]]
+    waits = [r["cpu_wait"] * 1e3 for r in runs if r["cpu_wait"] is not None]
     return {"load_processes": hogs, "driver_cpus": sorted(driver_cpus), "controller_cpus": sorted(controller_cpus),
-            "cycles": len(trips), "fault": f"{fault.kind}: {fault.message}" if fault else None,
-            "cycle_p99_ms": round(float(np.percentile(trips, 99)) * 1e3, 2),
-            "cycle_max_ms": round(float(np.max(trips)) * 1e3, 2)}
+            "runs": len(runs), "faulted_runs": sum(r["fault"] is not None for r in runs),
+            "faults": [r["fault"] for r in runs if r["fault"]], "cycles": len(trips),
+            "fault": next((r["fault"] for r in runs if r["fault"]), None),
+            "cycle_p99_ms": round(float(np.percentile(trips, 99)) * 1e3, 2) if trips else None,
+            "cycle_max_ms": round(float(np.max(trips)) * 1e3, 2) if trips else None,
+            "cpu_wait_ms": [round(min(waits), 1), round(max(waits), 1)] if waits else None}
+
+
+def run_column(controller: Controller, faults: dict[str, FaultConfig], repeats: int, healthy_runs: int,
+               healthy_seconds: float) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The fault matrix and the healthy runs, in the current load."""
+    matrix = {name: summarise([one_fault(controller, name, config) for _ in range(repeats)])
+              for name, config in faults.items()}
+    healthy = [healthy_run(controller, healthy_seconds) for _ in range(healthy_runs)]
+    return matrix, healthy
+
+
+def placement() -> tuple[set[int], set[int]]:
+    """(controller CPUs, driver CPUs): the last CPU for the emulator, the others for the driver."""
+    cpus = sorted(os.sched_getaffinity(0))
+    controller = {cpus[-1]} if len(cpus) > 1 else set()
+    return controller, set(cpus) - controller
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print one JSON object (the only mode)")
-    parser.add_argument("--repeats", type=int, default=3, help="runs per fault (figures: median and max)")
-    parser.add_argument("--load", type=int, default=2, help="busy processes in the healthy-under-load run")
-    parser.add_argument("--load-seconds", type=float, default=10.0)
-    parser.add_argument("--only", action="append", choices=[*FAULTS, "watchdog", "load"],
+    parser.add_argument("--repeats", type=int, default=3, help="runs per fault and column")
+    parser.add_argument("--load", type=int, default=4, help="busy processes beside the driver in the loaded column")
+    parser.add_argument("--healthy-runs", type=int, default=10, help="healthy-link runs per column")
+    parser.add_argument("--healthy-seconds", type=float, default=3.0)
+    parser.add_argument("--only", action="append", choices=[*FAULTS, "watchdog", "healthy"],
                         help="run only this part (repeatable)")
+    parser.add_argument("--columns", default="idle,loaded", help="comma-separated: idle, loaded")
     args = parser.parse_args()
-    wanted = set(args.only or [*FAULTS, "watchdog", "load"])
+    wanted = set(args.only or [*FAULTS, "watchdog", "healthy"])
+    faults = {name: config for name, config in FAULTS.items() if name in wanted}
+    healthy_runs = args.healthy_runs if "healthy" in wanted else 0
     logging.disable(logging.CRITICAL)
-    figures: dict[str, Any] = {}
+    controller_cpus, driver_cpus = placement()
+    figures: dict[str, Any] = {"load_average_before": os.getloadavg()[0]}
+    saved_affinity = os.sched_getaffinity(0)
+    columns: dict[str, tuple[dict[str, Any], list[dict[str, Any]]]] = {}
     with contextlib.redirect_stdout(sys.stderr):  # the vendor SDK prints its banners on stdout
-        for name, faults in FAULTS.items():
-            if name not in wanted:
-                continue
-            runs = [_one_fault(name, faults) for _ in range(args.repeats)]
-            summary: dict[str, Any] = {"kinds": sorted({str(r["kind"]) for r in runs}),
-                                       "final_mode_state": sorted({f"{r['final_mode']}/{r['final_state']}"
-                                                                   for r in runs})}
-            for field in ("detect_ms", "stop_sent_ms", "zero_command_ms", "still_ms", "stale_moving_ms"):
-                values = [r[field] for r in runs if r.get(field) is not None]
-                summary[field] = [min(values), max(values)] if values else None
-            figures[name] = summary
+        controller = Controller(controller_cpus)
+        try:
+            os.sched_setaffinity(0, driver_cpus)
+            for column in args.columns.split(","):
+                load = cpu_load(args.load, driver_cpus) if column == "loaded" else contextlib.nullcontext()
+                with load:
+                    columns[column] = run_column(controller, faults, args.repeats, healthy_runs,
+                                                 args.healthy_seconds)
+        finally:
+            os.sched_setaffinity(0, saved_affinity)
+            controller.close()
         if "watchdog" in wanted:
             # At most 3 repeats: watchdog_reaction streams +0.2 rad/s on one emulator without
-            # re-homing, ~0.053 rad per repeat on J3 (upper limit 0.19 rad); a 4th or 5th repeat
-            # can raise C23 (the driver's limit clamp stops J3 only from ~0.152 rad on).
+            # re-homing (a 4th or 5th repeat can raise C23 on J3).
             reactions = [1e3 * r for r in watchdog_reaction(min(max(args.repeats, 1), 3), HOST, PORT)]  # ms
             figures["watchdog_zero_after_last_command_ms"] = ([round(min(reactions), 1), round(max(reactions), 1)]
                                                                if reactions else None)
-        if "load" in wanted:
-            figures["healthy_under_load"] = healthy_under_load(args.load_seconds, args.load)
+    for name in faults:  # the idle figures under the fault's name, the loaded ones beside them
+        figures[name] = {**columns.get("idle", ({}, []))[0].get(name, {}),
+                         "loaded": columns.get("loaded", ({}, []))[0].get(name)}
+    for column, key, hogs in (("idle", "healthy_idle", 0), ("loaded", "healthy_under_load", args.load)):
+        if column in columns and healthy_runs:
+            figures[key] = summarise_healthy(columns[column][1], hogs, driver_cpus, controller_cpus)
+    figures["load_average_after"] = os.getloadavg()[0]
     print(json.dumps(figures))
 
 

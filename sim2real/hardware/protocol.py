@@ -104,6 +104,40 @@ def split_frames(buffer: bytearray) -> list[Frame]:
     return frames
 
 
+#: Registers that only read (they never change what the arm does).
+READ_REGISTERS = frozenset({Register.GET_VERSION, Register.GET_ROBOT_SN, Register.GET_STATE, Register.GET_CMDNUM,
+                            Register.GET_ERROR, Register.GET_TCP_POSE, Register.GET_JOINT_STATES,
+                            Register.GET_JOINT_TAU})
+#: ``set_state`` arguments that stop the arm: 3 pause, 4 stop, 6 decelerate to stop.
+STOP_STATES = frozenset({3, 4, 6})
+
+
+def request_frames(data: bytes) -> list[Frame]:
+    """The complete request frames in ``data`` (bytes about to be written to the command port)."""
+    return split_frames(bytearray(data))
+
+
+def cannot_move(frame: Frame) -> bool:
+    """Whether a request can only stop, hold or read the arm, never set it in motion.
+
+    True for reads, ``set_state`` 3/4/6, ``set_mode(0)``, disabling the motors, an all-zero
+    joint velocity and heartbeats; False for everything else (any motion command, ``set_state(0)``,
+    other modes, clearing errors, registers not known here).
+    """
+    params = frame.params
+    if frame.protocol == PROTOCOL_HEARTBEAT or frame.register in READ_REGISTERS:
+        return True
+    if frame.register == Register.SET_STATE:
+        return params[:1] != b"" and params[0] in STOP_STATES
+    if frame.register == Register.SET_MODE:
+        return params[:1] == b"\x00"
+    if frame.register == Register.MOTION_ENABLE:
+        return len(params) >= 2 and params[1] == 0
+    if frame.register == Register.VC_SET_JOINTV:
+        return len(params) >= 24 and not np.any(unpack_floats(params, 6))
+    return False
+
+
 def pack_floats(values: FloatArray | list[float] | tuple[float, ...]) -> bytes:
     """Little-endian FP32 encoding of a sequence of floats."""
     values = [float(v) for v in values]

@@ -15,7 +15,9 @@ the arm overshot by up to 0.5 rad.) The driver's safety behaviour applies
 unchanged: clamping, the 45 ms watchdog (zero velocity without fresh commands), and a
 latched stop after any fault (the node then logs the fault once, publishes its message on
 ``real/fault`` (std_msgs/String, latched) so that the experiment ends the trial as
-incomplete, and stops commanding; it never resumes by itself).
+incomplete, and stops commanding; it never resumes by itself). A planned stop (SIGINT or
+SIGTERM, or the node being closed) is no fault: it is logged once at info level
+(``xArm stopped as planned: ...``) and nothing is published on ``real/fault``.
 
 Parameters (type, default: meaning, unit)::
 
@@ -193,20 +195,29 @@ class XArmNode(Node):
         return joint_state_msg(stamp, q_ref, out.velocity)
 
     def _log_fault(self, message: str | None = None) -> None:
+        """Say once why the arm stopped: a fault at error level (and on ``real/fault``), a planned
+        stop (a signal, the node closing) at info level only."""
         if self._fault_logged:
             return
         self._fault_logged = True
         fault = self.driver.fault
+        if fault is not None and fault.planned:
+            self.get_logger().info(f"xArm stopped as planned: {fault.message}")
+            return
+        if fault is None and self._stop_loop.is_set():  # closing: the driver is being stopped
+            self.get_logger().info("xArm stopped as planned: the node is closing")
+            return
         text = fault.message if fault else str(message)
         self.get_logger().error(f"xArm stopped: {text}")
         self._pub_fault.publish(String(data=text))
 
     def close(self) -> None:
-        """Stop the loop, stop the arm and disconnect (idempotent)."""
+        """Stop the loop, stop the arm and disconnect (idempotent); says once why the arm stopped."""
         self._stop_loop.set()
         if self._loop.is_alive() and self._loop is not threading.current_thread():
             self._loop.join(timeout=1.0)
         self.driver.stop()
+        self._log_fault()
 
 
 def main(args: list[str] | None = None) -> int:
