@@ -30,7 +30,7 @@ import pytest
 from fixtures.synthetic_trials import make_trial
 from loopback import free_host
 
-from sim2real.cli.demo_cmd import (
+from sim2real.demo.checks import (
     DEMO_DISTANCES,
     MAX_PUSHER_PATH_GAP,
     MAX_TRACKING_ERROR,

@@ -1,0 +1,266 @@
+"""The demo's four steps, below the CLI: experiment, two-stage fit, re-simulation, report.
+
+:func:`run_demo` runs them (see :mod:`sim2real.cli.demo_cmd` for what each does) and returns the
+check of itself (:func:`sim2real.demo.checks.check_against_hidden` plus what the steps found);
+what a user sees of the progress goes through a :class:`DemoProgress` the caller provides, so the
+pipeline prints nothing itself.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from sim2real.demo.checks import (
+    BOX_FINE,
+    BOX_FTOL,
+    DEMO_DISTANCES,
+    EXPERIMENT_ATTEMPTS,
+    SERVO_FTOL,
+    SERVO_LOSS,
+    check_against_hidden,
+    disturbed_gap,
+    fine_grid,
+    is_held_out,
+    recording_problems,
+)
+from sim2real.errors import RunFailedError, Sim2RealError
+
+if TYPE_CHECKING:
+    from sim2real.report.build import ReportPaths
+    from sim2real.sysid import FitResult
+    from sim2real.trials import TrialRecord
+
+
+class DemoProgress(Protocol):
+    """What the demo tells its user while it runs (the CLI prints it)."""
+
+    def step(self, number: int, text: str) -> float:
+        """Step ``number`` of 4 begins; returns ``time.perf_counter()``."""
+
+    def detail(self, line: str, alarm: bool = False) -> None:
+        """One line within the step (``alarm``: something went wrong)."""
+
+    def fit(self, result: FitResult, params_path: Path, fit_json: Path) -> None:
+        """A fit stage finished and wrote its files."""
+
+
+@dataclass(frozen=True)
+class DemoOptions:
+    """The demo's choices (``sim2real demo --help``).
+
+    Attributes
+    ----------
+    distances : tuple of float or None
+        Start distances of the fitted pushes (m); None: :data:`~sim2real.demo.checks.DEMO_DISTANCES`.
+    validation_distances : tuple of float
+        Start distances of the held-out pushes (m).
+    servo_free, box_free : str
+        Free parameters of fit stages 1 and 2 (comma-separated registry names).
+    box_mode : str
+        Stage 2's mode, ``"kinematic"`` or ``"closed"``.
+    grid : (str, list of float) or None
+        Stage 2 starts from the best point of this grid of one parameter.
+    max_iterations : int
+        Per stage.
+    standin_host : str
+        Loopback address of the emulated xArm.
+    engine : str
+        Engine of the mirrored sim, both fits and the re-simulation.
+    live : str or None
+        ``HOST:PORT`` of a Foxglove server for the experiment.
+    """
+
+    distances: tuple[float, ...] | None
+    validation_distances: tuple[float, ...]
+    servo_free: str
+    box_free: str
+    box_mode: str
+    grid: tuple[str, list[float]] | None
+    max_iterations: int
+    standin_host: str
+    engine: str = "ours"
+    live: str | None = None
+
+
+@dataclass
+class DemoOutcome:
+    """What :func:`run_demo` found: the check (``demo_check.json``), the report and the timings."""
+
+    check: dict[str, Any]
+    report: ReportPaths
+    failed_attempts: list[str] = field(default_factory=list)
+    disturbed: list[dict[str, object]] = field(default_factory=list)
+
+
+def record_experiment(options: DemoOptions, before_dir: Path, ui: DemoProgress) -> tuple[list[TrialRecord], list[str]]:
+    """Step 1: the stand-in experiment, run again (up to EXPERIMENT_ATTEMPTS times) while its recording is not a
+    set of standard pushes; the recorded trials and why earlier attempts failed."""
+    from sim2real.nodes.runner import run_experiment
+    from sim2real.params import ParameterSet
+    from sim2real.trials import read_run
+
+    failed: list[str] = []
+    while True:
+        try:
+            distances = options.distances if options.distances is not None else DEMO_DISTANCES
+            run_experiment("standin", (*distances, *options.validation_distances), ParameterSet.nominal(), before_dir,
+                           standin_host=options.standin_host, progress=ui.detail, engine=options.engine,
+                           live=options.live)
+            problems = recording_problems(read_run(before_dir))
+            if not problems:
+                return read_run(before_dir), failed
+            reason = "; ".join(problems)
+        except Sim2RealError as err:
+            reason = str(err)
+        failed.append(reason)
+        kept = before_dir.with_name(f"{before_dir.name}.failed{len(failed)}")
+        if before_dir.exists():
+            before_dir.rename(kept)
+        if len(failed) >= EXPERIMENT_ATTEMPTS:
+            raise RunFailedError(f"the experiment failed in each of {EXPERIMENT_ATTEMPTS} attempts (runs kept in "
+                                f"{before_dir.name}.failed<N>); the last: {reason}")
+        ui.detail(f"experiment attempt {len(failed)} failed: {reason}; its trials are kept in {kept}; running it "
+                  "again", alarm=True)
+
+
+def _box_start(options: DemoOptions, records: Sequence[TrialRecord], servo: FitResult, ui: DemoProgress
+               ) -> tuple[Any, list[Any]]:
+    """Stage 2's start: the best point of the coarse grid, refined on a fine grid around it (and its points)."""
+    from sim2real.sysid.multistart import best_start, grid_costs
+    from sim2real.sysid.residuals import ResidualSpec
+
+    if options.grid is None:
+        return servo.params, []
+    name, values = options.grid
+    box_spec = ResidualSpec(horizon=None, mode=options.box_mode, engine=options.engine)
+    coarse = grid_costs(records, servo.params, name, values, box_spec, platform="real")
+    best = best_start(coarse)
+    nominal = min(coarse, key=lambda p: abs(p.value - float(servo.params[name])))
+    ui.detail(f"  best of {len(coarse)} grid points of {name}: {best.value:.4g} (cost {best.cost:.4g}; at the "
+              f"nominal {servo.params[name]:.4g}: {nominal.cost:.4g})")
+    points = grid_costs(records, servo.params, name, fine_grid(name, best.value, *BOX_FINE), box_spec,
+                        platform="real")
+    best = best_start([*points, best])
+    ui.detail(f"  start from the best of {len(points)} points {BOX_FINE[1] * 1000:g} mm apart around it: "
+              f"{best.value:.4g} (cost {best.cost:.4g})")
+    return servo.params.replace({name: best.value}), points
+
+
+def fit_stages(options: DemoOptions, records: list[TrialRecord], sources: list[str], held: list[TrialRecord],
+               held_sources: list[str], fit_dir: Path, ui: DemoProgress) -> tuple[FitResult, FitResult, Path, Path]:
+    """Step 2: the servo from joint states, then the box from whole trials; (servo, box, its params, its fit.json)."""
+    from sim2real.params import ParameterSet
+    from sim2real.sysid import LMSettings, Weights, fit_trials
+    from sim2real.sysid.multistart import grid_jackknife, with_jackknife
+    from sim2real.sysid.writeback import write_fit
+
+    settings = replace(LMSettings(), max_iterations=options.max_iterations)
+    ui.detail(f"stage 1, servo from commands and joint states ({SERVO_LOSS} loss): {options.servo_free}")
+    servo = fit_trials(records, ParameterSet.nominal(), options.servo_free, horizon=20, platform="real",
+                       sources=sources, weights=Weights(position=0.0, orientation=0.0),
+                       settings=replace(settings, loss=SERVO_LOSS, ftol=SERVO_FTOL),
+                       validation=held, validation_sources=held_sources, engine=options.engine)
+    ui.fit(servo, *write_fit(fit_dir / "servo.yaml", servo))
+    how = "the pusher played back as recorded" if options.box_mode == "kinematic" else "the arm under the PD law"
+    ui.detail(f"stage 2, box from whole trials with {how}: {options.box_free}")
+    box_start, points = _box_start(options, records, servo, ui)
+    result = fit_trials(records, box_start, options.box_free, horizon=None, mode=options.box_mode, platform="real",
+                        sources=sources, settings=replace(settings, ftol=BOX_FTOL), validation=held,
+                        validation_sources=held_sources, engine=options.engine)
+    grid_name = options.grid[0] if options.grid is not None else None
+    jackknife = grid_jackknife(points) if grid_name in result.values else None
+    if grid_name is not None and jackknife is not None:
+        result = with_jackknife(result, grid_name, jackknife)
+    params_path, fit_json = write_fit(fit_dir / "fitted.yaml", result)
+    ui.fit(result, params_path, fit_json)
+    return servo, result, params_path, fit_json
+
+
+def resimulate(recorded: Sequence[TrialRecord], result: FitResult, before_dir: Path, after_dir: Path,
+               params_path: Path, engine: str, ui: DemoProgress) -> tuple[int, list[dict[str, object]]]:
+    """Step 3: every recorded trial under the PD law with the fitted parameters; (replayed, disturbed trials)."""
+    from sim2real.sysid.replay import replay_trial
+    from sim2real.trials import read_run_meta, write_run_meta, write_trial
+
+    run_meta = read_run_meta(before_dir)
+    replayed = 0
+    disturbed: list[dict[str, object]] = []
+    for record in recorded:
+        try:
+            resim = replay_trial(record, result.params, mode="closed", platform="real", engine=engine)
+        except Sim2RealError as err:  # keep the others; the check says the demo missed
+            ui.detail(f"re-simulation of {record.name} failed: {err}", alarm=True)
+            continue
+        write_trial(after_dir, resim)
+        replayed += 1
+        gap = disturbed_gap(resim)
+        if gap is not None:
+            disturbed.append({"trial": record.name, "pusher_path_gap_m": gap})
+    write_run_meta(after_dir, {**run_meta, "mode": "replay", "params_file": str(params_path)})
+    return replayed, disturbed
+
+
+def _judge(check: dict[str, Any], recorded: int, replayed: int, disturbed: list[dict[str, object]]) -> None:
+    """Add the step-3 verdicts to ``check``: too many disturbed trials, or trials not re-simulated."""
+    if 2 * len(disturbed) > recorded:
+        check["passed"] = False
+        check["missed"] = [*check["missed"], f"the real loop was disturbed in {len(disturbed)} of {recorded} "
+                           "trials: too few undisturbed pushes to compare (run the demo on a quieter machine)"]
+    if replayed != recorded:
+        check["passed"] = False
+        check["missed"] = [*check["missed"], f"{recorded - replayed} trial(s) could not be re-simulated"]
+
+
+def run_demo(options: DemoOptions, out: Path, hidden: dict[str, float], ui: DemoProgress) -> DemoOutcome:
+    """Steps 1-4 into ``out`` and the check against the stand-in's ``hidden`` values (not yet written).
+
+    Raises
+    ------
+    RunFailedError
+        Every experiment attempt failed.
+    Sim2RealError
+        Another step could not finish (e.g. no trial could be fitted).
+    """
+    from sim2real.report import build_report
+    from sim2real.trials import trial_dirs
+
+    before_dir, fit_dir, after_dir = out / "standin_nominal", out / "fit", out / "resim_fitted"
+    t0 = ui.step(1, "experiment: reality stand-in (emulated xArm via the SDK) + mirrored sim, nominal parameters")
+    recorded, failed_attempts = record_experiment(options, before_dir, ui)
+    ui.detail(f"{len(recorded)} trials recorded in {before_dir} ({time.perf_counter() - t0:.0f} s)")
+    records, sources, held, held_sources = [], [], [], []
+    for record, path in zip(recorded, (str(p) for p in trial_dirs(before_dir)), strict=True):
+        trials, where = ((held, held_sources) if is_held_out(record, options.validation_distances)
+                         else (records, sources))
+        trials.append(record)
+        where.append(path)
+
+    t0 = ui.step(2, "fit: Gauss-Newton on implicit gradients")
+    if held:
+        ui.detail(f"{len(records)} trials to fit; {len(held)} held out for validation: "
+                  + ", ".join(r.name for r in held))
+    servo, result, params_path, fit_json = fit_stages(options, records, sources, held, held_sources, fit_dir, ui)
+    ui.detail(f"fit done ({time.perf_counter() - t0:.0f} s)")
+
+    t0 = ui.step(3, "re-simulate the recorded trials with the fitted parameters under the PD law")
+    replayed, disturbed = resimulate(recorded, result, before_dir, after_dir, params_path, options.engine, ui)
+    ui.detail(f"{replayed} of {len(recorded)} trials in {after_dir} ({time.perf_counter() - t0:.0f} s)")
+    check = check_against_hidden([servo, result], hidden)
+    check["experiment"] = {"attempts": len(failed_attempts) + 1, "failed": failed_attempts}
+    check["disturbed"] = disturbed
+    _judge(check, len(recorded), replayed, disturbed)
+    check["validation"] = {"trials": [r.name for r in held],
+                           "servo": (servo.validation or {}).get("prediction"),
+                           "box": (result.validation or {}).get("prediction")}
+
+    ui.step(4, "report: sim vs real before and after the fit")
+    report = build_report([before_dir, after_dir], out / "report", fit=[fit_dir / "servo.json", fit_json],
+                          labels=["before fit (nominal)", "after fit"], truth=hidden)
+    if len(report.tables) == 2 and report.tables[0].mean_gap_m is not None \
+            and report.tables[1].mean_gap_m is not None:
+        check["mean_gap_m"] = {"before": report.tables[0].mean_gap_m, "after": report.tables[1].mean_gap_m}
+    return DemoOutcome(check, report, failed_attempts, disturbed)
