@@ -98,7 +98,8 @@ def main() -> None:
     parser.add_argument("--blocks", type=int, default=0, help="blocks to fit (default 0: all)")
     parser.add_argument("--all", action="store_true", help="also fit all tosses at once")
     parser.add_argument("--workers", type=int, default=2, help="processes per fit (default 2)")
-    parser.add_argument("--iterations", type=int, default=30, help="iteration limit per fit (default 30)")
+    parser.add_argument("--iterations", type=int, default=LMSettings().max_iterations,
+                        help="iteration limit per fit (default: the fit command's, 20)")
     parser.add_argument("--weights", default=WEIGHTS, help=f"residual weights (default {WEIGHTS}, the README's)")
     parser.add_argument("--horizon", type=int, default=HORIZON,
                         help=f"fit horizon, steps (default {HORIZON}, the README's; 1: one-step predictions)")

@@ -377,7 +377,8 @@ def fit_trials(records: Sequence[TrialRecord], start: ParameterSet, free: Sequen
                 log(f"iteration {entry.iteration:2d}: cost {entry.cost:.6g}  step {entry.step_norm:.3g}  "
                     f"damping {entry.damping:.3g}{mark}")
 
-        result = levenberg_marquardt(evaluator, x0, lower, upper, settings, report, setup.typical)
+        result = levenberg_marquardt(evaluator, x0, lower, upper, settings, report, setup.typical,
+                                     clusters=lambda: evaluator.rows_per_trial)
         cost_start = float(result.trace[0].cost)
         verdict = _other_starts(evaluator, result, x0, lower, upper, settings, setup.typical, free_set.labels,
                                 starts, prepared.trials, log)
@@ -446,7 +447,8 @@ def _other_starts(evaluator: FitEvaluator, main: LMResult, x0: np.ndarray, lower
         log(f"trying {others.shape[0]} other start(s) ({rule})")
 
     def optimize(x_start: np.ndarray, stop_when: Callable[[np.ndarray, float], str | None]) -> LMResult:
-        return levenberg_marquardt(evaluator, x_start, lower, upper, settings, None, typical, stop_when)
+        return levenberg_marquardt(evaluator, x_start, lower, upper, settings, None, typical, stop_when,
+                                   clusters=lambda: evaluator.rows_per_trial)
 
     runs = run_starts(main, x0, others, optimize, lower, upper, log, labels)
     return compare_starts(runs, labels, lower, upper, rule)
