@@ -166,19 +166,27 @@ def check_live(address: str) -> None:
         raise Sim2RealError("--live needs the foxglove-sdk package: pip install 'sim2real[live]'")
 
 
+def _trial_metas(paths: list[Any]) -> list[tuple[Any, dict[str, Any]]]:
+    """``(trial directory, its trial.json)`` of each recorded trial that has one."""
+    import json
+    from pathlib import Path
+
+    found = []
+    for path in paths:
+        meta_file = Path(path) / "trial.json"
+        if meta_file.is_file():
+            found.append((path, json.loads(meta_file.read_text())))
+    return found
+
+
 def report_recordings(paths: list[Any]) -> int:
     """Print each trial recorded incomplete or with a starved control loop; 3 if any, else 0."""
-    import json
     from pathlib import Path
 
     from sim2real.trials.coverage import starved_platforms
 
     status = 0
-    for path in paths:
-        meta_file = Path(path) / "trial.json"
-        if not meta_file.is_file():
-            continue
-        meta = json.loads(meta_file.read_text())
+    for path, meta in _trial_metas(paths):
         if not meta.get("complete", True):
             status = 3
             print(f"INCOMPLETE {Path(path).name}: {meta.get('note') or 'recorded incomplete'}")
@@ -190,17 +198,13 @@ def report_recordings(paths: list[Any]) -> int:
 
 def report_solver(paths: list[Any]) -> int:
     """Print each trial's contact-solve tally when any step needed the ladder; 3 if any is degraded, else 0."""
-    import json
     from pathlib import Path
 
     from sim2real.physics import SolveSummary
 
     status = 0
-    for path in paths:
-        meta_file = Path(path) / "trial.json"
-        if not meta_file.is_file():
-            continue
-        solver = json.loads(meta_file.read_text()).get("solver") or {}
+    for path, meta in _trial_metas(paths):
+        solver = meta.get("solver") or {}
         for ns, data in sorted(solver.items()):
             summary = SolveSummary.from_dict(data)
             if summary.degraded:

@@ -854,8 +854,8 @@ class XArmEmulator:
                 LOG.warning("emulator: no kinematic model (%s); TCP pose reported as NaN", err)
         if self._arm_model is None:
             return np.full(6, np.nan)
-        from scipy.spatial.transform import Rotation
+        from sim2real.spatial import matrix_to_rpy
 
         base_from_flange = self._arm_model.forward(q)  # type: ignore[attr-defined]
-        rpy = Rotation.from_matrix(base_from_flange[:3, :3]).as_euler("xyz")
+        rpy = matrix_to_rpy(base_from_flange[:3, :3])
         return np.concatenate([base_from_flange[:3, 3] * 1000.0, rpy])

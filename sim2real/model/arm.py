@@ -14,10 +14,10 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.spatial.transform import Rotation
 
 from sim2real.errors import Sim2RealError
 from sim2real.params import ParameterSet
+from sim2real.spatial import rpy_to_matrix
 
 FloatArray = NDArray[np.float64]
 
@@ -29,7 +29,7 @@ PUSHER_LINK = "pusher"
 def origin_transform(xyz: FloatArray, rpy: FloatArray) -> FloatArray:
     """Homogeneous (4, 4) transform of a URDF ``<origin xyz rpy>`` (fixed-axis roll, pitch, yaw)."""
     transform = np.eye(4)
-    transform[:3, :3] = Rotation.from_euler("xyz", rpy).as_matrix()
+    transform[:3, :3] = rpy_to_matrix(rpy)
     transform[:3, 3] = xyz
     return transform
 

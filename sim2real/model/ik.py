@@ -12,16 +12,16 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.spatial.transform import Rotation
 
 from sim2real.errors import InputError, Sim2RealError
 from sim2real.model.arm import PUSHER_LINK, ArmModel
+from sim2real.spatial import matrix_to_rotation_vector, rpy_to_matrix
 
 FloatArray = NDArray[np.float64]
 
 #: Pusher orientation of the push experiment: flange z pointing down, flange x along −base x
 #: (the orientation of the arm at zero joint angles, roll = π).
-TOOL_DOWN: FloatArray = Rotation.from_euler("xyz", [np.pi, 0.0, 0.0]).as_matrix()
+TOOL_DOWN: FloatArray = rpy_to_matrix(np.array([np.pi, 0.0, 0.0]))
 
 #: A comfortable seed for pushes in front of the arm: elbow up, wrist down (rad).
 PUSH_SEED: FloatArray = np.array([0.0, -0.2, -1.0, 0.0, 1.2, 0.0])
@@ -58,7 +58,7 @@ def _pose_error(arm: ArmModel, q: FloatArray, target_position: FloatArray,
     pose = arm.forward(q, PUSHER_LINK)
     error = np.empty(6)
     error[:3] = target_position - pose[:3, 3]
-    error[3:] = Rotation.from_matrix(target_rotation @ pose[:3, :3].T).as_rotvec()
+    error[3:] = matrix_to_rotation_vector(target_rotation @ pose[:3, :3].T)
     return error
 
 

@@ -173,16 +173,15 @@ class _ChainLink:
 @functools.lru_cache(maxsize=4)
 def _chain(urdf_path: str | None = None) -> tuple[_ChainLink, ...]:
     """The six revolute joints of the xArm URDF, base to flange."""
-    from scipy.spatial.transform import Rotation
-
     from sim2real.model import load_arm
+    from sim2real.spatial import from_matrix
 
     arm = load_arm(urdf_path=urdf_path)
     links = []
     parent = ARM_BASE_LINK
     for joint in arm.joints:
-        x, y, z, w = Rotation.from_matrix(joint.parent_from_joint[:3, :3]).as_quat()
-        links.append(_ChainLink(parent, joint.child, joint.parent_from_joint[:3, 3].copy(), np.array([w, x, y, z])))
+        links.append(_ChainLink(parent, joint.child, joint.parent_from_joint[:3, 3].copy(),
+                                from_matrix(joint.parent_from_joint[:3, :3])))
         parent = joint.child
     return tuple(links)
 

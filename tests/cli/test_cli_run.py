@@ -27,6 +27,15 @@ def env(ros_env, tmp_path):
     return {**ros_env, "ROS_LOG_DIR": str(tmp_path / "roslog"), "PYTHONPATH": str(ROOT)}
 
 
+def _wait_for_trial(process: subprocess.Popen, out: Path, seconds: float) -> None:
+    """Wait until the run has a trial open (its ``.partial`` directory), failing if the run ends first."""
+    deadline = time.monotonic() + seconds
+    while not (out.is_dir() and any(p.name.endswith(".partial") for p in out.iterdir())):
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline, "the trial never started"
+        time.sleep(0.05)
+
+
 def sim2real(*args, env, **kwargs):
     return subprocess.Popen([sys.executable, "-m", "sim2real", *args], env=env, cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True,
@@ -78,11 +87,7 @@ def test_ctrl_c_mid_trial_keeps_a_readable_incomplete_trial(tmp_path, env):
     out = tmp_path / "run"
     process = sim2real("run", "--mode", "sim", "--experiment", str(experiment), "--out", str(out), env=env)
     try:
-        deadline = time.monotonic() + 60
-        while not (out.is_dir() and any(p.name.endswith(".partial") for p in out.iterdir())):
-            assert process.poll() is None, process.communicate()
-            assert time.monotonic() < deadline, "the trial never started"
-            time.sleep(0.05)
+        _wait_for_trial(process, out, 60)
         time.sleep(1.0)  # well inside the 3 s trial
         process.send_signal(signal.SIGINT)
         _, err = process.communicate(timeout=30)
@@ -131,11 +136,7 @@ def test_a_signal_mid_standin_trial_stops_every_child(tmp_path, env, signum):
                        f"127.0.0.{80 + os.getpid() % 10}", "--out", str(out), env=env)
     children: list[int] = []
     try:
-        deadline = time.monotonic() + 120
-        while not (out.is_dir() and any(p.name.endswith(".partial") for p in out.iterdir())):
-            assert process.poll() is None, process.communicate()
-            assert time.monotonic() < deadline, "the trial never started"
-            time.sleep(0.05)
+        _wait_for_trial(process, out, 120)
         children = _children(process.pid)
         # Inside the push: the trial lasts about 2.9 s. At 1.0 s, with a CPU-bound process beside
         # the run, one platform had not recorded a joint state yet (the sim platform runs niced).
@@ -194,11 +195,7 @@ def test_a_stopped_real_platform_is_never_recorded_as_a_complete_healthy_trial(t
     process = sim2real("run", "--mode", "standin", "--experiment", str(experiment), "--standin-host",
                        f"127.0.0.{90 + os.getpid() % 10}", "--out", str(out), env=env)
     try:
-        deadline = time.monotonic() + 120
-        while not (out.is_dir() and any(p.name.endswith(".partial") for p in out.iterdir())):
-            assert process.poll() is None, process.communicate()
-            assert time.monotonic() < deadline, "the trial never started"
-            time.sleep(0.05)
+        _wait_for_trial(process, out, 120)
         (real,) = [pid for pid in _children(process.pid) if "xarm_node" in _cmdline(pid)]
         time.sleep(0.8)  # the reference starts 0.3 s after the trial's start event, then holds 0.1 s
         os.kill(real, signal.SIGSTOP)

@@ -105,11 +105,7 @@ def _run_until_fault(faults: FaultConfig, **driver: Any) -> tuple[XArmDriver, XA
         drv.connect()
         try:
             drv.start()
-            with pytest.raises(HardwareError):
-                for _ in range(3000):
-                    drv.read_joint_states()
-                    drv.send_velocity(VELOCITY, stamp=time.monotonic())
-                    time.sleep(0.01)
+            _stream_until_fault(drv)
             deadline = time.monotonic() + WITHIN  # the controller released whatever it held, and halted
             while time.monotonic() < deadline and (emu.snapshot().state != 4
                                                    or np.max(np.abs(emu.joint_velocities())) >= 1e-3):
@@ -188,11 +184,7 @@ def test_a_stall_that_ends_resumes_nothing(starved_throughout: None) -> None:
         drv.connect()
         try:
             drv.start()
-            with pytest.raises(HardwareError):
-                for _ in range(3000):
-                    drv.read_joint_states()
-                    drv.send_velocity(VELOCITY, stamp=time.monotonic())
-                    time.sleep(0.01)
+            _stream_until_fault(drv)
             fault = drv.fault
             refused = 0
             for _ in range(10):  # the caller keeps sending
@@ -397,6 +389,15 @@ STARVED_CHILD = textwrap.dedent("""
         except HardwareError as err:
             print("fault", err.fault.kind, str(err).replace(chr(10), " "), flush=True)
 """)
+
+
+def _stream_until_fault(drv: XArmDriver) -> None:
+    """Read and command ``VELOCITY`` at 100 Hz until the driver raises its fault (at most 30 s)."""
+    with pytest.raises(HardwareError):
+        for _ in range(3000):
+            drv.read_joint_states()
+            drv.send_velocity(VELOCITY, stamp=time.monotonic())
+            time.sleep(0.01)
 
 
 def _starve(tmp_path: Path, host: str, port: int, pauses: list[float]) -> list[str]:
