@@ -702,6 +702,7 @@ class XArmDriver:
         self._last_q: FloatArray | None = None
         self._servo_target: FloatArray | None = None
         self._last_send_at = -math.inf
+        self._last_sent_moving = False  # the last command that left asked for motion
         self._last_fresh_at = -math.inf
         self._zero_sent = True
         self._watchdog_retry_at = -math.inf
@@ -1143,6 +1144,7 @@ class XArmDriver:
         if self.config.mode == 1 and code == 0 and self._fault is None:
             self._servo_target = target
         self._last_send_at = sent_at
+        self._last_sent_moving = bool(np.any(sent))
         if source == "caller":
             self._zero_sent = not np.any(sent)
         record = CommandRecord(stamp, sent_at, replied_at, requested.copy(), sent, target,
@@ -1154,16 +1156,18 @@ class XArmDriver:
 
     def _latch_if_auto_stopped(self, sent: FloatArray, now: float) -> None:
         """Mode 4: when no command of any kind left for longer than the controller's auto-stop
-        ``command_duration``, the arm has stopped itself (this process was frozen or starved that
-        long): latch an ``auto_stop`` fault rather than move it again (raise for a motion command;
-        the watchdog's zero, which may be the first to notice, still goes out).
+        ``command_duration`` after one that asked for motion, the arm has stopped itself in motion
+        (this process was frozen or starved that long): latch an ``auto_stop`` fault rather than
+        move it again (raise for a motion command; the watchdog's zero, which may be the first to
+        notice, still goes out). An arm last commanded to rest (after start, or a zero) may start.
 
         Zero commands keep the stream alive (the watchdog sends them when the caller is late), so
         this happens only when the whole process (watchdog included) got no CPU for that long.
         """
         cfg = self.config
         gap = now - self._last_send_at
-        if cfg.mode != 4 or not math.isfinite(gap) or gap <= cfg.command_duration or self._fault is not None:
+        if (cfg.mode != 4 or not self._last_sent_moving or not math.isfinite(gap) or gap <= cfg.command_duration
+                or self._fault is not None):
             return
         self._latch(Fault("auto_stop", f"no command left for {gap * 1e3:.0f} ms, longer than the controller's "
                                        f"{cfg.command_duration * 1e3:.0f} ms auto-stop: this process was frozen or "
