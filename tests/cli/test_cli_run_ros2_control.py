@@ -257,7 +257,11 @@ def ros2_control_run(ros_env, tmp_path_factory):
                 peers |= remote_addresses(pid)
             time.sleep(0.2)
         stdout, stderr = process.communicate(timeout=30)
-        assert process.returncode == 0, stderr[-3000:]
+        # 0, or 3 when a busy machine starved a control loop (run names each such trial: STARVED)
+        remarks = [line for line in stdout.splitlines() if line.split(" ", 1)[0] in ("STARVED", "INCOMPLETE",
+                                                                                    "DEGRADED")]
+        assert process.returncode == 0 or (process.returncode == 3 and remarks
+                                           and all(r.startswith("STARVED") for r in remarks)), stderr[-3000:]
         time.sleep(0.5)  # the last messages in flight to the probe
     finally:
         if process.poll() is None:

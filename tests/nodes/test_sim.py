@@ -121,14 +121,18 @@ def test_replay_trial_plays_the_recorded_reference_from_the_recorded_start(sim_r
                                original.reference.t - original.reference.t[0], atol=1e-9)
     start, recorded = record.platforms["sim"], original.platforms["sim"]
     np.testing.assert_allclose(start.box_pose.position[0], recorded.box_pose.position[0], atol=1e-9)
-    # From the recorded start: the sim was reset to the recording's first joint sample (replay_start),
-    # so the replay's first sample is there, give or take what the arm moved before it was sampled
-    # (its phase in the 10 ms tick, and a tick's delay on a busy machine): 2 mrad plus two ticks of
-    # the replay's own joint speed. (Comparing with the recording at the same time since the trial
-    # start failed at 4.0 mrad once: the recording's own first sample can come late in its window.)
+    # From the recorded start: the sim was reset to the recording's first joint sample (replay_start).
+    # Before its first sample the PD law holds the arm on the reference's start for the lead and hold
+    # time, so the replay's first sample lies between the two: within 2 mrad (plus two ticks of its own
+    # speed) of the segment from the recorded first sample to the reference start. On a busy machine the
+    # recording's first sample can come late in its window, 10 mrad from the reference start, and the
+    # replay's first sample was at the reference start (comparing with the sample alone failed at 4 and
+    # 10 mrad).
     first, speed = start.joint_states.position[0], np.abs(start.joint_states.velocity[0])
-    asked = replay_start(original).joints
-    assert np.all(np.abs(first - asked) <= 2e-3 + 2 * 0.01 * speed), (first - asked, speed)
+    asked, held = replay_start(original).joints, record.reference.position[0]
+    low, high = np.minimum(asked, held), np.maximum(asked, held)
+    slack = 2e-3 + 2 * 0.01 * speed
+    assert np.all((first >= low - slack) & (first <= high + slack)), (first, asked, held, speed)
     assert check_pd_law(record) >= 160
     # Same start, same reference, same deterministic sim: the same outcome.
     assert record.meta["outcomes"]["sim"]["final_distance_m"] == pytest.approx(
