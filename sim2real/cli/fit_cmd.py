@@ -311,30 +311,17 @@ def _with_validation_spread(result: FitResult, records: Any, args: argparse.Name
                             noise: tuple[float, float]) -> FitResult:
     """``result`` with fit.json ``validation.spread``: each held-out trial's predicted spread under draws
     from the fit (parameters it did not determine drawn uniformly within their bounds)."""
-    import math
     from dataclasses import replace
 
-    import numpy as np
-
-    from sim2real.cli.replay_cmd import log_spread
-    from sim2real.execution import open_executor
-    from sim2real.sysid.data import prepare_trial, recorded_platform
+    from sim2real.cli.replay_cmd import predict_fit_spread
     from sim2real.sysid.sampling import fit_distribution
-    from sim2real.sysid.spread import StartNoise, spread_of_fit, spread_record
     from sim2real.sysid.writeback import fit_document
 
     if not records or not result.validation:
         return result
     dist = fit_distribution(fit_document(result), "the fit", allow_unconverged=True, allow_undetermined=True)
-    dt = float(result.params["sim.dt"])
-    trials = [prepare_trial(r, dt, recorded_platform(r, args.platform)) for r in records]
-    _log(f"predicted spread: {len(trials)} held-out trial(s) x {args.spread_draws} draws from the fit")
-    with open_executor(args.executor, args.workers) as executor:
-        draw, spreads = spread_of_fit(executor, dist, result.params, trials, args.spread_draws,
-                                      np.random.default_rng(args.seed), args.mode, args.pusher, args.pusher_shape,
-                                      args.engine, StartNoise(noise[0] / 1000.0, math.radians(noise[1])))
-    record = spread_record(spreads, draw, args.spread_draws, args.seed, noise[0], noise[1], "the fit")
-    log_spread(_log, record)
+    _log(f"predicted spread: {len(records)} held-out trial(s) x {args.spread_draws} draws from the fit")
+    record = predict_fit_spread(args, dist, result.params, records, args.spread_draws, noise, "the fit", _log)
     _log(f"validation spread: {record['summary']}")
     return replace(result, validation={**result.validation, "spread": record})
 

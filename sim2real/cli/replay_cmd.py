@@ -149,30 +149,41 @@ def _spread(args: argparse.Namespace, records: Any, params: Any) -> dict[str, An
     """The predicted spread of every trial under draws from ``--spread`` (None without the option)."""
     if args.spread is None:
         return None
-    import math
-
-    import numpy as np
-
     from sim2real.errors import Sim2RealError
-    from sim2real.execution import open_executor
-    from sim2real.sysid.data import prepare_trial, recorded_platform
     from sim2real.sysid.sampling import read_fit_distribution
-    from sim2real.sysid.spread import StartNoise, spread_of_fit, spread_record
 
     if args.draws < 2:
         raise Sim2RealError(f"--draws {args.draws}: a spread needs at least 2 draws")
     mm, deg = parse_start_noise(args.start_noise)
     dist = read_fit_distribution(args.spread, allow_undetermined=True)
+    _log(f"predicted spread: {len(records)} trial(s) x {args.draws} draws from {args.spread}")
+    record = predict_fit_spread(args, dist, params, records, args.draws, (mm, deg), str(args.spread), _log)
+    print(record["summary"])
+    return record
+
+
+def predict_fit_spread(args: argparse.Namespace, dist: Any, params: Any, records: Any, draws: int,
+                       noise: tuple[float, float], source: str, log: Any) -> dict[str, Any]:
+    """Each record's spread under ``draws`` parameter sets from ``dist`` (a fit's distribution), started
+    with ``noise`` (mm, deg) on ``args``' executor, mode, pusher and engine, seeded by ``args.seed``; its
+    record (:func:`sim2real.sysid.spread.spread_record`), logged per trial through ``log``. Shared by
+    ``replay --spread`` and ``fit --spread-draws``."""
+    import math
+
+    import numpy as np
+
+    from sim2real.execution import open_executor
+    from sim2real.sysid.data import prepare_trial, recorded_platform
+    from sim2real.sysid.spread import StartNoise, spread_of_fit, spread_record
+
     dt = float(params["sim.dt"])
     trials = [prepare_trial(r, dt, recorded_platform(r, args.platform)) for r in records]
-    _log(f"predicted spread: {len(trials)} trial(s) x {args.draws} draws from {args.spread}")
     with open_executor(args.executor, args.workers) as executor:
-        draw, spreads = spread_of_fit(executor, dist, params, trials, args.draws, np.random.default_rng(args.seed),
+        draw, spreads = spread_of_fit(executor, dist, params, trials, draws, np.random.default_rng(args.seed),
                                       args.mode, args.pusher, args.pusher_shape, args.engine,
-                                      StartNoise(mm / 1000.0, math.radians(deg)))
-    record = spread_record(spreads, draw, args.draws, args.seed, mm, deg, str(args.spread))
-    log_spread(_log, record)
-    print(record["summary"])
+                                      StartNoise(noise[0] / 1000.0, math.radians(noise[1])))
+    record = spread_record(spreads, draw, draws, args.seed, noise[0], noise[1], source)
+    log_spread(log, record)
     return record
 
 

@@ -168,15 +168,12 @@ def check_live(address: str) -> None:
 
 def _trial_metas(paths: list[Any]) -> list[tuple[Any, dict[str, Any]]]:
     """``(trial directory, its trial.json)`` of each recorded trial that has one."""
-    import json
     from pathlib import Path
 
-    found = []
-    for path in paths:
-        meta_file = Path(path) / "trial.json"
-        if meta_file.is_file():
-            found.append((path, json.loads(meta_file.read_text())))
-    return found
+    from sim2real.trials.jsonio import read_json
+
+    return [(path, read_json(Path(path) / "trial.json", "trial file")) for path in paths
+            if (Path(path) / "trial.json").is_file()]
 
 
 def report_recordings(paths: list[Any]) -> int:

@@ -146,8 +146,8 @@ def coverage_problems(tracker: StreamTracker, expected: Iterable[str], slack_s: 
         elif coverage.first_ns > tracker.start_ns + slack:
             problems[name] = (f"{name} starts only at {(coverage.first_ns - tracker.start_ns) / NS_PER_S:.2f} s "
                               f"of {duration:.2f} s")
-        elif coverage.worst_gap_s() > max_gap_s:
-            problems[name] = f"{name} has a {coverage.worst_gap_s():.2f} s hole in the trial's {duration:.2f} s"
+        elif (gap := coverage.worst_gap_s()) > max_gap_s:
+            problems[name] = f"{name} has a {gap:.2f} s hole in the trial's {duration:.2f} s"
     return problems
 
 
