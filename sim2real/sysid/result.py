@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -115,6 +116,28 @@ class FitResult:
         }
 
 
+def grid_refits(grid: Mapping[str, Any], value: float) -> dict[str, float | None]:
+    """The grid jackknife's leave-one-out minima as refits of the fitted ``value``, by trial.
+
+    The grid minimum (a parabola through grid costs) and the Gauss-Newton value it started are two
+    estimators of one parameter that can differ by a fraction of the grid step; a jackknife measures
+    how far leaving a trial out moves *its* estimator. Each leave-one-out minimum therefore enters
+    as ``value + (minimum_k - grid_minimum)``, the move placed at the value the interval is centred on
+    (comparing the raw minima with that interval flagged a determined parameter in a CI run: every
+    minimum 0.26 mm from the fitted value, all within 0.17 mm of each other).
+
+    Parameters
+    ----------
+    grid : mapping
+        fit.json ``data.uncertainty.grid_jackknife`` (``grid_minimum``, ``leave_one_out``), SI unit.
+    value : float
+        The fitted value, same unit.
+    """
+    shift = float(value) - float(grid.get("grid_minimum", value))
+    return {f"trial {k + 1}": None if v is None else float(v) + shift
+            for k, v in enumerate(grid.get("leave_one_out", []))}
+
+
 def with_verdicts(result: FitResult) -> FitResult:
     """``result`` with the verdicts that rest on its standard deviations and intervals formed from them.
 
@@ -137,7 +160,7 @@ def with_verdicts(result: FitResult) -> FitResult:
         if refits.get("values", {}).get(name) is not None:
             measured = dict(zip(refits.get("left_out", []), refits["values"][name], strict=False))
         elif grid.get("parameter") == name:
-            measured = {f"trial {k + 1}": v for k, v in enumerate(grid.get("leave_one_out", []))}
+            measured = grid_refits(grid, result.values[name])
         label = name if len(group) == 1 else "=".join(group)
         entry = spec(registry_name(name))
         lines = determination_problems(label, result.values[name], result.ci95.get(name),
