@@ -496,6 +496,17 @@ def _healthy_note(run: Any, label: str) -> str | None:
             f"{_f(run['cycle_p99_ms'])} ms, max {_f(run['cycle_max_ms'])} ms.")
 
 
+def _signals_note(run: Any, label: str) -> str | None:
+    if not isinstance(run, Mapping):
+        return None
+    where = f"beside {run['load_processes']} busy processes" if run.get("load_processes") else "idle"
+    exits = run.get("exit_s_min_median_max") or ["-"] * 3
+    return (f"Signals {label} ({where}): {run['runs']} streaming processes sent SIGINT or SIGTERM; the arm "
+            f"stopped in {run['arm_stopped']}, commanded velocity zero {_range(run['zero_command_ms'], ' ms')} "
+            f"after the signal, {run['reaccelerated']} re-accelerations; {run['exited_within_5s']} exited within "
+            f"5 s (median {_f(exits[1])} s, longest {_f(exits[2])} s).")
+
+
 def faults_table() -> str | None:
     """benchmarks.faults: ms from each fault's onset to detection and zero commanded velocity, idle / loaded."""
     record = load("faults")
@@ -521,7 +532,9 @@ def faults_table() -> str | None:
         notes.append(f"Watchdog: zero velocity {_range(out['watchdog_zero_after_last_command_ms'], ' ms')} after the "
                      "last fresh command.")
     notes += [n for n in (_healthy_note(out.get("healthy_idle"), "idle"),
-                          _healthy_note(out.get("healthy_under_load"), "under load")) if n]
+                          _healthy_note(out.get("healthy_under_load"), "under load"),
+                          _signals_note(out.get("signals_idle"), "idle"),
+                          _signals_note(out.get("signals_under_load"), "under load")) if n]
     return _with_provenance(table + ("\n\n" + " ".join(notes) if notes else ""), "faults")
 
 

@@ -37,7 +37,14 @@ each on a healthy link (no fault injected), idle and loaded: runs that faulted (
 cycles, the cycle time p99 and maximum. And the watchdog: ms from the last fresh command's send to
 the zero velocity (goal <= 50 ms).
 
-Run: ``python -m benchmarks.faults --json [--repeats 3] [--load 4] [--healthy-runs 10]``.
+``signals_idle`` and ``signals_under_load``: ``--signal-runs`` processes, each streaming 0.4 rad/s at 100 Hz
+through the driver (as a node does, nothing of its own around signals), sent SIGINT or SIGTERM (alternately)
+at a random moment 0.1-0.4 s into the stream: runs whose arm stopped (the controller's commanded velocity
+zero and never nonzero again), ``zero_command_ms`` from the signal, the controller's final mode/state,
+runs that exited within 5 s, the exit times (s: min, median, max), exit statuses, and ``reaccelerated``
+(must be 0).
+
+Run: ``python -m benchmarks.faults --json [--repeats 3] [--load 4] [--healthy-runs 50] [--signal-runs 50]``.
 """
 
 from __future__ import annotations
@@ -49,6 +56,8 @@ import logging
 import math
 import multiprocessing
 import os
+import signal
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -272,6 +281,73 @@ def healthy_run(controller: Controller, seconds: float) -> dict[str, Any]:
     return {"fault": f"{fault.kind}: {fault.message}" if fault else None, "trips": trips, "cpu_wait": cpu_wait}
 
 
+#: A streaming process as a node is one: the driver's own signal handling, nothing around it.
+SIGNAL_CHILD = """
+import logging, sys, time
+import numpy as np
+from sim2real.hardware import DriverConfig, XArmDriver
+logging.disable(logging.CRITICAL)
+with XArmDriver(DriverConfig(ip=sys.argv[1], command_port=int(sys.argv[2]))) as driver:
+    driver.start()
+    velocity = np.full(6, float(sys.argv[3])) * np.array([1, 1, -1, 1, 1, 1])
+    print("streaming", flush=True)
+    while True:
+        driver.read_joint_states()
+        driver.send_velocity(velocity, stamp=time.monotonic())
+        time.sleep(0.01)
+"""
+#: The longest a signalled process may take to exit (s).
+EXIT_WITHIN = 5.0
+
+
+def signal_run(controller: Controller, signum: int, delay: float) -> dict[str, Any]:
+    """One streaming process sent ``signum`` ``delay`` s after it began streaming: did the arm stop, and when
+    did the process exit (s after the signal)."""
+    with controller.emulating(FaultConfig()) as recording:
+        child = subprocess.Popen([sys.executable, "-c", SIGNAL_CHILD, HOST, str(PORT), str(SPEED)],
+                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        assert child.stdout is not None
+        ready = any(line.strip() == "streaming" for line in iter(child.stdout.readline, ""))  # SDK banners first
+        time.sleep(delay)
+        sent_at = time.monotonic()
+        child.send_signal(signum)
+        try:
+            status: int | None = child.wait(timeout=EXIT_WITHIN)
+            exit_s: float | None = time.monotonic() - sent_at
+        except subprocess.TimeoutExpired:
+            status, exit_s = None, None
+            child.kill()
+            child.wait()
+        time.sleep(0.5)  # a stale command, if any, would run now
+    stretches = _moving_stretches(recording[0].commands)
+    zero_after = max((end for _, end in stretches), default=sent_at)
+    return {"ready": ready, "status": status, "exit_s": exit_s,
+            "final_mode_state": f"{recording[0].mode}/{recording[0].state}",
+            "stopped": recording[0].commands[-1][1] == 0.0 if recording[0].commands else False,
+            "zero_command_ms": None if math.isinf(zero_after) else round((max(zero_after, sent_at) - sent_at) * 1e3, 1),
+            "reaccelerated": any(start > sent_at and start >= zero_after for start, _ in stretches)}
+
+
+def signal_runs(controller: Controller, runs: int, seed: int = 34) -> list[dict[str, Any]]:
+    """``runs`` of :func:`signal_run`, SIGINT and SIGTERM alternately, at random moments 0.1-0.4 s in."""
+    rng = np.random.default_rng(seed)
+    return [signal_run(controller, signal.SIGINT if k % 2 == 0 else signal.SIGTERM, float(rng.uniform(0.1, 0.4)))
+            for k in range(runs)]
+
+
+def summarise_signals(runs: list[dict[str, Any]], hogs: int) -> dict[str, Any]:
+    exits = [r["exit_s"] for r in runs if r["exit_s"] is not None]
+    zeros = [r["zero_command_ms"] for r in runs if r["zero_command_ms"] is not None]
+    return {"load_processes": hogs, "runs": len(runs), "streamed": sum(r["ready"] for r in runs),
+            "arm_stopped": sum(bool(r["stopped"]) for r in runs),
+            "exited_within_5s": sum(e <= EXIT_WITHIN for e in exits),
+            "exit_s_min_median_max": [round(v, 2) for v in (min(exits), float(np.median(exits)), max(exits))]
+            if exits else None,
+            "final_mode_state": sorted({r["final_mode_state"] for r in runs}),
+            "exit_statuses": sorted({str(r["status"]) for r in runs}),
+            "zero_command_ms": _span(zeros), "reaccelerated": sum(bool(r["reaccelerated"]) for r in runs)}
+
+
 # --- summaries ----------------------------------------------------------------------------
 def _span(values: list[float]) -> list[float] | None:
     return [min(values), max(values)] if values else None
@@ -309,12 +385,13 @@ def summarise_healthy(runs: list[dict[str, Any]], hogs: int, driver_cpus: set[in
 
 
 def run_column(controller: Controller, faults: dict[str, FaultConfig], repeats: int, healthy_runs: int,
-               healthy_seconds: float) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The fault matrix and the healthy runs, in the current load."""
+               healthy_seconds: float, signal_count: int
+               ) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
+    """The fault matrix, the healthy runs and the signal runs, in the current load."""
     matrix = {name: summarise([one_fault(controller, name, config) for _ in range(repeats)])
               for name, config in faults.items()}
     healthy = [healthy_run(controller, healthy_seconds) for _ in range(healthy_runs)]
-    return matrix, healthy
+    return matrix, healthy, signal_runs(controller, signal_count)
 
 
 def placement() -> tuple[set[int], set[int]]:
@@ -329,20 +406,22 @@ def main() -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object (the only mode)")
     parser.add_argument("--repeats", type=int, default=3, help="runs per fault and column")
     parser.add_argument("--load", type=int, default=4, help="busy processes beside the driver in the loaded column")
-    parser.add_argument("--healthy-runs", type=int, default=10, help="healthy-link runs per column")
+    parser.add_argument("--healthy-runs", type=int, default=50, help="healthy-link runs per column")
+    parser.add_argument("--signal-runs", type=int, default=50, help="signalled streaming processes per column")
     parser.add_argument("--healthy-seconds", type=float, default=3.0)
-    parser.add_argument("--only", action="append", choices=[*FAULTS, "watchdog", "healthy"],
+    parser.add_argument("--only", action="append", choices=[*FAULTS, "watchdog", "healthy", "signals"],
                         help="run only this part (repeatable)")
     parser.add_argument("--columns", default="idle,loaded", help="comma-separated: idle, loaded")
     args = parser.parse_args()
-    wanted = set(args.only or [*FAULTS, "watchdog", "healthy"])
+    wanted = set(args.only or [*FAULTS, "watchdog", "healthy", "signals"])
     faults = {name: config for name, config in FAULTS.items() if name in wanted}
     healthy_runs = args.healthy_runs if "healthy" in wanted else 0
+    signal_count = args.signal_runs if "signals" in wanted else 0
     logging.disable(logging.CRITICAL)
     controller_cpus, driver_cpus = placement()
     figures: dict[str, Any] = {"load_average_before": os.getloadavg()[0]}
     saved_affinity = os.sched_getaffinity(0)
-    columns: dict[str, tuple[dict[str, Any], list[dict[str, Any]]]] = {}
+    columns: dict[str, tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]] = {}
     with contextlib.redirect_stdout(sys.stderr):  # the vendor SDK prints its banners on stdout
         controller = Controller(controller_cpus)
         try:
@@ -351,7 +430,7 @@ def main() -> None:
                 load = cpu_load(args.load, driver_cpus) if column == "loaded" else contextlib.nullcontext()
                 with load:
                     columns[column] = run_column(controller, faults, args.repeats, healthy_runs,
-                                                 args.healthy_seconds)
+                                                 args.healthy_seconds, signal_count)
         finally:
             os.sched_setaffinity(0, saved_affinity)
             controller.close()
@@ -362,11 +441,14 @@ def main() -> None:
             figures["watchdog_zero_after_last_command_ms"] = ([round(min(reactions), 1), round(max(reactions), 1)]
                                                                if reactions else None)
     for name in faults:  # the idle figures under the fault's name, the loaded ones beside them
-        figures[name] = {**columns.get("idle", ({}, []))[0].get(name, {}),
-                         "loaded": columns.get("loaded", ({}, []))[0].get(name)}
+        figures[name] = {**columns.get("idle", ({}, [], []))[0].get(name, {}),
+                         "loaded": columns.get("loaded", ({}, [], []))[0].get(name)}
     for column, key, hogs in (("idle", "healthy_idle", 0), ("loaded", "healthy_under_load", args.load)):
         if column in columns and healthy_runs:
             figures[key] = summarise_healthy(columns[column][1], hogs, driver_cpus, controller_cpus)
+    for column, key, hogs in (("idle", "signals_idle", 0), ("loaded", "signals_under_load", args.load)):
+        if column in columns and signal_count:
+            figures[key] = summarise_signals(columns[column][2], hogs)
     figures["load_average_after"] = os.getloadavg()[0]
     print(json.dumps(figures))
 

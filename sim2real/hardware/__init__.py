@@ -1,7 +1,9 @@
 """The real xArm 6 over ``xarm-python-sdk``, and a wire-protocol emulator of its controller.
 
 * :class:`XArmDriver` (``driver``): connect with preflight, start, stream joint velocities
-  (mode 4) or servo targets (mode 1) with a watchdog, read joint states, stop safely.
+  (mode 4) or servo targets (mode 1) with a watchdog, read joint states, stop safely; its
+  configuration and reports (``driver_types``), link timing and send gate (``link_timing``),
+  bounded exit after a signal (``exit_deadline``), first contact (``probe``).
 * :class:`XArmEmulator` (``emulator``): a loopback controller the unmodified SDK talks to,
   with the servo model of :mod:`sim2real.physics.servo` and fault injection.
 
@@ -10,7 +12,8 @@ Never imports rclpy.
 
 from sim2real.hardware.address import require_robot_address
 from sim2real.hardware.codes import describe_error, describe_warn, error_meaning, mode_name, state_name, warn_meaning
-from sim2real.hardware.driver import (
+from sim2real.hardware.driver import XArmDriver
+from sim2real.hardware.driver_types import (
     CommandRecord,
     ControllerError,
     DriverConfig,
@@ -18,11 +21,10 @@ from sim2real.hardware.driver import (
     Fault,
     HardwareError,
     Preflight,
-    XArmDriver,
-    probe_controller,
 )
 from sim2real.hardware.emulator import EmulatedState, EmulatorConfig, FaultConfig, XArmEmulator
 from sim2real.hardware.limits import XARM6_JOINT_LIMITS, XARM6_MAX_JOINT_VELOCITY
+from sim2real.hardware.probe import probe_controller
 
 __all__ = [
     "XARM6_JOINT_LIMITS",

@@ -73,13 +73,11 @@ Times are ``time.monotonic()`` seconds; angles rad; velocities rad/s; efforts NÂ
 
 from __future__ import annotations
 
-import atexit
 import collections
 import contextlib
 import dataclasses
 import logging
 import math
-import os
 import select
 import signal
 import socket
@@ -91,333 +89,35 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
 import numpy as np
-from numpy.typing import NDArray
 
 from sim2real.errors import Sim2RealError
 from sim2real.hardware import protocol as wire
-from sim2real.hardware.address import require_robot_address
 from sim2real.hardware.codes import describe_error, describe_warn, mode_name, state_name
-from sim2real.hardware.limits import XARM6_JOINT_LIMITS
+from sim2real.hardware.driver_types import (
+    N_JOINTS,
+    CommandRecord,
+    ControllerError,
+    DriverConfig,
+    DriverStatus,
+    Fault,
+    FloatArray,
+    HardwareError,
+    Preflight,
+)
+from sim2real.hardware.exit_deadline import EXIT_DEADLINE
+from sim2real.hardware.link_timing import STOP_TRANSACTION, PendingRequest, RunQueueDelay, SendGate, tcp_times
+from sim2real.hardware.probe import probe_controller
 
-FloatArray = NDArray[np.float64]
 LOG = logging.getLogger(__name__)
-N_JOINTS = 6
 
 # SDK return codes (xarm/x3/code.py APIState and XCONF.UxbusState).
 _SDK_OK, _SDK_ERROR, _SDK_WARNING, _SDK_TIMEOUT, _SDK_NOT_READY, _SDK_INVALID = 0, 1, 2, 3, 9, 10
 _SDK_NOT_CONNECTED = -1
-#: Transaction id of the driver's own stop frames; the SDK numbers its requests 1..65535 and skips
-#: replies to any other id as stale.
-_STOP_TRANSACTION = 0
 #: Fault kinds that say the link itself is suspect (the stop also goes over a second connection).
 _LINK_FAULTS = frozenset({"stall", "latency", "timeout"})
-#: Fault kinds that are a planned stop, not a failure.
-PLANNED_STOPS = frozenset({"signal"})
 #: Longest wait (s) for the SDK's own threads when disconnecting.
 _DISCONNECT_WAIT = 2.0
 _T = TypeVar("_T")
-
-
-@dataclass(frozen=True)
-class DriverConfig:
-    """Configuration of an :class:`XArmDriver`.
-
-    Attributes
-    ----------
-    ip : str
-        Controller IPv4 address; the driver connects to nothing else.
-    command_port : int
-        Controller command port (502 on a real controller).
-    mode : int
-        4 = joint velocity (default), 1 = servo (servo_j targets integrated from the velocities).
-    command_duration : float
-        Auto-stop duration carried by every velocity command (s). In mode 4 it also caps the
-        stall budget: a request unanswered this long means the controller has stopped by itself.
-    watchdog_timeout : float
-        Zero velocity is sent when no fresh command was sent within this time (s); with the
-        supervisor's exact wake-up the zero goes out about this long after the last command.
-    watchdog_period : float
-        Period of the supervisor thread (s): stall, dropped-link, signal and watchdog checks.
-    max_velocity : float
-        Commanded joint speeds are clamped to Â±this (rad/s).
-    joint_limits : tuple of (float, float), length 6
-        Position limits (rad); motion further out of ``limit_margin`` inside them is zeroed.
-    limit_margin : float
-        Margin inside the joint limits (rad).
-    limit_lookahead : float
-        A joint's command is zeroed when its last read position moved on at that speed for
-        this long (s) would leave the margin; covers the servo's delay and lag.
-    connect_timeout : float
-        TCP connect timeout (s).
-    handshake_timeout : float
-        Time the controller has to answer the firmware-version query (s).
-    command_timeout : float
-        SDK reply timeout of every exchange (s): the hard limit (fault ``timeout``), and the
-        longest a caller blocks in a stalled exchange (the arm is stopped long before, by the
-        supervisor).
-    max_round_trip : float
-        Stall budget (s): a request with no reply byte from the controller this long after it
-        left this host is a ``stall`` fault (kernel time, see the module docstring: CPU
-        starvation of this process does not count). The supervisor wakes at this deadline.
-        Default 35 ms: the stop then goes out ~36 ms after the stalled request, and is executed
-        within 100 ms even over a link with 60 ms latency (``python -m benchmarks.faults --json``).
-    latency_budget : float
-        Latency budget (s): when even the fastest of the last ``latency_window`` round trips
-        (kernel time, from the request leaving to the reply arriving) took longer, the link
-        itself is slow: a ``latency`` fault. A healthy loopback or lab link answers in ~1 ms;
-        10 ms keeps a 100 Hz read+command loop on pace. The kernel's clock has the resolution of
-        its tick (1-4 ms).
-    latency_window : int
-        Number of consecutive exchanges in the latency judgement.
-    stop_timeout : float
-        Connect and reply deadline (s) of the stop sent over a fresh connection.
-    second_link_stop : bool
-        On a stall, latency or timeout fault (or any fault while a request is unanswered),
-        also send the stop over a second, fresh connection, in parallel with the frames written
-        on the command socket (where they wait behind the stalled request).
-    exit_deadline : float
-        Once a signal stopped the arm, the longest the interpreter's shutdown may take (s)
-        before the process ends with ``os._exit(128 + signal)``.
-    min_firmware : tuple of int
-        Oldest accepted firmware (needs velocity durations and get_joint_states).
-    report_type : str
-        SDK report stream: ``"real"`` (100 Hz, port 30003), ``"rich"`` or ``"normal"`` (5 Hz).
-    servo_max_step_time : float
-        Mode 1: longest time (s) one velocity command is integrated over into a target.
-    """
-
-    ip: str
-    command_port: int = 502
-    mode: int = 4
-    command_duration: float = 0.1
-    watchdog_timeout: float = 0.045
-    watchdog_period: float = 0.005
-    max_velocity: float = 3.14
-    joint_limits: tuple[tuple[float, float], ...] = XARM6_JOINT_LIMITS
-    limit_margin: float = 0.02
-    limit_lookahead: float = 0.1
-    connect_timeout: float = 2.0
-    handshake_timeout: float = 2.0
-    command_timeout: float = 1.0
-    max_round_trip: float = 0.035
-    latency_budget: float = 0.01
-    latency_window: int = 4
-    stop_timeout: float = 0.1
-    second_link_stop: bool = True
-    exit_deadline: float = 2.0
-    min_firmware: tuple[int, int, int] = (1, 8, 103)
-    report_type: str = "real"
-    servo_max_step_time: float = 0.03
-
-    def __post_init__(self) -> None:
-        require_robot_address(self.ip, "xArm address (DriverConfig.ip)")
-        if not 1 <= self.command_port <= 65535:
-            raise Sim2RealError(f"xArm command port must be in 1..65535, got {self.command_port}")
-        if self.mode not in (1, 4):
-            raise Sim2RealError(f"xArm driver mode must be 4 (joint velocity) or 1 (servo), got {self.mode}")
-        if self.report_type not in ("real", "rich", "normal"):
-            raise Sim2RealError(f"report type must be real, rich or normal, got {self.report_type!r}")
-        if len(self.joint_limits) != N_JOINTS or any(lo >= hi for lo, hi in self.joint_limits):
-            raise Sim2RealError(f"joint limits must be {N_JOINTS} (lower, upper) pairs with lower < upper")
-        positive = ("command_duration", "watchdog_timeout", "watchdog_period", "max_velocity", "connect_timeout",
-                    "handshake_timeout", "command_timeout", "max_round_trip", "latency_budget",
-                    "stop_timeout", "exit_deadline", "servo_max_step_time")
-        for name in positive:
-            value = getattr(self, name)
-            if not (math.isfinite(value) and value > 0.0):
-                raise Sim2RealError(f"xArm driver {name} must be a positive number of seconds/units, got {value}")
-        if self.latency_window < 1:
-            raise Sim2RealError(f"latency window must be >= 1, got {self.latency_window}")
-
-    @property
-    def stall_budget(self) -> float:
-        """Longest a request may stay unanswered (s): ``max_round_trip``, and in mode 4 at most
-        ``command_duration`` (the controller's auto-stop)."""
-        return min(self.max_round_trip, self.command_duration) if self.mode == 4 else self.max_round_trip
-
-
-@dataclass(frozen=True)
-class Fault:
-    """Why the driver stopped.
-
-    Attributes
-    ----------
-    kind : str
-        ``controller_error``, ``not_ready``, ``rejected``, ``stall``, ``latency``,
-        ``timeout``, ``disconnected``, ``auto_stop`` (no command for longer than the controller's
-        auto-stop: the arm stopped itself), ``signal`` or ``sdk``.
-    message : str
-        One line, with the controller code and its meaning where there is one.
-    code : int
-        Controller error code (0 if the fault is not a controller error).
-    at : float
-        When it was latched (s, ``time.monotonic``): no motion command left the driver after it.
-    """
-
-    kind: str
-    message: str
-    code: int = 0
-    at: float = field(default_factory=time.monotonic)
-
-    @property
-    def planned(self) -> bool:
-        """Whether this is a planned stop (SIGINT or SIGTERM), not a failure."""
-        return self.kind in PLANNED_STOPS
-
-
-@dataclass(frozen=True)
-class _TcpTimes:
-    """The kernel's view of a TCP connection (``TCP_INFO``): seconds since data was last sent and
-    received (at the kernel tick's resolution), and bytes received so far."""
-
-    sent_ago: float
-    received_ago: float
-    received_bytes: int
-
-
-#: ``struct tcp_info`` (linux/tcp.h): tcpi_last_data_sent at byte 44, tcpi_last_data_recv at 52
-#: (u32, ms), tcpi_bytes_received at 128 (u64, Linux >= 4.1).
-_TCP_INFO_SIZE = 136
-
-
-def _tcp_times(sock: socket.socket | None) -> _TcpTimes | None:
-    """The kernel's timing of ``sock`` (see :class:`_TcpTimes`); None where unavailable.
-
-    The kernel stamps each segment as it leaves or arrives, whether or not this process runs,
-    so these times measure the peer and the link, not this machine's CPU load.
-    """
-    if sock is None or not hasattr(socket, "TCP_INFO"):
-        return None
-    try:
-        raw = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, _TCP_INFO_SIZE)
-    except (OSError, ValueError):
-        return None
-    if len(raw) < _TCP_INFO_SIZE:
-        return None
-    sent_ms, received_ms = struct.unpack_from("=I4xI", raw, 44)
-    (received,) = struct.unpack_from("=Q", raw, 128)
-    return _TcpTimes(sent_ms * 1e-3, received_ms * 1e-3, int(received))
-
-
-@dataclass
-class _Request:
-    """The last request written to the command socket (not a stop frame): when it was handed to
-    the socket (monotonic s), the socket's received-byte count just before (None if unknown),
-    its register, and when a reply byte was first seen (None: not yet)."""
-
-    written_at: float
-    received_before: int | None
-    register: int
-    answered_at: float | None = None
-
-
-class _SendGate:
-    """The lowest send point of the command socket: every frame the SDK or the driver writes goes
-    through :meth:`write` (installed over the SDK port's ``write``), under one lock.
-
-    Once :meth:`close` has run, frames that could move the arm (:func:`protocol.cannot_move` is
-    False) are refused there, checked immediately before the bytes would go to the socket; the
-    SDK then sees a failed send (``ERR_NOTTCP``) at once. Also keeps the last request frame
-    (:class:`_Request`), overall and per writing thread, for the stall and round-trip judgements.
-    """
-
-    def __init__(self, port: Any, sock: socket.socket | None) -> None:
-        self._port_write: Callable[[bytes], int] = port.write
-        self._sock = sock
-        self._lock = threading.Lock()
-        self._closed = False
-        self.request: _Request | None = None
-        self._by_thread: dict[int, _Request] = {}
-        port.write = self.write
-
-    @property
-    def closed(self) -> bool:
-        """Whether motion frames are refused."""
-        return self._closed
-
-    def write(self, data: bytes) -> int:
-        """Write ``data`` (whole request frames) unless it could move the arm after :meth:`close`;
-        0 when written, -1 when refused or the SDK's write failed (as the SDK's port answers)."""
-        frames = wire.request_frames(data)
-        with self._lock:
-            if self._closed and not all(wire.cannot_move(frame) for frame in frames):
-                return -1
-            before = _tcp_times(self._sock)
-            code = self._port_write(data)
-            written_at = time.monotonic()
-            requests = [f for f in frames if f.transaction != _STOP_TRANSACTION
-                        and f.protocol != wire.PROTOCOL_HEARTBEAT]
-            if code == 0 and requests:
-                self.request = _Request(written_at, before.received_bytes if before else None, requests[-1].register)
-                self._by_thread[threading.get_ident()] = self.request
-            return int(code)
-
-    def mine(self) -> _Request | None:
-        """The last request the calling thread wrote, or None."""
-        return self._by_thread.get(threading.get_ident())
-
-    def close(self, wait: float) -> float:
-        """Refuse every frame that could move the arm from now on; returns the moment (monotonic
-        s) after which none left (a write in progress finishes first; waited for up to ``wait``)."""
-        acquired = self._lock.acquire(timeout=wait)
-        try:
-            self._closed = True
-            return time.monotonic()
-        finally:
-            if acquired:
-                self._lock.release()
-
-
-class _ExitDeadline:
-    """A hard deadline on this process's exit once a signal stopped an arm (one per process).
-
-    :meth:`expect` registers, once, a hook that runs when the interpreter starts shutting down
-    (before it waits for non-daemon threads): a daemon thread then ends the process with
-    ``os._exit(128 + signal)`` after the deadline, and an interval timer (SIGALRM, default
-    action) ends it a second later should no Python thread run any more.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._signum = signal.SIGINT
-        self._seconds = math.inf
-        self._registered = False
-
-    def expect(self, signum: int, seconds: float) -> None:
-        """A signal ``signum`` stopped the arm: bound the shutdown to ``seconds`` from its start."""
-        with self._lock:
-            self._signum, self._seconds = signum, min(self._seconds, seconds)
-            if self._registered:
-                return
-            self._registered = True
-        register = getattr(threading, "_register_atexit", None)
-        if register is None:  # an interpreter without the hook: bound what follows the thread joins
-            atexit.register(self._start)
-            return
-        try:
-            register(self._start)
-        except RuntimeError:  # already shutting down: the deadline starts now
-            self._start()
-
-    def _start(self) -> None:
-        signum, seconds = self._signum, self._seconds
-        threading.Thread(target=self._expire, args=(signum, seconds), name="xarm-exit-deadline", daemon=True).start()
-        with contextlib.suppress(ValueError, OSError, AttributeError):
-            if threading.current_thread() is threading.main_thread():
-                signal.signal(signal.SIGALRM, signal.SIG_DFL)
-            signal.setitimer(signal.ITIMER_REAL, seconds + 1.0)
-
-    @staticmethod
-    def _expire(signum: int, seconds: float) -> None:
-        time.sleep(seconds)
-        name = signal.Signals(signum).name
-        with contextlib.suppress(OSError):
-            os.write(2, f"xArm driver: the process is still shutting down {seconds:g} s after it began (the "
-                        f"arm was stopped on {name}); ending it now\n".encode())
-        os._exit(128 + signum)
-
-
-_EXIT_DEADLINE = _ExitDeadline()
 
 
 @dataclass
@@ -426,239 +126,6 @@ class _Exchange:
 
     what: str
     thread: int = field(default_factory=threading.get_ident)
-
-
-class _RunQueueDelay:
-    """How long registered threads of this process were runnable but waiting for a CPU (s).
-
-    Linux's per-thread scheduler statistics (``/proc/self/task/<tid>/schedstat``, second field,
-    ns). A diagnostic (:attr:`DriverStatus.cpu_wait`): how starved the driver's own threads were,
-    which the link judgements do not depend on. :meth:`of` returns None where the statistics are
-    unavailable (another OS, a kernel without ``CONFIG_SCHED_INFO``, a thread that ended).
-    """
-
-    _MAX_OPEN = 16
-
-    def __init__(self) -> None:
-        self._fds: dict[int, int] = {}
-        self._baseline: dict[int, float] = {}
-        self._last: dict[int, float] = {}
-        self._lock = threading.Lock()
-
-    def of(self, tids: tuple[int, ...]) -> float | None:
-        """Total run-queue delay of the threads ``tids`` so far (s), or None."""
-        total = 0.0
-        with self._lock:
-            for tid in tids:
-                value = self._read(tid)
-                if value is None:
-                    return None
-                total += value
-        return total
-
-    def register(self, tid: int) -> None:
-        """Count thread ``tid`` in :meth:`since_registered` from now on."""
-        with self._lock:
-            if tid not in self._baseline and len(self._baseline) < self._MAX_OPEN:
-                value = self._read(tid)
-                if value is not None:
-                    self._baseline[tid] = self._last[tid] = value
-
-    def since_registered(self) -> float | None:
-        """Run-queue delay of the registered threads since each was registered (s), or None."""
-        with self._lock:
-            for tid in self._baseline:
-                value = self._read(tid)
-                if value is not None:
-                    self._last[tid] = value
-            if not self._baseline:
-                return None
-            return sum(self._last[tid] - self._baseline[tid] for tid in self._baseline)
-
-    def _read(self, tid: int) -> float | None:
-        fd = self._fds.get(tid)
-        try:
-            if fd is None:
-                if len(self._fds) >= self._MAX_OPEN:
-                    self._close_all()
-                fd = self._fds[tid] = os.open(f"/proc/self/task/{tid}/schedstat", os.O_RDONLY)
-            return int(os.pread(fd, 128, 0).split()[1]) * 1e-9
-        except (OSError, IndexError, ValueError):
-            if fd is not None:
-                self._fds.pop(tid, None)
-                with contextlib.suppress(OSError):
-                    os.close(fd)
-            return None
-
-    def _close_all(self) -> None:
-        for fd in self._fds.values():
-            with contextlib.suppress(OSError):
-                os.close(fd)
-        self._fds.clear()
-
-    def close(self) -> None:
-        with self._lock:
-            self._close_all()
-
-
-class HardwareError(Sim2RealError):
-    """The arm was stopped because of :attr:`fault`; the driver will not resume by itself."""
-
-    def __init__(self, fault: Fault) -> None:
-        super().__init__(fault.message)
-        self.fault = fault
-
-
-class ControllerError(HardwareError):
-    """The controller reported error ``code`` (``C<code>``); see :attr:`meaning`."""
-
-    @property
-    def code(self) -> int:
-        return self.fault.code
-
-
-@dataclass(frozen=True)
-class CommandRecord:
-    """One command sent to the controller.
-
-    Attributes
-    ----------
-    stamp : float
-        The caller's timestamp of the command (any clock, usually ROS time, s).
-    sent_at, replied_at : float
-        ``time.monotonic()`` just before the SDK call and after its reply (s).
-    requested : ndarray, shape (6,)
-        Joint velocities asked for (rad/s).
-    sent : ndarray, shape (6,)
-        Joint velocities actually commanded after clamping (rad/s).
-    target : ndarray, shape (6,) or None
-        Mode 1: the servo_j target sent (rad); None in mode 4.
-    clamped : bool
-        Whether clamping changed the command.
-    source : str
-        ``"caller"`` or ``"watchdog"``.
-    code : int
-        SDK return code (0 = accepted).
-    wire_at : float or None
-        ``time.monotonic()`` just after its bytes were handed to the socket (s); None if unknown.
-    """
-
-    stamp: float
-    sent_at: float
-    replied_at: float
-    requested: FloatArray
-    sent: FloatArray
-    target: FloatArray | None
-    clamped: bool
-    source: str
-    code: int
-    wire_at: float | None = None
-
-    @property
-    def round_trip(self) -> float:
-        """Command round trip (s)."""
-        return self.replied_at - self.sent_at
-
-    @property
-    def moves(self) -> bool:
-        """Whether it commanded motion (a nonzero velocity, or a servo target in mode 1)."""
-        return self.target is not None or bool(np.any(self.sent))
-
-
-@dataclass(frozen=True)
-class Preflight:
-    """What the controller reported before starting."""
-
-    firmware: wire.FirmwareVersion
-    error_code: int
-    warn_code: int
-    state: int
-    mode: int
-
-    def summary(self) -> str:
-        """One line for logs."""
-        return (f"xArm {self.firmware.robot_sn} firmware {self.firmware.label}: "
-                f"error {describe_error(self.error_code) if self.error_code else 'none'}, "
-                f"warning {describe_warn(self.warn_code) if self.warn_code else 'none'}, "
-                f"state {self.state} ({state_name(self.state)}), mode {self.mode} ({mode_name(self.mode)})")
-
-
-@dataclass(frozen=True)
-class DriverStatus:
-    """A snapshot the ROS node can poll.
-
-    ``cpu_wait`` is how long the driver's own threads (callers, supervisor, the SDK's receiver)
-    waited runnable for a CPU since they were first seen (s; None where unknown): this machine's
-    load, which the link judgements leave out.
-    """
-
-    connected: bool
-    running: bool
-    fault: Fault | None
-    commands_sent: int
-    watchdog_trips: int
-    last_command_age: float
-    cpu_wait: float | None = None
-
-
-def probe_controller(ip: str, port: int, connect_timeout: float, handshake_timeout: float) -> wire.FirmwareVersion:
-    """Connect to ``ip:port`` and ask for the firmware version, with hard time limits.
-
-    The SDK retries an unanswered version query for minutes; this probe bounds that.
-
-    Raises
-    ------
-    Sim2RealError
-        Refused or unreachable address, no answer, or an answer that is not an xArm version.
-    """
-    where = f"{ip}:{port}"
-    try:
-        sock = socket.create_connection((ip, port), timeout=connect_timeout)
-    except ConnectionRefusedError:
-        raise Sim2RealError(f"cannot connect to the xArm controller at {where}: connection refused "
-                            f"(is it switched on, and is the address right?)") from None
-    except TimeoutError:
-        raise Sim2RealError(f"cannot connect to the xArm controller at {where}: "
-                            f"no TCP connection within {connect_timeout:g} s") from None
-    except OSError as err:
-        raise Sim2RealError(f"cannot connect to the xArm controller at {where}: {err.strerror or err}") from None
-    with sock:
-        deadline = time.monotonic() + handshake_timeout
-        buffer = bytearray()
-        try:
-            sock.sendall(wire.encode_request(1, wire.PROTOCOL_PRIVATE, wire.Register.GET_VERSION))
-            while True:
-                if len(buffer) >= wire.HEADER_SIZE:
-                    length = wire.HEADER.unpack_from(buffer, 0)[2]
-                    if len(buffer) >= wire.HEADER_SIZE + length:
-                        break
-                remaining = deadline - time.monotonic()
-                if remaining <= 0.0:
-                    raise TimeoutError
-                sock.settimeout(remaining)
-                chunk = sock.recv(4096)
-                if not chunk:
-                    raise Sim2RealError(f"the xArm controller at {where} closed the connection "
-                                        f"instead of answering the version query")
-                buffer.extend(chunk)
-        except TimeoutError:
-            raise Sim2RealError(f"the xArm controller at {where} accepted the connection but did not answer "
-                                f"the version query within {handshake_timeout:g} s") from None
-        except OSError as err:
-            raise Sim2RealError(f"lost the connection to {where} during the version query: {err}") from None
-    _, protocol, length = wire.HEADER.unpack_from(buffer, 0)
-    register = buffer[wire.HEADER_SIZE]
-    data = bytes(buffer[wire.HEADER_SIZE + 2:wire.HEADER_SIZE + length])
-    if protocol != wire.PROTOCOL_PRIVATE or register != wire.Register.GET_VERSION:
-        raise Sim2RealError(f"{where} does not speak the xArm protocol (reply protocol {protocol}, "
-                            f"register {register} to a version query)")
-    version = wire.parse_version(data)
-    if version is None:
-        text = data.split(b"\0", 1)[0].decode("ascii", errors="replace")
-        raise Sim2RealError(f"unexpected firmware answer from {where}: {text!r} is not an xArm version string")
-    if version.axis != N_JOINTS:
-        raise Sim2RealError(f"{where} is a {version.axis}-axis arm ({version.text!r}), expected an xArm 6")
-    return version
 
 
 
@@ -677,7 +144,7 @@ class XArmDriver:
     def __init__(self, config: DriverConfig) -> None:
         self.config = config
         self._arm: Any = None
-        self._gate: _SendGate | None = None
+        self._gate: SendGate | None = None
         self._io = threading.RLock()
         self._lower = np.array([lo for lo, _ in config.joint_limits]) + config.limit_margin
         self._upper = np.array([hi for _, hi in config.joint_limits]) - config.limit_margin
@@ -691,7 +158,7 @@ class XArmDriver:
         self._stop_lock = threading.Lock()
         self._previous_handlers: dict[int, Any] = {}
         self._handlers: dict[int, Any] = {}
-        self._run_delay = _RunQueueDelay()
+        self._run_delay = RunQueueDelay()
         self._reset_run()
 
     def _reset_run(self) -> None:
@@ -710,7 +177,7 @@ class XArmDriver:
         self._inflight: _Exchange | None = None
         self._round_trips.clear()
         self._run_delay.close()
-        self._run_delay = _RunQueueDelay()
+        self._run_delay = RunQueueDelay()
         self._second_stop: threading.Thread | None = None
         #: When the first stop (raw frames or fresh connection) after a fault left (monotonic s).
         self.stop_sent_at: float | None = None
@@ -746,7 +213,7 @@ class XArmDriver:
             self._signal = number
             self._signal_pending = True
             self._wake.set()
-            _EXIT_DEADLINE.expect(number, self.config.exit_deadline)  # from the start of the shutdown
+            EXIT_DEADLINE.expect(number, self.config.exit_deadline)  # from the start of the shutdown
             if callable(previous) and previous is not signal.default_int_handler:
                 previous(number, frame)  # e.g. a ROS context's own shutdown handler
             inflight = self._inflight
@@ -809,7 +276,7 @@ class XArmDriver:
         sock = self._sdk_socket()
         with contextlib.suppress(OSError, AttributeError):  # small frames leave at once (no Nagle delay)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # type: ignore[union-attr]
-        self._gate = _SendGate(self._arm.arm._stream, sock)
+        self._gate = SendGate(self._arm.arm._stream, sock)
         with contextlib.suppress(Exception):  # the SDK thread that reads the command socket
             self._run_delay.register(int(self._arm.arm._stream.native_id))
         try:
@@ -1096,7 +563,7 @@ class XArmDriver:
             self._judge_reply(what, request, replied_at)
         return result, sent_at, replied_at
 
-    def _judge_reply(self, what: str, request: _Request, replied_at: float) -> None:
+    def _judge_reply(self, what: str, request: PendingRequest, replied_at: float) -> None:
         """A reply later than the stall budget latches a stall; any other feeds the latency window."""
         round_trip = self._round_trip(request, replied_at)
         if round_trip is None:
@@ -1108,10 +575,10 @@ class XArmDriver:
         else:
             self._note_round_trip(what, round_trip)
 
-    def _round_trip(self, request: _Request, replied_at: float) -> float | None:
+    def _round_trip(self, request: PendingRequest, replied_at: float) -> float | None:
         """From ``request`` leaving this host to its reply arriving (s, kernel time); None when
         there was no reply or something else left after it (not measurable)."""
-        times = _tcp_times(self._sdk_socket())
+        times = tcp_times(self._sdk_socket())
         if times is not None and request.received_before is not None:
             if times.received_bytes <= request.received_before or times.sent_ago < times.received_ago:
                 return None
@@ -1294,7 +761,7 @@ class XArmDriver:
         request = self._gate.request if self._gate is not None else None
         if request is None:
             return False
-        times = _tcp_times(self._sdk_socket())
+        times = tcp_times(self._sdk_socket())
         if times is not None and request.received_before is not None:
             return times.received_bytes <= request.received_before
         return request.answered_at is None and not self._reply_arrived(request.written_at)
@@ -1304,10 +771,10 @@ class XArmDriver:
         frames = b""
         if with_velocity and self.config.mode == 4:
             params = wire.pack_floats([0.0] * 7) + bytes([1]) + struct.pack("<f", self.config.command_duration)
-            frames += wire.encode_request(_STOP_TRANSACTION, protocol, wire.Register.VC_SET_JOINTV, params)
-        frames += wire.encode_request(_STOP_TRANSACTION, protocol, wire.Register.SET_STATE, bytes([4]))
-        frames += wire.encode_request(_STOP_TRANSACTION, protocol, wire.Register.SET_MODE, bytes([0]))
-        frames += wire.encode_request(_STOP_TRANSACTION, protocol, wire.Register.SET_STATE, bytes([4]))
+            frames += wire.encode_request(STOP_TRANSACTION, protocol, wire.Register.VC_SET_JOINTV, params)
+        frames += wire.encode_request(STOP_TRANSACTION, protocol, wire.Register.SET_STATE, bytes([4]))
+        frames += wire.encode_request(STOP_TRANSACTION, protocol, wire.Register.SET_MODE, bytes([0]))
+        frames += wire.encode_request(STOP_TRANSACTION, protocol, wire.Register.SET_STATE, bytes([4]))
         return frames
 
     def _emergency_stop(self, second_link: bool = False) -> None:
@@ -1456,13 +923,13 @@ class XArmDriver:
                                    f"request left this host (limit {budget * 1e3:.0f} ms)"))
         return True
 
-    def _unanswered_for(self, request: _Request, now: float) -> float | None:
+    def _unanswered_for(self, request: PendingRequest, now: float) -> float | None:
         """How long ``request`` has waited for its first reply byte (s); None once one arrived.
 
         Kernel time where available (the time since data last left the socket, with no byte
         received since the request left); otherwise this host's clock (which counts this
         process's starvation too)."""
-        times = _tcp_times(self._sdk_socket())
+        times = tcp_times(self._sdk_socket())
         if times is not None and request.received_before is not None:
             return None if times.received_bytes > request.received_before else times.sent_ago
         return None if self._reply_arrived(request.written_at) else now - request.written_at

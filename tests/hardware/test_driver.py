@@ -376,12 +376,12 @@ def test_run_queue_delay_counts_the_wait_for_a_cpu() -> None:
     import sys
     import threading
 
-    from sim2real.hardware.driver import _RunQueueDelay
+    from sim2real.hardware.link_timing import RunQueueDelay
 
     tid = threading.get_native_id()
     if not os.path.exists(f"/proc/self/task/{tid}/schedstat"):
         pytest.skip("no per-thread scheduler statistics on this system")
-    clock = _RunQueueDelay()
+    clock = RunQueueDelay()
     saved = os.sched_getaffinity(0)
     cpu = min(saved)
     # The busy process says when it runs on that CPU (its start-up may take long on a loaded machine).

@@ -41,8 +41,7 @@ import pytest
 from children import LineReader, default_sigint
 from loopback import start_emulator
 
-from sim2real.hardware import DriverConfig, Fault, FaultConfig, HardwareError, XArmDriver, XArmEmulator
-from sim2real.hardware import driver as driver_module
+from sim2real.hardware import DriverConfig, Fault, FaultConfig, HardwareError, XArmDriver, XArmEmulator, link_timing
 from sim2real.hardware import protocol as wire
 from sim2real.physics.servo import ServoParams
 
@@ -168,7 +167,7 @@ def starved_throughout(monkeypatch: pytest.MonkeyPatch) -> None:
     """This process's scheduler statistics say every thread of the driver waited for a CPU the
     whole time (what a run-queue measure reads on a machine with load 7-30): CPU starvation must
     not be taken for a silent controller, and must not hide one either."""
-    monkeypatch.setattr(driver_module._RunQueueDelay, "of", lambda self, tids: time.monotonic())
+    monkeypatch.setattr(link_timing.RunQueueDelay, "of", lambda self, tids: time.monotonic())
 
 
 def test_a_stall_that_ends_resumes_nothing(starved_throughout: None) -> None:
