@@ -502,8 +502,9 @@ def _signals_note(run: Any, label: str) -> str | None:
     where = f"beside {run['load_processes']} busy processes" if run.get("load_processes") else "idle"
     exits = run.get("exit_s_min_median_max") or ["-"] * 3
     return (f"Signals {label} ({where}): {run['runs']} streaming processes sent SIGINT or SIGTERM; the arm "
-            f"stopped in {run['arm_stopped']}, commanded velocity zero {_range(run['zero_command_ms'], ' ms')} "
-            f"after the signal, {run['reaccelerated']} re-accelerations; {run['exited_within_5s']} exited within "
+            f"stopped (mode 0, state 4) in {run['arm_stopped']}, commanded velocity zero within 100 ms of the "
+            f"signal in {run.get('zero_within_100ms', '-')} ({_range(run['zero_command_ms'], ' ms')}), "
+            f"{run['reaccelerated']} re-accelerations; {run['exited_within_5s']} exited within "
             f"5 s (median {_f(exits[1])} s, longest {_f(exits[2])} s).")
 
 

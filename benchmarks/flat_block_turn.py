@@ -44,8 +44,8 @@ from sim2real.engines import make_world
 from sim2real.errors import Sim2RealError
 from sim2real.params import ParameterSet
 from sim2real.physics import BoxState, SolverSettings, rollout
-from sim2real.physics.dynamics import GRAVITY
-from sim2real.physics.geometry import uniform_support_ratio
+from sim2real.physics.box import uniform_support_ratio
+from sim2real.physics.constants import GRAVITY
 from sim2real.spatial import to_matrix, yaw
 from sim2real.sysid.inputs import pusher_placement, pusher_primitive
 

@@ -38,9 +38,9 @@ import numpy as np
 
 from sim2real.errors import Sim2RealError
 from sim2real.params import ParameterSet, names, spec
-from sim2real.physics.dynamics import GRAVITY, box_inertia
+from sim2real.physics.box import box_inertia, table_distance
+from sim2real.physics.constants import GRAVITY
 from sim2real.physics.errors import SimulationError
-from sim2real.physics.geometry import table_distance
 from sim2real.physics.outcome import StepOutcome
 from sim2real.physics.shapes import Capsule, Sphere, placement_pose
 from sim2real.physics.state import STATE_SIZE, BoxState

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from sim2real.engines.base import World
 from sim2real.errors import Sim2RealError
 from sim2real.params import ParameterSet
+from sim2real.physics.settings import SolverSettings
 from sim2real.physics.shapes import Capsule, Sphere
-from sim2real.physics.solver import SolverSettings
 
 #: A world factory: parameters, pusher shape (or None), solver settings of our engine.
 WorldFactory = Callable[[ParameterSet, "Sphere | Capsule | None", SolverSettings], World]

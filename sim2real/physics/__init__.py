@@ -9,8 +9,8 @@ from sim2real.physics.errors import SimulationError
 from sim2real.physics.ladder import HardStep, save_hard_steps, solve_step
 from sim2real.physics.outcome import SolveLog, SolveSummary, StepOutcome
 from sim2real.physics.rollout import Rollout, rollout
+from sim2real.physics.settings import SolverSettings
 from sim2real.physics.shapes import Capsule, Sphere
-from sim2real.physics.solver import SolverSettings
 from sim2real.physics.state import STATE_SIZE, BoxState
 from sim2real.physics.world import DIFFERENTIABLE_PARAMS, BoxWorld, ContactInfo, StepResult
 

@@ -1,9 +1,9 @@
 """Compiled per-step core of the engine (numba ``@njit(cache=True)`` on flat float64 arrays).
 
 This module is the step that :class:`~sim2real.physics.world.BoxWorld` runs. It computes the same
-maps as the vectorised NumPy reference (:mod:`~sim2real.physics.geometry`,
-:mod:`~sim2real.physics.dynamics`, :mod:`~sim2real.physics.solver`), which stays the readable
-specification and the cross-check in the tests, but without per-call NumPy overhead: contact
+maps as the vectorised NumPy oracle of the tests (``tests/oracle``: ``geometry``, ``dynamics``,
+``solver``), which stays the readable specification and the cross-check, but without per-call
+NumPy overhead: contact
 geometry, residual, the block-eliminated Newton system, Nesterov-Todd scaling, the cone line
 search, the predictor-corrector loop and the implicit-function-theorem back-substitution all run
 in one compiled call per time step.
@@ -30,8 +30,8 @@ import numpy as np
 from numba import njit
 
 from sim2real.physics import layout
-from sim2real.physics.dynamics import GRAVITY, MIN_FRICTION, PUSHER_CONTACT_FREQUENCY
-from sim2real.physics.geometry import CONTACT_BAND as _CONTACT_BAND
+from sim2real.physics.constants import CONTACT_BAND as _CONTACT_BAND
+from sim2real.physics.constants import GRAVITY, MIN_FRICTION, PUSHER_CONTACT_FREQUENCY
 from sim2real.physics.layout import PARAMS_OFFSET, PUSHER_END_SLICE, PUSHER_START_SLICE, THETA_PARAMS, THETA_SIZE
 
 #: Indices into the settings vector handed to :func:`step_kernel` (see :func:`settings_vector`).
@@ -211,7 +211,7 @@ def _gap_sq(start: np.ndarray, end: np.ndarray, half: np.ndarray, t: float) -> f
 @njit(cache=True)
 def segment_box_parameters(start: np.ndarray, end: np.ndarray, half: np.ndarray, knots: np.ndarray
                            ) -> tuple[float, float]:
-    """(t_min, t_contact) of a segment against the box (compiled twin of ``geometry.segment_box_parameters``).
+    """(t_min, t_contact) of a segment against the box (twin of the oracle's ``geometry.segment_box_parameters``).
 
     ``start``, ``end`` (3,): segment end points relative to the box's geometric centre, m, body frame;
     ``half`` (3,): half edge lengths, m; ``knots``: work space of at least 8 numbers. Same cases,
@@ -356,7 +356,7 @@ def problem_data(theta: np.ndarray, dt: float, n: int, capsule: bool, jn: np.nda
     ``v0`` (6) starting velocity (v_com m/s world, ω rad/s body), ``md`` (6) mass and principal
     moments (kg, kg m²), ``scales`` (4): impulse unit m g dt (N s), velocity unit g dt (m/s),
     half diagonal (m), compliance of the pusher contact ``1 / (m ω² dt²)`` (m/s per N s; 0 without
-    pusher, see ``dynamics.PUSHER_CONTACT_FREQUENCY``). ``n`` is 8 (table corners) or 9 (plus the pusher,
+    pusher, see ``constants.PUSHER_CONTACT_FREQUENCY``). ``n`` is 8 (table corners) or 9 (plus the pusher,
     last); ``capsule``: the pusher is a capsule placed by its segment end points (else a sphere by
     its centre). ``scratch``: work space of at least :data:`PROBLEM_SCRATCH` numbers.
     """
@@ -872,7 +872,7 @@ def interior_point(w: np.ndarray, n: int, dt: float, kappa: float, settings: np.
     search and violation backtracking; κ continuation through ``continuation_kappa``.
     ``centred``: converge onto the central-path point at κ (what the implicit gradients need);
     otherwise (forward hard-contact solve) after ``gap_patience`` iterations also accept every
-    pair's duality gap within ``gap_factor`` κ (see ``solver.SolverSettings``).
+    pair's duality gap within ``gap_factor`` κ (see ``settings.SolverSettings``).
 
     Whatever the outcome, ``w`` ends as a finite iterate: on failure it is the best iterate seen (the
     lowest ``max(residual violation, complementarity)``), so a caller may accept it as a last resort.

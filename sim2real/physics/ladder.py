@@ -48,7 +48,7 @@ from sim2real.physics import kernels
 from sim2real.physics.errors import SimulationError
 from sim2real.physics.layout import PARAMS_OFFSET, PUSHER_END_SLICE, PUSHER_START_SLICE, THETA_PARAMS, THETA_SIZE
 from sim2real.physics.outcome import StepOutcome
-from sim2real.physics.solver import SolverSettings
+from sim2real.physics.settings import SolverSettings
 
 #: Format tag of hard-step files.
 HARD_STEP_FORMAT = "sim2real.hard_step/1"

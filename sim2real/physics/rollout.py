@@ -29,7 +29,7 @@ import numpy as np
 
 from sim2real.errors import Sim2RealError
 from sim2real.params import spec
-from sim2real.physics.dynamics import GRAVITY
+from sim2real.physics.constants import GRAVITY
 from sim2real.physics.ladder import HardStep
 from sim2real.physics.outcome import SolveLog, SolveSummary
 from sim2real.physics.state import STATE_SIZE, BoxState

@@ -43,10 +43,10 @@ import yaml
 
 from sim2real.errors import Sim2RealError
 from sim2real.params import ParameterSet
-from sim2real.physics.geometry import table_distance
+from sim2real.physics.box import table_distance
 from sim2real.physics.rollout import Rollout, rollout
+from sim2real.physics.settings import SolverSettings
 from sim2real.physics.shapes import Capsule, Sphere
-from sim2real.physics.solver import SolverSettings
 from sim2real.physics.state import BoxState
 from sim2real.physics.world import BoxWorld
 from sim2real.spatial import to_matrix, yaw, yaw_gradient

@@ -14,8 +14,8 @@ from sim2real.physics.errors import SimulationError
 from sim2real.physics.ladder import HardStep, settings_vector, solve_step
 from sim2real.physics.layout import PARAMS_OFFSET, PUSHER_END_SLICE, PUSHER_START_SLICE, THETA_PARAMS, THETA_SIZE
 from sim2real.physics.outcome import StepOutcome
+from sim2real.physics.settings import SolverSettings
 from sim2real.physics.shapes import Capsule, Sphere
-from sim2real.physics.solver import SolverSettings
 from sim2real.physics.state import BoxState
 
 #: Parameters a step can be differentiated with respect to.

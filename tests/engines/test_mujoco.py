@@ -16,7 +16,7 @@ from sim2real.cli import main
 from sim2real.engines import ENGINES, World, make_world
 from sim2real.params import ParameterSet
 from sim2real.physics import BoxState, Capsule, Sphere, rollout
-from sim2real.physics.dynamics import GRAVITY
+from sim2real.physics.constants import GRAVITY
 from sim2real.spatial import from_axis_angle, tilt
 
 pytest.importorskip("mujoco")

@@ -2,11 +2,12 @@
 
 import numpy as np
 import pytest
+from oracle.dynamics import problem_data
+from oracle.geometry import capsule_box_distance, segment_box_parameters, sphere_box_distance
 
 from sim2real.params import ParameterSet
 from sim2real.physics import BoxState, BoxWorld, Capsule, SolverSettings, Sphere, kernels, rollout
-from sim2real.physics.dynamics import problem_data
-from sim2real.physics.geometry import CONTACT_BAND, capsule_box_distance, segment_box_parameters, sphere_box_distance
+from sim2real.physics.constants import CONTACT_BAND
 from sim2real.physics.layout import PARAMS_OFFSET, PUSHER_END_SLICE, PUSHER_START_SLICE, THETA_PARAMS, THETA_SIZE
 from sim2real.spatial import from_axis_angle, to_matrix
 

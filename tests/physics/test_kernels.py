@@ -2,12 +2,12 @@
 
 import numpy as np
 import pytest
+from oracle.dynamics import next_state, problem_data
+from oracle.solver import interior_point
 
 from sim2real.params import ParameterSet
 from sim2real.physics import BoxState, BoxWorld, SolverSettings, kernels, rollout
-from sim2real.physics.dynamics import next_state, problem_data
 from sim2real.physics.layout import PARAMS_OFFSET, SPHERE_END_SLICE, SPHERE_START_SLICE, THETA_PARAMS, THETA_SIZE
-from sim2real.physics.solver import interior_point
 from sim2real.spatial import from_axis_angle, multiply, to_matrix
 
 PARAMS = ParameterSet.nominal().replace({"contact.mu_table": 0.5, "contact.mu_pusher": 0.3,

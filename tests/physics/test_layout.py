@@ -1,4 +1,4 @@
-"""One named layout of θ (sim2real.physics.layout): the kernels and the NumPy reference read θ only
+"""One named layout of θ (sim2real.physics.layout): the kernels and the NumPy oracle (tests/oracle) read θ only
 through it, so reordering THETA_PARAMS changes no result.
 
 The reordering test runs one contact step with gradients in two fresh interpreters, one with the
@@ -75,7 +75,7 @@ def test_every_named_slot_is_its_parameter_in_theta_params() -> None:
 
 def test_the_kernels_and_the_reference_read_theta_only_through_named_slots() -> None:
     bare = re.compile(r"theta\[\s*(\.\.\.,\s*)?\d|_P \+|theta\[_P\]|PARAMS_OFFSET\s*\+\s*\d")
-    for path in (ROOT / "sim2real" / "physics" / "kernels.py", ROOT / "sim2real" / "physics" / "dynamics.py"):
+    for path in (ROOT / "sim2real" / "physics" / "kernels.py", ROOT / "tests" / "oracle" / "dynamics.py"):
         found = [f"{path.name}:{k}: {line.strip()}" for k, line in enumerate(path.read_text().splitlines(), 1)
                  if bare.search(line)]
         assert not found, found

@@ -2,11 +2,12 @@
 
 import numpy as np
 import pytest
+from oracle.dynamics import next_state, problem_data
+from oracle.solver import interior_point
 
 from sim2real.params import ParameterSet
 from sim2real.physics import BoxState, BoxWorld, SolverSettings, kernels
-from sim2real.physics.dynamics import PUSHER_CONTACT_FREQUENCY, next_state, problem_data
-from sim2real.physics.solver import interior_point
+from sim2real.physics.constants import PUSHER_CONTACT_FREQUENCY
 from sim2real.spatial import from_axis_angle
 
 NOMINAL = ParameterSet.nominal()

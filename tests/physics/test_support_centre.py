@@ -11,8 +11,8 @@ import pytest
 
 from sim2real.params import ParameterSet
 from sim2real.physics import BoxState, BoxWorld, Capsule, SolverSettings, rollout
-from sim2real.physics.dynamics import GRAVITY
-from sim2real.physics.geometry import uniform_support_ratio
+from sim2real.physics.box import uniform_support_ratio
+from sim2real.physics.constants import GRAVITY
 from sim2real.spatial import from_axis_angle, yaw
 
 SIZE = (0.12, 0.08, 0.0095)

@@ -11,7 +11,7 @@ import pytest
 
 from sim2real.params import ParameterSet
 from sim2real.physics import BoxState, BoxWorld, SolverSettings, rollout
-from sim2real.physics.dynamics import GRAVITY
+from sim2real.physics.constants import GRAVITY
 from sim2real.spatial import from_axis_angle, tilt
 
 MU = 0.5

@@ -17,8 +17,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from oracle.geometry import capsule_contact, sphere_contact, table_contacts
 from sim2real.physics import layout
-from sim2real.physics.geometry import capsule_contact, sphere_contact, table_contacts
+from sim2real.physics.box import box_inertia
+from sim2real.physics.constants import GRAVITY, MIN_FRICTION, PUSHER_CONTACT_FREQUENCY
 from sim2real.physics.layout import (  # re-exported: the layout of θ lives in sim2real.physics.layout
     PUSHER_END_SLICE,
     PUSHER_START_SLICE,
@@ -27,25 +29,6 @@ from sim2real.physics.layout import (  # re-exported: the layout of θ lives in 
     STATE_SLICE,
 )
 from sim2real.spatial import from_rotation_vector, multiply, skew, to_matrix
-
-GRAVITY = 9.81
-"""Standard gravity, m/s², along world -z."""
-
-#: Smallest friction coefficient used in the cone equation ``ξ₁ = μγ``: at μ = 0 the cone pair has no
-#: interior, so frictionless contacts are simulated with this (negligible) friction instead.
-MIN_FRICTION = 1e-5
-
-#: Natural angular frequency of the box on its pusher contact, rad/s: the contact's normal stiffness
-#: is ``k = m ω²`` (arm structure, pusher and box wall in series; 1.1e6 N/m for the 0.5 kg box). The
-#: pusher is placed kinematically, so a perfectly rigid pusher that presses a box against the table
-#: (e.g. passing over a box that has fallen on its side, 1-2 mm lower than its top) leaves the step
-#: without any solution. With this stiffness the contact yields by ``force / k`` instead: the normal
-#: row of the pusher contact reads ``s = Jn a + bn + γ / (k dt²)``. Steady pushing forces of a few
-#: newtons compress it by micrometres, so ordinary pushes are unchanged for practical purposes.
-#: Stiffness proportional to the mass (as MuJoCo's time-constant contacts) keeps the motion of a
-#: kinematically pushed box independent of its mass, as with rigid contact (all impulses scale with m).
-PUSHER_CONTACT_FREQUENCY = 1500.0
-
 
 
 @dataclass(frozen=True)
@@ -103,13 +86,6 @@ class ProblemData:
     def contact_count(self) -> int:
         """Number of contacts ``n``."""
         return self.normal_jacobian.shape[-2]
-
-
-def box_inertia(mass: np.ndarray, size: np.ndarray) -> np.ndarray:
-    """Principal moments of a uniform box about its centre, kg m²; mass (...), size (..., 3) -> (..., 3)."""
-    sq = size**2
-    return mass[..., None] / 12.0 * np.stack((sq[..., 1] + sq[..., 2], sq[..., 0] + sq[..., 2],
-                                               sq[..., 0] + sq[..., 1]), axis=-1)
 
 
 def _unpack(theta: np.ndarray) -> dict[str, np.ndarray]:
