@@ -52,7 +52,8 @@ def kernels_cached() -> bool:
     """
     from sim2real.physics import kernels
 
-    dispatchers = [v for v in vars(kernels).values() if hasattr(v, "py_func") and hasattr(v, "_cache")]
+    dispatchers = [v for stage in kernels.STAGES for v in vars(stage).values()
+                   if hasattr(v, "py_func") and hasattr(v, "_cache") and v.py_func.__module__ == stage.__name__]
     try:
         return bool(dispatchers) and all(d._cache._cache_file._load_index() for d in dispatchers)
     except Exception:  # a numba internal changed: announce rather than stay silent

@@ -6,7 +6,7 @@ from oracle.dynamics import next_state, problem_data
 from oracle.solver import interior_point
 
 from sim2real.params import ParameterSet
-from sim2real.physics import BoxState, BoxWorld, SolverSettings, kernels
+from sim2real.physics import BoxState, BoxWorld, SolverSettings, kernels, layout
 from sim2real.physics.constants import PUSHER_CONTACT_FREQUENCY
 from sim2real.spatial import from_axis_angle
 
@@ -39,10 +39,10 @@ def test_pusher_pressing_a_box_into_the_table_yields_instead_of_breaking_down():
 def test_compliant_pusher_step_matches_the_numpy_reference():
     world = BoxWorld.from_params(NOMINAL, settings=SolverSettings(resting_shortcut=False))
     result = world.step(ON_SIDE, OVER_TOP_START, OVER_TOP_END)
-    theta = np.zeros(kernels.THETA_SIZE)
+    theta = np.zeros(layout.THETA_SIZE)
     theta[0:13] = ON_SIDE.as_vector()
     theta[13:16], theta[19:22] = OVER_TOP_START, OVER_TOP_END
-    theta[kernels.PARAMS_OFFSET:] = world._params_theta
+    theta[layout.PARAMS_OFFSET:] = world._params_theta
     data = problem_data(theta, world.dt, True)
     w, _, _ = interior_point(data, world.dt, NOMINAL["contact.kappa_sim"], world.settings, centred=False)
     np.testing.assert_allclose(result.state.as_vector(), next_state(theta, w.a, world.dt), atol=1e-9)

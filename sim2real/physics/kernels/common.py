@@ -1,0 +1,109 @@
+"""Shared pieces of the compiled kernels: the settings, info and trace layouts, status codes, work-space sizes,
+small dense helpers.
+
+Part of :mod:`sim2real.physics.kernels` (see there for the layouts of θ, the iterate and the residual).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from sim2real.physics.constants import CONTACT_BAND as _CONTACT_BAND
+from sim2real.physics.layout import PARAMS_OFFSET, PUSHER_END_SLICE, PUSHER_START_SLICE, THETA_PARAMS, THETA_SIZE
+
+#: Indices into the settings vector handed to :func:`step_kernel` (see :func:`settings_vector`).
+S_RESIDUAL_TOL, S_KAPPA_RTOL, S_MAX_ITERATIONS, S_TAU_MIN, S_TAU_SOC_MAX = 0, 1, 2, 3, 4
+S_BACKTRACK, S_MAX_BACKTRACKS, S_CONT_KAPPA, S_CONT_RESIDUAL_TOL, S_CONT_KAPPA_RTOL = 5, 6, 7, 8, 9
+S_REST_ENABLED, S_REST_SPEED_TOL, S_REST_GAP_TOL, S_REST_PUSHER_MARGIN, S_REST_KAPPA_MAX = 10, 11, 12, 13, 14
+S_GAP_FACTOR, S_GAP_PATIENCE, S_ACCEPT_BEST, S_CONT_FACTOR = 15, 16, 17, 18
+SETTINGS_SIZE = 19
+
+#: Indices into the info vector filled by :func:`step_kernel`.
+I_ACTIVE, I_PUSHER_IMPULSE, I_TABLE_DISTANCE, I_PUSHER_DISTANCE, I_RESIDUAL_VIO, I_KAPPA_VIO = 0, 1, 2, 3, 4, 5
+I_ITERATIONS, I_FAILED_KAPPA, I_PATH_ERROR, I_RESTING, I_BEST_USED = 6, 7, 8, 9, 10
+INFO_SIZE = 11
+
+#: Columns of a solver trace row (see :func:`interior_point`): sub-step, target κ, current central-path
+#: target (continuation), iteration, residual violation, complementarity, central-path error, step length.
+TRACE_COLUMNS = ("substep", "kappa", "target", "iteration", "residual", "complementarity", "path_error", "alpha")
+NO_TRACE = np.empty((0, len(TRACE_COLUMNS)))
+"""Trace buffer of a call that records no trace."""
+
+#: Status codes returned by :func:`step_kernel`: converged; iteration budget spent; numerical breakdown
+#: (a singular Newton block or a non-finite iterate; never raised as a Python exception); finished, but
+#: at least one solve ended on its best iterate instead of converging (only with ``S_ACCEPT_BEST``).
+STATUS_OK, STATUS_NOT_CONVERGED, STATUS_BREAKDOWN, STATUS_BEST_ITERATE = 0, 1, 2, 3
+
+#: Work space (numbers) that the compiled maps need; :data:`SCRATCH_SIZE` covers every function here.
+PROBLEM_SCRATCH = 53
+SCRATCH_SIZE = 128
+
+#: Normal impulse (in units of m g dt) above which a contact counts as active.
+ACTIVE_IMPULSE = 1e-3
+#: Relative central-difference step of the partials ∂r/∂θ, ∂x⁺/∂θ and ∂x⁺/∂a.
+THETA_STEP = 1e-7
+
+_T = THETA_SIZE
+
+_PS = PUSHER_START_SLICE.start  # pusher placement (a, b) at the start of the step in θ
+_PE = PUSHER_END_SLICE.start  # ... and at its end
+#: Width of a capsule's near-minimum band, m (``geometry.CONTACT_BAND``).
+CONTACT_BAND = _CONTACT_BAND
+_MASS_COLUMN = PARAMS_OFFSET + THETA_PARAMS.index("box.mass")
+_SMALL_ANGLE = 1e-8
+
+
+# --- small dense helpers ----------------------------------------------------------------------
+@njit(cache=True)
+def _rotation(q0: float, q1: float, q2: float, q3: float, out: np.ndarray) -> None:
+    """Rotation matrix (3, 3) of the quaternion (w, x, y, z) after normalising it, into ``out``."""
+    norm = np.sqrt(q0 * q0 + q1 * q1 + q2 * q2 + q3 * q3)
+    w, x, y, z = q0 / norm, q1 / norm, q2 / norm, q3 / norm
+    xx, yy, zz, xy, xz, yz = x * x, y * y, z * z, x * y, x * z, y * z
+    wx, wy, wz = w * x, w * y, w * z
+    out[0, 0] = 1.0 - 2.0 * (yy + zz)
+    out[0, 1] = 2.0 * (xy - wz)
+    out[0, 2] = 2.0 * (xz + wy)
+    out[1, 0] = 2.0 * (xy + wz)
+    out[1, 1] = 1.0 - 2.0 * (xx + zz)
+    out[1, 2] = 2.0 * (yz - wx)
+    out[2, 0] = 2.0 * (xz - wy)
+    out[2, 1] = 2.0 * (yz + wx)
+    out[2, 2] = 1.0 - 2.0 * (xx + yy)
+
+
+@njit(cache=True)
+def _invert(m: np.ndarray, out: np.ndarray) -> bool:
+    """Inverse of a small square matrix by Gauss-Jordan elimination with partial pivoting (``m`` is destroyed).
+
+    Returns False (``out`` unusable) if a pivot is zero or not finite.
+    """
+    size = m.shape[0]
+    a = m
+    for i in range(size):
+        for j in range(size):
+            out[i, j] = 1.0 if i == j else 0.0
+    for col in range(size):
+        pivot = col
+        for row in range(col + 1, size):
+            if abs(a[row, col]) > abs(a[pivot, col]):
+                pivot = row
+        if pivot != col:
+            for j in range(size):
+                a[col, j], a[pivot, j] = a[pivot, j], a[col, j]
+                out[col, j], out[pivot, j] = out[pivot, j], out[col, j]
+        if not (abs(a[col, col]) > 0.0 and abs(a[col, col]) < np.inf):
+            return False
+        inv = 1.0 / a[col, col]
+        for j in range(size):
+            a[col, j] *= inv
+            out[col, j] *= inv
+        for row in range(size):
+            if row != col:
+                factor = a[row, col]
+                if factor != 0.0:
+                    for j in range(size):
+                        a[row, j] -= factor * a[col, j]
+                        out[row, j] -= factor * out[col, j]
+    return True

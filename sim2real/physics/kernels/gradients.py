@@ -1,0 +1,176 @@
+"""Compiled implicit gradients: the implicit-function-theorem Jacobian of a solved step with respect to state,
+pusher and parameters.
+
+Part of :mod:`sim2real.physics.kernels` (see there for the layouts of θ, the iterate and the residual).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from sim2real.physics import layout
+from sim2real.physics.constants import GRAVITY, MIN_FRICTION
+from sim2real.physics.kernels.common import _MASS_COLUMN, _PE, _PS, _T, SCRATCH_SIZE, THETA_STEP, _rotation
+from sim2real.physics.kernels.contact import inner_half, next_state, problem_data, pusher_box_distance
+from sim2real.physics.kernels.newton import equality_residual, factorize, solve
+
+
+# --- implicit gradients -----------------------------------------------------------------------
+@njit(cache=True)
+def implicit_jacobian(theta: np.ndarray, w: np.ndarray, n: int, capsule: bool, dt: float, kappa: float,
+                      jn: np.ndarray, jt: np.ndarray, mu: np.ndarray, v0: np.ndarray, md: np.ndarray,
+                      compliance: float, out: np.ndarray) -> bool:
+    """d next state / d θ (13, THETA_SIZE) at the solution ``w`` (implicit function theorem).
+
+    ``compliance``: ε of the pusher contact (``scales[3]`` of :func:`problem_data`; ∝ 1/mass, which
+    enters the mass column). Returns False if the residual Jacobian is numerically
+    singular at ``w`` (``out`` is then unusable).
+
+    ``da/dθ = -R⁻¹ ∂r/∂θ``, with ``R`` the exact residual Jacobian at ``w`` block-eliminated once
+    and back-substituted for all columns together.
+
+    The partials ``∂r/∂θ`` are analytic where θ enters the contact data simply: the position
+    (corner gaps; the pusher sees only its offset from the box), the state velocities (only
+    through ``v0``), the mass, both friction coefficients, the table height, the pusher radius,
+    the pusher placement at the end of the step (only through the pusher point's velocity; for a
+    capsule its end points weigh ``1 - t`` and ``t``), and the unit of κ (``m g dt · g dt``) in the
+    complementarity rows. The columns that move the contact geometry (quaternion, pusher placement
+    at the start, box size, centre of mass, inertia scale, support ratio) and the partials ``∂x⁺/∂θ``, ``∂x⁺/∂a``
+    of the next-state map are central differences of the compiled maps (relative step
+    :data:`THETA_STEP`).
+    """
+    size = 6 + 8 * n
+    ratio = np.empty(n)
+    cone_a0 = np.empty((n, 3))
+    cone_bt = np.empty((n, 3, 2))
+    q_inverse = np.empty((n, 3, 3))
+    q_inv_c = np.empty((n, 3, 6))
+    h_inverse = np.empty((6, 6))
+    dummy = np.empty((n, 3, 3))
+    scratch = np.empty(SCRATCH_SIZE)
+    if not factorize(w, n, dt, False, jn, jt, mu, md, dummy, dummy, np.empty((n, 3)), ratio, cone_a0, cone_bt,
+                     q_inverse, q_inv_c, h_inverse, scratch, compliance):
+        return False
+    pjn = np.empty((n, 6))
+    pjt = np.empty((n, 2, 6))
+    pbn = np.empty(n)
+    pbt = np.empty((n, 2))
+    pmu = np.empty(n)
+    pv0 = np.empty(6)
+    pmd = np.empty(6)
+    psc = np.empty(4)
+    plus = np.empty(size)
+    minus = np.empty(size)
+    x_plus = np.empty(layout.STATE_SIZE)
+    x_minus = np.empty(layout.STATE_SIZE)
+    rhs = np.zeros((size, _T))
+    dx_dtheta = np.zeros((layout.STATE_SIZE, _T))
+    a = w[0:6].copy()
+    perturbed = theta.copy()
+    for j in range(_T):
+        geometry = (layout.QUAT <= j < layout.QUAT + 4 or (n == 9 and _PS <= j < (_PS + 6 if capsule else _PS + 3))
+                    or layout.GEOMETRY_PARAM_COLUMN[j])
+        if not geometry:
+            continue
+        pose = layout.POSE_COLUMN[j]  # what the next-state map reads besides a
+        h = THETA_STEP * max(1.0, abs(theta[j]))
+        perturbed[j] = theta[j] + h
+        problem_data(perturbed, dt, n, capsule, pjn, pjt, pbn, pbt, pmu, pv0, pmd, psc, scratch)
+        equality_residual(w, n, dt, pjn, pjt, pbn, pbt, pmu, pv0, pmd, psc, plus)
+        if pose:
+            next_state(perturbed, a, dt, x_plus, scratch)
+        perturbed[j] = theta[j] - h
+        problem_data(perturbed, dt, n, capsule, pjn, pjt, pbn, pbt, pmu, pv0, pmd, psc, scratch)
+        equality_residual(w, n, dt, pjn, pjt, pbn, pbt, pmu, pv0, pmd, psc, minus)
+        if pose:
+            next_state(perturbed, a, dt, x_minus, scratch)
+        perturbed[j] = theta[j]
+        for i in range(6 + 4 * n):
+            rhs[i, j] = (plus[i] - minus[i]) / (2.0 * h)
+        if pose:
+            for i in range(layout.STATE_SIZE):
+                dx_dtheta[i, j] = (x_plus[i] - x_minus[i]) / (2.0 * h)
+    # State velocities enter only through v0 = (v + ω × R com, Rᵀ ω); the dynamics rows carry -md ∂v0.
+    rot = np.empty((3, 3))
+    _rotation(theta[layout.QUAT], theta[layout.QUAT + 1], theta[layout.QUAT + 2], theta[layout.QUAT + 3], rot)
+    cx, cy, cz = theta[layout.COM_X], theta[layout.COM_Y], theta[layout.COM_Z]
+    l0 = rot[0, 0] * cx + rot[0, 1] * cy + rot[0, 2] * cz
+    l1 = rot[1, 0] * cx + rot[1, 1] * cy + rot[1, 2] * cz
+    l2 = rot[2, 0] * cx + rot[2, 1] * cy + rot[2, 2] * cz
+    for i in range(3):
+        rhs[i, 7 + i] = -md[i]
+        for k in range(3):
+            rhs[3 + i, 10 + k] = -md[3 + i] * rot[k, i]
+    rhs[0, 11], rhs[0, 12] = -md[0] * l2, md[0] * l1
+    rhs[1, 10], rhs[1, 12] = md[1] * l2, -md[1] * l0
+    rhs[2, 10], rhs[2, 11] = -md[2] * l1, md[2] * l0
+    # Mass: inertia scales with it, and so does the gravity impulse.
+    mass = theta[layout.MASS]
+    ox, oy, oz = a[3], a[4], a[5]
+    ix, iy, iz = md[3] * ox, md[4] * oy, md[5] * oz
+    for k in range(6):
+        rhs[k, _MASS_COLUMN] = md[k] / mass * (a[k] - v0[k])
+    rhs[2, _MASS_COLUMN] += GRAVITY * dt
+    rhs[3, _MASS_COLUMN] += dt * (oy * iz - oz * iy) / mass
+    rhs[4, _MASS_COLUMN] += dt * (oz * ix - ox * iz) / mass
+    rhs[5, _MASS_COLUMN] += dt * (ox * iy - oy * ix) / mass
+    if n == 9:  # pusher normal row s - (Jn a + bn + ε γ) with ε ∝ 1/m
+        rhs[6 + 8, _MASS_COLUMN] += compliance * w[6 + 8] / mass
+    # Friction: cone head ξ₁ - μγ (μ is clamped at MIN_FRICTION from below).
+    if theta[layout.MU_TABLE] > MIN_FRICTION:
+        for c in range(8):
+            rhs[6 + n + c, layout.MU_TABLE] = -w[6 + c]
+    # Table height: corner gaps (z - h)/dt in the normal rows.
+    for c in range(8):
+        rhs[6 + c, layout.TABLE_HEIGHT] = 1.0 / dt
+    if n == 9:
+        if theta[layout.MU_PUSHER] > MIN_FRICTION:
+            rhs[6 + n + 8, layout.MU_PUSHER] = -w[6 + 8]
+        rhs[6 + 8, layout.PUSHER_RADIUS] = 1.0 / dt  # radius: distance - r
+        weight_b = 0.0  # capsule: the segment parameter of the contact point (the point's share of b)
+        if capsule:
+            origin = np.empty(3)
+            half = np.empty(3)
+            inner_half(theta, half)
+            for i in range(3):
+                origin[i] = theta[layout.POS + i]
+            _, weight_b = pusher_box_distance(theta, origin, rot, half, True, False, np.empty(3), np.empty(3),
+                                              scratch)
+        for i in range(3):  # pusher end: only the point's velocity (end - start)/dt, along the normal and tangents
+            for column, weight in ((_PE + i, 1.0 - weight_b), (_PE + 3 + i, weight_b)):
+                rhs[6 + 8, column] = weight * jn[8, i] / dt
+                rhs[6 + 2 * n + 16, column] = weight * jt[8, 0, i] / dt
+                rhs[6 + 2 * n + 17, column] = weight * jt[8, 1, i] / dt
+    # Position: the pusher's geometry sees only its start placement - position (its velocity not at all,
+    # so the start columns less their velocity part, which is minus the end columns), the corner gaps
+    # rise with z, and the next position moves with the current one.
+    for i in range(3):
+        dx_dtheta[layout.POS + i, layout.POS + i] = 1.0
+        if n == 9:
+            for row in range(6 + 4 * n):
+                rhs[row, i] = -(rhs[row, _PS + i] + rhs[row, _PS + 3 + i]
+                                + rhs[row, _PE + i] + rhs[row, _PE + 3 + i])
+    for c in range(8):
+        rhs[6 + c, 2] -= 1.0 / dt
+    d_unit = (GRAVITY * dt) ** 2  # d(m g dt · g dt)/dm
+    for c in range(n):
+        rhs[6 + 4 * n + c, _MASS_COLUMN] = -kappa * d_unit
+        rhs[6 + 5 * n + 3 * c, _MASS_COLUMN] = -kappa * d_unit
+    directions = np.empty((size, _T))
+    solve(w, n, rhs, jn, jt, mu, ratio, cone_a0, cone_bt, q_inverse, q_inv_c, h_inverse, directions, scratch,
+          compliance, True)
+    for k in range(6):
+        h = THETA_STEP * max(1.0, abs(a[k]))
+        a_k = a[k]
+        a[k] = a_k + h
+        next_state(theta, a, dt, x_plus, scratch)
+        a[k] = a_k - h
+        next_state(theta, a, dt, x_minus, scratch)
+        a[k] = a_k
+        for i in range(layout.STATE_SIZE):
+            slope = (x_plus[i] - x_minus[i]) / (2.0 * h)
+            for j in range(_T):
+                dx_dtheta[i, j] += slope * directions[k, j]
+    out[:, :] = dx_dtheta
+    return True

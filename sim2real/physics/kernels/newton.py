@@ -1,0 +1,324 @@
+"""Compiled Newton system of the interior point: residual, violations, Nesterov-Todd scaling, the block-eliminated
+factorisation and solve, the cone line search.
+
+Part of :mod:`sim2real.physics.kernels` (see there for the layouts of θ, the iterate and the residual).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from sim2real.physics.kernels.common import _invert
+
+
+# --- residual ---------------------------------------------------------------------------------
+@njit(cache=True)
+def equality_residual(w: np.ndarray, n: int, dt: float, jn: np.ndarray, jt: np.ndarray, bn: np.ndarray,
+                      bt: np.ndarray, mu: np.ndarray, v0: np.ndarray, md: np.ndarray, scales: np.ndarray,
+                      out: np.ndarray) -> None:
+    """Dynamics, normal-slack, cone-head and slip rows at ``w`` into ``out[:6 + 4n]``.
+
+    The normal row of the pusher contact (index 8) carries its compliance ``scales[3] γ``.
+    """
+    xi0 = 6 + 2 * n
+    eta0 = 6 + 5 * n
+    for k in range(6):
+        out[k] = md[k] * (w[k] - v0[k])
+    out[2] += scales[0]  # minus the gravity impulse -m g dt
+    ox, oy, oz = w[3], w[4], w[5]
+    ix, iy, iz = md[3] * ox, md[4] * oy, md[5] * oz
+    out[3] += dt * (oy * iz - oz * iy)
+    out[4] += dt * (oz * ix - ox * iz)
+    out[5] += dt * (ox * iy - oy * ix)
+    for c in range(n):
+        gamma = w[6 + c]
+        f1 = w[xi0 + 3 * c + 1]
+        f2 = w[xi0 + 3 * c + 2]
+        normal_velocity = bn[c]
+        t1 = bt[c, 0]
+        t2 = bt[c, 1]
+        for k in range(6):
+            out[k] -= jn[c, k] * gamma + jt[c, 0, k] * f1 + jt[c, 1, k] * f2
+            normal_velocity += jn[c, k] * w[k]
+            t1 += jt[c, 0, k] * w[k]
+            t2 += jt[c, 1, k] * w[k]
+        if c == 8:  # compliant pusher contact: s = Jn a + bn + ε γ
+            normal_velocity += scales[3] * gamma
+        out[6 + c] = w[6 + n + c] - normal_velocity
+        out[6 + n + c] = w[xi0 + 3 * c] - mu[c] * gamma
+        out[6 + 2 * n + 2 * c] = w[eta0 + 3 * c + 1] - t1
+        out[6 + 2 * n + 2 * c + 1] = w[eta0 + 3 * c + 2] - t2
+
+
+@njit(cache=True)
+def residual(w: np.ndarray, n: int, dt: float, kappa: float, jn: np.ndarray, jt: np.ndarray, bn: np.ndarray,
+             bt: np.ndarray, mu: np.ndarray, v0: np.ndarray, md: np.ndarray, scales: np.ndarray,
+             out: np.ndarray) -> None:
+    """Full residual (6 + 8n) at the central-path value ``kappa`` (dimensionless)."""
+    equality_residual(w, n, dt, jn, jt, bn, bt, mu, v0, md, scales, out)
+    target = kappa * scales[0] * scales[1]
+    xi0 = 6 + 2 * n
+    eta0 = 6 + 5 * n
+    for c in range(n):
+        out[6 + 4 * n + c] = w[6 + c] * w[6 + n + c] - target
+        x0, x1, x2 = w[xi0 + 3 * c], w[xi0 + 3 * c + 1], w[xi0 + 3 * c + 2]
+        e0, e1, e2 = w[eta0 + 3 * c], w[eta0 + 3 * c + 1], w[eta0 + 3 * c + 2]
+        base = 6 + 5 * n + 3 * c
+        out[base] = x0 * e0 + x1 * e1 + x2 * e2 - target
+        out[base + 1] = x0 * e1 + e0 * x1
+        out[base + 2] = x0 * e2 + e0 * x2
+
+
+@njit(cache=True)
+def violations(r: np.ndarray, w: np.ndarray, n: int, kappa: float, scales: np.ndarray) -> tuple[float, float, float]:
+    """Scaled (residual violation, complementarity, central-path error) of the residual ``r`` at ``w``.
+
+    As ``solver.violations``: the impulse rows are measured in ``max(m g dt, max γ)``.
+    """
+    p, v, length = scales[0], scales[1], scales[2]
+    p_rows = p
+    for c in range(n):
+        p_rows = max(p_rows, w[6 + c])
+    eq = 0.0
+    for k in range(3):
+        eq = max(eq, abs(r[k]) / p_rows)
+    for k in range(3, 6):
+        eq = max(eq, abs(r[k]) / (p_rows * length))
+    for c in range(n):
+        eq = max(eq, abs(r[6 + c]) / v, abs(r[6 + n + c]) / p_rows,
+                 abs(r[6 + 2 * n + 2 * c]) / v, abs(r[6 + 2 * n + 2 * c + 1]) / v)
+    unit = p * v
+    deviation = 0.0
+    products = -np.inf
+    for c in range(n):
+        cn = r[6 + 4 * n + c]
+        h0, h1, h2 = r[6 + 5 * n + 3 * c], r[6 + 5 * n + 3 * c + 1], r[6 + 5 * n + 3 * c + 2]
+        deviation = max(deviation, abs(cn), abs(h0), abs(h1), abs(h2))
+        products = max(products, cn, abs(h1), abs(h2), h0)
+    return eq, products / unit + kappa, deviation / unit / kappa
+
+
+# --- Newton system ----------------------------------------------------------------------------
+@njit(cache=True)
+def nt_scaling(w: np.ndarray, n: int, scale: np.ndarray, scale_inverse: np.ndarray, lam: np.ndarray,
+               scratch: np.ndarray) -> None:
+    """Nesterov-Todd scaling of every cone pair of ``w`` (see ``solver.nt_scaling``).
+
+    Outputs ``scale`` W (n, 3, 3), ``scale_inverse`` W⁻¹ (n, 3, 3), ``lam`` λ = W η (n, 3);
+    ``scratch``: at least 9 numbers.
+    """
+    xi0 = 6 + 2 * n
+    eta0 = 6 + 5 * n
+    xb = scratch[0:3]
+    eb = scratch[3:6]
+    v = scratch[6:9]
+    for c in range(n):
+        x0, x1, x2 = w[xi0 + 3 * c], w[xi0 + 3 * c + 1], w[xi0 + 3 * c + 2]
+        e0, e1, e2 = w[eta0 + 3 * c], w[eta0 + 3 * c + 1], w[eta0 + 3 * c + 2]
+        det_xi = max(x0 * x0 - x1 * x1 - x2 * x2, 1e-300)
+        det_eta = max(e0 * e0 - e1 * e1 - e2 * e2, 1e-300)
+        sx = np.sqrt(det_xi)
+        se = np.sqrt(det_eta)
+        xb[0], xb[1], xb[2] = x0 / sx, x1 / sx, x2 / sx
+        eb[0], eb[1], eb[2] = e0 / se, e1 / se, e2 / se
+        norm = np.sqrt(2.0 * (1.0 + xb[0] * eb[0] + xb[1] * eb[1] + xb[2] * eb[2]))
+        wb0 = (xb[0] + eb[0]) / norm
+        root = np.sqrt(2.0 * (wb0 + 1.0))
+        v[0] = wb0 / root + 1.0 / root
+        v[1] = (xb[1] - eb[1]) / norm / root
+        v[2] = (xb[2] - eb[2]) / norm / root
+        beta = (det_xi / det_eta) ** 0.25
+        for i in range(3):
+            for j in range(3):
+                flip_i = 1.0 if i == 0 else -1.0
+                flip_j = 1.0 if j == 0 else -1.0
+                jd = flip_i if i == j else 0.0
+                scale[c, i, j] = beta * (2.0 * v[i] * v[j] - jd)
+                scale_inverse[c, i, j] = (2.0 * flip_i * v[i] * flip_j * v[j] - jd) / beta
+        for i in range(3):
+            lam[c, i] = scale[c, i, 0] * e0 + scale[c, i, 1] * e1 + scale[c, i, 2] * e2
+
+
+@njit(cache=True)
+def _arrow_times(x: np.ndarray, m: np.ndarray, out: np.ndarray) -> None:
+    """``Arw(x) @ m`` for a cone point ``x`` (3) and a 3 × 3 matrix ``m``."""
+    for j in range(3):
+        out[0, j] = x[0] * m[0, j] + x[1] * m[1, j] + x[2] * m[2, j]
+        out[1, j] = x[1] * m[0, j] + x[0] * m[1, j]
+        out[2, j] = x[2] * m[0, j] + x[0] * m[2, j]
+
+
+@njit(cache=True)
+def factorize(w: np.ndarray, n: int, dt: float, scaled: bool, jn: np.ndarray, jt: np.ndarray, mu: np.ndarray,
+              md: np.ndarray, scale: np.ndarray, scale_inverse: np.ndarray, lam: np.ndarray,
+              ratio: np.ndarray, cone_a0: np.ndarray, cone_bt: np.ndarray, q_inverse: np.ndarray,
+              q_inv_c: np.ndarray, h_inverse: np.ndarray, scratch: np.ndarray, compliance: float) -> bool:
+    """Block-eliminate the Newton matrix at ``w`` down to 6 × 6 (see ``solver.factorize``).
+
+    ``scaled``: cone rows ``Arw(λ)(W⁻¹Δξ + WΔη)`` (iterations; needs ``nt_scaling`` outputs);
+    otherwise the exact Jacobian ``Arw(η)Δξ + Arw(ξ)Δη`` (implicit gradients). Outputs: ``ratio``
+    γ/(s + εγ) (n; ``ε = compliance`` for the pusher contact, 0 for the table), ``cone_a0`` (n, 3),
+    ``cone_bt`` (n, 3, 2), ``q_inverse`` (n, 3, 3), ``q_inv_c`` (n, 3, 6), ``h_inverse`` (6, 6).
+    ``scratch``: at least 81 numbers.
+
+    Returns
+    -------
+    bool
+        False if a block was numerically singular (then the outputs are unusable).
+    """
+    xi0 = 6 + 2 * n
+    eta0 = 6 + 5 * n
+    cone_a = scratch[0:9].reshape((3, 3))
+    cone_b = scratch[9:18].reshape((3, 3))
+    q = scratch[18:27].reshape((3, 3))
+    c_mat = scratch[27:45].reshape((3, 6))
+    h = scratch[45:81].reshape((6, 6))
+    for j in range(6):
+        for k in range(6):
+            h[j, k] = md[k] if j == k else 0.0
+    ox, oy, oz = w[3], w[4], w[5]
+    ix, iy, iz = md[3] * ox, md[4] * oy, md[5] * oz
+    # d(ω × Iω)/dω = [ω]× I - [Iω]×
+    h[3, 4] += dt * (-oz * md[4] + iz)
+    h[3, 5] += dt * (oy * md[5] - iy)
+    h[4, 3] += dt * (oz * md[3] - iz)
+    h[4, 5] += dt * (-ox * md[5] + ix)
+    h[5, 3] += dt * (-oy * md[3] + iy)
+    h[5, 4] += dt * (ox * md[4] - ix)
+    for c in range(n):
+        eps = compliance if c == 8 else 0.0
+        ratio[c] = w[6 + c] / (w[6 + n + c] + eps * w[6 + c])
+        if scaled:
+            _arrow_times(lam[c], scale_inverse[c], cone_a)
+            _arrow_times(lam[c], scale[c], cone_b)
+        else:
+            x0, x1, x2 = w[xi0 + 3 * c], w[xi0 + 3 * c + 1], w[xi0 + 3 * c + 2]
+            e0, e1, e2 = w[eta0 + 3 * c], w[eta0 + 3 * c + 1], w[eta0 + 3 * c + 2]
+            cone_a[0, 0], cone_a[0, 1], cone_a[0, 2] = e0, e1, e2
+            cone_a[1, 0], cone_a[1, 1], cone_a[1, 2] = e1, e0, 0.0
+            cone_a[2, 0], cone_a[2, 1], cone_a[2, 2] = e2, 0.0, e0
+            cone_b[0, 0], cone_b[0, 1], cone_b[0, 2] = x0, x1, x2
+            cone_b[1, 0], cone_b[1, 1], cone_b[1, 2] = x1, x0, 0.0
+            cone_b[2, 0], cone_b[2, 1], cone_b[2, 2] = x2, 0.0, x0
+        for i in range(3):
+            q[i, 0] = cone_a[i, 1]
+            q[i, 1] = cone_a[i, 2]
+            q[i, 2] = cone_b[i, 0]
+            cone_a0[c, i] = cone_a[i, 0]
+            cone_bt[c, i, 0] = cone_b[i, 1]
+            cone_bt[c, i, 1] = cone_b[i, 2]
+        if not _invert(q, q_inverse[c]):
+            return False
+        mr = mu[c] * ratio[c]
+        for i in range(3):
+            for k in range(6):
+                c_mat[i, k] = (cone_a0[c, i] * mr * jn[c, k]
+                               - cone_bt[c, i, 0] * jt[c, 0, k] - cone_bt[c, i, 1] * jt[c, 1, k])
+        for i in range(3):
+            for k in range(6):
+                q_inv_c[c, i, k] = (q_inverse[c, i, 0] * c_mat[0, k] + q_inverse[c, i, 1] * c_mat[1, k]
+                                    + q_inverse[c, i, 2] * c_mat[2, k])
+        for j in range(6):
+            rj = ratio[c] * jn[c, j]
+            for k in range(6):
+                h[j, k] += rj * jn[c, k] - jt[c, 0, j] * q_inv_c[c, 0, k] - jt[c, 1, j] * q_inv_c[c, 1, k]
+    return _invert(h, h_inverse)
+
+
+@njit(cache=True)
+def solve(w: np.ndarray, n: int, r: np.ndarray, jn: np.ndarray, jt: np.ndarray, mu: np.ndarray,
+          ratio: np.ndarray, cone_a0: np.ndarray, cone_bt: np.ndarray, q_inverse: np.ndarray,
+          q_inv_c: np.ndarray, h_inverse: np.ndarray, out: np.ndarray, scratch: np.ndarray, compliance: float,
+          velocity_only: bool = False) -> None:
+    """Newton directions ``Δ`` (6 + 8n, k) with ``R Δ = -r`` for residual columns ``r`` (6 + 8n, k).
+
+    ``velocity_only``: fill only the ``Δa`` rows (0-5) of ``out`` (all the implicit gradients
+    need). ``compliance``: ε of the pusher contact (index 8). ``scratch``: at least 4n + 18 numbers.
+    """
+    xi0 = 6 + 2 * n
+    eta0 = 6 + 5 * n
+    c_normal = 6 + 4 * n
+    c_cone = 6 + 5 * n
+    g_gamma = scratch[0:n]
+    z0 = scratch[n:4 * n].reshape((n, 3))
+    c0 = scratch[4 * n:4 * n + 3]
+    rhs = scratch[4 * n + 3:4 * n + 9]
+    da = scratch[4 * n + 9:4 * n + 15]
+    z = scratch[4 * n + 15:4 * n + 18]
+    for col in range(r.shape[1]):
+        for k in range(6):
+            rhs[k] = -r[k, col]
+        for c in range(n):
+            gamma, s = w[6 + c], w[6 + n + c]
+            # Δs = Jn Δa + ε Δγ - r_s (ε: compliance of the pusher contact), so the γ row gives
+            # Δγ = g - γ/(s + εγ) Jn Δa.
+            eps = compliance if c == 8 else 0.0
+            g = (-r[c_normal + c, col] + gamma * r[6 + c, col]) / (s + eps * gamma)
+            g_gamma[c] = g
+            base = mu[c] * g - r[6 + n + c, col]
+            rs1, rs2 = r[6 + 2 * n + 2 * c, col], r[6 + 2 * n + 2 * c + 1, col]
+            for i in range(3):
+                c0[i] = (-r[c_cone + 3 * c + i, col] - cone_a0[c, i] * base
+                         + cone_bt[c, i, 0] * rs1 + cone_bt[c, i, 1] * rs2)
+            for i in range(3):
+                z0[c, i] = q_inverse[c, i, 0] * c0[0] + q_inverse[c, i, 1] * c0[1] + q_inverse[c, i, 2] * c0[2]
+            for k in range(6):
+                rhs[k] += jn[c, k] * g + jt[c, 0, k] * z0[c, 0] + jt[c, 1, k] * z0[c, 1]
+        for j in range(6):
+            acc = 0.0
+            for k in range(6):
+                acc += h_inverse[j, k] * rhs[k]
+            da[j] = acc
+            out[j, col] = acc
+        if velocity_only:
+            continue
+        for c in range(n):
+            jn_da = 0.0
+            t1 = 0.0
+            t2 = 0.0
+            for k in range(6):
+                jn_da += jn[c, k] * da[k]
+                t1 += jt[c, 0, k] * da[k]
+                t2 += jt[c, 1, k] * da[k]
+            dgamma = g_gamma[c] - ratio[c] * jn_da
+            out[6 + c, col] = dgamma
+            out[6 + n + c, col] = jn_da - r[6 + c, col] + (compliance * dgamma if c == 8 else 0.0)
+            for i in range(3):
+                acc = z0[c, i]
+                for k in range(6):
+                    acc += q_inv_c[c, i, k] * da[k]
+                z[i] = acc
+            out[xi0 + 3 * c, col] = mu[c] * dgamma - r[6 + n + c, col]
+            out[xi0 + 3 * c + 1, col] = z[0]
+            out[xi0 + 3 * c + 2, col] = z[1]
+            out[eta0 + 3 * c, col] = z[2]
+            out[eta0 + 3 * c + 1, col] = t1 - r[6 + 2 * n + 2 * c, col]
+            out[eta0 + 3 * c + 2, col] = t2 - r[6 + 2 * n + 2 * c + 1, col]
+
+
+@njit(cache=True)
+def cone_search(w: np.ndarray, d: np.ndarray, n: int, tau_orthant: float, tau_soc: float) -> float:
+    """Analytic line search over the orthant pairs and the second-order cones (Dojo Alg. 1)."""
+    ratio = np.inf
+    for i in range(6, 6 + 2 * n):
+        if d[i] < 0.0:
+            ratio = min(ratio, -w[i] / d[i])
+    alpha = 1.0 if ratio == np.inf else min(1.0, tau_orthant * ratio)
+    worst = 0.0
+    for c in range(2 * n):
+        base = 6 + 2 * n + 3 * c
+        y0, y1, y2 = w[base], w[base + 1], w[base + 2]
+        d0, d1, d2 = d[base], d[base + 1], d[base + 2]
+        nu = max(y0 * y0 - y1 * y1 - y2 * y2, 1e-300)
+        sqrt_nu = np.sqrt(nu)
+        zeta = y0 * d0 - y1 * d1 - y2 * d2
+        factor = (zeta / sqrt_nu + d0) / (y0 * sqrt_nu + nu)
+        rho1 = d1 / sqrt_nu - factor * y1
+        rho2 = d2 / sqrt_nu - factor * y2
+        gap = np.sqrt(rho1 * rho1 + rho2 * rho2) - zeta / nu
+        if gap > worst:
+            worst = gap
+    if worst > 0.0:
+        alpha = min(alpha, min(1.0, tau_soc / worst))
+    return alpha

@@ -1,0 +1,264 @@
+"""One compiled time step: the resting shortcut and the step kernel that runs the solve, the gradients and the
+trace.
+
+Part of :mod:`sim2real.physics.kernels` (see there for the layouts of θ, the iterate and the residual).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from sim2real.physics import layout
+from sim2real.physics.constants import GRAVITY, MIN_FRICTION
+from sim2real.physics.kernels.common import (
+    _PE,
+    _PS,
+    _T,
+    ACTIVE_IMPULSE,
+    I_ACTIVE,
+    I_BEST_USED,
+    I_FAILED_KAPPA,
+    I_ITERATIONS,
+    I_KAPPA_VIO,
+    I_PATH_ERROR,
+    I_PUSHER_DISTANCE,
+    I_PUSHER_IMPULSE,
+    I_RESIDUAL_VIO,
+    I_RESTING,
+    I_TABLE_DISTANCE,
+    S_ACCEPT_BEST,
+    S_REST_ENABLED,
+    S_REST_GAP_TOL,
+    S_REST_KAPPA_MAX,
+    S_REST_PUSHER_MARGIN,
+    S_REST_SPEED_TOL,
+    SCRATCH_SIZE,
+    STATUS_BEST_ITERATE,
+    STATUS_BREAKDOWN,
+    STATUS_OK,
+    _rotation,
+)
+from sim2real.physics.kernels.contact import inner_half, next_state, problem_data, pusher_box_distance
+from sim2real.physics.kernels.gradients import implicit_jacobian
+from sim2real.physics.kernels.iteration import _finite, initial_iterate, interior_point
+
+
+# --- the resting shortcut ---------------------------------------------------------------------
+@njit(cache=True)
+def resting(theta: np.ndarray, with_pusher: bool, capsule: bool, dt: float, settings: np.ndarray) -> bool:
+    """Whether the hard-contact step is "the box stays at rest" without solving.
+
+    True when every state velocity component is within ``speed_tol`` (m/s, rad/s; and below a
+    tenth of the velocity that table friction removes in one step), the four lowest corners are
+    within ``gap_tol`` m of the table (the box lies flat on a face), and the pusher cannot come
+    within ``pusher_margin`` m of the box during the step (its start clearance minus the distance
+    it travels; for a capsule the farther-travelling end point bounds every point of the segment).
+    Then gravity is carried by the four corners, friction sticks, and zero velocities with an
+    unchanged pose solve the contact problem exactly.
+    """
+    speed_tol = min(settings[S_REST_SPEED_TOL], 0.1 * max(theta[layout.MU_TABLE], MIN_FRICTION) * GRAVITY * dt)
+    for i in range(layout.VEL, layout.OMEGA + 3):
+        if abs(theta[i]) > speed_tol:
+            return False
+    rot = np.empty((3, 3))
+    _rotation(theta[layout.QUAT], theta[layout.QUAT + 1], theta[layout.QUAT + 2], theta[layout.QUAT + 3], rot)
+    half = np.empty(3)
+    inner_half(theta, half)
+    gap_tol = settings[S_REST_GAP_TOL]
+    touching = 0
+    for k in range(8):
+        hx = (2.0 * (k // 4) - 1.0) * half[0]
+        hy = (2.0 * ((k // 2) % 2) - 1.0) * half[1]
+        hz = (2.0 * (k % 2) - 1.0) * half[2]
+        gap = (theta[layout.POS + 2] + rot[2, 0] * hx + rot[2, 1] * hy + rot[2, 2] * hz - theta[layout.EDGE_RADIUS]
+               - theta[layout.TABLE_HEIGHT])
+        if gap < -gap_tol:
+            return False
+        if gap <= gap_tol:
+            touching += 1
+    if touching != 4:
+        return False
+    if with_pusher:
+        travel_a = 0.0
+        travel_b = 0.0
+        for i in range(3):
+            travel_a += (theta[_PE + i] - theta[_PS + i]) ** 2
+            travel_b += (theta[_PE + 3 + i] - theta[_PS + 3 + i]) ** 2
+        travel = max(travel_a, travel_b) if capsule else travel_a
+        clearance, _ = pusher_box_distance(theta, theta[layout.POS:layout.POS + 3], rot, half, capsule, False,
+                                           np.empty(3), np.empty(3), np.empty(14))
+        if clearance - np.sqrt(travel) <= settings[S_REST_PUSHER_MARGIN]:
+            return False
+    return True
+
+
+# --- one time step ----------------------------------------------------------------------------
+@njit(cache=True)
+def step_kernel(theta: np.ndarray, dt: float, substeps: int, with_pusher: bool, capsule: bool, kappa_sim: float,
+                kappa_grad: float, grad: bool, settings: np.ndarray, state_out: np.ndarray,
+                jacobian_out: np.ndarray, smoothed_out: np.ndarray, info: np.ndarray, trace: np.ndarray,
+                trace_count: np.ndarray) -> int:
+    """One time step ``dt`` (s) in ``substeps`` engine steps from the problem vector ``θ``.
+
+    Parameters
+    ----------
+    theta : ndarray (THETA_SIZE,)
+        State, pusher placement at the start and end of the step (6 + 6, m world: sphere centre and 3
+        unused numbers, or capsule end points; ignored without pusher), parameters.
+    dt : float
+        Time step, s.
+    substeps : int
+        Engine steps of ``dt / substeps``; the pusher placement moves linearly over the step.
+    with_pusher, capsule : bool
+        There is a pusher; it is a capsule (else a sphere).
+    kappa_sim, kappa_grad : float
+        Central-path values of the forward solution and of the gradients.
+    grad : bool
+        Also compute d next state / d θ (then the resting shortcut is not taken).
+    settings : ndarray (SETTINGS_SIZE,)
+    state_out : ndarray (13,)
+        Next state (at ``kappa_sim``).
+    jacobian_out : ndarray (13, THETA_SIZE)
+        With ``grad``: d next state / d θ at ``kappa_grad``.
+    smoothed_out : ndarray (13,)
+        With ``grad``: the next state at ``kappa_grad`` (last sub-step).
+    info : ndarray (INFO_SIZE,)
+        Active contacts, pusher normal impulse (N s), table and pusher distances at the end (m),
+        the worst violations of the step's solves, iterations, the κ that failed, central-path error,
+        1 if the shortcut was taken, the number of solves that ended on their best iterate.
+    trace, trace_count : ndarray (rows, len(TRACE_COLUMNS)), ndarray (1,) int64
+        Per-iteration solver trace (see :func:`interior_point`); :data:`NO_TRACE` records none.
+
+    Returns
+    -------
+    int
+        :data:`STATUS_OK`, :data:`STATUS_NOT_CONVERGED` or :data:`STATUS_BREAKDOWN` (then ``info``
+        names the failing κ); with ``settings[S_ACCEPT_BEST]`` a solve that fails continues from its
+        best iterate (its Jacobian block, if asked for, is zero when singular there) and the step
+        returns :data:`STATUS_BEST_ITERATE`.
+    """
+    n = 9 if with_pusher else 8
+    size = 6 + 8 * n
+    sub_dt = dt / substeps
+    work = theta.copy()
+    for i in range(layout.STATE_SIZE):
+        state_out[i] = theta[i]
+    info[:] = 0.0
+    half = np.empty(3)
+    inner_half(theta, half)
+    if (not grad and settings[S_REST_ENABLED] > 0.0 and kappa_sim <= settings[S_REST_KAPPA_MAX]
+            and resting(theta, with_pusher, capsule, dt, settings)):
+        for i in range(layout.VEL, layout.OMEGA + 3):
+            state_out[i] = 0.0
+        info[I_ACTIVE] = 4.0
+        info[I_RESTING] = 1.0
+    else:
+        jn = np.empty((n, 6))
+        jt = np.empty((n, 2, 6))
+        bn = np.empty(n)
+        bt = np.empty((n, 2))
+        mu = np.empty(n)
+        v0 = np.empty(6)
+        md = np.empty(6)
+        scales = np.empty(4)
+        w = np.empty(size)
+        scratch = np.empty(SCRATCH_SIZE)
+        sub = theta.copy()
+        total = np.zeros((layout.STATE_SIZE, _T))
+        jac = np.empty((layout.STATE_SIZE, _T))
+        chained = np.empty((layout.STATE_SIZE, _T))
+        first, second = kappa_sim, kappa_sim
+        if grad and kappa_grad != kappa_sim:
+            first, second = max(kappa_sim, kappa_grad), min(kappa_sim, kappa_grad)
+        if grad:
+            for i in range(layout.STATE_SIZE):
+                total[i, i] = 1.0
+        iterations = 0
+        accept_best = settings[S_ACCEPT_BEST] > 0.0
+        best_used = 0
+        for k in range(substeps):
+            for i in range(_T):
+                sub[i] = work[i]
+            if with_pusher:
+                f0, f1 = k / substeps, (k + 1) / substeps
+                for i in range(6):
+                    p0, p1 = theta[_PS + i], theta[_PE + i]
+                    sub[_PS + i] = p0 + (p1 - p0) * f0
+                    sub[_PE + i] = p0 + (p1 - p0) * f1
+            problem_data(sub, sub_dt, n, capsule, jn, jt, bn, bt, mu, v0, md, scales, scratch)
+            initial_iterate(n, jn, bn, v0, md, scales, w)
+            count = 1 if first == second else 2
+            for target in range(count):
+                kappa = first if target == 0 else second
+                centred = grad and kappa == kappa_grad
+                status, its, r_vio, k_vio, path = interior_point(w, n, sub_dt, kappa, settings, jn, jt, bn, bt,
+                                                                  mu, v0, md, scales, centred, trace, trace_count, k)
+                iterations += its
+                info[I_RESIDUAL_VIO] = max(info[I_RESIDUAL_VIO], r_vio)
+                info[I_KAPPA_VIO] = max(info[I_KAPPA_VIO], k_vio)
+                info[I_PATH_ERROR] = max(info[I_PATH_ERROR], path)
+                if status != STATUS_OK:
+                    info[I_FAILED_KAPPA] = kappa
+                    if not accept_best or not (r_vio < np.inf and k_vio < np.inf):
+                        info[I_ITERATIONS] = iterations
+                        return status
+                    best_used += 1
+                if grad and kappa == kappa_grad:
+                    if not implicit_jacobian(sub, w, n, capsule, sub_dt, kappa_grad, jn, jt, mu, v0, md, scales[3],
+                                             jac):
+                        info[I_FAILED_KAPPA] = kappa
+                        if not accept_best:
+                            info[I_ITERATIONS] = iterations
+                            return STATUS_BREAKDOWN
+                        best_used += 1
+                        jac[:, :] = 0.0
+                    next_state(sub, w[0:6], sub_dt, smoothed_out, scratch)
+            if grad:
+                # Chain: the sub-step sees the current state (d/dθ = total) and the sub-step pusher
+                # placements (affine in θ); the parameters pass through unchanged.
+                f0, f1 = k / substeps, (k + 1) / substeps
+                for i in range(layout.STATE_SIZE):
+                    for j in range(_T):
+                        acc = jac[i, j] if j >= _PS else 0.0
+                        for m in range(layout.STATE_SIZE):
+                            acc += jac[i, m] * total[m, j]
+                        chained[i, j] = acc
+                    if with_pusher:
+                        for m in range(6):
+                            start, end = jac[i, _PS + m], jac[i, _PE + m]
+                            chained[i, _PS + m] += start * (1.0 - f0) - start + end * (1.0 - f1)
+                            chained[i, _PE + m] += start * f0 + end * f1 - end
+                total[:, :] = chained
+            next_state(sub, w[0:6], sub_dt, state_out, scratch)
+            if not _finite(state_out):
+                info[I_ITERATIONS] = iterations
+                info[I_FAILED_KAPPA] = second
+                return STATUS_BREAKDOWN
+            for i in range(layout.STATE_SIZE):
+                work[i] = state_out[i]
+        if grad:
+            jacobian_out[:, :] = total
+        active = 0
+        for c in range(n):
+            if w[6 + c] / scales[0] > ACTIVE_IMPULSE:
+                active += 1
+        info[I_ACTIVE] = active
+        info[I_PUSHER_IMPULSE] = w[6 + 8] if with_pusher else 0.0
+        info[I_ITERATIONS] = iterations
+        info[I_BEST_USED] = best_used
+    # Contact summary at the end of the step.
+    rot = np.empty((3, 3))
+    _rotation(state_out[3], state_out[4], state_out[5], state_out[6], rot)
+    lowest = np.inf
+    for k in range(8):
+        hx = (2.0 * (k // 4) - 1.0) * half[0]
+        hy = (2.0 * ((k // 2) % 2) - 1.0) * half[1]
+        hz = (2.0 * (k % 2) - 1.0) * half[2]
+        lowest = min(lowest, rot[2, 0] * hx + rot[2, 1] * hy + rot[2, 2] * hz)
+    info[I_TABLE_DISTANCE] = state_out[2] + lowest - theta[layout.EDGE_RADIUS] - theta[layout.TABLE_HEIGHT]
+    info[I_PUSHER_DISTANCE] = np.inf
+    if with_pusher:
+        info[I_PUSHER_DISTANCE], _ = pusher_box_distance(theta, state_out[0:3], rot, half, capsule, True,
+                                                         np.empty(3), np.empty(3), np.empty(14))
+    return STATUS_BEST_ITERATE if info[I_BEST_USED] > 0.0 else STATUS_OK
