@@ -2,13 +2,14 @@
 
 import numpy as np
 import pytest
+from oracle import problem_vector
 from oracle.dynamics import problem_data
 from oracle.geometry import capsule_box_distance, segment_box_parameters, sphere_box_distance
 
 from sim2real.params import ParameterSet
 from sim2real.physics import BoxState, BoxWorld, Capsule, SolverSettings, Sphere, kernels, rollout
 from sim2real.physics.constants import CONTACT_BAND
-from sim2real.physics.layout import PARAMS_OFFSET, PUSHER_END_SLICE, PUSHER_START_SLICE, THETA_PARAMS, THETA_SIZE
+from sim2real.physics.layout import PARAMS_OFFSET, THETA_PARAMS
 from sim2real.spatial import from_axis_angle, to_matrix
 
 HALF = np.array([0.055, 0.065, 0.105])  # nominal box, m
@@ -70,12 +71,7 @@ def test_capsule_lying_flat_on_a_face_touches_at_the_middle_of_the_overlap_and_m
 
 
 def _theta(state: BoxState, start: np.ndarray, end: np.ndarray) -> np.ndarray:
-    theta = np.zeros(THETA_SIZE)
-    theta[0:13] = state.as_vector()
-    theta[PUSHER_START_SLICE], theta[PUSHER_END_SLICE] = start, end
-    theta[PARAMS_OFFSET:] = [PARAMS[name] for name in THETA_PARAMS]
-    theta[PARAMS_OFFSET + THETA_PARAMS.index("pusher.radius")] = RADIUS
-    return theta
+    return problem_vector(PARAMS.replace({"pusher.radius": RADIUS}), state, start, end)
 
 
 YAW = from_axis_angle([0, 0, 1], np.pi / 4)

@@ -2,12 +2,12 @@
 
 import numpy as np
 import pytest
+from oracle import problem_vector
 from oracle.dynamics import next_state, problem_data
 from oracle.solver import interior_point
 
 from sim2real.params import ParameterSet
 from sim2real.physics import BoxState, BoxWorld, SolverSettings, kernels, rollout
-from sim2real.physics.layout import PARAMS_OFFSET, SPHERE_END_SLICE, SPHERE_START_SLICE, THETA_PARAMS, THETA_SIZE
 from sim2real.spatial import from_axis_angle, multiply, to_matrix
 
 PARAMS = ParameterSet.nominal().replace({"contact.mu_table": 0.5, "contact.mu_pusher": 0.3,
@@ -19,12 +19,7 @@ HALF = np.array([0.055, 0.065, 0.105])  # nominal box, m
 
 
 def _theta(state: BoxState, ps=None, pe=None, params: ParameterSet = PARAMS) -> np.ndarray:
-    theta = np.zeros(THETA_SIZE)
-    theta[0:13] = state.as_vector()
-    if ps is not None:
-        theta[SPHERE_START_SLICE], theta[SPHERE_END_SLICE] = ps, pe
-    theta[PARAMS_OFFSET:] = [params[name] for name in THETA_PARAMS]
-    return theta
+    return problem_vector(params, state, ps, pe)
 
 
 YAW = from_axis_angle([0, 0, 1], 0.4)

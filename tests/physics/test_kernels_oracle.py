@@ -13,12 +13,12 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from oracle import problem_vector
 from oracle.dynamics import next_state, problem_data
 from oracle.solver import SolverFailureError, interior_point
 
 from sim2real.params import ParameterSet
 from sim2real.physics import BoxState, BoxWorld, Capsule, SolverSettings, kernels
-from sim2real.physics.layout import PARAMS_OFFSET, PUSHER_END_SLICE, PUSHER_START_SLICE, THETA_PARAMS, THETA_SIZE
 from sim2real.physics.outcome import StepOutcome
 from sim2real.spatial import from_rotation_vector, rotate, to_matrix
 
@@ -58,21 +58,12 @@ def scenes(draw: st.DrawFn) -> tuple[ParameterSet, BoxState, np.ndarray | None, 
     return params, state, start, start + move, length
 
 
-def _theta(params: ParameterSet, state: BoxState, start: np.ndarray | None, end: np.ndarray | None) -> np.ndarray:
-    theta = np.zeros(THETA_SIZE)
-    theta[0:13] = state.as_vector()
-    if start is not None:
-        theta[PUSHER_START_SLICE], theta[PUSHER_END_SLICE] = start, end
-    theta[PARAMS_OFFSET:] = [params[name] for name in THETA_PARAMS]
-    return theta
-
-
 @settings(max_examples=150, deadline=None)
 @given(scene=scenes())
 def test_compiled_contact_data_equal_the_oracle_everywhere(scene) -> None:
     params, state, start, end, length = scene
     capsule = length is not None
-    theta = _theta(params, state, start, end)
+    theta = problem_vector(params, state, start, end)
     n = 9 if start is not None else 8
     oracle = problem_data(theta, 0.01, start is not None, capsule)
     jn, jt, bn, bt = np.empty((n, 6)), np.empty((n, 2, 6)), np.empty(n), np.empty((n, 2))
@@ -97,7 +88,7 @@ def test_compiled_step_equals_the_oracle_solver_everywhere(scene) -> None:
     # Both stop within kappa_rtol of the same central-path point; at the default 1e-2 two correct solvers
     # differ by ~5e-6 m/s there, so the comparison centres both tightly.
     world = BoxWorld.from_params(params, shape, settings=SolverSettings(resting_shortcut=False, kappa_rtol=1e-6))
-    theta = _theta(params, state, start, end)
+    theta = problem_vector(params, state, start, end)
     data = problem_data(theta, world.dt, start is not None, length is not None)
     try:
         w, _, _ = interior_point(data, world.dt, 1e-6, world.settings)

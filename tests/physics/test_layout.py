@@ -75,7 +75,8 @@ def test_every_named_slot_is_its_parameter_in_theta_params() -> None:
 
 def test_the_kernels_and_the_reference_read_theta_only_through_named_slots() -> None:
     bare = re.compile(r"theta\[\s*(\.\.\.,\s*)?\d|_P \+|theta\[_P\]|PARAMS_OFFSET\s*\+\s*\d")
-    paths = [*sorted((ROOT / "sim2real" / "physics" / "kernels").glob("*.py")), ROOT / "tests" / "oracle" / "dynamics.py"]
+    kernels = sorted((ROOT / "sim2real" / "physics" / "kernels").glob("*.py"))
+    paths = [*kernels, ROOT / "tests" / "oracle" / "dynamics.py"]
     assert len(paths) >= 7
     for path in paths:
         found = [f"{path.name}:{k}: {line.strip()}" for k, line in enumerate(path.read_text().splitlines(), 1)
