@@ -6,7 +6,8 @@
   against the topics a trial recorded.
 * :mod:`~sim2real.sysid.residuals` — weighted pose and joint residuals with Jacobians from
   the simulator's implicit gradients (one-step, N-step segments, whole trials); rows that
-  depend on degraded solver steps flagged.
+  depend on degraded solver steps flagged; what they are asked for and return in
+  :mod:`~sim2real.sysid.residual_types`; whole arm trials simulated in :mod:`~sim2real.sysid.arm_trials`.
 * :mod:`~sim2real.sysid.optimizer` — Gauss-Newton / Levenberg-Marquardt with bounds and
   robust losses.
 * :mod:`~sim2real.sysid.evaluation` — many trials as one residual vector; trials failing at the
