@@ -10,7 +10,8 @@ tables; runs compare as before and after only where they pair, :mod:`sim2real.re
 """
 
 from sim2real.report.build import ReportPaths, build_report
-from sim2real.report.tables import ExperimentRow, ExperimentTable, FitSummary, experiment_table, read_fit
+from sim2real.report.fit_tables import FitSummary, read_fit
+from sim2real.report.tables import ExperimentRow, ExperimentTable, experiment_table
 
 __all__ = ["ExperimentRow", "ExperimentTable", "FitSummary", "ReportPaths", "build_report", "experiment_table",
            "read_fit"]

@@ -34,28 +34,30 @@ from sim2real.report.figures import (
     prediction_spread_figure,
     residual_figure,
 )
+from sim2real.report.fit_tables import (
+    FitSummary,
+    fit_parameter_rows,
+    prediction_rows,
+    read_fit,
+    strong_correlations,
+    trial_rms_rows,
+    truth_inside,
+)
 from sim2real.report.objects import object_blocks
 from sim2real.report.pairing import Pairing, pair_runs
 from sim2real.report.spread import spread_blocks
 from sim2real.report.tables import (
     ExperimentRow,
     ExperimentTable,
-    FitSummary,
     comparison_rows_text,
     comparison_sentence,
     experiment_header,
     experiment_rows_text,
     experiment_summary_text,
     experiment_table,
-    fit_parameter_rows,
     is_standard_push,
-    prediction_rows,
-    read_fit,
     side_by_side_rows_text,
-    strong_correlations,
     trial_outcomes,
-    trial_rms_rows,
-    truth_inside,
 )
 from sim2real.sysid.spread import SPREAD_JSON
 from sim2real.trials import TrialRecord, read_run, read_run_meta

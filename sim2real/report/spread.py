@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from sim2real.errors import Sim2RealError
+from sim2real.report.cells import cm
 from sim2real.report.document import Block, Figure, Heading, Note, Paragraph, Table
 from sim2real.report.figures import spread_figure
 from sim2real.report.tables import ExperimentTable
@@ -119,10 +120,6 @@ def spread_rows(sweep: dict[float, tuple[np.ndarray, np.ndarray]], table: Experi
     return out
 
 
-def _cm(value: float) -> str:
-    return "—" if math.isnan(value) else f"{100 * value:.1f}"
-
-
 def spread_blocks(sweep_dir: str | Path, table: ExperimentTable) -> list[Block]:
     """Report section: the sweep's predicted flip probability and final-distance range per distance,
     the real outcomes beside them, and the figure."""
@@ -141,7 +138,7 @@ def spread_blocks(sweep_dir: str | Path, table: ExperimentTable) -> list[Block]:
         real = (", ".join(f"{100 * x:.1f}" for x in row.real_final)) if row.real_final else "—"
         body.append((f"{100 * row.distance:.1f}", str(row.samples),
                      f"{row.flip_probability:.2f} [{row.flip_low:.2f}, {row.flip_high:.2f}]",
-                     f"{_cm(row.final_median)} [{_cm(row.final_low)}, {_cm(row.final_high)}]",
+                     f"{cm(row.final_median)} [{cm(row.final_low)}, {cm(row.final_high)}]",
                      str(len(row.real_final)), f"{row.real_flips}/{len(row.real_final)}" if row.real_final else "—",
                      real, f"{row.real_inside}/{len(row.real_final)}" if row.real_final else "—"))
     blocks.append(Table(("start (cm)", "sweep rows", "predicted flip probability [95 %]",

@@ -1,4 +1,5 @@
-"""Report tables: the experiment table (sim vs real per trial), before-vs-after, fit parameters.
+"""Report tables: the experiment table (sim vs real per trial), before-vs-after (the fit's tables are in
+:mod:`sim2real.report.fit_tables`).
 
 Everything here is pure data: trial records and fit.json content in, rows and summary
 numbers out. Lengths are metres in the data; formatted, the sim-vs-real errors are millimetres
@@ -8,16 +9,13 @@ position is in the arm base frame (x away from the arm, z up; the table plane is
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from sim2real.errors import Sim2RealError
-from sim2real.sysid.fit_file import read_fit_document
+from sim2real.report.cells import cm, degrees, mm, number_or_none, yes_no
 from sim2real.trials import (
     PLATFORMS,
     OutcomeErrors,
@@ -83,13 +81,7 @@ def is_standard_push(trial: TrialRecord) -> bool:
     if meta.get("mode") in IMPORTED_MODES or isinstance(meta.get("import"), Mapping) \
             or isinstance(meta.get("object"), Mapping):
         return False
-    return _float_or_none(meta.get("initial_distance_m")) is not None
-
-
-def _float_or_none(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        return None
-    return float(value)
+    return number_or_none(meta.get("initial_distance_m")) is not None
 
 
 @dataclass(frozen=True)
@@ -274,12 +266,12 @@ def _object_label(trial: TrialRecord) -> str | None:
 
 
 def _match_key(trial: TrialRecord) -> tuple[str, float | None]:
-    start = _float_or_none(trial.meta.get("initial_distance_m")) if is_standard_push(trial) else None
+    start = number_or_none(trial.meta.get("initial_distance_m")) if is_standard_push(trial) else None
     return trial.name, None if start is None else round(start, 3)
 
 
 def _x(outcome: Mapping[str, Any] | None, key: str) -> float | None:
-    return _float_or_none(outcome.get(key)) if outcome else None
+    return number_or_none(outcome.get(key)) if outcome else None
 
 
 def _flip(outcome: Mapping[str, Any] | None) -> bool | None:
@@ -331,7 +323,7 @@ def experiment_table(label: str, trials: Sequence[TrialRecord],
             if found is not None:
                 source, real, real_path = found
                 borrowed += 1
-        start_m = _float_or_none(trial.meta.get("initial_distance_m"))
+        start_m = number_or_none(trial.meta.get("initial_distance_m"))
         if start_m is None:
             start_m = next((v for v in (_x(real, "initial_distance_m"), _x(sim, "initial_distance_m"))
                             if v is not None), None)
@@ -347,9 +339,9 @@ def experiment_table(label: str, trials: Sequence[TrialRecord],
             complete=trial.complete,
             real_source=source,
             standard_push=is_standard_push(trial),
-            final_error_xy_m=_float_or_none(errors.final_position_xy_m),
-            final_error_m=_float_or_none(errors.final_position_m),
-            yaw_error_deg=_float_or_none(errors.yaw_deg),
+            final_error_xy_m=number_or_none(errors.final_position_xy_m),
+            final_error_m=number_or_none(errors.final_position_m),
+            yaw_error_deg=number_or_none(errors.yaw_deg),
             path_rms_m=path,
             obj=_object_label(trial),
         ))
@@ -379,24 +371,6 @@ def experiment_table(label: str, trials: Sequence[TrialRecord],
     return ExperimentTable(label, tuple(rows), tuple(notes))
 
 
-def _cm(value: float | None) -> str:
-    return "—" if value is None else f"{100.0 * value:.1f}"
-
-
-def _mm(value: Any) -> str:
-    number = _float_or_none(value)
-    return "—" if number is None else f"{number * 1000:.1f}"
-
-
-def _degrees(value: Any) -> str:
-    number = _float_or_none(value)
-    return "—" if number is None else f"{number:.1f}"
-
-
-def _yes_no(value: bool | None) -> str:
-    return "—" if value is None else ("yes" if value else "no")
-
-
 #: Columns of the x distances of the standard push (cm), shown when a table has such trials.
 X_COLUMNS: tuple[str, ...] = ("start x (cm)", "real final x (cm)", "sim final x (cm)", "x gap (cm)")
 #: The sim-vs-real error columns every table shows.
@@ -413,7 +387,7 @@ def experiment_header(table: ExperimentTable) -> tuple[str, ...]:
 def _x_cells(row: ExperimentRow) -> list[str]:
     if not row.standard_push:
         return ["—"] * len(X_COLUMNS)
-    return [_cm(row.start_m), _cm(row.real_final_m), _cm(row.sim_final_m), _cm(row.gap_m)]
+    return [cm(row.start_m), cm(row.real_final_m), cm(row.sim_final_m), cm(row.gap_m)]
 
 
 def experiment_rows_text(table: ExperimentTable) -> list[list[str]]:
@@ -422,8 +396,8 @@ def experiment_rows_text(table: ExperimentTable) -> list[list[str]]:
     for r in table.rows:
         name = r.trial if r.complete else f"{r.trial} (incomplete)"
         rows.append([name, *(_x_cells(r) if table.standard_pushes else []),
-                     _mm(r.final_error_xy_m), _mm(r.final_error_m), _degrees(r.yaw_error_deg), _mm(r.path_rms_m),
-                     _yes_no(r.real_flip), _yes_no(r.sim_flip), _yes_no(r.agree)])
+                     mm(r.final_error_xy_m), mm(r.final_error_m), degrees(r.yaw_error_deg), mm(r.path_rms_m),
+                     yes_no(r.real_flip), yes_no(r.sim_flip), yes_no(r.agree)])
     return rows
 
 
@@ -447,16 +421,16 @@ def experiment_summary_text(table: ExperimentTable) -> str:
         return ("Sim-vs-real errors: not available (no complete trial has both real and sim box poses)"
                 f"{left_out}.")
     parts = [f"Final position error over {table.values('final_error_xy_m').size} trial(s): mean "
-             f"{_mm(table.mean_final_error_xy_m)} mm, max {_mm(table.max_final_error_xy_m)} mm in the table plane "
-             f"(3-D: mean {_mm(table.mean_final_error_m)} mm, max {_mm(table.max_final_error_m)} mm)"]
+             f"{mm(table.mean_final_error_xy_m)} mm, max {mm(table.max_final_error_xy_m)} mm in the table plane "
+             f"(3-D: mean {mm(table.mean_final_error_m)} mm, max {mm(table.max_final_error_m)} mm)"]
     if table.mean_yaw_error_deg is not None:
-        parts.append(f"yaw error mean {_degrees(table.mean_yaw_error_deg)}°, max {_degrees(table.max_yaw_error_deg)}°")
+        parts.append(f"yaw error mean {degrees(table.mean_yaw_error_deg)}°, max {degrees(table.max_yaw_error_deg)}°")
     if table.mean_path_rms_m is not None:
-        parts.append(f"path RMS mean {_mm(table.mean_path_rms_m)} mm, max {_mm(table.max_path_rms_m)} mm over "
+        parts.append(f"path RMS mean {mm(table.mean_path_rms_m)} mm, max {mm(table.max_path_rms_m)} mm over "
                      f"{table.values('path_rms_m').size} trial(s)")
     parts.append(f"flip agreement {_flip_rate(table)}")
     if table.mean_gap_m is not None:
-        parts.append(f"x gap of the standard pushes mean {_cm(table.mean_gap_m)} cm, max {_cm(table.max_gap_m)} cm "
+        parts.append(f"x gap of the standard pushes mean {cm(table.mean_gap_m)} cm, max {cm(table.max_gap_m)} cm "
                      f"over {table.gaps_m.size} trial(s)")
     return "; ".join(parts) + f"{left_out}."
 
@@ -481,8 +455,8 @@ def side_by_side_rows_text(tables: Sequence[ExperimentTable]) -> tuple[list[str]
     rows = []
     for table in tables:
         rate = table.flip_agreement
-        rows.append([table.label, str(len(table.counted)), _mm(table.mean_final_error_xy_m),
-                     _mm(table.mean_final_error_m), _degrees(table.mean_yaw_error_deg), _mm(table.mean_path_rms_m),
+        rows.append([table.label, str(len(table.counted)), mm(table.mean_final_error_xy_m),
+                     mm(table.mean_final_error_m), degrees(table.mean_yaw_error_deg), mm(table.mean_path_rms_m),
                      "—" if rate is None else f"{100.0 * rate:.0f} %"])
     return header, rows
 
@@ -506,20 +480,20 @@ def comparison_rows_text(tables: Sequence[ExperimentTable]) -> tuple[list[str], 
     for base in tables[0].rows:
         cells = [base.trial]
         if with_x:
-            cells += [_cm(base.start_m), _cm(base.real_final_m)] if base.standard_push else ["—", "—"]
+            cells += [cm(base.start_m), cm(base.real_final_m)] if base.standard_push else ["—", "—"]
         for table in tables:
             match = _matching_row(table, base)
             if match is None:
                 cells += ["—"] * width
                 continue
-            cells += [_mm(match.final_error_xy_m), _degrees(match.yaw_error_deg), _mm(match.path_rms_m),
-                      *([_cm(match.gap_m)] if with_x else []), _yes_no(match.agree)]
+            cells += [mm(match.final_error_xy_m), degrees(match.yaw_error_deg), mm(match.path_rms_m),
+                      *([cm(match.gap_m)] if with_x else []), yes_no(match.agree)]
         rows.append(cells)
     summary = ["mean", *(["", ""] if with_x else [])]
     for table in tables:
         rate = table.flip_agreement
-        summary += [_mm(table.mean_final_error_xy_m), _degrees(table.mean_yaw_error_deg), _mm(table.mean_path_rms_m),
-                    *([_cm(table.mean_gap_m)] if with_x else []), "—" if rate is None else f"{100.0 * rate:.0f} %"]
+        summary += [mm(table.mean_final_error_xy_m), degrees(table.mean_yaw_error_deg), mm(table.mean_path_rms_m),
+                    *([cm(table.mean_gap_m)] if with_x else []), "—" if rate is None else f"{100.0 * rate:.0f} %"]
     rows.append(summary)
     return header, rows
 
@@ -536,304 +510,8 @@ def comparison_sentence(tables: Sequence[ExperimentTable]) -> str:
     change = b - a
     relative = f" ({100.0 * change / a:+.0f} %)" if a > 0 else ""
     direction = "smaller" if change < 0 else ("larger" if change > 0 else "unchanged")
-    text = (f"Mean sim-vs-real final position error in the table plane: {_mm(a)} mm ('{first.label}') → {_mm(b)} mm "
+    text = (f"Mean sim-vs-real final position error in the table plane: {mm(a)} mm ('{first.label}') → {mm(b)} mm "
             f"('{last.label}'), {abs(1000.0 * change):.1f} mm {direction}{relative}.")
     if first.mean_gap_m is not None and last.mean_gap_m is not None:
-        text += (f" Mean x gap of the standard pushes: {_cm(first.mean_gap_m)} cm → {_cm(last.mean_gap_m)} cm.")
+        text += (f" Mean x gap of the standard pushes: {cm(first.mean_gap_m)} cm → {cm(last.mean_gap_m)} cm.")
     return text
-
-
-# -- fit.json -----------------------------------------------------------------------------------
-
-FIT_KEYS: tuple[str, ...] = ("values", "std", "ci95", "correlation", "start_values", "trace")
-#: fit.json keys shown in their own places (not among the "Fit details").
-_SHOWN_KEYS: tuple[str, ...] = (*FIT_KEYS, "warnings", "status", "problems", "solver", "dropped_rows")
-
-
-@dataclass(frozen=True)
-class FitSummary:
-    """The parts of a fit.json the report uses; anything absent is empty and listed in ``missing``.
-
-    Attributes
-    ----------
-    values, std, start_values : dict of str to float
-        Fitted values, standard deviations and starting values (SI units).
-    ci95 : dict of str to (float, float)
-        95 % intervals.
-    correlation_names : tuple of str
-        Order of the correlation matrix.
-    correlation : numpy.ndarray, shape (P, P)
-        Parameter correlations (empty (0, 0) if absent).
-    trace : tuple of dict
-        Iterations, each with at least ``iteration`` and ``cost``.
-    warnings : tuple of str
-        Warnings carried by the fit (undetermined parameters, bounds).
-    extras : dict
-        Other scalar information worth showing (stop reason, data used).
-    missing : tuple of str
-        Expected keys that were absent or unusable.
-    status : str or None
-        ``"converged"`` / ``"not converged"`` (None in fit files written before statuses).
-    problems : tuple of str
-        What the fit says must be seen before its numbers are used.
-    solver : dict
-        Engine outcome tallies at the ``start`` and ``final`` values (dicts or None).
-    dropped_rows : int
-        Residual rows the fit left out (degraded solver steps).
-    prediction : dict
-        ``validation.prediction`` of fit.json: whole-trial prediction errors of the training
-        and held-out trials at the start and fitted values (empty without held-out trials).
-    method : str or None
-        How the intervals were computed (``data.uncertainty.method``).
-    jackknife : dict
-        ``data.uncertainty.grid_jackknife`` (``parameter``, ``std``, ``leave_one_out``, ...) when
-        the interval of one parameter was checked against a grid jackknife (empty otherwise).
-    free_count : int
-        Free unknowns of the fit (tied names count once): ``data.parameter_count``, else the
-        size of the correlation matrix, else the number of values.
-    residual_series : dict
-        ``data.residual_series``: per trial, the residual norm against time at the start and
-        fitted values (empty in fit files written before it existed).
-    trials : tuple of dict
-        ``data.trials``: per trial its name and RMS errors at the start and fitted values.
-    """
-
-    path: str
-    values: dict[str, float]
-    std: dict[str, float]
-    ci95: dict[str, tuple[float, float]]
-    start_values: dict[str, float]
-    correlation_names: tuple[str, ...]
-    correlation: np.ndarray
-    trace: tuple[dict[str, Any], ...]
-    warnings: tuple[str, ...]
-    extras: dict[str, Any]
-    missing: tuple[str, ...]
-    status: str | None = None
-    problems: tuple[str, ...] = ()
-    solver: dict[str, Any] = field(default_factory=dict)
-    dropped_rows: int = 0
-    prediction: dict[str, Any] = field(default_factory=dict)
-    method: str | None = None
-    jackknife: dict[str, Any] = field(default_factory=dict)
-    free_count: int = 0
-    residual_series: dict[str, Any] = field(default_factory=dict)
-    trials: tuple[dict[str, Any], ...] = ()
-
-    @property
-    def ok(self) -> bool:
-        """Recorded as converged with no problem."""
-        return self.status == "converged" and not self.problems
-
-    @property
-    def jackknife_widened(self) -> bool:
-        """The grid jackknife's interval replaced the fit's for :attr:`jackknife` ``parameter``
-        (its standard deviation is the jackknife's; when the fit's was wider it stayed)."""
-        name = self.jackknife.get("parameter")
-        jk_std, std = _float_or_none(self.jackknife.get("std")), self.std.get(str(name))
-        return jk_std is not None and std is not None and math.isclose(std, jk_std, rel_tol=1e-9, abs_tol=0.0)
-
-
-def _number_map(raw: Any) -> dict[str, float] | None:
-    if not isinstance(raw, Mapping):
-        return None
-    out = {str(k): float(v) for k, v in raw.items() if _float_or_none(v) is not None}
-    return out
-
-
-def read_fit(path: str | Path) -> FitSummary:
-    """Read a fit.json tolerantly (see :class:`FitSummary`).
-
-    Raises
-    ------
-    Sim2RealError
-        The file cannot be read, is not a JSON object, or has no ``values`` mapping.
-    """
-    content = read_fit_document(path)
-    missing: list[str] = []
-    values = _number_map(content.get("values"))
-    if not values:
-        raise Sim2RealError(f"fit file {path} has no 'values' mapping of parameter names to numbers")
-    std = _number_map(content.get("std"))
-    if std is None:
-        missing.append("std")
-    start = _number_map(content.get("start_values"))
-    if start is None:
-        missing.append("start_values")
-    ci95: dict[str, tuple[float, float]] = {}
-    raw_ci = content.get("ci95")
-    if isinstance(raw_ci, Mapping):
-        for name, bounds in raw_ci.items():
-            if (isinstance(bounds, (list, tuple)) and len(bounds) == 2
-                    and all(_float_or_none(b) is not None for b in bounds)):
-                ci95[str(name)] = (float(bounds[0]), float(bounds[1]))
-    else:
-        missing.append("ci95")
-    names: tuple[str, ...] = ()
-    matrix = np.zeros((0, 0))
-    raw_corr = content.get("correlation")
-    if isinstance(raw_corr, Mapping) and isinstance(raw_corr.get("names"), list):
-        try:
-            candidate = np.array(raw_corr.get("matrix"), dtype=float)
-            if candidate.shape == (len(raw_corr["names"]),) * 2:
-                names, matrix = tuple(str(n) for n in raw_corr["names"]), candidate
-        except (TypeError, ValueError):
-            pass
-    if not names:
-        missing.append("correlation")
-    trace: list[dict[str, Any]] = []
-    raw_trace = content.get("trace")
-    if isinstance(raw_trace, list):
-        for k, item in enumerate(raw_trace):
-            if isinstance(item, Mapping) and _float_or_none(item.get("cost")) is not None:
-                entry = dict(item)
-                entry.setdefault("iteration", k)
-                trace.append(entry)
-    if not trace:
-        missing.append("trace")
-    raw_warnings = content.get("warnings")
-    warnings = tuple(str(w) for w in raw_warnings) if isinstance(raw_warnings, list) else ()
-    extras = {k: v for k, v in content.items()
-              if k not in _SHOWN_KEYS and isinstance(v, (str, int, float, bool))}
-    status = content.get("status") if isinstance(content.get("status"), str) else None
-    raw_problems = content.get("problems")
-    problems = tuple(str(p) for p in raw_problems) if isinstance(raw_problems, list) else ()
-    solver = {k: v for k, v in (content.get("solver") or {}).items() if isinstance(v, Mapping)} \
-        if isinstance(content.get("solver"), Mapping) else {}
-    dropped = content.get("dropped_rows")
-    validation = content.get("validation")
-    prediction = validation.get("prediction") if isinstance(validation, Mapping) else None
-    data = content.get("data") if isinstance(content.get("data"), Mapping) else {}
-    uncertainty = data.get("uncertainty") if isinstance(data.get("uncertainty"), Mapping) else {}
-    method = uncertainty.get("method")
-    jackknife = uncertainty.get("grid_jackknife")
-    count = data.get("parameter_count")
-    if not isinstance(count, int) or isinstance(count, bool) or count < 0:
-        count = len(names) if names else len(values)
-    series = data.get("residual_series")
-    trials = data.get("trials")
-    return FitSummary(str(path), values, std or {}, ci95, start or {}, names, matrix, tuple(trace), warnings,
-                      extras, tuple(missing), status, problems, solver,
-                      int(dropped) if isinstance(dropped, int) and not isinstance(dropped, bool) else 0,
-                      dict(prediction) if isinstance(prediction, Mapping) else {},
-                      method if isinstance(method, str) and method.strip() else None,
-                      dict(jackknife) if isinstance(jackknife, Mapping) else {}, count,
-                      dict(series) if isinstance(series, Mapping) and isinstance(series.get("trials"), list) else {},
-                      tuple(dict(t) for t in trials if isinstance(t, Mapping)) if isinstance(trials, list) else ())
-
-
-def _before_after(before: str, after: str) -> str:
-    return f"{before} → {after}"
-
-
-def prediction_rows(fit: FitSummary) -> tuple[list[str], list[list[str]]]:
-    """Training and held-out trials side by side: whole-trial prediction errors, start → fitted values.
-
-    Header and rows (one per set of trials): trials, mean final position error (mm), mean yaw
-    error (deg), flip agreement, RMS position error over the fit's horizon (mm). No rows when
-    the fit had no held-out trials.
-    """
-    header = ["trials", "count", "final position error (mm)", "yaw error (deg)", "flip agreement",
-              "RMS over the fit's horizon (mm)"]
-    rows = []
-    for label, title in (("training", "fitted on"), ("validation", "held out")):
-        block = fit.prediction.get(label)
-        if not isinstance(block, Mapping):
-            continue
-        before = block.get("start") if isinstance(block.get("start"), Mapping) else {}
-        after = block.get("final") if isinstance(block.get("final"), Mapping) else {}
-        rms = block.get("horizon_rms") if isinstance(block.get("horizon_rms"), Mapping) else {}
-        rms_before = rms.get("start") if isinstance(rms.get("start"), Mapping) else {}
-        rms_after = rms.get("final") if isinstance(rms.get("final"), Mapping) else {}
-        count = str(after.get("trials", "—"))
-        if after.get("failed"):
-            count += f" ({after['failed']} failed)"
-        rows.append([title, count,
-                     _before_after(_mm(before.get("final_position_m")), _mm(after.get("final_position_m"))),
-                     _before_after(_degrees(before.get("yaw_deg")), _degrees(after.get("yaw_deg"))),
-                     _before_after(str(before.get("flip_agreement", "—")), str(after.get("flip_agreement", "—"))),
-                     _before_after(_mm(rms_before.get("position_m")), _mm(rms_after.get("position_m")))])
-    return header, rows
-
-
-def truth_inside(fit: FitSummary, name: str, truth: float) -> bool | None:
-    """Whether ``truth`` lies in the 95 % interval of ``name`` (None without an interval)."""
-    ci = fit.ci95.get(name)
-    return None if ci is None else bool(ci[0] <= truth <= ci[1])
-
-
-def fit_parameter_rows(fit: FitSummary, truth: Mapping[str, float] | None = None) -> tuple[list[str], list[list[str]]]:
-    """Header and rows: parameter, unit, start, fitted, change, std, 95 % interval, and with
-    ``truth`` (true values where known: a demo's hidden values, a known-truth test) the truth and
-    whether the interval holds it.
-
-    The interval of the parameter a grid jackknife widened is marked ``(grid jackknife)``.
-    """
-    from sim2real.params import names as registry_names
-    from sim2real.params import spec
-
-    known = set(registry_names())
-    header = ["parameter", "unit", "before (start)", "after (fitted)", "change", "std", "95 % interval"]
-    if truth:
-        header += ["truth", "truth inside 95 %?"]
-    widened = fit.jackknife.get("parameter") if fit.jackknife_widened else None
-    rows = []
-    for name, value in fit.values.items():
-        unit = spec(name).unit if name in known else "?"
-        start = fit.start_values.get(name)
-        if start is None and name in known:
-            start = spec(name).nominal
-        change = "—" if start in (None, 0) else f"{100.0 * (value - start) / abs(start):+.1f} %"
-        std = fit.std.get(name)
-        ci = fit.ci95.get(name)
-        interval = "—" if ci is None else f"[{ci[0]:.5g}, {ci[1]:.5g}]"
-        if ci is not None and name == widened:
-            interval += " (grid jackknife)"
-        row = [name, unit, "—" if start is None else f"{start:.5g}", f"{value:.5g}", change,
-               "—" if std is None else f"{std:.3g}", interval]
-        if truth:
-            true = truth.get(name)
-            inside = None if true is None else truth_inside(fit, name, true)
-            row += ["—" if true is None else f"{true:.5g}", "—" if inside is None else ("yes" if inside else "no")]
-        rows.append(row)
-    return header, rows
-
-
-def strong_correlations(fit: FitSummary, threshold: float = 0.8) -> list[tuple[str, str, float]]:
-    """Parameter pairs with ``|correlation| ≥ threshold``, strongest first."""
-    pairs = []
-    n = len(fit.correlation_names)
-    for i in range(n):
-        for j in range(i + 1, n):
-            r = float(fit.correlation[i, j])
-            if math.isfinite(r) and abs(r) >= threshold:
-                pairs.append((fit.correlation_names[i], fit.correlation_names[j], r))
-    return sorted(pairs, key=lambda p: -abs(p[2]))
-
-
-#: Residual groups of fit.json ``data.trials`` RMS entries: (column title, factor from SI).
-_RMS_GROUPS: tuple[tuple[str, str, float], ...] = (
-    ("box_position", "box position (mm)", 1000.0),
-    ("box_orientation", "box orientation (deg)", 180.0 / math.pi),
-    ("joint_position", "joint position (deg)", 180.0 / math.pi),
-    ("joint_velocity", "joint velocity (deg/s)", 180.0 / math.pi),
-)
-
-
-def trial_rms_rows(fit: FitSummary) -> tuple[list[str], list[list[str]]]:
-    """Per fitted trial, the RMS unweighted error of each residual group at the start → fitted values
-    (fit.json ``data.trials``). No rows when the fit file does not record them."""
-    present = [g for g in _RMS_GROUPS
-               if any(isinstance(t.get("rms_final"), Mapping) and g[0] in t["rms_final"] for t in fit.trials)]
-    header = ["trial", *(f"RMS {title}" for _, title, _ in present)]
-    rows = []
-    for trial in fit.trials:
-        start = trial.get("rms_start") if isinstance(trial.get("rms_start"), Mapping) else {}
-        final = trial.get("rms_final") if isinstance(trial.get("rms_final"), Mapping) else {}
-        cells = [str(trial.get("name", "?"))]
-        for key, _, factor in present:
-            a, b = _float_or_none(start.get(key)), _float_or_none(final.get(key))
-            cells.append(_before_after("—" if a is None else f"{a * factor:.3g}",
-                                       "—" if b is None else f"{b * factor:.3g}"))
-        rows.append(cells)
-    return header, rows if present else []
