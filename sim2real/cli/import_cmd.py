@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from sim2real.errors import Sim2RealError
 
 if TYPE_CHECKING:
-    from sim2real.trials.recording_import import ImportSettings
+    from sim2real.trials.recording import ImportSettings
     from sim2real.trials.trial_object import TrialObject
 
 
@@ -111,7 +111,7 @@ bag' (see its --help).
 
 
 #: Defaults of the outlier thresholds as --help states them (equal to DEFAULT_OUTLIER_ANGLE_DEG and
-#: DEFAULT_OUTLIER_JUMP_M of sim2real.trials.recording_import, not imported here to keep --help fast).
+#: DEFAULT_OUTLIER_JUMP_M of sim2real.trials.recording, not imported here to keep --help fast).
 OUTLIER_ANGLE_DEG = 30.0
 OUTLIER_JUMP_M = 0.03
 
@@ -218,7 +218,7 @@ def _settings(args: argparse.Namespace, clock: str = "header") -> ImportSettings
     """The :class:`ImportSettings` of the options shared by ``bag`` and ``csv``."""
     import math
 
-    from sim2real.trials.recording_import import ImportSettings, parse_split
+    from sim2real.trials.recording import ImportSettings, parse_split
     from sim2real.trials.rigid import RigidTransform, parse_offset, parse_transform
 
     transform = parse_transform(args.transform) if args.transform else RigidTransform()

@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
     from sim2real.cli.common import check_output_location, red
     from sim2real.errors import Sim2RealError
     from sim2real.report import build_report
-    from sim2real.report.build import fit_status_lines
+    from sim2real.report.fit_sections import fit_status_lines
 
     out = check_output_location(args.out)
     if out.exists() and not out.is_dir():

@@ -3,9 +3,11 @@
 * :class:`XArmDriver` (``driver``): connect with preflight, start, stream joint velocities
   (mode 4) or servo targets (mode 1) with a watchdog, read joint states, stop safely; its
   configuration and reports (``driver_types``), link timing and send gate (``link_timing``),
-  bounded exit after a signal (``exit_deadline``), first contact (``probe``).
+  Ctrl-C and SIGTERM handling (``signal_guard``), bounded exit after a signal (``exit_deadline``),
+  first contact (``probe``).
 * :class:`XArmEmulator` (``emulator``): a loopback controller the unmodified SDK talks to,
-  with the servo model of :mod:`sim2real.physics.servo` and fault injection.
+  with the servo model of :mod:`sim2real.physics.servo` and fault injection; its configuration
+  (``emulator_config``) and its state machine and joint physics (``emulator_arm``).
 
 Never imports rclpy.
 """

@@ -107,6 +107,7 @@ from sim2real.hardware.driver_types import (
 from sim2real.hardware.exit_deadline import EXIT_DEADLINE
 from sim2real.hardware.link_timing import STOP_TRANSACTION, PendingRequest, RunQueueDelay, SendGate, tcp_times
 from sim2real.hardware.probe import probe_controller
+from sim2real.hardware.signal_guard import SignalGuard
 
 LOG = logging.getLogger(__name__)
 
@@ -156,9 +157,8 @@ class XArmDriver:
         self._wake = threading.Event()
         self._watchdog: threading.Thread | None = None
         self._stop_lock = threading.Lock()
-        self._previous_handlers: dict[int, Any] = {}
-        self._handlers: dict[int, Any] = {}
         self._run_delay = RunQueueDelay()
+        self._guard = SignalGuard(self._on_signal, self._in_exchange_here)
         self._reset_run()
 
     def _reset_run(self) -> None:
@@ -181,66 +181,16 @@ class XArmDriver:
         self._second_stop: threading.Thread | None = None
         #: When the first stop (raw frames or fresh connection) after a fault left (monotonic s).
         self.stop_sent_at: float | None = None
-        self._signal: int | None = None
-        self._signal_pending = False
+        self._guard.reset()
 
-    # --- Ctrl-C and SIGTERM ----------------------------------------------------------------
-    def _install_signal_guard(self) -> None:
-        """Handle SIGINT and SIGTERM by flagging them; the supervisor stops the arm.
+    def _on_signal(self, signum: int) -> None:
+        """From the signal handler: the supervisor stops the arm now; the process's exit is bounded."""
+        self._wake.set()
+        EXIT_DEADLINE.expect(signum, self.config.exit_deadline)  # from the start of the shutdown
 
-        ``xarm-python-sdk`` waits for replies inside a bare ``except:`` that also catches a
-        KeyboardInterrupt raised there, so a Ctrl-C raised during an SDK call can vanish while
-        the program keeps streaming; SIGTERM's default action ends the process without a stop.
-        The handler sets a flag and wakes the supervisor thread, which stops the arm within one
-        period whatever the main thread is doing. Unless the main thread itself is inside an
-        SDK exchange, the handler raises KeyboardInterrupt / SystemExit at once; inside one, the
-        driver raises it when the call returns (:meth:`_raise_if_interrupted`). Installed from the
-        main thread only (Python runs handlers there). An ignored signal (SIG_IGN) stays ignored.
-        """
-        if threading.current_thread() is not threading.main_thread() or self._previous_handlers:
-            return
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            previous = signal.getsignal(signum)
-            if previous == signal.SIG_IGN:
-                continue
-            handler = self._signal_handler(previous)
-            signal.signal(signum, handler)
-            self._previous_handlers[signum] = previous
-            self._handlers[signum] = handler
-
-    def _signal_handler(self, previous: Any) -> Callable[[int, Any], None]:
-        def on_signal(number: int, frame: Any) -> None:
-            self._signal = number
-            self._signal_pending = True
-            self._wake.set()
-            EXIT_DEADLINE.expect(number, self.config.exit_deadline)  # from the start of the shutdown
-            if callable(previous) and previous is not signal.default_int_handler:
-                previous(number, frame)  # e.g. a ROS context's own shutdown handler
-            inflight = self._inflight
-            if inflight is None or inflight.thread != threading.get_ident():
-                # This (the main) thread is not inside the SDK: raise it now. An exchange of
-                # another thread (a node's loop) does not delay it: the main thread may make
-                # no driver call that would raise it later (seen: xarm_node ignored Ctrl-C).
-                self._raise_if_interrupted()
-
-        return on_signal
-
-    def _restore_signals(self) -> None:
-        """Put back the handlers the guard replaced, unless someone replaced the guard since."""
-        if self._previous_handlers and threading.current_thread() is threading.main_thread():
-            for signum, previous in self._previous_handlers.items():
-                if signal.getsignal(signum) is self._handlers.get(signum):
-                    signal.signal(signum, previous if previous is not None else signal.SIG_DFL)
-            self._previous_handlers, self._handlers = {}, {}
-
-    def _raise_if_interrupted(self) -> None:
-        # Only where Python delivers signals (the main thread): a node's loop thread must not
-        # receive it; the node shuts down through its own signal handling.
-        if self._signal_pending and threading.current_thread() is threading.main_thread():
-            self._signal_pending = False
-            if self._signal == signal.SIGTERM:
-                raise SystemExit(128 + signal.SIGTERM)
-            raise KeyboardInterrupt("Ctrl-C during an xArm driver call")
+    def _in_exchange_here(self) -> bool:
+        inflight = self._inflight
+        return inflight is not None and inflight.thread == threading.get_ident()
 
     # --- connection ----------------------------------------------------------------------
     @property
@@ -387,7 +337,7 @@ class XArmDriver:
             self._servo_target = q.copy()
             self._last_fresh_at = self._last_send_at = time.monotonic()
             self._zero_sent = True
-        self._install_signal_guard()
+        self._guard.install()
 
     def stop(self) -> None:
         """Stop the arm, leave it in a safe mode (mode 0, state 4) and disconnect. Idempotent.
@@ -406,7 +356,7 @@ class XArmDriver:
             self._watchdog.join(timeout=1.0)
         self._watchdog = None
         if self._arm is None:
-            self._restore_signals()
+            self._guard.restore()
             return
         locked = self._io.acquire(timeout=cfg.command_timeout + 0.5)
         try:
@@ -417,9 +367,10 @@ class XArmDriver:
         finally:
             if locked:
                 self._io.release()
-        self._restore_signals()
+        self._guard.restore()
         if self._fault is None:
-            reason = f" ({signal.Signals(self._signal).name} received)" if self._signal is not None else ""
+            signum = self._guard.signal
+            reason = f" ({signal.Signals(signum).name} received)" if signum is not None else ""
             LOG.info("xArm stopped as planned%s: %s left in mode 0, state 4 and disconnected", reason, self.where)
 
     def _leave_safe(self, use_sdk: bool) -> None:
@@ -484,14 +435,14 @@ class XArmDriver:
             raise Sim2RealError(f"velocity command must have shape ({N_JOINTS},), got {requested.shape}")
         if not np.all(np.isfinite(requested)):
             raise Sim2RealError(f"velocity command refused: it contains NaN or inf ({requested.tolist()})")
-        self._raise_if_interrupted()
+        self._guard.raise_if_interrupted()
         self._raise_if_faulted()
         if not self._running:
             raise Sim2RealError("xArm driver is not running: call start() first")
         with self._io:
             self._raise_if_faulted()
             record = self._send(requested, float(stamp), "caller")
-        self._raise_if_interrupted()
+        self._guard.raise_if_interrupted()
         self._raise_if_faulted()
         return record
 
@@ -507,7 +458,7 @@ class XArmDriver:
         KeyboardInterrupt, SystemExit
             SIGINT / SIGTERM arrived (main thread only); the arm has been stopped.
         """
-        self._raise_if_interrupted()
+        self._guard.raise_if_interrupted()
         self._raise_if_faulted()
         if self._arm is None:
             raise Sim2RealError("xArm driver is not connected")
@@ -518,7 +469,7 @@ class XArmDriver:
             self._check(code, "get_joint_states")
             if self._fault is None and self._arm.arm.arm_cmd.has_err_warn:
                 self._check_error_codes("get_joint_states")
-        self._raise_if_interrupted()
+        self._guard.raise_if_interrupted()
         self._raise_if_faulted()
         position, velocity, effort = (np.array(block[:N_JOINTS], dtype=float) for block in states)
         self._last_q = position
@@ -888,8 +839,8 @@ class XArmDriver:
 
     def _tick(self, now: float) -> None:
         """One look: a signal, then a closed link, then a stall (each latches), then the watchdog."""
-        if self._signal is not None:
-            self._latch(Fault("signal", f"{signal.Signals(self._signal).name} received"))
+        if self._guard.signal is not None:
+            self._latch(Fault("signal", f"{signal.Signals(self._guard.signal).name} received"))
             return
         if self._link_closed():
             inflight = self._inflight

@@ -43,432 +43,31 @@ velocity (including auto-stops and halts), which is what the controller actually
 from __future__ import annotations
 
 import contextlib
-import ipaddress
 import logging
-import math
 import queue
 import socket
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 import numpy as np
-from numpy.typing import NDArray
 
 from sim2real.errors import Sim2RealError
 from sim2real.hardware import protocol as wire
-from sim2real.hardware.limits import XARM6_JOINT_LIMITS
-from sim2real.physics.servo import CommandHistory, ServoParams, advance_servo
+from sim2real.hardware.emulator_arm import MOTOR_OFF_ERRORS, ArmCore
+from sim2real.hardware.emulator_config import (  # noqa: F401  (also this module's public names)
+    DEFAULT_VERSION,
+    N_JOINTS,
+    CommandHook,
+    EmulatedState,
+    EmulatorConfig,
+    FaultConfig,
+    FloatArray,
+    RequestHook,
+    TickHook,
+)
 
-FloatArray = NDArray[np.float64]
 LOG = logging.getLogger(__name__)
-
-N_JOINTS = 6
-#: Version string of the emulated controller: xArm 6, SN digits 1303, firmware 2.6.107.
-DEFAULT_VERSION = "6,6,XI1303000000,AC1303000000,v2.6.107"
-#: Error codes that also disable the motors (E-stops and servo errors).
-_MOTOR_OFF_ERRORS = frozenset(range(1, 4)) | frozenset(range(10, 18))
-_VALID_MODES = frozenset({0, 1, 2, 4, 5, 6, 7})
-#: Positions may exceed a limit by this much (rad) before C23 is raised.
-_LIMIT_TOLERANCE = 1e-4
-
-#: Request hook: ``(t, register, params)`` when a command-port request is executed (time s,
-#: ``time.monotonic``; register number; parameter bytes); called from a connection thread.
-RequestHook = Callable[[float, int, bytes], None]
-
-#: Command hook: ``(t, command)`` when the commanded joint velocity changes (time s,
-#: ``time.monotonic``, of the change in the emulated controller's timeline; rad/s, (6,)). Called
-#: with the emulator's lock held: keep it short (e.g. append to a list).
-CommandHook = Callable[[float, FloatArray], None]
-
-#: Per-tick hook: ``(t, q, v)`` with time (s, ``time.monotonic``), joint positions (rad, (6,))
-#: and velocities (rad/s, (6,)); called from the emulator's tick thread.
-TickHook = Callable[[float, FloatArray, FloatArray], None]
-
-
-@dataclass(frozen=True)
-class FaultConfig:
-    """Faults to inject; times are seconds after the first accepted motion command.
-
-    Attributes
-    ----------
-    latency : float
-        Added delay of every command-port request (s): each is executed and answered this long
-        after it arrived (pipelined requests are not delayed one after the other).
-    latency_at : float or None
-        When the added latency starts (None: from the first request on).
-    stall_at : float or None
-        When the command channel stalls once (the request received then is answered
-        ``stall_duration`` later and only then executed, and so is everything behind it on that
-        connection). The controller's motion loop does not stall with it: the velocity command
-        already executing still auto-stops after its ``duration`` (the tick thread applies it).
-    stall_duration : float
-        Length of the stall (s).
-    stall_register : int or None
-        Stall only on a request to this register (e.g. 42, the joint-state read; 81, a
-        velocity command); None: the first request at or after ``stall_at``.
-    drop_at : float or None
-        When the emulator closes every client connection (it keeps listening).
-    error_at : float or None
-        When the controller raises error ``error_code``.
-    error_code : int
-        Controller error code raised at ``error_at`` (default C31, collision).
-    """
-
-    latency: float = 0.0
-    latency_at: float | None = None
-    stall_at: float | None = None
-    stall_duration: float = 0.19
-    stall_register: int | None = None
-    drop_at: float | None = None
-    error_at: float | None = None
-    error_code: int = 31
-
-    def __post_init__(self) -> None:
-        if not 0.0 <= self.latency <= 10.0:
-            raise Sim2RealError(f"fault latency must be in [0, 10] s, got {self.latency}")
-        if not 0.0 <= self.stall_duration <= 10.0:
-            raise Sim2RealError(f"stall duration must be in [0, 10] s, got {self.stall_duration}")
-        if self.stall_register is not None and not 1 <= self.stall_register <= 255:
-            raise Sim2RealError(f"stall register must be in 1..255, got {self.stall_register}")
-        for name in ("latency_at", "stall_at", "drop_at", "error_at"):
-            value = getattr(self, name)
-            if value is not None and not (math.isfinite(value) and value >= 0.0):
-                raise Sim2RealError(f"fault time {name} must be >= 0 s, got {value}")
-        if not 1 <= self.error_code <= 255:
-            raise Sim2RealError(f"fault error code must be in 1..255, got {self.error_code}")
-
-
-def _default_servo() -> ServoParams:
-    return ServoParams(tau=0.05, delay=0.01)
-
-
-@dataclass(frozen=True)
-class EmulatorConfig:
-    """Configuration of an :class:`XArmEmulator`.
-
-    Attributes
-    ----------
-    host : str
-        Loopback address to bind (127.0.0.0/8); run several emulators on different addresses.
-    command_port : int
-        Command port (502 on a real controller; any port the SDK is pointed at).
-    servo : ServoParams
-        True servo parameters of the emulated joints.
-    initial_joints : tuple of float, length 6
-        Joint positions at start (rad).
-    joint_limits : tuple of (float, float), length 6
-        Controller position limits (rad); leaving them raises C23.
-    version : str
-        Answer to the firmware-version query.
-    tick_rate : float
-        Internal control tick (Hz): limit checks, servo_j tracking, faults, the tick hook.
-    servo_j_time_constant : float or None
-        Time constant (s) of the servo_j position correction in mode 1; None means
-        ``4 * (servo.tau + servo.delay)``, which keeps the loop well damped.
-    reject_wrong_mode : bool
-        Answer motion commands sent in the wrong mode with the "invalid" status bit
-        (the real controller's answer is undocumented; they are ignored either way).
-    faults : FaultConfig
-        Injected faults.
-    report_ports : tuple of int
-        Report ports to serve (subset of 30001, 30002, 30003).
-    """
-
-    host: str = "127.0.0.1"
-    command_port: int = 502
-    servo: ServoParams = field(default_factory=_default_servo)
-    initial_joints: tuple[float, ...] = (0.0,) * N_JOINTS
-    joint_limits: tuple[tuple[float, float], ...] = XARM6_JOINT_LIMITS
-    version: str = DEFAULT_VERSION
-    tick_rate: float = 250.0
-    servo_j_time_constant: float | None = None
-    reject_wrong_mode: bool = True
-    faults: FaultConfig = field(default_factory=FaultConfig)
-    report_ports: tuple[int, ...] = (wire.REPORT_PORT_NORMAL, wire.REPORT_PORT_RICH, wire.REPORT_PORT_REAL)
-
-    def __post_init__(self) -> None:
-        try:
-            address = ipaddress.IPv4Address(self.host)
-        except ValueError:
-            raise Sim2RealError(f"emulator host must be a dotted IPv4 loopback address, got {self.host!r}") from None
-        if not address.is_loopback:
-            raise Sim2RealError(f"emulator host must be a loopback address (127.0.0.N), got {self.host}")
-        if not 1 <= self.command_port <= 65535:
-            raise Sim2RealError(f"command port must be in 1..65535, got {self.command_port}")
-        if self.command_port in wire.REPORT_SIZES:
-            raise Sim2RealError(f"command port {self.command_port} collides with a report port")
-        if len(self.initial_joints) != N_JOINTS or not all(math.isfinite(q) for q in self.initial_joints):
-            raise Sim2RealError(f"initial joints must be {N_JOINTS} finite angles (rad)")
-        if len(self.joint_limits) != N_JOINTS or any(lo >= hi for lo, hi in self.joint_limits):
-            raise Sim2RealError(f"joint limits must be {N_JOINTS} (lower, upper) pairs with lower < upper")
-        for k, (q, (low, high)) in enumerate(zip(self.initial_joints, self.joint_limits, strict=True)):
-            if not low <= q <= high:
-                raise Sim2RealError(f"initial joint {k + 1} at {q} rad is outside its limits "
-                                    f"[{low:.4g}, {high:.4g}] rad")
-        if not 10.0 <= self.tick_rate <= 2000.0:
-            raise Sim2RealError(f"tick rate must be in [10, 2000] Hz, got {self.tick_rate}")
-        if set(self.report_ports) - set(wire.REPORT_SIZES):
-            raise Sim2RealError(f"report ports must be among {sorted(wire.REPORT_SIZES)}")
-
-
-@dataclass(frozen=True)
-class EmulatedState:
-    """A consistent snapshot of the emulated arm.
-
-    Attributes
-    ----------
-    t : float
-        Time of the snapshot (s, ``time.monotonic``).
-    q, v : ndarray, shape (6,)
-        True joint positions (rad) and velocities (rad/s).
-    state, mode, error_code, warn_code : int
-        Controller registers.
-    enabled : bool
-        All motors enabled.
-    """
-
-    t: float
-    q: FloatArray
-    v: FloatArray
-    state: int
-    mode: int
-    error_code: int
-    warn_code: int
-    enabled: bool
-
-
-class _ArmCore:
-    """The emulated controller's state machine and joint physics (not thread-safe; lock outside)."""
-
-    def __init__(self, config: EmulatorConfig, now: float) -> None:
-        self.config = config
-        self.servo = config.servo
-        self.lower = np.array([lo for lo, _ in config.joint_limits])
-        self.upper = np.array([hi for _, hi in config.joint_limits])
-        self.t = now
-        self.q = np.array(config.initial_joints, dtype=float)
-        self.v = np.zeros(N_JOINTS)
-        self.history = CommandHistory(N_JOINTS, config.servo.delay)
-        self.last_push = -math.inf
-        self.command = np.zeros(N_JOINTS)
-        self.vc_deadline: float | None = None
-        self.servo_target: FloatArray | None = None
-        self.last_servo_target: tuple[float, FloatArray] | None = None
-        self.feed_forward = np.zeros(N_JOINTS)
-        self.feed_forward_until = -math.inf
-        self.servo_j_time_constant = (config.servo_j_time_constant if config.servo_j_time_constant is not None
-                                      else 4.0 * (config.servo.tau + config.servo.delay))
-        self.state = 4
-        self.mode = 0
-        self.error_code = 0
-        self.warn_code = 0
-        self.enabled = False
-        self.first_motion_at: float | None = None
-        self.on_command: CommandHook | None = None
-
-    # --- physics -------------------------------------------------------------------------
-    def _push(self, t: float, command: FloatArray) -> None:
-        t = max(t, self.last_push)
-        self.history.push(t, command)
-        self.last_push = t
-        previous, self.command = self.command, np.asarray(command, dtype=float).copy()
-        if self.on_command is not None and not np.array_equal(previous, self.command):
-            try:
-                self.on_command(t, self.command.copy())
-            except Exception:
-                LOG.exception("emulator command hook failed")
-
-    def advance(self, now: float) -> None:
-        """Advance the joints to ``now`` (s), applying a due velocity auto-stop on the way."""
-        if now <= self.t:
-            return
-        # The auto-stop belongs to the controller's motion loop, not to the command channel: in joint
-        # velocity mode (mode 4) a command's duration > 0 drops the speed to 0 after that many seconds.
-        # The tick thread calls this every tick, so a stalled connection does not hold it up.
-        if self.vc_deadline is not None and self.vc_deadline <= now:
-            self._push(max(self.vc_deadline, self.t), np.zeros(N_JOINTS))
-            self.vc_deadline = None
-        self.q, self.v = advance_servo(self.q, self.v, self.history, self.t, now, self.servo)
-        self.t = now
-        self.history.prune(now)
-        if self.error_code == 0:
-            outside = (self.q < self.lower - _LIMIT_TOLERANCE) | (self.q > self.upper + _LIMIT_TOLERANCE)
-            if np.any(outside):
-                self.raise_error(23, now)
-
-    def track_servo_target(self, now: float) -> None:
-        """Mode 1: re-aim the velocity command at the latest servo_j target."""
-        if self.servo_target is None:
-            return
-        gap = self.servo_target - self.q
-        feed_forward = self.feed_forward if now < self.feed_forward_until else 0.0
-        u = np.clip(feed_forward + gap / self.servo_j_time_constant, -self.servo.max_velocity,
-                    self.servo.max_velocity)
-        self._push(now, u)
-
-    def halt(self, now: float) -> None:
-        """Stop commanding motion (the joints decelerate through the servo)."""
-        self.vc_deadline = None
-        self.servo_target = None
-        self.last_servo_target = None
-        if np.any(self.command != 0.0):
-            self._push(now, np.zeros(N_JOINTS))
-
-    def raise_error(self, code: int, now: float) -> None:
-        """Enter the error state with ``code``: stop motion, state 4."""
-        LOG.info("emulated controller error C%d", code)
-        self.error_code = code
-        self.state = 4
-        if code in _MOTOR_OFF_ERRORS:
-            self.enabled = False
-        self.halt(now)
-
-    # --- registers -----------------------------------------------------------------------
-    @property
-    def ready(self) -> bool:
-        return self.error_code == 0 and self.enabled and self.state in (1, 2)
-
-    def reported_state(self) -> int:
-        if self.state in (1, 2):
-            moving = np.any(np.abs(self.v) > 1e-4) or np.any(self.command != 0.0)
-            return 1 if moving else 2
-        return self.state
-
-    def status(self) -> int:
-        status = 0
-        if self.error_code:
-            status |= wire.STATUS_ERROR
-        if self.warn_code:
-            status |= wire.STATUS_WARNING
-        if self.error_code or not self.enabled or self.state in (4, 5):
-            status |= wire.STATUS_NOT_READY
-        return status
-
-    def snapshot(self) -> EmulatedState:
-        return EmulatedState(self.t, self.q.copy(), self.v.copy(), self.reported_state(), self.mode,
-                             self.error_code, self.warn_code, self.enabled)
-
-    def _motion_started(self, now: float) -> None:
-        if self.first_motion_at is None:
-            self.first_motion_at = now
-
-    def handle(self, frame: wire.Frame, now: float, tcp_pose: Callable[[FloatArray], FloatArray]) -> tuple[int, bytes]:
-        """Execute one request at time ``now``; returns (extra status bits, reply data)."""
-        reg, p = frame.register, frame.params
-        self.advance(now)
-        extra = 0
-        data = b""
-        if reg == wire.Register.GET_VERSION:
-            data = wire.version_payload(self.config.version)
-        elif reg == wire.Register.GET_ROBOT_SN:
-            fields = self.config.version.split(",")
-            sn = (fields[2] if len(fields) > 3 else "").encode("ascii")
-            box = (fields[3] if len(fields) > 3 else "").encode("ascii")
-            data = (sn + b"\0" + box + b"\0")[:40].ljust(40, b"\0")
-        elif reg == wire.Register.MOTION_ENABLE and len(p) >= 2:
-            self.halt(now)
-            self.enabled = bool(p[1])
-            if self.enabled and self.error_code in _MOTOR_OFF_ERRORS:
-                self.enabled = False
-            self.state = 5 if self.enabled else 4
-        elif reg == wire.Register.SET_STATE and len(p) >= 1:
-            self._set_state(p[0], now)
-        elif reg == wire.Register.GET_STATE:
-            data = bytes([self.reported_state()])
-        elif reg == wire.Register.GET_CMDNUM:
-            data = b"\0\0"
-        elif reg == wire.Register.GET_ERROR:
-            data = bytes([self.error_code, self.warn_code])
-        elif reg == wire.Register.CLEAN_ERROR:
-            self.error_code = 0
-        elif reg == wire.Register.CLEAN_WARN:
-            self.warn_code = 0
-        elif reg == wire.Register.SET_MODE and len(p) >= 1:
-            if p[0] in _VALID_MODES:
-                self.halt(now)
-                self.mode = p[0]
-                if self.error_code == 0:
-                    self.state = 5
-            else:
-                extra = wire.STATUS_INVALID
-        elif reg == wire.Register.MOVE_SERVOJ and len(p) >= 40:
-            extra = self._servo_j(wire.unpack_floats(p, 7)[:N_JOINTS], now)
-        elif reg == wire.Register.VC_SET_JOINTV and len(p) >= 29:
-            duration = float(wire.unpack_floats(p, 1, 29)[0]) if len(p) >= 33 else -1.0
-            extra = self._velocity(wire.unpack_floats(p, 7)[:N_JOINTS], duration, now)
-        elif reg == wire.Register.GET_JOINT_STATES:
-            blocks = (p[0] & 0x0F) if p else 1
-            arrays = (self.q, self.v, np.zeros(N_JOINTS))[:max(1, min(blocks, 3))]
-            data = b"".join(wire.pack_floats([*a, 0.0]) for a in arrays)
-            data += wire.pack_floats([0.0] * 7 * (max(blocks, 1) - len(arrays)))
-        elif reg == wire.Register.GET_TCP_POSE:
-            data = wire.pack_floats(tcp_pose(self.q))
-        elif reg == wire.Register.GET_JOINT_TAU:
-            data = wire.pack_floats([0.0] * 7)
-        elif reg == wire.Register.SET_FEEDBACK_TYPE:
-            pass
-        else:
-            LOG.warning("emulator: unsupported register %d (%d parameter bytes)", reg, len(p))
-            extra = wire.STATUS_INVALID
-        return extra, data
-
-    def _set_state(self, requested: int, now: float) -> None:
-        if requested == 0:
-            if self.error_code == 0 and self.enabled:
-                self.state = 2
-        elif requested == 3:
-            if self.state in (1, 2):
-                self.halt(now)
-                self.state = 3
-        elif requested in (4, 6):
-            self.halt(now)
-            self.state = 4
-
-    def _motion_refused(self, expected_mode: int) -> int | None:
-        """Status bits if a motion command must be ignored, None if it may execute."""
-        if not self.ready:
-            return 0  # the status byte already carries "not ready" (and "error")
-        if self.mode != expected_mode:
-            return wire.STATUS_INVALID if self.config.reject_wrong_mode else 0
-        return None
-
-    def _velocity(self, speeds: FloatArray, duration: float, now: float) -> int:
-        refused = self._motion_refused(4)
-        if refused is not None:
-            return refused
-        self._motion_started(now)
-        if not np.all(np.isfinite(speeds)) or np.any(np.abs(speeds) > self.servo.max_velocity + 1e-6):
-            self.raise_error(24, now)
-            return 0
-        self._push(now, speeds)
-        self.vc_deadline = now + duration if duration > 0.0 else None
-        return 0
-
-    def _servo_j(self, target: FloatArray, now: float) -> int:
-        refused = self._motion_refused(1)
-        if refused is not None:
-            return refused
-        self._motion_started(now)
-        if not np.all(np.isfinite(target)) or np.any(target < self.lower) or np.any(target > self.upper):
-            self.raise_error(23, now)
-            return 0
-        if self.last_servo_target is not None:
-            t_prev, q_prev = self.last_servo_target
-            # Implied target speed; the interval is floored at the 100 Hz streaming period so
-            # that two commands arriving back to back do not look infinitely fast.
-            interval = max(now - t_prev, 0.01)
-            implied = (target - q_prev) / interval
-            if np.any(np.abs(implied) > self.servo.max_velocity + 1e-6):
-                self.raise_error(24, now)
-                return 0
-            self.feed_forward = implied
-            self.feed_forward_until = now + 1.5 * interval
-        self.last_servo_target = (now, target.copy())
-        self.servo_target = target.copy()
-        self.track_servo_target(now)
-        return 0
 
 
 class XArmEmulator:
@@ -501,7 +100,7 @@ class XArmEmulator:
         self._on_tick = on_tick
         self._on_request = on_request
         self._lock = threading.Lock()
-        self._core = _ArmCore(config, time.monotonic())
+        self._core = ArmCore(config, time.monotonic())
         self._core.on_command = on_command
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -591,7 +190,7 @@ class XArmEmulator:
             core = self._core
             core.advance(now)
             core.halt(now)
-            core.enabled = core.error_code not in _MOTOR_OFF_ERRORS
+            core.enabled = core.error_code not in MOTOR_OFF_ERRORS
             if core.error_code == 0:
                 core.mode = 4
                 core.state = 2 if core.enabled else 4

@@ -7,7 +7,10 @@ value (None, NaN, a bool) is shown as "—".
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
+
+from sim2real.trials import TrialRecord
 
 MISSING = "—"
 
@@ -40,3 +43,26 @@ def degrees(value: Any) -> str:
 def yes_no(value: bool | None) -> str:
     """yes, no, or "—" when unknown."""
     return MISSING if value is None else ("yes" if value else "no")
+
+
+def solver_tallies(trial: TrialRecord) -> dict[str, dict[str, Any]]:
+    """Per-platform solver outcome tallies of a trial (trial.json ``solver``), tolerant of absence."""
+    raw = trial.meta.get("solver")
+    if not isinstance(raw, Mapping):
+        return {}
+    return {str(ns): dict(v) for ns, v in raw.items() if isinstance(v, Mapping)}
+
+
+def describe_tally(tally: Mapping[str, Any]) -> str:
+    """``226 steps: 225 converged, 1 recovered, 0 degraded`` (+ worst violations when not all converged)."""
+    text = (f"{tally.get('steps', '?')} steps: {tally.get('converged', '?')} converged, "
+            f"{tally.get('recovered', '?')} recovered, {tally.get('degraded', '?')} degraded")
+    if tally.get("degraded") or tally.get("recovered"):
+        text += (f" (worst residual {float(tally.get('worst_residual') or 0.0):.2g}, worst complementarity "
+                 f"{float(tally.get('worst_complementarity') or 0.0):.2g})")
+    return text
+
+
+def degraded_steps(tally: Mapping[str, Any]) -> int:
+    value = tally.get("degraded")
+    return int(value) if isinstance(value, int) and not isinstance(value, bool) else 0

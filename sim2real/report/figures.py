@@ -15,6 +15,14 @@ import numpy as np
 
 from sim2real.trials import JOINT_NAMES, TrialRecord, tilt_deg
 
+#: File name prefix of every figure a report writes.
+FIGURE_PREFIX = "fig_"
+
+
+def safe_name(name: str) -> str:
+    """``name`` with every character but letters, digits, ``-``, ``_`` and ``.`` replaced by ``_`` (for file names)."""
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+
 PLATFORM_STYLE: dict[str, dict[str, Any]] = {
     "real": {"color": "#1f77b4", "label": "real"},
     "sim": {"color": "#d62728", "label": "sim"},

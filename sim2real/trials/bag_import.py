@@ -1,4 +1,4 @@
-"""Reading any lab's ROS 1 and ROS 2 bags into a :class:`~sim2real.trials.recording_import.Recording`.
+"""Reading any lab's ROS 1 and ROS 2 bags into a :class:`~sim2real.trials.recording.Recording`.
 
 Bags are opened with :class:`rosbags.highlevel.AnyReader`: a ROS 1 ``.bag`` file, a rosbag2 directory
 (mcap or sqlite3 storage), or a bare ``.mcap`` / ``.db3`` file. Message types come from the
@@ -43,7 +43,7 @@ from sim2real.trials.bag_sources import (
     parse_pose_source,
 )
 from sim2real.trials.messages import make_typestore, reorder_joints, stamp_to_ns
-from sim2real.trials.recording_import import NS_PER_S, JointSamples, PoseSamples, Recording
+from sim2real.trials.recording import NS_PER_S, JointSamples, PoseSamples, Recording
 from sim2real.trials.rigid import RigidTransform
 
 __all__ = ["BagSelection", "PoseSource", "parse_pose_source", "read_bag"]

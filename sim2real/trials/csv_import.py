@@ -1,5 +1,5 @@
 """Reading pose recordings from CSV files (data that is not in bags) into a
-:class:`~sim2real.trials.recording_import.Recording`.
+:class:`~sim2real.trials.recording.Recording`.
 
 Format: comma-separated, UTF-8, a header row naming the columns (any order, extra columns
 ignored), then one row per sample; blank lines and lines starting with ``#`` are skipped.
@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from sim2real.errors import Sim2RealError
-from sim2real.trials.recording_import import PoseSamples, Recording, seconds_to_ns
+from sim2real.trials.recording import PoseSamples, Recording, seconds_to_ns
 
 CSV_FRAME = "csv"
 """Name of the recording frame of CSV imports."""

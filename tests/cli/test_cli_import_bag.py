@@ -26,7 +26,8 @@ from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 from sim2real.cli import import_cmd, main
 from sim2real.spatial import conjugate, from_axis_angle, multiply, rotate
 from sim2real.trials import read_run
-from sim2real.trials.recording_import import DEFAULT_OUTLIER_ANGLE_DEG, DEFAULT_OUTLIER_JUMP_M, find_outliers
+from sim2real.trials.recording import DEFAULT_OUTLIER_ANGLE_DEG, DEFAULT_OUTLIER_JUMP_M
+from sim2real.trials.recording_import import find_outliers
 from sim2real.trials.rigid import RigidTransform, parse_transform
 
 T0_NS = 1_700_000_000_000_000_000
