@@ -42,7 +42,8 @@ def run(args: argparse.Namespace) -> int:
     """Start the emulator and serve until interrupted."""
     import threading
 
-    from sim2real.hardware.emulator import DEFAULT_VERSION, EmulatorConfig, FaultConfig, XArmEmulator
+    from sim2real.hardware.emulator import XArmEmulator
+    from sim2real.hardware.emulator_config import DEFAULT_VERSION, EmulatorConfig, FaultConfig
     from sim2real.hardware.world_file import EmulatedArm, load_world_file
     from sim2real.params import ParameterSet
     from sim2real.physics.servo import ServoParams

@@ -24,7 +24,8 @@ from sim2real.hardware.driver_types import (
     HardwareError,
     Preflight,
 )
-from sim2real.hardware.emulator import EmulatedState, EmulatorConfig, FaultConfig, XArmEmulator
+from sim2real.hardware.emulator import XArmEmulator
+from sim2real.hardware.emulator_config import EmulatedState, EmulatorConfig, FaultConfig
 from sim2real.hardware.limits import XARM6_JOINT_LIMITS, XARM6_MAX_JOINT_VELOCITY
 from sim2real.hardware.probe import probe_controller
 

@@ -55,13 +55,11 @@ import numpy as np
 from sim2real.errors import Sim2RealError
 from sim2real.hardware import protocol as wire
 from sim2real.hardware.emulator_arm import MOTOR_OFF_ERRORS, ArmCore
-from sim2real.hardware.emulator_config import (  # noqa: F401  (also this module's public names)
-    DEFAULT_VERSION,
+from sim2real.hardware.emulator_config import (
     N_JOINTS,
     CommandHook,
     EmulatedState,
     EmulatorConfig,
-    FaultConfig,
     FloatArray,
     RequestHook,
     TickHook,

@@ -38,6 +38,7 @@ from sim2real.engines import make_world
 from sim2real.errors import Sim2RealError
 from sim2real.params import ParameterSet
 from sim2real.physics import BoxState, SolverSettings, SolveSummary, rollout
+from sim2real.sysid.arm_trials import arm_solve, simulate_recorded_arm
 from sim2real.sysid.data import TrialData, box_states, prepare_trial, recorded_platform
 from sim2real.sysid.inputs import (
     MODES,
@@ -52,7 +53,8 @@ from sim2real.sysid.inputs import (
     resolve_mode,
     trial_shape,
 )
-from sim2real.sysid.residuals import COM_PARAMS, MAX_HARD_STEPS, arm_solve, simulate_recorded_arm, step_params
+from sim2real.sysid.residual_types import COM_PARAMS, MAX_HARD_STEPS
+from sim2real.sysid.residuals import step_params
 from sim2real.trials import JointSeries, PlatformRecord, PoseSeries, TrialRecord
 
 #: Replay modes (``auto`` resolves per trial).

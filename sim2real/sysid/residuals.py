@@ -73,7 +73,7 @@ from sim2real.physics import (
     rollout,
 )
 from sim2real.physics.servo import ServoParams, delay_split, servo_step
-from sim2real.sysid.arm_trials import arm_reference, arm_solve, simulate_recorded_arm  # noqa: F401
+from sim2real.sysid.arm_trials import arm_solve, simulate_recorded_arm
 from sim2real.sysid.data import TrialData, box_states
 from sim2real.sysid.inputs import (
     SIMULATED_ARM_MODES,
