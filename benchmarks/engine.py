@@ -14,7 +14,11 @@ implicit gradients; MuJoCo differences of whole rollouts).
 Both engines are timed along a steady push (each along its own trajectory, every step a different
 state), per step; MuJoCo's state is set by assignment (qpos, qvel, qacc_warmstart, mocap), not by
 ``mj_copyData``, and that assignment's own time is subtracted; the interior-point iterations of our
-steps and MuJoCo's solver iterations are reported per step (min, median, max).
+steps and MuJoCo's solver iterations are reported per step (min, median, max). Our steps are timed as a
+rollout takes them, each started from the previous step's solution (a ``WarmStart`` carried along, as
+MuJoCo's ``qacc_warmstart``), and also cold (every step from the engine's own starting point); the
+largest difference of a warm and a cold step's next state is reported. All our times are through the
+Python ``BoxWorld.step`` (argument checks, the recovery ladder, result objects included).
 
 Run: ``python -m benchmarks.engine --json`` (prints one JSON object; times are medians of per-step
 means over passes, ms; ratios from the same run).
@@ -31,7 +35,7 @@ from collections.abc import Callable
 import numpy as np
 
 from sim2real.params import ParameterSet
-from sim2real.physics import DIFFERENTIABLE_PARAMS, BoxState, BoxWorld
+from sim2real.physics import DIFFERENTIABLE_PARAMS, BoxState, BoxWorld, WarmStart
 
 SPEED = 0.05  # m/s
 PUSH_HEIGHT = 0.08  # m
@@ -132,22 +136,46 @@ def _median_per_step_ms(fn: Callable[[int], object], count: int, repeats: int) -
     return 1e3 * float(np.median(passes))
 
 
+def _warm_stepper(world: BoxWorld, trajectory: list[tuple[BoxState, np.ndarray, np.ndarray]],
+                  **kwargs: object) -> Callable[[int], object]:
+    """``fn(k)``: step ``k`` of the trajectory started from step ``k - 1``'s solution, as a rollout steps
+    (one :class:`WarmStart` carried along; forgotten at ``k = 0``)."""
+    warm = WarmStart()
+
+    def step(k: int) -> object:
+        if k == 0:
+            warm.reset()
+        return world.step(*trajectory[k], warm_start=warm, **kwargs)
+    return step
+
+
 def _ours_along(repeats: int) -> dict[str, object]:
     world, state, start, _ = _our_scene()
     trajectory = _our_trajectory(world, state, start)
     names = tuple(n for n in DIFFERENTIABLE_PARAMS if n != "pusher.radius")
-    forward = [world.step(s, a, b) for s, a, b in trajectory]
-    grads = [world.step(s, a, b, grad=True, param_names=names) for s, a, b in trajectory]
+    count = len(trajectory)
+    warm, warm_grad = _warm_stepper(world, trajectory), _warm_stepper(world, trajectory, grad=True, param_names=names)
+    forward = [warm(k) for k in range(count)]
+    grads = [warm_grad(k) for k in range(count)]
+    cold = [world.step(*trajectory[k]) for k in range(count)]
+    cold_grads = [world.step(*trajectory[k], grad=True, param_names=names) for k in range(count)]
+    state_change = max(float(np.max(np.abs(a.state.as_vector() - b.state.as_vector())))
+                       for a, b in zip(forward, cold, strict=True))
     return {
-        "steps_timed": len(trajectory),
+        "steps_timed": count,
         "contacts_in_solve": 9,
         "contacts_touching_median": float(np.median([r.contacts.active for r in forward])),
         "iterations_forward": _spread([r.iterations for r in forward]),
         "iterations_with_jacobian": _spread([r.iterations for r in grads]),
+        "iterations_forward_cold": _spread([r.iterations for r in cold]),
+        "iterations_with_jacobian_cold": _spread([r.iterations for r in cold_grads]),
+        "warm_minus_cold_state_max": state_change,
         "jacobian_parameters": len(names),
-        "step_ms": _median_per_step_ms(lambda k: world.step(*trajectory[k]), len(trajectory), repeats),
-        "step_with_jacobian_ms": _median_per_step_ms(
-            lambda k: world.step(*trajectory[k], grad=True, param_names=names), len(trajectory), max(1, repeats // 3)),
+        "step_ms": _median_per_step_ms(warm, count, repeats),
+        "step_with_jacobian_ms": _median_per_step_ms(warm_grad, count, max(1, repeats // 3)),
+        "step_cold_ms": _median_per_step_ms(lambda k: world.step(*trajectory[k]), count, repeats),
+        "step_with_jacobian_cold_ms": _median_per_step_ms(
+            lambda k: world.step(*trajectory[k], grad=True, param_names=names), count, max(1, repeats // 3)),
     }
 
 
@@ -219,6 +247,7 @@ def run(repeats: int) -> dict[str, object]:
     ours, mj = result["ours"], result["mujoco"]
     result["ratios"] = {
         "step_ours_over_mj_step": ours["step_ms"] / mj["step_ms"],
+        "step_cold_ours_over_mj_step": ours["step_cold_ms"] / mj["step_ms"],
         "jacobian_ours_over_mjd_transitionFD": ours["step_with_jacobian_ms"] / mj["fd_jacobian_centred_ms"],
         "note": "the same run; the Jacobian: ours all 13 parameters plus state and pusher (implicit), MuJoCo's "
                 "centred finite differences of state and controls",

@@ -32,6 +32,7 @@ from sim2real.model import ArmModel, load_arm
 from sim2real.params import ParameterSet
 from sim2real.physics import BoxState, HardStep, SolveLog, SolverSettings, SolveSummary, Sphere
 from sim2real.physics.servo import ServoParams, delay_split, servo_step
+from sim2real.physics.warm_start import WarmStart
 
 FloatArray = NDArray[np.float64]
 
@@ -179,6 +180,7 @@ class SimPlatform:
         self.q = np.array(initial_q, dtype=float)
         self.v = np.zeros(6)
         self.box = initial_box
+        self._warm = WarmStart()  # this trial's previous contact solution
         self.pusher = self.arm.pusher_position(self.q)
         self.touched = False
         self.min_pusher_distance = np.inf
@@ -221,9 +223,13 @@ class SimPlatform:
                 s_q[:, self._col["arm.command_delay"]] += step.dq_dlead
                 s_v[:, self._col["arm.command_delay"]] += step.dv_dlead
         q, v = step.position, step.velocity
-        pusher_next = self.arm.pusher_position(q)
+        needs_jacobian = grad and bool(np.any(s_q))
+        if needs_jacobian:
+            pusher_next, pusher_jacobian = self.arm.pusher_kinematics(q)
+        else:
+            pusher_next = self.arm.pusher_position(q)
         result = self.world.step(self.box, self.pusher, pusher_next, grad=grad, param_names=self._engine_names,
-                                 step_index=self.k)
+                                 step_index=self.k, warm_start=self._warm)
         self.log.record(result, self.k)
         contact = result.contacts
         self.min_pusher_distance = min(self.min_pusher_distance, float(contact.pusher_distance))
@@ -232,7 +238,7 @@ class SimPlatform:
         if grad:
             # The arm does not depend on the box's or the contact's parameters: for those columns the
             # pusher's sensitivity is zero, and the arm's Jacobian is not needed at all without others.
-            s_pusher = self.arm.pusher_jacobian(q) @ s_q if np.any(s_q) else np.zeros((3, p))
+            s_pusher = pusher_jacobian @ s_q if needs_jacobian else np.zeros((3, p))
             s_box = (result.d_state @ self.s_box + result.d_pusher_start @ self._s_pusher
                      + result.d_pusher_end @ s_pusher)
             if self._engine_cols:

@@ -18,6 +18,7 @@ import numpy as np
 from sim2real.params import ParameterSet
 from sim2real.physics.shapes import Capsule, Sphere
 from sim2real.physics.state import BoxState
+from sim2real.physics.warm_start import WarmStart
 from sim2real.physics.world import StepResult
 
 
@@ -62,6 +63,11 @@ class World(Protocol):
         ...
 
     def step(self, state: BoxState, pusher_start: np.ndarray | None = None, pusher_end: np.ndarray | None = None,
-             grad: bool = False, param_names: Sequence[str] = (), step_index: int | None = None) -> StepResult:
-        """Advance one step; see :meth:`sim2real.physics.world.BoxWorld.step` for the contract."""
+             grad: bool = False, param_names: Sequence[str] = (), step_index: int | None = None,
+             warm_start: WarmStart | None = None) -> StepResult:
+        """Advance one step; see :meth:`sim2real.physics.world.BoxWorld.step` for the contract.
+
+        ``warm_start`` is the trajectory's memory of its previous step (one object per trajectory); an
+        engine that does not warm-start its solver from it ignores it.
+        """
         ...

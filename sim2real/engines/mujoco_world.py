@@ -44,6 +44,7 @@ from sim2real.physics.errors import SimulationError
 from sim2real.physics.outcome import StepOutcome
 from sim2real.physics.shapes import Capsule, Sphere, placement_pose
 from sim2real.physics.state import STATE_SIZE, BoxState
+from sim2real.physics.warm_start import WarmStart
 from sim2real.physics.world import ContactInfo, StepResult, checked_step_inputs
 from sim2real.spatial import to_matrix
 
@@ -273,8 +274,11 @@ class MujocoWorld:
         return self._perturbed[key]
 
     def step(self, state: BoxState, pusher_start: np.ndarray | None = None, pusher_end: np.ndarray | None = None,
-             grad: bool = False, param_names: Sequence[str] = (), step_index: int | None = None) -> StepResult:
+             grad: bool = False, param_names: Sequence[str] = (), step_index: int | None = None,
+             warm_start: WarmStart | None = None) -> StepResult:
         """Advance the box by ``sim.dt`` (``sim.substeps`` MuJoCo steps); the contract of ``BoxWorld.step``.
+
+        ``warm_start`` is accepted and ignored: each step sets MuJoCo's state from ``state`` alone.
 
         With ``grad``, the derivatives are central differences of this step (relative step
         :data:`FD_STEP`): state (13 columns; a quaternion column changes the raw component, as in our

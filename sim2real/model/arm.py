@@ -116,6 +116,8 @@ class ArmModel:
         q = np.asarray(q, dtype=float)
         if q.shape[-1] != len(self.joints):
             raise ValueError(f"expected {len(self.joints)} joint angles, got shape {q.shape}")
+        if q.ndim == 1:
+            return self._single_joint_frames(q)
         batch = q.shape[:-1]
         frames = np.empty((*batch, len(self.joints), 4, 4))
         current = np.broadcast_to(np.eye(4), (*batch, 4, 4))
@@ -130,6 +132,21 @@ class ArmModel:
             rot_z[..., 3, 3] = 1.0
             current = current @ joint.parent_from_joint @ rot_z
             frames[..., i, :, :] = current
+        return frames
+
+    def _single_joint_frames(self, q: FloatArray) -> FloatArray:
+        """:meth:`joint_frames` of one configuration ``q`` (6,): the chain without batch broadcasting
+        (a rotation about z only mixes the first two columns), shape (6, 4, 4)."""
+        frames = np.empty((len(self.joints), 4, 4))
+        cos, sin = np.cos(q), np.sin(q)
+        current = np.eye(4)
+        for i, joint in enumerate(self.joints):
+            frame = current @ joint.parent_from_joint
+            x_axis, y_axis = frame[:, 0].copy(), frame[:, 1].copy()
+            frame[:, 0] = cos[i] * x_axis + sin[i] * y_axis
+            frame[:, 1] = cos[i] * y_axis - sin[i] * x_axis
+            frames[i] = frame
+            current = frame
         return frames
 
     def forward(self, q: FloatArray, link: str = FLANGE_LINK) -> FloatArray:
@@ -147,7 +164,10 @@ class ArmModel:
         ndarray, shape (..., 4, 4)
             ``base_from_link``.
         """
-        frames = self.joint_frames(q)
+        return self._link_pose(self.joint_frames(q), link)
+
+    def _link_pose(self, frames: FloatArray, link: str) -> FloatArray:
+        """``base_from_link`` (..., 4, 4) of ``link`` from the joint frames (..., 6, 4, 4)."""
         if link == PUSHER_LINK:
             return frames[..., -1, :, :] @ self.flange_from_pusher
         for i, joint in enumerate(self.joints):
@@ -175,7 +195,7 @@ class ArmModel:
             Rows 0-2: linear velocity (m/s per rad/s); rows 3-5: angular velocity (rad/s per rad/s).
         """
         frames = self.joint_frames(q)
-        target = self.forward(q, link)[:3, 3]
+        target = self._link_pose(frames, link)[:3, 3]
         n_moving = len(self.joints) if link == PUSHER_LINK else self.link_names().index(link) + 1
         jac = np.zeros((6, len(self.joints)))
         axes = frames[:n_moving, :3, 2]
@@ -186,6 +206,14 @@ class ArmModel:
     def pusher_jacobian(self, q: FloatArray) -> FloatArray:
         """d(pusher centre)/dq, shape (3, 6), m/rad, base frame."""
         return self.jacobian(q, PUSHER_LINK)[:3]
+
+    def pusher_kinematics(self, q: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """The pusher centre (3,), m, and d(pusher centre)/dq (3, 6), m/rad, base frame, of one ``q`` (6,),
+        from one pass down the chain (:meth:`pusher_position` and :meth:`pusher_jacobian` together)."""
+        frames = self.joint_frames(q)
+        centre = self._link_pose(frames, PUSHER_LINK)[:3, 3]
+        axes = frames[:, :3, 2]
+        return centre, np.cross(axes, centre - frames[:, :3, 3]).T
 
     def within_limits(self, q: FloatArray, margin: float = 0.0) -> bool:
         """True if every angle of ``q`` (6,) lies inside the limits shrunk by ``margin`` (rad)."""

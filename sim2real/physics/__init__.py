@@ -12,10 +12,11 @@ from sim2real.physics.rollout import Rollout, rollout
 from sim2real.physics.settings import SolverSettings
 from sim2real.physics.shapes import Capsule, Sphere
 from sim2real.physics.state import STATE_SIZE, BoxState
+from sim2real.physics.warm_start import WarmStart
 from sim2real.physics.world import DIFFERENTIABLE_PARAMS, BoxWorld, ContactInfo, StepResult
 
 __all__ = [
     "DIFFERENTIABLE_PARAMS", "STATE_SIZE", "BoxState", "BoxWorld", "Capsule", "ContactInfo", "HardStep", "Rollout",
     "SimulationError", "SolveLog", "SolveSummary", "SolverSettings", "Sphere", "StepOutcome", "StepResult",
-    "rollout", "save_hard_steps", "solve_step",
+    "WarmStart", "rollout", "save_hard_steps", "solve_step",
 ]

@@ -49,6 +49,7 @@ from sim2real.physics.errors import SimulationError
 from sim2real.physics.layout import PARAMS_OFFSET, PUSHER_END_SLICE, PUSHER_START_SLICE, THETA_PARAMS, THETA_SIZE
 from sim2real.physics.outcome import StepOutcome
 from sim2real.physics.settings import SolverSettings
+from sim2real.physics.warm_start import WarmStart
 
 #: Format tag of hard-step files.
 HARD_STEP_FORMAT = "sim2real.hard_step/1"
@@ -368,8 +369,12 @@ _NO_JACOBIAN = np.empty((13, THETA_SIZE))
 
 
 def _kernel(problem: HardStep, rung: Rung, vector: np.ndarray, trace: bool, kappa_sim: float, kappa_grad: float,
-            grad: bool) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
-    """One compiled step: status, next state, Jacobian, smoothed state, info and the trace rows."""
+            grad: bool, warm: np.ndarray = kernels.NO_WARM
+            ) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+    """One compiled step: status, next state, Jacobian, smoothed state, info and the trace rows.
+
+    ``warm``: the warm-start buffer the compiled step starts from and refills (``kernels.NO_WARM``: cold).
+    """
     next_vec = np.empty(13)
     jacobian = np.empty((13, THETA_SIZE)) if grad else _NO_JACOBIAN
     smoothed = np.empty(13)
@@ -378,12 +383,12 @@ def _kernel(problem: HardStep, rung: Rung, vector: np.ndarray, trace: bool, kapp
     count = np.zeros(1, dtype=np.int64)
     status = kernels.step_kernel(problem.theta, problem.dt, problem.substeps * rung.substeps, problem.with_pusher,
                                  problem.capsule, kappa_sim, kappa_grad, grad, vector, next_vec, jacobian,
-                                 smoothed, info, rows, count)
+                                 smoothed, info, rows, count, warm)
     return int(status), next_vec, jacobian, smoothed, info, (rows[:min(int(count[0]), TRACE_ROWS)].copy()
                                                               if trace else None)
 
 
-def _attempt(problem: HardStep, rung: Rung, vector: np.ndarray, trace: bool
+def _attempt(problem: HardStep, rung: Rung, vector: np.ndarray, trace: bool, warm: np.ndarray = kernels.NO_WARM
              ) -> tuple[Attempt, np.ndarray, np.ndarray | None, np.ndarray, np.ndarray, float]:
     kappa_sim = max(problem.kappa_sim, rung.relaxed_kappa)
     kappa_grad = max(problem.kappa_grad, rung.relaxed_kappa)
@@ -401,7 +406,7 @@ def _attempt(problem: HardStep, rung: Rung, vector: np.ndarray, trace: bool
             rows = np.concatenate((rows, g_rows))
     else:
         status, next_vec, jacobian, smoothed, info, rows = _kernel(problem, rung, vector, trace, kappa_sim,
-                                                                   kappa_grad, problem.grad)
+                                                                   kappa_grad, problem.grad, warm)
     attempt = Attempt(rung, status, int(info[kernels.I_ITERATIONS]), float(info[kernels.I_RESIDUAL_VIO]),
                       float(info[kernels.I_KAPPA_VIO]), float(info[kernels.I_PATH_ERROR]),
                       float(info[kernels.I_FAILED_KAPPA]) if status != kernels.STATUS_OK else 0.0, rows)
@@ -409,7 +414,7 @@ def _attempt(problem: HardStep, rung: Rung, vector: np.ndarray, trace: bool
 
 
 def solve_step(problem: HardStep, strict: bool = False, trace: bool = False,
-               first_vector: np.ndarray | None = None) -> StepSolution:
+               first_vector: np.ndarray | None = None, warm: WarmStart | None = None) -> StepSolution:
     """Solve one step, escalating through :data:`LADDER` until a rung returns a state.
 
     Parameters
@@ -421,6 +426,9 @@ def solve_step(problem: HardStep, strict: bool = False, trace: bool = False,
         Record the per-iteration trace of every rung tried.
     first_vector : ndarray, optional
         Pre-packed settings vector of the first rung (saves packing it per step).
+    warm : WarmStart, optional
+        The trajectory's previous solution: the first rung starts from it and stores its own solution
+        there (recovery rungs start cold; after a step the first rung did not solve, it is empty).
 
     Returns
     -------
@@ -440,9 +448,10 @@ def solve_step(problem: HardStep, strict: bool = False, trace: bool = False,
         if rung.gradient_kappa > 0.0 and not (problem.grad and problem.kappa_grad < rung.gradient_kappa):
             continue  # nothing this rung would change
         vector = first_vector if number == 0 and first_vector is not None else settings_vector(problem.settings, rung)
-        attempt, next_vec, jacobian, smoothed, info, kappa = _attempt(problem, rung, vector, trace)
+        buffer = warm.buffer if number == 0 and warm is not None else kernels.NO_WARM
+        attempt, next_vec, jacobian, smoothed, info, kappa = _attempt(problem, rung, vector, trace, buffer)
         attempts.append(attempt)
-        if not (attempt.solved and np.all(np.isfinite(next_vec))):
+        if not (attempt.solved and np.isfinite(next_vec).all()):
             continue
         solution = StepSolution(rung.outcome, rung, tuple(attempts), next_vec, jacobian,
                                 smoothed if problem.grad else None, info, kappa)

@@ -33,6 +33,7 @@ from sim2real.physics.constants import GRAVITY
 from sim2real.physics.ladder import HardStep
 from sim2real.physics.outcome import SolveLog, SolveSummary
 from sim2real.physics.state import STATE_SIZE, BoxState
+from sim2real.physics.warm_start import WarmStart
 from sim2real.physics.world import ContactInfo
 
 if TYPE_CHECKING:  # the interface every engine's world offers (ours: physics.world.BoxWorld)
@@ -213,10 +214,11 @@ def rollout(world: BoxWorld, initial: BoxState, pusher_path: np.ndarray | None =
     contacts = []
     iterations = np.empty(count, dtype=int)
     log = SolveLog(context)
+    warm = WarmStart()
     for t in range(count):
         start = path[t] if path is not None else None
         end = path[t + 1] if path is not None else None
-        res = world.step(state, start, end, grad=grad, param_names=names, step_index=t)
+        res = world.step(state, start, end, grad=grad, param_names=names, step_index=t, warm_start=warm)
         state = res.state
         states[t + 1] = state.as_vector()
         contacts.append(res.contacts)

@@ -17,6 +17,7 @@ from sim2real.physics.outcome import StepOutcome
 from sim2real.physics.settings import SolverSettings
 from sim2real.physics.shapes import Capsule, Sphere
 from sim2real.physics.state import BoxState
+from sim2real.physics.warm_start import WarmStart
 
 #: Parameters a step can be differentiated with respect to.
 DIFFERENTIABLE_PARAMS: tuple[str, ...] = THETA_PARAMS
@@ -133,7 +134,7 @@ def checked_step_inputs(engine: str, differentiable: Sequence[str], pusher: Sphe
             raise Sim2RealError(f"{label} of a {type(pusher).__name__.lower()} pusher must have "
                                 f"{size} numbers (m, world), got shape {np.shape(placement)}")
         flat = np.asarray(placement, dtype=float).ravel()
-        if not np.all(np.isfinite(flat)):
+        if not np.isfinite(flat).all():
             where = f" at step {step_index}" if step_index is not None else ""
             raise Sim2RealError(f"{label}{where} is not finite: {flat.tolist()}")
         placements.append(flat)
@@ -160,6 +161,7 @@ class BoxWorld:
     settings: SolverSettings = field(default_factory=SolverSettings)
     _params_theta: np.ndarray = field(init=False, repr=False, compare=False)
     _settings_vector: np.ndarray = field(init=False, repr=False, compare=False)
+    _step_constants: tuple[float, int, float, float] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         edge = float(self.params["box.edge_radius"])
@@ -173,6 +175,9 @@ class BoxWorld:
             values[THETA_PARAMS.index("pusher.radius")] = self.pusher.radius
         object.__setattr__(self, "_params_theta", np.array(values))
         object.__setattr__(self, "_settings_vector", settings_vector(self.settings))
+        object.__setattr__(self, "_step_constants", (
+            float(self.params["sim.dt"]), int(self.params["sim.substeps"]), float(self.params["contact.kappa_sim"]),
+            float(self.params["contact.kappa_grad"])))
 
     @classmethod
     def from_params(cls, params: ParameterSet, pusher: Sphere | Capsule | str | None = "sphere",
@@ -211,7 +216,8 @@ class BoxWorld:
 
 
     def step(self, state: BoxState, pusher_start: np.ndarray | None = None, pusher_end: np.ndarray | None = None,
-             grad: bool = False, param_names: Sequence[str] = (), step_index: int | None = None) -> StepResult:
+             grad: bool = False, param_names: Sequence[str] = (), step_index: int | None = None,
+             warm_start: WarmStart | None = None) -> StepResult:
         """Advance the box by one time step ``sim.dt``.
 
         The numerical work runs in one compiled call (:func:`~sim2real.physics.kernels.step_kernel`).
@@ -232,6 +238,10 @@ class BoxWorld:
             Parameters to differentiate with respect to (subset of :data:`DIFFERENTIABLE_PARAMS`).
         step_index : int, optional
             Used in error messages only.
+        warm_start : WarmStart, optional
+            The trajectory's memory of its previous step: the solve starts from that step's solution
+            and leaves its own there (see :mod:`sim2real.physics.warm_start`). None: a cold start, the
+            step a pure function of its arguments.
 
         Returns
         -------
@@ -269,10 +279,11 @@ class BoxWorld:
         else:
             theta[13:PARAMS_OFFSET] = 0.0
         theta[PARAMS_OFFSET:] = self._params_theta
-        kappa_sim = float(self.params["contact.kappa_sim"])
-        problem = HardStep(theta, self.dt, self.substeps, with_pusher, capsule, kappa_sim,
-                           float(self.params["contact.kappa_grad"]), grad, self.settings, step_index=step_index)
-        solution = solve_step(problem, strict=self.settings.strict, first_vector=self._settings_vector)
+        dt, substeps, kappa_sim, kappa_grad = self._step_constants
+        problem = HardStep(theta, dt, substeps, with_pusher, capsule, kappa_sim, kappa_grad, grad, self.settings,
+                           step_index=step_index)
+        solution = solve_step(problem, strict=self.settings.strict, first_vector=self._settings_vector,
+                              warm=warm_start)
         info = solution.info
         if solution.outcome != StepOutcome.CONVERGED:
             problem = problem.with_context(outcome=solution.outcome.label, rung=solution.rung.name,
@@ -281,7 +292,7 @@ class BoxWorld:
             active=int(info[kernels.I_ACTIVE]),
             table_distance=float(info[kernels.I_TABLE_DISTANCE]),
             pusher_distance=float(info[kernels.I_PUSHER_DISTANCE]),
-            pusher_force=float(info[kernels.I_PUSHER_IMPULSE]) / self.dt,
+            pusher_force=float(info[kernels.I_PUSHER_IMPULSE]) / dt,
         )
         iterations = solution.iterations
         violation = solution.violation

@@ -73,6 +73,7 @@ from sim2real.physics import (
     rollout,
 )
 from sim2real.physics.servo import ServoParams, delay_split, servo_step
+from sim2real.physics.warm_start import WarmStart
 from sim2real.sysid.arm_trials import arm_solve, simulate_recorded_arm
 from sim2real.sysid.data import TrialData, box_states
 from sim2real.sysid.inputs import (
@@ -314,6 +315,7 @@ def _box_segments(rows: _Rows, data: TrialData, params: ParameterSet, names: tup
         _box_segment_rollouts(rows, data, world, names, engine_names, engine_cols, horizon, weights, pusher, states,
                               d_com)
         return
+    warm = WarmStart()  # consecutive segments start from nearby recorded states: the last solution is close
     for start in range(1, K, horizon):
         state = BoxState.from_vector(states[start])
         sens = _initial_sensitivity(names, d_com[start]) if grad else None
@@ -321,7 +323,7 @@ def _box_segments(rows: _Rows, data: TrialData, params: ParameterSet, names: tup
         for k in range(start, min(start + horizon, K)):
             p0 = pusher[k] if pusher is not None else None
             p1 = pusher[k + 1] if pusher is not None else None
-            step = world.step(state, p0, p1, grad=grad, param_names=engine_names, step_index=k)
+            step = world.step(state, p0, p1, grad=grad, param_names=engine_names, step_index=k, warm_start=warm)
             rows.log.record(step, k)
             degraded = degraded or int(step.outcome) >= int(StepOutcome.DEGRADED)
             if sens is not None:

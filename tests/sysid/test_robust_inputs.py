@@ -18,6 +18,7 @@ from fixtures.pushed_box import HIDDEN, NOMINAL, OTHER_ROBOT_Q, data, pusher_rec
 
 from sim2real.errors import Sim2RealError
 from sim2real.physics import BoxState, BoxWorld, StepOutcome, StepResult
+from sim2real.physics.warm_start import WarmStart
 from sim2real.sysid import (
     LMSettings,
     ResidualSpec,
@@ -109,9 +110,9 @@ def _degrading_step(original: Callable[..., StepResult],
     """A stand-in for ``BoxWorld.step`` that marks the steps ``when`` picks as degraded."""
     def step(self: BoxWorld, state: BoxState, pusher_start: np.ndarray | None = None,
              pusher_end: np.ndarray | None = None, grad: bool = False, param_names: tuple[str, ...] = (),
-             step_index: int | None = None) -> StepResult:
+             step_index: int | None = None, warm_start: WarmStart | None = None) -> StepResult:
         result = original(self, state, pusher_start, pusher_end, grad=grad, param_names=param_names,
-                          step_index=step_index)
+                          step_index=step_index, warm_start=warm_start)
         if when(self, step_index):
             return dataclasses.replace(result, outcome=StepOutcome.DEGRADED, rung="best iterate")
         return result

@@ -15,6 +15,8 @@ Layouts (``n`` contacts: 8 table corners, then the pusher if present):
   the capsule's two segment end points), parameters in the order of
   :data:`~sim2real.physics.layout.THETA_PARAMS`; read only through the named slots of
   :mod:`sim2real.physics.layout`;
+* warm-start buffer (:data:`WARM_SIZE`): contacts ``n`` of the stored solution (0: none), its κ, its
+  iterate ``w``; what :class:`~sim2real.physics.warm_start.WarmStart` holds between steps;
 * iterate ``w`` (6 + 8n): ``a`` (6), ``γ`` (n), ``s`` (n), ``ξ`` (n × 3 row-major), ``η`` (n × 3);
 * residual ``r`` (6 + 8n): dynamics (6), normal (n), cone head (n), slip (n × 2), complementarity
   of the normal pair (n), of the cone pair (n × 3). Sensitivity right-hand sides are columns of
@@ -51,6 +53,7 @@ from sim2real.physics.kernels.common import (  # noqa: F401
     I_TABLE_DISTANCE,
     INFO_SIZE,
     NO_TRACE,
+    NO_WARM,
     PROBLEM_SCRATCH,
     S_ACCEPT_BEST,
     S_BACKTRACK,
@@ -79,6 +82,12 @@ from sim2real.physics.kernels.common import (  # noqa: F401
     STATUS_OK,
     THETA_STEP,
     TRACE_COLUMNS,
+    W_CONTACTS,
+    W_ITERATE,
+    W_KAPPA,
+    WARM_MAX_ITERATIONS,
+    WARM_SHIFT,
+    WARM_SIZE,
     _invert,
     _rotation,
 )
@@ -100,6 +109,7 @@ from sim2real.physics.kernels.iteration import (  # noqa: F401
     initial_iterate,
     interior_point,
     pair_gap,
+    warm_iterate,
 )
 from sim2real.physics.kernels.newton import (  # noqa: F401
     _arrow_times,

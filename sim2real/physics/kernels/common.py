@@ -35,6 +35,18 @@ NO_TRACE = np.empty((0, len(TRACE_COLUMNS)))
 #: at least one solve ended on its best iterate instead of converging (only with ``S_ACCEPT_BEST``).
 STATUS_OK, STATUS_NOT_CONVERGED, STATUS_BREAKDOWN, STATUS_BEST_ITERATE = 0, 1, 2, 3
 
+#: Layout of a warm-start buffer (see :func:`step_kernel`): the number of contacts ``n`` of the stored solution
+#: (0: none stored), the central-path value κ it was solved at, then the iterate ``w`` (6 + 8n numbers; room
+#: for n = 9). :data:`NO_WARM` is the buffer of a call that neither uses nor keeps a warm start.
+W_CONTACTS, W_KAPPA, W_ITERATE = 0, 1, 2
+WARM_SIZE = W_ITERATE + 6 + 8 * 9
+NO_WARM = np.empty(0)
+"""Warm-start buffer of a call that starts cold and keeps nothing."""
+#: Iterations a warm-started solve may take before the step falls back to the cold start.
+WARM_MAX_ITERATIONS = 30
+#: Smallest shift (scaled units) that moves a stored solution's cone variables into their cones' interiors.
+WARM_SHIFT = 1e-4
+
 #: Work space (numbers) that the compiled maps need; :data:`SCRATCH_SIZE` covers every function here.
 PROBLEM_SCRATCH = 53
 SCRATCH_SIZE = 128

@@ -26,6 +26,9 @@ from sim2real.physics.kernels.common import (
     STATUS_BREAKDOWN,
     STATUS_NOT_CONVERGED,
     STATUS_OK,
+    W_ITERATE,
+    WARM_MAX_ITERATIONS,
+    WARM_SHIFT,
 )
 from sim2real.physics.kernels.newton import cone_search, factorize, nt_scaling, residual, solve, violations
 
@@ -73,14 +76,43 @@ def initial_iterate(n: int, jn: np.ndarray, bn: np.ndarray, v0: np.ndarray, md: 
 
 
 @njit(cache=True)
+def warm_iterate(n: int, warm: np.ndarray, kappa: float, scales: np.ndarray, w: np.ndarray) -> None:
+    """A stored solution moved strictly inside its cones: the start of a warm-started solve at ``kappa``.
+
+    ``warm`` is a warm-start buffer (layout ``W_*`` in ``common``) holding a solution with the same ``n``
+    contacts. Velocities are kept; every normal pair ``(γ, s)`` is raised to at least ``δ`` (impulse and
+    velocity scales) and every cone head to at least its tail's norm plus ``δ``, with
+    ``δ = max(WARM_SHIFT, 0.1 √κ)``, so contacts that separated or started touching since the stored step
+    can change side without the iterate starting on a cone boundary.
+    """
+    p, v = scales[0], scales[1]
+    delta = max(WARM_SHIFT, 0.1 * np.sqrt(kappa))
+    for k in range(6):
+        w[k] = warm[W_ITERATE + k]
+    for c in range(n):
+        w[6 + c] = max(warm[W_ITERATE + 6 + c], delta * p)
+        w[6 + n + c] = max(warm[W_ITERATE + 6 + n + c], delta * v)
+        for base, unit in ((6 + 2 * n + 3 * c, p), (6 + 5 * n + 3 * c, v)):
+            t1, t2 = warm[W_ITERATE + base + 1], warm[W_ITERATE + base + 2]
+            w[base + 1] = t1
+            w[base + 2] = t2
+            w[base] = max(warm[W_ITERATE + base], np.sqrt(t1 * t1 + t2 * t2) + delta * unit)
+
+
+@njit(cache=True)
 def interior_point(w: np.ndarray, n: int, dt: float, kappa: float, settings: np.ndarray, jn: np.ndarray,
                    jt: np.ndarray, bn: np.ndarray, bt: np.ndarray, mu: np.ndarray, v0: np.ndarray,
                    md: np.ndarray, scales: np.ndarray, centred: bool, trace: np.ndarray, trace_count: np.ndarray,
-                   substep: int) -> tuple[int, int, float, float, float]:
+                   substep: int, warm: bool = False) -> tuple[int, int, float, float, float]:
     """Solve ``r(w; κ) = 0`` in place from the starting point in ``w`` (see ``solver.interior_point``).
 
     Mehrotra predictor-corrector with Nesterov-Todd scaled cone rows, the analytic cone line
-    search and violation backtracking; κ continuation through ``continuation_kappa``.
+    search and violation backtracking; κ continuation through ``continuation_kappa``. With ``warm``
+    (``w`` is a previous solution moved inside its cones by :func:`warm_iterate`) there is no
+    continuation stage, the target is κ from the first iteration, only the central-path point at κ is
+    accepted (never the duality-gap criterion below: a warm start may approach a different
+    complementarity point than the cold start's, and only the central path fixes which), and at
+    most ``WARM_MAX_ITERATIONS`` iterations are spent (the caller then falls back to the cold start).
     ``centred``: converge onto the central-path point at κ (what the implicit gradients need);
     otherwise (forward hard-contact solve) after ``gap_patience`` iterations also accept every
     pair's duality gap within ``gap_factor`` κ (see ``settings.SolverSettings``).
@@ -104,6 +136,9 @@ def interior_point(w: np.ndarray, n: int, dt: float, kappa: float, settings: np.
     max_iterations = int(settings[S_MAX_ITERATIONS])
     max_backtracks = int(settings[S_MAX_BACKTRACKS])
     floor = max(kappa, settings[S_CONT_KAPPA])
+    if warm:
+        max_iterations = min(max_iterations, WARM_MAX_ITERATIONS)
+        floor = kappa
     res = np.empty(size)
     rhs = np.empty((size, 1))
     d_aff = np.empty((size, 1))
@@ -154,7 +189,7 @@ def interior_point(w: np.ndarray, n: int, dt: float, kappa: float, settings: np.
             best[:] = w
             best_r, best_k, best_path = r_vio, k_vio, path
         if floor == kappa and r_vio <= residual_tol and (
-                path <= kappa_rtol or (not centred and iteration >= settings[S_GAP_PATIENCE]
+                path <= kappa_rtol or (not centred and not warm and iteration >= settings[S_GAP_PATIENCE]
                                        and pair_gap(w, n) <= settings[S_GAP_FACTOR] * kappa * unit)):
             return STATUS_OK, iteration, r_vio, k_vio, path
         if iteration == max_iterations:

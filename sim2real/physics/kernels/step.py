@@ -37,11 +37,15 @@ from sim2real.physics.kernels.common import (
     STATUS_BEST_ITERATE,
     STATUS_BREAKDOWN,
     STATUS_OK,
+    W_CONTACTS,
+    W_ITERATE,
+    W_KAPPA,
+    WARM_SIZE,
     _rotation,
 )
 from sim2real.physics.kernels.contact import inner_half, next_state, problem_data, pusher_box_distance
 from sim2real.physics.kernels.gradients import implicit_jacobian
-from sim2real.physics.kernels.iteration import _finite, initial_iterate, interior_point
+from sim2real.physics.kernels.iteration import _finite, initial_iterate, interior_point, warm_iterate
 
 
 # --- the resting shortcut ---------------------------------------------------------------------
@@ -98,7 +102,7 @@ def resting(theta: np.ndarray, with_pusher: bool, capsule: bool, dt: float, sett
 def step_kernel(theta: np.ndarray, dt: float, substeps: int, with_pusher: bool, capsule: bool, kappa_sim: float,
                 kappa_grad: float, grad: bool, settings: np.ndarray, state_out: np.ndarray,
                 jacobian_out: np.ndarray, smoothed_out: np.ndarray, info: np.ndarray, trace: np.ndarray,
-                trace_count: np.ndarray) -> int:
+                trace_count: np.ndarray, warm: np.ndarray) -> int:
     """One time step ``dt`` (s) in ``substeps`` engine steps from the problem vector ``θ``.
 
     Parameters
@@ -129,6 +133,14 @@ def step_kernel(theta: np.ndarray, dt: float, substeps: int, with_pusher: bool, 
         1 if the shortcut was taken, the number of solves that ended on their best iterate.
     trace, trace_count : ndarray (rows, len(TRACE_COLUMNS)), ndarray (1,) int64
         Per-iteration solver trace (see :func:`interior_point`); :data:`NO_TRACE` records none.
+    warm : ndarray (WARM_SIZE,) or (0,)
+        Warm-start buffer, read and written: when it holds a solution with the same contacts at the same
+        first κ, the first solve of each sub-step starts from it (:func:`warm_iterate`, no continuation);
+        a warm solve that does not converge within ``WARM_MAX_ITERATIONS`` is redone from the cold start,
+        so a warm start changes the cost, never whether or where a step converges (the answer agrees
+        within the solver's tolerance). On return it holds this step's solution (or nothing, after a
+        failed or shortcut step). Later sub-steps always start from the sub-step before.
+        :data:`NO_WARM`: cold start, nothing kept.
 
     Returns
     -------
@@ -153,6 +165,8 @@ def step_kernel(theta: np.ndarray, dt: float, substeps: int, with_pusher: bool, 
             state_out[i] = 0.0
         info[I_ACTIVE] = 4.0
         info[I_RESTING] = 1.0
+        if warm.shape[0] == WARM_SIZE:
+            warm[W_CONTACTS] = 0.0
     else:
         jn = np.empty((n, 6))
         jt = np.empty((n, 2, 6))
@@ -177,6 +191,11 @@ def step_kernel(theta: np.ndarray, dt: float, substeps: int, with_pusher: bool, 
         iterations = 0
         accept_best = settings[S_ACCEPT_BEST] > 0.0
         best_used = 0
+        keep = warm.shape[0] == WARM_SIZE
+        stored = np.zeros(WARM_SIZE)
+        if keep:
+            stored[:] = warm
+            warm[W_CONTACTS] = 0.0  # until this step has succeeded
         for k in range(substeps):
             for i in range(_T):
                 sub[i] = work[i]
@@ -187,14 +206,31 @@ def step_kernel(theta: np.ndarray, dt: float, substeps: int, with_pusher: bool, 
                     sub[_PS + i] = p0 + (p1 - p0) * f0
                     sub[_PE + i] = p0 + (p1 - p0) * f1
             problem_data(sub, sub_dt, n, capsule, jn, jt, bn, bt, mu, v0, md, scales, scratch)
-            initial_iterate(n, jn, bn, v0, md, scales, w)
+            started_warm = stored[W_CONTACTS] == n and stored[W_KAPPA] == first
+            if started_warm:
+                warm_iterate(n, stored, first, scales, w)
+            else:
+                initial_iterate(n, jn, bn, v0, md, scales, w)
             count = 1 if first == second else 2
             for target in range(count):
                 kappa = first if target == 0 else second
                 centred = grad and kappa == kappa_grad
                 status, its, r_vio, k_vio, path = interior_point(w, n, sub_dt, kappa, settings, jn, jt, bn, bt,
-                                                                  mu, v0, md, scales, centred, trace, trace_count, k)
+                                                                  mu, v0, md, scales, centred, trace, trace_count, k,
+                                                                  target == 0 and started_warm)
                 iterations += its
+                if target == 0 and started_warm and status != STATUS_OK:
+                    initial_iterate(n, jn, bn, v0, md, scales, w)
+                    status, its, r_vio, k_vio, path = interior_point(w, n, sub_dt, kappa, settings, jn, jt, bn, bt,
+                                                                      mu, v0, md, scales, centred, trace,
+                                                                      trace_count, k)
+                    iterations += its
+                if target == 0 and status == STATUS_OK:
+                    stored[W_CONTACTS] = n
+                    stored[W_KAPPA] = first
+                    stored[W_ITERATE:W_ITERATE + size] = w
+                elif target == 0:
+                    stored[W_CONTACTS] = 0.0
                 info[I_RESIDUAL_VIO] = max(info[I_RESIDUAL_VIO], r_vio)
                 info[I_KAPPA_VIO] = max(info[I_KAPPA_VIO], k_vio)
                 info[I_PATH_ERROR] = max(info[I_PATH_ERROR], path)
@@ -239,6 +275,8 @@ def step_kernel(theta: np.ndarray, dt: float, substeps: int, with_pusher: bool, 
                 work[i] = state_out[i]
         if grad:
             jacobian_out[:, :] = total
+        if keep and best_used == 0:
+            warm[:] = stored
         active = 0
         for c in range(n):
             if w[6 + c] / scales[0] > ACTIVE_IMPULSE:
