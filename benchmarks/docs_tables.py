@@ -238,6 +238,16 @@ def _ms(value: Any) -> str:
     return "–" if value is None else f"{_f(value, 3)} ms"
 
 
+def _cold_steps(ours: Mapping[str, Any]) -> str:
+    """The cold-start figures of ``benchmarks.engine`` (steps not started from the previous solution), if stored."""
+    if "step_cold_ms" not in ours:
+        return ""
+    return (f", each step started from the previous one's solution; started cold: {_ms(ours['step_cold_ms'])} / "
+            f"{_ms(ours['step_with_jacobian_cold_ms'])}, {_f(ours['iterations_forward_cold']['median'])} / "
+            f"{_f(ours['iterations_with_jacobian_cold']['median'])} iterations; warm and cold next states differ by "
+            f"at most {ours['warm_minus_cold_state_max']:.1e}")
+
+
 def speed_rows() -> list[tuple[str, str, str, str]]:
     """Rows (benchmark, measure, result, target) of the speed table, from engine, trial and sysid."""
     rows: list[tuple[str, str, str, str]] = []
@@ -252,12 +262,14 @@ def speed_rows() -> list[tuple[str, str, str, str]]:
                          f"{_ms(ours['step_ms'])} forward, {_ms(ours['step_with_jacobian_ms'])} with the Jacobian "
                          f"(state, pusher and {ours['jacobian_parameters']} parameters); median "
                          f"{_f(ours['iterations_forward']['median'])} / "
-                         f"{_f(ours['iterations_with_jacobian']['median'])} iterations", "≤ 1 ms"))
+                         f"{_f(ours['iterations_with_jacobian']['median'])} iterations" + _cold_steps(ours), "≤ 1 ms"))
         if "step_ms" in mujoco:
             rows.append(("", f"MuJoCo {mujoco['mujoco_version']} ({mujoco['cone']} cone) on the same push: bare "
                          "`mj_step`, centred `mjd_transitionFD`",
                          f"{_ms(mujoco['step_ms'])}, {_ms(mujoco['fd_jacobian_centred_ms'])}; ours / MuJoCo: step "
-                         f"×{_f(ratios.get('step_ours_over_mj_step'))}, Jacobian "
+                         f"×{_f(ratios.get('step_ours_over_mj_step'))}"
+                         + (f" (cold ×{_f(ratios['step_cold_ours_over_mj_step'])})"
+                            if "step_cold_ours_over_mj_step" in ratios else "") + ", Jacobian "
                          f"×{_f(ratios.get('jacobian_ours_over_mjd_transitionFD'))}", "Jacobian no slower"))
         engines = out.get("engines") or {}
         cells = []
