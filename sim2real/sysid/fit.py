@@ -319,10 +319,75 @@ def fit_trials(records: Sequence[TrialRecord], start: ParameterSet, free: Sequen
         usable (the message names each one and why), or in strict mode a step that does
         not converge.
     """
-    free_set = free if isinstance(free, FreeParameters) else FreeParameters.parse(free)
     spec_ = ResidualSpec(horizon=horizon, weights=weights or Weights(), mode=mode, pusher=pusher, strict=strict,
                          pusher_shape=pusher_shape, engine=engine, exact_gradients=exact_gradients)
     settings = settings or LMSettings()
+    inputs = _checked_inputs(records, sources, validation, validation_sources, failures, start, free, bounds,
+                             per_object, platform, spec_)
+    with contextlib.ExitStack() as stack:
+        if isinstance(executor, str):  # opened here, after the inputs were checked; jackknife refits reuse it
+            executor = stack.enter_context(open_executor(executor, workers))
+        fitted, start_x = _fit_on(executor, inputs, settings, starts, mode, platform, progress, log)
+        fitted_names = {trial.name for trial in inputs.prepared.trials}
+        if not jackknife or len(fitted_names) < 2:
+            return with_verdicts(fitted)
+        # Each refit runs inline in its task, from the start whose optimum is reported, once.
+        free_set = inputs.free_set
+        refit = functools.partial(fit_trials, start=inputs.start.replace(free_set.shared(start_x)),
+                                  free=FreeParameters(free_set.groups), per_object=sorted(free_set.per_object),
+                                  horizon=horizon, weights=spec_.weights, mode=mode, bounds=bounds, settings=settings,
+                                  platform=platform, pusher=pusher, strict=strict, pusher_shape=pusher_shape,
+                                  engine=engine, exact_gradients=exact_gradients, starts=1)
+        if log is not None:
+            log(f"jackknife: {len(fitted_names)} leave-one-out refits on {executor.label}")
+        measured = refit_jackknife([r for r in records if r.name in fitted_names], free_set.unknown_names, refit,
+                                   log, executor)
+        if measured is None:
+            fitted.warnings.append("trial jackknife: fewer than two refits succeeded; intervals not checked")
+            return with_verdicts(fitted)
+        return with_verdicts(with_refit_jackknife(fitted, measured))
+
+
+@dataclass
+class _FitInputs:
+    """What :func:`fit_trials` fits, checked before any executor opens.
+
+    Attributes
+    ----------
+    free_set : FreeParameters
+        The free names, tied groups and per-object unknowns (objects from the usable trials).
+    spec_ : ResidualSpec
+    prepared, held : _Prepared
+        The trials to fit and the held-out trials, resampled and checked.
+    left_out : list of TrialFailure
+        Every trial left out so far (given, fitted or held out), with why.
+    setup : Unknowns
+        Start values, bounds and typical magnitudes of the unknowns.
+    warnings : list of str
+        What the set-up changed or the recordings lack.
+    """
+
+    free_set: FreeParameters
+    spec_: ResidualSpec
+    prepared: _Prepared
+    held: _Prepared
+    left_out: list[TrialFailure]
+    setup: Unknowns
+    warnings: list[str]
+
+    @property
+    def start(self) -> ParameterSet:
+        """The start values (tied names set to their group's first value)."""
+        return self.setup.start
+
+
+def _checked_inputs(records: Sequence[TrialRecord], sources: Sequence[str] | None,
+                    validation: Sequence[TrialRecord], validation_sources: Sequence[str] | None,
+                    failures: Sequence[TrialFailure], start: ParameterSet,
+                    free: Sequence[str] | str | FreeParameters, bounds: Mapping[str, tuple[float, float]] | None,
+                    per_object: str | Sequence[str] | None, platform: str, spec_: ResidualSpec) -> _FitInputs:
+    """The fit's inputs checked and prepared (see :func:`fit_trials` for the arguments and what raises)."""
+    free_set = free if isinstance(free, FreeParameters) else FreeParameters.parse(free)
     if not records:
         raise Sim2RealError("no trials to fit")
     names = free_set.names
@@ -340,84 +405,73 @@ def fit_trials(records: Sequence[TrialRecord], start: ParameterSet, free: Sequen
                                      [(t.name, t.object_name) for t in prepared.trials])
     left_out += _drop_unfitted_objects(held, free_set)
     setup = unknowns(free_set, start, bounds)
-    start, warnings, x0, lower, upper = setup.start, setup.warnings, setup.x0, setup.lower, setup.upper
+    warnings = setup.warnings
     for trial in prepared.trials:
         if trial.kind == "arm" and spec_.horizon is not None and trial.command is None and any(
                 n.startswith("arm.") for n in names):
             warnings.append(f"trial '{trial.name}' has no recorded joint commands: it gives no servo residuals")
     warnings += recording_warnings(records)
+    return _FitInputs(free_set, spec_, prepared, held, left_out, setup, warnings)
 
-    with contextlib.ExitStack() as stack:
-        if isinstance(executor, str):  # opened here, after the inputs were checked; jackknife refits reuse it
-            executor = stack.enter_context(open_executor(executor, workers))
-        evaluator = FitEvaluator(executor, prepared.trials, start, free_set.parameters, free_set.reduce_columns,
-                                 names, spec_)
-        start_failures = evaluator.start(x0)
-        left_out += start_failures
-        if not evaluator.start_results:
-            raise_all_failed(left_out, "no trial can be fitted")
-        _drop_failed(prepared, {f.name for f in start_failures})
-        held_out = HeldOut(executor, held.trials, start, free_set.parameters, held_spec(spec_), settings.loss,
-                           settings.loss_scale)
-        left_out += held_out.start(x0)
+
+def _fit_on(executor: Executor, inputs: _FitInputs, settings: LMSettings, starts: int | None, mode: str,
+            platform: str, progress: Progress | None, log: Callable[[str], None] | None
+            ) -> tuple[FitResult, np.ndarray]:
+    """Levenberg-Marquardt from the given start (and the other starts) on ``executor``, the held-out
+    predictions and the assembled result (before the interval verdicts); and the start (p,) of the
+    reported optimum."""
+    free_set, spec_, prepared, setup = inputs.free_set, inputs.spec_, inputs.prepared, inputs.setup
+    start, x0, lower, upper, left_out = setup.start, setup.x0, setup.lower, setup.upper, inputs.left_out
+    evaluator = FitEvaluator(executor, prepared.trials, start, free_set.parameters, free_set.reduce_columns,
+                             free_set.names, spec_)
+    start_failures = evaluator.start(x0)
+    left_out += start_failures
+    if not evaluator.start_results:
+        raise_all_failed(left_out, "no trial can be fitted")
+    _drop_failed(prepared, {f.name for f in start_failures})
+    held_out = HeldOut(executor, inputs.held.trials, start, free_set.parameters, held_spec(spec_), settings.loss,
+                       settings.loss_scale)
+    left_out += held_out.start(x0)
+    if log is not None:
+        _log_inputs(log, prepared)
+        log(f"fitting {len(free_set.labels)} parameter(s) to {len(prepared.trials)} trial(s), horizon "
+            f"{spec_.label}, on {executor.label}")
+        if evaluator.dropped_rows:
+            log(f"{evaluator.dropped_rows} residual row(s) left out: they depend on degraded solver steps")
+
+    def report(entry: TraceEntry) -> None:
+        evaluator.on_entry(entry)
+        held_out.on_entry(entry)
+        if progress is not None:
+            progress(entry)
         if log is not None:
-            _log_inputs(log, prepared)
-            log(f"fitting {len(free_set.labels)} parameter(s) to {len(prepared.trials)} trial(s), horizon "
-                f"{spec_.label}, on {executor.label}")
-            if evaluator.dropped_rows:
-                log(f"{evaluator.dropped_rows} residual row(s) left out: they depend on degraded solver steps")
+            mark = "" if entry.accepted else (f" (rejected: {entry.note})" if entry.note else " (rejected)")
+            log(f"iteration {entry.iteration:2d}: cost {entry.cost:.6g}  step {entry.step_norm:.3g}  "
+                f"damping {entry.damping:.3g}{mark}")
 
-        def report(entry: TraceEntry) -> None:
-            evaluator.on_entry(entry)
-            held_out.on_entry(entry)
-            if progress is not None:
-                progress(entry)
-            if log is not None:
-                mark = "" if entry.accepted else (f" (rejected: {entry.note})" if entry.note else " (rejected)")
-                log(f"iteration {entry.iteration:2d}: cost {entry.cost:.6g}  step {entry.step_norm:.3g}  "
-                    f"damping {entry.damping:.3g}{mark}")
-
-        result = levenberg_marquardt(evaluator, x0, lower, upper, settings, report, setup.typical,
-                                     clusters=lambda: evaluator.rows_per_trial)
-        cost_start = float(result.trace[0].cost)
-        verdict = _other_starts(evaluator, result, x0, lower, upper, settings, setup.typical, free_set.labels,
-                                starts, prepared.trials, log)
-        start_x = x0
-        if verdict is not None and verdict.chosen > 0:  # another start's optimum is clearly lower: report it
-            chosen = verdict.runs[verdict.chosen]
-            assert chosen.result is not None
-            result, start_x = chosen.result, chosen.start
-            evaluator.settle(result.x)
-            held_out.restart_at(result.x, max(1, int(result.trace[-1].iteration)))
-            if log is not None:
-                log(f"warning: {verdict.warning}")
-        predictions = None
-        if held_out.trials:
-            if log is not None:
-                log(f"predicting {len(prepared.trials)} training and {len(held_out.trials)} held-out trial(s) "
-                    "whole, at the start and the fitted values")
-            predictions = _predictions(executor, evaluator, held_out, start, free_set, result.x, spec_)
-
-        fitted = _result(result, start, free_set, x0, lower, upper, settings, spec_, prepared, evaluator, held_out,
-                         warnings, left_out, mode, platform, predictions, cost_start, verdict)
-        if not jackknife or len(prepared.trials) < 2:
-            return with_verdicts(fitted)
-        fitted_names = {trial.name for trial in prepared.trials}
-
-        # Each refit runs inline in its task, from the start whose optimum is reported, once.
-        refit = functools.partial(fit_trials, start=start.replace(free_set.shared(start_x)),
-                                  free=FreeParameters(free_set.groups), per_object=sorted(free_set.per_object),
-                                  horizon=horizon, weights=spec_.weights, mode=mode, bounds=bounds, settings=settings,
-                                  platform=platform, pusher=pusher, strict=strict, pusher_shape=pusher_shape,
-                                  engine=engine, exact_gradients=exact_gradients, starts=1)
+    result = levenberg_marquardt(evaluator, x0, lower, upper, settings, report, setup.typical,
+                                 clusters=lambda: evaluator.rows_per_trial)
+    cost_start = float(result.trace[0].cost)
+    verdict = _other_starts(evaluator, result, x0, lower, upper, settings, setup.typical, free_set.labels,
+                            starts, prepared.trials, log)
+    start_x = x0
+    if verdict is not None and verdict.chosen > 0:  # another start's optimum is clearly lower: report it
+        chosen = verdict.runs[verdict.chosen]
+        assert chosen.result is not None
+        result, start_x = chosen.result, chosen.start
+        evaluator.settle(result.x)
+        held_out.restart_at(result.x, max(1, int(result.trace[-1].iteration)))
         if log is not None:
-            log(f"jackknife: {len(fitted_names)} leave-one-out refits on {executor.label}")
-        measured = refit_jackknife([r for r in records if r.name in fitted_names], free_set.unknown_names, refit,
-                                   log, executor)
-        if measured is None:
-            fitted.warnings.append("trial jackknife: fewer than two refits succeeded; intervals not checked")
-            return with_verdicts(fitted)
-        return with_verdicts(with_refit_jackknife(fitted, measured))
+            log(f"warning: {verdict.warning}")
+    predictions = None
+    if held_out.trials:
+        if log is not None:
+            log(f"predicting {len(prepared.trials)} training and {len(held_out.trials)} held-out trial(s) "
+                "whole, at the start and the fitted values")
+        predictions = _predictions(executor, evaluator, held_out, start, free_set, result.x, spec_)
+    fitted = _result(result, start, free_set, x0, lower, upper, settings, spec_, prepared, evaluator, held_out,
+                     inputs.warnings, left_out, mode, platform, predictions, cost_start, verdict)
+    return fitted, start_x
 
 
 def _other_starts(evaluator: FitEvaluator, main: LMResult, x0: np.ndarray, lower: np.ndarray, upper: np.ndarray,
