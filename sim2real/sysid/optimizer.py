@@ -37,6 +37,16 @@ STOP_MAX_ITERATIONS = "maximum iterations"
 STOP_STATISTICAL = "step below 5 % of the standard deviations"
 #: :attr:`LMSettings.stat_tol` applies once an accepted step lowered the cost by less than this fraction.
 STAT_COST_FRACTION = 1e-3
+#: Two accepted steps in a row whose actual cost decrease exceeds the Gauss-Newton prediction by this factor
+#: mark a fit that creeps: the second is tried again at twice (and then four times) its length
+#: (:func:`_extended_step`).
+EXTEND_RATIO = 1.25
+#: Doublings tried along such a step.
+MAX_EXTENSIONS = 2
+#: A rejected step shrinks the trust radius to this fraction of the step's largest move (in typical
+#: magnitudes): near a minimum of a cost that is rough at the scale of the parameters' uncertainty (contacts
+#: that switch), the steps that follow reach the statistical stop's scale in two rejections, not four.
+REJECT_SHRINK = 0.25
 #: An iterate that comes from inside the bounds stops this fraction of the bound range short of a bound.
 #: On the bound itself a parameter's Jacobian column can vanish (a friction coefficient of 0: the cone
 #: collapses and the solve no longer depends on it), and the fit could never leave it: a planar-push fit
@@ -309,6 +319,44 @@ def _snap_to_bounds(evaluate: Evaluate, x: np.ndarray, cost: float, g: np.ndarra
     return (x_bound, r, J, cost_bound, w) if cost_bound <= cost else None
 
 
+def _extended_step(evaluate: Evaluate, x_old: np.ndarray, step: np.ndarray, lower: np.ndarray, upper: np.ndarray,
+                   cost: float, settings: LMSettings
+                   ) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray, float, np.ndarray] | None, int]:
+    """The accepted ``step`` (p,) from ``x_old`` (p,) doubled while the cost keeps falling below ``cost``.
+
+    Gauss-Newton drops the residuals' second derivatives; with large residuals (a model that cannot
+    match real data exactly) and contacts that switch within a step, its quadratic model can
+    over-estimate the curvature, and its steps then stop short: the actual decrease exceeds the
+    predicted one step after step and the fit creeps towards the minimum. Trying the same direction
+    at two and four times the length costs one evaluation each and turns that creep into a line search.
+
+    Returns
+    -------
+    (x, r, J, cost, loss weights) of the best doubled step, or None when none lowered the cost; and
+    the number of evaluations spent.
+    """
+    best = None
+    spent = 0
+    factor = 1.0
+    for _ in range(MAX_EXTENSIONS):
+        factor *= 2.0
+        x_try = clip_inside(x_old + factor * step, x_old, lower, upper)
+        if np.array_equal(x_try, best[0] if best is not None else x_old + step):
+            break  # clipped at a bound: no longer step to try
+        spent += 1
+        try:
+            r_try, J_try = evaluate(x_try)
+        except FitAbortedError:
+            raise
+        except Sim2RealError:
+            break
+        cost_try, w_try = loss_weights(r_try, settings.loss, settings.loss_scale)
+        if not (np.isfinite(cost_try) and cost_try < cost):
+            break
+        best, cost = (x_try, r_try, J_try, cost_try, w_try), cost_try
+    return best, spent
+
+
 def levenberg_marquardt(evaluate: Evaluate, x0: np.ndarray, lower: np.ndarray, upper: np.ndarray,
                         settings: LMSettings = LMSettings(), progress: Progress | None = None,
                         typical: np.ndarray | None = None,
@@ -368,6 +416,7 @@ def levenberg_marquardt(evaluate: Evaluate, x0: np.ndarray, lower: np.ndarray, u
     radius = float(settings.initial_step)  # trust radius, in typical magnitudes
     stop = STOP_MAX_ITERATIONS
     last_decrease = float("inf")  # relative cost decrease of the last accepted step
+    last_ratio = 0.0  # gain ratio of the last accepted step
 
     def record(entry: TraceEntry) -> None:
         trace.append(entry)
@@ -434,7 +483,19 @@ def levenberg_marquardt(evaluate: Evaluate, x0: np.ndarray, lower: np.ndarray, u
         if accepted:
             old_cost = cost
             last_decrease = actual / old_cost if old_cost > 0.0 else 0.0
+            x_old = x
             x, r, J, cost, w = x_new, r_new, J_new, cost_new, w_new
+            if ratio > EXTEND_RATIO and last_ratio > EXTEND_RATIO:
+                extended, spent = _extended_step(evaluate, x_old, step, lower, upper, cost, settings)
+                evaluations += spent
+                if extended is not None:
+                    x, r, J, cost, w = extended
+                    step = x - x_old
+                    step_norm = float(np.linalg.norm(step * scale))
+                    actual = old_cost - cost
+                    last_decrease = actual / old_cost if old_cost > 0.0 else 0.0
+                    radius = max(radius, float(np.max(np.abs(step) / typical, initial=0.0)))
+            last_ratio = ratio
             damping *= max(1.0 / 3.0, 1.0 - (2.0 * min(ratio, 1.0) - 1.0) ** 3) if ratio > 0 else 1.0
             nu = 2.0
             if ratio > 0.75 and float(np.max(np.abs(step) / typical, initial=0.0)) >= 0.5 * radius:
@@ -446,7 +507,7 @@ def levenberg_marquardt(evaluate: Evaluate, x0: np.ndarray, lower: np.ndarray, u
             nu *= 2.0
             longest = float(np.max(np.abs(step) / typical, initial=0.0))
             if longest > 0.0:
-                radius = min(radius, 0.5 * longest)
+                radius = min(radius, REJECT_SHRINK * longest)
         record(TraceEntry(iteration, cost, step_norm, float(damping), accepted,
                           float(np.max(np.abs(pg), initial=0.0)), float(ratio), tuple(x), time.monotonic() - clock,
                           note))

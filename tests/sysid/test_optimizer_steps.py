@@ -1,0 +1,55 @@
+"""The optimizer's step control: the line search along a creeping Gauss-Newton step, and what it never does."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sim2real.sysid.optimizer import BOUND_MARGIN, MAX_EXTENSIONS, LMSettings, _extended_step, levenberg_marquardt
+
+
+def _quadratic(minimum: float, calls: list[float]):
+    """``x (1,) -> (r (1,), J (1, 1))`` of the cost ½ (x - minimum)², recording each x it is asked for."""
+    def evaluate(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        calls.append(float(x[0]))
+        return np.array([x[0] - minimum]), np.ones((1, 1))
+    return evaluate
+
+
+def test_a_short_step_is_doubled_while_the_cost_falls() -> None:
+    calls: list[float] = []
+    best, spent = _extended_step(_quadratic(4.0, calls), np.zeros(1), np.ones(1), np.array([-10.0]),
+                                 np.array([10.0]), 0.5 * 3.0 ** 2, LMSettings())
+    assert best is not None and best[0][0] == 4.0 and best[3] == 0.0
+    assert spent == MAX_EXTENSIONS == 2 and calls == [2.0, 4.0]
+
+
+def test_a_doubling_that_raises_the_cost_is_not_taken() -> None:
+    calls: list[float] = []
+    best, spent = _extended_step(_quadratic(1.2, calls), np.zeros(1), np.ones(1), np.array([-10.0]),
+                                 np.array([10.0]), 0.5 * 0.2 ** 2, LMSettings())
+    assert best is None and spent == 1 and calls == [2.0]
+
+
+def test_a_doubling_stops_at_a_bound() -> None:
+    calls: list[float] = []
+    best, spent = _extended_step(_quadratic(9.0, calls), np.zeros(1), np.ones(1), np.array([-10.0]),
+                                 np.array([1.5]), 0.5 * 8.0 ** 2, LMSettings())
+    # the first doubling is clipped a margin short of the bound (BOUND_MARGIN of the range) and still lowers
+    # the cost; the next doubling is clipped to the same point and not evaluated again
+    assert best is not None and best[0][0] == 1.5 - BOUND_MARGIN * 11.5 and spent == 1 and len(calls) == 1
+
+
+def test_a_well_modelled_fit_never_extends() -> None:
+    """On a linear least-squares problem the Gauss-Newton model is exact (gain ratio 1): no extra evaluations."""
+    rng = np.random.default_rng(3)
+    A = rng.standard_normal((20, 3))
+    b = rng.standard_normal(20)
+    calls: list[float] = []
+
+    def evaluate(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        calls.append(float(x[0]))
+        return A @ x - b, A
+
+    result = levenberg_marquardt(evaluate, np.zeros(3), np.full(3, -1e3), np.full(3, 1e3), LMSettings())
+    np.testing.assert_allclose(result.x, np.linalg.lstsq(A, b, rcond=None)[0], rtol=1e-6, atol=1e-9)
+    assert len(calls) == len(result.trace)  # the start, then one evaluation per iteration
