@@ -226,10 +226,12 @@ def print_summary(result: FitResult, params_path: object, json_path: object) -> 
     iterations = result.trace[-1]["iteration"] if result.trace else 0
     _log(f"stopped: {result.stop_reason} after {iterations} iteration(s); cost {result.cost_start:.6g} -> "
          f"{result.cost_final:.6g}")
+    from sim2real.report.cells import describe_tally
+
     for when in ("start", "final"):
         summary = result.solver.get(when)
         if summary:
-            _log(f"solver at the {when} values: {_describe_solve(summary)}")
+            _log(f"solver at the {when} values: {describe_tally(summary)}")
     if result.dropped_rows:
         _log(f"{result.dropped_rows} residual row(s) left out (degraded solver steps)")
     method = result.data.get("uncertainty", {}).get("method")
@@ -283,15 +285,6 @@ def _mm(value: object) -> str:
 
 def _deg(value: object) -> str:
     return f"{float(value):.1f}" if isinstance(value, (int, float)) else "?"
-
-
-def _describe_solve(summary: dict) -> str:
-    text = (f"{summary.get('steps', 0)} steps: {summary.get('converged', 0)} converged, "
-            f"{summary.get('recovered', 0)} recovered, {summary.get('degraded', 0)} degraded")
-    if summary.get("recovered") or summary.get("degraded"):
-        text += (f"; worst residual {float(summary.get('worst_residual') or 0.0):.2g}, worst complementarity "
-                 f"{float(summary.get('worst_complementarity') or 0.0):.2g}")
-    return text
 
 
 def _spread_options(args: argparse.Namespace) -> tuple[float, float]:

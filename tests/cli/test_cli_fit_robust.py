@@ -191,7 +191,7 @@ def test_hard_steps_of_fits_and_replays_are_saved_and_counted(other_robot_bag: P
     assert document["dropped_rows"] == 6 and document["solver"]["start"]["degraded"] == 1
     assert "6 of " in document["problems"][0] and "degraded solver steps" in document["problems"][0]
     solver_line = next(line for line in err.splitlines() if line.startswith("fit: solver at the start values:"))
-    assert ", 1 degraded; worst residual" in solver_line
+    assert ", 1 degraded (worst residual" in solver_line
     assert "fit: 6 residual row(s) left out (degraded solver steps)" in err
     # Hard steps go into a folder beside OUT named after it, one per output (issue 29).
     files = sorted((out.parent / "fitted.hard_steps").glob("*.json"))
