@@ -63,6 +63,16 @@ class RevoluteJoint:
     max_effort: float
 
 
+def _cross_rows(a: FloatArray, b: FloatArray) -> FloatArray:
+    """Row-wise cross products ``a[i] × b[i]`` of two (n, 3) arrays, (n, 3) (``np.cross`` without its
+    axis handling, which costs more than the products for a handful of rows)."""
+    out = np.empty_like(a)
+    out[:, 0] = a[:, 1] * b[:, 2] - a[:, 2] * b[:, 1]
+    out[:, 1] = a[:, 2] * b[:, 0] - a[:, 0] * b[:, 2]
+    out[:, 2] = a[:, 0] * b[:, 1] - a[:, 1] * b[:, 0]
+    return out
+
+
 @dataclass(frozen=True)
 class ArmModel:
     """Serial chain of the xArm 6 (joint axes are the local z axes, as in the URDF).
@@ -199,7 +209,7 @@ class ArmModel:
         n_moving = len(self.joints) if link == PUSHER_LINK else self.link_names().index(link) + 1
         jac = np.zeros((6, len(self.joints)))
         axes = frames[:n_moving, :3, 2]
-        jac[:3, :n_moving] = np.cross(axes, target - frames[:n_moving, :3, 3]).T
+        jac[:3, :n_moving] = _cross_rows(axes, target - frames[:n_moving, :3, 3]).T
         jac[3:, :n_moving] = axes.T
         return jac
 
@@ -213,7 +223,7 @@ class ArmModel:
         frames = self.joint_frames(q)
         centre = self._link_pose(frames, PUSHER_LINK)[:3, 3]
         axes = frames[:, :3, 2]
-        return centre, np.cross(axes, centre - frames[:, :3, 3]).T
+        return centre, _cross_rows(axes, centre - frames[:, :3, 3]).T
 
     def within_limits(self, q: FloatArray, margin: float = 0.0) -> bool:
         """True if every angle of ``q`` (6,) lies inside the limits shrunk by ``margin`` (rad)."""
