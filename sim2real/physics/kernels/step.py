@@ -137,8 +137,8 @@ def step_kernel(theta: np.ndarray, dt: float, substeps: int, with_pusher: bool, 
         Warm-start buffer, read and written: when it holds a solution with the same contacts at the same
         first κ, the first solve of each sub-step starts from it (:func:`warm_iterate`, no continuation);
         a warm solve that does not converge within ``WARM_MAX_ITERATIONS`` is redone from the cold start,
-        so a warm start changes the cost, never whether or where a step converges (the answer agrees
-        within the solver's tolerance). On return it holds this step's solution (or nothing, after a
+        so a warm start changes the cost, never whether a step converges (the answer agrees with the cold
+        start's within the solver's tolerance). On return it holds this step's solution (or nothing, after a
         failed or shortcut step). Later sub-steps always start from the sub-step before.
         :data:`NO_WARM`: cold start, nothing kept.
 
