@@ -342,7 +342,7 @@ def _extended_step(evaluate: Evaluate, x_old: np.ndarray, step: np.ndarray, lowe
         factor *= 2.0
         x_try = clip_inside(x_old + factor * step, x_old, lower, upper)
         if np.array_equal(x_try, best[0] if best is not None else x_old + step):
-            break  # clipped at a bound: no longer step to try
+            break  # clipped at a bound: no longer step left to try
         spent += 1
         try:
             r_try, J_try = evaluate(x_try)
