@@ -204,7 +204,10 @@ class ArmModel:
         ndarray, shape (6, 6)
             Rows 0-2: linear velocity (m/s per rad/s); rows 3-5: angular velocity (rad/s per rad/s).
         """
-        frames = self.joint_frames(q)
+        return self._jacobian_at(self.joint_frames(q), link)
+
+    def _jacobian_at(self, frames: FloatArray, link: str) -> FloatArray:
+        """:meth:`jacobian` (6, 6) from the joint frames (6, 4, 4) of one configuration."""
         target = self._link_pose(frames, link)[:3, 3]
         n_moving = len(self.joints) if link == PUSHER_LINK else self.link_names().index(link) + 1
         jac = np.zeros((6, len(self.joints)))
@@ -221,9 +224,7 @@ class ArmModel:
         """The pusher centre (3,), m, and d(pusher centre)/dq (3, 6), m/rad, base frame, of one ``q`` (6,),
         from one pass down the chain (:meth:`pusher_position` and :meth:`pusher_jacobian` together)."""
         frames = self.joint_frames(q)
-        centre = self._link_pose(frames, PUSHER_LINK)[:3, 3]
-        axes = frames[:, :3, 2]
-        return centre, _cross_rows(axes, centre - frames[:, :3, 3]).T
+        return self._link_pose(frames, PUSHER_LINK)[:3, 3], self._jacobian_at(frames, PUSHER_LINK)[:3]
 
     def within_limits(self, q: FloatArray, margin: float = 0.0) -> bool:
         """True if every angle of ``q`` (6,) lies inside the limits shrunk by ``margin`` (rad)."""
