@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from fixtures import planar_pushes as pushes
 
-from sim2real.sysid import LMSettings, fit_trials
+from sim2real.sysid import FitProblem, LMSettings, ResidualSpec, fit_trials
 from sim2real.trials import read_trial
 
 RADII = (0.1, 0.25, 0.5, 0.75)
@@ -74,9 +74,10 @@ def run(iterations: int, radii: tuple[float, ...] = RADII, signs: tuple[tuple[in
                     values["contact.kappa_grad"] = float(kappa)
                 start = pushes.params({**extra, **values})
                 clock = time.perf_counter()
-                result = fit_trials(records[engine], start, ",".join(TRUTH[engine]), horizon=None,
-                                    pusher_shape="rod", settings=LMSettings(max_iterations=iterations),
-                                    engine=engine, exact_gradients=kappa in (None, "kappa_sim"))
+                result = fit_trials(FitProblem(records[engine], start, ",".join(TRUTH[engine]),
+                                               spec=ResidualSpec(horizon=None, pusher_shape="rod", engine=engine,
+                                                                 exact_gradients=kappa in (None, "kappa_sim"))),
+                                    settings=LMSettings(max_iterations=iterations))
                 walls.append(time.perf_counter() - clock)
                 ok = all(abs(result.values[n] / v - 1.0) <= 0.02 for n, v in TRUTH[engine].items())
                 converged += ok

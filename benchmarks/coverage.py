@@ -62,7 +62,7 @@ from sim2real.model.arm import load_arm
 from sim2real.params import ParameterSet
 from sim2real.physics import BoxWorld, rollout
 from sim2real.spatial import from_rotation_vector, multiply, normalize
-from sim2real.sysid import LMSettings, Weights, fit_trials
+from sim2real.sysid import FitProblem, LMSettings, ResidualSpec, Weights, fit_trials
 from sim2real.trials import JointSeries, PlatformRecord, PoseSeries, TrialRecord, read_trial
 from sim2real.trials.standard_trial import run_standard_trial
 
@@ -188,7 +188,8 @@ def playback_trials(seed: int) -> tuple[dict[str, float], list[TrialRecord]]:
 
 def fit_servo(records: list[TrialRecord]) -> Any:
     """The demo's stage 1 on ``records`` (20-step segments of joint residuals)."""
-    return fit_trials(records, NOMINAL, SERVO_FREE, horizon=20, weights=Weights(position=0.0, orientation=0.0),
+    return fit_trials(FitProblem(records, NOMINAL, SERVO_FREE,
+                                 spec=ResidualSpec(horizon=20, weights=Weights(position=0.0, orientation=0.0))),
                       settings=LMSettings(max_iterations=25), starts=STARTS)
 
 
@@ -199,7 +200,8 @@ BOX_START = {"contact.mu_table": 0.45, "contact.mu_pusher": 0.35, "box.com_z": -
 def fit_arm(records: list[TrialRecord]) -> Any:
     """The demo's two stages on the probe pushes: the servo, then the box with the arm driven by the commands."""
     servo = fit_servo(records)
-    box = fit_trials(records, servo.params.replace(BOX_START), BOX_FREE, horizon=None, mode="commands",
+    box = fit_trials(FitProblem(records, servo.params.replace(BOX_START), BOX_FREE,
+                                spec=ResidualSpec(horizon=None, mode="commands")),
                      settings=LMSettings(max_iterations=25), starts=STARTS)
     return _Stages(servo, box)
 
@@ -230,8 +232,9 @@ class _Stages:
 
 def fit_playback(records: list[TrialRecord]) -> Any:
     """Whole probe pushes, the recorded probe played back."""
-    return fit_trials(records, NOMINAL.replace(BOX_START), BOX_FREE, horizon=None, mode="pusher",
-                      settings=LMSettings(max_iterations=25), jackknife=True, starts=STARTS)
+    return fit_trials(FitProblem(records, NOMINAL.replace(BOX_START), BOX_FREE,
+                                 spec=ResidualSpec(horizon=None, mode="pusher")),
+                      settings=LMSettings(max_iterations=25), starts=STARTS, jackknife=True)
 
 
 def planar_trials(seed: int) -> tuple[dict[str, float], list[TrialRecord]]:
@@ -246,8 +249,9 @@ def planar_trials(seed: int) -> tuple[dict[str, float], list[TrialRecord]]:
 
 def fit_planar(records: list[TrialRecord]) -> Any:
     """The README's flat-block fit: whole trials, the recorded rod played back, from the nominal values."""
-    return fit_trials(records, planar_pushes.params(), PLANAR_FREE, horizon=None, mode="pusher", pusher_shape="rod",
-                      settings=LMSettings(max_iterations=40), jackknife=True, starts=STARTS)
+    return fit_trials(FitProblem(records, planar_pushes.params(), PLANAR_FREE,
+                                 spec=ResidualSpec(horizon=None, mode="pusher", pusher_shape="rod")),
+                      settings=LMSettings(max_iterations=40), starts=STARTS, jackknife=True)
 
 
 PROBLEMS: dict[str, tuple[Callable[[int], tuple[dict[str, float], list[TrialRecord]]], Callable[..., Any]]] = {

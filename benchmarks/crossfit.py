@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from fixtures import planar_pushes as pushes
 
-from sim2real.sysid import LMSettings
+from sim2real.sysid import LMSettings, ResidualSpec
 from sim2real.sysid.compare import compare_engines
 from sim2real.trials import read_trial
 
@@ -47,8 +47,8 @@ def run(iterations: int) -> dict[str, Any]:
         records = [read_trial(train / f"push_{i:02d}") for i in range(len(pushes.TRAINING))]
         held_out = [read_trial(held / f"push_{i:02d}") for i in range(len(pushes.HELD_OUT))]
         start = pushes.params(SMOOTH)
-        fits = compare_engines(records, held_out, {"ours": start, "mujoco": start}, FREE, horizon=None,
-                               pusher_shape="rod", settings=LMSettings(max_iterations=iterations))
+        fits = compare_engines(records, held_out, {"ours": start, "mujoco": start}, FREE,
+                               ResidualSpec(horizon=None, pusher_shape="rod"), LMSettings(max_iterations=iterations))
         out[f"made_by_{maker}"] = {"truth": TRUTH[maker], "fits": [fit.row() for fit in fits]}
         for fit in fits:
             after = fit.held_out("final")

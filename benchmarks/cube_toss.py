@@ -25,7 +25,7 @@ from pathlib import Path
 
 from sim2real.data import cube_toss_npz
 from sim2real.params import ParameterSet
-from sim2real.sysid import LMSettings, Weights, fit_trials
+from sim2real.sysid import FitProblem, LMSettings, ResidualSpec, Weights, fit_trials
 from sim2real.trials import read_trial
 from sim2real.trials.cube_toss import import_cube_tosses, load_cube_tosses
 
@@ -41,8 +41,8 @@ WEIGHTS = "position=1000,orientation=30"
 def _block_fit(records: list, held: list, workers: int, iterations: int, weights: Weights, horizon: int) -> dict:
     start = ParameterSet.nominal().replace(START)
     clock = time.perf_counter()
-    result = fit_trials(records, start, FREE, horizon=horizon, workers=workers, validation=held,
-                        weights=weights, settings=LMSettings(max_iterations=iterations))
+    result = fit_trials(FitProblem(records, start, FREE, spec=ResidualSpec(horizon=horizon, weights=weights),
+                                   validation=held), settings=LMSettings(max_iterations=iterations), workers=workers)
     seconds = time.perf_counter() - clock
     side = result.values["box.size_x"]
     out = {"trials": len(records), "side_m": side, "side_std_m": result.std["box.size_x"],

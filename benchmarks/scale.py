@@ -38,7 +38,7 @@ from sim2real.cli import main as cli_main
 from sim2real.data import cube_toss_npz
 from sim2real.execution import open_executor
 from sim2real.params import ParameterSet
-from sim2real.sysid import LMSettings, Weights, fit_trials
+from sim2real.sysid import FitProblem, LMSettings, ResidualSpec, Weights, fit_trials
 from sim2real.trials import read_trial
 from sim2real.trials.cube_toss import import_cube_tosses, load_cube_tosses
 
@@ -66,8 +66,9 @@ def fit_tosses(tosses: int, iterations: int, executor: str, workers: int) -> dic
         records = [read_trial(d) for d in sorted((Path(tmp) / "tosses").glob("toss_*"))]
     start = ParameterSet.nominal().replace(START)
     clock = time.perf_counter()
-    result = fit_trials(records, start, FREE, horizon=HORIZON, weights=Weights.parse(WEIGHTS),
-                        settings=LMSettings(max_iterations=iterations), workers=workers, executor=executor)
+    result = fit_trials(FitProblem(records, start, FREE,
+                                   spec=ResidualSpec(horizon=HORIZON, weights=Weights.parse(WEIGHTS))),
+                        settings=LMSettings(max_iterations=iterations), executor=executor, workers=workers)
     wall = time.perf_counter() - clock
     return {"tosses": len(records), "wall_s": wall, "iterations": result.trace[-1]["iteration"],
             "cost": result.trace[-1]["cost"], "status": result.status, "stop_reason": result.stop_reason,

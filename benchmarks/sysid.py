@@ -41,6 +41,7 @@ from sim2real.errors import Sim2RealError
 from sim2real.execution import open_executor
 from sim2real.params import ParameterSet
 from sim2real.sysid import (
+    FitProblem,
     FreeParameters,
     LMSettings,
     ResidualSpec,
@@ -281,7 +282,8 @@ def main() -> None:
     fit_s, jac_ift_s, jac_fd_s, errors = [], [], [], []
     for _ in range(max(args.repeat, 1)):
         start = time.perf_counter()
-        result = fit_trials(records, nominal, FREE, horizon=1, settings=LMSettings(max_iterations=args.iterations))
+        result = fit_trials(FitProblem(records, nominal, FREE, spec=ResidualSpec(horizon=1)),
+                            settings=LMSettings(max_iterations=args.iterations))
         fit_s.append(time.perf_counter() - start)
         errors.append(max(abs(result.values[n] / HIDDEN[n] - 1.0) for n in FREE))
         data = prepare_trial(records[0], float(nominal["sim.dt"]))

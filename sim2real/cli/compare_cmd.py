@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     from sim2real.errors import Sim2RealError
     from sim2real.params import resolve_params
     from sim2real.report.figures import engine_comparison_figure
-    from sim2real.sysid import FreeParameters, LMSettings, Weights
+    from sim2real.sysid import FreeParameters, LMSettings, ResidualSpec, Weights
     from sim2real.sysid.compare import compare_engines
     from sim2real.sysid.runs import hold_out, read_trials
     from sim2real.sysid.writeback import write_fit
@@ -96,9 +96,10 @@ def run(args: argparse.Namespace) -> int:
         raise Sim2RealError("no held-out trials: give --validate RUN or --holdout F (the comparison is on trials "
                             "no engine was fitted to)")
     _log(f"{len(loaded.records)} training and {len(held.records)} held-out trial(s); engines: ours, mujoco")
-    fits = compare_engines(loaded.records, held.records, starts, free, log=_log, horizon=horizon, mode=args.mode,
-                           pusher_shape=args.pusher_shape, weights=Weights.parse(args.weights),
-                           settings=LMSettings(max_iterations=args.max_iterations))
+    spec = ResidualSpec(horizon=horizon, mode=args.mode, pusher_shape=args.pusher_shape,
+                        weights=Weights.parse(args.weights))
+    fits = compare_engines(loaded.records, held.records, starts, free, spec,
+                           LMSettings(max_iterations=args.max_iterations), log=_log)
     out.mkdir(parents=True, exist_ok=True)
     for fit in fits:
         write_fit(out / f"fit_{fit.engine}.yaml", fit.result)

@@ -325,7 +325,7 @@ def run(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
     from sim2real.cli.common import check_output_file, is_fit_report, is_sim2real_params_file, removed_on_interrupt
-    from sim2real.sysid import FreeParameters, LMSettings, Weights, fit_trials, parse_bounds
+    from sim2real.sysid import FitProblem, FreeParameters, LMSettings, ResidualSpec, Weights, fit_trials, parse_bounds
     from sim2real.sysid.runs import hold_out, read_trials
     from sim2real.sysid.writeback import check_out_path, fit_document, fit_json_path, write_fit
 
@@ -350,14 +350,14 @@ def run(args: argparse.Namespace) -> int:
     if held is not None:
         failures += [replace(f, stage="validation") for f in held.failures]
 
-    result = fit_trials(loaded.records, start, free, horizon=horizon, weights=weights, mode=args.mode,
-                        bounds=bounds, settings=settings, workers=args.workers, platform=args.platform,
-                        sources=loaded.sources, log=_log, pusher=args.pusher, strict=args.strict,
-                        pusher_shape=args.pusher_shape,
-                        validation=held.records if held is not None else (),
-                        validation_sources=held.sources if held is not None else None, failures=failures,
-                        jackknife=args.jackknife, executor=args.executor, engine=args.engine,
-                        starts=args.starts, per_object=args.per_object)
+    spec = ResidualSpec(horizon=horizon, weights=weights, mode=args.mode, pusher=args.pusher, strict=args.strict,
+                        pusher_shape=args.pusher_shape, engine=args.engine)
+    problem = FitProblem(loaded.records, start, free, spec=spec, bounds=bounds, platform=args.platform,
+                         sources=loaded.sources, validation=held.records if held is not None else (),
+                         validation_sources=held.sources if held is not None else None, failures=failures,
+                         per_object=args.per_object)
+    result = fit_trials(problem, settings, executor=args.executor, workers=args.workers, starts=args.starts,
+                        jackknife=args.jackknife, log=_log)
     if args.spread_draws:
         result = _with_validation_spread(result, held.records if held is not None else [], args, noise)
     with removed_on_interrupt(out, fit_json_path(out)):

@@ -154,23 +154,25 @@ def fit_stages(options: DemoOptions, records: list[TrialRecord], sources: list[s
                held_sources: list[str], fit_dir: Path, ui: DemoProgress) -> tuple[FitResult, FitResult, Path, Path]:
     """Step 2: the servo from joint states, then the box from whole trials; (servo, box, its params, its fit.json)."""
     from sim2real.params import ParameterSet
-    from sim2real.sysid import LMSettings, Weights, fit_trials
+    from sim2real.sysid import FitProblem, LMSettings, ResidualSpec, Weights, fit_trials
     from sim2real.sysid.multistart import grid_jackknife, with_jackknife
     from sim2real.sysid.writeback import write_fit
 
     settings = replace(LMSettings(), max_iterations=options.max_iterations)
     ui.detail(f"stage 1, servo from commands and joint states ({SERVO_LOSS} loss): {options.servo_free}")
-    servo = fit_trials(records, ParameterSet.nominal(), options.servo_free, horizon=20, platform="real",
-                       sources=sources, weights=Weights(position=0.0, orientation=0.0),
-                       settings=replace(settings, loss=SERVO_LOSS, ftol=SERVO_FTOL),
-                       validation=held, validation_sources=held_sources, engine=options.engine)
+    servo = fit_trials(FitProblem(records, ParameterSet.nominal(), options.servo_free,
+                                  spec=ResidualSpec(horizon=20, weights=Weights(position=0.0, orientation=0.0),
+                                                    engine=options.engine),
+                                  platform="real", sources=sources, validation=held, validation_sources=held_sources),
+                       settings=replace(settings, loss=SERVO_LOSS, ftol=SERVO_FTOL))
     ui.fit(servo, *write_fit(fit_dir / "servo.yaml", servo))
     how = "the pusher played back as recorded" if options.box_mode == "kinematic" else "the arm under the PD law"
     ui.detail(f"stage 2, box from whole trials with {how}: {options.box_free}")
     box_start, points = _box_start(options, records, servo, ui)
-    result = fit_trials(records, box_start, options.box_free, horizon=None, mode=options.box_mode, platform="real",
-                        sources=sources, settings=replace(settings, ftol=BOX_FTOL), validation=held,
-                        validation_sources=held_sources, engine=options.engine)
+    result = fit_trials(FitProblem(records, box_start, options.box_free,
+                                   spec=ResidualSpec(horizon=None, mode=options.box_mode, engine=options.engine),
+                                   platform="real", sources=sources, validation=held, validation_sources=held_sources),
+                        settings=replace(settings, ftol=BOX_FTOL))
     grid_name = options.grid[0] if options.grid is not None else None
     jackknife = grid_jackknife(points) if grid_name in result.values else None
     if grid_name is not None and jackknife is not None:

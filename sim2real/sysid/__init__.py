@@ -15,7 +15,9 @@
 * :mod:`~sim2real.sysid.uncertainty` — covariance, intervals, correlations, identifiability.
 * :mod:`~sim2real.sysid.status` — converged or not, and the problems a user must see.
 * :mod:`~sim2real.sysid.runs` — reading many trials tolerantly; :class:`TrialFailure`.
-* :mod:`~sim2real.sysid.fit` — :func:`fit_trials` → :class:`FitResult` (the fit.json object).
+* :mod:`~sim2real.sysid.problem` — :class:`FitProblem`: the trials, unknowns and residual spec of a fit.
+* :mod:`~sim2real.sysid.fit` — :func:`fit_trials` solves a :class:`FitProblem` → :class:`FitResult` (the
+  fit.json object).
 * :mod:`~sim2real.sysid.writeback` — fitted params YAML + fit.json, written together.
 * :mod:`~sim2real.sysid.replay` — re-simulating recorded trials into sim records.
 * :mod:`~sim2real.sysid.sampling` — parameter sets drawn from a fit's distribution (within bounds,
@@ -26,6 +28,7 @@ from sim2real.sysid.data import TrialData, box_states, prepare_trial
 from sim2real.sysid.fit import FitResult, FreeParameters, fit_trials, parse_bounds, prepare_trials
 from sim2real.sysid.inputs import resolve_mode, resolve_pusher
 from sim2real.sysid.optimizer import LMResult, LMSettings, levenberg_marquardt
+from sim2real.sysid.problem import FitProblem
 from sim2real.sysid.residuals import (
     ResidualSpec,
     TrialResiduals,
@@ -37,7 +40,7 @@ from sim2real.sysid.runs import LoadedTrials, TrialFailure, read_trials
 from sim2real.sysid.uncertainty import Uncertainty, summarize_uncertainty
 
 __all__ = [
-    "FitResult", "FreeParameters", "LMResult", "LMSettings", "LoadedTrials", "ResidualSpec", "TrialData",
+    "FitProblem", "FitResult", "FreeParameters", "LMResult", "LMSettings", "LoadedTrials", "ResidualSpec", "TrialData",
     "TrialFailure", "TrialResiduals", "Uncertainty", "Weights", "box_states", "finite_difference_jacobian",
     "fit_trials", "levenberg_marquardt", "parse_bounds", "prepare_trial", "prepare_trials", "read_trials",
     "resolve_mode", "resolve_pusher", "summarize_uncertainty", "trial_residuals",

@@ -12,6 +12,7 @@ over the fit's horizon (with ``--horizon trial``: the trajectory error); and eac
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -19,6 +20,9 @@ from typing import Any
 
 from sim2real.params import ParameterSet
 from sim2real.sysid.fit import FitResult, FreeParameters, fit_trials
+from sim2real.sysid.optimizer import LMSettings
+from sim2real.sysid.problem import FitProblem
+from sim2real.sysid.residual_types import ResidualSpec
 from sim2real.trials import TrialRecord
 
 
@@ -57,7 +61,8 @@ class EngineFit:
 
 def compare_engines(records: Sequence[TrialRecord], held_out: Sequence[TrialRecord],
                     starts: Mapping[str, ParameterSet], free: Mapping[str, str | FreeParameters],
-                    log: Callable[[str], None] | None = None, **fit_options: Any) -> list[EngineFit]:
+                    spec: ResidualSpec | None = None, settings: LMSettings | None = None,
+                    log: Callable[[str], None] | None = None) -> list[EngineFit]:
     """Fit every engine of ``starts`` on ``records`` and predict ``held_out`` with each.
 
     Parameters
@@ -68,10 +73,13 @@ def compare_engines(records: Sequence[TrialRecord], held_out: Sequence[TrialReco
         Start parameters per engine name (``"ours"``, ``"mujoco"``); the order is the table's.
     free : mapping of str to str or FreeParameters
         Free parameters per engine.
+    spec : ResidualSpec, optional
+        How trials are compared with the simulator (horizon, mode, pusher shape, weights, ...), the
+        same for every engine but the engine itself (default :class:`ResidualSpec`).
+    settings : LMSettings, optional
+        Optimizer settings of every fit.
     log : callable, optional
         Progress lines (each fit's own lines, prefixed with the engine).
-    **fit_options
-        Passed to :func:`~sim2real.sysid.fit.fit_trials` for every engine (horizon, mode, pusher_shape, ...).
 
     Returns
     -------
@@ -81,7 +89,9 @@ def compare_engines(records: Sequence[TrialRecord], held_out: Sequence[TrialReco
     for engine, start in starts.items():
         prefixed = (lambda text, e=engine: log(f"[{e}] {text}")) if log is not None else None
         clock = time.perf_counter()
-        result = fit_trials(records, start, free[engine], validation=held_out, log=prefixed, engine=engine,
-                            **fit_options)
+        problem = FitProblem(records, start, free[engine], spec=dataclasses.replace(spec or ResidualSpec(),
+                                                                                   engine=engine),
+                             validation=held_out)
+        result = fit_trials(problem, settings, log=prefixed)
         fits.append(EngineFit(engine, result, time.perf_counter() - clock))
     return fits

@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,6 +50,7 @@ from sim2real.sysid.optimizer import (
     levenberg_marquardt,
 )
 from sim2real.sysid.prediction import horizon_rms, predict, prediction_block, rising_metrics
+from sim2real.sysid.problem import FitProblem
 from sim2real.sysid.residuals import ResidualSpec, TrialResiduals, Weights, available_gradients
 from sim2real.sysid.result import FitResult, with_verdicts
 from sim2real.sysid.runs import TrialFailure, raise_all_failed
@@ -228,83 +229,35 @@ def _solver_info(evaluator: FitEvaluator) -> dict[str, Any]:
     return {"start": None if start is None else start.as_dict(), "final": None if final is None else final.as_dict()}
 
 
-def fit_trials(records: Sequence[TrialRecord], start: ParameterSet, free: Sequence[str] | str | FreeParameters,
-               horizon: int | None = 1, weights: Weights | None = None, mode: str = "auto",
-               bounds: Mapping[str, tuple[float, float]] | None = None, settings: LMSettings | None = None,
-               workers: int = 1, platform: str = "auto", sources: Sequence[str] | None = None,
-               progress: Progress | None = None,
-               log: Callable[[str], None] | None = None, *, pusher: str = "auto", strict: bool = False,
-               pusher_shape: str = "sphere", validation: Sequence[TrialRecord] = (),
-               validation_sources: Sequence[str] | None = None,
-               failures: Sequence[TrialFailure] = (), jackknife: bool = False,
-               executor: str | Executor = "local", engine: str = "ours",
-               exact_gradients: bool = True, starts: int | None = None,
-               per_object: str | Sequence[str] | None = None) -> FitResult:
-    """Fit the free parameters to recorded trials by Gauss-Newton / Levenberg-Marquardt.
+def fit_trials(problem: FitProblem, settings: LMSettings | None = None, *, executor: str | Executor = "local",
+               workers: int = 1, starts: int | None = None, jackknife: bool = False,
+               progress: Progress | None = None, log: Callable[[str], None] | None = None) -> FitResult:
+    """Fit the free parameters of ``problem`` to its trials by Gauss-Newton / Levenberg-Marquardt.
 
     Parameters
     ----------
-    records : sequence of TrialRecord
-        Trials (arm pushes, pusher recordings and/or box-only recordings such as cube tosses).
-    start : ParameterSet
-        Start values; parameters not free stay at these values.
-    free : sequence of str, str or FreeParameters
-        Names to fit; ``a=b`` ties names into one unknown.
-    horizon : int or None
-        Teacher-forced segment length in steps (1 = one-step), or None for whole trials.
-    weights : Weights, optional
-        Residual group weights (default :class:`Weights`).
-    mode : str
-        Whole trials: ``"auto"``, ``"commands"``, ``"closed"``, ``"kinematic"`` or ``"pusher"``
-        (see :mod:`sim2real.sysid.inputs`).
-    bounds : mapping, optional
-        ``{name: (lower, upper)}`` narrowing the registry bounds of free names.
+    problem : FitProblem
+        The trials (fitted and held out), start values, free names and ties, bounds and the
+        residual spec (:class:`~sim2real.sysid.problem.FitProblem`).
     settings : LMSettings, optional
-    workers : int
-        Workers evaluating trials in parallel (1 = in this process; the CPUs of a local Ray runtime).
-    platform : str
-        Recording compared against: ``"real"``, ``"sim"`` or ``"auto"``.
-    sources : sequence of str, optional
-        Where each record came from (paths), recorded in ``data``.
-    progress : callable, optional
-        Called with each optimizer :class:`~sim2real.sysid.optimizer.TraceEntry`.
-    log : callable, optional
-        Receives one-line progress messages.
-    pusher : str
-        Played-back pusher source: ``"auto"`` (recorded pose when present, else FK of the
-        recorded joint states), ``"recorded"`` or ``"arm"``.
-    strict : bool
-        Raise at the first engine step that does not converge (no trial is left out then).
-    pusher_shape : str
-        ``"sphere"`` (default) or ``"rod"``: the shape of a recorded pusher, the rod vertical with
-        its tip at the recorded position (:mod:`sim2real.sysid.inputs`); trials whose pusher is
-        the arm's are left out with a rod.
-    validation : sequence of TrialRecord
-        Held-out trials: their cost is tracked along the fit, and a rise is a problem.
-    validation_sources : sequence of str, optional
-    failures : sequence of TrialFailure
-        Trials the caller could not read; carried into the result.
-    jackknife : bool
-        Also refit without each fitted trial (one more fit per trial) and widen each interval to
-        the trial jackknife's where that is wider (:mod:`sim2real.sysid.jackknife`).
+        Optimizer settings (default :class:`~sim2real.sysid.optimizer.LMSettings`).
     executor : str or Executor
         ``"local"``, ``"ray"`` or ``"ray:ADDRESS"`` (:func:`~sim2real.execution.open_executor`,
         opened after the inputs are checked and closed at the end), or an open executor (kept open).
         Results are the same with any executor.
-    engine : str
-        ``"ours"`` (default: implicit gradients) or ``"mujoco"`` (finite-difference Jacobians; whole arm
-        trials only with the pusher played back).
-    exact_gradients : bool
-        True (default): our engine's gradients at the forward solution (``contact.kappa_grad`` set to
-        ``contact.kappa_sim``); False: at the start parameters' ``contact.kappa_grad`` (smoothed).
+    workers : int
+        Workers of an executor opened here (1 = in this process; the CPUs of a local Ray runtime).
     starts : int, optional
         Optimizer runs from different starts: the given start and ``starts - 1`` others
         (:mod:`sim2real.sysid.starts`; 1 = the given start only). None (default):
         :func:`~sim2real.sysid.starts.default_starts` (a few for small, cheap problems, else 1).
-    per_object : str or sequence of str, optional
-        Free names fitted with one value per object (the trials' object labels,
-        :mod:`sim2real.sysid.objects`); the others are shared by every trial. Held-out trials of an
-        object without its own values are left out (named).
+    jackknife : bool
+        Also refit ``problem.without(trial)`` for each fitted trial (one more fit per trial) and widen
+        each interval to the trial jackknife's where that is wider (:mod:`sim2real.sysid.jackknife`).
+    progress : callable, optional
+        Called with each optimizer :class:`~sim2real.sysid.optimizer.TraceEntry`.
+    log : callable, optional
+        Receives one-line progress messages.
 
     Returns
     -------
@@ -319,33 +272,34 @@ def fit_trials(records: Sequence[TrialRecord], start: ParameterSet, free: Sequen
         usable (the message names each one and why), or in strict mode a step that does
         not converge.
     """
-    spec_ = ResidualSpec(horizon=horizon, weights=weights or Weights(), mode=mode, pusher=pusher, strict=strict,
-                         pusher_shape=pusher_shape, engine=engine, exact_gradients=exact_gradients)
     settings = settings or LMSettings()
-    inputs = _checked_inputs(records, sources, validation, validation_sources, failures, start, free, bounds,
-                             per_object, platform, spec_)
+    inputs = _checked_inputs(problem)
     with contextlib.ExitStack() as stack:
         if isinstance(executor, str):  # opened here, after the inputs were checked; jackknife refits reuse it
             executor = stack.enter_context(open_executor(executor, workers))
-        fitted, start_x = _fit_on(executor, inputs, settings, starts, mode, platform, progress, log)
-        fitted_names = {trial.name for trial in inputs.prepared.trials}
+        fitted, start_x = _fit_on(executor, inputs, settings, starts, problem.platform, progress, log)
+        fitted_names = [trial.name for trial in inputs.prepared.trials]
         if not jackknife or len(fitted_names) < 2:
             return with_verdicts(fitted)
         # Each refit runs inline in its task, from the start whose optimum is reported, once.
         free_set = inputs.free_set
-        refit = functools.partial(fit_trials, start=inputs.start.replace(free_set.shared(start_x)),
-                                  free=FreeParameters(free_set.groups), per_object=sorted(free_set.per_object),
-                                  horizon=horizon, weights=spec_.weights, mode=mode, bounds=bounds, settings=settings,
-                                  platform=platform, pusher=pusher, strict=strict, pusher_shape=pusher_shape,
-                                  engine=engine, exact_gradients=exact_gradients, starts=1)
+        refit_problem = dataclasses.replace(
+            problem.only(fitted_names), start=inputs.start.replace(free_set.shared(start_x)),
+            free=FreeParameters(free_set.groups), per_object=sorted(free_set.per_object), validation=(),
+            validation_sources=None, failures=())
         if log is not None:
             log(f"jackknife: {len(fitted_names)} leave-one-out refits on {executor.label}")
-        measured = refit_jackknife([r for r in records if r.name in fitted_names], free_set.unknown_names, refit,
-                                   log, executor)
+        measured = refit_jackknife(refit_problem, free_set.unknown_names,
+                                   functools.partial(_refit, settings=settings), log, executor)
         if measured is None:
             fitted.warnings.append("trial jackknife: fewer than two refits succeeded; intervals not checked")
             return with_verdicts(fitted)
         return with_verdicts(with_refit_jackknife(fitted, measured))
+
+
+def _refit(problem: FitProblem, settings: LMSettings) -> FitResult:
+    """One jackknife refit: ``problem`` from its start only, inline in the task that runs it."""
+    return fit_trials(problem, settings, starts=1)
 
 
 @dataclass
@@ -381,30 +335,28 @@ class _FitInputs:
         return self.setup.start
 
 
-def _checked_inputs(records: Sequence[TrialRecord], sources: Sequence[str] | None,
-                    validation: Sequence[TrialRecord], validation_sources: Sequence[str] | None,
-                    failures: Sequence[TrialFailure], start: ParameterSet,
-                    free: Sequence[str] | str | FreeParameters, bounds: Mapping[str, tuple[float, float]] | None,
-                    per_object: str | Sequence[str] | None, platform: str, spec_: ResidualSpec) -> _FitInputs:
-    """The fit's inputs checked and prepared (see :func:`fit_trials` for the arguments and what raises)."""
-    free_set = free if isinstance(free, FreeParameters) else FreeParameters.parse(free)
+def _checked_inputs(problem: FitProblem) -> _FitInputs:
+    """The fit's inputs checked and prepared (see :func:`fit_trials` for what raises)."""
+    records, start, spec_, platform = problem.records, problem.start, problem.spec, problem.platform
+    free_set = problem.free_set
     if not records:
         raise Sim2RealError("no trials to fit")
     names = free_set.names
     if "pusher.length" in names:
         raise Sim2RealError("pusher.length cannot be fitted: it places the rod (the pusher path given to the "
                             "engine), which has no simulator gradient; set it with --set pusher.length=L")
-    sources_ = list(sources) if sources is not None else [None] * len(records)
-    prepared = _prepare(records, sources_, start, platform, spec_, names, "inputs")
-    held = _prepare(validation, list(validation_sources or [None] * len(validation)), start, platform,
+    sources = list(problem.sources) if problem.sources is not None else [None] * len(records)
+    prepared = _prepare(records, sources, start, platform, spec_, names, "inputs")
+    validation = problem.validation
+    held = _prepare(validation, list(problem.validation_sources or [None] * len(validation)), start, platform,
                     spec_, (), "validation")
-    left_out = list(failures) + prepared.failures + held.failures
+    left_out = list(problem.failures) + prepared.failures + held.failures
     if not prepared.trials:
         raise_all_failed(left_out, "no trial can be fitted")
-    free_set = free_set.with_objects(per_object if per_object else sorted(free_set.per_object),
+    free_set = free_set.with_objects(problem.per_object or sorted(free_set.per_object),
                                      [(t.name, t.object_name) for t in prepared.trials])
     left_out += _drop_unfitted_objects(held, free_set)
-    setup = unknowns(free_set, start, bounds)
+    setup = unknowns(free_set, start, problem.bounds)
     warnings = setup.warnings
     for trial in prepared.trials:
         if trial.kind == "arm" and spec_.horizon is not None and trial.command is None and any(
@@ -414,9 +366,8 @@ def _checked_inputs(records: Sequence[TrialRecord], sources: Sequence[str] | Non
     return _FitInputs(free_set, spec_, prepared, held, left_out, setup, warnings)
 
 
-def _fit_on(executor: Executor, inputs: _FitInputs, settings: LMSettings, starts: int | None, mode: str,
-            platform: str, progress: Progress | None, log: Callable[[str], None] | None
-            ) -> tuple[FitResult, np.ndarray]:
+def _fit_on(executor: Executor, inputs: _FitInputs, settings: LMSettings, starts: int | None, platform: str,
+            progress: Progress | None, log: Callable[[str], None] | None) -> tuple[FitResult, np.ndarray]:
     """Levenberg-Marquardt from the given start (and the other starts) on ``executor``, the held-out
     predictions and the assembled result (before the interval verdicts); and the start (p,) of the
     reported optimum."""
@@ -470,7 +421,7 @@ def _fit_on(executor: Executor, inputs: _FitInputs, settings: LMSettings, starts
                 "whole, at the start and the fitted values")
         predictions = _predictions(executor, evaluator, held_out, start, free_set, result.x, spec_)
     fitted = _result(result, start, free_set, x0, lower, upper, settings, spec_, prepared, evaluator, held_out,
-                     inputs.warnings, left_out, mode, platform, predictions, cost_start, verdict)
+                     inputs.warnings, left_out, spec_.mode, platform, predictions, cost_start, verdict)
     return fitted, start_x
 
 

@@ -23,8 +23,8 @@ from scipy import stats
 
 from sim2real.errors import Sim2RealError
 from sim2real.execution import Executor, LocalExecutor, Shared
+from sim2real.sysid.problem import FitProblem
 from sim2real.sysid.uncertainty import measured_jackknife
-from sim2real.trials import TrialRecord
 
 
 @dataclass(frozen=True)
@@ -57,45 +57,46 @@ class RefitJackknife:
                 "ci95_halfwidth": self.ci95_halfwidth, "failures": list(self.failures)}
 
 
-Refit = Callable[[Sequence[TrialRecord]], Any]
+#: One refit: ``problem -> FitResult`` (anything with ``values``) with the fit's own settings.
+Refit = Callable[[Any], Any]
 
 
 @dataclass(frozen=True)
 class RefitTask:
-    """One leave-one-out refit, for an executor: all trials (shared once) and the one left out.
+    """One leave-one-out refit, for an executor: the fit's problem (shared once) and the trial left out.
 
     ``refit`` must be picklable (a top-level function or a :func:`functools.partial` of one)
     whenever the executor runs tasks outside this process.
     """
 
-    records: Shared[tuple[TrialRecord, ...]]
-    left_out: int
+    problem: Shared[Any]
+    left_out: str
     refit: Refit
 
 
 def run_refit(task: RefitTask) -> dict[str, float] | str:
-    """Refit without trial ``task.left_out``: the refit's values by registry name, or why it failed."""
-    records = task.records.get()
+    """Refit ``problem.without(left_out)``: the refit's values by registry name, or why it failed."""
     try:
-        result = task.refit([r for j, r in enumerate(records) if j != task.left_out])
+        result = task.refit(task.problem.get().without(task.left_out))
     except Sim2RealError as err:
         return " ".join(str(err).split())
     return {name: float(value) for name, value in result.values.items()}
 
 
-def refit_jackknife(records: Sequence[TrialRecord], names: Sequence[str], refit: Refit,
+def refit_jackknife(problem: FitProblem, names: Sequence[str], refit: Refit,
                     log: Callable[[str], None] | None = None,
                     executor: Executor | None = None) -> RefitJackknife | None:
     """Refit without each trial and measure the spread of the refits.
 
     Parameters
     ----------
-    records : sequence of TrialRecord
-        The trials of the fit (at least two).
+    problem : FitProblem
+        The fit's problem: its trials (at least two) are left out one at a time
+        (:meth:`~sim2real.sysid.problem.FitProblem.without`).
     names : sequence of str
         Registry names to measure.
     refit : callable
-        ``records -> FitResult`` with the fit's own settings and start values.
+        ``problem -> FitResult`` with the fit's own settings.
     log : callable, optional
         Receives one line per refit, as each finishes (in the trials' order).
     executor : Executor, optional
@@ -108,11 +109,12 @@ def refit_jackknife(records: Sequence[TrialRecord], names: Sequence[str], refit:
         None when fewer than two refits succeeded.
     """
     runner = executor if executor is not None else LocalExecutor(1)
-    shared = runner.share(tuple(records))
+    shared = runner.share(problem)
+    records = problem.records
     values: dict[str, list[float | None]] = {name: [] for name in names}
     failures: list[str] = []
     left_out = []
-    outcomes = runner.map(run_refit, [RefitTask(shared, k, refit) for k in range(len(records))])
+    outcomes = runner.map(run_refit, [RefitTask(shared, record.name, refit) for record in records])
     for k, (record, outcome) in enumerate(zip(records, outcomes, strict=True)):
         left_out.append(record.name)
         if log is not None:

@@ -37,6 +37,7 @@ from sim2real.errors import Sim2RealError
 from sim2real.filemodes import staging_dir
 from sim2real.params import ParameterSet, save_params, spec
 from sim2real.sysid.fit_file import read_fit_document
+from sim2real.sysid.free import FreeParameters
 
 #: Fewest draws looked at before the acceptance rate is judged.
 MIN_JUDGED_DRAWS = 1000
@@ -68,8 +69,9 @@ class FitDistribution:
     ----------
     source : str
         The fit.json it was read from.
-    groups : tuple of tuple of str
-        Registry names per unknown; the first is the leader, the others are tied to it.
+    free : FreeParameters
+        The fit's unknowns: registry names per unknown, the first the leader, the others tied to it
+        (the type a fit sets its unknowns up with, :mod:`sim2real.sysid.free`).
     mean : ndarray, shape (p,)
         Fitted values, SI units of each parameter.
     std : ndarray, shape (p,)
@@ -96,7 +98,7 @@ class FitDistribution:
     """
 
     source: str
-    groups: tuple[tuple[str, ...], ...]
+    free: FreeParameters
     mean: np.ndarray
     std: np.ndarray
     correlation: np.ndarray
@@ -111,14 +113,19 @@ class FitDistribution:
     dof: float | None = None
 
     @property
+    def groups(self) -> tuple[tuple[str, ...], ...]:
+        """Registry names per unknown (:attr:`FreeParameters.groups`)."""
+        return self.free.groups
+
+    @property
     def labels(self) -> tuple[str, ...]:
         """One name per unknown (its leader)."""
-        return tuple(g[0] for g in self.groups)
+        return self.free.labels
 
     @property
     def names(self) -> tuple[str, ...]:
         """Every fitted registry name, leaders and tied ones, group by group."""
-        return tuple(n for g in self.groups for n in g)
+        return self.free.names
 
     @property
     def covariance(self) -> np.ndarray:
@@ -154,7 +161,8 @@ def _number(value: object, what: str, source: str) -> float:
     return float(value)
 
 
-def _groups(document: Mapping[str, Any], labels: Sequence[str], source: str) -> tuple[tuple[str, ...], ...]:
+def _free(document: Mapping[str, Any], labels: Sequence[str], source: str) -> FreeParameters:
+    """The fit's unknowns from fit.json ``free.tied`` and the correlation's labels (one per unknown)."""
     tied = document.get("tied") or []
     if not isinstance(tied, list) or not all(isinstance(g, list) and g for g in tied):
         raise Sim2RealError(f"{source}: 'tied' must be a list of lists of parameter names")
@@ -164,7 +172,7 @@ def _groups(document: Mapping[str, Any], labels: Sequence[str], source: str) -> 
         if not isinstance(label, str):
             raise Sim2RealError(f"{source}: correlation names must be parameter names, got {label!r}")
         groups.append(tuple(label.split("=")) if "=" in label else by_leader.get(label, (label,)))
-    return tuple(groups)
+    return FreeParameters(tuple(groups))
 
 
 def read_fit_distribution(path: str | os.PathLike[str], allow_unconverged: bool = False,
@@ -217,7 +225,8 @@ def fit_distribution(document: Mapping[str, Any], source: str, allow_unconverged
     labels = correlation_doc["names"]
     if not isinstance(labels, list) or not labels:
         raise Sim2RealError(f"{source}: no covariance: 'correlation.names' is empty")
-    groups = _groups(document, labels, source)
+    free = _free(document, labels, source)
+    groups = free.groups
     names = [n for g in groups for n in g]
     if sorted(names) != sorted(values) or len(set(names)) != len(names):
         raise Sim2RealError(f"{source}: the correlation names ({', '.join(labels)}) do not match the fitted "
@@ -250,7 +259,7 @@ def fit_distribution(document: Mapping[str, Any], source: str, allow_unconverged
     finite = [float(v) for v in dofs.values() if isinstance(v, (int, float)) and math.isfinite(v) and v > 0] \
         if isinstance(dofs, dict) else []
     return FitDistribution(
-        source=source, groups=groups, mean=mean, std=std, correlation=correlation, lower=lower, upper=upper,
+        source=source, free=free, mean=mean, std=std, correlation=correlation, lower=lower, upper=upper,
         status=status, problems=problems,
         clusters=int(clusters) if isinstance(clusters, int) and clusters >= 1 else 1,
         quantile=float(quantile) if isinstance(quantile, (int, float)) else 1.959963984540054,

@@ -23,7 +23,7 @@ from sim2real.cli import main
 from sim2real.errors import Sim2RealError
 from sim2real.report import build_report, read_fit
 from sim2real.report.figures import MAX_RESIDUAL_TRIALS, residual_figure
-from sim2real.sysid import LMSettings, ResidualSpec, Weights, fit_trials, trial_residuals
+from sim2real.sysid import FitProblem, LMSettings, ResidualSpec, Weights, fit_trials, trial_residuals
 from sim2real.sysid.writeback import fit_document
 from sim2real.trials import write_run_meta, write_trial
 
@@ -175,7 +175,8 @@ def test_fit_json_holds_the_residual_series_against_time(tmp_path: Path,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """The box-position residual norm per grid sample, unweighted (m), on the trial's time grid."""
     records = [pusher_record("a"), pusher_record("b")]
-    result = fit_trials(records, NOMINAL, "contact.mu_table", horizon=None, settings=LMSettings(max_iterations=3))
+    result = fit_trials(FitProblem(records, NOMINAL, "contact.mu_table", spec=ResidualSpec(horizon=None)),
+                        settings=LMSettings(max_iterations=3))
     series = result.data["residual_series"]
     assert series["group"] == "box_position" and series["unit"] == "m"
     assert [t["name"] for t in series["trials"]] == ["a", "b"]
@@ -193,7 +194,7 @@ def test_fit_json_holds_the_residual_series_against_time(tmp_path: Path,
     assert read_fit(path).residual_series["trials"][1]["name"] == "b"
     # teacher-forced segments start one sample later; long trials are thinned to the cap
     monkeypatch.setattr(fit_module, "RESIDUAL_SERIES_POINTS", 12)
-    segments = fit_trials(records[:1], NOMINAL, "contact.mu_table", horizon=10,
+    segments = fit_trials(FitProblem(records[:1], NOMINAL, "contact.mu_table", spec=ResidualSpec(horizon=10)),
                           settings=LMSettings(max_iterations=1)).data["residual_series"]["trials"][0]
     assert len(segments["t"]) == len(segments["start"]) == len(segments["final"]) == 12
     assert segments["t"][0] == pytest.approx(2 * trial.dt) and segments["t"][-1] == pytest.approx(trial.t[-1])
@@ -201,7 +202,8 @@ def test_fit_json_holds_the_residual_series_against_time(tmp_path: Path,
 
 def test_a_servo_fit_without_box_rows_keeps_the_joint_residuals() -> None:
     record = pusher_record("a", joints=np.array([0.0, 0.2, -0.5, 0.0, 0.3, 0.0]), commands=True)
-    result = fit_trials([record], NOMINAL, "arm.servo_tau", horizon=20, weights=Weights(position=0.0, orientation=0.0),
+    result = fit_trials(FitProblem([record], NOMINAL, "arm.servo_tau",
+                                   spec=ResidualSpec(horizon=20, weights=Weights(position=0.0, orientation=0.0))),
                         settings=LMSettings(max_iterations=1))
     series = result.data["residual_series"]
     assert series["group"] == "joint_position" and series["unit"] == "rad"

@@ -18,7 +18,7 @@ import pytest
 from benchmarks import cube_toss
 from sim2real.data import cube_toss_npz
 from sim2real.params import ParameterSet
-from sim2real.sysid import LMSettings, ResidualSpec, Weights, fit_trials, prepare_trial, trial_residuals
+from sim2real.sysid import FitProblem, LMSettings, ResidualSpec, Weights, fit_trials, prepare_trial, trial_residuals
 from sim2real.trials import read_trial
 from sim2real.trials.cube_toss import import_cube_tosses
 
@@ -55,7 +55,8 @@ def prediction_rms(records: list, params: ParameterSet, horizon: int) -> float:
 def test_cube_side_from_real_tosses_and_held_out_prediction(tmp_path, capsys) -> None:
     records = _tosses(tmp_path, "0-39")
     fit_set, held_out = records[:20], records[20:]
-    result = fit_trials(fit_set, START, FREE, horizon=HORIZON, weights=WEIGHTS, settings=LMSettings(max_iterations=15))
+    result = fit_trials(FitProblem(fit_set, START, FREE, spec=ResidualSpec(horizon=HORIZON, weights=WEIGHTS)),
+                        settings=LMSettings(max_iterations=15))
     side = result.values["box.size_x"]
     assert result.values["box.size_y"] == side == result.values["box.size_z"]
     assert side == pytest.approx(MEASURED_SIDE, rel=0.03)
@@ -76,9 +77,10 @@ def test_one_step_fit_of_real_tosses_finds_a_cube_with_rounded_edges(tmp_path, c
     """Step by step the tosses show a cube whose edges are rounded by a few millimetres. A sharp cube
     fitted the same way comes out about 7 % small on a raised table: its shape, not its size, is wrong."""
     records = _tosses(tmp_path, "0-19")
-    rounded = fit_trials(records, START, FREE, horizon=1, weights=WEIGHTS)
-    sharp = fit_trials(records, START, "contact.mu_table,box.size_x=box.size_y=box.size_z,contact.table_height",
-                       horizon=1, weights=WEIGHTS)
+    rounded = fit_trials(FitProblem(records, START, FREE, spec=ResidualSpec(horizon=1, weights=WEIGHTS)))
+    sharp = fit_trials(FitProblem(records, START,
+                                  "contact.mu_table,box.size_x=box.size_y=box.size_z,contact.table_height",
+                                  spec=ResidualSpec(horizon=1, weights=WEIGHTS)))
     side, radius = rounded.values["box.size_x"], rounded.values["box.edge_radius"]
     with capsys.disabled():
         print(f"\ncube tosses, one-step: rounded side {side:.4f} m, edge radius {radius * 1e3:.1f} mm, cost "

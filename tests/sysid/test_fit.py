@@ -14,6 +14,7 @@ from sim2real.errors import Sim2RealError
 from sim2real.model import load_arm
 from sim2real.params import ParameterSet
 from sim2real.sysid import (
+    FitProblem,
     FreeParameters,
     LMSettings,
     ResidualSpec,
@@ -162,7 +163,8 @@ def test_residuals_vanish_at_the_truth_and_jacobian_matches_finite_differences(t
 @pytest.mark.slow
 def test_known_truth_recovery_from_nominal(truth_trials) -> None:
     free = ["contact.mu_table", "contact.mu_pusher", "box.com_z", "arm.servo_tau", "arm.command_delay", "box.mass"]
-    result = fit_trials(truth_trials, NOMINAL, free, horizon=1, settings=LMSettings(max_iterations=8))
+    result = fit_trials(FitProblem(truth_trials, NOMINAL, free, spec=ResidualSpec(horizon=1)),
+                        settings=LMSettings(max_iterations=8))
     for name in ("contact.mu_table", "contact.mu_pusher", "box.com_z", "arm.servo_tau", "arm.command_delay"):
         assert result.values[name] == pytest.approx(TRUTH[name], rel=0.03), name
         assert name not in result.undetermined

@@ -15,33 +15,33 @@ from test_validation import probe_push
 
 from sim2real.cli import main
 from sim2real.errors import Sim2RealError
-from sim2real.sysid import fit_trials
+from sim2real.sysid import FitProblem, ResidualSpec, fit_trials
 from sim2real.sysid.jackknife import RefitJackknife, refit_jackknife, with_refit_jackknife
 from sim2real.trials import TrialRecord, write_run_meta, write_trial
 
 
-def _records(count: int) -> list[TrialRecord]:
-    return [TrialRecord(f"t{k}", {}, None, {}) for k in range(count)]
+def _problem(count: int) -> FitProblem:
+    return FitProblem([TrialRecord(f"t{k}", {}, None, {}) for k in range(count)], NOMINAL, "contact.mu_table")
 
 
 def test_the_jackknife_spread_is_the_leave_one_out_formula_and_skips_failed_refits() -> None:
     by_left_out = {"t0": 0.30, "t1": 0.34, "t2": None, "t3": 0.32}
 
-    def refit(subset: list[TrialRecord]) -> SimpleNamespace:
-        missing = ({"t0", "t1", "t2", "t3"} - {r.name for r in subset}).pop()
+    def refit(subset: FitProblem) -> SimpleNamespace:
+        missing = ({"t0", "t1", "t2", "t3"} - {r.name for r in subset.records}).pop()
         if by_left_out[missing] is None:
             raise Sim2RealError("no trial can be fitted")
         return SimpleNamespace(values={"contact.mu_table": by_left_out[missing]})
 
     lines: list[str] = []
-    jk = refit_jackknife(_records(4), ["contact.mu_table"], refit, lines.append)
+    jk = refit_jackknife(_problem(4), ["contact.mu_table"], refit, lines.append)
     assert jk is not None and len(lines) == 4 and jk.values["contact.mu_table"][2] is None
     assert jk.failures == ("without 't2': no trial can be fitted",)
     sample = np.array([0.30, 0.34, 0.32])
     expected = np.sqrt(2 / 3 * np.sum((sample - sample.mean()) ** 2))
     assert jk.std["contact.mu_table"] == pytest.approx(expected)
     assert jk.ci95_halfwidth["contact.mu_table"] == pytest.approx(stats.t.ppf(0.975, 2) * expected)
-    assert refit_jackknife(_records(2), ["contact.mu_table"], lambda s: (_ for _ in ()).throw(Sim2RealError("x"))) \
+    assert refit_jackknife(_problem(2), ["contact.mu_table"], lambda s: (_ for _ in ()).throw(Sim2RealError("x"))) \
         is None
 
 
@@ -76,15 +76,16 @@ def test_wider_refits_widen_the_interval_and_narrower_ones_do_not() -> None:
 
 def test_fit_jackknife_refits_without_each_trial_end_to_end(tmp_path: Path,
                                                             capsys: pytest.CaptureFixture[str]) -> None:
-    result = fit_trials([probe_push(f"p{k}", s) for k, s in enumerate((0.45, 0.5, 0.6))], NOMINAL,
-                        "contact.mu_table", horizon=1, jackknife=True)
+    result = fit_trials(FitProblem([probe_push(f"p{k}", s) for k, s in enumerate((0.45, 0.5, 0.6))], NOMINAL,
+                                   "contact.mu_table", spec=ResidualSpec(horizon=1)), jackknife=True)
     refits = result.data["uncertainty"]["refit_jackknife"]
     assert refits["left_out"] == ["p0", "p1", "p2"]
     # Noise-free recordings: every refit finds the hidden friction, so the jackknife is not wider.
     assert refits["values"]["contact.mu_table"] == pytest.approx([0.3, 0.3, 0.3], rel=1e-3)
     assert "not wider than the sandwich for contact.mu_table" in result.data["uncertainty"]["method"]
-    pooled = fit_trials([probe_push(f"p{k}", s) for k, s in enumerate((0.45, 0.5, 0.6))], NOMINAL,
-                        "contact.mu_table", horizon=1, jackknife=True, workers=2)  # refits as tasks of 2 workers
+    pooled = fit_trials(FitProblem([probe_push(f"p{k}", s) for k, s in enumerate((0.45, 0.5, 0.6))], NOMINAL,
+                                   "contact.mu_table", spec=ResidualSpec(horizon=1)),
+                        workers=2, jackknife=True)  # refits as tasks of 2 workers
     assert pooled.data["uncertainty"]["refit_jackknife"] == refits and pooled.std == result.std
     run = tmp_path / "probe"
     for k, speed in enumerate((0.45, 0.5, 0.6)):

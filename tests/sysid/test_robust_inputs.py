@@ -20,6 +20,7 @@ from sim2real.errors import Sim2RealError
 from sim2real.physics import BoxState, BoxWorld, StepOutcome, StepResult
 from sim2real.physics.warm_start import WarmStart
 from sim2real.sysid import (
+    FitProblem,
     LMSettings,
     ResidualSpec,
     fit_trials,
@@ -65,7 +66,7 @@ def test_a_mode_without_its_inputs_names_the_trial_and_the_topic(mode: str, reco
 def test_whole_trial_fit_without_commands_or_reference_is_left_out_not_held_still() -> None:
     good = pusher_record("probe")
     neither = pusher_record("neither", joints=OTHER_ROBOT_Q)
-    result = fit_trials([good, neither], NOMINAL, "contact.mu_table", horizon=None,
+    result = fit_trials(FitProblem([good, neither], NOMINAL, "contact.mu_table", spec=ResidualSpec(horizon=None)),
                         settings=LMSettings(max_iterations=8))
     (failure,) = result.failures
     assert failure.name == "neither" and "/reference/joint_trajectory" in failure.reason
@@ -73,7 +74,7 @@ def test_whole_trial_fit_without_commands_or_reference_is_left_out_not_held_stil
     assert [t["name"] for t in result.data["trials"]] == ["probe"]
     assert result.values["contact.mu_table"] == pytest.approx(0.3, rel=0.02)
     with pytest.raises(Sim2RealError, match="neither"):
-        fit_trials([neither], NOMINAL, "contact.mu_table", horizon=None)
+        fit_trials(FitProblem([neither], NOMINAL, "contact.mu_table", spec=ResidualSpec(horizon=None)))
 
 
 def test_explicit_pusher_source_contradicting_the_mode_is_an_error() -> None:
@@ -92,13 +93,15 @@ def test_explicit_pusher_source_contradicting_the_mode_is_an_error() -> None:
 def test_fit_takes_the_recorded_pusher_not_fk_of_another_robots_joints() -> None:
     record = pusher_record("other_robot", joints=OTHER_ROBOT_Q)
     settings = LMSettings(max_iterations=10)
-    recorded = fit_trials([record], NOMINAL, "contact.mu_table", horizon=1, settings=settings)
+    recorded = fit_trials(FitProblem([record], NOMINAL, "contact.mu_table", spec=ResidualSpec(horizon=1)),
+                          settings=settings)
     assert recorded.data["trials"][0]["pusher"] == "recorded /real/pusher_pose"
     assert recorded.values["contact.mu_table"] == pytest.approx(0.3, rel=0.01)
     assert recorded.status == "converged" and recorded.ok, recorded.problems
     # FK of the other robot's joints puts the pusher behind the base: the fit then explains a pushed
     # box by (almost) no friction — the silent wrong answer the recorded pose avoids.
-    fk = fit_trials([record], NOMINAL, "contact.mu_table", horizon=1, settings=settings, pusher="arm")
+    fk = fit_trials(FitProblem([record], NOMINAL, "contact.mu_table", spec=ResidualSpec(horizon=1, pusher="arm")),
+                    settings=settings)
     assert fk.data["trials"][0]["pusher"] == "xArm FK of the recorded /real/joint_states"
     assert fk.values["contact.mu_table"] < 0.2
 
@@ -138,7 +141,8 @@ def test_fit_leaves_out_rows_of_degraded_steps_and_rejects_steps_that_degrade_mo
     record = pusher_record("probe")
     start = NOMINAL.replace({"contact.mu_table": 0.35})
     monkeypatch.setattr(BoxWorld, "step", _degrading_step(BoxWorld.step, lambda world, k: k == 40))
-    result = fit_trials([record], start, "contact.mu_table", horizon=20, settings=LMSettings(max_iterations=10))
+    result = fit_trials(FitProblem([record], start, "contact.mu_table", spec=ResidualSpec(horizon=20)),
+                        settings=LMSettings(max_iterations=10))
     # Segments [1, 21), [21, 41), [41, 60): step 40 ends the second one, so only its own 6 rows go.
     assert result.dropped_rows == 6
     assert result.solver["start"]["degraded"] >= 1
@@ -148,7 +152,8 @@ def test_fit_leaves_out_rows_of_degraded_steps_and_rejects_steps_that_degrade_mo
     monkeypatch.undo()
     monkeypatch.setattr(BoxWorld, "step", _degrading_step(
         BoxWorld.step, lambda world, k: k == 5 and float(world.params["contact.mu_table"]) != 0.35))
-    stuck = fit_trials([record], start, "contact.mu_table", horizon=20, settings=LMSettings(max_iterations=3))
+    stuck = fit_trials(FitProblem([record], start, "contact.mu_table", spec=ResidualSpec(horizon=20)),
+                       settings=LMSettings(max_iterations=3))
     rejected = [e for e in stuck.trace[1:] if not e["accepted"]]
     assert len(rejected) == len(stuck.trace) - 1 >= 1
     assert all("degraded solver step" in e["note"] for e in rejected)
@@ -160,7 +165,8 @@ def test_strict_mode_reaches_every_engine_step(monkeypatch: pytest.MonkeyPatch) 
     seen: set[bool] = set()
     monkeypatch.setattr(BoxWorld, "step", _degrading_step(
         BoxWorld.step, lambda world, k: seen.add(world.settings.strict) and False))
-    fit_trials([record], NOMINAL, "contact.mu_table", horizon=20, strict=True, settings=LMSettings(max_iterations=1))
+    fit_trials(FitProblem([record], NOMINAL, "contact.mu_table", spec=ResidualSpec(horizon=20, strict=True)),
+               settings=LMSettings(max_iterations=1))
     replay(record, HIDDEN, strict=True)
     assert seen == {True}
     replay(record, HIDDEN)
@@ -174,36 +180,39 @@ def test_a_trial_failing_at_the_start_is_left_out_and_named(monkeypatch: pytest.
     bad = dataclasses.replace(bad, platforms={"real": dataclasses.replace(
         bad.platforms["real"], pusher_pose=PoseSeries(bad.platforms["real"].pusher_pose.t,
                                                       np.full((61, 3), np.nan), np.tile([1.0, 0, 0, 0], (61, 1))))})
-    result = fit_trials([good, bad], NOMINAL, "contact.mu_table", horizon=10, settings=LMSettings(max_iterations=8))
+    result = fit_trials(FitProblem([good, bad], NOMINAL, "contact.mu_table", spec=ResidualSpec(horizon=10)),
+                        settings=LMSettings(max_iterations=8))
     (failure,) = result.failures
     assert failure.name == "bad" and failure.stage == "start" and "not finite" in failure.reason
     assert "step" in failure.reason  # the engine names the step
     assert result.values["contact.mu_table"] == pytest.approx(0.3, rel=0.02)
     with pytest.raises(Sim2RealError, match=r"trial 'bad'.*not finite"):
-        fit_trials([bad], NOMINAL, "contact.mu_table", horizon=10)
+        fit_trials(FitProblem([bad], NOMINAL, "contact.mu_table", spec=ResidualSpec(horizon=10)))
 
 
 def test_a_fit_stopped_by_its_iteration_limit_is_not_converged() -> None:
     record = pusher_record("probe")
-    stopped = fit_trials([record], NOMINAL, "contact.mu_table", horizon=1, settings=LMSettings(max_iterations=1))
+    stopped = fit_trials(FitProblem([record], NOMINAL, "contact.mu_table", spec=ResidualSpec(horizon=1)),
+                         settings=LMSettings(max_iterations=1))
     assert stopped.stop_reason == "maximum iterations" and stopped.status == "not converged"
     assert stopped.problems[0].startswith("not converged: stopped at the iteration limit (1 iterations)")
     document = stopped.to_json()
     assert list(document)[:2] == ["status", "problems"] and document["status"] == "not converged"
-    finished = fit_trials([record], NOMINAL, "contact.mu_table", horizon=1, settings=LMSettings(max_iterations=20))
+    finished = fit_trials(FitProblem([record], NOMINAL, "contact.mu_table", spec=ResidualSpec(horizon=1)),
+                          settings=LMSettings(max_iterations=20))
     assert finished.status == "converged" and finished.ok
 
 
 def test_a_parameter_at_its_bound_and_a_rising_held_out_cost_are_problems() -> None:
     record = pusher_record("probe")
-    bounded = fit_trials([record], NOMINAL, "contact.mu_table", horizon=1, bounds={"contact.mu_table": (0.4, 0.9)},
-                         settings=LMSettings(max_iterations=10))
+    bounded = fit_trials(FitProblem([record], NOMINAL, "contact.mu_table", spec=ResidualSpec(horizon=1),
+                                    bounds={"contact.mu_table": (0.4, 0.9)}), settings=LMSettings(max_iterations=10))
     assert bounded.values["contact.mu_table"] == pytest.approx(0.4)
     assert any("at its lower bound 0.4" in p for p in bounded.problems) and not bounded.ok
     # Held-out trials with another friction: fitting towards 0.3 moves away from their 0.5.
     held = pusher_record("held_out", NOMINAL)
-    fitted = fit_trials([record], NOMINAL, "contact.mu_table", horizon=1, validation=[held],
-                        settings=LMSettings(max_iterations=10))
+    fitted = fit_trials(FitProblem([record], NOMINAL, "contact.mu_table", spec=ResidualSpec(horizon=1),
+                                   validation=[held]), settings=LMSettings(max_iterations=10))
     costs = [c["cost"] for c in fitted.validation["cost"]]
     assert costs[0] < 1e-6 < costs[-1]
     assert any(p.startswith("held-out cost rose") for p in fitted.problems)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from fixtures.pushed_box import NOMINAL, pusher_record
 
-from sim2real.sysid import LMSettings, fit_trials, levenberg_marquardt
+from sim2real.sysid import FitProblem, LMSettings, ResidualSpec, fit_trials, levenberg_marquardt
 from sim2real.sysid.optimizer import LMResult
 from sim2real.sysid.starts import (
     AUTO_MAX_STEPS,
@@ -142,10 +142,10 @@ def test_a_fit_steps_off_a_bound_where_its_jacobian_column_vanishes() -> None:
 
 def test_a_small_fit_tries_three_starts_by_default_and_one_with_starts_1() -> None:
     record = pusher_record("probe")
-    default = fit_trials([record], NOMINAL, "contact.mu_table", horizon=1)
+    default = fit_trials(FitProblem([record], NOMINAL, "contact.mu_table", spec=ResidualSpec(horizon=1)))
     starts = default.data["starts"]
     assert starts["count"] == 3 and starts["chosen"] == 1 and starts["rule"].startswith("default: 3 start(s)")
     assert [run["joined"] for run in starts["runs"]] == [None, 1, 1]  # both reach the given start's optimum
     assert default.ok and default.values["contact.mu_table"] == pytest.approx(0.3, rel=1e-6)
-    single = fit_trials([record], NOMINAL, "contact.mu_table", horizon=1, starts=1)
+    single = fit_trials(FitProblem([record], NOMINAL, "contact.mu_table", spec=ResidualSpec(horizon=1)), starts=1)
     assert single.data["starts"] == {"count": 1} and single.values == default.values

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from fixtures.pushed_box import NOMINAL, friction_push, pusher_record
 
-from sim2real.sysid import fit_trials
+from sim2real.sysid import FitProblem, ResidualSpec, fit_trials
 from sim2real.sysid.fit import with_verdicts
 from sim2real.sysid.jackknife import RefitJackknife, with_refit_jackknife
 from sim2real.sysid.status import UNDETERMINED_COVERAGE, corner_problem, determination_problems
@@ -23,7 +23,7 @@ from sim2real.sysid.status import UNDETERMINED_COVERAGE, corner_problem, determi
 def test_an_interval_over_the_whole_bound_range_is_a_problem_named_first() -> None:
     """The box's mass barely changes a kinematic push (friction scales with the weight it decelerates):
     its 95 % interval is the registry's whole range. That is undetermined, not "poorly determined"."""
-    result = fit_trials([pusher_record("probe")], NOMINAL, "box.mass", horizon=1)
+    result = fit_trials(FitProblem([pusher_record("probe")], NOMINAL, "box.mass", spec=ResidualSpec(horizon=1)))
     low, high = result.ci95["box.mass"]
     assert high - low >= UNDETERMINED_COVERAGE * (20.0 - 0.01)
     assert result.problems[0].startswith(f"box.mass is undetermined: its 95 % interval [{low:.6g}, {high:.6g}] "
@@ -35,7 +35,8 @@ def test_an_interval_over_the_whole_bound_range_is_a_problem_named_first() -> No
     poorly = next(w for w in result.warnings if w.startswith("box.mass is poorly determined"))
     assert f"std {result.std['box.mass']:.3g} " in poorly
     # A determined parameter of the same trial has no such problem.
-    friction = fit_trials([pusher_record("probe")], NOMINAL, "contact.mu_table", horizon=1)
+    friction = fit_trials(FitProblem([pusher_record("probe")], NOMINAL, "contact.mu_table",
+                                     spec=ResidualSpec(horizon=1)))
     assert friction.ok, friction.problems
 
 
@@ -56,7 +57,7 @@ def test_refits_outside_the_interval_make_a_parameter_undetermined() -> None:
                      "its 95 % interval [0.29, 0.31] (1 of 2 outside; without 't1': 0.55), so the trials disagree "
                      "on it"]
     records = [friction_push(f"p{k}", speed, 0.3) for k, speed in enumerate((0.45, 0.5, 0.6))]
-    fitted = fit_trials(records, NOMINAL, "contact.mu_table", horizon=1)
+    fitted = fit_trials(FitProblem(records, NOMINAL, "contact.mu_table", spec=ResidualSpec(horizon=1)))
     assert fitted.ok, fitted.problems
     refits = RefitJackknife(("p0", "p1", "p2"), {"contact.mu_table": [0.30, 0.30, 0.62]},
                             {"contact.mu_table": 1e-12}, {"contact.mu_table": 1e-12})
@@ -72,7 +73,7 @@ def test_warnings_quote_the_standard_deviation_of_the_printed_interval_after_the
     """One trial with another friction: the measured refits widen the interval beyond the linearized
     estimate. The poorly-determined warning used to quote the standard deviation before the refits."""
     records = [friction_push(f"t{k}", 0.5 + 0.05 * k, mu) for k, mu in enumerate((0.1, 0.1, 1.0))]
-    result = fit_trials(records, NOMINAL, "contact.mu_table", horizon=1, jackknife=True)
+    result = fit_trials(FitProblem(records, NOMINAL, "contact.mu_table", spec=ResidualSpec(horizon=1)), jackknife=True)
     std = result.std["contact.mu_table"]
     refits = np.array(result.data["uncertainty"]["refit_jackknife"]["values"]["contact.mu_table"])
     assert std == pytest.approx(np.sqrt(2 / 3 * np.sum((refits - refits.mean()) ** 2)))  # the refits set it
@@ -84,8 +85,9 @@ def test_warnings_quote_the_standard_deviation_of_the_printed_interval_after_the
 def test_a_stop_on_a_corner_after_the_first_steps_is_a_problem() -> None:
     """Both parameters' optima lie below their (narrowed) bounds: the first step lands on the corner."""
     start = NOMINAL.replace({"pusher.radius": 0.025})
-    result = fit_trials([pusher_record("probe")], start, "contact.mu_table,pusher.radius", horizon=1,
-                        bounds={"contact.mu_table": (0.45, 0.9), "pusher.radius": (0.021, 0.03)})
+    result = fit_trials(FitProblem([pusher_record("probe")], start, "contact.mu_table,pusher.radius",
+                                   spec=ResidualSpec(horizon=1),
+                                   bounds={"contact.mu_table": (0.45, 0.9), "pusher.radius": (0.021, 0.03)}))
     iterations = result.trace[-1]["iteration"]
     assert iterations <= 2
     assert result.problems[0] == (f"stopped on a corner of the bounds after {iterations} iteration(s): "
@@ -101,7 +103,7 @@ def test_a_stop_on_a_corner_after_the_first_steps_is_a_problem() -> None:
 
 
 def test_undetermined_problems_come_before_the_others() -> None:
-    result = fit_trials([pusher_record("probe")], NOMINAL, "box.mass", horizon=1)
+    result = fit_trials(FitProblem([pusher_record("probe")], NOMINAL, "box.mass", spec=ResidualSpec(horizon=1)))
     forced = dataclasses.replace(result, problems=(*result.problems, "held-out cost rose: 1 -> 2"))
     judged = with_verdicts(forced)
     assert judged.problems[0].startswith("box.mass is undetermined") and judged.problems[-1].startswith("held-out")
@@ -116,7 +118,7 @@ def test_grid_minima_are_judged_as_moves_of_the_grid_estimator() -> None:
     from sim2real.sysid.multistart import GridPoint, grid_jackknife, with_jackknife
 
     records = [friction_push(f"p{k}", speed, 0.3) for k, speed in enumerate((0.45, 0.5, 0.6))]
-    fitted = fit_trials(records, NOMINAL, "contact.mu_table", horizon=1)
+    fitted = fit_trials(FitProblem(records, NOMINAL, "contact.mu_table", spec=ResidualSpec(horizon=1)))
     value = fitted.values["contact.mu_table"]
     offset = value + 0.004  # the grid estimator sits 0.004 from the fit
     minima = [offset - 0.001, offset, offset + 0.001]

@@ -17,7 +17,7 @@ from fixtures.pushed_box import HIDDEN, NOMINAL, friction_push, pushed_box
 
 from sim2real.cli import main
 from sim2real.errors import Sim2RealError
-from sim2real.sysid import LMSettings, fit_trials
+from sim2real.sysid import FitProblem, LMSettings, ResidualSpec, fit_trials
 from sim2real.sysid.evaluation import HeldOut
 from sim2real.sysid.optimizer import STOP_STATISTICAL, levenberg_marquardt
 from sim2real.sysid.prediction import rising_metrics
@@ -59,8 +59,8 @@ def test_holdout_splits_whole_trials_reproducibly_and_refuses_an_empty_side() ->
 def test_a_fit_reports_held_out_prediction_errors_before_and_after_in_report_units() -> None:
     training = [probe_push("train_a", 0.5), probe_push("train_b", 0.6)]
     held = [probe_push("held_c", 0.45)]
-    result = fit_trials(training, NOMINAL, "contact.mu_table", horizon=1, validation=held,
-                        settings=LMSettings(max_iterations=15))
+    result = fit_trials(FitProblem(training, NOMINAL, "contact.mu_table", spec=ResidualSpec(horizon=1),
+                                   validation=held), settings=LMSettings(max_iterations=15))
     assert result.ok, result.problems
     assert result.values["contact.mu_table"] == pytest.approx(0.3, rel=1e-3)
     prediction = result.validation["prediction"]
