@@ -53,168 +53,43 @@ re-contact scenarios; about 1.5 minutes on 2 idle cores). Quick: ``--trials 50 -
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import math
 import sys
 import time
-import traceback
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from benchmarks.robustness_families.recontact import recontact_family
+from benchmarks.robustness_families.tally import (
+    FAILED_STEPS,
+    MAX_PRINTED_ERRORS,
+    Cases,
+    Tally,
+    capture_failed_steps,
+    run_cases,
+)
 from sim2real.control import load_experiment_config, plan_push
-from sim2real.control.sim_platform import TOUCH_DISTANCE, box_at_distance, simulate_arm_trial
+from sim2real.control.sim_platform import box_at_distance, simulate_arm_trial
 from sim2real.data import cube_toss_npz
 from sim2real.errors import Sim2RealError
 from sim2real.hardware.standin import load_standin
 from sim2real.model import load_arm
 from sim2real.params import ParameterSet
-from sim2real.physics import BoxState, BoxWorld, HardStep, SolveLog, SolveSummary, rollout
+from sim2real.physics import BoxState, BoxWorld, rollout
 from sim2real.spatial import conjugate, from_axis_angle, multiply, tilt, to_matrix, to_rotation_vector
 
 #: Default cube-toss recording (shipped with the package).
 CUBE_TOSS_NPZ = cube_toss_npz()
 #: The README's cube parameters (``sim2real fit runs/tosses ... --set``).
 CUBE_PARAMS = {"box.mass": 0.37, "box.size_x": 0.095, "box.size_y": 0.095, "box.size_z": 0.095}
-#: Seed-stream tags of the three families (trial i of a family draws from [seed, tag, i]).
-PUSH_TAG, RECONTACT_TAG = 1, 3
+#: Seed-stream tag of the pushes (trial i draws from [seed, tag, i]; the re-contact family's is its own).
+PUSH_TAG = 1
 #: The xArm driver's watchdog (``DriverConfig.watchdog_timeout``), in 10 ms ticks: zero velocity
 #: once no fresh command arrived for this many ticks.
 WATCHDOG_TICKS = 5
-RECONTACT_HEIGHTS = (0.012, 0.03, 0.21)
-RECONTACT_JITTER = (0.0, 0.0005, 0.002)
-#: Longest push or back-off phase of a re-contact scenario, ticks (re-hits: up to four times that).
-PHASE_TICKS = 60
-#: Pusher-box distance (m) beyond which pusher and box count as separated (a later touch is a re-hit).
-SEPARATED = 1e-3
-#: Exception messages printed to stderr per family.
-MAX_PRINTED_ERRORS = 5
-
-
-def _severity(hard: HardStep) -> tuple[bool, float]:
-    """Sort key putting the worst hard step first: degraded before recovered, then larger residual."""
-    return hard.outcome != "degraded", -hard.violation[0]
-
-
-@dataclass
-class Tally:
-    """Outcome tally of one family of trials."""
-
-    name: str
-    trials: int = 0
-    aborted: int = 0
-    summary: SolveSummary = field(default_factory=SolveSummary)
-    degraded_trials: int = 0
-    recovered_trials: int = 0
-    worst_trial: str = ""
-    degraded_by: dict[str, int] = field(default_factory=dict)
-    trials_by: dict[str, int] = field(default_factory=dict)
-    errors: list[str] = field(default_factory=list)
-    hard: list[tuple[str, HardStep]] = field(default_factory=list)
-    failed: list[tuple[str, HardStep]] = field(default_factory=list)
-    wall_s: float = 0.0
-
-    def add(self, label: str, solve: SolveSummary, hard_steps: tuple[HardStep, ...], groups: tuple[str, ...]) -> None:
-        """Count one trial that returned."""
-        self.trials += 1
-        if (solve.worst, solve.worst_residual) > (self.summary.worst, self.summary.worst_residual):
-            self.worst_trial = label
-        self.summary = self.summary.merged(solve)
-        self.recovered_trials += int(solve.recovered > 0)
-        self.degraded_trials += int(solve.degraded > 0)
-        for group in groups:
-            self.trials_by[group] = self.trials_by.get(group, 0) + 1
-            if solve.degraded:
-                self.degraded_by[group] = self.degraded_by.get(group, 0) + solve.degraded
-        # keep a few reproduction records: the worst (degraded first, then by residual) of the family
-        for hard in sorted(hard_steps, key=_severity)[:3]:
-            self.hard.append((label, hard))
-        self.hard.sort(key=lambda item: _severity(item[1]))
-        del self.hard[12:]
-
-    def abort(self, label: str, err: BaseException) -> None:
-        """Count one trial that raised."""
-        self.trials += 1
-        self.aborted += 1
-        if len(self.errors) < MAX_PRINTED_ERRORS:
-            self.errors.append(f"{self.name} {label}: {type(err).__name__}: {err}")
-            print(f"robustness: {self.errors[-1]}", file=sys.stderr)
-            traceback.print_exc(limit=3, file=sys.stderr)
-
-    def as_dict(self) -> dict[str, Any]:
-        """JSON-ready counts."""
-        s = self.summary
-        return {
-            "trials": self.trials, "aborted": self.aborted, "steps": s.steps, "converged": s.converged,
-            "recovered": s.recovered, "degraded": s.degraded,
-            "degraded_per_million_steps": round(1e6 * s.degraded / s.steps, 3) if s.steps else 0.0,
-            "recovered_per_million_steps": round(1e6 * s.recovered / s.steps, 3) if s.steps else 0.0,
-            "worst_residual": s.worst_residual, "worst_complementarity": s.worst_complementarity,
-            "worst_trial": self.worst_trial or None, "rungs": dict(sorted(s.rungs.items())),
-            "recovered_trials": self.recovered_trials, "degraded_trials": self.degraded_trials,
-            "degraded_by": dict(sorted(self.degraded_by.items())), "trials_by": dict(sorted(self.trials_by.items())),
-            "errors": list(self.errors), "wall_s": round(self.wall_s, 2),
-        }
-
-
-#: One case: a label, the simulation (returning its tally, hard steps and groups known only after
-#: running), and the groups known before.
-CaseResult = tuple[SolveSummary, tuple[HardStep, ...], tuple[str, ...]]
-Cases = Iterator[tuple[str, Callable[[], CaseResult], tuple[str, ...]]]
-
-
-@contextlib.contextmanager
-def capture_failed_steps(sink: list[HardStep] | None) -> Iterator[None]:
-    """Record the problem of every engine step whose solve raises into ``sink`` (None: do nothing).
-
-    The engine's :class:`~sim2real.physics.SimulationError` names the step but does not carry its
-    problem, so the solve called by ``BoxWorld.step`` is wrapped for the duration (benchmark only).
-    """
-    from sim2real.physics import world as world_module
-
-    original = getattr(world_module, "solve_step", None)
-    if sink is None or original is None:
-        yield
-        return
-
-    def solve_step(problem: HardStep, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return original(problem, *args, **kwargs)
-        except Exception:
-            sink.append(problem)
-            raise
-
-    world_module.solve_step = solve_step
-    try:
-        yield
-    finally:
-        world_module.solve_step = original
-
-
-#: Problems of steps whose solve raised (filled while ``--save-cases`` is given).
-FAILED_STEPS: list[HardStep] = []
-
-
-def _run(tally: Tally, cases: Cases) -> Tally:
-    """Run every case, counting outcomes and exceptions (a case never stops the family)."""
-    t0 = time.perf_counter()
-    for label, case, groups in cases:
-        seen = len(FAILED_STEPS)
-        try:
-            solve, hard_steps, found = case()
-        except Exception as err:  # an abort of any kind is what this benchmark counts
-            tally.abort(label, err)
-            if len(FAILED_STEPS) > seen:
-                tally.failed.append((label, FAILED_STEPS[-1].with_context(context=f"{label} (aborted: {err})",
-                                                                         outcome="failed")))
-            continue
-        tally.add(label, solve, hard_steps, groups + found)
-    tally.wall_s = time.perf_counter() - t0
-    return tally
 
 
 # --------------------------------------------------------------------------------------------- pushes
@@ -328,7 +203,7 @@ def push_family(trials: int, seed: int) -> tuple[Tally, dict[str, int]]:
             yield label, case, groups
 
     link = {"ticks": 0}
-    tally = _run(Tally("pushes"), cases())
+    tally = run_cases(Tally("pushes"), cases())
     return tally, link
 
 
@@ -381,182 +256,9 @@ def toss_family(limit: int | None, path: Path) -> Tally | dict[str, str]:
 
             yield label, case, ()
 
-    tally = _run(Tally("cube_tosses"), cases())
+    tally = run_cases(Tally("cube_tosses"), cases())
     tally.trials_by = {"available": data.n_tosses}
     return tally
-
-
-# ------------------------------------------------------------------------------------------- re-contact
-
-
-@dataclass(frozen=True)
-class RecontactRun:
-    """What one re-contact scenario did.
-
-    Attributes
-    ----------
-    solve : SolveSummary
-    hard_steps : tuple of HardStep
-    groups : tuple of str
-        Box height, jitter level, speed class, number of re-hits that touched.
-    rehits : int
-        Re-hit phases that reached the box again after a separation.
-    max_rehit_speed : float
-        Fastest pusher speed (m/s, jitter-free path) at which a re-hit touched the box.
-    max_sample_speed : float
-        Fastest speed between consecutive jittered pusher samples, m/s.
-    steps : int
-    """
-
-    solve: SolveSummary
-    hard_steps: tuple[HardStep, ...]
-    groups: tuple[str, ...]
-    rehits: int
-    max_rehit_speed: float
-    max_sample_speed: float
-    steps: int
-
-
-def recontact_groups(i: int) -> tuple[str, ...]:
-    """The groups of scenario ``i`` known before running it (box height, jitter, speed class)."""
-    return (f"height_{RECONTACT_HEIGHTS[i % 3]:g}m", f"jitter_{1e3 * RECONTACT_JITTER[(i // 3) % 3]:g}mm",
-            "speed_1m_s" if i % 4 == 0 else "speed_random", "follow_press" if i % 5 == 4 else "follow_level")
-
-
-def recontact_run(i: int, seed: int) -> RecontactRun:
-    """Scenario ``i``: push a resting box, back off until separated, hit it again (1-3 times).
-
-    The jitter-free pusher path is steered by what the simulation does (closed loop), so that
-    scenarios separate and re-hit: ``push`` phases advance at their speed until the pusher has
-    travelled 5-40 mm past first touch (at most :data:`PHASE_TICKS` ticks without touching);
-    ``back`` phases retreat until the pusher is 2-30 mm clear of the box (at most
-    :data:`PHASE_TICKS` ticks: a rocking box may follow the pusher); every re-hit heads in a
-    straight line for a point up to ±60 % of the half width beside the box's current centre, at
-    20-90 % of the box's current top, so a toppled box is hit too; once it touches it pushes on
-    horizontally, or (every fifth scenario, ``follow_press``) on along its slanted approach, which
-    presses a toppled box into the table. A re-hit is counted when the
-    pusher touches the box again after having been more than :data:`SEPARATED` away. The samples
-    given to the engine carry Gaussian jitter on top of that path.
-    """
-    rng = np.random.default_rng([seed, RECONTACT_TAG, i])
-    size_z = RECONTACT_HEIGHTS[i % 3]
-    jitter = RECONTACT_JITTER[(i // 3) % 3]
-    fast = i % 4 == 0
-    press = i % 5 == 4
-    params = ParameterSet.nominal().replace({
-        "contact.mu_table": float(rng.uniform(0.1, 1.0)), "contact.mu_pusher": float(rng.uniform(0.1, 1.0)),
-        "box.size_z": size_z, "box.mass": float(rng.uniform(0.1, 2.0))})
-    world = BoxWorld.from_params(params)
-    dt, radius = world.dt, float(params["pusher.radius"])
-    half = world.half_size
-    yaw = float(rng.uniform(-np.pi, np.pi))
-    rotation = to_matrix(from_axis_angle([0.0, 0.0, 1.0], yaw))
-    table = float(params["contact.table_height"])
-    centre = np.array([0.4, 0.0, table + half[2] - rng.uniform(0.0, 1e-4)])  # resting, settled 0-0.1 mm
-    state = BoxState(centre, from_axis_angle([0.0, 0.0, 1.0], yaw))
-    # first approach: towards the box's -x face at angle alpha, aimed at (-hx, lateral) in the box frame
-    alpha = float(rng.uniform(-np.pi / 6, np.pi / 6))
-    lateral = float(rng.uniform(-1.2, 1.2)) * half[1]
-    direction = rotation @ np.array([np.cos(alpha), np.sin(alpha), 0.0])
-    aim = centre + rotation @ np.array([-half[0], lateral, 0.0])
-    nominal = aim - direction * (radius + float(rng.uniform(0.005, 0.03))) / np.cos(alpha)
-    nominal[2] = table + float(rng.uniform(0.1, 1.1)) * size_z
-    cycles = 1 + int(rng.integers(0, 3))
-    phases: list[tuple[str, float, float]] = [("push", 1.0 if fast else float(rng.uniform(0.1, 1.0)),
-                                               float(rng.uniform(0.005, 0.04)))]
-    for _ in range(cycles):
-        phases.append(("back", 1.0 if fast else float(rng.uniform(0.1, 1.0)), float(rng.uniform(0.002, 0.03))))
-        phases.append(("rehit", 1.0 if fast else float(rng.uniform(0.1, 1.0)), float(rng.uniform(0.005, 0.04))))
-    hold = int(rng.integers(5, 30))
-    heights = rng.uniform(0.2, 0.9, cycles)  # re-hit heights, fractions of the box's current top
-    offsets = rng.uniform(-0.6, 0.6, cycles) * half[1]  # re-hit aim: left or right of the box's centre
-    noise_rng = np.random.default_rng([seed, RECONTACT_TAG, i, 1])
-
-    touch_force = 0.01 * float(params["box.mass"]) * 9.81  # N: the pusher carries 1 % of the box's weight
-    log = SolveLog(f"recontact_{i:04d} {' '.join(recontact_groups(i))}")
-    sent = nominal + (noise_rng.normal(0.0, jitter, 3) if jitter else 0.0)
-    tick, distance, touching, speed = 0, np.inf, False, 0.0
-    rehits, separated, touched_once, max_rehit_speed, max_sample_speed = 0, False, False, 0.0, 0.0
-
-    def advance(target: np.ndarray) -> None:
-        """One engine step with the pusher moving to ``target`` (plus jitter); counts re-hits."""
-        nonlocal state, sent, tick, distance, touching, rehits, separated, touched_once, max_rehit_speed
-        nonlocal max_sample_speed
-        nxt = target + (noise_rng.normal(0.0, jitter, 3) if jitter else 0.0)
-        result = world.step(state, sent, nxt, step_index=tick)
-        log.record(result, tick)
-        max_sample_speed = max(max_sample_speed, float(np.linalg.norm(nxt - sent)) / dt)
-        state, sent, tick = result.state, nxt, tick + 1
-        distance = float(result.contacts.pusher_distance)
-        touching = distance <= TOUCH_DISTANCE or float(result.contacts.pusher_force) > touch_force
-        if distance > SEPARATED:
-            separated = True
-        elif touching and (separated or not touched_once):
-            if touched_once:  # touching again after a separation: a re-hit
-                rehits += 1
-                max_rehit_speed = max(max_rehit_speed, speed)
-            separated, touched_once = False, True
-
-    def homing(fraction_height: float, offset: float) -> np.ndarray:
-        """Unit vector from the pusher to a point beside the box's current centre, at a height."""
-        top = 2.0 * (float(state.position[2]) - table)  # the box's current top, roughly
-        ahead = state.position[:2] - nominal[:2]
-        side = np.array([-ahead[1], ahead[0]]) / max(float(np.linalg.norm(ahead)), 1e-9)
-        target = np.append(state.position[:2] + offset * side, table + fraction_height * top)
-        towards = target - nominal
-        norm = float(np.linalg.norm(towards))
-        return towards / norm if norm > 1e-9 else direction
-
-    cycle = -1
-    for kind, speed, amount in phases:
-        if kind == "back":
-            for _ in range(PHASE_TICKS):
-                nominal = nominal - speed * dt * direction
-                advance(nominal)
-                if distance > amount:
-                    break
-            continue
-        ticks = PHASE_TICKS
-        if kind == "rehit":
-            cycle += 1
-            ticks = min(4 * PHASE_TICKS, PHASE_TICKS + math.ceil(distance / (speed * dt)))
-        travelled, touched = 0.0, touching
-        for _ in range(ticks):
-            if kind == "rehit" and not touched:  # steer towards the box until it is reached
-                direction = homing(heights[cycle], offsets[cycle])
-            if touched and direction[2] != 0.0 and not press:  # push on horizontally
-                direction = np.array([direction[0], direction[1], 0.0]) / max(float(np.hypot(*direction[:2])), 1e-9)
-            nominal = nominal + speed * dt * direction
-            advance(nominal)
-            touched = touched or touching
-            if touched:
-                travelled += speed * dt
-                if travelled >= amount:
-                    break
-    speed = 0.0
-    for _ in range(hold):
-        advance(nominal)
-    groups = (*recontact_groups(i), f"rehits_{rehits}")
-    return RecontactRun(log.summary(), tuple(log.hard_steps), groups, rehits, max_rehit_speed, max_sample_speed, tick)
-
-
-def recontact_family(count: int, seed: int) -> tuple[Tally, dict[str, float]]:
-    """Push, separate, re-hit scenarios with a sphere pusher."""
-    stats = {"rehits": 0, "scenarios_with_rehit": 0, "max_speed_m_s": 0.0, "max_sample_speed_m_s": 0.0}
-
-    def cases() -> Cases:
-        for i in range(count):
-            def case(i=i) -> CaseResult:
-                run = recontact_run(i, seed)
-                stats["rehits"] += run.rehits
-                stats["scenarios_with_rehit"] += int(run.rehits > 0)
-                stats["max_speed_m_s"] = max(stats["max_speed_m_s"], run.max_rehit_speed)
-                stats["max_sample_speed_m_s"] = round(max(stats["max_sample_speed_m_s"], run.max_sample_speed), 3)
-                return run.solve, run.hard_steps, run.groups[len(recontact_groups(i)):]
-
-            yield f"recontact_{i:04d}", case, recontact_groups(i)
-
-    return _run(Tally("recontact"), cases()), stats
 
 
 # ----------------------------------------------------------------------------------------------- main
