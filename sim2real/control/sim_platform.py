@@ -248,6 +248,84 @@ class SimPlatform:
         self.k += 1
 
 
+@dataclass
+class _TrialLog:
+    """The arrays of an :class:`ArmTrialResult` (T ticks, ``p`` sensitivities), filled tick by tick."""
+
+    t: FloatArray
+    joint_position: FloatArray
+    joint_velocity: FloatArray
+    command: FloatArray
+    reference_position: FloatArray
+    reference_velocity: FloatArray
+    pusher: FloatArray
+    box: FloatArray
+    d_box: FloatArray | None
+    d_joint: FloatArray | None
+
+    @classmethod
+    def start(cls, platform: SimPlatform, n_steps: int, p: int) -> _TrialLog:
+        """Empty arrays for ``n_steps`` ticks, with the platform's state at ``t = 0`` in row 0."""
+        log = cls(t=np.arange(n_steps + 1) * platform.dt, joint_position=np.empty((n_steps + 1, 6)),
+                  joint_velocity=np.empty((n_steps + 1, 6)), command=np.zeros((n_steps, 6)),
+                  reference_position=np.empty((n_steps, 6)), reference_velocity=np.empty((n_steps, 6)),
+                  pusher=np.empty((n_steps + 1, 3)), box=np.empty((n_steps + 1, 13)),
+                  d_box=np.zeros((n_steps + 1, 13, p)) if p else None,
+                  d_joint=np.zeros((n_steps + 1, 6, p)) if p else None)
+        log.joint_position[0], log.joint_velocity[0] = platform.q, platform.v
+        log.pusher[0], log.box[0] = platform.pusher, platform.box.as_vector()
+        return log
+
+    def record(self, k: int, platform: SimPlatform) -> None:
+        """Store the platform's state after tick ``k`` in row ``k + 1``."""
+        self.joint_position[k + 1], self.joint_velocity[k + 1] = platform.q, platform.v
+        self.pusher[k + 1], self.box[k + 1] = platform.pusher, platform.box.as_vector()
+        if self.d_box is not None and self.d_joint is not None:
+            self.d_box[k + 1] = platform.s_box
+            self.d_joint[k + 1] = platform.s_q
+
+
+@dataclass
+class _PDDriver:
+    """The PD law closing the loop on the sim platform, with its command's sensitivity (6, p).
+
+    ``col`` maps the sensitivity parameters to their columns; ``previous`` (6,) rad/s and ``d_previous``
+    (6, p) are the last command and its sensitivity; ``stop_reason`` is the first stop of the law, or ``""``.
+    """
+
+    gains: PDGains
+    limits: CommandLimits
+    dt: float
+    col: dict[str, int]
+    previous: FloatArray
+    d_previous: FloatArray
+    stop_reason: str = ""
+
+    def command(self, platform: SimPlatform, t_k: float, q_ref: FloatArray, v_ref: FloatArray
+                ) -> tuple[FloatArray, FloatArray | None]:
+        """The command (6,) rad/s at tick time ``t_k`` s towards the reference ``(q_ref, v_ref)`` (6,) each,
+        and its sensitivity (6, p) (None without sensitivities)."""
+        q, v = platform.q, platform.v
+        out = pd_command(q_ref, v_ref, q, v, self.gains, self.limits, self.previous, self.dt)
+        if out.stopped and not self.stop_reason:
+            self.stop_reason = f"t = {t_k:.2f} s: {out.reason}"
+        u = out.velocity
+        d_command = None
+        if self.col:
+            # Unclamped joints: derivative of the PD law; rate-limited joints: that of the
+            # previous command (u_k = u_k-1 ± a dt); velocity-clamped or stopped: zero.
+            d_law = -self.gains.kp * platform.s_q - self.gains.kd * platform.s_v
+            if "pd.kp" in self.col:
+                d_law[:, self.col["pd.kp"]] += q_ref - q
+            if "pd.kd" in self.col:
+                d_law[:, self.col["pd.kd"]] += v_ref - v
+            d_command = np.where(out.active[:, None], d_law,
+                                 np.where(out.rate_limited[:, None], self.d_previous, 0.0))
+            self.d_previous = d_command
+        self.previous = u
+        return u, d_command
+
+
 def simulate_arm_trial(params: ParameterSet, reference: JointTrajectory, initial_box: BoxState,
                        duration: float | None = None, grad_names: Sequence[str] = (),
                        commands: FloatArray | None = None, arm: ArmModel | None = None,
@@ -291,61 +369,25 @@ def simulate_arm_trial(params: ParameterSet, reference: JointTrajectory, initial
     n_steps = round(duration / dt) if commands is None else len(commands)
     grad_names = platform.grad_names
     p = len(grad_names)
-    col = {name: i for i, name in enumerate(grad_names)}
-
-    t = np.arange(n_steps + 1) * dt
-    joint_position = np.empty((n_steps + 1, 6))
-    joint_velocity = np.empty((n_steps + 1, 6))
-    command_log = np.zeros((n_steps, 6))
-    ref_q = np.empty((n_steps, 6))
-    ref_v = np.empty((n_steps, 6))
-    pusher_log = np.empty((n_steps + 1, 3))
-    box_log = np.empty((n_steps + 1, 13))
-    d_box = np.zeros((n_steps + 1, 13, p)) if p else None
-    d_joint = np.zeros((n_steps + 1, 6, p)) if p else None
-    joint_position[0], joint_velocity[0] = platform.q, platform.v
-    pusher_log[0], box_log[0] = platform.pusher, platform.box.as_vector()
-
-    stop_reason = ""
-    previous = np.zeros(6)
-    d_previous = np.zeros((6, p))
+    log = _TrialLog.start(platform, n_steps, p)
+    driver = _PDDriver(gains, limits, dt, {name: i for i, name in enumerate(grad_names)}, np.zeros(6), np.zeros((6, p)))
     for k in range(n_steps):
-        q, v = platform.q, platform.v
-        q_ref, v_ref = reference.sample(t[k])
-        ref_q[k], ref_v[k] = q_ref, v_ref
-        d_command = None
+        q_ref, v_ref = reference.sample(log.t[k])
+        log.reference_position[k], log.reference_velocity[k] = q_ref, v_ref
+        d_command: FloatArray | None = None
         if commands is not None:
             u = np.asarray(commands[k], dtype=float)
         else:
-            out = pd_command(q_ref, v_ref, q, v, gains, limits, previous, dt)
-            if out.stopped and not stop_reason:
-                stop_reason = f"t = {t[k]:.2f} s: {out.reason}"
-            u = out.velocity
-            if p:
-                # Unclamped joints: derivative of the PD law; rate-limited joints: that of the
-                # previous command (u_k = u_k-1 ± a dt); velocity-clamped or stopped: zero.
-                d_law = -gains.kp * platform.s_q - gains.kd * platform.s_v
-                if "pd.kp" in col:
-                    d_law[:, col["pd.kp"]] += q_ref - q
-                if "pd.kd" in col:
-                    d_law[:, col["pd.kd"]] += v_ref - v
-                d_command = np.where(out.active[:, None], d_law,
-                                     np.where(out.rate_limited[:, None], d_previous, 0.0))
-                d_previous = d_command
-        command_log[k] = u
-        previous = u
+            u, d_command = driver.command(platform, log.t[k], q_ref, v_ref)
+        log.command[k] = u
         platform.step(u, d_command)
-        joint_position[k + 1], joint_velocity[k + 1] = platform.q, platform.v
-        pusher_log[k + 1], box_log[k + 1] = platform.pusher, platform.box.as_vector()
-        if p:
-            d_box[k + 1] = platform.s_box
-            d_joint[k + 1] = platform.s_q
+        log.record(k, platform)
 
     return ArmTrialResult(
-        t=t, joint_position=joint_position, joint_velocity=joint_velocity, command=command_log,
-        reference_position=ref_q, reference_velocity=ref_v, pusher=pusher_log, box=box_log,
-        touched=platform.touched, min_pusher_distance=float(platform.min_pusher_distance),
+        t=log.t, joint_position=log.joint_position, joint_velocity=log.joint_velocity, command=log.command,
+        reference_position=log.reference_position, reference_velocity=log.reference_velocity, pusher=log.pusher,
+        box=log.box, touched=platform.touched, min_pusher_distance=float(platform.min_pusher_distance),
         min_table_distance=float(platform.min_table_distance),
-        stop_reason=stop_reason, grad_names=grad_names, d_box=d_box, d_joint_position=d_joint,
+        stop_reason=driver.stop_reason, grad_names=grad_names, d_box=log.d_box, d_joint_position=log.d_joint,
         outcomes=platform.log.outcomes, solve=platform.log.summary(), hard_steps=tuple(platform.log.hard_steps),
     )

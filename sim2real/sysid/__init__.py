@@ -9,7 +9,8 @@
   depend on degraded solver steps flagged; what they are asked for and return in
   :mod:`~sim2real.sysid.residual_types`; whole arm trials simulated in :mod:`~sim2real.sysid.arm_trials`.
 * :mod:`~sim2real.sysid.optimizer` — Gauss-Newton / Levenberg-Marquardt with bounds and
-  robust losses.
+  robust losses; its damped step (determined directions, trust radius, statistical stop) in
+  :mod:`~sim2real.sysid.damped_step`.
 * :mod:`~sim2real.sysid.evaluation` — many trials as one residual vector; trials failing at the
   start left out; trial steps that fail or degrade rejected; held-out cost.
 * :mod:`~sim2real.sysid.uncertainty` — covariance, intervals, correlations, identifiability.

@@ -17,11 +17,13 @@ otherwise be thousands of scales long, land on the bounds and stop there after o
 
 The robust losses are applied by iteratively reweighted least squares: each row is scaled by
 ``sqrt(ρ'(r²))`` with ``ρ`` Huber's or soft-L1 of scale ``settings.loss_scale``.
+
+The linear algebra of one step (determined directions, the damped solve, the trust radius, the
+statistical stop's test) is in :mod:`sim2real.sysid.damped_step`.
 """
 
 from __future__ import annotations
 
-import itertools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -29,6 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sim2real.errors import Sim2RealError
+from sim2real.sysid.damped_step import cluster_gradients, damped_solver, determined_mask, negligible_step, within_radius
 
 LOSSES: tuple[str, ...] = ("linear", "huber", "soft_l1")
 #: The stop reason of a fit that ran out of iterations (the one reason that is not convergence).
@@ -220,86 +223,6 @@ Evaluate = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
 Progress = Callable[[TraceEntry], None]
 
 
-def determined_mask(hessian: np.ndarray, typical: np.ndarray, null_tolerance: float) -> np.ndarray:
-    """Parameters whose relative influence ``sqrt(H_ii) |typical_i|`` exceeds ``sqrt(null_tolerance)``
-    times the largest; the others have (numerically) no effect on the residuals."""
-    influence = np.sqrt(np.maximum(np.diag(hessian), 0.0)) * typical
-    top = float(np.max(influence, initial=0.0))
-    return influence > np.sqrt(null_tolerance) * top if top > 0.0 else np.zeros(len(typical), dtype=bool)
-
-
-def _damped_solver(hessian: np.ndarray, gradient: np.ndarray, diag: np.ndarray,
-                   null_tolerance: float) -> Callable[[float], np.ndarray]:
-    """``λ -> δ = −(H + λ D²)⁻¹ g`` in scaled coordinates, dropping undetermined (collinear) directions.
-
-    The eigen-decomposition is made once, so trying several ``λ`` (the trust radius) is cheap.
-    """
-    d = np.sqrt(np.maximum(diag, 1e-300))
-    scaled = hessian / np.outer(d, d)
-    eigval, eigvec = np.linalg.eigh(scaled)
-    top = max(float(eigval[-1]), 1e-300)
-    keep = eigval > null_tolerance * top
-    projected = eigvec[:, keep].T @ (gradient / d)
-
-    def solve(damping: float) -> np.ndarray:
-        return -(eigvec[:, keep] @ (projected / (eigval[keep] + damping))) / d
-
-    return solve
-
-
-def _within_radius(solve: Callable[[float], np.ndarray], damping: float, typical: np.ndarray,
-                   radius: float) -> tuple[np.ndarray, float]:
-    """The damped step at ``damping`` or, when it moves a parameter by more than ``radius`` typical
-    magnitudes, at a larger damping for which it does not; returns ``(δ, damping)``."""
-    delta = solve(damping)
-    for _ in range(100):
-        longest = float(np.max(np.abs(delta) / typical, initial=0.0))
-        if not np.isfinite(radius) or longest <= radius:
-            break
-        damping *= 1.5 * longest / radius  # for large damping the step shrinks like 1/damping
-        delta = solve(damping)
-    return delta, damping
-
-
-def _negligible_step(step: np.ndarray, hessian: np.ndarray, free: np.ndarray, cost: float, rows: int,
-                     settings: LMSettings, cluster_gradients: np.ndarray | None = None) -> bool:
-    """Whether ``step`` moves every free parameter by less than ``stat_tol`` standard deviations.
-
-    The standard deviations are ``sqrt(σ² diag(H⁻¹))`` over the free parameters with
-    ``σ² = 2 cost / (m − p)`` (independent rows: the narrowest estimate), or, with the gradient of
-    each cluster of rows (``cluster_gradients`` (G, p), G ≥ 2: one per trial), the wider of those and
-    the cluster-robust sandwich's (CR1), the standard deviations the fit reports: rows of one trial
-    are not independent, and judged on the independent-rows figure a fit of many rows kept crawling
-    along a correlated valley by a fraction of a reported standard deviation per iteration.
-    """
-    p = int(np.count_nonzero(free))
-    if settings.stat_tol <= 0.0 or p == 0 or rows <= p or not np.any(step):
-        return False
-    sub = hessian[np.ix_(free, free)]
-    try:
-        bread = np.linalg.pinv(sub)
-    except np.linalg.LinAlgError:
-        return False
-    variance = np.diag(bread) * (2.0 * cost / (rows - p))
-    if cluster_gradients is not None and cluster_gradients.shape[0] >= 2:
-        groups = cluster_gradients.shape[0]
-        meat = cluster_gradients[:, free].T @ cluster_gradients[:, free] * groups / (groups - 1)
-        variance = np.maximum(variance, np.diag(bread @ meat @ bread))
-    if not np.all(np.isfinite(variance)) or np.any(variance <= 0.0):
-        return False
-    return bool(np.all(np.abs(step[free]) < settings.stat_tol * np.sqrt(variance)))
-
-
-def cluster_gradients(jacobian: np.ndarray, weighted_residuals: np.ndarray, sizes: Sequence[int] | None
-                      ) -> np.ndarray | None:
-    """Per cluster of consecutive rows (``sizes``: rows per cluster, summing to m) the gradient
-    ``J_cᵀ (w r)_c`` (G, p); None without clusters or when the sizes do not cover the rows."""
-    if sizes is None or len(sizes) < 2 or int(np.sum(sizes)) != jacobian.shape[0]:
-        return None
-    edges = np.cumsum([0, *sizes])
-    return np.array([jacobian[a:b].T @ weighted_residuals[a:b] for a, b in itertools.pairwise(edges)])
-
-
 def _snap_to_bounds(evaluate: Evaluate, x: np.ndarray, cost: float, g: np.ndarray, lower: np.ndarray,
                     upper: np.ndarray, settings: LMSettings) -> tuple[np.ndarray, ...] | None:
     """The end point with the unknowns that stopped :data:`BOUND_MARGIN` short of a bound, pushed there by
@@ -357,6 +280,250 @@ def _extended_step(evaluate: Evaluate, x_old: np.ndarray, step: np.ndarray, lowe
     return best, spent
 
 
+def _projected_gradient(g: np.ndarray, x: np.ndarray, lower: np.ndarray, upper: np.ndarray
+                        ) -> tuple[np.ndarray, np.ndarray]:
+    """The gradient ``g`` (p,) with the components that push ``x`` (p,) out through a bound it sits on set
+    to 0, and the mask (p,) of the unknowns free to move."""
+    on_lower, on_upper = at_bounds(x, lower, upper)
+    free = ~((on_lower & (g > 0.0)) | (on_upper & (g < 0.0)))
+    return np.where(free, g, 0.0), free
+
+
+@dataclass(frozen=True)
+class _LMProblem:
+    """What stays fixed through one :func:`levenberg_marquardt` run (its arguments, bounds and typical
+    magnitudes (p,) as float arrays, and the ``time.monotonic()`` of its start)."""
+
+    evaluate: Evaluate
+    lower: np.ndarray
+    upper: np.ndarray
+    typical: np.ndarray
+    settings: LMSettings
+    progress: Progress | None
+    stop_when: Callable[[np.ndarray, float], str | None] | None
+    clusters: Callable[[], Sequence[int]] | None
+    clock: float
+
+    def record(self, state: _LMState, entry: TraceEntry) -> None:
+        """Append ``entry`` to the trace and report it."""
+        state.trace.append(entry)
+        if self.progress is not None:
+            self.progress(entry)
+
+
+@dataclass
+class _LMState:
+    """Where a :func:`levenberg_marquardt` run stands: the current point and the step control.
+
+    ``x`` (p,), residuals ``r`` (m,), Jacobian ``J`` (m, p), ``cost``, loss weights ``w`` (m,), gradient
+    ``g = Jᵀ W r`` (p,), its projection ``pg`` (p,) onto the bounds and the ``free`` mask (p,); ``diag_max``
+    (p,) the running maximum of ``diag(JᵀWJ)``; ``damping`` (relative ``λ``), its growth
+    factor ``nu`` after rejections and the trust ``radius`` (typical magnitudes); the relative cost decrease
+    and gain ratio of the last accepted step; iterations and evaluations so far, and the trace.
+    """
+
+    x: np.ndarray
+    r: np.ndarray
+    J: np.ndarray
+    cost: float
+    w: np.ndarray
+    g: np.ndarray
+    pg: np.ndarray
+    free: np.ndarray
+    diag_max: np.ndarray
+    radius: float
+    damping: float
+    nu: float = 2.0
+    last_decrease: float = float("inf")
+    last_ratio: float = 0.0
+    iteration: int = 0
+    evaluations: int = 1
+    trace: list[TraceEntry] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _Proposal:
+    """One iteration's trial point ``x_new`` (p,), its ``step`` (p,) from the current point, the step's
+    scaled norm, the cost decrease the Gauss-Newton model predicts, and whether the statistical stop holds."""
+
+    x_new: np.ndarray
+    step: np.ndarray
+    step_norm: float
+    predicted: float
+    negligible: bool
+
+
+def _lm_start(problem: _LMProblem, x: np.ndarray) -> _LMState:
+    """The state at ``x`` (p,) after its evaluation, with trace entry 0 recorded."""
+    settings = problem.settings
+    r, J = problem.evaluate(x)
+    cost, w = loss_weights(r, settings.loss, settings.loss_scale)
+    diag_max = np.zeros(x.shape[0])
+    g = J.T @ (w * r)
+    pg, free = _projected_gradient(g, x, problem.lower, problem.upper)
+    state = _LMState(x, r, J, cost, w, g, pg, free, diag_max, float(settings.initial_step), settings.initial_damping)
+    problem.record(state, TraceEntry(0, cost, 0.0, 0.0, True, float(np.max(np.abs(pg), initial=0.0)), float("nan"),
+                                     tuple(x), time.monotonic() - problem.clock))
+    return state
+
+
+def _stationary(state: _LMState, H: np.ndarray, settings: LMSettings) -> str | None:
+    """The convergence test met at the current point (``H`` = JᵀWJ (p, p) there) before any step, if any."""
+    if state.cost <= 1e-30:
+        return "zero residual"
+    scale = np.sqrt(np.maximum(np.maximum(state.diag_max, np.diag(H)), 1e-300))
+    if np.max(np.abs(state.pg) / scale, initial=0.0) <= settings.gtol * max(np.sqrt(2.0 * state.cost), 1e-300):
+        return "gradient below gtol"
+    return None
+
+
+def _propose(problem: _LMProblem, state: _LMState, H: np.ndarray, scale: np.ndarray) -> _Proposal:
+    """The damped step within the trust radius on the free, determined unknowns (narrowing ``state.free`` to
+    those), clipped into the bounds; ``H`` (p, p) is JᵀWJ at the current point and ``scale`` (p,) Moré's."""
+    settings, typical, x = problem.settings, problem.typical, state.x
+    delta = np.zeros_like(x)
+    free = state.free = state.free & determined_mask(H, typical, settings.null_tolerance)
+    if np.any(free):
+        sub = np.ix_(free, free)
+        solve = damped_solver(H[sub], state.g[free], state.diag_max[free], settings.null_tolerance)
+        delta[free], _ = within_radius(solve, state.damping, typical[free], state.radius)
+    x_new = clip_inside(x + delta, x, problem.lower, problem.upper)
+    step = x_new - x
+    negligible = state.last_decrease <= STAT_COST_FRACTION and negligible_step(
+        step, H, free, state.cost, state.r.shape[0], settings.stat_tol,
+        cluster_gradients(state.J, state.w * state.r, problem.clusters() if problem.clusters is not None else None))
+    step_norm = float(np.linalg.norm(step * scale))
+    predicted = -(state.g @ step) - 0.5 * step @ H @ step
+    return _Proposal(x_new, step, step_norm, predicted, negligible)
+
+
+def _evaluate_trial(problem: _LMProblem, state: _LMState, x_new: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray, float, np.ndarray, str]:
+    """``(r, J, cost, loss weights, note)`` at the trial point ``x_new`` (p,); an evaluation that fails
+    (:class:`Sim2RealError`) gives an infinite cost with the current point's arrays and its one-line message."""
+    settings = problem.settings
+    note = ""
+    try:
+        r_new, J_new = problem.evaluate(x_new)
+        cost_new, w_new = loss_weights(r_new, settings.loss, settings.loss_scale)
+    except FitAbortedError:
+        raise
+    except Sim2RealError as err:  # the simulator failed or degraded at the trial point: reject the step
+        r_new, J_new, cost_new, w_new = state.r, state.J, float("inf"), state.w
+        note = " ".join(str(err).split()) or "evaluation failed"
+    return r_new, J_new, cost_new, w_new, note
+
+
+def _extend(problem: _LMProblem, state: _LMState, x_old: np.ndarray, step: np.ndarray, old_cost: float,
+            scale: np.ndarray) -> tuple[np.ndarray, float, float] | None:
+    """Take the best doubling of the accepted ``step`` (p,) from ``x_old`` (p,) (:func:`_extended_step`), if
+    one lowers the cost further; returns its ``(step, scaled step norm, cost decrease)`` or None."""
+    extended, spent = _extended_step(problem.evaluate, x_old, step, problem.lower, problem.upper, state.cost,
+                                     problem.settings)
+    state.evaluations += spent
+    if extended is None:
+        return None
+    state.x, state.r, state.J, state.cost, state.w = extended
+    step = state.x - x_old
+    step_norm = float(np.linalg.norm(step * scale))
+    actual = old_cost - state.cost
+    state.last_decrease = actual / old_cost if old_cost > 0.0 else 0.0
+    state.radius = max(state.radius, float(np.max(np.abs(step) / problem.typical, initial=0.0)))
+    return step, step_norm, actual
+
+
+def _accept(problem: _LMProblem, state: _LMState, proposal: _Proposal,
+            point: tuple[np.ndarray, np.ndarray, np.ndarray, float, np.ndarray], actual: float, ratio: float,
+            scale: np.ndarray) -> tuple[float, float]:
+    """Move to the trial ``point`` ``(x, r, J, cost, w)`` (or a doubling of its step), relax the damping,
+    widen the trust radius after a step that used it well; returns the step's scaled norm and cost decrease."""
+    old_cost = state.cost
+    state.last_decrease = actual / old_cost if old_cost > 0.0 else 0.0
+    x_old = state.x
+    state.x, state.r, state.J, state.cost, state.w = point
+    step, step_norm = proposal.step, proposal.step_norm
+    if ratio > EXTEND_RATIO and state.last_ratio > EXTEND_RATIO:
+        extended = _extend(problem, state, x_old, step, old_cost, scale)
+        if extended is not None:
+            step, step_norm, actual = extended
+    state.last_ratio = ratio
+    state.damping *= max(1.0 / 3.0, 1.0 - (2.0 * min(ratio, 1.0) - 1.0) ** 3) if ratio > 0 else 1.0
+    state.nu = 2.0
+    if ratio > 0.75 and float(np.max(np.abs(step) / problem.typical, initial=0.0)) >= 0.5 * state.radius:
+        state.radius *= 2.0
+    state.g = state.J.T @ (state.w * state.r)
+    state.pg, state.free = _projected_gradient(state.g, state.x, problem.lower, problem.upper)
+    return step_norm, actual
+
+
+def _reject(problem: _LMProblem, state: _LMState, step: np.ndarray) -> None:
+    """Raise the damping and shrink the trust radius to a fraction of the rejected ``step`` (p,)."""
+    state.damping *= state.nu
+    state.nu *= 2.0
+    longest = float(np.max(np.abs(step) / problem.typical, initial=0.0))
+    if longest > 0.0:
+        state.radius = min(state.radius, REJECT_SHRINK * longest)
+
+
+def _stop_after(problem: _LMProblem, state: _LMState, accepted: bool, actual: float, old_cost: float,
+                proposal: _Proposal, step_norm: float, scale: np.ndarray) -> str | None:
+    """The stop reason an iteration ends the run with (``old_cost``: the cost before it), or None."""
+    settings = problem.settings
+    if accepted and actual <= settings.ftol * old_cost:
+        return "cost reduction below ftol"
+    if accepted and problem.stop_when is not None:
+        reason = problem.stop_when(state.x, state.cost)
+        if reason:
+            return reason
+    if proposal.negligible:
+        return STOP_STATISTICAL if settings.stat_tol == 0.05 else \
+            f"step below {100 * settings.stat_tol:g} % of the standard deviations"
+    if step_norm <= settings.xtol * (float(np.linalg.norm(state.x * scale)) + settings.xtol):
+        return "step below xtol"
+    if not accepted and state.damping > settings.max_damping:
+        return "damping limit (no further decrease)"
+    return None
+
+
+def _lm_iteration(problem: _LMProblem, state: _LMState, H: np.ndarray) -> str | None:
+    """One damped step from the current point (``H`` = JᵀWJ (p, p) there), accepted or rejected and recorded;
+    returns the stop reason it ends the run with, or None."""
+    state.diag_max = np.maximum(state.diag_max, np.diag(H))
+    scale = np.sqrt(np.maximum(state.diag_max, 1e-300))
+    state.iteration += 1
+    proposal = _propose(problem, state, H, scale)
+    state.evaluations += 1
+    r_new, J_new, cost_new, w_new, note = _evaluate_trial(problem, state, proposal.x_new)
+    actual = state.cost - cost_new
+    ratio = actual / proposal.predicted if proposal.predicted > 0.0 else -1.0
+    accepted = bool(actual > 0.0 and np.isfinite(cost_new))
+    old_cost = state.cost
+    step_norm = proposal.step_norm
+    if accepted:
+        step_norm, actual = _accept(problem, state, proposal, (proposal.x_new, r_new, J_new, cost_new, w_new),
+                                    actual, ratio, scale)
+    else:
+        _reject(problem, state, proposal.step)
+    problem.record(state, TraceEntry(state.iteration, state.cost, step_norm, float(state.damping), accepted,
+                                     float(np.max(np.abs(state.pg), initial=0.0)), float(ratio), tuple(state.x),
+                                     time.monotonic() - problem.clock, note))
+    return _stop_after(problem, state, accepted, actual, old_cost, proposal, step_norm, scale)
+
+
+def _lm_finish(problem: _LMProblem, state: _LMState, stop: str) -> LMResult:
+    """The result at the end point, moved onto the bounds it stopped just short of when that costs no more."""
+    x, r, J, cost, w = state.x, state.r, state.J, state.cost, state.w
+    snapped = _snap_to_bounds(problem.evaluate, x, cost, J.T @ (w * r), problem.lower, problem.upper,
+                              problem.settings)
+    if snapped is not None:
+        state.evaluations += 1
+        x, r, J, cost, w = snapped
+    on_lower, on_upper = at_bounds(x, problem.lower, problem.upper)
+    active = tuple(int(i) for i in np.flatnonzero(on_lower | on_upper))
+    return LMResult(x=x, cost=cost, residuals=r, jacobian=J, loss_weights=w, trace=tuple(state.trace),
+                    stop_reason=stop, evaluations=state.evaluations, active_bounds=active)
+
+
 def levenberg_marquardt(evaluate: Evaluate, x0: np.ndarray, lower: np.ndarray, upper: np.ndarray,
                         settings: LMSettings = LMSettings(), progress: Progress | None = None,
                         typical: np.ndarray | None = None,
@@ -389,7 +556,8 @@ def levenberg_marquardt(evaluate: Evaluate, x0: np.ndarray, lower: np.ndarray, u
         with that stop reason (e.g. a second start that reached an optimum already found).
     clusters : callable, optional
         ``() -> rows per cluster`` (consecutive rows; one cluster per trial): the statistical stop
-        judges steps against the cluster-robust standard deviations as well (:func:`_negligible_step`).
+        judges steps against the cluster-robust standard deviations as well
+        (:func:`~sim2real.sysid.damped_step.negligible_step`).
 
     Returns
     -------
@@ -405,138 +573,18 @@ def levenberg_marquardt(evaluate: Evaluate, x0: np.ndarray, lower: np.ndarray, u
     lower, upper = np.asarray(lower, dtype=float), np.asarray(upper, dtype=float)
     if np.any(x < lower) or np.any(x > upper):
         raise Sim2RealError("start values lie outside the bounds")
-    clock = time.monotonic()
-    r, J = evaluate(x)
-    evaluations = 1
-    cost, w = loss_weights(r, settings.loss, settings.loss_scale)
-    trace: list[TraceEntry] = []
-    diag_max = np.zeros(x.shape[0])
-    damping = None
-    nu = 2.0
-    radius = float(settings.initial_step)  # trust radius, in typical magnitudes
+    problem = _LMProblem(evaluate, lower, upper, typical, settings, progress, stop_when, clusters, time.monotonic())
+    state = _lm_start(problem, x)
     stop = STOP_MAX_ITERATIONS
-    last_decrease = float("inf")  # relative cost decrease of the last accepted step
-    last_ratio = 0.0  # gain ratio of the last accepted step
-
-    def record(entry: TraceEntry) -> None:
-        trace.append(entry)
-        if progress is not None:
-            progress(entry)
-
-    def projected_gradient(g: np.ndarray, xv: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        on_lower, on_upper = at_bounds(xv, lower, upper)
-        free = ~((on_lower & (g > 0.0)) | (on_upper & (g < 0.0)))
-        return np.where(free, g, 0.0), free
-
-    g = J.T @ (w * r)
-    pg, free = projected_gradient(g, x)
-    record(TraceEntry(0, cost, 0.0, 0.0, True, float(np.max(np.abs(pg), initial=0.0)), float("nan"),
-                      tuple(x), time.monotonic() - clock))
-    iteration = 0
-
-    def stationary(H: np.ndarray) -> str | None:
-        """The convergence test met at the current point before any step, if any."""
-        if cost <= 1e-30:
-            return "zero residual"
-        scale = np.sqrt(np.maximum(np.maximum(diag_max, np.diag(H)), 1e-300))
-        if np.max(np.abs(pg) / scale, initial=0.0) <= settings.gtol * max(np.sqrt(2.0 * cost), 1e-300):
-            return "gradient below gtol"
-        return None
-
-    while iteration < settings.max_iterations:
-        H = J.T @ (w[:, None] * J)
-        met = stationary(H)
-        if met is not None:
-            stop = met
-            break
-        diag_max = np.maximum(diag_max, np.diag(H))
-        scale = np.sqrt(np.maximum(diag_max, 1e-300))
-        if damping is None:
-            damping = settings.initial_damping
-        iteration += 1
-        delta = np.zeros_like(x)
-        free = free & determined_mask(H, typical, settings.null_tolerance)
-        if np.any(free):
-            sub = np.ix_(free, free)
-            solve = _damped_solver(H[sub], g[free], diag_max[free], settings.null_tolerance)
-            delta[free], _ = _within_radius(solve, damping, typical[free], radius)
-        x_new = clip_inside(x + delta, x, lower, upper)
-        step = x_new - x
-        negligible = last_decrease <= STAT_COST_FRACTION and _negligible_step(
-            step, H, free, cost, r.shape[0], settings,
-            cluster_gradients(J, w * r, clusters() if clusters is not None else None))
-        step_norm = float(np.linalg.norm(step * scale))
-        predicted = -(g @ step) - 0.5 * step @ H @ step
-        evaluations += 1
-        note = ""
-        try:
-            r_new, J_new = evaluate(x_new)
-            cost_new, w_new = loss_weights(r_new, settings.loss, settings.loss_scale)
-        except FitAbortedError:
-            raise
-        except Sim2RealError as err:  # the simulator failed or degraded at the trial point: reject the step
-            r_new, J_new, cost_new, w_new = r, J, float("inf"), w
-            note = " ".join(str(err).split()) or "evaluation failed"
-        actual = cost - cost_new
-        ratio = actual / predicted if predicted > 0.0 else -1.0
-        accepted = bool(actual > 0.0 and np.isfinite(cost_new))
-        if accepted:
-            old_cost = cost
-            last_decrease = actual / old_cost if old_cost > 0.0 else 0.0
-            x_old = x
-            x, r, J, cost, w = x_new, r_new, J_new, cost_new, w_new
-            if ratio > EXTEND_RATIO and last_ratio > EXTEND_RATIO:
-                extended, spent = _extended_step(evaluate, x_old, step, lower, upper, cost, settings)
-                evaluations += spent
-                if extended is not None:
-                    x, r, J, cost, w = extended
-                    step = x - x_old
-                    step_norm = float(np.linalg.norm(step * scale))
-                    actual = old_cost - cost
-                    last_decrease = actual / old_cost if old_cost > 0.0 else 0.0
-                    radius = max(radius, float(np.max(np.abs(step) / typical, initial=0.0)))
-            last_ratio = ratio
-            damping *= max(1.0 / 3.0, 1.0 - (2.0 * min(ratio, 1.0) - 1.0) ** 3) if ratio > 0 else 1.0
-            nu = 2.0
-            if ratio > 0.75 and float(np.max(np.abs(step) / typical, initial=0.0)) >= 0.5 * radius:
-                radius *= 2.0
-            g = J.T @ (w * r)
-            pg, free = projected_gradient(g, x)
-        else:
-            damping *= nu
-            nu *= 2.0
-            longest = float(np.max(np.abs(step) / typical, initial=0.0))
-            if longest > 0.0:
-                radius = min(radius, REJECT_SHRINK * longest)
-        record(TraceEntry(iteration, cost, step_norm, float(damping), accepted,
-                          float(np.max(np.abs(pg), initial=0.0)), float(ratio), tuple(x), time.monotonic() - clock,
-                          note))
-        if accepted and actual <= settings.ftol * old_cost:
-            stop = "cost reduction below ftol"
-            break
-        if accepted and stop_when is not None:
-            reason = stop_when(x, cost)
-            if reason:
-                stop = reason
-                break
-        if negligible:
-            stop = STOP_STATISTICAL if settings.stat_tol == 0.05 else \
-                f"step below {100 * settings.stat_tol:g} % of the standard deviations"
-            break
-        if step_norm <= settings.xtol * (float(np.linalg.norm(x * scale)) + settings.xtol):
-            stop = "step below xtol"
-            break
-        if not accepted and damping > settings.max_damping:
-            stop = "damping limit (no further decrease)"
+    while state.iteration < settings.max_iterations:
+        H = state.J.T @ (state.w[:, None] * state.J)
+        reason = _stationary(state, H, settings)
+        if reason is None:
+            reason = _lm_iteration(problem, state, H)
+        if reason is not None:
+            stop = reason
             break
     else:
         # The iteration limit: the point reached may still pass a test (no evaluation needed).
-        stop = stationary(J.T @ (w[:, None] * J)) or stop
-    snapped = _snap_to_bounds(evaluate, x, cost, J.T @ (w * r), lower, upper, settings)
-    if snapped is not None:
-        evaluations += 1
-        x, r, J, cost, w = snapped
-    on_lower, on_upper = at_bounds(x, lower, upper)
-    active = tuple(int(i) for i in np.flatnonzero(on_lower | on_upper))
-    return LMResult(x=x, cost=cost, residuals=r, jacobian=J, loss_weights=w, trace=tuple(trace),
-                    stop_reason=stop, evaluations=evaluations, active_bounds=active)
+        stop = _stationary(state, state.J.T @ (state.w[:, None] * state.J), settings) or stop
+    return _lm_finish(problem, state, stop)

@@ -166,6 +166,130 @@ def _effective_dof(blocks: np.ndarray, h_pinv: np.ndarray) -> np.ndarray:
     return np.maximum(1.0, np.minimum(effective, groups) - 1.0)
 
 
+def _undetermined(names: tuple[str, ...], eigval: np.ndarray, eigvec: np.ndarray, top: float, null: np.ndarray
+                  ) -> tuple[np.ndarray, list[str]]:
+    """The parameters (p,) in a direction the data do not determine, and one warning per such direction.
+
+    ``eigval`` (p,) and ``eigvec`` (p, p) decompose the scaled ``H``, ``top`` is its largest eigenvalue (or 0)
+    and ``null`` (p,) marks the undetermined directions.
+    """
+    warnings: list[str] = []
+    undetermined_mask = np.zeros(eigvec.shape[0], dtype=bool)
+    for k in np.flatnonzero(null):
+        vector = eigvec[:, k]
+        involved = np.abs(vector) >= 0.1
+        undetermined_mask |= involved
+        warnings.append(f"not determined by the data: direction {_direction_text(names, vector)} "
+                        f"(relative curvature {max(eigval[k], 0.0) / top if top else 0.0:.1e})")
+    return undetermined_mask, warnings
+
+
+@dataclass(frozen=True)
+class _Spread:
+    """Covariance of one estimate: ``cov`` (p, p) (its standard deviations on the diagonal), the
+    standard deviations without the linearized jackknife ``sd_sandwich`` (p,), each parameter's degrees of
+    freedom ``dof`` (p,) and quantile ``quantiles`` (p,), the largest quantile, and the ``method`` line."""
+
+    cov: np.ndarray
+    sd_sandwich: np.ndarray
+    dof: np.ndarray
+    quantiles: np.ndarray
+    quantile: float
+    method: str
+
+
+def _cluster_spread(H: np.ndarray, h_pinv: np.ndarray, cov_independent: np.ndarray, jacobian: np.ndarray,
+                    residuals: np.ndarray, row_weights: np.ndarray, counts: list[int], groups: int,
+                    scale: np.ndarray, null_tolerance: float) -> _Spread:
+    """The widest of the cluster-robust sandwich (CR1), the linearized trial jackknife (CR3) and the
+    independent rows, over ``groups`` ≥ 2 non-empty clusters of ``counts`` rows, with per-parameter dof.
+
+    ``H`` (p, p) is ``JᵀWJ``, ``h_pinv`` (p, p) its pseudo-inverse, ``cov_independent`` (p, p) the
+    independent-rows covariance, ``jacobian`` (m, p), ``residuals`` and ``row_weights`` (m,).
+    """
+    p = H.shape[0]
+    scores = _cluster_scores(jacobian, row_weights * residuals, counts)
+    blocks = _cluster_information(jacobian, row_weights, counts)
+    scores_nonempty = scores[np.asarray(counts) > 0]
+    meat = groups / (groups - 1) * (scores.T @ scores)
+    cov_cluster = h_pinv @ meat @ h_pinv
+    sd_cluster = np.sqrt(np.maximum(np.diag(cov_cluster), 0.0))
+    sd_sandwich = np.maximum(sd_cluster, np.sqrt(np.maximum(np.diag(cov_independent), 0.0)))
+    sd = np.maximum(sd_sandwich, _leave_one_out_std(H, blocks, scores_nonempty, scale, null_tolerance))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        corr = cov_cluster / np.outer(sd_cluster, sd_cluster)
+    corr = np.where(np.outer(sd_cluster, sd_cluster) > 0, corr, np.eye(p))
+    cov = np.clip(corr, -1.0, 1.0) * np.outer(sd, sd)
+    dof = _effective_dof(blocks, h_pinv)
+    quantiles = stats.t.ppf(0.975, dof)
+    quantile = float(np.max(quantiles))
+    method = (f"cluster-robust sandwich over {groups} trials (CR1) or the linearized trial jackknife (CR3), "
+              f"whichever is wider, never below the independent-rows estimate; Student's t with "
+              f"{float(np.min(dof)):.3g} to {groups - 1} dof (the trials that inform each parameter)")
+    return _Spread(cov, sd_sandwich, dof, quantiles, quantile, method)
+
+
+def _independent_spread(cov_independent: np.ndarray) -> _Spread:
+    """The independent-rows estimate (p, p) alone (one trial), with the normal quantile."""
+    p = cov_independent.shape[0]
+    return _Spread(cov_independent, np.sqrt(np.maximum(np.diag(cov_independent), 0.0)), np.full(p, np.inf),
+                   np.full(p, Z95), Z95, "independent rows (one trial)")
+
+
+def _per_parameter(names: tuple[str, ...], x: np.ndarray, lower: np.ndarray, upper: np.ndarray, spread: _Spread,
+                   cov_independent: np.ndarray, undetermined_mask: np.ndarray
+                   ) -> tuple[dict[str, float | None], dict[str, list[float] | None], dict[str, float | None],
+                              dict[str, float | None]]:
+    """``(std, ci95, std_independent, std_sandwich)`` by name; None for undetermined parameters.
+
+    The intervals (``x`` (p,) ± quantile × std) are clipped to ``[lower, upper]`` (p,).
+    """
+    cov, quantiles = spread.cov, spread.quantiles
+    std: dict[str, float | None] = {}
+    std_independent: dict[str, float | None] = {}
+    std_sandwich: dict[str, float | None] = {}
+    ci95: dict[str, list[float] | None] = {}
+    for i, name in enumerate(names):
+        if undetermined_mask[i]:
+            std[name], ci95[name], std_independent[name], std_sandwich[name] = None, None, None, None
+            continue
+        sd_i = float(np.sqrt(max(cov[i, i], 0.0)))
+        std[name] = sd_i
+        std_independent[name] = float(np.sqrt(max(cov_independent[i, i], 0.0)))
+        std_sandwich[name] = float(spread.sd_sandwich[i])
+        ci95[name] = [float(max(x[i] - quantiles[i] * sd_i, lower[i])),
+                      float(min(x[i] + quantiles[i] * sd_i, upper[i]))]
+    return std, ci95, std_independent, std_sandwich
+
+
+def _correlation_matrix(cov: np.ndarray, undetermined_mask: np.ndarray) -> list[list[float | None]]:
+    """Correlations (p × p nested lists) from ``cov`` (p, p); None in rows and columns of undetermined ones."""
+    p = cov.shape[0]
+    matrix: list[list[float | None]] = []
+    for i in range(p):
+        row: list[float | None] = []
+        for j in range(p):
+            if undetermined_mask[i] or undetermined_mask[j]:
+                row.append(None)
+            else:
+                denom = np.sqrt(cov[i, i] * cov[j, j])
+                row.append(float(np.clip(cov[i, j] / denom, -1.0, 1.0)) if denom > 0 else (1.0 if i == j else 0.0))
+        matrix.append(row)
+    return matrix
+
+
+def _bound_warnings(names: tuple[str, ...], x: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> list[str]:
+    """One warning per parameter of ``x`` (p,) pinned at a bound of ``[lower, upper]`` (p,)."""
+    warnings: list[str] = []
+    on_lower, on_upper = at_bounds(x, lower, upper)
+    for i, name in enumerate(names):
+        if on_lower[i]:
+            warnings.append(f"{name} = {x[i]:.6g} is pinned at its lower bound {lower[i]:.6g}")
+        elif on_upper[i]:
+            warnings.append(f"{name} = {x[i]:.6g} is pinned at its upper bound {upper[i]:.6g}")
+    return warnings
+
+
 def summarize_uncertainty(names: tuple[str, ...], x: np.ndarray, jacobian: np.ndarray, residuals: np.ndarray,
                           row_weights: np.ndarray, lower: np.ndarray, upper: np.ndarray, scale: np.ndarray,
                           null_tolerance: float = 1e-10, clusters: Sequence[int] | None = None) -> Uncertainty:
@@ -193,21 +317,13 @@ def summarize_uncertainty(names: tuple[str, ...], x: np.ndarray, jacobian: np.nd
     """
     m, p = jacobian.shape
     H = jacobian.T @ (row_weights[:, None] * jacobian)
-    dof = max(m - p, 1)
-    s2 = float(np.sum(row_weights * residuals**2)) / dof
+    s2 = float(np.sum(row_weights * residuals**2)) / max(m - p, 1)
     # Scale columns by parameter magnitude so eigenvalues compare relative changes.
     Hs = H * np.outer(scale, scale)
     eigval, eigvec = np.linalg.eigh(Hs)
     top = max(float(eigval[-1]), 0.0)
     null = eigval <= null_tolerance * top if top > 0.0 else np.ones(p, dtype=bool)
-    warnings: list[str] = []
-    undetermined_mask = np.zeros(p, dtype=bool)
-    for k in np.flatnonzero(null):
-        vector = eigvec[:, k]
-        involved = np.abs(vector) >= 0.1
-        undetermined_mask |= involved
-        warnings.append(f"not determined by the data: direction {_direction_text(names, vector)} "
-                        f"(relative curvature {max(eigval[k], 0.0) / top if top else 0.0:.1e})")
+    undetermined_mask, warnings = _undetermined(names, eigval, eigvec, top, null)
     keep = ~null
     inv_scaled = (eigvec[:, keep] / eigval[keep]) @ eigvec[:, keep].T if np.any(keep) else np.zeros((p, p))
     h_pinv = inv_scaled * np.outer(scale, scale)
@@ -217,70 +333,25 @@ def summarize_uncertainty(names: tuple[str, ...], x: np.ndarray, jacobian: np.nd
         raise ValueError(f"clusters hold {sum(counts)} rows, the Jacobian {m}")
     groups = len([c for c in counts if c > 0])
     if groups >= 2:
-        scores = _cluster_scores(jacobian, row_weights * residuals, counts)
-        blocks = _cluster_information(jacobian, row_weights, counts)
-        scores_nonempty = scores[np.asarray(counts) > 0]
-        meat = groups / (groups - 1) * (scores.T @ scores)
-        cov_cluster = h_pinv @ meat @ h_pinv
-        sd_cluster = np.sqrt(np.maximum(np.diag(cov_cluster), 0.0))
-        sd_sandwich = np.maximum(sd_cluster, np.sqrt(np.maximum(np.diag(cov_independent), 0.0)))
-        sd = np.maximum(sd_sandwich, _leave_one_out_std(H, blocks, scores_nonempty, scale, null_tolerance))
-        with np.errstate(invalid="ignore", divide="ignore"):
-            corr = cov_cluster / np.outer(sd_cluster, sd_cluster)
-        corr = np.where(np.outer(sd_cluster, sd_cluster) > 0, corr, np.eye(p))
-        cov = np.clip(corr, -1.0, 1.0) * np.outer(sd, sd)
-        dof = _effective_dof(blocks, h_pinv)
-        quantiles = stats.t.ppf(0.975, dof)
-        quantile = float(np.max(quantiles))
-        method = (f"cluster-robust sandwich over {groups} trials (CR1) or the linearized trial jackknife (CR3), "
-                  f"whichever is wider, never below the independent-rows estimate; Student's t with "
-                  f"{float(np.min(dof)):.3g} to {groups - 1} dof (the trials that inform each parameter)")
+        spread = _cluster_spread(H, h_pinv, cov_independent, jacobian, residuals, row_weights, counts, groups,
+                                 scale, null_tolerance)
     else:
-        cov = cov_independent
-        sd_sandwich = np.sqrt(np.maximum(np.diag(cov_independent), 0.0))
-        dof = np.full(p, np.inf)
-        quantiles = np.full(p, Z95)
-        quantile = Z95
-        method = "independent rows (one trial)"
+        spread = _independent_spread(cov_independent)
         if m > p:
             warnings.append("intervals from one trial assume independent residual rows and are likely too narrow: "
                             "fit several trials for intervals that hold")
+    cov = spread.cov
     cov[undetermined_mask, :] = np.nan
     cov[:, undetermined_mask] = np.nan
-    std: dict[str, float | None] = {}
-    std_independent: dict[str, float | None] = {}
-    std_sandwich: dict[str, float | None] = {}
-    ci95: dict[str, list[float] | None] = {}
-    for i, name in enumerate(names):
-        if undetermined_mask[i]:
-            std[name], ci95[name], std_independent[name], std_sandwich[name] = None, None, None, None
-            continue
-        sd_i = float(np.sqrt(max(cov[i, i], 0.0)))
-        std[name] = sd_i
-        std_independent[name] = float(np.sqrt(max(cov_independent[i, i], 0.0)))
-        std_sandwich[name] = float(sd_sandwich[i])
-        ci95[name] = [float(max(x[i] - quantiles[i] * sd_i, lower[i])),
-                      float(min(x[i] + quantiles[i] * sd_i, upper[i]))]
-    matrix: list[list[float | None]] = []
-    for i in range(p):
-        row: list[float | None] = []
-        for j in range(p):
-            if undetermined_mask[i] or undetermined_mask[j]:
-                row.append(None)
-            else:
-                denom = np.sqrt(cov[i, i] * cov[j, j])
-                row.append(float(np.clip(cov[i, j] / denom, -1.0, 1.0)) if denom > 0 else (1.0 if i == j else 0.0))
-        matrix.append(row)
-    on_lower, on_upper = at_bounds(x, lower, upper)
-    for i, name in enumerate(names):
-        if on_lower[i]:
-            warnings.append(f"{name} = {x[i]:.6g} is pinned at its lower bound {lower[i]:.6g}")
-        elif on_upper[i]:
-            warnings.append(f"{name} = {x[i]:.6g} is pinned at its upper bound {upper[i]:.6g}")
+    std, ci95, std_independent, std_sandwich = _per_parameter(names, x, lower, upper, spread, cov_independent,
+                                                              undetermined_mask)
+    matrix = _correlation_matrix(cov, undetermined_mask)
+    warnings += _bound_warnings(names, x, lower, upper)
+    dof = spread.dof
     return Uncertainty(std=std, ci95=ci95, correlation={"names": list(names), "matrix": matrix}, covariance=cov,
                        undetermined=tuple(n for i, n in enumerate(names) if undetermined_mask[i]),
-                       warnings=tuple(warnings), residual_std=float(np.sqrt(s2)), method=method,
-                       clusters=max(groups, 1), quantile=quantile, std_independent=std_independent,
+                       warnings=tuple(warnings), residual_std=float(np.sqrt(s2)), method=spread.method,
+                       clusters=max(groups, 1), quantile=spread.quantile, std_independent=std_independent,
                        std_sandwich=std_sandwich,
                        dof={name: float(dof[i]) for i, name in enumerate(names) if np.isfinite(dof[i])})
 

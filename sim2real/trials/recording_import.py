@@ -245,23 +245,57 @@ def _experiment_poses(clean: _CleanPoses, offset: RigidTransform,
     return transform.apply_poses(position, quaternion)
 
 
-def _write_trial(run_dir: Path, name: str, recording: Recording, window: tuple[int, int], window_index: int,
-                 settings: ImportSettings, origin_ns: int,
-                 log: Callable[[str], None]) -> ImportedTrial | None:
+@dataclass(frozen=True)
+class _TrialSamples:
+    """One trial window's cleaned samples: box and pusher poses (recording frame), and the indices (K,) of the
+    joint states kept, in time order, with the counts of those dropped (``invalid``, ``duplicate_stamps``)."""
+
+    box: _CleanPoses
+    pusher: _CleanPoses | None
+    joints_index: np.ndarray | None
+    joint_counts: dict[str, int]
+
+
+#: One sample to write: (time on the chosen clock ns, series order, index in its series, series, receive ns).
+_Event = tuple[int, int, int, str, int]
+
+
+def _window_label(recording: Recording, window_index: int, settings: ImportSettings) -> str:
+    """How log lines and errors name a trial window: the recording, and the window unless there is one."""
+    return f"{recording.path}: window {window_index}" if settings.split.kind != "none" else recording.path
+
+
+def _skip_short(box: _CleanPoses, recording: Recording, window: tuple[int, int], where: str,
+                settings: ImportSettings, origin_ns: int, log: Callable[[str], None]) -> bool:
+    """Whether the window keeps too few box poses for a trial (then logged), raising when the whole
+    recording is the one window (``--split none``)."""
+    if box.t_ns.shape[0] >= MIN_BOX_POSES:
+        return False
+    if settings.split.kind == "none":  # the whole recording gives no trial: one line, the error itself
+        kept = int(box.t_ns.shape[0])
+        raise Sim2RealError(f"{recording.path}: no trial with at least {MIN_BOX_POSES} box poses (split "
+                            f"{settings.split.spec}): {kept} of {kept + sum(box.counts.values())} box poses "
+                            f"kept (dropped: {_counts_text(box.counts)})")
+    span = (f" ({(window[0] - origin_ns) / NS_PER_S:.3f}-{(window[1] - origin_ns) / NS_PER_S:.3f} s)"
+            if settings.split.kind != "none" else "")
+    log(f"{where}{span}: skipped, {box.t_ns.shape[0]} box poses (a trial needs {MIN_BOX_POSES})")
+    return True
+
+
+def _clean_joints(joints: JointSamples, window: tuple[int, int], clock: str) -> tuple[np.ndarray, dict[str, int]]:
+    """Indices (K,) of the window's joint states with finite positions and velocities, in time order without
+    repeated stamps, and the counts dropped (``invalid``, ``duplicate_stamps``)."""
+    index = _in_window(_clock(joints, clock), window)
+    finite = np.all(np.isfinite(joints.position[index]) & np.isfinite(joints.velocity[index]), axis=1)
+    index = index[finite]
+    order, duplicates = _order(_clock(joints, clock)[index], joints.receive_ns[index])
+    return index[order], {"invalid": int(np.count_nonzero(~finite)), "duplicate_stamps": duplicates}
+
+
+def _clean_pusher_and_joints(recording: Recording, box: _CleanPoses, window: tuple[int, int],
+                             settings: ImportSettings) -> _TrialSamples:
+    """The window's cleaned pusher poses and joint states beside its cleaned ``box`` poses."""
     clock = settings.clock
-    box = clean_poses(recording.box, _in_window(_clock(recording.box, clock), window), clock,
-                      settings.outlier_angle_rad, settings.outlier_jump_m)
-    where = f"{recording.path}: window {window_index}" if settings.split.kind != "none" else recording.path
-    if box.t_ns.shape[0] < MIN_BOX_POSES:
-        if settings.split.kind == "none":  # the whole recording gives no trial: one line, the error itself
-            kept = int(box.t_ns.shape[0])
-            raise Sim2RealError(f"{recording.path}: no trial with at least {MIN_BOX_POSES} box poses (split "
-                                f"{settings.split.spec}): {kept} of {kept + sum(box.counts.values())} box poses "
-                                f"kept (dropped: {_counts_text(box.counts)})")
-        span = (f" ({(window[0] - origin_ns) / NS_PER_S:.3f}-{(window[1] - origin_ns) / NS_PER_S:.3f} s)"
-                if settings.split.kind != "none" else "")
-        log(f"{where}{span}: skipped, {box.t_ns.shape[0]} box poses (a trial needs {MIN_BOX_POSES})")
-        return None
     pusher = None
     if recording.pusher is not None:
         pusher = clean_poses(recording.pusher, _in_window(_clock(recording.pusher, clock), window), clock,
@@ -269,21 +303,17 @@ def _write_trial(run_dir: Path, name: str, recording: Recording, window: tuple[i
     joints_index = None
     joint_counts: dict[str, int] = {}
     if recording.joints is not None:
-        joints = recording.joints
-        index = _in_window(_clock(joints, clock), window)
-        finite = np.all(np.isfinite(joints.position[index]) & np.isfinite(joints.velocity[index]), axis=1)
-        index = index[finite]
-        order, duplicates = _order(_clock(joints, clock)[index], joints.receive_ns[index])
-        joints_index = index[order]
-        joint_counts = {"invalid": int(np.count_nonzero(~finite)), "duplicate_stamps": duplicates}
+        joints_index, joint_counts = _clean_joints(recording.joints, window, clock)
+    return _TrialSamples(box, pusher, joints_index, joint_counts)
 
-    box_position, box_quaternion = _experiment_poses(box, settings.box_offset, settings.transform)
-    events: list[tuple[int, int, int, str, int]] = []  # (t_ns, kind order, k, series, receive)
+
+def _events(recording: Recording, samples: _TrialSamples, clock: str) -> list[_Event]:
+    """Every kept sample of the trial as an :data:`_Event`, sorted (by time, then box, pusher, joints)."""
+    box, pusher, joints_index = samples.box, samples.pusher, samples.joints_index
+    events: list[_Event] = []  # (t_ns, kind order, k, series, receive)
     for k in range(box.t_ns.shape[0]):
         events.append((int(box.t_ns[k]), 0, k, "box", int(box.receive_ns[k])))
-    pusher_position = pusher_quaternion = None
     if pusher is not None and pusher.t_ns.shape[0]:
-        pusher_position, pusher_quaternion = _experiment_poses(pusher, settings.tool_offset, settings.transform)
         for k in range(pusher.t_ns.shape[0]):
             events.append((int(pusher.t_ns[k]), 1, k, "pusher", int(pusher.receive_ns[k])))
     if joints_index is not None and recording.joints is not None:
@@ -291,72 +321,137 @@ def _write_trial(run_dir: Path, name: str, recording: Recording, window: tuple[i
         for k, i in enumerate(joints_index):
             events.append((int(t_joint[i]), 2, k, "joints", int(recording.joints.receive_ns[i])))
     events.sort()
+    return events
+
+
+@dataclass(frozen=True)
+class _ExperimentPoses:
+    """A trial's box centre poses (N, 3) m and (N, 4), and pusher tip poses (M, 3) and (M, 4) (None without
+    pusher samples), in the experiment (arm base) frame."""
+
+    box_position: np.ndarray
+    box_quaternion: np.ndarray
+    pusher_position: np.ndarray | None
+    pusher_quaternion: np.ndarray | None
+
+
+def _experiment_frame(samples: _TrialSamples, settings: ImportSettings) -> _ExperimentPoses:
+    """The box centre (``box_offset``) and pusher tip (``tool_offset``) poses, mapped through ``transform``."""
+    box_position, box_quaternion = _experiment_poses(samples.box, settings.box_offset, settings.transform)
+    pusher_position = pusher_quaternion = None
+    if samples.pusher is not None and samples.pusher.t_ns.shape[0]:
+        pusher_position, pusher_quaternion = _experiment_poses(samples.pusher, settings.tool_offset,
+                                                               settings.transform)
+    return _ExperimentPoses(box_position, box_quaternion, pusher_position, pusher_quaternion)
+
+
+def _write_events(writer: TrialBagWriter, events: list[_Event], poses: _ExperimentPoses, recording: Recording,
+                  joints_index: np.ndarray | None) -> None:
+    """Write the ``events`` as ``/real`` box poses, pusher poses (``poses``) and joint states (``joints_index``
+    (K,) into the recording's)."""
+    box_position, box_quaternion = poses.box_position, poses.box_quaternion
+    pusher_position, pusher_quaternion = poses.pusher_position, poses.pusher_quaternion
+    for t_ns, _, k, series, receive_ns in events:
+        if series == "box":
+            writer.write_box_pose("real", receive_ns, box_position[k], box_quaternion[k], stamp_ns=t_ns)
+        elif series == "pusher":
+            assert pusher_position is not None and pusher_quaternion is not None
+            writer.write_pusher_pose("real", receive_ns, pusher_position[k], pusher_quaternion[k], stamp_ns=t_ns)
+        else:
+            assert joints_index is not None and recording.joints is not None
+            i = joints_index[k]
+            j = recording.joints
+            effort = np.where(np.isfinite(j.effort[i]), j.effort[i], 0.0)  # drivers without torques send NaN
+            writer.write_joint_state("real", receive_ns, j.position[i], j.velocity[i], effort, stamp_ns=t_ns)
+
+
+def _series_summary(recording: Recording, samples: _TrialSamples
+                    ) -> tuple[dict[str, int], dict[str, dict[str, int]], dict[str, str]]:
+    """Per series written (``box_pose``, ``pusher_pose``, ``joint_states``): samples kept, samples dropped by
+    reason, and the source."""
+    box, pusher, joints_index = samples.box, samples.pusher, samples.joints_index
+    kept = {"box_pose": int(box.t_ns.shape[0])}
+    outliers = {"box_pose": box.counts}
+    sources = {"box_pose": recording.box.source}
+    if pusher is not None and recording.pusher is not None:
+        kept["pusher_pose"] = int(pusher.t_ns.shape[0])
+        outliers["pusher_pose"] = pusher.counts
+        sources["pusher_pose"] = recording.pusher.source
+    if joints_index is not None and recording.joints is not None:
+        kept["joint_states"] = int(joints_index.shape[0])
+        outliers["joint_states"] = samples.joint_counts
+        sources["joint_states"] = recording.joints.source
+    return kept, outliers, sources
+
+
+def _trial_meta(recording: Recording, window: tuple[int, int], settings: ImportSettings, origin_ns: int,
+                start_ns: int, end_ns: int, kept: dict[str, int], outliers: dict[str, dict[str, int]],
+                sources: dict[str, str]) -> dict[str, Any]:
+    """The trial.json of an imported trial (``start_ns``, ``end_ns``: its first and last sample, ns), with
+    its ``"import"`` section (``kept``, ``outliers``, ``sources``: :func:`_series_summary`)."""
+    import_meta: dict[str, Any] = {
+        "source": str(Path(recording.path).resolve()),
+        "format": recording.format,
+        "series": sources,
+        "clock": settings.clock,
+        "recording_frame": recording.frame,
+        "transform": {"from": recording.frame, "to": BASE_FRAME, **settings.transform.as_dict()},
+        "box_offset": settings.box_offset.as_dict(),
+        "tool_offset": settings.tool_offset.as_dict(),
+        "split": settings.split.spec,
+        "window_s": [(max(window[0], start_ns) - origin_ns) / NS_PER_S,
+                     (min(window[1], end_ns) - origin_ns) / NS_PER_S],
+        "recording_start_ns": origin_ns,
+        "samples": kept,
+        "outliers": outliers,
+        "outlier_thresholds": {"angle_deg": math.degrees(settings.outlier_angle_rad),
+                               "jump_m": settings.outlier_jump_m},
+        **recording.notes,
+    }
+    meta = {
+        "mode": "import",
+        "frame": BASE_FRAME,
+        "timing": {"start_ns": start_ns, "end_ns": end_ns, "wall_s": (end_ns - start_ns) / NS_PER_S},
+        "import": import_meta,
+    }
+    if settings.object is not None:
+        meta["object"] = settings.object.as_dict()
+    return meta
+
+
+def _write_trial(run_dir: Path, name: str, recording: Recording, window: tuple[int, int], window_index: int,
+                 settings: ImportSettings, origin_ns: int,
+                 log: Callable[[str], None]) -> ImportedTrial | None:
+    """Clean, write and log one trial window of ``recording`` into ``run_dir``/``name``; None (logged) when the
+    window keeps too few box poses."""
+    clock = settings.clock
+    box = clean_poses(recording.box, _in_window(_clock(recording.box, clock), window), clock,
+                      settings.outlier_angle_rad, settings.outlier_jump_m)
+    where = _window_label(recording, window_index, settings)
+    if _skip_short(box, recording, window, where, settings, origin_ns, log):
+        return None
+    samples = _clean_pusher_and_joints(recording, box, window, settings)
+    poses = _experiment_frame(samples, settings)
+    events = _events(recording, samples, clock)
     start_ns, end_ns = events[0][0], max(e[0] for e in events)
     if start_ns < 0:
         raise Sim2RealError(f"{where}: time stamps before 1970 ({start_ns} ns); the trial start must be >= 0")
 
     writer = TrialBagWriter(run_dir, name, start_ns=start_ns, frame_id=BASE_FRAME)
     try:
-        has_joints = joints_index is not None and recording.joints is not None
+        has_joints = samples.joints_index is not None and recording.joints is not None
         scene_params = settings.object.parameters if settings.object is not None else None
         writer.write_scene(SceneSpec.from_params(["real"], ["real"] if has_joints else [], params=scene_params),
                            t_ns=min(start_ns, min(e[4] for e in events)))
-        for t_ns, _, k, series, receive_ns in events:
-            if series == "box":
-                writer.write_box_pose("real", receive_ns, box_position[k], box_quaternion[k], stamp_ns=t_ns)
-            elif series == "pusher":
-                assert pusher_position is not None and pusher_quaternion is not None
-                writer.write_pusher_pose("real", receive_ns, pusher_position[k], pusher_quaternion[k], stamp_ns=t_ns)
-            else:
-                assert joints_index is not None and recording.joints is not None
-                i = joints_index[k]
-                j = recording.joints
-                effort = np.where(np.isfinite(j.effort[i]), j.effort[i], 0.0)  # drivers without torques send NaN
-                writer.write_joint_state("real", receive_ns, j.position[i], j.velocity[i], effort, stamp_ns=t_ns)
-        samples = {"box_pose": int(box.t_ns.shape[0])}
-        outliers = {"box_pose": box.counts}
-        sources = {"box_pose": recording.box.source}
-        if pusher is not None and recording.pusher is not None:
-            samples["pusher_pose"] = int(pusher.t_ns.shape[0])
-            outliers["pusher_pose"] = pusher.counts
-            sources["pusher_pose"] = recording.pusher.source
-        if joints_index is not None and recording.joints is not None:
-            samples["joint_states"] = int(joints_index.shape[0])
-            outliers["joint_states"] = joint_counts
-            sources["joint_states"] = recording.joints.source
-        import_meta: dict[str, Any] = {
-            "source": str(Path(recording.path).resolve()),
-            "format": recording.format,
-            "series": sources,
-            "clock": clock,
-            "recording_frame": recording.frame,
-            "transform": {"from": recording.frame, "to": BASE_FRAME, **settings.transform.as_dict()},
-            "box_offset": settings.box_offset.as_dict(),
-            "tool_offset": settings.tool_offset.as_dict(),
-            "split": settings.split.spec,
-            "window_s": [(max(window[0], start_ns) - origin_ns) / NS_PER_S,
-                         (min(window[1], end_ns) - origin_ns) / NS_PER_S],
-            "recording_start_ns": origin_ns,
-            "samples": samples,
-            "outliers": outliers,
-            "outlier_thresholds": {"angle_deg": math.degrees(settings.outlier_angle_rad),
-                                   "jump_m": settings.outlier_jump_m},
-            **recording.notes,
-        }
-        meta = {
-            "mode": "import",
-            "frame": BASE_FRAME,
-            "timing": {"start_ns": start_ns, "end_ns": end_ns, "wall_s": (end_ns - start_ns) / NS_PER_S},
-            "import": import_meta,
-        }
-        if settings.object is not None:
-            meta["object"] = settings.object.as_dict()
+        _write_events(writer, events, poses, recording, samples.joints_index)
+        kept, outliers, sources = _series_summary(recording, samples)
+        meta = _trial_meta(recording, window, settings, origin_ns, start_ns, end_ns, kept, outliers, sources)
         path = writer.close(meta, complete=True)
     except BaseException:
         writer.abort()
         raise
-    trial = ImportedTrial(name, path, samples, outliers, (end_ns - start_ns) / NS_PER_S)
-    streams = "; ".join(f"{series} {count}" for series, count in samples.items())
+    trial = ImportedTrial(name, path, kept, outliers, (end_ns - start_ns) / NS_PER_S)
+    streams = "; ".join(f"{series} {count}" for series, count in kept.items())
     cleaned = "; ".join(f"{series} {_counts_text(counts)}" for series, counts in outliers.items())
     log(f"{where}: trial {name}: {trial.duration_s:.3f} s, samples: {streams}; dropped: {cleaned}")
     return trial
