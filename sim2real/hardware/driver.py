@@ -68,6 +68,16 @@ the arm, the process's exit is bounded: when the interpreter starts shutting dow
 ``exit_deadline`` begins, after which the process ends with ``os._exit(128 + signal)`` (the arm
 was stopped long before); a hang at interpreter shutdown cannot keep it alive.
 
+Code layout
+-----------
+This module holds :class:`XArmDriver`'s public methods and the state of one run (connect to
+stop). The machinery lives in its parts, one mixin per module on the shared state declared in
+:mod:`sim2real.hardware.driver_state`: :mod:`sim2real.hardware.driver_stop` (the latch and the stop
+path), :mod:`sim2real.hardware.driver_commands` (timed SDK exchanges, return codes as faults, motion
+commands), :mod:`sim2real.hardware.driver_supervisor` (the supervisor thread: signals, dropped link,
+stall, watchdog) and :mod:`sim2real.hardware.driver_connection` (opening the SDK, preflight, leaving
+the arm safe, disconnecting).
+
 Times are ``time.monotonic()`` seconds; angles rad; velocities rad/s; efforts N·m.
 """
 
@@ -75,62 +85,38 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import dataclasses
-import logging
 import math
-import select
 import signal
 import socket
-import struct
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, ClassVar, TypeVar
+from typing import Any
 
 import numpy as np
 
 from sim2real.errors import Sim2RealError
-from sim2real.hardware import protocol as wire
-from sim2real.hardware.codes import describe_error, describe_warn, mode_name, state_name
+from sim2real.hardware.codes import state_name
+from sim2real.hardware.driver_connection import _Connection
+from sim2real.hardware.driver_state import LOG, _Exchange
+from sim2real.hardware.driver_supervisor import _Supervision
 from sim2real.hardware.driver_types import (
     N_JOINTS,
     CommandRecord,
-    ControllerError,
     DriverConfig,
     DriverStatus,
     Fault,
     FloatArray,
-    HardwareError,
     Preflight,
 )
+from sim2real.hardware.driver_types import ControllerError as ControllerError  # re-exported: raised by the driver
+from sim2real.hardware.driver_types import HardwareError as HardwareError  # re-exported: raised by the driver
 from sim2real.hardware.exit_deadline import EXIT_DEADLINE
-from sim2real.hardware.link_timing import STOP_TRANSACTION, PendingRequest, RunQueueDelay, SendGate, tcp_times
+from sim2real.hardware.link_timing import RunQueueDelay, SendGate
 from sim2real.hardware.probe import probe_controller
 from sim2real.hardware.signal_guard import SignalGuard
 
-LOG = logging.getLogger(__name__)
 
-# SDK return codes (xarm/x3/code.py APIState and XCONF.UxbusState).
-_SDK_OK, _SDK_ERROR, _SDK_WARNING, _SDK_TIMEOUT, _SDK_NOT_READY, _SDK_INVALID = 0, 1, 2, 3, 9, 10
-_SDK_NOT_CONNECTED = -1
-#: Fault kinds that say the link itself is suspect (the stop also goes over a second connection).
-_LINK_FAULTS = frozenset({"stall", "latency", "timeout"})
-#: Longest wait (s) for the SDK's own threads when disconnecting.
-_DISCONNECT_WAIT = 2.0
-_T = TypeVar("_T")
-
-
-@dataclass
-class _Exchange:
-    """One SDK exchange in flight: what it is and the thread running it."""
-
-    what: str
-    thread: int = field(default_factory=threading.get_ident)
-
-
-
-class XArmDriver:
+class XArmDriver(_Connection, _Supervision):
     """Joint-velocity driver of one xArm 6 (see the module docstring).
 
     Parameters
@@ -138,9 +124,6 @@ class XArmDriver:
     config : DriverConfig
         Address, mode, limits, timeouts.
     """
-
-    #: The SDK reads its command port from a process-wide class attribute; serialise patching it.
-    _SDK_PORT_LOCK: ClassVar[threading.Lock] = threading.Lock()
 
     def __init__(self, config: DriverConfig) -> None:
         self.config = config
@@ -237,67 +220,6 @@ class XArmDriver:
         LOG.info("%s", self.preflight.summary())
         return self.preflight
 
-    def _open_sdk(self, deadline_s: float) -> Any:
-        """Construct ``XArmAPI`` and connect it in a helper thread with a deadline."""
-        from xarm.core.config.x_config import XCONF
-        from xarm.wrapper import XArmAPI
-
-        cfg = self.config
-        arm = XArmAPI(cfg.ip, is_radian=True, do_not_open=True, forbid_uds=True, report_type=cfg.report_type)
-        outcome: dict[str, BaseException | None] = {"error": None}
-
-        def open_arm() -> None:
-            try:
-                arm.connect()
-            except BaseException as err:
-                outcome["error"] = err
-
-        previous_default = socket.getdefaulttimeout()
-        with self._SDK_PORT_LOCK:
-            saved_port = XCONF.SocketConf.TCP_CONTROL_PORT
-            XCONF.SocketConf.TCP_CONTROL_PORT = cfg.command_port
-            try:
-                worker = threading.Thread(target=open_arm, name="xarm-sdk-connect", daemon=True)
-                worker.start()
-                worker.join(deadline_s)
-            finally:
-                XCONF.SocketConf.TCP_CONTROL_PORT = saved_port
-                socket.setdefaulttimeout(previous_default)  # the SDK sets a process-wide 1 s default
-        if worker.is_alive():
-            with contextlib.suppress(Exception):
-                arm.disconnect()
-            raise Sim2RealError(f"the xArm SDK did not finish connecting to {self.where} within {deadline_s:g} s")
-        if outcome["error"] is not None or not arm.connected:
-            with contextlib.suppress(Exception):
-                arm.disconnect()
-            reason = outcome["error"] or "not connected"
-            raise Sim2RealError(f"the xArm SDK could not connect to {self.where}: {reason}")
-        return arm
-
-    def _preflight(self, firmware: wire.FirmwareVersion) -> Preflight:
-        arm = self._arm
-        code, (error_code, warn_code) = arm.get_err_warn_code()
-        if code != 0:
-            raise Sim2RealError(f"xArm at {self.where} did not report its error codes (SDK code {code})")
-        code, state = arm.get_state()
-        if code != 0:
-            raise Sim2RealError(f"xArm at {self.where} did not report its state (SDK code {code})")
-        deadline = time.monotonic() + 0.5  # the mode is only known from the report stream
-        while not arm.arm.reported and time.monotonic() < deadline:
-            time.sleep(0.01)
-        preflight = Preflight(firmware, int(error_code), int(warn_code), int(state), int(arm.mode))
-        if error_code:
-            raise Sim2RealError(f"xArm at {self.where} is not ready: controller error {describe_error(error_code)}; "
-                                f"remove its cause and clear it before starting")
-        if state == 1:
-            raise Sim2RealError(f"xArm at {self.where} is not ready: it is moving (state 1); "
-                                f"another client may be driving it")
-        if warn_code:
-            LOG.warning("xArm at %s reports warning %s", self.where, describe_warn(warn_code))
-        return preflight
-
-
-
     # --- start / stop --------------------------------------------------------------------
     def start(self) -> None:
         """Enable the motors, set the configured mode and state 0, start the supervisor.
@@ -373,21 +295,6 @@ class XArmDriver:
             reason = f" ({signal.Signals(signum).name} received)" if signum is not None else ""
             LOG.info("xArm stopped as planned%s: %s left in mode 0, state 4 and disconnected", reason, self.where)
 
-    def _leave_safe(self, use_sdk: bool) -> None:
-        """Zero velocity (a planned stop), then mode 0 and state 4: through the SDK on a healthy
-        link, else over a fresh connection (the stop frames of a fault went out already)."""
-        fault = self._fault
-        suspect = fault is not None and fault.kind in _LINK_FAULTS
-        if use_sdk and not suspect and self.connected and not self._link_closed():
-            if self.stop_sent_at is None:
-                self._halt()
-            with contextlib.suppress(Exception):
-                self._arm.set_mode(0)
-            with contextlib.suppress(Exception):
-                self._arm.set_state(4)
-        elif fault is not None or self._commands_sent:
-            self._stop_over_fresh_link(parallel=self.stop_sent_at is not None)
-
     def __enter__(self) -> XArmDriver:
         if self._arm is None:
             self.connect()
@@ -395,22 +302,6 @@ class XArmDriver:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
-
-    def _disconnect(self) -> None:
-        """Close the SDK's connections; its threads get :data:`_DISCONNECT_WAIT` s to end."""
-        arm, self._arm = self._arm, None
-        if arm is not None:
-            def disconnect() -> None:
-                with contextlib.suppress(Exception):
-                    arm.disconnect()
-
-            worker = threading.Thread(target=disconnect, name="xarm-sdk-disconnect", daemon=True)
-            worker.start()
-            worker.join(_DISCONNECT_WAIT)
-            if worker.is_alive():
-                LOG.warning("the xArm SDK did not finish disconnecting from %s within %g s; its threads end "
-                            "with the process", self.where, _DISCONNECT_WAIT)
-        self._run_delay.close()
 
     # --- streaming -----------------------------------------------------------------------
     def send_velocity(self, qdot: FloatArray, stamp: float) -> CommandRecord:
@@ -489,419 +380,3 @@ class XArmDriver:
         """Every command sent so far (caller and watchdog), in the order they were sent; a command
         the latch refused is not among them (it never left)."""
         return sorted(self._history, key=lambda record: record.sent_at)
-
-    # --- internals -----------------------------------------------------------------------
-    def _exchange(self, what: str, call: Callable[..., _T], *args: Any, started: float | None = None,
-                  **kwargs: Any) -> tuple[_T, float, float]:
-        """Run one SDK exchange under the supervisor's eye; returns (result, sent_at, replied_at).
-
-        The caller holds ``self._io``; ``started`` (monotonic s) is the send time if the caller
-        took it already. A reply that came too late for the stall budget latches a stall here
-        (the supervisor may not have had a CPU meanwhile); otherwise its round trip feeds the
-        latency judgement.
-        """
-        gate = self._gate
-        before = gate.mine() if gate is not None else None
-        self._run_delay.register(threading.get_native_id())
-        sent_at = time.monotonic() if started is None else started
-        self._inflight = _Exchange(what)
-        try:
-            result = call(*args, **kwargs)
-        finally:
-            self._inflight = None
-        replied_at = time.monotonic()
-        if gate is not None and (request := gate.mine()) is not None and request is not before and not gate.closed:
-            self._judge_reply(what, request, replied_at)
-        return result, sent_at, replied_at
-
-    def _judge_reply(self, what: str, request: PendingRequest, replied_at: float) -> None:
-        """A reply later than the stall budget latches a stall; any other feeds the latency window."""
-        round_trip = self._round_trip(request, replied_at)
-        if round_trip is None:
-            return
-        budget = self.config.stall_budget
-        if round_trip > budget:
-            self._latch(Fault("stall", f"the xArm link stalled: the reply to {what} came {round_trip * 1e3:.0f} ms "
-                                       f"after the request left this host (limit {budget * 1e3:.0f} ms)"))
-        else:
-            self._note_round_trip(what, round_trip)
-
-    def _round_trip(self, request: PendingRequest, replied_at: float) -> float | None:
-        """From ``request`` leaving this host to its reply arriving (s, kernel time); None when
-        there was no reply or something else left after it (not measurable)."""
-        times = tcp_times(self._sdk_socket())
-        if times is not None and request.received_before is not None:
-            if times.received_bytes <= request.received_before or times.sent_ago < times.received_ago:
-                return None
-            return times.sent_ago - times.received_ago
-        return (request.answered_at or replied_at) - request.written_at
-
-    def _clamp(self, requested: FloatArray) -> FloatArray:
-        sent = np.clip(requested, -self.config.max_velocity, self.config.max_velocity)
-        if self._last_q is not None:
-            ahead = self._last_q + sent * self.config.limit_lookahead
-            sent = np.where((ahead <= self._lower) & (sent < 0.0), 0.0, sent)
-            sent = np.where((ahead >= self._upper) & (sent > 0.0), 0.0, sent)
-        return sent
-
-    def _send(self, requested: FloatArray, stamp: float, source: str) -> CommandRecord:
-        """Clamp and send one command (the caller holds ``self._io``); raises if it did not leave."""
-        sent = self._clamp(requested)
-        started = time.monotonic()
-        self._latch_if_auto_stopped(sent, started)
-        if source == "caller":  # fresh from the moment it leaves: the watchdog must not zero it in flight
-            self._last_fresh_at = started
-            self._zero_sent = False
-        gate = self._gate
-        assert gate is not None
-        before = gate.mine()
-        what, target, (code, sent_at, replied_at) = self._command(sent, started)
-        request = gate.mine()
-        if request is None or request is before:
-            self._not_sent(code, what)
-        if self.config.mode == 1 and code == 0 and self._fault is None:
-            self._servo_target = target
-        self._last_send_at = sent_at
-        self._last_sent_moving = bool(np.any(sent))
-        if source == "caller":
-            self._zero_sent = not np.any(sent)
-        record = CommandRecord(stamp, sent_at, replied_at, requested.copy(), sent, target,
-                               bool(np.any(sent != requested)), source, int(code), request.written_at)
-        self._history.append(record)
-        self._commands_sent += 1
-        self._check(code, what)
-        return record
-
-    def _latch_if_auto_stopped(self, sent: FloatArray, now: float) -> None:
-        """Mode 4: when no command of any kind left for longer than the controller's auto-stop
-        ``command_duration`` after one that asked for motion, the arm has stopped itself in motion
-        (this process was frozen or starved that long): latch an ``auto_stop`` fault rather than
-        move it again (raise for a motion command; the watchdog's zero, which may be the first to
-        notice, still goes out). An arm last commanded to rest (after start, or a zero) may start.
-
-        Zero commands keep the stream alive (the watchdog sends them when the caller is late), so
-        this happens only when the whole process (watchdog included) got no CPU for that long.
-        """
-        cfg = self.config
-        gap = now - self._last_send_at
-        if (cfg.mode != 4 or not self._last_sent_moving or not math.isfinite(gap) or gap <= cfg.command_duration
-                or self._fault is not None):
-            return
-        self._latch(Fault("auto_stop", f"no command left for {gap * 1e3:.0f} ms, longer than the controller's "
-                                       f"{cfg.command_duration * 1e3:.0f} ms auto-stop: this process was frozen or "
-                                       "starved, the arm stopped itself and is not moved again (restart the run)"))
-        if np.any(sent):  # a zero (the watchdog's) may still go out; motion never
-            self._raise_if_faulted()
-
-    def _command(self, sent: FloatArray, started: float) -> tuple[str, FloatArray | None, tuple[int, float, float]]:
-        """Mode 4: the velocity command; mode 1: the next servo_j target. Returns what was called,
-        the target (mode 1) and the exchange's (code, sent_at, replied_at)."""
-        cfg = self.config
-        if cfg.mode == 4:
-            what = "vc_set_joint_velocity"
-            return what, None, self._exchange(what, self._arm.vc_set_joint_velocity, sent.tolist(), is_radian=True,
-                                              duration=cfg.command_duration, started=started)
-        what = "set_servo_angle_j"
-        step = min(max(started - self._last_send_at, 0.0), cfg.servo_max_step_time)
-        assert self._servo_target is not None
-        target = np.clip(self._servo_target + sent * step, self._lower, self._upper)
-        return what, target, self._exchange(what, self._arm.set_servo_angle_j, target.tolist(), is_radian=True,
-                                            started=started)
-
-    def _not_sent(self, code: int, what: str) -> None:
-        """A command that never left (the gate refused it, or the SDK failed before writing): raise."""
-        if self._gate is None or not self._gate.closed:
-            self._check(code, what)
-        self._raise_if_faulted()
-        raise Sim2RealError(f"xArm driver is stopping: {what} was not sent")
-
-    def _note_round_trip(self, what: str, round_trip: float) -> None:
-        cfg = self.config
-        self._round_trips.append(round_trip)
-        if len(self._round_trips) == cfg.latency_window:
-            fastest = min(self._round_trips)
-            if fastest > cfg.latency_budget:
-                self._latch(Fault("latency", f"the xArm link is too slow: even the fastest of the last "
-                                             f"{cfg.latency_window} exchanges took {fastest * 1e3:.1f} ms (limit "
-                                             f"{cfg.latency_budget * 1e3:.0f} ms; last: {what})"))
-
-    def _check(self, code: int, what: str) -> None:
-        """Turn an SDK return code into a latched fault (no-op for success and warnings)."""
-        if code in (_SDK_OK, _SDK_WARNING) or self._fault is not None:
-            return
-        if code == _SDK_NOT_CONNECTED or not self.connected or self._link_closed():
-            self._latch(Fault("disconnected", f"lost the connection to the xArm controller at {self.where} "
-                                              f"during {what}"))
-        elif code == _SDK_TIMEOUT:
-            self._latch(Fault("timeout", f"no reply from the xArm controller at {self.where} to {what} within "
-                                         f"{self.config.command_timeout:g} s"))
-        elif code in (_SDK_ERROR, _SDK_NOT_READY):
-            self._check_error_codes(what)
-            if self._fault is None:
-                _, state = self._arm.get_state()
-                self._latch(Fault("not_ready", f"xArm not ready for {what}: state {state} ({state_name(state)})"))
-        elif code == _SDK_INVALID:
-            self._latch(Fault("rejected", f"the xArm controller rejected {what} (invalid in mode {self._arm.mode}: "
-                                          f"{mode_name(self._arm.mode)})"))
-        else:
-            self._latch(Fault("sdk", f"xArm SDK returned code {code} for {what}"))
-
-    def _check_error_codes(self, what: str) -> None:
-        (code, (error_code, warn_code)), _, _ = self._exchange("get_err_warn_code", self._arm.get_err_warn_code)
-        if code != 0:
-            self._check(code, "get_err_warn_code")
-            return
-        if error_code:
-            self._latch(Fault("controller_error", f"xArm controller error {describe_error(error_code)} "
-                                                  f"(seen at {what}); the arm is stopped", code=int(error_code)))
-        elif warn_code:
-            LOG.warning("xArm warning %s", describe_warn(warn_code))
-
-    def _latch(self, fault: Fault) -> None:
-        """Close the gate (no motion command leaves from now on), record the first fault with that
-        moment as its time, and stop the arm at once (never waits for the SDK's lock)."""
-        with self._stop_lock:
-            if self._fault is not None:
-                return
-            gate = self._gate
-            at = gate.close(self.config.stop_timeout) if gate is not None else time.monotonic()
-            fault = dataclasses.replace(fault, at=at)
-            self._fault = fault
-            self._running = False
-        suspect = fault.kind in _LINK_FAULTS or self._request_unanswered()
-        self._emergency_stop(second_link=suspect and self.config.second_link_stop)
-        if fault.planned:
-            LOG.info("xArm stopped as planned: %s", fault.message)
-        else:
-            LOG.error("xArm driver fault (%s): %s", fault.kind, fault.message)
-
-    # --- the stop path -------------------------------------------------------------------
-    def _sdk_socket(self) -> socket.socket | None:
-        with contextlib.suppress(Exception):
-            return self._arm.arm._stream.com  # type: ignore[no-any-return]
-        return None
-
-    def _link_closed(self) -> bool:
-        """Whether the controller closed (or reset) the command link; never blocks or reads."""
-        sock = self._sdk_socket()
-        if sock is None:
-            return True
-        try:
-            fd = sock.fileno()
-            if fd < 0:
-                return True
-            poller = select.poll()
-            poller.register(fd, select.POLLRDHUP | select.POLLHUP | select.POLLERR)
-            return bool(poller.poll(0))
-        except (OSError, ValueError):
-            return True
-
-    def _reply_arrived(self, since: float) -> bool:
-        """Whether any reply byte reached this host after ``since`` (monotonic s) for the exchange in flight."""
-        with contextlib.suppress(Exception):
-            arm = self._arm.arm
-            if arm.arm_cmd.last_comm_time >= since or not arm._stream.rx_que.empty():
-                return True
-            poller = select.poll()
-            poller.register(arm._stream.com.fileno(), select.POLLIN)
-            return bool(poller.poll(0))
-        return False
-
-    def _request_unanswered(self) -> bool:
-        """Whether the last request on the command socket has had no reply byte yet."""
-        request = self._gate.request if self._gate is not None else None
-        if request is None:
-            return False
-        times = tcp_times(self._sdk_socket())
-        if times is not None and request.received_before is not None:
-            return times.received_bytes <= request.received_before
-        return request.answered_at is None and not self._reply_arrived(request.written_at)
-
-    def _stop_frames(self, protocol: int, with_velocity: bool) -> bytes:
-        """Zero velocity (mode 4), set_state(4), set_mode(0), set_state(4) as raw request frames."""
-        frames = b""
-        if with_velocity and self.config.mode == 4:
-            params = wire.pack_floats([0.0] * 7) + bytes([1]) + struct.pack("<f", self.config.command_duration)
-            frames += wire.encode_request(STOP_TRANSACTION, protocol, wire.Register.VC_SET_JOINTV, params)
-        frames += wire.encode_request(STOP_TRANSACTION, protocol, wire.Register.SET_STATE, bytes([4]))
-        frames += wire.encode_request(STOP_TRANSACTION, protocol, wire.Register.SET_MODE, bytes([0]))
-        frames += wire.encode_request(STOP_TRANSACTION, protocol, wire.Register.SET_STATE, bytes([4]))
-        return frames
-
-    def _emergency_stop(self, second_link: bool = False) -> None:
-        """Stop the arm now, superseding anything queued: raw stop frames on the SDK's socket
-        (through the gate, not the command lock a stalled exchange holds), or over a fresh
-        connection when the link is gone; with ``second_link`` over both at once (the fresh
-        connection from a helper thread, so that neither path waits for the other)."""
-        if self._arm is None:
-            return
-        if self._link_closed():
-            self._stop_over_fresh_link()
-            return
-        if second_link:
-            self._second_stop = threading.Thread(target=self._stop_over_fresh_link, kwargs={"parallel": True},
-                                                 name="xarm-second-stop", daemon=True)
-            self._second_stop.start()
-        written = False
-        with contextlib.suppress(Exception):
-            port = self._arm.arm._stream
-            protocol = int(self._arm.arm.arm_cmd.get_protocol_identifier())
-            written = port.write(self._stop_frames(protocol, with_velocity=True)) == 0
-        if written:
-            self._note_stop_sent()
-        elif not second_link:
-            self._stop_over_fresh_link()
-
-    def _note_stop_sent(self) -> None:
-        with self._stop_lock:
-            if self.stop_sent_at is None:
-                self.stop_sent_at = time.monotonic()
-
-    def _stop_over_fresh_link(self, parallel: bool = False) -> bool:
-        """Send the stop frames over a new TCP connection (bounded by ``stop_timeout``); True if answered.
-
-        ``parallel``: the stop also went onto the command socket, so a failure here is logged as
-        a warning only."""
-        cfg = self.config
-        deadline = time.monotonic() + cfg.stop_timeout
-        try:
-            with socket.create_connection((cfg.ip, cfg.command_port), timeout=cfg.stop_timeout) as sock:
-                sock.sendall(self._stop_frames(wire.PROTOCOL_PRIVATE, with_velocity=True))
-                self._note_stop_sent()
-                replies = 0
-                buffer = bytearray()
-                expected = 4 if cfg.mode == 4 else 3
-                while replies < expected:
-                    remaining = deadline - time.monotonic()
-                    if remaining <= 0.0:
-                        return False
-                    sock.settimeout(remaining)
-                    chunk = sock.recv(4096)
-                    if not chunk:
-                        return False
-                    buffer.extend(chunk)
-                    while len(buffer) >= wire.HEADER_SIZE and \
-                            len(buffer) >= wire.HEADER_SIZE + wire.HEADER.unpack_from(buffer, 0)[2]:
-                        del buffer[:wire.HEADER_SIZE + wire.HEADER.unpack_from(buffer, 0)[2]]
-                        replies += 1
-                return True
-        except OSError as err:
-            LOG.log(logging.WARNING if parallel else logging.ERROR,
-                    "xArm at %s: could not send the stop over a fresh connection: %s", self.where, err)
-            return False
-
-    def _halt(self) -> None:
-        """Best-effort zero velocity (mode 4); in mode 1 the stop (state 4) that follows halts the arm."""
-        with contextlib.suppress(Exception):
-            if self.config.mode == 4:
-                self._arm.vc_set_joint_velocity([0.0] * N_JOINTS, is_radian=True,
-                                                duration=self.config.command_duration)
-
-    def _raise_if_faulted(self) -> None:
-        fault = self._fault
-        if fault is not None:
-            if fault.kind == "controller_error":
-                raise ControllerError(fault)
-            raise HardwareError(fault)
-
-    # --- the supervisor ------------------------------------------------------------------
-    def _supervise(self) -> None:
-        """Every ``watchdog_period``: signal, dropped link, stall, then the command watchdog; ends
-        once a fault is latched or :meth:`stop` is called.
-
-        Also wakes at the stall deadline of the request in flight and at the watchdog deadline,
-        so that each acts on time, not up to a period later. A late wake-up (this process starved
-        of CPU) delays a judgement but cannot mislead it: the link is judged on kernel time.
-        """
-        self._run_delay.register(threading.get_native_id())
-        planned = time.monotonic() + self.config.watchdog_period
-        self._stall_retry_at = -math.inf
-        while not self._supervisor_stop.is_set() and self._fault is None:
-            self._wake.wait(max(self._next_due(planned) - time.monotonic(), 0.0))
-            self._wake.clear()
-            now = time.monotonic()
-            if now >= planned:
-                planned = now + self.config.watchdog_period
-            if self._supervisor_stop.is_set() or self._fault is not None:
-                return
-            self._tick(now)
-
-    def _next_due(self, planned: float) -> float:
-        """When the supervisor must look next (monotonic s)."""
-        cfg = self.config
-        due = planned
-        if not self._zero_sent:
-            due = min(due, max(self._last_fresh_at + cfg.watchdog_timeout, self._watchdog_retry_at))
-        request = self._gate.request if self._gate is not None else None
-        if request is not None and request.answered_at is None:
-            due = min(due, max(request.written_at + cfg.stall_budget + 1e-3, self._stall_retry_at))
-        return due
-
-    def _tick(self, now: float) -> None:
-        """One look: a signal, then a closed link, then a stall (each latches), then the watchdog."""
-        if self._guard.signal is not None:
-            self._latch(Fault("signal", f"{signal.Signals(self._guard.signal).name} received"))
-            return
-        if self._link_closed():
-            inflight = self._inflight
-            what = inflight.what if inflight is not None else "streaming"
-            self._latch(Fault("disconnected", f"lost the connection to the xArm controller at {self.where} "
-                                              f"during {what}"))
-            return
-        if self._check_stall(now):
-            return
-        cfg = self.config
-        if (self._running and not self._zero_sent and now >= self._watchdog_retry_at
-                and now - self._last_fresh_at >= cfg.watchdog_timeout):
-            self._watchdog_zero(now)
-
-    def _check_stall(self, now: float) -> bool:
-        """Latch a stall when the last request has had no reply for longer than the budget."""
-        request = self._gate.request if self._gate is not None else None
-        if request is None or request.answered_at is not None:
-            return False
-        waited = self._unanswered_for(request, now)
-        if waited is None:
-            request.answered_at = now
-            return False
-        budget = self.config.stall_budget
-        if waited <= budget:
-            self._stall_retry_at = now + 1e-3  # the kernel's clock moves in ticks: look again soon
-            return False
-        inflight = self._inflight
-        what = inflight.what if inflight is not None else f"a request (register {request.register})"
-        self._latch(Fault("stall", f"the xArm link stalled: no reply to {what} {waited * 1e3:.0f} ms after the "
-                                   f"request left this host (limit {budget * 1e3:.0f} ms)"))
-        return True
-
-    def _unanswered_for(self, request: PendingRequest, now: float) -> float | None:
-        """How long ``request`` has waited for its first reply byte (s); None once one arrived.
-
-        Kernel time where available (the time since data last left the socket, with no byte
-        received since the request left); otherwise this host's clock (which counts this
-        process's starvation too)."""
-        times = tcp_times(self._sdk_socket())
-        if times is not None and request.received_before is not None:
-            return None if times.received_bytes > request.received_before else times.sent_ago
-        return None if self._reply_arrived(request.written_at) else now - request.written_at
-
-    def _watchdog_zero(self, now: float) -> None:
-        """Zero velocity (mode 4) or a hold of the last target (mode 1) after the watchdog timeout.
-
-        Sent through the SDK; while an exchange holds it (its reply is on the way or the stall
-        judgement is running), the supervisor tries again a period later.
-        """
-        if not self._io.acquire(blocking=False):
-            self._watchdog_retry_at = now + self.config.watchdog_period
-            return
-        try:
-            if not self._running or self._fault is not None or self._zero_sent:
-                return
-            LOG.warning("xArm watchdog: no fresh command for %.0f ms; sending zero velocity",
-                        (now - self._last_fresh_at) * 1e3)
-            with contextlib.suppress(Sim2RealError):
-                self._send(np.zeros(N_JOINTS), math.nan, "watchdog")
-                self._watchdog_trips += 1  # counted once the zero is out and in the history
-            self._zero_sent = True
-        finally:
-            self._io.release()

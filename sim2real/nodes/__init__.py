@@ -5,7 +5,8 @@ Console scripts: ``xarm_node``, ``sim_node``, ``pd_controller``, ``experiment``,
 platform through a lab's ros2_control stack, and a stand-in stack; :mod:`sim2real.nodes.routes`),
 ``live_view`` (robot description, live joint states, optionally a Foxglove server);
 :func:`sim2real.nodes.runner.run_experiment` runs the graph from one command
-(:mod:`sim2real.nodes.group` holds the nodes it gives their own process).
+(:mod:`sim2real.nodes.group` holds the nodes it gives their own process; :mod:`sim2real.nodes.run_children`
+starts and watches those processes).
 
 Contract topics (DESIGN.md): ``<ns>/joint_states``, ``<ns>/joint_command``, ``<ns>/box_pose``
 (plus ``<ns>/pusher_pose``) with ``ns`` = ``real`` / ``sim``, and ``reference/joint_trajectory``.

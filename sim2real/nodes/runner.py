@@ -4,8 +4,9 @@ Builds the nodes that ``launch/box_push.launch.py`` starts as separate processes
 experiment and the recorder spin in this process, in a private rclpy context, each node on
 its own single-threaded executor, until the experiment node has finished every trial (or
 Ctrl-C, or a timeout). Platforms with a real-time duty get their own interpreter
-(:mod:`sim2real.nodes.group`, started with a generated params file and stopped by pid), so
-that no physics step or bag write holds the GIL their control loop needs:
+(:mod:`sim2real.nodes.group`, started with a generated params file and stopped by pid, see
+:mod:`sim2real.nodes.run_children`), so that no physics step or bag write holds the GIL their
+control loop needs:
 
 =========  ================================  ==================================================
 mode       this process                      child processes
@@ -36,21 +37,17 @@ from __future__ import annotations
 
 import gc
 import os
-import signal
 import socket
-import subprocess
 import sys
 import tempfile
-import threading
-import time
 from collections.abc import Callable, Sequence
-from dataclasses import fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from sim2real.control import PushConfig, load_experiment_config
+from sim2real.control import ExperimentConfig, PushConfig, load_experiment_config
 from sim2real.errors import HardwareFaultError, RunFailedError, Sim2RealError
 from sim2real.hardware.address import require_robot_address
 from sim2real.nodes.common import (
@@ -62,6 +59,8 @@ from sim2real.nodes.common import (
 )
 from sim2real.nodes.routes import STANDIN_LINK as STANDIN_LINK  # re-exported: the launch file and tests use it
 from sim2real.nodes.routes import Route, RouteOptions, parse_joints, route
+from sim2real.nodes.run_children import SIM_NICENESS as SIM_NICENESS  # re-exported: part of this module's interface
+from sim2real.nodes.run_children import _Child, _ChildWatcher
 from sim2real.params import ParameterSet
 from sim2real.paths import config_file, use_loopback_profile
 from sim2real.trials.experiment import check_mirror, parse_distances, platforms_of
@@ -93,9 +92,6 @@ LOOPBACK_PROFILE_MODES = ("sim", "standin")
 #: Default loopback address of the stand-in's emulated controller; port 0 = a free port.
 STANDIN_HOST = "127.0.0.2"
 STANDIN_PORT = 0
-#: Niceness of the mirrored sim platform's process: it runs lock-step on an ideal clock and
-#: tolerates lag, so on a busy machine the real control loop and the stand-in go first.
-SIM_NICENESS = 5
 
 
 def _parameters(values: dict[str, Any]) -> list[Any]:
@@ -190,9 +186,67 @@ def run_experiment(mode: str, distances: Sequence[float] | str | None, params: P
     KeyboardInterrupt
         After Ctrl-C; the open trial was closed as incomplete.
     """
-    import rclpy
-    from rclpy.context import Context
+    import rclpy  # noqa: F401 (ROS 2 first: without it a run fails before any check)
 
+    config, chosen, out = _check_arguments(mode, distances, mirror, experiment_file, out_dir, standin_host, progress)
+    sim_values, real_route, sections = _node_sections(
+        mode, params, config, via=via, live=live, mirror=mirror, engine=engine, robot_ip=robot_ip,
+        robot_port=robot_port, controller=controller, controller_joints=controller_joints,
+        standin_host=standin_host, standin_port=standin_port, world_file=world_file)
+    local, remote = _placement(mode, real_route)
+    plan = _RunPlan(mode, mirror, engine, config, chosen, out, sim_values, sections, real_route.standin, local,
+                    remote, namespace, mocap_file, replay_trial, live, progress)
+    return _run_graph(plan, node_hook, timeout)
+
+
+@dataclass(frozen=True)
+class _RunPlan:
+    """One run of :func:`run_experiment` as settled before its graph starts (its arguments checked)."""
+
+    mode: str
+    mirror: str
+    engine: str
+    config: ExperimentConfig
+    #: Start distances (m), one trial each.
+    distances: Sequence[float]
+    #: The run directory (new or empty).
+    out: Path
+    #: Simulator parameters every node gets (the params file's ``/**`` section).
+    sim_values: dict[str, Any]
+    #: Node name (or ``/**``) → its parameters, before namespacing.
+    sections: dict[str, dict[str, Any]]
+    #: Node name of the route's stand-in.
+    standin: str
+    #: Platform nodes in this process, and the node groups of the child processes (:func:`_placement`).
+    local: list[str]
+    remote: list[list[str]]
+    namespace: str
+    mocap_file: str | Path | None
+    replay_trial: str | Path | None
+    live: str | None
+    progress: Callable[[str], None]
+
+
+def _check_arguments(mode: str, distances: Sequence[float] | str | None, mirror: str,
+                     experiment_file: str | Path | None, out_dir: str | Path, standin_host: str,
+                     progress: Callable[[str], None]) -> tuple[ExperimentConfig, Sequence[float], Path]:
+    """Check :func:`run_experiment`'s arguments and set DDS up for loopback (before any node or child starts).
+
+    Returns
+    -------
+    config : ExperimentConfig
+        The experiment file's settings.
+    chosen : sequence of float
+        Start distances (m): ``distances`` parsed, else the experiment file's.
+    out : Path
+        The run directory (absent or empty).
+
+    Raises
+    ------
+    Sim2RealError
+        A bad mirror mode, distance or stand-in host; no distances; an output path that is a file or
+        a directory that is not empty.
+    """
     check_mirror(mirror, platforms_of(mode)[0] and mode)
     config = load_experiment_config(experiment_file)
     chosen = parse_distances(distances) if distances else config.distances
@@ -211,7 +265,31 @@ def run_experiment(mode: str, distances: Sequence[float] | str | None, params: P
         use_loopback_profile()
     if "ROS_DOMAIN_ID" not in os.environ:
         progress("note: ROS_DOMAIN_ID is unset; using domain 0")
+    return config, chosen, out
 
+
+def _node_sections(mode: str, params: ParameterSet, config: ExperimentConfig, *, via: str, live: str | None,
+                   mirror: str, engine: str, robot_ip: str | None, robot_port: int, controller: str | None,
+                   controller_joints: Sequence[str] | None, standin_host: str, standin_port: int,
+                   world_file: str | Path | None) -> tuple[dict[str, Any], Route, dict[str, dict[str, Any]]]:
+    """The parameters of every node of the graph (arguments as :func:`run_experiment`'s).
+
+    Returns
+    -------
+    sim_values : dict
+        Simulator parameters every node gets (``/**``).
+    real_route : Route
+        How the real platform reaches the arm (``via``).
+    sections : dict
+        Node name (or ``/**``) → ``{parameter name: value}``; in ``standin`` mode with the emulated
+        controller's port (a free one for port 0) and the stand-in's world and start joints (rad).
+
+    Raises
+    ------
+    Sim2RealError
+        An unknown route, a bad ``live`` address or controller joints, or no robot address where a
+        real arm is driven over the SDK.
+    """
     sim_values = params_overrides(params)
     real_route = route(via)
     if live:
@@ -236,7 +314,18 @@ def run_experiment(mode: str, distances: Sequence[float] | str | None, params: P
         sections[real_route.standin] = {
             **sections.get(real_route.standin, {}), "world_file": str(world_file or ""),
             "initial_joints": [float(x) for x in _start_joints(params, config.push)]}
-    local, remote = _placement(mode, real_route)
+    return sim_values, real_route, sections
+
+
+def _run_graph(plan: _RunPlan, node_hook: Callable[[dict[str, Any]], None] | None,
+               timeout: float | None) -> list[Path]:
+    """Start the child processes, then this process's nodes; spin until the experiment has finished;
+    always close the nodes, shut the context down and stop the children (SIGINT, then SIGKILL).
+
+    Returns the recorded trial directories; raises as :func:`run_experiment` does.
+    """
+    import rclpy
+    from rclpy.context import Context
 
     # Threads of this process share the GIL (executor, SDK, recorder); a short switch interval
     # keeps the SDK round trips and the control ticks from waiting 5 ms per hand-off.
@@ -247,48 +336,9 @@ def run_experiment(mode: str, distances: Sequence[float] | str | None, params: P
     children: list[_Child] = []
     workdir = tempfile.TemporaryDirectory(prefix="sim2real-run-")
     try:
-        # A bare node-name key matches only a node outside any namespace: key the sections by full name.
-        keyed = {(key if key == "/**" or not namespace else f"/{namespace}/{key}"): values
-                 for key, values in sections.items()}
-        params_file = write_params_file(Path(workdir.name) / "params.yaml", keyed)
-        extra_files = {"mocap_bridge": Path(mocap_file) if mocap_file else config_file("mocap.yaml")}
-        if namespace:
-            extra_files = {name: _namespaced(path, namespace, Path(workdir.name) / f"{name}.yaml")
-                           for name, path in extra_files.items()}
-        for group in remote:  # the stand-in first and alone: xarm_node connects to it
-            files = [params_file, *(extra_files[name] for name in group if name in extra_files)]
-            children.append(_Child.start(group, files, Path(workdir.name), namespace))
-            if group == [real_route.standin]:
-                children[-1].wait_ready()
-        for child in children:
-            child.wait_ready()
+        _start_children(plan, children, Path(workdir.name))
         rclpy.init(context=context)
-        where = {"namespace": namespace} if namespace else {}
-        from sim2real.nodes.experiment import ExperimentNode
-        from sim2real.nodes.live_view import LiveViewNode
-        from sim2real.nodes.recorder import RecorderNode
-
-        def overrides(name: str) -> list[Any]:
-            return _parameters({**sim_values, **sections.get(name, {})})
-
-        for name in local:
-            nodes[name] = _local_factory(name)(parameter_overrides=overrides(name), context=context, **where)
-        nodes["recorder"] = RecorderNode(parameter_overrides=_parameters(
-            {"out_dir": str(out), **sim_values}), context=context, **where)
-        nodes["live_view"] = LiveViewNode(parameter_overrides=_parameters(
-            {"platforms": list(platforms_of(mode)), "foxglove": live or "", **sim_values}), context=context, **where)
-        experiment_values: dict[str, Any] = {
-            "mode": mode, "mirror": mirror, "engine": engine, "distances": [float(d) for d in chosen],
-            "start_tolerance": float(config.start_tolerance), **sim_values,
-            # The engine was compiled before the graph started (the CLI's first step): a graph that is not
-            # up in 2 minutes is stuck, not compiling.
-            "startup_timeout": 120.0,
-            **{f"push.{f.name}": float(getattr(config.push, f.name)) for f in fields(PushConfig)}}
-        if replay_trial:
-            experiment_values["replay_trial"] = str(replay_trial)
-        experiment = ExperimentNode(progress=progress, parameter_overrides=_parameters(experiment_values),
-                                    context=context, **where)
-        nodes["experiment"] = experiment
+        experiment = _start_nodes(plan, nodes, context)
         if node_hook is not None:
             node_hook(nodes)
         watcher = _ChildWatcher(children, experiment)
@@ -296,16 +346,7 @@ def run_experiment(mode: str, distances: Sequence[float] | str | None, params: P
         status = spin_until_finished(list(nodes.values()), experiment.finished, timeout=timeout,
                                      context=context)
         watcher.stop()
-        if status == 130:
-            raise KeyboardInterrupt
-        if experiment.error and experiment.hardware_fault:
-            raise HardwareFaultError(experiment.error)
-        if watcher.failure:
-            raise RunFailedError(watcher.failure)
-        if status == 124:
-            raise RunFailedError(f"experiment did not finish within {timeout:g} s")
-        if experiment.error:
-            raise RunFailedError(experiment.error)
+        _raise_if_failed(status, experiment, watcher, timeout)
         return list(experiment.results)
     finally:
         close_nodes(list(nodes.values()))
@@ -315,6 +356,96 @@ def run_experiment(mode: str, distances: Sequence[float] | str | None, params: P
         for child in reversed(children):
             child.stop()
         workdir.cleanup()
+
+
+def _start_children(plan: _RunPlan, children: list[_Child], workdir: Path) -> None:
+    """Write the params file(s) into ``workdir`` and start the child processes of ``plan.remote``, the
+    stand-in first and alone; append each to ``children`` as it starts (so that a failure still stops
+    those started) and wait until every one is ready.
+
+    Raises
+    ------
+    RunFailedError
+        A child exited at start or did not get ready in time.
+    """
+    namespace = plan.namespace
+    # A bare node-name key matches only a node outside any namespace: key the sections by full name.
+    keyed = {(key if key == "/**" or not namespace else f"/{namespace}/{key}"): values
+             for key, values in plan.sections.items()}
+    params_file = write_params_file(workdir / "params.yaml", keyed)
+    extra_files = {"mocap_bridge": Path(plan.mocap_file) if plan.mocap_file else config_file("mocap.yaml")}
+    if namespace:
+        extra_files = {name: _namespaced(path, namespace, workdir / f"{name}.yaml")
+                       for name, path in extra_files.items()}
+    for group in plan.remote:  # the stand-in first and alone: xarm_node connects to it
+        files = [params_file, *(extra_files[name] for name in group if name in extra_files)]
+        children.append(_Child.start(group, files, workdir, namespace))
+        if group == [plan.standin]:
+            children[-1].wait_ready()
+    for child in children:
+        child.wait_ready()
+
+
+def _start_nodes(plan: _RunPlan, nodes: dict[str, Any], context: Any) -> Any:
+    """Construct this process's nodes in ``context`` (the rclpy context, initialised): the local platform
+    nodes, the recorder, live_view and the experiment node, each put into ``nodes`` as it is built (so
+    that a failure still closes those built); returns the experiment node."""
+    namespace, sim_values, sections = plan.namespace, plan.sim_values, plan.sections
+    where = {"namespace": namespace} if namespace else {}
+    from sim2real.nodes.experiment import ExperimentNode
+    from sim2real.nodes.live_view import LiveViewNode
+    from sim2real.nodes.recorder import RecorderNode
+
+    def overrides(name: str) -> list[Any]:
+        return _parameters({**sim_values, **sections.get(name, {})})
+
+    for name in plan.local:
+        nodes[name] = _local_factory(name)(parameter_overrides=overrides(name), context=context, **where)
+    nodes["recorder"] = RecorderNode(parameter_overrides=_parameters(
+        {"out_dir": str(plan.out), **sim_values}), context=context, **where)
+    nodes["live_view"] = LiveViewNode(parameter_overrides=_parameters(
+        {"platforms": list(platforms_of(plan.mode)), "foxglove": plan.live or "", **sim_values}), context=context,
+        **where)
+    config = plan.config
+    experiment_values: dict[str, Any] = {
+        "mode": plan.mode, "mirror": plan.mirror, "engine": plan.engine,
+        "distances": [float(d) for d in plan.distances],
+        "start_tolerance": float(config.start_tolerance), **sim_values,
+        # The engine was compiled before the graph started (the CLI's first step): a graph that is not
+        # up in 2 minutes is stuck, not compiling.
+        "startup_timeout": 120.0,
+        **{f"push.{f.name}": float(getattr(config.push, f.name)) for f in fields(PushConfig)}}
+    if plan.replay_trial:
+        experiment_values["replay_trial"] = str(plan.replay_trial)
+    experiment = ExperimentNode(progress=plan.progress, parameter_overrides=_parameters(experiment_values),
+                                context=context, **where)
+    nodes["experiment"] = experiment
+    return experiment
+
+
+def _raise_if_failed(status: int, experiment: Any, watcher: _ChildWatcher, timeout: float | None) -> None:
+    """Raise for a run that did not finish cleanly: by the spin's ``status`` (130: Ctrl-C, 124: timeout),
+    the experiment node's error (a hardware fault first) or a child that died (``watcher``).
+
+    Raises
+    ------
+    KeyboardInterrupt
+        After Ctrl-C.
+    HardwareFaultError
+        The real arm's driver reported a fault.
+    RunFailedError
+        A child process died, the timeout passed, or a trial failed otherwise.
+    """
+    if status == 130:
+        raise KeyboardInterrupt
+    if experiment.error and experiment.hardware_fault:
+        raise HardwareFaultError(experiment.error)
+    if watcher.failure:
+        raise RunFailedError(watcher.failure)
+    if status == 124:
+        raise RunFailedError(f"experiment did not finish within {timeout:g} s")
+    if experiment.error:
+        raise RunFailedError(experiment.error)
 
 
 def _placement(mode: str, real_route: Route) -> tuple[list[str], list[list[str]]]:
@@ -386,92 +517,3 @@ def _start_joints(params: ParameterSet, push: PushConfig) -> Any:
     from sim2real.trials.experiment import start_joints
 
     return start_joints(load_arm(params), push, float(params["contact.table_height"]))
-
-
-class _Child:
-    """One child process running a group of nodes (:mod:`sim2real.nodes.group`)."""
-
-    def __init__(self, names: list[str], process: subprocess.Popen[bytes], ready_file: Path) -> None:
-        self.names = names
-        self.process = process
-        self.ready_file = ready_file
-
-    @classmethod
-    def start(cls, names: list[str], params_files: list[Path], workdir: Path, namespace: str = "") -> _Child:
-        """Start ``names`` in a new interpreter (SIGINT at its default, same environment), which
-        ends when this process dies (``--parent-pid``; call from the main thread, since the
-        kernel ties that to the thread that started the child)."""
-        ready = workdir / f"{'+'.join(names)}.ready"
-        command = [sys.executable, "-m", "sim2real.nodes.group", "--ready-file", str(ready), "--parent-pid",
-                   str(os.getpid()), *names, "--ros-args"]
-        for path in params_files:
-            command += ["--params-file", str(path)]
-        if namespace:
-            command += ["-r", f"__ns:=/{namespace.strip('/')}"]
-        niceness = SIM_NICENESS if "sim_node" in names else 0
-
-        def prepare() -> None:
-            signal.signal(signal.SIGINT, signal.SIG_DFL)
-            if niceness:
-                os.nice(niceness)
-        # The SDK prints to stdout; keep the parent's stdout for its progress lines.
-        process = subprocess.Popen(command, preexec_fn=prepare, stdout=2)
-        return cls(names, process, ready)
-
-    @property
-    def label(self) -> str:
-        return " + ".join(self.names)
-
-    def wait_ready(self, wait: float = 120.0) -> None:
-        """Wait until every node of the group has been constructed (generous: the first start
-        after an engine change compiles the engine, tens of seconds).
-
-        Raises
-        ------
-        RunFailedError
-            The child exited first (e.g. a node could not start) or did not get ready in time.
-        """
-        deadline = time.monotonic() + wait
-        while not self.ready_file.exists():
-            if self.process.poll() is not None:
-                raise RunFailedError(f"the {self.label} process exited at start (status {self.process.returncode})")
-            if time.monotonic() > deadline:
-                self.stop()
-                raise RunFailedError(f"the {self.label} process did not start within {wait:g} s")
-            time.sleep(0.05)
-
-    def stop(self) -> None:
-        """SIGINT, then SIGKILL after 5 s (this child only, by pid)."""
-        process = self.process
-        if process.poll() is None:
-            process.send_signal(signal.SIGINT)
-            try:
-                process.wait(timeout=5.0)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=5.0)
-
-
-class _ChildWatcher:
-    """Stops the experiment as soon as a child process dies (instead of waiting for timeouts)."""
-
-    def __init__(self, children: list[_Child], experiment: Any) -> None:
-        self.children = children
-        self.experiment = experiment
-        self.failure: str | None = None
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._watch, name="sim2real-children", daemon=True)
-        self._thread.start()
-
-    def _watch(self) -> None:
-        while not self._stop.wait(0.2):
-            for child in self.children:
-                if child.process.poll() is not None:
-                    self.failure = f"the {child.label} process exited (status {child.process.returncode})"
-                    self.experiment.abort(self.failure)
-                    return
-
-    def stop(self) -> None:
-        """Stop watching (before the children are stopped on purpose)."""
-        self._stop.set()
-        self._thread.join(timeout=1.0)

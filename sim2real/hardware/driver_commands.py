@@ -1,0 +1,211 @@
+"""The command path of :class:`~sim2real.hardware.driver.XArmDriver`: SDK exchanges timed and judged,
+SDK return codes turned into faults, motion commands clamped and sent.
+
+:class:`_Commands`, a part of the driver (see :mod:`sim2real.hardware.driver_state`):
+
+* ``_exchange``: one SDK call under the supervisor's eye; a reply later than the stall budget
+  latches a ``stall``, any other round trip feeds the ``latency`` window;
+* ``_check``: an SDK return code as a latched fault (``disconnected``, ``timeout``,
+  ``controller_error``, ``not_ready``, ``rejected``, ``sdk``);
+* ``_send``: clamp a joint-velocity command ((6,) rad/s) to the velocity limit and away from
+  the joint limits, send it (mode 4: ``vc_set_joint_velocity``; mode 1: the next
+  ``set_servo_angle_j`` target, (6,) rad) and record it; an arm that stopped itself
+  (``auto_stop``) is not moved again.
+
+Times are ``time.monotonic()`` seconds.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import numpy as np
+
+from sim2real.errors import Sim2RealError
+from sim2real.hardware.codes import describe_error, describe_warn, mode_name, state_name
+from sim2real.hardware.driver_state import LOG, _Exchange
+from sim2real.hardware.driver_stop import _StopPath
+from sim2real.hardware.driver_types import CommandRecord, Fault, FloatArray
+from sim2real.hardware.link_timing import PendingRequest, tcp_times
+
+# SDK return codes (xarm/x3/code.py APIState and XCONF.UxbusState).
+_SDK_OK, _SDK_ERROR, _SDK_WARNING, _SDK_TIMEOUT, _SDK_NOT_READY, _SDK_INVALID = 0, 1, 2, 3, 9, 10
+_SDK_NOT_CONNECTED = -1
+_T = TypeVar("_T")
+
+
+class _Commands(_StopPath):
+    """SDK exchanges and motion commands of the driver (see the module docstring)."""
+
+    # --- exchanges -----------------------------------------------------------------------
+    def _exchange(self, what: str, call: Callable[..., _T], *args: Any, started: float | None = None,
+                  **kwargs: Any) -> tuple[_T, float, float]:
+        """Run one SDK exchange under the supervisor's eye; returns (result, sent_at, replied_at).
+
+        The caller holds ``self._io``; ``started`` (monotonic s) is the send time if the caller
+        took it already. A reply that came too late for the stall budget latches a stall here
+        (the supervisor may not have had a CPU meanwhile); otherwise its round trip feeds the
+        latency judgement.
+        """
+        gate = self._gate
+        before = gate.mine() if gate is not None else None
+        self._run_delay.register(threading.get_native_id())
+        sent_at = time.monotonic() if started is None else started
+        self._inflight = _Exchange(what)
+        try:
+            result = call(*args, **kwargs)
+        finally:
+            self._inflight = None
+        replied_at = time.monotonic()
+        if gate is not None and (request := gate.mine()) is not None and request is not before and not gate.closed:
+            self._judge_reply(what, request, replied_at)
+        return result, sent_at, replied_at
+
+    def _judge_reply(self, what: str, request: PendingRequest, replied_at: float) -> None:
+        """A reply later than the stall budget latches a stall; any other feeds the latency window."""
+        round_trip = self._round_trip(request, replied_at)
+        if round_trip is None:
+            return
+        budget = self.config.stall_budget
+        if round_trip > budget:
+            self._latch(Fault("stall", f"the xArm link stalled: the reply to {what} came {round_trip * 1e3:.0f} ms "
+                                       f"after the request left this host (limit {budget * 1e3:.0f} ms)"))
+        else:
+            self._note_round_trip(what, round_trip)
+
+    def _round_trip(self, request: PendingRequest, replied_at: float) -> float | None:
+        """From ``request`` leaving this host to its reply arriving (s, kernel time); None when
+        there was no reply or something else left after it (not measurable)."""
+        times = tcp_times(self._sdk_socket())
+        if times is not None and request.received_before is not None:
+            if times.received_bytes <= request.received_before or times.sent_ago < times.received_ago:
+                return None
+            return times.sent_ago - times.received_ago
+        return (request.answered_at or replied_at) - request.written_at
+
+    def _note_round_trip(self, what: str, round_trip: float) -> None:
+        cfg = self.config
+        self._round_trips.append(round_trip)
+        if len(self._round_trips) == cfg.latency_window:
+            fastest = min(self._round_trips)
+            if fastest > cfg.latency_budget:
+                self._latch(Fault("latency", f"the xArm link is too slow: even the fastest of the last "
+                                             f"{cfg.latency_window} exchanges took {fastest * 1e3:.1f} ms (limit "
+                                             f"{cfg.latency_budget * 1e3:.0f} ms; last: {what})"))
+
+    def _check(self, code: int, what: str) -> None:
+        """Turn an SDK return code into a latched fault (no-op for success and warnings)."""
+        if code in (_SDK_OK, _SDK_WARNING) or self._fault is not None:
+            return
+        if code == _SDK_NOT_CONNECTED or not self.connected or self._link_closed():
+            self._latch(Fault("disconnected", f"lost the connection to the xArm controller at {self.where} "
+                                              f"during {what}"))
+        elif code == _SDK_TIMEOUT:
+            self._latch(Fault("timeout", f"no reply from the xArm controller at {self.where} to {what} within "
+                                         f"{self.config.command_timeout:g} s"))
+        elif code in (_SDK_ERROR, _SDK_NOT_READY):
+            self._check_error_codes(what)
+            if self._fault is None:
+                _, state = self._arm.get_state()
+                self._latch(Fault("not_ready", f"xArm not ready for {what}: state {state} ({state_name(state)})"))
+        elif code == _SDK_INVALID:
+            self._latch(Fault("rejected", f"the xArm controller rejected {what} (invalid in mode {self._arm.mode}: "
+                                          f"{mode_name(self._arm.mode)})"))
+        else:
+            self._latch(Fault("sdk", f"xArm SDK returned code {code} for {what}"))
+
+    def _check_error_codes(self, what: str) -> None:
+        (code, (error_code, warn_code)), _, _ = self._exchange("get_err_warn_code", self._arm.get_err_warn_code)
+        if code != 0:
+            self._check(code, "get_err_warn_code")
+            return
+        if error_code:
+            self._latch(Fault("controller_error", f"xArm controller error {describe_error(error_code)} "
+                                                  f"(seen at {what}); the arm is stopped", code=int(error_code)))
+        elif warn_code:
+            LOG.warning("xArm warning %s", describe_warn(warn_code))
+
+
+    # --- motion commands -----------------------------------------------------------------
+    def _clamp(self, requested: FloatArray) -> FloatArray:
+        sent = np.clip(requested, -self.config.max_velocity, self.config.max_velocity)
+        if self._last_q is not None:
+            ahead = self._last_q + sent * self.config.limit_lookahead
+            sent = np.where((ahead <= self._lower) & (sent < 0.0), 0.0, sent)
+            sent = np.where((ahead >= self._upper) & (sent > 0.0), 0.0, sent)
+        return sent
+
+    def _send(self, requested: FloatArray, stamp: float, source: str) -> CommandRecord:
+        """Clamp and send one command (the caller holds ``self._io``); raises if it did not leave."""
+        sent = self._clamp(requested)
+        started = time.monotonic()
+        self._latch_if_auto_stopped(sent, started)
+        if source == "caller":  # fresh from the moment it leaves: the watchdog must not zero it in flight
+            self._last_fresh_at = started
+            self._zero_sent = False
+        gate = self._gate
+        assert gate is not None
+        before = gate.mine()
+        what, target, (code, sent_at, replied_at) = self._command(sent, started)
+        request = gate.mine()
+        if request is None or request is before:
+            self._not_sent(code, what)
+        if self.config.mode == 1 and code == 0 and self._fault is None:
+            self._servo_target = target
+        self._last_send_at = sent_at
+        self._last_sent_moving = bool(np.any(sent))
+        if source == "caller":
+            self._zero_sent = not np.any(sent)
+        record = CommandRecord(stamp, sent_at, replied_at, requested.copy(), sent, target,
+                               bool(np.any(sent != requested)), source, int(code), request.written_at)
+        self._history.append(record)
+        self._commands_sent += 1
+        self._check(code, what)
+        return record
+
+    def _latch_if_auto_stopped(self, sent: FloatArray, now: float) -> None:
+        """Mode 4: when no command of any kind left for longer than the controller's auto-stop
+        ``command_duration`` after one that asked for motion, the arm has stopped itself in motion
+        (this process was frozen or starved that long): latch an ``auto_stop`` fault rather than
+        move it again (raise for a motion command; the watchdog's zero, which may be the first to
+        notice, still goes out). An arm last commanded to rest (after start, or a zero) may start.
+
+        Zero commands keep the stream alive (the watchdog sends them when the caller is late), so
+        this happens only when the whole process (watchdog included) got no CPU for that long.
+        """
+        cfg = self.config
+        gap = now - self._last_send_at
+        if (cfg.mode != 4 or not self._last_sent_moving or not math.isfinite(gap) or gap <= cfg.command_duration
+                or self._fault is not None):
+            return
+        self._latch(Fault("auto_stop", f"no command left for {gap * 1e3:.0f} ms, longer than the controller's "
+                                       f"{cfg.command_duration * 1e3:.0f} ms auto-stop: this process was frozen or "
+                                       "starved, the arm stopped itself and is not moved again (restart the run)"))
+        if np.any(sent):  # a zero (the watchdog's) may still go out; motion never
+            self._raise_if_faulted()
+
+    def _command(self, sent: FloatArray, started: float) -> tuple[str, FloatArray | None, tuple[int, float, float]]:
+        """Mode 4: the velocity command; mode 1: the next servo_j target. Returns what was called,
+        the target (mode 1) and the exchange's (code, sent_at, replied_at)."""
+        cfg = self.config
+        if cfg.mode == 4:
+            what = "vc_set_joint_velocity"
+            return what, None, self._exchange(what, self._arm.vc_set_joint_velocity, sent.tolist(), is_radian=True,
+                                              duration=cfg.command_duration, started=started)
+        what = "set_servo_angle_j"
+        step = min(max(started - self._last_send_at, 0.0), cfg.servo_max_step_time)
+        assert self._servo_target is not None
+        target = np.clip(self._servo_target + sent * step, self._lower, self._upper)
+        return what, target, self._exchange(what, self._arm.set_servo_angle_j, target.tolist(), is_radian=True,
+                                            started=started)
+
+    def _not_sent(self, code: int, what: str) -> None:
+        """A command that never left (the gate refused it, or the SDK failed before writing): raise."""
+        if self._gate is None or not self._gate.closed:
+            self._check(code, what)
+        self._raise_if_faulted()
+        raise Sim2RealError(f"xArm driver is stopping: {what} was not sent")
