@@ -56,6 +56,7 @@ INSTALL_REQUIRES = [
     "xarm-python-sdk>=1.18.4,<1.19",
     "matplotlib>=3.11,<4",
     "numba>=0.68.1,<0.69",
+    "tqdm>=4.70,<5",
 ]
 
 

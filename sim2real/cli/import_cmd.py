@@ -196,20 +196,27 @@ def _missing_source(parser: argparse.ArgumentParser) -> Callable[[argparse.Names
 def run_cube_toss(args: argparse.Namespace) -> int:
     """Import the selected cube tosses; progress on stderr; the run directory on stdout."""
     from sim2real.cli.common import check_output_location, removed_on_interrupt
+    from sim2real.cli.progress import progress_bar
     from sim2real.data import cube_toss_npz
     from sim2real.trials.cube_toss import import_cube_tosses
 
     check_output_location(args.out)
-    interactive = sys.stderr.isatty()
+    bar = None
 
     def progress(done: int, total: int) -> None:
-        if done == total or done % 25 == 0:
-            end = "\n" if done == total or not interactive else "\r"
-            print(f"imported {done}/{total} tosses", end=end, file=sys.stderr, flush=True)
+        nonlocal bar
+        if bar is None:
+            bar = progress_bar(total, "import", "toss")
+        bar.update(done - bar.n)
 
     npz = cube_toss_npz() if args.npz is None else args.npz
-    with removed_on_interrupt(args.out):
-        trials = import_cube_tosses(npz, args.out, args.tosses, progress=progress)
+    try:
+        with removed_on_interrupt(args.out):
+            trials = import_cube_tosses(npz, args.out, args.tosses, progress=progress)
+    finally:
+        if bar is not None:
+            bar.close()
+    print(f"imported {len(trials)}/{len(trials)} tosses", file=sys.stderr)
     print(f"wrote {len(trials)} trials to {args.out}")
     return 0
 

@@ -20,8 +20,8 @@ if TYPE_CHECKING:
 
 #: Exit status when every row was simulated but some have degraded contact steps (as ``simulate``).
 EXIT_DEGRADED = 3
-#: Seconds between progress lines.
-PROGRESS_INTERVAL = 1.0
+#: Seconds between progress lines when stderr is not a terminal.
+PROGRESS_INTERVAL = 10.0
 
 EPILOG = """\
 Rows: one per (point, distance), points outer, distances inner. A point is a complete
@@ -177,18 +177,11 @@ def _write_json(path: Path, document: dict[str, Any]) -> None:
     write_json_atomic(path, document)
 
 
-def _progress(done: int, total: int, ran: int, distances: int, points: int, started: float) -> str:
-    elapsed = max(time.perf_counter() - started, 1e-9)
-    rate = ran / elapsed
-    left = (total - done) / rate if rate > 0 else float("nan")
-    return (f"{done}/{total} rows, points {done // distances}/{points} done, {rate:.3g} rows/s"
-            + (f", about {left:.0f} s left" if done < total and rate > 0 else ""))
-
-
 def run(args: argparse.Namespace) -> int:
     """Handler of ``sim2real sweep``; exit statuses in the epilog."""
     import shutil
 
+    from sim2real.cli.progress import progress_bar
     from sim2real.control import load_experiment_config
     from sim2real.errors import Sim2RealError
     from sim2real.execution import open_executor
@@ -233,19 +226,17 @@ def run(args: argparse.Namespace) -> int:
          + (f"; resuming {out}: {len(done)} done in an earlier run, {len(remaining)} to run" if resuming else "")
          + f"; executor {args.executor}, {args.workers} worker(s)")
     started = time.perf_counter()
-    last_print = started
     ran = 0
-    with table.open("a", encoding="utf-8", newline="") as handle, open_executor(args.executor, args.workers) as runner:
+    with (table.open("a", encoding="utf-8", newline="") as handle, open_executor(args.executor, args.workers) as runner,
+          progress_bar(total, "sweep", "row", PROGRESS_INTERVAL, initial=len(done)) as bar):
         for row in runner.map(run_sweep_task, remaining):
             handle.write(row.line())
             handle.flush()
             ran += 1
-            now = time.perf_counter()
-            if now - last_print >= PROGRESS_INTERVAL or ran == len(remaining):
-                _log(_progress(len(done) + ran, total, ran, len(distances), len(points.params), started))
-                last_print = now
+            bar.update()
             if row.error:
-                _log(f"row point {row.fields[0]} distance {row.fields[1]} failed: {row.error}")
+                bar.write(f"sweep: row point {row.fields[0]} distance {row.fields[1]} failed: {row.error}",
+                          file=sys.stderr)
     _log(f"done: {total} rows in {table} ({ran} run now, {len(done)} from an earlier run) in "
          f"{time.perf_counter() - started:.1f} s")
     return _finish(table, distances, bool(args.samples))
