@@ -248,41 +248,38 @@ class SimPlatform:
         self.k += 1
 
 
-@dataclass
 class _TrialLog:
-    """The arrays of an :class:`ArmTrialResult` (T ticks, ``p`` sensitivities), filled tick by tick."""
+    """The arrays of an :class:`ArmTrialResult` (T ticks, ``p`` sensitivities), filled tick by tick.
 
-    t: FloatArray
-    joint_position: FloatArray
-    joint_velocity: FloatArray
-    command: FloatArray
-    reference_position: FloatArray
-    reference_velocity: FloatArray
-    pusher: FloatArray
-    box: FloatArray
-    d_box: FloatArray | None
-    d_joint: FloatArray | None
+    Empty arrays for ``n_steps`` ticks, with the platform's state at ``t = 0`` in row 0; the attributes
+    are the result's array fields, by name.
+    """
 
-    @classmethod
-    def start(cls, platform: SimPlatform, n_steps: int, p: int) -> _TrialLog:
-        """Empty arrays for ``n_steps`` ticks, with the platform's state at ``t = 0`` in row 0."""
-        log = cls(t=np.arange(n_steps + 1) * platform.dt, joint_position=np.empty((n_steps + 1, 6)),
-                  joint_velocity=np.empty((n_steps + 1, 6)), command=np.zeros((n_steps, 6)),
-                  reference_position=np.empty((n_steps, 6)), reference_velocity=np.empty((n_steps, 6)),
-                  pusher=np.empty((n_steps + 1, 3)), box=np.empty((n_steps + 1, 13)),
-                  d_box=np.zeros((n_steps + 1, 13, p)) if p else None,
-                  d_joint=np.zeros((n_steps + 1, 6, p)) if p else None)
-        log.joint_position[0], log.joint_velocity[0] = platform.q, platform.v
-        log.pusher[0], log.box[0] = platform.pusher, platform.box.as_vector()
-        return log
+    def __init__(self, platform: SimPlatform, n_steps: int, p: int) -> None:
+        self.t = np.arange(n_steps + 1) * platform.dt
+        self.joint_position = np.empty((n_steps + 1, 6))
+        self.joint_velocity = np.empty((n_steps + 1, 6))
+        self.command = np.zeros((n_steps, 6))
+        self.reference_position = np.empty((n_steps, 6))
+        self.reference_velocity = np.empty((n_steps, 6))
+        self.pusher = np.empty((n_steps + 1, 3))
+        self.box = np.empty((n_steps + 1, 13))
+        self.d_box = np.zeros((n_steps + 1, 13, p)) if p else None
+        self.d_joint_position = np.zeros((n_steps + 1, 6, p)) if p else None
+        self.joint_position[0], self.joint_velocity[0] = platform.q, platform.v
+        self.pusher[0], self.box[0] = platform.pusher, platform.box.as_vector()
+
+    def arrays(self) -> dict[str, FloatArray | None]:
+        """The arrays by the :class:`ArmTrialResult` field names."""
+        return dict(vars(self))
 
     def record(self, k: int, platform: SimPlatform) -> None:
         """Store the platform's state after tick ``k`` in row ``k + 1``."""
         self.joint_position[k + 1], self.joint_velocity[k + 1] = platform.q, platform.v
         self.pusher[k + 1], self.box[k + 1] = platform.pusher, platform.box.as_vector()
-        if self.d_box is not None and self.d_joint is not None:
+        if self.d_box is not None and self.d_joint_position is not None:
             self.d_box[k + 1] = platform.s_box
-            self.d_joint[k + 1] = platform.s_q
+            self.d_joint_position[k + 1] = platform.s_q
 
 
 @dataclass
@@ -369,7 +366,7 @@ def simulate_arm_trial(params: ParameterSet, reference: JointTrajectory, initial
     n_steps = round(duration / dt) if commands is None else len(commands)
     grad_names = platform.grad_names
     p = len(grad_names)
-    log = _TrialLog.start(platform, n_steps, p)
+    log = _TrialLog(platform, n_steps, p)
     driver = _PDDriver(gains, limits, dt, {name: i for i, name in enumerate(grad_names)}, np.zeros(6), np.zeros((6, p)))
     for k in range(n_steps):
         q_ref, v_ref = reference.sample(log.t[k])
@@ -384,10 +381,7 @@ def simulate_arm_trial(params: ParameterSet, reference: JointTrajectory, initial
         log.record(k, platform)
 
     return ArmTrialResult(
-        t=log.t, joint_position=log.joint_position, joint_velocity=log.joint_velocity, command=log.command,
-        reference_position=log.reference_position, reference_velocity=log.reference_velocity, pusher=log.pusher,
-        box=log.box, touched=platform.touched, min_pusher_distance=float(platform.min_pusher_distance),
-        min_table_distance=float(platform.min_table_distance),
-        stop_reason=driver.stop_reason, grad_names=grad_names, d_box=log.d_box, d_joint_position=log.d_joint,
+        **log.arrays(), touched=platform.touched, min_pusher_distance=float(platform.min_pusher_distance),
+        min_table_distance=float(platform.min_table_distance), stop_reason=driver.stop_reason, grad_names=grad_names,
         outcomes=platform.log.outcomes, solve=platform.log.summary(), hard_steps=tuple(platform.log.hard_steps),
     )
