@@ -48,7 +48,8 @@ class FitProblem:
         Trials the caller could not read; carried into the result.
     per_object : str or sequence of str, optional
         Free names fitted with one value per object (the trials' object labels,
-        :mod:`sim2real.sysid.objects`); the others are shared by every trial.
+        :mod:`sim2real.sysid.objects`); the others are shared by every trial. Held-out trials of an
+        object without its own values are left out (named).
     """
 
     records: Sequence[TrialRecord]
@@ -84,6 +85,7 @@ class FitProblem:
 
     def only(self, names: Sequence[str]) -> FitProblem:
         """The same problem on the fitted trials ``names`` only (in the records' order)."""
-        keep = [k for k, record in enumerate(self.records) if record.name in set(names)]
+        wanted = set(names)
+        keep = [k for k, record in enumerate(self.records) if record.name in wanted]
         sources = None if self.sources is None else [self.sources[k] for k in keep]
         return dataclasses.replace(self, records=[self.records[k] for k in keep], sources=sources)
