@@ -70,12 +70,12 @@ class RefitTask:
     """
 
     problem: Shared[Any]
-    left_out: str
+    left_out: int
     refit: Refit
 
 
 def run_refit(task: RefitTask) -> dict[str, float] | str:
-    """Refit ``problem.without(left_out)``: the refit's values by registry name, or why it failed."""
+    """Refit ``problem.without(left_out)`` (a position): the refit's values by registry name, or why it failed."""
     try:
         result = task.refit(task.problem.get().without(task.left_out))
     except Sim2RealError as err:
@@ -114,7 +114,7 @@ def refit_jackknife(problem: FitProblem, names: Sequence[str], refit: Refit,
     values: dict[str, list[float | None]] = {name: [] for name in names}
     failures: list[str] = []
     left_out = []
-    outcomes = runner.map(run_refit, [RefitTask(shared, record.name, refit) for record in records])
+    outcomes = runner.map(run_refit, [RefitTask(shared, k, refit) for k in range(len(records))])
     for k, (record, outcome) in enumerate(zip(records, outcomes, strict=True)):
         left_out.append(record.name)
         if log is not None:

@@ -75,11 +75,21 @@ class FitProblem:
         """The free names and tied groups, parsed."""
         return self.free if isinstance(self.free, FreeParameters) else FreeParameters.parse(self.free)
 
-    def without(self, name: str) -> FitProblem:
-        """The same problem without the fitted trial ``name`` (and its source)."""
-        keep = [k for k, record in enumerate(self.records) if record.name != name]
-        if len(keep) == len(self.records):
-            raise InputError(f"no trial '{name}' in this fit")
+    def without(self, trial: str | int) -> FitProblem:
+        """The same problem without one fitted trial (and its source).
+
+        ``trial`` is its name, or its position in :attr:`records` (trials of different runs may share a
+        name; a name that is not unique is an error).
+        """
+        if isinstance(trial, str):
+            matches = [k for k, record in enumerate(self.records) if record.name == trial]
+            if len(matches) != 1:
+                raise InputError(f"no trial '{trial}' in this fit" if not matches else
+                                 f"{len(matches)} trials are named '{trial}': leave one out by its position")
+            trial = matches[0]
+        if not 0 <= trial < len(self.records):
+            raise InputError(f"no trial {trial} in this fit of {len(self.records)}")
+        keep = [k for k in range(len(self.records)) if k != trial]
         sources = None if self.sources is None else [self.sources[k] for k in keep]
         return dataclasses.replace(self, records=[self.records[k] for k in keep], sources=sources)
 
