@@ -89,13 +89,14 @@ class FitProblem:
             trial = matches[0]
         if not 0 <= trial < len(self.records):
             raise InputError(f"no trial {trial} in this fit of {len(self.records)}")
-        keep = [k for k in range(len(self.records)) if k != trial]
-        sources = None if self.sources is None else [self.sources[k] for k in keep]
-        return dataclasses.replace(self, records=[self.records[k] for k in keep], sources=sources)
+        return self._keeping([k for k in range(len(self.records)) if k != trial])
 
     def only(self, names: Sequence[str]) -> FitProblem:
         """The same problem on the fitted trials ``names`` only (in the records' order)."""
         wanted = set(names)
-        keep = [k for k, record in enumerate(self.records) if record.name in wanted]
+        return self._keeping([k for k, record in enumerate(self.records) if record.name in wanted])
+
+    def _keeping(self, keep: Sequence[int]) -> FitProblem:
+        """The same problem on the fitted trials at positions ``keep`` (with their sources)."""
         sources = None if self.sources is None else [self.sources[k] for k in keep]
         return dataclasses.replace(self, records=[self.records[k] for k in keep], sources=sources)
