@@ -9,6 +9,7 @@ Times are seconds.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -77,16 +78,24 @@ class _Child:
                 raise RunFailedError(f"the {self.label} process did not start within {wait:g} s")
             time.sleep(0.05)
 
-    def stop(self) -> None:
-        """SIGINT, then SIGKILL after 5 s (this child only, by pid)."""
+    def stop(self, grace: float = 5.0) -> None:
+        """SIGINT, then SIGKILL after ``grace`` s (this child only, by pid); never raises.
+
+        A child starved of CPU may take longer than ``grace`` to close, and even to die after SIGKILL:
+        it is then left to the kernel (it ends as this process does: ``--parent-pid``) rather than
+        turning a recorded run into a traceback.
+        """
         process = self.process
-        if process.poll() is None:
-            process.send_signal(signal.SIGINT)
-            try:
-                process.wait(timeout=5.0)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=5.0)
+        if process.poll() is not None:
+            return
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(timeout=grace)
+            return
+        except subprocess.TimeoutExpired:
+            process.kill()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=grace)
 
 
 class _ChildWatcher:

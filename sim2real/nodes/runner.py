@@ -334,7 +334,7 @@ def _run_graph(plan: _RunPlan, node_hook: Callable[[dict[str, Any]], None] | Non
     context = Context()
     nodes: dict[str, Any] = {}
     children: list[_Child] = []
-    workdir = tempfile.TemporaryDirectory(prefix="sim2real-run-")
+    workdir = tempfile.TemporaryDirectory(prefix="sim2real-run-", ignore_cleanup_errors=True)
     try:
         _start_children(plan, children, Path(workdir.name))
         rclpy.init(context=context)
@@ -349,13 +349,15 @@ def _run_graph(plan: _RunPlan, node_hook: Callable[[dict[str, Any]], None] | Non
         _raise_if_failed(status, experiment, watcher, timeout)
         return list(experiment.results)
     finally:
-        close_nodes(list(nodes.values()))
-        rclpy.try_shutdown(context=context)
-        gc.unfreeze()  # the run's nodes may be collected now
-        sys.setswitchinterval(switch_interval)
-        for child in reversed(children):
-            child.stop()
-        workdir.cleanup()
+        try:
+            close_nodes(list(nodes.values()))
+            rclpy.try_shutdown(context=context)
+        finally:  # the children stop even when closing a node failed
+            gc.unfreeze()  # the run's nodes may be collected now
+            sys.setswitchinterval(switch_interval)
+            for child in reversed(children):  # the stand-in last: the driver stops the arm through it
+                child.stop()
+            workdir.cleanup()
 
 
 def _start_children(plan: _RunPlan, children: list[_Child], workdir: Path) -> None:

@@ -256,6 +256,8 @@ def test_a_starved_real_platform_is_never_recorded_as_a_complete_healthy_trial(t
         if process.poll() is None:
             process.kill()
             process.wait()
+    if process.returncode not in exits:  # the whole of both streams, untruncated, in the failure's report
+        print(f"exit {process.returncode}\n--- stdout\n{stdout}\n--- stderr\n{err}")
     assert process.returncode in exits, (process.returncode, stdout[-2000:], err[-2000:])
     record = read_trial(out / "trial_00_d0.300")
     streams, duration = record.meta["coverage"]["streams"], record.meta["coverage"]["duration_s"]
