@@ -55,33 +55,44 @@ def within_radius(solve: Callable[[float], np.ndarray], damping: float, typical:
     return delta, damping
 
 
-def negligible_step(step: np.ndarray, hessian: np.ndarray, free: np.ndarray, cost: float, rows: int,
-                    stat_tol: float, cluster_gradients: np.ndarray | None = None) -> bool:
-    """Whether ``step`` (p,) moves every ``free`` (p,) parameter by less than ``stat_tol`` standard deviations.
+def standard_deviations(hessian: np.ndarray, free: np.ndarray, cost: float, rows: int,
+                        cluster_gradients: np.ndarray | None = None) -> np.ndarray | None:
+    """Standard deviations (p_free,) of the ``free`` (p,) parameters at a point, in their units; None when
+    there is no free parameter, too few rows, or a variance is not positive and finite.
 
-    The standard deviations are ``sqrt(σ² diag(H⁻¹))`` over the free parameters with
-    ``σ² = 2 cost / (m − p)`` (independent rows: the narrowest estimate), or, with the gradient of
-    each cluster of rows (``cluster_gradients`` (G, p), G ≥ 2: one per trial), the wider of those and
-    the cluster-robust sandwich's (CR1), the standard deviations the fit reports: rows of one trial
-    are not independent, and judged on the independent-rows figure a fit of many rows kept crawling
-    along a correlated valley by a fraction of a reported standard deviation per iteration.
+    They are ``sqrt(σ² diag(H⁻¹))`` with ``σ² = 2 cost / (m − p)`` (independent rows: the narrowest
+    estimate), or, with the gradient of each cluster of rows (``cluster_gradients`` (G, p), G ≥ 2: one
+    per trial), the wider of those and the cluster-robust sandwich's (CR1), the standard deviations the
+    fit reports: rows of one trial are not independent.
     """
     p = int(np.count_nonzero(free))
-    if stat_tol <= 0.0 or p == 0 or rows <= p or not np.any(step):
-        return False
+    if p == 0 or rows <= p:
+        return None
     sub = hessian[np.ix_(free, free)]
     try:
         bread = np.linalg.pinv(sub)
     except np.linalg.LinAlgError:
-        return False
+        return None
     variance = np.diag(bread) * (2.0 * cost / (rows - p))
     if cluster_gradients is not None and cluster_gradients.shape[0] >= 2:
         groups = cluster_gradients.shape[0]
         meat = cluster_gradients[:, free].T @ cluster_gradients[:, free] * groups / (groups - 1)
         variance = np.maximum(variance, np.diag(bread @ meat @ bread))
     if not np.all(np.isfinite(variance)) or np.any(variance <= 0.0):
+        return None
+    return np.sqrt(variance)
+
+
+def negligible_step(step: np.ndarray, free: np.ndarray, sigma: np.ndarray | None, stat_tol: float) -> bool:
+    """Whether ``step`` (p,) moves every ``free`` (p,) parameter by less than ``stat_tol`` of its standard
+    deviation ``sigma`` (p_free,) (:func:`standard_deviations`; None: unknown, never negligible).
+
+    Judged on the independent-rows figure alone, a fit of many rows kept crawling along a correlated valley
+    by a fraction of a reported standard deviation per iteration.
+    """
+    if stat_tol <= 0.0 or sigma is None or not np.any(step):
         return False
-    return bool(np.all(np.abs(step[free]) < stat_tol * np.sqrt(variance)))
+    return bool(np.all(np.abs(step[free]) < stat_tol * sigma))
 
 
 def cluster_gradients(jacobian: np.ndarray, weighted_residuals: np.ndarray, sizes: Sequence[int] | None

@@ -31,7 +31,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sim2real.errors import Sim2RealError
-from sim2real.sysid.damped_step import cluster_gradients, damped_solver, determined_mask, negligible_step, within_radius
+from sim2real.sysid.damped_step import (
+    cluster_gradients,
+    damped_solver,
+    determined_mask,
+    negligible_step,
+    standard_deviations,
+    within_radius,
+)
 
 LOSSES: tuple[str, ...] = ("linear", "huber", "soft_l1")
 #: The stop reason of a fit that ran out of iterations (the one reason that is not convergence).
@@ -40,6 +47,18 @@ STOP_MAX_ITERATIONS = "maximum iterations"
 STOP_STATISTICAL = "step below 5 % of the standard deviations"
 #: :attr:`LMSettings.stat_tol` applies once an accepted step lowered the cost by less than this fraction.
 STAT_COST_FRACTION = 1e-3
+#: Iterations over which a fit that zigzags is judged (:data:`STOP_STALLED`).
+STALL_WINDOW = 4
+#: A fit stalls when the last :data:`STALL_WINDOW` iterations (at least two of them accepted) lowered the
+#: cost by less than :data:`STAT_COST_FRACTION` together and moved no free parameter by this fraction of
+#: its standard deviation from where they began. Near a minimum of a cost with kinks at the scale of the
+#: uncertainty (contacts that switch), single steps of 0.1-0.3 standard deviations can alternate in
+#: direction without end, so that no one step is small enough for :attr:`LMSettings.stat_tol` (a block
+#: of cube tosses zigzagged from its 12th iteration to its 21st, its values within 0.2 standard
+#: deviations all along); net progress over several iterations is what tells a zigzag from a crawl.
+STALL_FRACTION = 0.25
+#: The stop reason of a fit that stalled (:data:`STALL_FRACTION`).
+STOP_STALLED = f"stalled within {100 * STALL_FRACTION:g} % of the standard deviations over {STALL_WINDOW} iterations"
 #: Two accepted steps in a row whose actual cost decrease exceeds the Gauss-Newton prediction by this factor
 #: mark a fit that creeps: the second is tried again at twice (and then four times) its length
 #: (:func:`_extended_step`).
@@ -344,13 +363,18 @@ class _LMState:
 @dataclass(frozen=True)
 class _Proposal:
     """One iteration's trial point ``x_new`` (p,), its ``step`` (p,) from the current point, the step's
-    scaled norm, the cost decrease the Gauss-Newton model predicts, and whether the statistical stop holds."""
+    scaled norm, the cost decrease the Gauss-Newton model predicts, whether the statistical stop holds,
+    the ``free`` mask (p,) of the step and, once the statistical tests apply (the last accepted step lowered
+    the cost by less than :data:`STAT_COST_FRACTION`), the free parameters' standard deviations ``sigma``
+    (p_free,) at the current point (else None)."""
 
     x_new: np.ndarray
     step: np.ndarray
     step_norm: float
     predicted: float
     negligible: bool
+    free: np.ndarray
+    sigma: np.ndarray | None
 
 
 def _lm_start(problem: _LMProblem, x: np.ndarray) -> _LMState:
@@ -389,12 +413,14 @@ def _propose(problem: _LMProblem, state: _LMState, H: np.ndarray, scale: np.ndar
         delta[free], _ = within_radius(solve, state.damping, typical[free], state.radius)
     x_new = clip_inside(x + delta, x, problem.lower, problem.upper)
     step = x_new - x
-    negligible = state.last_decrease <= STAT_COST_FRACTION and negligible_step(
-        step, H, free, state.cost, state.r.shape[0], settings.stat_tol,
-        cluster_gradients(state.J, state.w * state.r, problem.clusters() if problem.clusters is not None else None))
+    sigma = None
+    if settings.stat_tol > 0.0 and state.last_decrease <= STAT_COST_FRACTION:
+        sigma = standard_deviations(H, free, state.cost, state.r.shape[0], cluster_gradients(
+            state.J, state.w * state.r, problem.clusters() if problem.clusters is not None else None))
+    negligible = negligible_step(step, free, sigma, settings.stat_tol)
     step_norm = float(np.linalg.norm(step * scale))
     predicted = -(state.g @ step) - 0.5 * step @ H @ step
-    return _Proposal(x_new, step, step_norm, predicted, negligible)
+    return _Proposal(x_new, step, step_norm, predicted, negligible, free.copy(), sigma)
 
 
 def _evaluate_trial(problem: _LMProblem, state: _LMState, x_new: np.ndarray
@@ -478,11 +504,28 @@ def _stop_after(problem: _LMProblem, state: _LMState, accepted: bool, actual: fl
     if proposal.negligible:
         return STOP_STATISTICAL if settings.stat_tol == 0.05 else \
             f"step below {100 * settings.stat_tol:g} % of the standard deviations"
+    if _stalled(state.trace, proposal):
+        return STOP_STALLED
     if step_norm <= settings.xtol * (float(np.linalg.norm(state.x * scale)) + settings.xtol):
         return "step below xtol"
     if not accepted and state.damping > settings.max_damping:
         return "damping limit (no further decrease)"
     return None
+
+
+def _stalled(trace: Sequence[TraceEntry], proposal: _Proposal) -> bool:
+    """Whether the last :data:`STALL_WINDOW` iterations of ``trace`` (this one last) stalled
+    (:data:`STALL_FRACTION`), judged with the standard deviations of ``proposal``."""
+    if proposal.sigma is None or len(trace) <= STALL_WINDOW:
+        return False
+    window = trace[-STALL_WINDOW - 1:]
+    if sum(entry.accepted for entry in window[1:]) < 2:
+        return False
+    then, now = window[0], window[-1]
+    if then.cost - now.cost > STAT_COST_FRACTION * then.cost:
+        return False
+    moved = np.abs(np.asarray(now.x) - np.asarray(then.x))[proposal.free]
+    return bool(np.all(moved < STALL_FRACTION * proposal.sigma))
 
 
 def _lm_iteration(problem: _LMProblem, state: _LMState, H: np.ndarray) -> str | None:
@@ -563,7 +606,7 @@ def levenberg_marquardt(evaluate: Evaluate, x0: np.ndarray, lower: np.ndarray, u
     -------
     LMResult
         ``stop_reason`` is one of: ``"gradient below gtol"``, ``"step below xtol"``,
-        ``"cost reduction below ftol"``, ``"zero residual"``, :data:`STOP_STATISTICAL`,
+        ``"cost reduction below ftol"``, ``"zero residual"``, :data:`STOP_STATISTICAL`, :data:`STOP_STALLED`,
         ``"maximum iterations"``
         (:data:`STOP_MAX_ITERATIONS`: not converged), ``"damping limit (no further decrease)"``, or
         the reason ``stop_when`` gave.
