@@ -19,7 +19,8 @@ The robust losses are applied by iteratively reweighted least squares: each row 
 ``sqrt(ρ'(r²))`` with ``ρ`` Huber's or soft-L1 of scale ``settings.loss_scale``.
 
 The linear algebra of one step (determined directions, the damped solve, the trust radius, the
-statistical stop's test) is in :mod:`sim2real.sysid.damped_step`.
+statistical stop's test) is in :mod:`sim2real.sysid.damped_step`, the statistical stops in
+:mod:`sim2real.sysid.stopping`.
 """
 
 from __future__ import annotations
@@ -32,33 +33,25 @@ import numpy as np
 
 from sim2real.errors import Sim2RealError
 from sim2real.sysid.damped_step import (
-    cluster_gradients,
+    at_bounds,
+    clip_inside,
     damped_solver,
     determined_mask,
-    negligible_step,
-    standard_deviations,
+    projected_gradient,
     within_radius,
+)
+from sim2real.sysid.stopping import (
+    STAT_COST_FRACTION,
+    STOP_MAX_ITERATIONS,
+    STOP_STALLED,
+    STOP_STATISTICAL,
+    cluster_gradients,
+    negligible_step,
+    stalled,
+    standard_deviations,
 )
 
 LOSSES: tuple[str, ...] = ("linear", "huber", "soft_l1")
-#: The stop reason of a fit that ran out of iterations (the one reason that is not convergence).
-STOP_MAX_ITERATIONS = "maximum iterations"
-#: The stop reason of :attr:`LMSettings.stat_tol`.
-STOP_STATISTICAL = "step below 5 % of the standard deviations"
-#: :attr:`LMSettings.stat_tol` applies once an accepted step lowered the cost by less than this fraction.
-STAT_COST_FRACTION = 1e-3
-#: Iterations over which a fit that zigzags is judged (:data:`STOP_STALLED`).
-STALL_WINDOW = 4
-#: A fit stalls when the last :data:`STALL_WINDOW` iterations (at least two of them accepted) lowered the
-#: cost by less than :data:`STAT_COST_FRACTION` together and moved no free parameter by this fraction of
-#: its standard deviation from where they began. Near a minimum of a cost with kinks at the scale of the
-#: uncertainty (contacts that switch), single steps of 0.1-0.3 standard deviations can alternate in
-#: direction without end, so that no one step is small enough for :attr:`LMSettings.stat_tol` (a block
-#: of cube tosses zigzagged from its 12th iteration to its 21st, its values within 0.2 standard
-#: deviations all along); net progress over several iterations is what tells a zigzag from a crawl.
-STALL_FRACTION = 0.25
-#: The stop reason of a fit that stalled (:data:`STALL_FRACTION`).
-STOP_STALLED = f"stalled within {100 * STALL_FRACTION:g} % of the standard deviations over {STALL_WINDOW} iterations"
 #: Two accepted steps in a row whose actual cost decrease exceeds the Gauss-Newton prediction by this factor
 #: mark a fit that creeps: the second is tried again at twice (and then four times) its length
 #: (:func:`_extended_step`).
@@ -69,26 +62,6 @@ MAX_EXTENSIONS = 2
 #: magnitudes): near a minimum of a cost that is rough at the scale of the parameters' uncertainty (contacts
 #: that switch), the steps that follow reach the statistical stop's scale in two rejections, not four.
 REJECT_SHRINK = 0.25
-#: An iterate that comes from inside the bounds stops this fraction of the bound range short of a bound.
-#: On the bound itself a parameter's Jacobian column can vanish (a friction coefficient of 0: the cone
-#: collapses and the solve no longer depends on it), and the fit could never leave it: a planar-push fit
-#: stopped at contact.mu_pusher = 0 with 14 times the truth's cost, and left it when started at 0.02.
-BOUND_MARGIN = 1e-3
-
-
-def at_bounds(x: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Which unknowns (p,) sit at their lower and at their upper bound (within the iterates' margin)."""
-    near = 1.5 * BOUND_MARGIN * (np.asarray(upper, dtype=float) - np.asarray(lower, dtype=float))
-    return np.asarray(x) <= lower + near, np.asarray(x) >= upper - near
-
-
-def clip_inside(x_new: np.ndarray, x: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
-    """``x_new`` (p,) clipped into the bounds, :data:`BOUND_MARGIN` of the range short of a bound that the
-    current iterate ``x`` (p,) is not already on."""
-    margin = BOUND_MARGIN * (upper - lower)
-    return np.clip(x_new, np.minimum(lower + margin, x), np.maximum(upper - margin, x))
-
-
 class FitAbortedError(Sim2RealError):
     """Raised by an ``evaluate`` callable to end the fit (e.g. strict mode); never turned into a rejection."""
 
@@ -244,8 +217,9 @@ Progress = Callable[[TraceEntry], None]
 
 def _snap_to_bounds(evaluate: Evaluate, x: np.ndarray, cost: float, g: np.ndarray, lower: np.ndarray,
                     upper: np.ndarray, settings: LMSettings) -> tuple[np.ndarray, ...] | None:
-    """The end point with the unknowns that stopped :data:`BOUND_MARGIN` short of a bound, pushed there by
-    the gradient ``g`` (p,), put on the bound, when that costs no more (``(x, r, J, cost, w)``, else None)."""
+    """The end point with the unknowns that stopped
+    :data:`~sim2real.sysid.damped_step.BOUND_MARGIN` short of a bound, pushed there by the gradient ``g``
+    (p,), put on the bound, when that costs no more (``(x, r, J, cost, w)``, else None)."""
     on_lower, on_upper = at_bounds(x, lower, upper)
     outward = (on_lower & (g > 0.0) & (x > lower)) | (on_upper & (g < 0.0) & (x < upper))
     if not np.any(outward):
@@ -297,15 +271,6 @@ def _extended_step(evaluate: Evaluate, x_old: np.ndarray, step: np.ndarray, lowe
             break
         best, cost = (x_try, r_try, J_try, cost_try, w_try), cost_try
     return best, spent
-
-
-def _projected_gradient(g: np.ndarray, x: np.ndarray, lower: np.ndarray, upper: np.ndarray
-                        ) -> tuple[np.ndarray, np.ndarray]:
-    """The gradient ``g`` (p,) with the components that push ``x`` (p,) out through a bound it sits on set
-    to 0, and the mask (p,) of the unknowns free to move."""
-    on_lower, on_upper = at_bounds(x, lower, upper)
-    free = ~((on_lower & (g > 0.0)) | (on_upper & (g < 0.0)))
-    return np.where(free, g, 0.0), free
 
 
 @dataclass(frozen=True)
@@ -384,7 +349,7 @@ def _lm_start(problem: _LMProblem, x: np.ndarray) -> _LMState:
     cost, w = loss_weights(r, settings.loss, settings.loss_scale)
     diag_max = np.zeros(x.shape[0])
     g = J.T @ (w * r)
-    pg, free = _projected_gradient(g, x, problem.lower, problem.upper)
+    pg, free = projected_gradient(g, x, problem.lower, problem.upper)
     state = _LMState(x, r, J, cost, w, g, pg, free, diag_max, float(settings.initial_step), settings.initial_damping)
     problem.record(state, TraceEntry(0, cost, 0.0, 0.0, True, float(np.max(np.abs(pg), initial=0.0)), float("nan"),
                                      tuple(x), time.monotonic() - problem.clock))
@@ -478,7 +443,7 @@ def _accept(problem: _LMProblem, state: _LMState, proposal: _Proposal,
     if ratio > 0.75 and float(np.max(np.abs(step) / problem.typical, initial=0.0)) >= 0.5 * state.radius:
         state.radius *= 2.0
     state.g = state.J.T @ (state.w * state.r)
-    state.pg, state.free = _projected_gradient(state.g, state.x, problem.lower, problem.upper)
+    state.pg, state.free = projected_gradient(state.g, state.x, problem.lower, problem.upper)
     return step_norm, actual
 
 
@@ -504,28 +469,13 @@ def _stop_after(problem: _LMProblem, state: _LMState, accepted: bool, actual: fl
     if proposal.negligible:
         return STOP_STATISTICAL if settings.stat_tol == 0.05 else \
             f"step below {100 * settings.stat_tol:g} % of the standard deviations"
-    if _stalled(state.trace, proposal):
+    if stalled(state.trace, proposal.free, proposal.sigma):
         return STOP_STALLED
     if step_norm <= settings.xtol * (float(np.linalg.norm(state.x * scale)) + settings.xtol):
         return "step below xtol"
     if not accepted and state.damping > settings.max_damping:
         return "damping limit (no further decrease)"
     return None
-
-
-def _stalled(trace: Sequence[TraceEntry], proposal: _Proposal) -> bool:
-    """Whether the last :data:`STALL_WINDOW` iterations of ``trace`` (this one last) stalled
-    (:data:`STALL_FRACTION`), judged with the standard deviations of ``proposal``."""
-    if proposal.sigma is None or len(trace) <= STALL_WINDOW:
-        return False
-    window = trace[-STALL_WINDOW - 1:]
-    if sum(entry.accepted for entry in window[1:]) < 2:
-        return False
-    then, now = window[0], window[-1]
-    if then.cost - now.cost > STAT_COST_FRACTION * then.cost:
-        return False
-    moved = np.abs(np.asarray(now.x) - np.asarray(then.x))[proposal.free]
-    return bool(np.all(moved < STALL_FRACTION * proposal.sigma))
 
 
 def _lm_iteration(problem: _LMProblem, state: _LMState, H: np.ndarray) -> str | None:
@@ -600,7 +550,7 @@ def levenberg_marquardt(evaluate: Evaluate, x0: np.ndarray, lower: np.ndarray, u
     clusters : callable, optional
         ``() -> rows per cluster`` (consecutive rows; one cluster per trial): the statistical stop
         judges steps against the cluster-robust standard deviations as well
-        (:func:`~sim2real.sysid.damped_step.negligible_step`).
+        (:func:`~sim2real.sysid.stopping.negligible_step`).
 
     Returns
     -------

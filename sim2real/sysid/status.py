@@ -24,8 +24,9 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from sim2real.sysid.optimizer import STOP_MAX_ITERATIONS, at_bounds
+from sim2real.sysid.damped_step import at_bounds
 from sim2real.sysid.runs import TrialFailure
+from sim2real.sysid.stopping import STOP_MAX_ITERATIONS
 
 CONVERGED = "converged"
 NOT_CONVERGED = "not converged"

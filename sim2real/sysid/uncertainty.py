@@ -51,8 +51,8 @@ import numpy as np
 from scipy import stats
 
 from sim2real.params import spec
+from sim2real.sysid.damped_step import at_bounds
 from sim2real.sysid.objects import registry_name
-from sim2real.sysid.optimizer import at_bounds
 
 #: Two-sided 95 % quantile of the standard normal distribution.
 Z95 = 1.959963984540054

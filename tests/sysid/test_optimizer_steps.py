@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 
-from sim2real.sysid.optimizer import BOUND_MARGIN, MAX_EXTENSIONS, LMSettings, _extended_step, levenberg_marquardt
+from sim2real.sysid.damped_step import BOUND_MARGIN
+from sim2real.sysid.optimizer import MAX_EXTENSIONS, LMSettings, TraceEntry, _extended_step, levenberg_marquardt
+from sim2real.sysid.stopping import STALL_FRACTION, STALL_WINDOW, stalled
 
 
 def _quadratic(minimum: float, calls: list[float]):
@@ -57,37 +57,31 @@ def test_a_well_modelled_fit_never_extends() -> None:
     assert len(calls) == len(result.trace)  # the start, then one evaluation per iteration
 
 
-def _trace(costs: list[float], xs: list[float], accepted: list[bool]) -> list:
-    from sim2real.sysid.optimizer import TraceEntry
-
+def _trace(costs: list[float], xs: list[float], accepted: list[bool]) -> list[TraceEntry]:
     return [TraceEntry(k, cost, 0.0, 0.0, ok, 0.0, 0.0, (x,), 0.0) for k, (cost, x, ok) in
             enumerate(zip(costs, xs, accepted, strict=True))]
 
 
-def _proposal(sigma: float):
-    from sim2real.sysid.optimizer import _Proposal
-
-    return _Proposal(np.zeros(1), np.zeros(1), 0.0, 0.0, False, np.ones(1, dtype=bool), np.array([sigma]))
+FREE = np.ones(1, dtype=bool)
 
 
 def test_a_zigzag_within_a_quarter_standard_deviation_stalls_but_a_crawl_or_a_falling_cost_does_not() -> None:
-    from sim2real.sysid.optimizer import STALL_FRACTION, STALL_WINDOW, _stalled
-
     assert STALL_WINDOW == 4
+    one = np.array([1.0])
     # Steps of 0.3 standard deviations back and forth, the cost down by 0.05 %: stalled.
     zigzag = _trace([100.0, 99.99, 99.99, 99.97, 99.95], [0.0, 0.3, 0.3, 0.0, 0.2], [True, True, False, True, True])
-    assert _stalled(zigzag, _proposal(1.0))
+    assert stalled(zigzag, FREE, one)
     # The same net move judged against a smaller standard deviation: 0.2 > a quarter of 0.5.
-    assert not _stalled(zigzag, _proposal(0.5))
+    assert not stalled(zigzag, FREE, 0.5 * one)
     # A crawl in one direction that adds up to a quarter of a standard deviation or more: not stalled.
     crawl = _trace([100.0, 99.99, 99.98, 99.97, 99.96], [0.0, 0.07, 0.14, 0.21, 0.28], [True] * 5)
-    assert STALL_FRACTION <= 0.28 and not _stalled(crawl, _proposal(1.0))
+    assert STALL_FRACTION <= 0.28 and not stalled(crawl, FREE, one)
     # The cost fell by more than 0.1 % over the window: progress, whatever the values did.
     falling = _trace([100.0, 99.9, 99.9, 99.8, 99.7], [0.0, 0.1, 0.1, 0.0, 0.1], [True, True, False, True, True])
-    assert not _stalled(falling, _proposal(1.0))
+    assert not stalled(falling, FREE, one)
     # Rejections alone are the damping's business (one accepted step in the window).
     rejected = _trace([100.0, 99.99, 99.99, 99.99, 99.99], [0.0, 0.1, 0.1, 0.1, 0.1], [True, True, False, False, False])
-    assert not _stalled(rejected, _proposal(1.0))
+    assert not stalled(rejected, FREE, one)
     # Standard deviations unknown (the statistical tests not yet armed) or too short a trace: no verdict.
-    assert not _stalled(zigzag, dataclasses.replace(_proposal(1.0), sigma=None))
-    assert not _stalled(zigzag[:4], _proposal(1.0))
+    assert not stalled(zigzag, FREE, None)
+    assert not stalled(zigzag[:4], FREE, one)
