@@ -9,7 +9,7 @@ PACKAGE = "sim2real"
 
 # Console scripts: the `sim2real` CLI plus one per ROS 2 node (added as the nodes exist).
 CONSOLE_SCRIPTS = [
-    "sim2real = sim2real.cli:main",
+    "sim2real = sim2real.__main__:main",
     "xarm_node = sim2real.nodes.xarm_node:main",
     "sim_node = sim2real.nodes.sim_node:main",
     "pd_controller = sim2real.nodes.pd_controller:main",

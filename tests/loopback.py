@@ -3,15 +3,19 @@
 Several test runs may share one machine (two developers, CI jobs, a benchmark). An xArm
 controller emulator must listen on the SDK's fixed report ports 30001-30003, so two runs that
 pick the same ``127.0.0.N`` collide: the second cannot bind, or — worse — its driver talks to
-the first run's emulator. These helpers take the first address whose ports are free, and
+the first run's emulator. These helpers take an address whose ports are free, and
 :func:`start_emulator` retries when another process wins the race for one.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import os
 import socket
+import tempfile
 from collections.abc import Iterable, Iterator
+from pathlib import Path
 from typing import Any
 
 from sim2real.errors import Sim2RealError
@@ -21,6 +25,28 @@ from sim2real.hardware import EmulatorConfig, XArmEmulator
 REPORT_PORTS: tuple[int, ...] = (30001, 30002, 30003)
 #: Host numbers N of 127.0.0.N tried, in order. Fixed-address tests elsewhere use 20-99.
 HOST_NUMBERS: range = range(150, 255)
+
+
+#: Lock files of the host numbers, one per number: the process that holds one keeps it until it exits.
+HOST_LOCKS = Path(tempfile.gettempdir()) / "sim2real-loopback-hosts"
+#: Host number -> open lock file descriptor, for the numbers this process holds.
+_HELD: dict[int, int] = {}
+
+
+def _hold(number: int) -> bool:
+    """Whether this process holds (or now takes) the lock of host number ``number``: no other test process
+    on this machine is handed ``127.0.0.N`` while it runs."""
+    if number in _HELD:
+        return True
+    HOST_LOCKS.mkdir(exist_ok=True)
+    fd = os.open(HOST_LOCKS / f"{number}.lock", os.O_CREAT | os.O_RDWR, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return False
+    _HELD[number] = fd
+    return True
 
 
 def _bindable(host: str, ports: Iterable[int]) -> bool:
@@ -41,7 +67,9 @@ def _bindable(host: str, ports: Iterable[int]) -> bool:
 
 
 def free_host(ports: Iterable[int] = REPORT_PORTS, numbers: Iterable[int] = HOST_NUMBERS) -> str:
-    """The first ``127.0.0.N`` on which every port in ``ports`` is free now.
+    """A ``127.0.0.N`` on which every port in ``ports`` is free now and that no other test process holds:
+    the first such of ``numbers`` from a place that depends on this process's id, wrapping around. This
+    process keeps the address's lock until it exits.
 
     Raises
     ------
@@ -49,9 +77,14 @@ def free_host(ports: Iterable[int] = REPORT_PORTS, numbers: Iterable[int] = HOST
         If every candidate address is taken.
     """
     wanted = tuple(ports)
-    for number in numbers:
+    numbers = list(numbers)
+    # Start at a place of this process's own, and skip addresses another process holds the lock of: two
+    # suites that ask at the same moment (two clones tested at once) would otherwise both find the first
+    # address free, and the later bind fails (seen: a demo's stand-in, three attempts).
+    start = os.getpid() % len(numbers) if numbers else 0
+    for number in numbers[start:] + numbers[:start]:
         host = f"127.0.0.{number}"
-        if _bindable(host, wanted):
+        if _hold(number) and _bindable(host, wanted):
             return host
     raise RuntimeError(f"no free loopback address for ports {wanted}")
 
@@ -69,7 +102,7 @@ def start_emulator(**config: Any) -> Iterator[XArmEmulator]:
     numbers = list(HOST_NUMBERS)
     while numbers:
         host = free_host((port, *REPORT_PORTS), numbers)
-        numbers = numbers[numbers.index(int(host.rsplit(".", 1)[1])) + 1:]
+        numbers.remove(int(host.rsplit(".", 1)[1]))  # taken by another process meanwhile: not again
         emulator = XArmEmulator(EmulatorConfig(host=host, **config), **hooks)
         try:
             emulator.start()

@@ -129,6 +129,7 @@ def _env(ray_tmp: Path) -> dict[str, str]:
     home = ray_tmp / "home"
     home.mkdir(exist_ok=True)
     return {**os.environ, "RAY_TMPDIR": str(ray_tmp), "NO_COLOR": "1", "HOME": str(home),
+            "STOP_OWN_RAY": str(ROOT / "tests" / "stop_own_ray.py"),
             "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
 
 
@@ -242,7 +243,7 @@ set -u
 export RAY_AUTH_MODE=token RAY_AUTH_TOKEN=$(python -c 'import secrets; print(secrets.token_hex(32))')
 ray start --head --port 6379 --num-cpus 2 --node-ip-address 127.0.0.1 --include-dashboard false \
     --disable-usage-stats > "$RAY_TMPDIR/start.log" 2>&1 || { cat "$RAY_TMPDIR/start.log"; exit 90; }
-trap 'ray stop --force > /dev/null 2>&1' EXIT
+trap 'python "$STOP_OWN_RAY" "$RAY_TMPDIR"' EXIT
 python -m sim2real "$@"
 """
 
