@@ -19,8 +19,8 @@ The robust losses are applied by iteratively reweighted least squares: each row 
 ``sqrt(ρ'(r²))`` with ``ρ`` Huber's or soft-L1 of scale ``settings.loss_scale``.
 
 The linear algebra of one step (determined directions, the damped solve, the trust radius, the
-statistical stop's test) is in :mod:`sim2real.sysid.damped_step`, the statistical stops in
-:mod:`sim2real.sysid.stopping`.
+bounds) is in :mod:`sim2real.sysid.damped_step`; the statistical stops (a step too small against the
+standard deviations, a zigzag that stalls) are in :mod:`sim2real.sysid.stopping`.
 """
 
 from __future__ import annotations
