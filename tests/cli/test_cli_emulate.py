@@ -11,11 +11,14 @@ from pathlib import Path
 
 import numpy as np
 from children import default_sigint
+from loopback import REPORT_PORTS, free_host
 
 from sim2real.hardware import DriverConfig, XArmDriver
 
 ROOT = Path(__file__).resolve().parents[2]
-HOST, PORT = "127.0.0.60", 5023
+PORT = 5023
+#: A loopback address no other test process holds (two suites at once both bound 127.0.0.60 before).
+HOST = free_host((PORT, *REPORT_PORTS))
 
 
 def _env() -> dict[str, str]:
