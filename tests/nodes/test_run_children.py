@@ -4,6 +4,8 @@ import subprocess
 import sys
 import time
 
+from children import default_sigint
+
 from sim2real.nodes.run_children import _Child
 
 #: A child that ignores SIGINT (as a starved or stuck node group would seem to) and reports when it runs.
@@ -12,7 +14,10 @@ STUBBORN = ("import signal, time; signal.signal(signal.SIGINT, signal.SIG_IGN); 
 
 
 def _started(code: str) -> _Child:
-    process = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    # SIGINT at its default, as _Child.start gives its children (a pytest-xdist worker ignores it, and a
+    # child would inherit that).
+    process = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                               preexec_fn=default_sigint)
     assert process.stdout.readline().strip() == "up"
     return _Child(["stubborn"], process, ready_file=None)
 
