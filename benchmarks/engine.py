@@ -17,8 +17,11 @@ state), per step; MuJoCo's state is set by assignment (qpos, qvel, qacc_warmstar
 steps and MuJoCo's solver iterations are reported per step (min, median, max). Our steps are timed as a
 rollout takes them, each started from the previous step's solution (a ``WarmStart`` carried along, as
 MuJoCo's ``qacc_warmstart``), and also cold (every step from the engine's own starting point); the
-largest difference of a warm and a cold step's next state is reported. All our times are through the
-Python ``BoxWorld.step`` (argument checks, the recovery ladder, result objects included).
+largest difference of a warm and a cold step's next state is reported. Our ``step_ms`` and
+``step_with_jacobian_ms`` are per step of the whole push run through ``BoxWorld.advance`` (the compiled
+loop that rollouts and fits use; with the Jacobian, d state / d (state, 13 parameters) chained along);
+``step_call_*`` are per call of the Python ``BoxWorld.step`` (argument checks, the recovery ladder, result
+objects included), as a controller stepping the world once per tick pays.
 
 Run: ``python -m benchmarks.engine --json`` (prints one JSON object; times are medians of per-step
 means over passes, ms; ratios from the same run).
@@ -36,6 +39,7 @@ import numpy as np
 
 from sim2real.params import ParameterSet
 from sim2real.physics import DIFFERENTIABLE_PARAMS, BoxState, BoxWorld, WarmStart
+from sim2real.physics.trajectory import Trajectory
 
 SPEED = 0.05  # m/s
 PUSH_HEIGHT = 0.08  # m
@@ -171,12 +175,37 @@ def _ours_along(repeats: int) -> dict[str, object]:
         "iterations_with_jacobian_cold": _spread([r.iterations for r in cold_grads]),
         "warm_minus_cold_state_max": state_change,
         "jacobian_parameters": len(names),
-        "step_ms": _median_per_step_ms(warm, count, repeats),
-        "step_with_jacobian_ms": _median_per_step_ms(warm_grad, count, max(1, repeats // 3)),
+        "step_ms": _median_run_per_step_ms(world, state, trajectory, (), repeats),
+        "step_with_jacobian_ms": _median_run_per_step_ms(world, state, trajectory, names, max(1, repeats // 3)),
+        "step_call_ms": _median_per_step_ms(warm, count, repeats),
+        "step_call_with_jacobian_ms": _median_per_step_ms(warm_grad, count, max(1, repeats // 3)),
         "step_cold_ms": _median_per_step_ms(lambda k: world.step(*trajectory[k]), count, repeats),
         "step_with_jacobian_cold_ms": _median_per_step_ms(
             lambda k: world.step(*trajectory[k], grad=True, param_names=names), count, max(1, repeats // 3)),
     }
+
+
+def _median_run_per_step_ms(world: BoxWorld, state: BoxState, trajectory: list[tuple[BoxState, np.ndarray, np.ndarray]],
+                            names: tuple[str, ...], repeats: int) -> float:
+    """Median over ``repeats`` runs of the whole push through ``world.advance`` (the compiled loop rollouts
+    and fits use, one warm start carried along) of the time per step, ms; with ``names``, every step's
+    Jacobian with respect to the state and those parameters chained along."""
+    path = np.array([trajectory[0][1]] + [end for _, _, end in trajectory])
+    count = len(trajectory)
+
+    def run() -> Trajectory:
+        traj = Trajectory.empty(count, path, names, initial_grad=bool(names))
+        traj.states[0] = state.as_vector()
+        world.advance(traj, 0, count)
+        return traj
+
+    run()  # warm-up
+    passes = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        run()
+        passes.append((time.perf_counter() - t0) / count)
+    return 1e3 * float(np.median(passes))
 
 
 def _spread(values: list[int]) -> dict[str, float]:
@@ -247,8 +276,10 @@ def run(repeats: int) -> dict[str, object]:
     ours, mj = result["ours"], result["mujoco"]
     result["ratios"] = {
         "step_ours_over_mj_step": ours["step_ms"] / mj["step_ms"],
+        "step_call_ours_over_mj_step": ours["step_call_ms"] / mj["step_ms"],
         "step_cold_ours_over_mj_step": ours["step_cold_ms"] / mj["step_ms"],
         "jacobian_ours_over_mjd_transitionFD": ours["step_with_jacobian_ms"] / mj["fd_jacobian_centred_ms"],
+        "jacobian_call_ours_over_mjd_transitionFD": ours["step_call_with_jacobian_ms"] / mj["fd_jacobian_centred_ms"],
         "note": "the same run; the Jacobian: ours all 13 parameters plus state and pusher (implicit), MuJoCo's "
                 "centred finite differences of state and controls",
     }

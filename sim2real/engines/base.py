@@ -18,6 +18,7 @@ import numpy as np
 from sim2real.params import ParameterSet
 from sim2real.physics.shapes import Capsule, Sphere
 from sim2real.physics.state import BoxState
+from sim2real.physics.trajectory import Trajectory
 from sim2real.physics.warm_start import WarmStart
 from sim2real.physics.world import StepResult
 
@@ -69,5 +70,16 @@ class World(Protocol):
 
         ``warm_start`` is the trajectory's memory of its previous step (one object per trajectory); an
         engine that does not warm-start its solver from it ignores it.
+        """
+        ...
+
+    def advance(self, traj: Trajectory, first: int, last: int, running: np.ndarray | None = None,
+                running0: np.ndarray | None = None) -> None:
+        """Steps ``first .. last - 1`` of a :class:`~sim2real.physics.trajectory.Trajectory` in place.
+
+        The result must be that of calling :meth:`step` for each step with ``traj.warm`` and chaining the
+        derivatives (``running`` (13, P), ``running0`` (13, 13): those of ``traj.states[first]``, default zero
+        and identity, updated in place): :func:`~sim2real.physics.trajectory.advance_each` does exactly
+        that; an engine may run the steps faster (ours compiles the loop).
         """
         ...

@@ -44,6 +44,7 @@ from sim2real.physics.errors import SimulationError
 from sim2real.physics.outcome import StepOutcome
 from sim2real.physics.shapes import Capsule, Sphere, placement_pose
 from sim2real.physics.state import STATE_SIZE, BoxState
+from sim2real.physics.trajectory import Trajectory, advance_each
 from sim2real.physics.warm_start import WarmStart
 from sim2real.physics.world import ContactInfo, StepResult, checked_step_inputs
 from sim2real.spatial import to_matrix
@@ -272,6 +273,12 @@ class MujocoWorld:
         if key not in self._perturbed:
             self._perturbed[key] = self._compile(self.params.replace({name: value}))
         return self._perturbed[key]
+
+    def advance(self, traj: Trajectory, first: int, last: int, running: np.ndarray | None = None,
+                running0: np.ndarray | None = None) -> None:
+        """Steps ``first .. last - 1`` of ``traj`` in place, one :meth:`step` each (the ``World`` interface;
+        :func:`~sim2real.physics.trajectory.advance_each`)."""
+        advance_each(self, traj, first, last, running, running0)
 
     def step(self, state: BoxState, pusher_start: np.ndarray | None = None, pusher_end: np.ndarray | None = None,
              grad: bool = False, param_names: Sequence[str] = (), step_index: int | None = None,

@@ -166,6 +166,10 @@ class SolveLog:
         if problem is not None and len(self.hard_steps) < MAX_HARD_STEPS:
             self.hard_steps.append(problem.with_context(context=self.context, step_index=index))
 
+    def converged(self, steps: int) -> None:
+        """Count ``steps`` consecutive steps that converged on the first rung (a compiled run of steps)."""
+        self._outcomes.extend([int(StepOutcome.CONVERGED)] * steps)
+
     @property
     def outcomes(self) -> np.ndarray:
         """Outcome code per recorded step, shape (T,), int (see :class:`StepOutcome`)."""

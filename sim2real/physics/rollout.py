@@ -31,9 +31,9 @@ from sim2real.errors import Sim2RealError
 from sim2real.params import spec
 from sim2real.physics.constants import GRAVITY
 from sim2real.physics.ladder import HardStep
-from sim2real.physics.outcome import SolveLog, SolveSummary
+from sim2real.physics.outcome import SolveSummary
 from sim2real.physics.state import STATE_SIZE, BoxState
-from sim2real.physics.warm_start import WarmStart
+from sim2real.physics.trajectory import Trajectory
 from sim2real.physics.world import ContactInfo
 
 if TYPE_CHECKING:  # the interface every engine's world offers (ours: physics.world.BoxWorld)
@@ -196,41 +196,27 @@ def rollout(world: BoxWorld, initial: BoxState, pusher_path: np.ndarray | None =
     grad = bool(names) or initial_grad
     if grad and getattr(world, "gradient_method", "implicit") != "implicit":
         return _rollout_differences(world, initial, path, count, names, initial_grad, context, instantaneous_start)
-    states = np.empty((count + 1, STATE_SIZE))
-    states[0] = initial.as_vector()
-    sens = np.zeros((count + 1, STATE_SIZE, len(names))) if names else None
-    sens0 = np.zeros((count + 1, STATE_SIZE, STATE_SIZE)) if initial_grad else None
-    if sens0 is not None:
-        sens0[0] = np.eye(STATE_SIZE)
-    state = initial
-    # Sensitivities of the state the first step starts from (the shifted one with an instantaneous start).
-    start_sens = sens[0] if sens is not None else None
-    start_sens0 = sens0[0] if sens0 is not None else None
+    traj = Trajectory.empty(count, path, names, initial_grad=initial_grad, context=context)
+    traj.states[0] = initial.as_vector()
+    if traj.sens0 is not None:
+        traj.sens0[0] = np.eye(STATE_SIZE)
+    running = np.zeros((STATE_SIZE, len(names))) if traj.sens is not None else None
+    running0 = np.eye(STATE_SIZE) if traj.sens0 is not None else None
     if instantaneous_start:
+        # The steps start from the shifted state, with its derivatives; states[0] stays as given.
         start = staggered_start(world, initial, path[0] if path is not None else None,
                                 path[1] if path is not None else None, names, grad)
-        state = start.state
-        start_sens, start_sens0 = start.d_params, start.d_state
-    contacts = []
-    iterations = np.empty(count, dtype=int)
-    log = SolveLog(context)
-    warm = WarmStart()
-    for t in range(count):
-        start = path[t] if path is not None else None
-        end = path[t + 1] if path is not None else None
-        res = world.step(state, start, end, grad=grad, param_names=names, step_index=t, warm_start=warm)
-        state = res.state
-        states[t + 1] = state.as_vector()
-        contacts.append(res.contacts)
-        iterations[t] = res.iterations
-        log.record(res, t)
-        if sens is not None:
-            sens[t + 1] = res.d_state @ (sens[t] if t else start_sens) + res.d_params
-        if sens0 is not None:
-            sens0[t + 1] = res.d_state @ (sens0[t] if t else start_sens0)
+        first = traj.states[0].copy()
+        traj.states[0] = start.state.as_vector()
+        running = start.d_params.copy() if running is not None else None
+        running0 = start.d_state.copy() if running0 is not None else None
+        world.advance(traj, 0, count, running, running0)
+        traj.states[0] = first
+    else:
+        world.advance(traj, 0, count, running, running0)
     times = np.arange(count + 1) * world.dt
-    return Rollout(times, states, tuple(contacts), iterations, names, sens, sens0, log.outcomes, log.summary(),
-                   tuple(log.hard_steps))
+    return Rollout(times, traj.states, traj.contacts(world.dt), traj.iterations, names, traj.sens, traj.sens0,
+                   traj.log.outcomes, traj.log.summary(), tuple(traj.log.hard_steps))
 
 
 #: Default relative step of :func:`_rollout_differences` (of max(1, |value|)); a world may set its own

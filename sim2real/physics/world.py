@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -18,6 +19,9 @@ from sim2real.physics.settings import SolverSettings
 from sim2real.physics.shapes import Capsule, Sphere
 from sim2real.physics.state import BoxState
 from sim2real.physics.warm_start import WarmStart
+
+if TYPE_CHECKING:
+    from sim2real.physics.trajectory import Trajectory
 
 #: Parameters a step can be differentiated with respect to.
 DIFFERENTIABLE_PARAMS: tuple[str, ...] = THETA_PARAMS
@@ -214,6 +218,20 @@ class BoxWorld:
         """Half edge lengths of the box, m, body frame, shape (3,)."""
         return 0.5 * np.array([self.params["box.size_x"], self.params["box.size_y"], self.params["box.size_z"]])
 
+
+    def advance(self, traj: Trajectory, first: int, last: int, running: np.ndarray | None = None,
+                running0: np.ndarray | None = None) -> None:
+        """Steps ``first .. last - 1`` of ``traj`` in place (the :class:`~sim2real.engines.World` interface).
+
+        The steps the escalation ladder's first rung solves run in one compiled call
+        (:func:`~sim2real.physics.kernels.steps_kernel`), each other step through :meth:`step`: the result
+        is that of calling :meth:`step` for every step with ``traj.warm``. ``running`` (13, P) and
+        ``running0`` (13, 13) are the derivatives of ``traj.states[first]`` (default zero and identity),
+        updated in place. See :func:`sim2real.physics.trajectory.advance_compiled`.
+        """
+        from sim2real.physics.trajectory import advance_compiled
+
+        advance_compiled(self, traj, first, last, running, running0)
 
     def step(self, state: BoxState, pusher_start: np.ndarray | None = None, pusher_end: np.ndarray | None = None,
              grad: bool = False, param_names: Sequence[str] = (), step_index: int | None = None,

@@ -290,14 +290,38 @@ def pose_residual(state: np.ndarray, position: np.ndarray, quaternion: np.ndarra
     d_residual : ndarray, shape (6, 13)
         Its derivative with respect to the state vector.
     """
-    a0, a1, a2, a3 = quaternion[0], -quaternion[1], -quaternion[2], -quaternion[3]  # q_rec*
-    left = np.array([[a0, -a1, -a2, -a3], [a1, a0, -a3, a2], [a2, a3, a0, -a1], [a3, -a2, a1, a0]])
-    relative = left @ state[3:7]
-    sign = 1.0 if relative[0] >= 0.0 else -1.0
-    residual = np.empty(6)
-    residual[:3] = weights.position * (state[:3] - position)
-    residual[3:] = weights.orientation * 2.0 * sign * relative[1:]
-    d_residual = np.zeros((6, 13))
-    d_residual[:3, :3] = weights.position * np.eye(3)
-    d_residual[3:, 3:7] = weights.orientation * 2.0 * sign * left[1:]
+    residual, d_residual = pose_residuals(state[None], position[None], quaternion[None], weights)
+    return residual[0], d_residual[0]
+
+
+def pose_residuals(states: np.ndarray, positions: np.ndarray, quaternions: np.ndarray,
+                   weights: Weights) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`pose_residual` of ``n`` states at once.
+
+    Parameters
+    ----------
+    states : ndarray, shape (n, 13)
+    positions : ndarray, shape (n, 3)
+        Recorded centres, m.
+    quaternions : ndarray, shape (n, 4)
+        Recorded orientations (w, x, y, z).
+    weights : Weights
+
+    Returns
+    -------
+    residual : ndarray, shape (n, 6)
+    d_residual : ndarray, shape (n, 6, 13)
+    """
+    a0, a1, a2, a3 = quaternions[:, 0], -quaternions[:, 1], -quaternions[:, 2], -quaternions[:, 3]  # q_rec*
+    left = np.stack([np.stack([a0, -a1, -a2, -a3], axis=1), np.stack([a1, a0, -a3, a2], axis=1),
+                     np.stack([a2, a3, a0, -a1], axis=1), np.stack([a3, -a2, a1, a0], axis=1)], axis=1)
+    relative = np.einsum("nij,nj->ni", left, states[:, 3:7])
+    sign = np.where(relative[:, 0] >= 0.0, 1.0, -1.0)
+    count = states.shape[0]
+    residual = np.empty((count, 6))
+    residual[:, :3] = weights.position * (states[:, :3] - positions)
+    residual[:, 3:] = weights.orientation * 2.0 * sign[:, None] * relative[:, 1:]
+    d_residual = np.zeros((count, 6, 13))
+    d_residual[:, 0, 0] = d_residual[:, 1, 1] = d_residual[:, 2, 2] = weights.position
+    d_residual[:, 3:, 3:7] = weights.orientation * 2.0 * sign[:, None, None] * left[:, 1:]
     return residual, d_residual

@@ -73,7 +73,7 @@ from sim2real.physics import (
     rollout,
 )
 from sim2real.physics.servo import ServoParams, delay_split, servo_step
-from sim2real.physics.warm_start import WarmStart
+from sim2real.physics.trajectory import Trajectory
 from sim2real.sysid.arm_trials import arm_solve, simulate_recorded_arm
 from sim2real.sysid.data import TrialData, box_states
 from sim2real.sysid.inputs import (
@@ -95,6 +95,7 @@ from sim2real.sysid.residual_types import (  # noqa: F401  (also this module's p
     Weights,
     available_gradients,
     pose_residual,
+    pose_residuals,
 )
 
 
@@ -157,6 +158,33 @@ class _Rows:
             self.add(residual[:3], None if jac is None else jac[:3], 0, dropped)
         if weights.orientation > 0.0:
             self.add(residual[3:], None if jac is None else jac[3:], 1, dropped)
+
+    def add_poses(self, states: np.ndarray, sens: np.ndarray | None, data: TrialData, first: int,
+                  weights: Weights, dropped: np.ndarray) -> None:
+        """:meth:`add_pose` for the states (n, 13) compared with recorded samples ``first .. first + n - 1``
+        (``sens`` (n, 13, p) or None; ``dropped`` (n,) bool), in the same row order."""
+        count = states.shape[0]
+        if count == 0:
+            return
+        stop = first + count
+        residual, d_residual = pose_residuals(states, data.box_position[first:stop], data.box_quaternion[first:stop],
+                                              weights)
+        parts = [part for part, weight in ((slice(0, 3), weights.position), (slice(3, 6), weights.orientation))
+                 if weight > 0.0]
+        if not parts:
+            return
+        columns = np.r_[tuple(parts)]
+        rows = residual[:, columns].reshape(-1)
+        if sens is not None:
+            jac = np.einsum("nrs,nsp->nrp", d_residual[:, columns], sens).reshape(-1, self.p)
+        else:
+            jac = np.zeros((rows.shape[0], self.p))
+        groups = np.concatenate([np.full(3, g) for g, (_, weight) in enumerate(
+            ((0, weights.position), (1, weights.orientation))) if weight > 0.0])
+        self.r.append(rows)
+        self.j.append(jac)
+        self.g.append(np.tile(groups, count).astype(int))
+        self.d.append(np.repeat(np.asarray(dropped, dtype=bool), columns.size))
 
     def add_solve(self, summary: SolveSummary | None, hard_steps: Sequence[Any]) -> None:
         """Count the engine outcomes of a rollout run outside :attr:`log`."""
@@ -315,23 +343,17 @@ def _box_segments(rows: _Rows, data: TrialData, params: ParameterSet, names: tup
         _box_segment_rollouts(rows, data, world, names, engine_names, engine_cols, horizon, weights, pusher, states,
                               d_com)
         return
-    warm = WarmStart()  # consecutive segments start from nearby recorded states: the last solution is close
+    # One trajectory holds every segment; its warm start carries over, since consecutive segments start from
+    # nearby recorded states (the last solution is close).
+    traj = Trajectory.empty(K, pusher, engine_names, engine_cols, len(names) if grad else 0, log=rows.log)
     for start in range(1, K, horizon):
-        state = BoxState.from_vector(states[start])
-        sens = _initial_sensitivity(names, d_com[start]) if grad else None
-        degraded = False
-        for k in range(start, min(start + horizon, K)):
-            p0 = pusher[k] if pusher is not None else None
-            p1 = pusher[k + 1] if pusher is not None else None
-            step = world.step(state, p0, p1, grad=grad, param_names=engine_names, step_index=k, warm_start=warm)
-            rows.log.record(step, k)
-            degraded = degraded or int(step.outcome) >= int(StepOutcome.DEGRADED)
-            if sens is not None:
-                sens = step.d_state @ sens
-                if engine_cols:
-                    sens[:, engine_cols] += step.d_params
-            state = step.state
-            rows.add_pose(state.as_vector(), sens, data, k + 1, weights, degraded)
+        stop = min(start + horizon, K)
+        traj.states[start] = states[start]
+        running = _initial_sensitivity(names, d_com[start]) if grad else None
+        world.advance(traj, start, stop, running)
+        degraded = np.cumsum(traj.outcomes[start:stop] >= int(StepOutcome.DEGRADED)) > 0
+        rows.add_poses(traj.states[start + 1:stop + 1], traj.sens[start + 1:stop + 1] if traj.sens is not None
+                       else None, data, start + 1, weights, degraded)
 
 
 def _joint_segments(rows: _Rows, data: TrialData, params: ParameterSet, names: tuple[str, ...], horizon: int,

@@ -17,6 +17,7 @@ from sim2real.cli import main
 from sim2real.control.sim_platform import box_at_distance
 from sim2real.params import ParameterSet
 from sim2real.physics import BoxWorld, HardStep, StepOutcome, rollout
+from sim2real.physics.trajectory import advance_each
 from sim2real.trials import JointSeries, PlatformRecord, PoseSeries, TrialRecord, read_trial, write_trial
 
 NOMINAL = ParameterSet.nominal()
@@ -182,6 +183,7 @@ def test_hard_steps_of_fits_and_replays_are_saved_and_counted(other_robot_bag: P
             return dataclasses.replace(result, outcome=StepOutcome.DEGRADED, rung="best-iterate", problem=hard)
         return result
 
+    monkeypatch.setattr(BoxWorld, "advance", advance_each)  # every step through the patched one
     monkeypatch.setattr(BoxWorld, "step", step)
     out = tmp_path / "fit" / "fitted.yaml"
     code = main(["fit", str(other_robot_bag), "--free", "contact.mu_table", "--horizon", "20", "--out", str(out)])

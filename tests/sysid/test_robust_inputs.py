@@ -18,6 +18,7 @@ from fixtures.pushed_box import HIDDEN, NOMINAL, OTHER_ROBOT_Q, data, pusher_rec
 
 from sim2real.errors import Sim2RealError
 from sim2real.physics import BoxState, BoxWorld, StepOutcome, StepResult
+from sim2real.physics.trajectory import advance_each
 from sim2real.physics.warm_start import WarmStart
 from sim2real.sysid import (
     FitProblem,
@@ -108,6 +109,12 @@ def test_fit_takes_the_recorded_pusher_not_fk_of_another_robots_joints() -> None
 
 # -- degraded solver steps ------------------------------------------------------------------------
 
+def _step_by_step(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Runs of steps go through ``BoxWorld.step`` one step at a time (the compiled loop calls it only for
+    the steps it hands to the ladder), so that a patched ``step`` sees every step."""
+    monkeypatch.setattr(BoxWorld, "advance", advance_each)
+
+
 def _degrading_step(original: Callable[..., StepResult],
                     when: Callable[[BoxWorld, int | None], bool]) -> Callable[..., StepResult]:
     """A stand-in for ``BoxWorld.step`` that marks the steps ``when`` picks as degraded."""
@@ -124,6 +131,7 @@ def _degrading_step(original: Callable[..., StepResult],
 
 def test_rows_after_a_degraded_step_are_flagged_within_their_segment(monkeypatch: pytest.MonkeyPatch) -> None:
     trial = data(pusher_record("probe"))
+    _step_by_step(monkeypatch)
     monkeypatch.setattr(BoxWorld, "step", _degrading_step(BoxWorld.step, lambda world, k: k == 23))
     res = trial_residuals(trial, HIDDEN, ("contact.mu_table",), ResidualSpec(horizon=10))
     assert res.solve is not None and res.solve.degraded == 1
@@ -140,6 +148,7 @@ def test_fit_leaves_out_rows_of_degraded_steps_and_rejects_steps_that_degrade_mo
         monkeypatch: pytest.MonkeyPatch) -> None:
     record = pusher_record("probe")
     start = NOMINAL.replace({"contact.mu_table": 0.35})
+    _step_by_step(monkeypatch)
     monkeypatch.setattr(BoxWorld, "step", _degrading_step(BoxWorld.step, lambda world, k: k == 40))
     result = fit_trials(FitProblem([record], start, "contact.mu_table", spec=ResidualSpec(horizon=20)),
                         settings=LMSettings(max_iterations=10))
@@ -150,6 +159,7 @@ def test_fit_leaves_out_rows_of_degraded_steps_and_rejects_steps_that_degrade_mo
     assert result.values["contact.mu_table"] == pytest.approx(0.3, rel=0.02)  # the clean rows still fit
     # Now every trial point degrades a step whose rows are in the fit: each step is rejected and noted.
     monkeypatch.undo()
+    _step_by_step(monkeypatch)
     monkeypatch.setattr(BoxWorld, "step", _degrading_step(
         BoxWorld.step, lambda world, k: k == 5 and float(world.params["contact.mu_table"]) != 0.35))
     stuck = fit_trials(FitProblem([record], start, "contact.mu_table", spec=ResidualSpec(horizon=20)),
@@ -163,6 +173,7 @@ def test_fit_leaves_out_rows_of_degraded_steps_and_rejects_steps_that_degrade_mo
 def test_strict_mode_reaches_every_engine_step(monkeypatch: pytest.MonkeyPatch) -> None:
     record = pusher_record("probe")
     seen: set[bool] = set()
+    _step_by_step(monkeypatch)
     monkeypatch.setattr(BoxWorld, "step", _degrading_step(
         BoxWorld.step, lambda world, k: seen.add(world.settings.strict) and False))
     fit_trials(FitProblem([record], NOMINAL, "contact.mu_table", spec=ResidualSpec(horizon=20, strict=True)),

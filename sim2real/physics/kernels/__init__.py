@@ -24,14 +24,14 @@ Layouts (``n`` contacts: 8 table corners, then the pusher if present):
 
 Stages, one module each: ``common`` (layouts of settings, info and trace; status codes; small
 dense helpers), ``contact`` (geometry, problem data, next state), ``newton`` (residual, scaling,
-factorisation, line search), ``iteration`` (the interior point), ``gradients`` (implicit Jacobian) and ``step``
-(the resting shortcut and the step kernel). The first call of each function compiles it (a few
-seconds per function, then cached in ``__pycache__``).
+factorisation, line search), ``iteration`` (the interior point), ``gradients`` (implicit Jacobian), ``step``
+(the resting shortcut and the step kernel) and ``trajectory`` (consecutive steps in one call). The first call
+of each function compiles it (a few seconds per function, then cached in ``__pycache__``).
 """
 
 from __future__ import annotations
 
-from sim2real.physics.kernels import common, contact, gradients, iteration, newton, step
+from sim2real.physics.kernels import common, contact, gradients, iteration, newton, step, trajectory
 from sim2real.physics.kernels.common import (  # noqa: F401
     _MASS_COLUMN,
     _PE,
@@ -125,6 +125,9 @@ from sim2real.physics.kernels.step import (  # noqa: F401
     resting,
     step_kernel,
 )
+from sim2real.physics.kernels.trajectory import (  # noqa: F401
+    steps_kernel,
+)
 
 #: The stage modules, in order (the warm-up checks every compiled function of each).
-STAGES = (common, contact, newton, iteration, gradients, step)
+STAGES = (common, contact, newton, iteration, gradients, step, trajectory)

@@ -1,0 +1,98 @@
+"""Runs of steps: our engine's compiled loop answers exactly what its step, called once per step, answers.
+
+``BoxWorld.advance`` runs the steps the ladder's first rung solves in one compiled call and hands every
+other step to ``BoxWorld.step`` (the whole ladder). Against the step-by-step loop (``advance_each``) it
+must give the same states, iterations, outcomes and hard-step records, and the same sensitivities up
+to the rounding of a different summation order; a pusher path that is not finite is refused before
+any step runs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sim2real.errors import Sim2RealError
+from sim2real.params import ParameterSet
+from sim2real.physics import BoxState, BoxWorld, SolverSettings, StepOutcome
+from sim2real.physics.trajectory import Trajectory, advance_each
+
+PARAMS = ParameterSet.nominal().replace({"contact.mu_table": 0.5, "pusher.radius": 0.02})
+NAMES = ("contact.mu_table", "box.mass", "box.com_z")
+
+
+def _push_path(world: BoxWorld, steps: int, speed: float, height: float) -> tuple[BoxState, np.ndarray]:
+    """A box at rest and a sphere pusher path along +x (m/s) at ``height`` (m), starting 2 mm from it."""
+    state = BoxState.at_rest([0.4, 0.0, 0.105])
+    start = np.array([0.4 - 0.055 - 0.02 - 0.002, 0.0, height])
+    return state, start + np.outer(np.arange(steps + 1) * speed * world.dt, [1.0, 0.0, 0.0])
+
+
+def _both(world: BoxWorld, state: BoxState, path: np.ndarray, initial_grad: bool = True
+          ) -> tuple[Trajectory, Trajectory]:
+    runs = []
+    for advance in (world.advance, lambda *args: advance_each(world, *args)):
+        traj = Trajectory.empty(path.shape[0] - 1, path, NAMES, initial_grad=initial_grad)
+        traj.states[0] = state.as_vector()
+        advance(traj, 0, path.shape[0] - 1)
+        runs.append(traj)
+    return runs[0], runs[1]
+
+
+def _assert_same(compiled: Trajectory, each: Trajectory) -> None:
+    np.testing.assert_allclose(compiled.states, each.states, rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(compiled.iterations, each.iterations)
+    np.testing.assert_array_equal(compiled.outcomes, each.outcomes)
+    np.testing.assert_array_equal(compiled.log.outcomes, each.log.outcomes)
+    assert compiled.log.summary() == each.log.summary()
+    for mine, theirs in ((compiled.sens, each.sens), (compiled.sens0, each.sens0)):
+        assert mine is not None and theirs is not None
+        scale = float(np.max(np.abs(theirs)))
+        np.testing.assert_allclose(mine, theirs, rtol=0, atol=1e-9 * scale)
+    np.testing.assert_allclose(compiled.records, each.records, rtol=1e-12, atol=1e-15)
+
+
+def test_a_toppling_push_runs_as_its_steps_do() -> None:
+    world = BoxWorld.from_params(PARAMS)
+    state, path = _push_path(world, 150, speed=0.3, height=0.17)
+    compiled, each = _both(world, state, path)
+    _assert_same(compiled, each)
+    assert compiled.states[-1][2] < 0.08  # it toppled: contacts came and went along the way
+    assert set(compiled.outcomes.tolist()) == {int(StepOutcome.CONVERGED)}
+
+
+def test_steps_the_first_rung_cannot_solve_go_through_the_ladder() -> None:
+    # Eight iterations per solve: along the toppling push the first rung solves some steps (warm started)
+    # and fails others (a cold start after a failure needs more); the ladder recovers those.
+    world = BoxWorld(PARAMS, BoxWorld.from_params(PARAMS).pusher, SolverSettings(max_iterations=8))
+    state, path = _push_path(world, 150, speed=0.3, height=0.17)
+    compiled, each = _both(world, state, path)
+    _assert_same(compiled, each)
+    counts = np.bincount(compiled.outcomes, minlength=3)
+    assert counts[int(StepOutcome.CONVERGED)] > 10 and counts[int(StepOutcome.RECOVERED)] > 10
+    assert compiled.log.summary().recovered == counts[int(StepOutcome.RECOVERED)]
+
+
+def test_a_run_of_segments_keeps_each_start_and_its_sensitivity() -> None:
+    world = BoxWorld.from_params(PARAMS)
+    state, path = _push_path(world, 30, speed=0.2, height=0.08)
+    compiled, each = _both(world, state, path)
+    # Restart from step 10's state with a given sensitivity: the rows after it are as if run from there.
+    seg = Trajectory.empty(30, path, NAMES, initial_grad=True)
+    seg.states[10] = compiled.states[10]
+    assert compiled.sens is not None and seg.sens is not None
+    world.advance(seg, 10, 30, compiled.sens[10].copy(), np.eye(13))
+    np.testing.assert_allclose(seg.states[10:], compiled.states[10:], rtol=0, atol=1e-9)
+    scale = float(np.max(np.abs(compiled.sens)))
+    np.testing.assert_allclose(seg.sens[11:], compiled.sens[11:], rtol=0, atol=1e-6 * scale)
+
+
+def test_a_path_that_is_not_finite_is_refused_before_any_step() -> None:
+    world = BoxWorld.from_params(PARAMS)
+    state, path = _push_path(world, 20, speed=0.2, height=0.08)
+    path[12, 1] = np.nan
+    traj = Trajectory.empty(20, path)
+    traj.states[0] = state.as_vector()
+    with pytest.raises(Sim2RealError, match="step boundary 12 is not finite"):
+        world.advance(traj, 0, 20)
+    assert not traj.states[1:].any() and not traj.log.outcomes.size
