@@ -21,6 +21,9 @@ the first participant; so both get, from here on, ``ROS_AUTOMATIC_DISCOVERY_RANG
 ``slow``     marked ``@pytest.mark.slow`` by the test (a long computation)
 =========== =====================================================================================
 
+**Property tests** (hypothesis) draw the same examples on every run (``derandomize``); set
+``HYPOTHESIS_PROFILE=explore`` to search new ones.
+
 ``make check`` runs everything without those markers on two processes; ``make test`` runs the
 computing tiers on two processes, then the ``ros``, ``hardware``, ``ray`` and ``system`` tiers one
 test at a time.
@@ -36,11 +39,19 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings as hypothesis_settings
 
 from sim2real.paths import use_loopback_profile
 
 os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
 use_loopback_profile()
+
+# Property tests draw the same examples on every run (from each test's name), and keep no example database:
+# a suite that passes must pass again on a fresh clone. A random search finds new cases only when someone
+# asks for it: ``HYPOTHESIS_PROFILE=explore``.
+hypothesis_settings.register_profile("repeatable", derandomize=True, database=None)
+hypothesis_settings.register_profile("explore", derandomize=False, database=None)
+hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "repeatable"))
 
 #: Fixture name -> tier marker it puts on every test that uses it (directly or through other fixtures).
 FIXTURE_MARKERS = {

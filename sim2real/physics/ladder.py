@@ -208,7 +208,7 @@ class HardStep:
             violation = data.get("violation", {})
             return cls(theta, float(data["dt_s"]), int(data["substeps"]), pusher is not None, capsule,
                        float(data["kappa_sim"]), float(data["kappa_grad"]), bool(data.get("grad", False)),
-                       SolverSettings(**data.get("settings", {})), str(data.get("context", "")),
+                       _recorded_settings(data.get("settings", {})), str(data.get("context", "")),
                        data.get("step_index"), str(data.get("outcome", "")), str(data.get("rung", "")),
                        (float(violation.get("residual", 0.0)), float(violation.get("complementarity", 0.0))))
         except (KeyError, TypeError, ValueError) as err:
@@ -338,6 +338,15 @@ class StepSolution:
         return mine.residual, mine.complementarity
 
 
+def _recorded_settings(values: dict[str, Any]) -> SolverSettings:
+    """The solver settings a hard-step file was recorded with. Files older than a setting ran without it:
+    every contact in the solve (``skip_band`` 0), gradient solves centred as tightly as ``kappa_rtol``."""
+    values = dict(values)
+    values.setdefault("skip_band", 0.0)
+    values.setdefault("gradient_kappa_rtol", values.get("kappa_rtol", SolverSettings().kappa_rtol))
+    return SolverSettings(**values)
+
+
 def settings_vector(settings: SolverSettings, rung: Rung = LADDER[0]) -> np.ndarray:
     """The settings packed in the order of the ``kernels.S_*`` indices, with a rung's escalation applied."""
     vector = np.empty(kernels.SETTINGS_SIZE)
@@ -361,6 +370,8 @@ def settings_vector(settings: SolverSettings, rung: Rung = LADDER[0]) -> np.ndar
     vector[kernels.S_GAP_PATIENCE] = settings.gap_patience
     vector[kernels.S_ACCEPT_BEST] = 1.0 if rung.accept_best else 0.0
     vector[kernels.S_CONT_FACTOR] = rung.continuation_factor
+    vector[kernels.S_SKIP_BAND] = settings.skip_band
+    vector[kernels.S_GRAD_KAPPA_RTOL] = settings.gradient_kappa_rtol
     return vector
 
 

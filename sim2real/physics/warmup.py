@@ -39,8 +39,20 @@ def warm_up(world: BoxWorld, pusher_radius: float, gradients: bool = False) -> N
     pushed = touching + np.array([0.003, 0.0, 0.0])
     world.step(box, far, far)
     world.step(box, touching, pushed)
+    _advance(world, box, touching, pushed, ())
     if gradients:
         world.step(box, touching, pushed, grad=True, param_names=("contact.mu_table",))
+        _advance(world, box, touching, pushed, ("contact.mu_table",))
+
+
+def _advance(world: BoxWorld, box: BoxState, start: np.ndarray, end: np.ndarray, names: tuple[str, ...]) -> None:
+    """Two steps through ``world.advance`` (the compiled loop of rollouts and fits), with ``names``'
+    sensitivities and the start's."""
+    from sim2real.physics.trajectory import Trajectory
+
+    traj = Trajectory.empty(2, np.array([start, end, 2.0 * end - start]), names, initial_grad=bool(names))
+    traj.states[0] = box.as_vector()
+    world.advance(traj, 0, 2)
 
 
 def kernels_cached() -> bool:

@@ -18,9 +18,8 @@ MAX_FILE_LINES = 600
 MAX_FUNCTION_LINES = 100
 #: Function (path:name) -> its current length, the ceiling it may not exceed.
 EXCEPTIONS = {
-    "sim2real/physics/kernels/step.py:step_kernel": 201,
     "sim2real/physics/kernels/iteration.py:interior_point": 159,
-    "sim2real/physics/kernels/gradients.py:implicit_jacobian": 156,
+    "sim2real/physics/kernels/gradients.py:implicit_jacobian": 129,
     "sim2real/physics/kernels/contact.py:problem_data": 119,
 }
 

@@ -47,8 +47,10 @@ def _assert_same(compiled: Trajectory, each: Trajectory) -> None:
     assert compiled.log.summary() == each.log.summary()
     for mine, theirs in ((compiled.sens, each.sens), (compiled.sens0, each.sens0)):
         assert mine is not None and theirs is not None
+        # The same products summed in another order, chained over up to 150 steps whose Jacobians amplify
+        # rounding at contact changes (1e-10 to 1e-9 of the largest entry seen).
         scale = float(np.max(np.abs(theirs)))
-        np.testing.assert_allclose(mine, theirs, rtol=0, atol=1e-9 * scale)
+        np.testing.assert_allclose(mine, theirs, rtol=0, atol=1e-8 * scale)
     np.testing.assert_allclose(compiled.records, each.records, rtol=1e-12, atol=1e-15)
 
 
@@ -62,9 +64,9 @@ def test_a_toppling_push_runs_as_its_steps_do() -> None:
 
 
 def test_steps_the_first_rung_cannot_solve_go_through_the_ladder() -> None:
-    # Eight iterations per solve: along the toppling push the first rung solves some steps (warm started)
+    # Five iterations per solve: along the toppling push the first rung solves most steps (warm started)
     # and fails others (a cold start after a failure needs more); the ladder recovers those.
-    world = BoxWorld(PARAMS, BoxWorld.from_params(PARAMS).pusher, SolverSettings(max_iterations=8))
+    world = BoxWorld(PARAMS, BoxWorld.from_params(PARAMS).pusher, SolverSettings(max_iterations=5))
     state, path = _push_path(world, 150, speed=0.3, height=0.17)
     compiled, each = _both(world, state, path)
     _assert_same(compiled, each)
@@ -76,7 +78,7 @@ def test_steps_the_first_rung_cannot_solve_go_through_the_ladder() -> None:
 def test_a_run_of_segments_keeps_each_start_and_its_sensitivity() -> None:
     world = BoxWorld.from_params(PARAMS)
     state, path = _push_path(world, 30, speed=0.2, height=0.08)
-    compiled, each = _both(world, state, path)
+    compiled, _ = _both(world, state, path)
     # Restart from step 10's state with a given sensitivity: the rows after it are as if run from there.
     seg = Trajectory.empty(30, path, NAMES, initial_grad=True)
     seg.states[10] = compiled.states[10]

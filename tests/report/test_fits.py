@@ -186,7 +186,9 @@ def test_fit_json_holds_the_residual_series_against_time(tmp_path: Path,
     first = series["trials"][0]
     # a played-back pusher over the whole trial: one sample per grid step from the first one to the last
     np.testing.assert_allclose(first["t"], trial.t[1:] - trial.t[0], atol=1e-9)
-    np.testing.assert_allclose(first["start"], norms, rtol=1e-3, atol=1e-9)  # 4 significant digits
+    # 4 significant digits; the fit's evaluation solves each step with its gradient (κ_grad, then κ_sim) and
+    # this one without: at the hard-contact κ the two answers may differ by a few nm within the tolerance.
+    np.testing.assert_allclose(first["start"], norms, rtol=1e-3, atol=1e-8)
     assert max(first["final"]) < 0.5 * max(first["start"])  # the fit moved toward the hidden friction
     # in fit.json, and the report draws it
     path = tmp_path / "fit.json"

@@ -63,6 +63,7 @@ from sim2real.physics.kernels.common import (  # noqa: F401
     S_CONT_RESIDUAL_TOL,
     S_GAP_FACTOR,
     S_GAP_PATIENCE,
+    S_GRAD_KAPPA_RTOL,
     S_KAPPA_RTOL,
     S_MAX_BACKTRACKS,
     S_MAX_ITERATIONS,
@@ -72,6 +73,7 @@ from sim2real.physics.kernels.common import (  # noqa: F401
     S_REST_KAPPA_MAX,
     S_REST_PUSHER_MARGIN,
     S_REST_SPEED_TOL,
+    S_SKIP_BAND,
     S_TAU_MIN,
     S_TAU_SOC_MAX,
     SCRATCH_SIZE,
@@ -85,6 +87,7 @@ from sim2real.physics.kernels.common import (  # noqa: F401
     W_CONTACTS,
     W_ITERATE,
     W_KAPPA,
+    W_MASK,
     WARM_MAX_ITERATIONS,
     WARM_SHIFT,
     WARM_SIZE,
@@ -94,11 +97,13 @@ from sim2real.physics.kernels.common import (  # noqa: F401
 from sim2real.physics.kernels.contact import (  # noqa: F401
     _gap_sq,
     _piece,
+    compact_contacts,
     inner_half,
     next_state,
     problem_data,
     pusher_box_distance,
     segment_box_parameters,
+    select_contacts,
     sphere_box_distance,
 )
 from sim2real.physics.kernels.gradients import (  # noqa: F401

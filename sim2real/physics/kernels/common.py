@@ -16,8 +16,8 @@ from sim2real.physics.layout import PARAMS_OFFSET, PUSHER_END_SLICE, PUSHER_STAR
 S_RESIDUAL_TOL, S_KAPPA_RTOL, S_MAX_ITERATIONS, S_TAU_MIN, S_TAU_SOC_MAX = 0, 1, 2, 3, 4
 S_BACKTRACK, S_MAX_BACKTRACKS, S_CONT_KAPPA, S_CONT_RESIDUAL_TOL, S_CONT_KAPPA_RTOL = 5, 6, 7, 8, 9
 S_REST_ENABLED, S_REST_SPEED_TOL, S_REST_GAP_TOL, S_REST_PUSHER_MARGIN, S_REST_KAPPA_MAX = 10, 11, 12, 13, 14
-S_GAP_FACTOR, S_GAP_PATIENCE, S_ACCEPT_BEST, S_CONT_FACTOR = 15, 16, 17, 18
-SETTINGS_SIZE = 19
+S_GAP_FACTOR, S_GAP_PATIENCE, S_ACCEPT_BEST, S_CONT_FACTOR, S_SKIP_BAND, S_GRAD_KAPPA_RTOL = 15, 16, 17, 18, 19, 20
+SETTINGS_SIZE = 21
 
 #: Indices into the info vector filled by :func:`step_kernel`.
 I_ACTIVE, I_PUSHER_IMPULSE, I_TABLE_DISTANCE, I_PUSHER_DISTANCE, I_RESIDUAL_VIO, I_KAPPA_VIO = 0, 1, 2, 3, 4, 5
@@ -35,10 +35,11 @@ NO_TRACE = np.empty((0, len(TRACE_COLUMNS)))
 #: at least one solve ended on its best iterate instead of converging (only with ``S_ACCEPT_BEST``).
 STATUS_OK, STATUS_NOT_CONVERGED, STATUS_BREAKDOWN, STATUS_BEST_ITERATE = 0, 1, 2, 3
 
-#: Layout of a warm-start buffer (see :func:`step_kernel`): the number of contacts ``n`` of the stored solution
-#: (0: none stored), the central-path value κ it was solved at, then the iterate ``w`` (6 + 8n numbers; room
-#: for n = 9). :data:`NO_WARM` is the buffer of a call that neither uses nor keeps a warm start.
-W_CONTACTS, W_KAPPA, W_ITERATE = 0, 1, 2
+#: Layout of a warm-start buffer (see :func:`step_kernel`): the number of contacts ``n`` in the stored solution's
+#: solve (0: none stored), the central-path value κ it was solved at, which contacts those were (bit ``c`` set
+#: for contact ``c`` of the step: corners 0-7, pusher 8), then the iterate ``w`` (6 + 8n numbers; room for
+#: n = 9). :data:`NO_WARM` is the buffer of a call that neither uses nor keeps a warm start.
+W_CONTACTS, W_KAPPA, W_MASK, W_ITERATE = 0, 1, 2, 3
 WARM_SIZE = W_ITERATE + 6 + 8 * 9
 NO_WARM = np.empty(0)
 """Warm-start buffer of a call that starts cold and keeps nothing."""

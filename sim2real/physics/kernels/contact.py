@@ -352,6 +352,60 @@ def problem_data(theta: np.ndarray, dt: float, n: int, capsule: bool, jn: np.nda
 
 
 @njit(cache=True)
+def select_contacts(n: int, jn: np.ndarray, bn: np.ndarray, v0: np.ndarray, dt: float, band: float,
+                    chosen: np.ndarray) -> tuple[int, int]:
+    """The contacts of a step worth solving: those within ``band`` (m) of touching.
+
+    Contact ``c`` of the ``n`` (:func:`problem_data`'s ``jn``, ``bn``; ``v0`` the starting velocity) is
+    chosen unless both its gap at the start (``bn dt``) and its gap if the box kept ``v0`` over the step
+    (``(bn + Jn v0) dt``) exceed ``band``; with ``band <= 0`` every contact is. At least one is always
+    chosen (the nearest), so that a box in free flight still has a well-posed solve.
+
+    Returns
+    -------
+    (count, pusher)
+        ``chosen[:count]`` are the chosen contacts' indices in increasing order; ``pusher`` is the pusher
+        contact's (index 8) position among them, -1 if it is not chosen or there is none.
+    """
+    count = 0
+    nearest, nearest_gap = 0, np.inf
+    for c in range(n):
+        moving = bn[c]
+        for k in range(6):
+            moving += jn[c, k] * v0[k]
+        gap = min(bn[c], moving) * dt
+        if band <= 0.0 or gap < band:
+            chosen[count] = c
+            count += 1
+        if gap < nearest_gap:
+            nearest, nearest_gap = c, gap
+    if count == 0:
+        chosen[0] = nearest
+        count = 1
+    pusher = count - 1 if n == 9 and chosen[count - 1] == 8 else -1
+    return count, pusher
+
+
+@njit(cache=True)
+def compact_contacts(chosen: np.ndarray, count: int, jn: np.ndarray, jt: np.ndarray, bn: np.ndarray,
+                     bt: np.ndarray, mu: np.ndarray, out_jn: np.ndarray, out_jt: np.ndarray, out_bn: np.ndarray,
+                     out_bt: np.ndarray, out_mu: np.ndarray) -> None:
+    """The contact data of ``chosen[:count]`` (rows of ``jn`` (n, 6), ``jt`` (n, 2, 6), ``bn``, ``bt``, ``mu``)
+    into the first ``count`` rows of the ``out_*`` arrays, in that order."""
+    for i in range(count):
+        c = chosen[i]
+        bn_c = bn[c]
+        out_bn[i] = bn_c
+        out_mu[i] = mu[c]
+        for r in range(2):
+            out_bt[i, r] = bt[c, r]
+        for k in range(6):
+            out_jn[i, k] = jn[c, k]
+            out_jt[i, 0, k] = jt[c, 0, k]
+            out_jt[i, 1, k] = jt[c, 1, k]
+
+
+@njit(cache=True)
 def next_state(theta: np.ndarray, a: np.ndarray, dt: float, out: np.ndarray, scratch: np.ndarray) -> None:
     """Geometric-centre state (13) at the end of the step from the solved velocities ``a`` (6).
 

@@ -12,7 +12,13 @@ from numba import njit
 from sim2real.physics import layout
 from sim2real.physics.constants import GRAVITY, MIN_FRICTION
 from sim2real.physics.kernels.common import _MASS_COLUMN, _PE, _PS, _T, SCRATCH_SIZE, THETA_STEP, _rotation
-from sim2real.physics.kernels.contact import inner_half, next_state, problem_data, pusher_box_distance
+from sim2real.physics.kernels.contact import (
+    compact_contacts,
+    inner_half,
+    next_state,
+    problem_data,
+    pusher_box_distance,
+)
 from sim2real.physics.kernels.newton import equality_residual, factorize, solve
 
 
@@ -20,8 +26,13 @@ from sim2real.physics.kernels.newton import equality_residual, factorize, solve
 @njit(cache=True)
 def implicit_jacobian(theta: np.ndarray, w: np.ndarray, n: int, capsule: bool, dt: float, kappa: float,
                       jn: np.ndarray, jt: np.ndarray, mu: np.ndarray, v0: np.ndarray, md: np.ndarray,
-                      compliance: float, out: np.ndarray) -> bool:
+                      compliance: float, out: np.ndarray, full: int, chosen: np.ndarray, pusher: int) -> bool:
     """d next state / d θ (13, THETA_SIZE) at the solution ``w`` (implicit function theorem).
+
+    ``w``, ``jn``, ``jt`` and ``mu`` are those of the ``n`` contacts in the solve: ``chosen[:n]`` of the
+    ``full`` contacts of the step (8 corners and the pusher, see :func:`select_contacts`), the pusher (if
+    chosen) at index ``pusher`` (-1: not in the solve). A contact left out of the solve was far from
+    touching; it adds nothing to the derivatives.
 
     ``compliance``: ε of the pusher contact (``scales[3]`` of :func:`problem_data`; ∝ 1/mass, which
     enters the mass column). Returns False if the residual Jacobian is numerically
@@ -50,47 +61,14 @@ def implicit_jacobian(theta: np.ndarray, w: np.ndarray, n: int, capsule: bool, d
     dummy = np.empty((n, 3, 3))
     scratch = np.empty(SCRATCH_SIZE)
     if not factorize(w, n, dt, False, jn, jt, mu, md, dummy, dummy, np.empty((n, 3)), ratio, cone_a0, cone_bt,
-                     q_inverse, q_inv_c, h_inverse, scratch, compliance):
+                     q_inverse, q_inv_c, h_inverse, scratch, compliance, pusher):
         return False
-    pjn = np.empty((n, 6))
-    pjt = np.empty((n, 2, 6))
-    pbn = np.empty(n)
-    pbt = np.empty((n, 2))
-    pmu = np.empty(n)
-    pv0 = np.empty(6)
-    pmd = np.empty(6)
-    psc = np.empty(4)
-    plus = np.empty(size)
-    minus = np.empty(size)
-    x_plus = np.empty(layout.STATE_SIZE)
-    x_minus = np.empty(layout.STATE_SIZE)
     rhs = np.zeros((size, _T))
     dx_dtheta = np.zeros((layout.STATE_SIZE, _T))
     a = w[0:6].copy()
-    perturbed = theta.copy()
-    for j in range(_T):
-        geometry = (layout.QUAT <= j < layout.QUAT + 4 or (n == 9 and _PS <= j < (_PS + 6 if capsule else _PS + 3))
-                    or layout.GEOMETRY_PARAM_COLUMN[j])
-        if not geometry:
-            continue
-        pose = layout.POSE_COLUMN[j]  # what the next-state map reads besides a
-        h = THETA_STEP * max(1.0, abs(theta[j]))
-        perturbed[j] = theta[j] + h
-        problem_data(perturbed, dt, n, capsule, pjn, pjt, pbn, pbt, pmu, pv0, pmd, psc, scratch)
-        equality_residual(w, n, dt, pjn, pjt, pbn, pbt, pmu, pv0, pmd, psc, plus)
-        if pose:
-            next_state(perturbed, a, dt, x_plus, scratch)
-        perturbed[j] = theta[j] - h
-        problem_data(perturbed, dt, n, capsule, pjn, pjt, pbn, pbt, pmu, pv0, pmd, psc, scratch)
-        equality_residual(w, n, dt, pjn, pjt, pbn, pbt, pmu, pv0, pmd, psc, minus)
-        if pose:
-            next_state(perturbed, a, dt, x_minus, scratch)
-        perturbed[j] = theta[j]
-        for i in range(6 + 4 * n):
-            rhs[i, j] = (plus[i] - minus[i]) / (2.0 * h)
-        if pose:
-            for i in range(layout.STATE_SIZE):
-                dx_dtheta[i, j] = (x_plus[i] - x_minus[i]) / (2.0 * h)
+    x_plus = np.empty(layout.STATE_SIZE)
+    x_minus = np.empty(layout.STATE_SIZE)
+    _geometry_partials(theta, w, n, capsule, dt, full, chosen, pusher, rhs, dx_dtheta, scratch)
     # State velocities enter only through v0 = (v + ω × R com, Rᵀ ω); the dynamics rows carry -md ∂v0.
     rot = np.empty((3, 3))
     _rotation(theta[layout.QUAT], theta[layout.QUAT + 1], theta[layout.QUAT + 2], theta[layout.QUAT + 3], rot)
@@ -115,19 +93,20 @@ def implicit_jacobian(theta: np.ndarray, w: np.ndarray, n: int, capsule: bool, d
     rhs[3, _MASS_COLUMN] += dt * (oy * iz - oz * iy) / mass
     rhs[4, _MASS_COLUMN] += dt * (oz * ix - ox * iz) / mass
     rhs[5, _MASS_COLUMN] += dt * (ox * iy - oy * ix) / mass
-    if n == 9:  # pusher normal row s - (Jn a + bn + ε γ) with ε ∝ 1/m
-        rhs[6 + 8, _MASS_COLUMN] += compliance * w[6 + 8] / mass
+    if pusher >= 0:  # pusher normal row s - (Jn a + bn + ε γ) with ε ∝ 1/m
+        rhs[6 + pusher, _MASS_COLUMN] += compliance * w[6 + pusher] / mass
     # Friction: cone head ξ₁ - μγ (μ is clamped at MIN_FRICTION from below).
+    corners = n - 1 if pusher >= 0 else n  # the table corners come first
     if theta[layout.MU_TABLE] > MIN_FRICTION:
-        for c in range(8):
+        for c in range(corners):
             rhs[6 + n + c, layout.MU_TABLE] = -w[6 + c]
     # Table height: corner gaps (z - h)/dt in the normal rows.
-    for c in range(8):
+    for c in range(corners):
         rhs[6 + c, layout.TABLE_HEIGHT] = 1.0 / dt
-    if n == 9:
+    if pusher >= 0:
         if theta[layout.MU_PUSHER] > MIN_FRICTION:
-            rhs[6 + n + 8, layout.MU_PUSHER] = -w[6 + 8]
-        rhs[6 + 8, layout.PUSHER_RADIUS] = 1.0 / dt  # radius: distance - r
+            rhs[6 + n + pusher, layout.MU_PUSHER] = -w[6 + pusher]
+        rhs[6 + pusher, layout.PUSHER_RADIUS] = 1.0 / dt  # radius: distance - r
         weight_b = 0.0  # capsule: the segment parameter of the contact point (the point's share of b)
         if capsule:
             origin = np.empty(3)
@@ -139,19 +118,19 @@ def implicit_jacobian(theta: np.ndarray, w: np.ndarray, n: int, capsule: bool, d
                                               scratch)
         for i in range(3):  # pusher end: only the point's velocity (end - start)/dt, along the normal and tangents
             for column, weight in ((_PE + i, 1.0 - weight_b), (_PE + 3 + i, weight_b)):
-                rhs[6 + 8, column] = weight * jn[8, i] / dt
-                rhs[6 + 2 * n + 16, column] = weight * jt[8, 0, i] / dt
-                rhs[6 + 2 * n + 17, column] = weight * jt[8, 1, i] / dt
+                rhs[6 + pusher, column] = weight * jn[pusher, i] / dt
+                rhs[6 + 2 * n + 2 * pusher, column] = weight * jt[pusher, 0, i] / dt
+                rhs[6 + 2 * n + 2 * pusher + 1, column] = weight * jt[pusher, 1, i] / dt
     # Position: the pusher's geometry sees only its start placement - position (its velocity not at all,
     # so the start columns less their velocity part, which is minus the end columns), the corner gaps
     # rise with z, and the next position moves with the current one.
     for i in range(3):
         dx_dtheta[layout.POS + i, layout.POS + i] = 1.0
-        if n == 9:
+        if pusher >= 0:
             for row in range(6 + 4 * n):
                 rhs[row, i] = -(rhs[row, _PS + i] + rhs[row, _PS + 3 + i]
                                 + rhs[row, _PE + i] + rhs[row, _PE + 3 + i])
-    for c in range(8):
+    for c in range(corners):
         rhs[6 + c, 2] -= 1.0 / dt
     d_unit = (GRAVITY * dt) ** 2  # d(m g dt · g dt)/dm
     for c in range(n):
@@ -159,7 +138,7 @@ def implicit_jacobian(theta: np.ndarray, w: np.ndarray, n: int, capsule: bool, d
         rhs[6 + 5 * n + 3 * c, _MASS_COLUMN] = -kappa * d_unit
     directions = np.empty((size, _T))
     solve(w, n, rhs, jn, jt, mu, ratio, cone_a0, cone_bt, q_inverse, q_inv_c, h_inverse, directions, scratch,
-          compliance, True)
+          compliance, pusher, True)
     for k in range(6):
         h = THETA_STEP * max(1.0, abs(a[k]))
         a_k = a[k]
@@ -174,3 +153,57 @@ def implicit_jacobian(theta: np.ndarray, w: np.ndarray, n: int, capsule: bool, d
                 dx_dtheta[i, j] += slope * directions[k, j]
     out[:, :] = dx_dtheta
     return True
+
+
+@njit(cache=True)
+def _geometry_partials(theta: np.ndarray, w: np.ndarray, n: int, capsule: bool, dt: float, full: int,
+                       chosen: np.ndarray, pusher: int, rhs: np.ndarray, dx_dtheta: np.ndarray,
+                       scratch: np.ndarray) -> None:
+    """The columns of ``∂r/∂θ`` (rows ``6 + 4n``, into ``rhs``) and ``∂x⁺/∂θ`` (into ``dx_dtheta``) that move the
+    contact geometry, by central differences of the compiled maps (see :func:`implicit_jacobian`)."""
+    size = 6 + 8 * n
+    scratch = scratch.copy()  # problem_data's work space, apart from the caller's
+    fjn = np.empty((full, 6))
+    fjt = np.empty((full, 2, 6))
+    fbn = np.empty(full)
+    fbt = np.empty((full, 2))
+    fmu = np.empty(full)
+    pjn = np.empty((n, 6))
+    pjt = np.empty((n, 2, 6))
+    pbn = np.empty(n)
+    pbt = np.empty((n, 2))
+    pmu = np.empty(n)
+    pv0 = np.empty(6)
+    pmd = np.empty(6)
+    psc = np.empty(4)
+    plus = np.empty(size)
+    minus = np.empty(size)
+    x_plus = np.empty(layout.STATE_SIZE)
+    x_minus = np.empty(layout.STATE_SIZE)
+    a = w[0:6].copy()
+    perturbed = theta.copy()
+    for j in range(_T):
+        geometry = (layout.QUAT <= j < layout.QUAT + 4 or layout.GEOMETRY_PARAM_COLUMN[j]
+                    or (pusher >= 0 and _PS <= j < (_PS + 6 if capsule else _PS + 3)))
+        if not geometry:
+            continue
+        pose = layout.POSE_COLUMN[j]  # what the next-state map reads besides a
+        h = THETA_STEP * max(1.0, abs(theta[j]))
+        perturbed[j] = theta[j] + h
+        problem_data(perturbed, dt, full, capsule, fjn, fjt, fbn, fbt, fmu, pv0, pmd, psc, scratch)
+        compact_contacts(chosen, n, fjn, fjt, fbn, fbt, fmu, pjn, pjt, pbn, pbt, pmu)
+        equality_residual(w, n, dt, pjn, pjt, pbn, pbt, pmu, pv0, pmd, psc, plus, pusher)
+        if pose:
+            next_state(perturbed, a, dt, x_plus, scratch)
+        perturbed[j] = theta[j] - h
+        problem_data(perturbed, dt, full, capsule, fjn, fjt, fbn, fbt, fmu, pv0, pmd, psc, scratch)
+        compact_contacts(chosen, n, fjn, fjt, fbn, fbt, fmu, pjn, pjt, pbn, pbt, pmu)
+        equality_residual(w, n, dt, pjn, pjt, pbn, pbt, pmu, pv0, pmd, psc, minus, pusher)
+        if pose:
+            next_state(perturbed, a, dt, x_minus, scratch)
+        perturbed[j] = theta[j]
+        for i in range(6 + 4 * n):
+            rhs[i, j] = (plus[i] - minus[i]) / (2.0 * h)
+        if pose:
+            for i in range(layout.STATE_SIZE):
+                dx_dtheta[i, j] = (x_plus[i] - x_minus[i]) / (2.0 * h)

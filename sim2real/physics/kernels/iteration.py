@@ -16,6 +16,7 @@ from sim2real.physics.kernels.common import (
     S_CONT_RESIDUAL_TOL,
     S_GAP_FACTOR,
     S_GAP_PATIENCE,
+    S_GRAD_KAPPA_RTOL,
     S_KAPPA_RTOL,
     S_MAX_BACKTRACKS,
     S_MAX_ITERATIONS,
@@ -103,24 +104,23 @@ def warm_iterate(n: int, warm: np.ndarray, kappa: float, scales: np.ndarray, w: 
 def interior_point(w: np.ndarray, n: int, dt: float, kappa: float, settings: np.ndarray, jn: np.ndarray,
                    jt: np.ndarray, bn: np.ndarray, bt: np.ndarray, mu: np.ndarray, v0: np.ndarray,
                    md: np.ndarray, scales: np.ndarray, centred: bool, trace: np.ndarray, trace_count: np.ndarray,
-                   substep: int, warm: bool = False) -> tuple[int, int, float, float, float]:
+                   substep: int, pusher: int, warm: bool = False) -> tuple[int, int, float, float, float]:
     """Solve ``r(w; κ) = 0`` in place from the starting point in ``w`` (see ``solver.interior_point``).
 
-    Mehrotra predictor-corrector with Nesterov-Todd scaled cone rows, the analytic cone line
-    search and violation backtracking; κ continuation through ``continuation_kappa``. With ``warm``
-    (``w`` is a previous solution moved inside its cones by :func:`warm_iterate`) there is no
-    continuation stage, the target is κ from the first iteration, only the central-path point at κ is
-    accepted (never the duality-gap criterion below: a warm start may approach a different
-    complementarity point than the cold start's, and only the central path fixes which), and at
-    most ``WARM_MAX_ITERATIONS`` iterations are spent (the caller then falls back to the cold start).
-    ``centred``: converge onto the central-path point at κ (what the implicit gradients need);
-    otherwise (forward hard-contact solve) after ``gap_patience`` iterations also accept every
-    pair's duality gap within ``gap_factor`` κ (see ``settings.SolverSettings``).
+    Mehrotra predictor-corrector with Nesterov-Todd scaled cone rows, the analytic cone line search and
+    violation backtracking; κ continuation through ``continuation_kappa``. With ``warm`` (``w`` is a
+    previous solution moved inside its cones by :func:`warm_iterate`) there is no continuation stage,
+    the target is κ from the first iteration, only the central-path point at κ is accepted (never the
+    duality-gap criterion below: a warm start may approach a different complementarity point than the
+    cold start's, and only the central path fixes which), and at most ``WARM_MAX_ITERATIONS``
+    iterations are spent (the caller then falls back to the cold start).
+    ``centred``: converge onto the central-path point at κ (within S_GRAD_KAPPA_RTOL, for the gradients); else
+    after ``gap_patience`` iterations also accept every pair's duality gap within ``gap_factor`` κ.
 
-    Whatever the outcome, ``w`` ends as a finite iterate: on failure it is the best iterate seen (the
-    lowest ``max(residual violation, complementarity)``), so a caller may accept it as a last resort.
-    With a ``trace`` buffer of shape (rows, len(TRACE_COLUMNS)), one row per iteration is appended at
-    ``trace_count[0]`` (rows beyond the buffer are dropped; the count keeps growing).
+    ``w`` always ends finite: on failure the best iterate seen (lowest ``max(residual violation,
+    complementarity)``), which a caller may accept as a last resort. A ``trace`` buffer (rows,
+    len(TRACE_COLUMNS)) gets one row per iteration at ``trace_count[0]`` (rows beyond it dropped, the
+    count grows on). ``pusher``: index of the compliant pusher contact among the ``n`` (-1: none).
 
     Returns
     -------
@@ -132,7 +132,7 @@ def interior_point(w: np.ndarray, n: int, dt: float, kappa: float, settings: np.
     unit = scales[0] * scales[1]
     degree = 2.0 * n
     residual_tol = settings[S_RESIDUAL_TOL]
-    kappa_rtol = settings[S_KAPPA_RTOL]
+    kappa_rtol = min(settings[S_KAPPA_RTOL], settings[S_GRAD_KAPPA_RTOL]) if centred else settings[S_KAPPA_RTOL]
     max_iterations = int(settings[S_MAX_ITERATIONS])
     max_backtracks = int(settings[S_MAX_BACKTRACKS])
     floor = max(kappa, settings[S_CONT_KAPPA])
@@ -156,7 +156,7 @@ def interior_point(w: np.ndarray, n: int, dt: float, kappa: float, settings: np.
     sx = np.empty(3)
     se = np.empty(3)
     scratch = np.empty(SCRATCH_SIZE)
-    residual(w, n, dt, floor, jn, jt, bn, bt, mu, v0, md, scales, res)
+    residual(w, n, dt, floor, jn, jt, bn, bt, mu, v0, md, scales, res, pusher)
     r_vio, k_vio, path = violations(res, w, n, floor, scales)
     xi0 = 6 + 2 * n
     eta0 = 6 + 5 * n
@@ -167,7 +167,7 @@ def interior_point(w: np.ndarray, n: int, dt: float, kappa: float, settings: np.
     for iteration in range(max_iterations + 1):
         if floor > kappa and r_vio <= settings[S_CONT_RESIDUAL_TOL] and path <= settings[S_CONT_KAPPA_RTOL]:
             floor = max(kappa, floor * settings[S_CONT_FACTOR])
-            residual(w, n, dt, floor, jn, jt, bn, bt, mu, v0, md, scales, res)
+            residual(w, n, dt, floor, jn, jt, bn, bt, mu, v0, md, scales, res, pusher)
             r_vio, k_vio, path = violations(res, w, n, floor, scales)
         row = trace_count[0]
         if row < trace.shape[0]:
@@ -196,7 +196,7 @@ def interior_point(w: np.ndarray, n: int, dt: float, kappa: float, settings: np.
             break
         nt_scaling(w, n, scale, scale_inverse, lam, scratch)
         if not factorize(w, n, dt, True, jn, jt, mu, md, scale, scale_inverse, lam, ratio, cone_a0, cone_bt,
-                         q_inverse, q_inv_c, h_inverse, scratch, scales[3]):
+                         q_inverse, q_inv_c, h_inverse, scratch, scales[3], pusher):
             w[:] = best
             return STATUS_BREAKDOWN, iteration, best_r, best_k, best_path
         # Predictor: κ = 0 in the scaled complementarity rows (λ ∘ λ).
@@ -213,7 +213,7 @@ def interior_point(w: np.ndarray, n: int, dt: float, kappa: float, settings: np.
             for i in range(3):
                 mu_now += w[xi0 + 3 * c + i] * w[eta0 + 3 * c + i]
         solve(w, n, rhs, jn, jt, mu, ratio, cone_a0, cone_bt, q_inverse, q_inv_c, h_inverse, d_aff, scratch,
-              scales[3])
+              scales[3], pusher)
         alpha_aff = cone_search(w, d_aff[:, 0], n, 1.0, 1.0)
         mu_now /= degree * unit
         mu_aff = 0.0
@@ -241,7 +241,8 @@ def interior_point(w: np.ndarray, n: int, dt: float, kappa: float, settings: np.
                 rhs[6 + 5 * n + 3 * c, 0] += sx[0] * se[0] + sx[1] * se[1] + sx[2] * se[2]
                 rhs[6 + 5 * n + 3 * c + 1, 0] += sx[0] * se[1] + se[0] * sx[1]
                 rhs[6 + 5 * n + 3 * c + 2, 0] += sx[0] * se[2] + se[0] * sx[2]
-        solve(w, n, rhs, jn, jt, mu, ratio, cone_a0, cone_bt, q_inverse, q_inv_c, h_inverse, d, scratch, scales[3])
+        solve(w, n, rhs, jn, jt, mu, ratio, cone_a0, cone_bt, q_inverse, q_inv_c, h_inverse, d, scratch, scales[3],
+              pusher)
         tau_ort = max(settings[S_TAU_MIN], 1.0 - max(r_vio, k_vio) ** 2)
         tau_soc = min(settings[S_TAU_SOC_MAX], tau_ort)
         alpha = cone_search(w, d[:, 0], n, tau_ort, tau_soc)
@@ -249,7 +250,7 @@ def interior_point(w: np.ndarray, n: int, dt: float, kappa: float, settings: np.
         for _ in range(max_backtracks):
             for i in range(size):
                 candidate[i] = w[i] + alpha * d[i, 0]
-            residual(candidate, n, dt, floor, jn, jt, bn, bt, mu, v0, md, scales, res)
+            residual(candidate, n, dt, floor, jn, jt, bn, bt, mu, v0, md, scales, res, pusher)
             new_r, new_k, new_path = violations(res, candidate, n, floor, scales)
             if new_r <= max(r_vio, residual_tol) or new_k <= k_vio or new_path <= path:
                 break

@@ -16,10 +16,10 @@ from sim2real.physics.kernels.common import _invert
 @njit(cache=True)
 def equality_residual(w: np.ndarray, n: int, dt: float, jn: np.ndarray, jt: np.ndarray, bn: np.ndarray,
                       bt: np.ndarray, mu: np.ndarray, v0: np.ndarray, md: np.ndarray, scales: np.ndarray,
-                      out: np.ndarray) -> None:
+                      out: np.ndarray, pusher: int) -> None:
     """Dynamics, normal-slack, cone-head and slip rows at ``w`` into ``out[:6 + 4n]``.
 
-    The normal row of the pusher contact (index 8) carries its compliance ``scales[3] γ``.
+    The normal row of the pusher contact (index ``pusher``; -1: none) carries its compliance ``scales[3] γ``.
     """
     xi0 = 6 + 2 * n
     eta0 = 6 + 5 * n
@@ -43,7 +43,7 @@ def equality_residual(w: np.ndarray, n: int, dt: float, jn: np.ndarray, jt: np.n
             normal_velocity += jn[c, k] * w[k]
             t1 += jt[c, 0, k] * w[k]
             t2 += jt[c, 1, k] * w[k]
-        if c == 8:  # compliant pusher contact: s = Jn a + bn + ε γ
+        if c == pusher:  # compliant pusher contact: s = Jn a + bn + ε γ
             normal_velocity += scales[3] * gamma
         out[6 + c] = w[6 + n + c] - normal_velocity
         out[6 + n + c] = w[xi0 + 3 * c] - mu[c] * gamma
@@ -54,9 +54,10 @@ def equality_residual(w: np.ndarray, n: int, dt: float, jn: np.ndarray, jt: np.n
 @njit(cache=True)
 def residual(w: np.ndarray, n: int, dt: float, kappa: float, jn: np.ndarray, jt: np.ndarray, bn: np.ndarray,
              bt: np.ndarray, mu: np.ndarray, v0: np.ndarray, md: np.ndarray, scales: np.ndarray,
-             out: np.ndarray) -> None:
-    """Full residual (6 + 8n) at the central-path value ``kappa`` (dimensionless)."""
-    equality_residual(w, n, dt, jn, jt, bn, bt, mu, v0, md, scales, out)
+             out: np.ndarray, pusher: int) -> None:
+    """Full residual (6 + 8n) at the central-path value ``kappa`` (dimensionless); ``pusher`` as
+    :func:`equality_residual`."""
+    equality_residual(w, n, dt, jn, jt, bn, bt, mu, v0, md, scales, out, pusher)
     target = kappa * scales[0] * scales[1]
     xi0 = 6 + 2 * n
     eta0 = 6 + 5 * n
@@ -153,12 +154,12 @@ def _arrow_times(x: np.ndarray, m: np.ndarray, out: np.ndarray) -> None:
 def factorize(w: np.ndarray, n: int, dt: float, scaled: bool, jn: np.ndarray, jt: np.ndarray, mu: np.ndarray,
               md: np.ndarray, scale: np.ndarray, scale_inverse: np.ndarray, lam: np.ndarray,
               ratio: np.ndarray, cone_a0: np.ndarray, cone_bt: np.ndarray, q_inverse: np.ndarray,
-              q_inv_c: np.ndarray, h_inverse: np.ndarray, scratch: np.ndarray, compliance: float) -> bool:
+              q_inv_c: np.ndarray, h_inverse: np.ndarray, scratch: np.ndarray, compliance: float, pusher: int) -> bool:
     """Block-eliminate the Newton matrix at ``w`` down to 6 × 6 (see ``solver.factorize``).
 
     ``scaled``: cone rows ``Arw(λ)(W⁻¹Δξ + WΔη)`` (iterations; needs ``nt_scaling`` outputs);
     otherwise the exact Jacobian ``Arw(η)Δξ + Arw(ξ)Δη`` (implicit gradients). Outputs: ``ratio``
-    γ/(s + εγ) (n; ``ε = compliance`` for the pusher contact, 0 for the table), ``cone_a0`` (n, 3),
+    γ/(s + εγ) (n; ``ε = compliance`` for the pusher contact, index ``pusher``, 0 for the table), ``cone_a0`` (n, 3),
     ``cone_bt`` (n, 3, 2), ``q_inverse`` (n, 3, 3), ``q_inv_c`` (n, 3, 6), ``h_inverse`` (6, 6).
     ``scratch``: at least 81 numbers.
 
@@ -187,7 +188,7 @@ def factorize(w: np.ndarray, n: int, dt: float, scaled: bool, jn: np.ndarray, jt
     h[5, 3] += dt * (-oy * md[3] + iy)
     h[5, 4] += dt * (ox * md[4] - ix)
     for c in range(n):
-        eps = compliance if c == 8 else 0.0
+        eps = compliance if c == pusher else 0.0
         ratio[c] = w[6 + c] / (w[6 + n + c] + eps * w[6 + c])
         if scaled:
             _arrow_times(lam[c], scale_inverse[c], cone_a)
@@ -230,11 +231,11 @@ def factorize(w: np.ndarray, n: int, dt: float, scaled: bool, jn: np.ndarray, jt
 def solve(w: np.ndarray, n: int, r: np.ndarray, jn: np.ndarray, jt: np.ndarray, mu: np.ndarray,
           ratio: np.ndarray, cone_a0: np.ndarray, cone_bt: np.ndarray, q_inverse: np.ndarray,
           q_inv_c: np.ndarray, h_inverse: np.ndarray, out: np.ndarray, scratch: np.ndarray, compliance: float,
-          velocity_only: bool = False) -> None:
+          pusher: int, velocity_only: bool = False) -> None:
     """Newton directions ``Δ`` (6 + 8n, k) with ``R Δ = -r`` for residual columns ``r`` (6 + 8n, k).
 
     ``velocity_only``: fill only the ``Δa`` rows (0-5) of ``out`` (all the implicit gradients
-    need). ``compliance``: ε of the pusher contact (index 8). ``scratch``: at least 4n + 18 numbers.
+    need). ``compliance``: ε of the pusher contact (index ``pusher``; -1: none). ``scratch``: at least 4n + 18 numbers.
     """
     xi0 = 6 + 2 * n
     eta0 = 6 + 5 * n
@@ -253,7 +254,7 @@ def solve(w: np.ndarray, n: int, r: np.ndarray, jn: np.ndarray, jt: np.ndarray, 
             gamma, s = w[6 + c], w[6 + n + c]
             # Δs = Jn Δa + ε Δγ - r_s (ε: compliance of the pusher contact), so the γ row gives
             # Δγ = g - γ/(s + εγ) Jn Δa.
-            eps = compliance if c == 8 else 0.0
+            eps = compliance if c == pusher else 0.0
             g = (-r[c_normal + c, col] + gamma * r[6 + c, col]) / (s + eps * gamma)
             g_gamma[c] = g
             base = mu[c] * g - r[6 + n + c, col]
@@ -283,7 +284,7 @@ def solve(w: np.ndarray, n: int, r: np.ndarray, jn: np.ndarray, jt: np.ndarray, 
                 t2 += jt[c, 1, k] * da[k]
             dgamma = g_gamma[c] - ratio[c] * jn_da
             out[6 + c, col] = dgamma
-            out[6 + n + c, col] = jn_da - r[6 + c, col] + (compliance * dgamma if c == 8 else 0.0)
+            out[6 + n + c, col] = jn_da - r[6 + c, col] + (compliance * dgamma if c == pusher else 0.0)
             for i in range(3):
                 acc = z0[c, i]
                 for k in range(6):

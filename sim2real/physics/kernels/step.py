@@ -28,11 +28,13 @@ from sim2real.physics.kernels.common import (
     I_RESTING,
     I_TABLE_DISTANCE,
     S_ACCEPT_BEST,
+    S_RESIDUAL_TOL,
     S_REST_ENABLED,
     S_REST_GAP_TOL,
     S_REST_KAPPA_MAX,
     S_REST_PUSHER_MARGIN,
     S_REST_SPEED_TOL,
+    S_SKIP_BAND,
     SCRATCH_SIZE,
     STATUS_BEST_ITERATE,
     STATUS_BREAKDOWN,
@@ -40,10 +42,18 @@ from sim2real.physics.kernels.common import (
     W_CONTACTS,
     W_ITERATE,
     W_KAPPA,
+    W_MASK,
     WARM_SIZE,
     _rotation,
 )
-from sim2real.physics.kernels.contact import inner_half, next_state, problem_data, pusher_box_distance
+from sim2real.physics.kernels.contact import (
+    compact_contacts,
+    inner_half,
+    next_state,
+    problem_data,
+    pusher_box_distance,
+    select_contacts,
+)
 from sim2real.physics.kernels.gradients import implicit_jacobian
 from sim2real.physics.kernels.iteration import _finite, initial_iterate, interior_point, warm_iterate
 
@@ -98,6 +108,10 @@ def resting(theta: np.ndarray, with_pusher: bool, capsule: bool, dt: float, sett
 
 
 # --- one time step ----------------------------------------------------------------------------
+#: Internal status of :func:`_substep`: a left-out contact came close; solve the sub-step with every contact.
+_RETRY = -1
+
+
 @njit(cache=True)
 def step_kernel(theta: np.ndarray, dt: float, substeps: int, with_pusher: bool, capsule: bool, kappa_sim: float,
                 kappa_grad: float, grad: bool, settings: np.ndarray, state_out: np.ndarray,
@@ -134,13 +148,18 @@ def step_kernel(theta: np.ndarray, dt: float, substeps: int, with_pusher: bool, 
     trace, trace_count : ndarray (rows, len(TRACE_COLUMNS)), ndarray (1,) int64
         Per-iteration solver trace (see :func:`interior_point`); :data:`NO_TRACE` records none.
     warm : ndarray (WARM_SIZE,) or (0,)
-        Warm-start buffer, read and written: when it holds a solution with the same contacts at the same
-        first κ, the first solve of each sub-step starts from it (:func:`warm_iterate`, no continuation);
+        Warm-start buffer, read and written: when it holds a solution with the same contacts in the solve
+        (see below) at the same first κ, the first solve of each sub-step starts from it (:func:`warm_iterate`,
+        no continuation);
         a warm solve that does not converge within ``WARM_MAX_ITERATIONS`` is redone from the cold start,
         so a warm start changes the cost, never whether a step converges (the answer agrees with the cold
         start's within the solver's tolerance). On return it holds this step's solution (or nothing, after a
         failed or shortcut step). Later sub-steps always start from the sub-step before.
         :data:`NO_WARM`: cold start, nothing kept.
+
+    Contacts far from touching are left out of the solve (:func:`select_contacts` with
+    ``settings[S_SKIP_BAND]``); a sub-step after which a left-out contact's slack fell below half the band is
+    solved again with every contact.
 
     Returns
     -------
@@ -151,7 +170,6 @@ def step_kernel(theta: np.ndarray, dt: float, substeps: int, with_pusher: bool, 
         returns :data:`STATUS_BEST_ITERATE`.
     """
     n = 9 if with_pusher else 8
-    size = 6 + 8 * n
     sub_dt = dt / substeps
     work = theta.copy()
     for i in range(layout.STATE_SIZE):
@@ -168,124 +186,216 @@ def step_kernel(theta: np.ndarray, dt: float, substeps: int, with_pusher: bool, 
         if warm.shape[0] == WARM_SIZE:
             warm[W_CONTACTS] = 0.0
     else:
-        jn = np.empty((n, 6))
-        jt = np.empty((n, 2, 6))
-        bn = np.empty(n)
-        bt = np.empty((n, 2))
-        mu = np.empty(n)
-        v0 = np.empty(6)
-        md = np.empty(6)
-        scales = np.empty(4)
-        w = np.empty(size)
-        scratch = np.empty(SCRATCH_SIZE)
-        sub = theta.copy()
-        total = np.zeros((layout.STATE_SIZE, _T))
-        jac = np.empty((layout.STATE_SIZE, _T))
-        chained = np.empty((layout.STATE_SIZE, _T))
-        first, second = kappa_sim, kappa_sim
-        if grad and kappa_grad != kappa_sim:
-            first, second = max(kappa_sim, kappa_grad), min(kappa_sim, kappa_grad)
+        status = _substeps(theta, work, n, sub_dt, substeps, with_pusher, capsule, kappa_sim, kappa_grad, grad,
+                           settings, state_out, jacobian_out, smoothed_out, info, trace, trace_count, warm)
+        if status != STATUS_OK:
+            return status
+    _contact_summary(theta, state_out, half, with_pusher, capsule, info)
+    return STATUS_BEST_ITERATE if info[I_BEST_USED] > 0.0 else STATUS_OK
+
+
+@njit(cache=True)
+def _substeps(theta: np.ndarray, work: np.ndarray, n: int, sub_dt: float, substeps: int, with_pusher: bool,
+              capsule: bool, kappa_sim: float, kappa_grad: float, grad: bool, settings: np.ndarray,
+              state_out: np.ndarray, jacobian_out: np.ndarray, smoothed_out: np.ndarray, info: np.ndarray,
+              trace: np.ndarray, trace_count: np.ndarray, warm: np.ndarray) -> int:
+    """The solved part of :func:`step_kernel`: every sub-step, the gradients chained over them; the info
+    counters. Returns STATUS_OK or the failing status (``info`` then names the κ)."""
+    full = (np.empty((n, 6)), np.empty((n, 2, 6)), np.empty(n), np.empty((n, 2)), np.empty(n))
+    solved = (np.empty((n, 6)), np.empty((n, 2, 6)), np.empty(n), np.empty((n, 2)), np.empty(n))
+    v0 = np.empty(6)
+    md = np.empty(6)
+    scales = np.empty(4)
+    w = np.empty(6 + 8 * n)
+    chosen = np.empty(n, dtype=np.int64)
+    scratch = np.empty(SCRATCH_SIZE)
+    sub = theta.copy()
+    total = np.zeros((layout.STATE_SIZE, _T))
+    jac = np.empty((layout.STATE_SIZE, _T))
+    chained = np.empty((layout.STATE_SIZE, _T))
+    first, second = kappa_sim, kappa_sim
+    if grad and kappa_grad != kappa_sim:
+        first, second = max(kappa_sim, kappa_grad), min(kappa_sim, kappa_grad)
+    if grad:
+        for i in range(layout.STATE_SIZE):
+            total[i, i] = 1.0
+    counters = np.zeros(2, dtype=np.int64)  # iterations, solves that ended on their best iterate
+    keep = warm.shape[0] == WARM_SIZE
+    stored = np.zeros(WARM_SIZE)
+    if keep:
+        stored[:] = warm
+        warm[W_CONTACTS] = 0.0  # until this step has succeeded
+    count, pusher = 0, -1
+    for k in range(substeps):
+        for i in range(_T):
+            sub[i] = work[i]
+        if with_pusher:
+            f0, f1 = k / substeps, (k + 1) / substeps
+            for i in range(6):
+                p0, p1 = theta[_PS + i], theta[_PE + i]
+                sub[_PS + i] = p0 + (p1 - p0) * f0
+                sub[_PE + i] = p0 + (p1 - p0) * f1
+        problem_data(sub, sub_dt, n, capsule, full[0], full[1], full[2], full[3], full[4], v0, md, scales, scratch)
+        band = skip_band(settings, kappa_sim, scales[1], sub_dt)
+        while True:
+            count, pusher = select_contacts(n, full[0], full[2], v0, sub_dt, band, chosen)
+            compact_contacts(chosen, count, full[0], full[1], full[2], full[3], full[4], solved[0], solved[1],
+                             solved[2], solved[3], solved[4])
+            status = _substep(sub, sub_dt, n, capsule, first, second, kappa_grad, grad, settings, full, solved,
+                              v0, md, scales, w, chosen, count, pusher, band, stored, jac, smoothed_out, info, trace,
+                              trace_count, k, counters, scratch)
+            if status != _RETRY:
+                break
+            band = 0.0
+        if status != STATUS_OK:
+            info[I_ITERATIONS] = counters[0]
+            return status
         if grad:
-            for i in range(layout.STATE_SIZE):
-                total[i, i] = 1.0
-        iterations = 0
-        accept_best = settings[S_ACCEPT_BEST] > 0.0
-        best_used = 0
-        keep = warm.shape[0] == WARM_SIZE
-        stored = np.zeros(WARM_SIZE)
-        if keep:
-            stored[:] = warm
-            warm[W_CONTACTS] = 0.0  # until this step has succeeded
-        for k in range(substeps):
-            for i in range(_T):
-                sub[i] = work[i]
-            if with_pusher:
-                f0, f1 = k / substeps, (k + 1) / substeps
-                for i in range(6):
-                    p0, p1 = theta[_PS + i], theta[_PE + i]
-                    sub[_PS + i] = p0 + (p1 - p0) * f0
-                    sub[_PE + i] = p0 + (p1 - p0) * f1
-            problem_data(sub, sub_dt, n, capsule, jn, jt, bn, bt, mu, v0, md, scales, scratch)
-            started_warm = stored[W_CONTACTS] == n and stored[W_KAPPA] == first
-            if started_warm:
-                warm_iterate(n, stored, first, scales, w)
-            else:
-                initial_iterate(n, jn, bn, v0, md, scales, w)
-            count = 1 if first == second else 2
-            for target in range(count):
-                kappa = first if target == 0 else second
-                centred = grad and kappa == kappa_grad
-                status, its, r_vio, k_vio, path = interior_point(w, n, sub_dt, kappa, settings, jn, jt, bn, bt,
-                                                                  mu, v0, md, scales, centred, trace, trace_count, k,
-                                                                  target == 0 and started_warm)
-                iterations += its
-                if target == 0 and started_warm and status != STATUS_OK:
-                    initial_iterate(n, jn, bn, v0, md, scales, w)
-                    status, its, r_vio, k_vio, path = interior_point(w, n, sub_dt, kappa, settings, jn, jt, bn, bt,
-                                                                      mu, v0, md, scales, centred, trace,
-                                                                      trace_count, k)
-                    iterations += its
-                if target == 0 and status == STATUS_OK:
-                    stored[W_CONTACTS] = n
-                    stored[W_KAPPA] = first
-                    stored[W_ITERATE:W_ITERATE + size] = w
-                elif target == 0:
-                    stored[W_CONTACTS] = 0.0
-                info[I_RESIDUAL_VIO] = max(info[I_RESIDUAL_VIO], r_vio)
-                info[I_KAPPA_VIO] = max(info[I_KAPPA_VIO], k_vio)
-                info[I_PATH_ERROR] = max(info[I_PATH_ERROR], path)
-                if status != STATUS_OK:
-                    info[I_FAILED_KAPPA] = kappa
-                    if not accept_best or not (r_vio < np.inf and k_vio < np.inf):
-                        info[I_ITERATIONS] = iterations
-                        return status
-                    best_used += 1
-                if grad and kappa == kappa_grad:
-                    if not implicit_jacobian(sub, w, n, capsule, sub_dt, kappa_grad, jn, jt, mu, v0, md, scales[3],
-                                             jac):
-                        info[I_FAILED_KAPPA] = kappa
-                        if not accept_best:
-                            info[I_ITERATIONS] = iterations
-                            return STATUS_BREAKDOWN
-                        best_used += 1
-                        jac[:, :] = 0.0
-                    next_state(sub, w[0:6], sub_dt, smoothed_out, scratch)
-            if grad:
-                # Chain: the sub-step sees the current state (d/dθ = total) and the sub-step pusher
-                # placements (affine in θ); the parameters pass through unchanged.
-                f0, f1 = k / substeps, (k + 1) / substeps
-                for i in range(layout.STATE_SIZE):
-                    for j in range(_T):
-                        acc = jac[i, j] if j >= _PS else 0.0
-                        for m in range(layout.STATE_SIZE):
-                            acc += jac[i, m] * total[m, j]
-                        chained[i, j] = acc
-                    if with_pusher:
-                        for m in range(6):
-                            start, end = jac[i, _PS + m], jac[i, _PE + m]
-                            chained[i, _PS + m] += start * (1.0 - f0) - start + end * (1.0 - f1)
-                            chained[i, _PE + m] += start * f0 + end * f1 - end
-                total[:, :] = chained
-            next_state(sub, w[0:6], sub_dt, state_out, scratch)
-            if not _finite(state_out):
-                info[I_ITERATIONS] = iterations
-                info[I_FAILED_KAPPA] = second
-                return STATUS_BREAKDOWN
-            for i in range(layout.STATE_SIZE):
-                work[i] = state_out[i]
-        if grad:
-            jacobian_out[:, :] = total
-        if keep and best_used == 0:
-            warm[:] = stored
-        active = 0
-        for c in range(n):
-            if w[6 + c] / scales[0] > ACTIVE_IMPULSE:
-                active += 1
-        info[I_ACTIVE] = active
-        info[I_PUSHER_IMPULSE] = w[6 + 8] if with_pusher else 0.0
-        info[I_ITERATIONS] = iterations
-        info[I_BEST_USED] = best_used
-    # Contact summary at the end of the step.
+            _chain_substep(jac, total, chained, k, substeps, with_pusher)
+        next_state(sub, w[0:6], sub_dt, state_out, scratch)
+        if not _finite(state_out):
+            info[I_ITERATIONS] = counters[0]
+            info[I_FAILED_KAPPA] = second
+            return STATUS_BREAKDOWN
+        for i in range(layout.STATE_SIZE):
+            work[i] = state_out[i]
+    if grad:
+        jacobian_out[:, :] = total
+    if keep and counters[1] == 0:
+        warm[:] = stored
+    active = 0
+    for c in range(count):
+        if w[6 + c] / scales[0] > ACTIVE_IMPULSE:
+            active += 1
+    info[I_ACTIVE] = active
+    info[I_PUSHER_IMPULSE] = w[6 + pusher] if pusher >= 0 else 0.0
+    info[I_ITERATIONS] = counters[0]
+    info[I_BEST_USED] = counters[1]
+    return STATUS_OK
+
+
+@njit(cache=True)
+def _substep(sub: np.ndarray, sub_dt: float, n: int, capsule: bool, first: float, second: float, kappa_grad: float,
+             grad: bool, settings: np.ndarray, full: tuple, solved: tuple, v0: np.ndarray, md: np.ndarray,
+             scales: np.ndarray, w_buffer: np.ndarray, chosen: np.ndarray, count: int, pusher: int, band: float,
+             stored: np.ndarray, jac: np.ndarray, smoothed_out: np.ndarray, info: np.ndarray, trace: np.ndarray,
+             trace_count: np.ndarray, k: int, counters: np.ndarray, scratch: np.ndarray) -> int:
+    """Sub-step ``k``'s solves (at the first κ, then the second) on the contacts ``chosen[:count]``, its
+    Jacobian ``jac`` with ``grad``; ``w_buffer[:6 + 8 count]`` ends as the solution. Returns STATUS_OK, a
+    failing status, or ``_RETRY`` when a left-out contact's slack fell below half the ``band``."""
+    jn, jt, bn, bt, mu = solved[0][:count], solved[1][:count], solved[2][:count], solved[3][:count], solved[4][:count]
+    w = w_buffer[:6 + 8 * count]
+    mask = 0.0
+    for i in range(count):
+        mask += 2.0 ** chosen[i]
+    started_warm = stored[W_CONTACTS] == count and stored[W_MASK] == mask and stored[W_KAPPA] == first
+    if started_warm:
+        warm_iterate(count, stored, first, scales, w)
+    else:
+        initial_iterate(count, jn, bn, v0, md, scales, w)
+    accept_best = settings[S_ACCEPT_BEST] > 0.0
+    for target in range(1 if first == second else 2):
+        kappa = first if target == 0 else second
+        centred = grad and kappa == kappa_grad
+        status, its, r_vio, k_vio, path = interior_point(w, count, sub_dt, kappa, settings, jn, jt, bn, bt, mu, v0,
+                                                          md, scales, centred, trace, trace_count, k, pusher,
+                                                          target == 0 and started_warm)
+        counters[0] += its
+        if target == 0 and started_warm and status != STATUS_OK:
+            initial_iterate(count, jn, bn, v0, md, scales, w)
+            status, its, r_vio, k_vio, path = interior_point(w, count, sub_dt, kappa, settings, jn, jt, bn, bt, mu,
+                                                              v0, md, scales, centred, trace, trace_count, k, pusher)
+            counters[0] += its
+        if target == 0 and status == STATUS_OK and _left_out_close(n, full[0], full[2], chosen, count, w, sub_dt,
+                                                                   band):
+            stored[W_CONTACTS] = 0.0
+            return _RETRY
+        if target == 0 and status == STATUS_OK:
+            stored[W_CONTACTS] = count
+            stored[W_KAPPA] = first
+            stored[W_MASK] = mask
+            stored[W_ITERATE:W_ITERATE + w.shape[0]] = w
+        elif target == 0:
+            stored[W_CONTACTS] = 0.0
+        info[I_RESIDUAL_VIO] = max(info[I_RESIDUAL_VIO], r_vio)
+        info[I_KAPPA_VIO] = max(info[I_KAPPA_VIO], k_vio)
+        info[I_PATH_ERROR] = max(info[I_PATH_ERROR], path)
+        if status != STATUS_OK:
+            info[I_FAILED_KAPPA] = kappa
+            if not accept_best or not (r_vio < np.inf and k_vio < np.inf):
+                return status
+            counters[1] += 1
+        if grad and kappa == kappa_grad:
+            if not implicit_jacobian(sub, w, count, capsule, sub_dt, kappa_grad, jn, jt, mu, v0, md, scales[3], jac,
+                                     n, chosen, pusher):
+                info[I_FAILED_KAPPA] = kappa
+                if not accept_best:
+                    return STATUS_BREAKDOWN
+                counters[1] += 1
+                jac[:, :] = 0.0
+            next_state(sub, w[0:6], sub_dt, smoothed_out, scratch)
+    return STATUS_OK
+
+
+@njit(cache=True)
+def skip_band(settings: np.ndarray, kappa: float, velocity_unit: float, dt: float) -> float:
+    """How far (m) a contact must stay from touching to be left out of a solve whose answer is taken at ``kappa``.
+
+    ``settings[S_SKIP_BAND]``, widened so that the impulse a left-out contact would carry on the central
+    path, ``κ p v / s`` at a slack ``s`` of at least the band over ``dt``, stays below the residual
+    tolerance ``settings[S_RESIDUAL_TOL] p`` (``p``, ``v = velocity_unit``: the impulse and velocity units);
+    0 when the setting is 0 (every contact solved).
+    """
+    band = settings[S_SKIP_BAND]
+    if band <= 0.0:
+        return 0.0
+    return max(band, kappa * velocity_unit * dt / settings[S_RESIDUAL_TOL])
+
+
+@njit(cache=True)
+def _left_out_close(n: int, jn: np.ndarray, bn: np.ndarray, chosen: np.ndarray, count: int, w: np.ndarray,
+                    dt: float, band: float) -> bool:
+    """Whether a contact left out of the solve has a slack below half ``band`` (m) at the solved velocity
+    ``w[0:6]`` (``jn``, ``bn``: every contact's data)."""
+    if count == n:
+        return False
+    i = 0
+    for c in range(n):
+        if i < count and chosen[i] == c:
+            i += 1
+            continue
+        slack = bn[c]
+        for k in range(6):
+            slack += jn[c, k] * w[k]
+        if slack * dt < 0.5 * band:
+            return True
+    return False
+
+
+@njit(cache=True)
+def _chain_substep(jac: np.ndarray, total: np.ndarray, chained: np.ndarray, k: int, substeps: int,
+                   with_pusher: bool) -> None:
+    """Chain sub-step ``k``'s Jacobian onto ``total``: the sub-step sees the current state (d/dθ = total) and the
+    sub-step pusher placements (affine in θ); the parameters pass through unchanged."""
+    f0, f1 = k / substeps, (k + 1) / substeps
+    for i in range(layout.STATE_SIZE):
+        for j in range(_T):
+            acc = jac[i, j] if j >= _PS else 0.0
+            for m in range(layout.STATE_SIZE):
+                acc += jac[i, m] * total[m, j]
+            chained[i, j] = acc
+        if with_pusher:
+            for m in range(6):
+                start, end = jac[i, _PS + m], jac[i, _PE + m]
+                chained[i, _PS + m] += start * (1.0 - f0) - start + end * (1.0 - f1)
+                chained[i, _PE + m] += start * f0 + end * f1 - end
+    total[:, :] = chained
+
+
+@njit(cache=True)
+def _contact_summary(theta: np.ndarray, state_out: np.ndarray, half: np.ndarray, with_pusher: bool, capsule: bool,
+                     info: np.ndarray) -> None:
+    """Table and pusher distances (m) at the end of the step into ``info``."""
     rot = np.empty((3, 3))
     _rotation(state_out[3], state_out[4], state_out[5], state_out[6], rot)
     lowest = np.inf
@@ -299,4 +409,3 @@ def step_kernel(theta: np.ndarray, dt: float, substeps: int, with_pusher: bool, 
     if with_pusher:
         info[I_PUSHER_DISTANCE], _ = pusher_box_distance(theta, state_out[0:3], rot, half, capsule, True,
                                                          np.empty(3), np.empty(3), np.empty(14))
-    return STATUS_BEST_ITERATE if info[I_BEST_USED] > 0.0 else STATUS_OK
