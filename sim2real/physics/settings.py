@@ -67,7 +67,8 @@ class SolverSettings:
         that it stays so), and it adds nothing to the gradients (at the gradient κ, 1e-4, such a contact's
         own contribution is about 1e-6 of the gradient's, well inside the centring tolerance).
         A left-out contact whose slack after the solve has fallen below half the band has the step
-        solved again with every contact. 0 (or less): every contact is always solved.
+        solved again with every contact. 0 (or less): every contact is always solved. Only the first rung
+        of the escalation ladder leaves contacts out (see ``ladder.Rung``).
     strict : bool
         Raise ``SimulationError`` instead of returning a degraded step (see
         :mod:`sim2real.physics.ladder`); recovered steps are returned either way.
