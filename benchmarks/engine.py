@@ -167,7 +167,8 @@ def _ours_along(repeats: int) -> dict[str, object]:
                        for a, b in zip(forward, cold, strict=True))
     return {
         "steps_timed": count,
-        "contacts_in_solve": 9,
+        "contacts_in_scene": 9,
+        "contacts_in_solve_median": float(np.median([r.contacts.in_solve for r in forward])),
         "contacts_touching_median": float(np.median([r.contacts.active for r in forward])),
         "iterations_forward": _spread([r.iterations for r in forward]),
         "iterations_with_jacobian": _spread([r.iterations for r in grads]),

@@ -118,7 +118,7 @@ def headline_table() -> str | None:
     if engine is not None:
         ours, mujoco = engine["output"].get("ours", {}), engine["output"].get("mujoco", {})
         if "step_ms" in ours:
-            rows.append(("one contact step of our engine (box and pusher, 9 contacts in the solve)",
+            rows.append(("one contact step of our engine (box and pusher, along a steady push, in a rollout)",
                          f"{ms(ours['step_ms'])}; {ms(ours['step_with_jacobian_ms'])} with the implicit Jacobian "
                          f"({ours['jacobian_parameters']} parameters)"))
         if "fd_jacobian_centred_ms" in mujoco:

@@ -43,12 +43,15 @@ class ContactInfo:
         Pusher-box signed distance at the end of the step, m (``inf`` without pusher).
     pusher_force : float
         Mean pusher-box normal force over the step, N.
+    in_solve : int
+        Contacts in the step's solve (the others were far from touching); -1 when the engine does not say.
     """
 
     active: int
     table_distance: float
     pusher_distance: float
     pusher_force: float
+    in_solve: int = -1
 
 
 @dataclass(frozen=True)
@@ -311,6 +314,7 @@ class BoxWorld:
             table_distance=float(info[kernels.I_TABLE_DISTANCE]),
             pusher_distance=float(info[kernels.I_PUSHER_DISTANCE]),
             pusher_force=float(info[kernels.I_PUSHER_IMPULSE]) / dt,
+            in_solve=int(info[kernels.I_SOLVED]),
         )
         iterations = solution.iterations
         violation = solution.violation

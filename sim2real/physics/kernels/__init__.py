@@ -50,6 +50,7 @@ from sim2real.physics.kernels.common import (  # noqa: F401
     I_PUSHER_IMPULSE,
     I_RESIDUAL_VIO,
     I_RESTING,
+    I_SOLVED,
     I_TABLE_DISTANCE,
     INFO_SIZE,
     NO_TRACE,

@@ -21,8 +21,8 @@ SETTINGS_SIZE = 21
 
 #: Indices into the info vector filled by :func:`step_kernel`.
 I_ACTIVE, I_PUSHER_IMPULSE, I_TABLE_DISTANCE, I_PUSHER_DISTANCE, I_RESIDUAL_VIO, I_KAPPA_VIO = 0, 1, 2, 3, 4, 5
-I_ITERATIONS, I_FAILED_KAPPA, I_PATH_ERROR, I_RESTING, I_BEST_USED = 6, 7, 8, 9, 10
-INFO_SIZE = 11
+I_ITERATIONS, I_FAILED_KAPPA, I_PATH_ERROR, I_RESTING, I_BEST_USED, I_SOLVED = 6, 7, 8, 9, 10, 11
+INFO_SIZE = 12
 
 #: Columns of a solver trace row (see :func:`interior_point`): sub-step, target κ, current central-path
 #: target (continuation), iteration, residual violation, complementarity, central-path error, step length.

@@ -26,6 +26,7 @@ from sim2real.physics.kernels.common import (
     I_PUSHER_IMPULSE,
     I_RESIDUAL_VIO,
     I_RESTING,
+    I_SOLVED,
     I_TABLE_DISTANCE,
     S_ACCEPT_BEST,
     S_RESIDUAL_TOL,
@@ -144,7 +145,8 @@ def step_kernel(theta: np.ndarray, dt: float, substeps: int, with_pusher: bool, 
     info : ndarray (INFO_SIZE,)
         Active contacts, pusher normal impulse (N s), table and pusher distances at the end (m),
         the worst violations of the step's solves, iterations, the κ that failed, central-path error,
-        1 if the shortcut was taken, the number of solves that ended on their best iterate.
+        1 if the shortcut was taken, the number of solves that ended on their best iterate, the contacts in
+        the (last sub-step's) solve.
     trace, trace_count : ndarray (rows, len(TRACE_COLUMNS)), ndarray (1,) int64
         Per-iteration solver trace (see :func:`interior_point`); :data:`NO_TRACE` records none.
     warm : ndarray (WARM_SIZE,) or (0,)
@@ -268,6 +270,7 @@ def _substeps(theta: np.ndarray, work: np.ndarray, n: int, sub_dt: float, subste
         if w[6 + c] / scales[0] > ACTIVE_IMPULSE:
             active += 1
     info[I_ACTIVE] = active
+    info[I_SOLVED] = count
     info[I_PUSHER_IMPULSE] = w[6 + pusher] if pusher >= 0 else 0.0
     info[I_ITERATIONS] = counters[0]
     info[I_BEST_USED] = counters[1]
