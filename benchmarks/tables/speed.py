@@ -14,7 +14,8 @@ def _cold_steps(ours: Mapping[str, Any]) -> str:
     """The cold-start figures of ``benchmarks.engine`` (steps not started from the previous solution), if stored."""
     if "step_cold_ms" not in ours:
         return ""
-    return (f", each step started from the previous one's solution; started cold: {ms(ours['step_cold_ms'])} / "
+    return (f", each step started from the previous one's solution; started cold (one `BoxWorld.step` call "
+            f"each): {ms(ours['step_cold_ms'])} / "
             f"{ms(ours['step_with_jacobian_cold_ms'])}, {num(ours['iterations_forward_cold']['median'])} / "
             f"{num(ours['iterations_with_jacobian_cold']['median'])} iterations; warm and cold next states differ by "
             f"at most {ours['warm_minus_cold_state_max']:.1e}")
@@ -33,8 +34,16 @@ def _call_steps(ours: Mapping[str, Any]) -> str:
     """The per-call figures of ``benchmarks.engine`` (one Python ``BoxWorld.step`` per step), if stored."""
     if "step_call_ms" not in ours:
         return ""
-    return (f"; one `BoxWorld.step` call from Python per step: {ms(ours['step_call_ms'])} / "
+    return (f"; one `BoxWorld.step` call from Python per step (warm): {ms(ours['step_call_ms'])} / "
             f"{ms(ours['step_call_with_jacobian_ms'])}")
+
+
+def _step_ratios(ratios: Mapping[str, Any]) -> str:
+    """The step's other ratios to ``mj_step``, if stored: one Python call per step, started cold."""
+    parts = [f"{label} ×{num(ratios[key])}" for key, label in (("step_call_ours_over_mj_step", "one Python call"),
+                                                               ("step_cold_ours_over_mj_step", "cold"))
+             if key in ratios]
+    return f" ({', '.join(parts)})" if parts else ""
 
 
 def speed_rows() -> list[tuple[str, str, str, str]]:
@@ -51,17 +60,14 @@ def speed_rows() -> list[tuple[str, str, str, str]]:
                          f"{ms(ours['step_ms'])} forward, {ms(ours['step_with_jacobian_ms'])} with the Jacobian "
                          f"(state, pusher and {ours['jacobian_parameters']} parameters); median "
                          f"{num(ours['iterations_forward']['median'])} / "
-                         f"{num(ours['iterations_with_jacobian']['median'])} iterations" + _call_steps(ours)
-                         + _cold_steps(ours), "≤ 1 ms"))
+                         f"{num(ours['iterations_with_jacobian']['median'])} iterations" + _cold_steps(ours)
+                         + _call_steps(ours), "≤ 1 ms"))
         if "step_ms" in mujoco:
             rows.append(("", f"MuJoCo {mujoco['mujoco_version']} ({mujoco['cone']} cone) on the same push: bare "
                          "`mj_step`, centred `mjd_transitionFD`",
                          f"{ms(mujoco['step_ms'])}, {ms(mujoco['fd_jacobian_centred_ms'])}; ours / MuJoCo: step "
                          f"×{num(ratios.get('step_ours_over_mj_step'))}"
-                         + (f" (one Python call ×{num(ratios['step_call_ours_over_mj_step'])})"
-                            if "step_call_ours_over_mj_step" in ratios else "")
-                         + (f" (cold ×{num(ratios['step_cold_ours_over_mj_step'])})"
-                            if "step_cold_ours_over_mj_step" in ratios else "") + ", Jacobian "
+                         + _step_ratios(ratios) + ", Jacobian "
                          f"×{num(ratios.get('jacobian_ours_over_mjd_transitionFD'))}",
                          "step ≤ ×3, Jacobian ≤ ×⅓ (issue 33)"))
         engines = out.get("engines") or {}
