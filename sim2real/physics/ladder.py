@@ -398,8 +398,8 @@ def _kernel(problem: HardStep, rung: Rung, vector: np.ndarray, trace: bool, kapp
     rows = np.zeros((TRACE_ROWS, len(kernels.TRACE_COLUMNS))) if trace else kernels.NO_TRACE
     count = np.zeros(1, dtype=np.int64)
     status = kernels.step_kernel(problem.theta, problem.dt, problem.substeps * rung.substeps, problem.with_pusher,
-                                 problem.capsule, kappa_sim, kappa_grad, grad, vector, next_vec, jacobian,
-                                 smoothed, info, rows, count, warm)
+                                 problem.capsule, kappa_sim, kappa_grad, grad, kernels.ALL_COLUMNS, vector,
+                                 next_vec, jacobian, smoothed, info, rows, count, warm)
     return int(status), next_vec, jacobian, smoothed, info, (rows[:min(int(count[0]), TRACE_ROWS)].copy()
                                                               if trace else None)
 

@@ -19,7 +19,7 @@ MAX_FUNCTION_LINES = 100
 #: Function (path:name) -> its current length, the ceiling it may not exceed.
 EXCEPTIONS = {
     "sim2real/physics/kernels/iteration.py:interior_point": 159,
-    "sim2real/physics/kernels/gradients.py:implicit_jacobian": 129,
+    "sim2real/physics/kernels/gradients.py:implicit_jacobian": 121,
     "sim2real/physics/kernels/contact.py:problem_data": 119,
 }
 

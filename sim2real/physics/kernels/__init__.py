@@ -39,6 +39,7 @@ from sim2real.physics.kernels.common import (  # noqa: F401
     _SMALL_ANGLE,
     _T,
     ACTIVE_IMPULSE,
+    ALL_COLUMNS,
     CONTACT_BAND,
     I_ACTIVE,
     I_BEST_USED,

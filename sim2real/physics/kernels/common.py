@@ -58,6 +58,8 @@ ACTIVE_IMPULSE = 1e-3
 THETA_STEP = 1e-7
 
 _T = THETA_SIZE
+#: The ``wanted`` columns of a step whose whole Jacobian is asked for (see :func:`~.step.step_kernel`).
+ALL_COLUMNS = np.ones(THETA_SIZE, dtype=np.bool_)
 
 _PS = PUSHER_START_SLICE.start  # pusher placement (a, b) at the start of the step in θ
 _PE = PUSHER_END_SLICE.start  # ... and at its end

@@ -26,8 +26,10 @@ from sim2real.physics.kernels.newton import equality_residual, factorize, solve
 @njit(cache=True)
 def implicit_jacobian(theta: np.ndarray, w: np.ndarray, n: int, capsule: bool, dt: float, kappa: float,
                       jn: np.ndarray, jt: np.ndarray, mu: np.ndarray, v0: np.ndarray, md: np.ndarray,
-                      compliance: float, out: np.ndarray, full: int, chosen: np.ndarray, pusher: int) -> bool:
-    """d next state / d θ (13, THETA_SIZE) at the solution ``w`` (implicit function theorem).
+                      compliance: float, out: np.ndarray, full: int, chosen: np.ndarray, pusher: int,
+                      columns: np.ndarray) -> bool:
+    """d next state / d θ (13, THETA_SIZE) at the solution ``w`` (implicit function theorem): the ``columns``
+    (THETA_SIZE,) bool asked for; the others are zero.
 
     ``w``, ``jn``, ``jt`` and ``mu`` are those of the ``n`` contacts in the solve: ``chosen[:n]`` of the
     ``full`` contacts of the step (8 corners and the pusher, see :func:`select_contacts`), the pusher (if
@@ -66,9 +68,7 @@ def implicit_jacobian(theta: np.ndarray, w: np.ndarray, n: int, capsule: bool, d
     rhs = np.zeros((size, _T))
     dx_dtheta = np.zeros((layout.STATE_SIZE, _T))
     a = w[0:6].copy()
-    x_plus = np.empty(layout.STATE_SIZE)
-    x_minus = np.empty(layout.STATE_SIZE)
-    _geometry_partials(theta, w, n, capsule, dt, full, chosen, pusher, rhs, dx_dtheta, scratch)
+    _geometry_partials(theta, w, n, capsule, dt, full, chosen, pusher, rhs, dx_dtheta, scratch, columns)
     # State velocities enter only through v0 = (v + ω × R com, Rᵀ ω); the dynamics rows carry -md ∂v0.
     rot = np.empty((3, 3))
     _rotation(theta[layout.QUAT], theta[layout.QUAT + 1], theta[layout.QUAT + 2], theta[layout.QUAT + 3], rot)
@@ -136,9 +136,25 @@ def implicit_jacobian(theta: np.ndarray, w: np.ndarray, n: int, capsule: bool, d
     for c in range(n):
         rhs[6 + 4 * n + c, _MASS_COLUMN] = -kappa * d_unit
         rhs[6 + 5 * n + 3 * c, _MASS_COLUMN] = -kappa * d_unit
-    directions = np.empty((size, _T))
-    solve(w, n, rhs, jn, jt, mu, ratio, cone_a0, cone_bt, q_inverse, q_inv_c, h_inverse, directions, scratch,
-          compliance, pusher, True)
+    directions = _solve_columns(w, n, rhs, jn, jt, mu, ratio, cone_a0, cone_bt, q_inverse, q_inv_c, h_inverse,
+                                scratch, compliance, pusher, columns)
+    _add_velocity_path(theta, a, dt, directions, dx_dtheta, scratch)
+    for j in range(_T):
+        if not columns[j]:
+            for i in range(layout.STATE_SIZE):
+                dx_dtheta[i, j] = 0.0
+    out[:, :] = dx_dtheta
+    return True
+
+
+@njit(cache=True)
+def _add_velocity_path(theta: np.ndarray, a: np.ndarray, dt: float, directions: np.ndarray, dx_dtheta: np.ndarray,
+                       scratch: np.ndarray) -> None:
+    """``dx_dtheta += ∂x⁺/∂a · da/dθ`` (13, THETA_SIZE): the next state's dependence through the solved velocity
+    ``a`` (6,), with ``∂x⁺/∂a`` by central differences of the next-state map and ``da/dθ`` the velocity rows
+    of ``directions`` (6, THETA_SIZE)."""
+    x_plus = np.empty(layout.STATE_SIZE)
+    x_minus = np.empty(layout.STATE_SIZE)
     for k in range(6):
         h = THETA_STEP * max(1.0, abs(a[k]))
         a_k = a[k]
@@ -151,16 +167,37 @@ def implicit_jacobian(theta: np.ndarray, w: np.ndarray, n: int, capsule: bool, d
             slope = (x_plus[i] - x_minus[i]) / (2.0 * h)
             for j in range(_T):
                 dx_dtheta[i, j] += slope * directions[k, j]
-    out[:, :] = dx_dtheta
-    return True
+
+
+@njit(cache=True)
+def _solve_columns(w: np.ndarray, n: int, rhs: np.ndarray, jn: np.ndarray, jt: np.ndarray, mu: np.ndarray,
+                   ratio: np.ndarray, cone_a0: np.ndarray, cone_bt: np.ndarray, q_inverse: np.ndarray,
+                   q_inv_c: np.ndarray, h_inverse: np.ndarray, scratch: np.ndarray, compliance: float, pusher: int,
+                   columns: np.ndarray) -> np.ndarray:
+    """The velocity rows (0-5) of ``R⁻¹ (-rhs)`` for the ``columns`` (THETA_SIZE,) asked for, as a
+    (6 + 8n, THETA_SIZE) array whose other entries are zero (:func:`~.newton.solve` on those columns only)."""
+    size = 6 + 8 * n
+    wanted = np.flatnonzero(columns)
+    packed = np.empty((size, wanted.shape[0]))
+    for i in range(size):
+        for k in range(wanted.shape[0]):
+            packed[i, k] = rhs[i, wanted[k]]
+    solved = np.empty((size, wanted.shape[0]))
+    solve(w, n, packed, jn, jt, mu, ratio, cone_a0, cone_bt, q_inverse, q_inv_c, h_inverse, solved, scratch,
+          compliance, pusher, True)
+    directions = np.zeros((6, _T))
+    for i in range(6):
+        for k in range(wanted.shape[0]):
+            directions[i, wanted[k]] = solved[i, k]
+    return directions
 
 
 @njit(cache=True)
 def _geometry_partials(theta: np.ndarray, w: np.ndarray, n: int, capsule: bool, dt: float, full: int,
                        chosen: np.ndarray, pusher: int, rhs: np.ndarray, dx_dtheta: np.ndarray,
-                       scratch: np.ndarray) -> None:
-    """The columns of ``∂r/∂θ`` (rows ``6 + 4n``, into ``rhs``) and ``∂x⁺/∂θ`` (into ``dx_dtheta``) that move the
-    contact geometry, by central differences of the compiled maps (see :func:`implicit_jacobian`)."""
+                       scratch: np.ndarray, columns: np.ndarray) -> None:
+    """The ``columns`` asked for of ``∂r/∂θ`` (rows ``6 + 4n``, into ``rhs``) and ``∂x⁺/∂θ`` (into ``dx_dtheta``)
+    that move the contact geometry, by central differences of the compiled maps (see :func:`implicit_jacobian`)."""
     size = 6 + 8 * n
     scratch = scratch.copy()  # problem_data's work space, apart from the caller's
     fjn = np.empty((full, 6))
@@ -185,7 +222,8 @@ def _geometry_partials(theta: np.ndarray, w: np.ndarray, n: int, capsule: bool, 
     for j in range(_T):
         geometry = (layout.QUAT <= j < layout.QUAT + 4 or layout.GEOMETRY_PARAM_COLUMN[j]
                     or (pusher >= 0 and _PS <= j < (_PS + 6 if capsule else _PS + 3)))
-        if not geometry:
+        # the pusher's start columns also give the position's (see implicit_jacobian): always computed
+        if not geometry or not (columns[j] or _PS <= j < _PS + 6):
             continue
         pose = layout.POSE_COLUMN[j]  # what the next-state map reads besides a
         h = THETA_STEP * max(1.0, abs(theta[j]))

@@ -115,7 +115,7 @@ _RETRY = -1
 
 @njit(cache=True)
 def step_kernel(theta: np.ndarray, dt: float, substeps: int, with_pusher: bool, capsule: bool, kappa_sim: float,
-                kappa_grad: float, grad: bool, settings: np.ndarray, state_out: np.ndarray,
+                kappa_grad: float, grad: bool, wanted: np.ndarray, settings: np.ndarray, state_out: np.ndarray,
                 jacobian_out: np.ndarray, smoothed_out: np.ndarray, info: np.ndarray, trace: np.ndarray,
                 trace_count: np.ndarray, warm: np.ndarray) -> int:
     """One time step ``dt`` (s) in ``substeps`` engine steps from the problem vector ``θ``.
@@ -135,6 +135,9 @@ def step_kernel(theta: np.ndarray, dt: float, substeps: int, with_pusher: bool, 
         Central-path values of the forward solution and of the gradients.
     grad : bool
         Also compute d next state / d θ (then the resting shortcut is not taken).
+    wanted : ndarray (THETA_SIZE,) bool
+        With ``grad``: the columns of d next state / d θ to compute (:data:`ALL_COLUMNS`: all); the others
+        are zero. The state columns are always computed (the sub-steps chain through them).
     settings : ndarray (SETTINGS_SIZE,)
     state_out : ndarray (13,)
         Next state (at ``kappa_sim``).
@@ -189,7 +192,7 @@ def step_kernel(theta: np.ndarray, dt: float, substeps: int, with_pusher: bool, 
             warm[W_CONTACTS] = 0.0
     else:
         status = _substeps(theta, work, n, sub_dt, substeps, with_pusher, capsule, kappa_sim, kappa_grad, grad,
-                           settings, state_out, jacobian_out, smoothed_out, info, trace, trace_count, warm)
+                           wanted, settings, state_out, jacobian_out, smoothed_out, info, trace, trace_count, warm)
         if status != STATUS_OK:
             return status
     _contact_summary(theta, state_out, half, with_pusher, capsule, info)
@@ -198,9 +201,9 @@ def step_kernel(theta: np.ndarray, dt: float, substeps: int, with_pusher: bool, 
 
 @njit(cache=True)
 def _substeps(theta: np.ndarray, work: np.ndarray, n: int, sub_dt: float, substeps: int, with_pusher: bool,
-              capsule: bool, kappa_sim: float, kappa_grad: float, grad: bool, settings: np.ndarray,
-              state_out: np.ndarray, jacobian_out: np.ndarray, smoothed_out: np.ndarray, info: np.ndarray,
-              trace: np.ndarray, trace_count: np.ndarray, warm: np.ndarray) -> int:
+              capsule: bool, kappa_sim: float, kappa_grad: float, grad: bool, wanted: np.ndarray,
+              settings: np.ndarray, state_out: np.ndarray, jacobian_out: np.ndarray, smoothed_out: np.ndarray,
+              info: np.ndarray, trace: np.ndarray, trace_count: np.ndarray, warm: np.ndarray) -> int:
     """The solved part of :func:`step_kernel`: every sub-step, the gradients chained over them; the info
     counters. Returns STATUS_OK or the failing status (``info`` then names the κ)."""
     full = (np.empty((n, 6)), np.empty((n, 2, 6)), np.empty(n), np.empty((n, 2)), np.empty(n))
@@ -215,6 +218,8 @@ def _substeps(theta: np.ndarray, work: np.ndarray, n: int, sub_dt: float, subste
     total = np.zeros((layout.STATE_SIZE, _T))
     jac = np.empty((layout.STATE_SIZE, _T))
     chained = np.empty((layout.STATE_SIZE, _T))
+    columns = wanted.copy()  # the Jacobian columns computed: the wanted ones and the state's
+    columns[:layout.STATE_SIZE] = True
     first, second = kappa_sim, kappa_sim
     if grad and kappa_grad != kappa_sim:
         first, second = max(kappa_sim, kappa_grad), min(kappa_sim, kappa_grad)
@@ -244,8 +249,8 @@ def _substeps(theta: np.ndarray, work: np.ndarray, n: int, sub_dt: float, subste
             compact_contacts(chosen, count, full[0], full[1], full[2], full[3], full[4], solved[0], solved[1],
                              solved[2], solved[3], solved[4])
             status = _substep(sub, sub_dt, n, capsule, first, second, kappa_grad, grad, settings, full, solved,
-                              v0, md, scales, w, chosen, count, pusher, band, stored, jac, smoothed_out, info, trace,
-                              trace_count, k, counters, scratch)
+                              v0, md, scales, w, chosen, count, pusher, band, stored, columns, jac, smoothed_out,
+                              info, trace, trace_count, k, counters, scratch)
             if status != _RETRY:
                 break
             band = 0.0
@@ -253,7 +258,7 @@ def _substeps(theta: np.ndarray, work: np.ndarray, n: int, sub_dt: float, subste
             info[I_ITERATIONS] = counters[0]
             return status
         if grad:
-            _chain_substep(jac, total, chained, k, substeps, with_pusher)
+            _chain_substep(jac, total, chained, k, substeps, with_pusher, columns)
         next_state(sub, w[0:6], sub_dt, state_out, scratch)
         if not _finite(state_out):
             info[I_ITERATIONS] = counters[0]
@@ -281,11 +286,12 @@ def _substeps(theta: np.ndarray, work: np.ndarray, n: int, sub_dt: float, subste
 def _substep(sub: np.ndarray, sub_dt: float, n: int, capsule: bool, first: float, second: float, kappa_grad: float,
              grad: bool, settings: np.ndarray, full: tuple, solved: tuple, v0: np.ndarray, md: np.ndarray,
              scales: np.ndarray, w_buffer: np.ndarray, chosen: np.ndarray, count: int, pusher: int, band: float,
-             stored: np.ndarray, jac: np.ndarray, smoothed_out: np.ndarray, info: np.ndarray, trace: np.ndarray,
-             trace_count: np.ndarray, k: int, counters: np.ndarray, scratch: np.ndarray) -> int:
+             stored: np.ndarray, columns: np.ndarray, jac: np.ndarray, smoothed_out: np.ndarray, info: np.ndarray,
+             trace: np.ndarray, trace_count: np.ndarray, k: int, counters: np.ndarray, scratch: np.ndarray) -> int:
     """Sub-step ``k``'s solves (at the first κ, then the second) on the contacts ``chosen[:count]``, its
-    Jacobian ``jac`` with ``grad``; ``w_buffer[:6 + 8 count]`` ends as the solution. Returns STATUS_OK, a
-    failing status, or ``_RETRY`` when a left-out contact's slack fell below half the ``band``."""
+    Jacobian ``jac`` (the ``columns`` asked for) with ``grad``; ``w_buffer[:6 + 8 count]`` ends as the solution.
+    Returns STATUS_OK, a failing status, or ``_RETRY`` when a left-out contact's slack fell below half the
+    ``band``."""
     jn, jt, bn, bt, mu = solved[0][:count], solved[1][:count], solved[2][:count], solved[3][:count], solved[4][:count]
     w = w_buffer[:6 + 8 * count]
     mask = 0.0
@@ -330,7 +336,7 @@ def _substep(sub: np.ndarray, sub_dt: float, n: int, capsule: bool, first: float
             counters[1] += 1
         if grad and kappa == kappa_grad:
             if not implicit_jacobian(sub, w, count, capsule, sub_dt, kappa_grad, jn, jt, mu, v0, md, scales[3], jac,
-                                     n, chosen, pusher):
+                                     n, chosen, pusher, columns):
                 info[I_FAILED_KAPPA] = kappa
                 if not accept_best:
                     return STATUS_BREAKDOWN
@@ -377,12 +383,16 @@ def _left_out_close(n: int, jn: np.ndarray, bn: np.ndarray, chosen: np.ndarray, 
 
 @njit(cache=True)
 def _chain_substep(jac: np.ndarray, total: np.ndarray, chained: np.ndarray, k: int, substeps: int,
-                   with_pusher: bool) -> None:
+                   with_pusher: bool, columns: np.ndarray) -> None:
     """Chain sub-step ``k``'s Jacobian onto ``total``: the sub-step sees the current state (d/dθ = total) and the
-    sub-step pusher placements (affine in θ); the parameters pass through unchanged."""
+    sub-step pusher placements (affine in θ); the parameters pass through unchanged. Only the ``columns``
+    computed are chained (the others stay zero)."""
     f0, f1 = k / substeps, (k + 1) / substeps
     for i in range(layout.STATE_SIZE):
         for j in range(_T):
+            if not columns[j]:
+                chained[i, j] = 0.0
+                continue
             acc = jac[i, j] if j >= _PS else 0.0
             for m in range(layout.STATE_SIZE):
                 acc += jac[i, m] * total[m, j]

@@ -119,11 +119,15 @@ def steps_kernel(theta: np.ndarray, path: np.ndarray, first: int, last: int, dt:
     chained = np.empty((13, sens.shape[2]))
     chained0 = np.empty((13, 13))
     no_cols = np.empty(0, dtype=np.int64)
+    wanted = np.zeros(_T, dtype=np.bool_)  # the Jacobian columns chained: the state's and the parameters'
+    wanted[:13] = True
+    for k in range(param_cols.shape[0]):
+        wanted[param_cols[k]] = True
     for t in range(first, last):
         _place(theta, states[t], path, t, with_pusher)
         if keep:
             saved[:] = warm
-        status = step_kernel(theta, dt, substeps, with_pusher, capsule, kappa_sim, kappa_grad, grad, settings,
+        status = step_kernel(theta, dt, substeps, with_pusher, capsule, kappa_sim, kappa_grad, grad, wanted, settings,
                              next_vec, jacobian, smoothed, info, trace, trace_count, warm)
         if status != STATUS_OK or not _finite(next_vec):
             if keep:
