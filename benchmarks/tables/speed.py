@@ -58,7 +58,7 @@ def speed_rows() -> list[tuple[str, str, str, str]]:
                          "run in one `BoxWorld.advance`, the compiled loop of rollouts and fits; " + _contacts(ours)
                          + ")",
                          f"{ms(ours['step_ms'])} forward, {ms(ours['step_with_jacobian_ms'])} with the Jacobian "
-                         f"(state, pusher and {ours['jacobian_parameters']} parameters); median "
+                         f"(state and {ours['jacobian_parameters']} parameters; per call also the pusher); median "
                          f"{num(ours['iterations_forward']['median'])} / "
                          f"{num(ours['iterations_with_jacobian']['median'])} iterations" + _cold_steps(ours)
                          + _call_steps(ours), "≤ 1 ms"))
