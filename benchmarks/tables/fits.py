@@ -105,9 +105,13 @@ def cube_toss_table() -> str | None:
         ("block 95 % intervals that overlap", f"{out['interval_pairs_overlapping']} of {out['interval_pairs']} pairs"),
         ("held-out 40-step position error lower after the fit", f"{out['held_out_improved']} of {len(blocks)} blocks"),
     ]
-    whole = out.get("all")
+    whole = out.get("all_tosses")
     if isinstance(whole, Mapping):
-        rows.append(("all 570 tosses at once", f"side {num(whole.get('side_m'), 4)} m, {whole.get('status')}"))
+        interval = whole.get("side_ci95_m") or (float("nan"), float("nan"))
+        rows.append((f"all {whole.get('trials')} tosses at once (`--all`)",
+                     f"side {num(whole.get('side_m'), 4)} m (95 %: {num(interval[0], 4)}-{num(interval[1], 4)} m), "
+                     f"{whole.get('status')} in {whole.get('iterations')} iterations, "
+                     f"{num(whole.get('wall_s'), 2)} s on {out.get('workers')} workers"))
     return with_provenance(md_table(("measure", "result"), rows), "cube_toss")
 
 
