@@ -26,11 +26,13 @@ Stages, one module each: ``common`` (layouts of settings, info and trace; status
 dense helpers), ``contact`` (geometry, problem data, next state), ``newton`` (residual, scaling,
 factorisation, line search), ``iteration`` (the interior point), ``gradients`` (implicit Jacobian), ``step``
 (the resting shortcut and the step kernel) and ``trajectory`` (consecutive steps in one call). The first call
-of each function compiles it (a few seconds per function, then cached in ``__pycache__``).
+of each function compiles it (a few seconds per function, then cached in ``__pycache__``); that cache is dropped
+at import when any of the kernels' sources changed (:mod:`sim2real.physics.kernel_cache`).
 """
 
 from __future__ import annotations
 
+from sim2real.physics.kernel_cache import drop_stale_cache
 from sim2real.physics.kernels import common, contact, gradients, iteration, newton, step, trajectory
 from sim2real.physics.kernels.common import (  # noqa: F401
     _MASS_COLUMN,
@@ -138,3 +140,6 @@ from sim2real.physics.kernels.trajectory import (  # noqa: F401
 
 #: The stage modules, in order (the warm-up checks every compiled function of each).
 STAGES = (common, contact, newton, iteration, gradients, step, trajectory)
+
+# numba reads its cache at a kernel's first call, not at import: checked here, before any call.
+drop_stale_cache()
