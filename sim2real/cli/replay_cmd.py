@@ -114,7 +114,7 @@ def _replay_all(records: Any, sources: Any, args: argparse.Namespace,
              for record, source in zip(records, sources, strict=True)]
     done: list[ReplayResult] = []
     failed: list[TrialFailure] = []
-    with open_executor(args.executor, args.workers) as executor:
+    with open_executor(args.executor, args.workers, _log) as executor:
         if executor.label != "this process":
             _log(f"replaying {len(tasks)} trial(s) on {executor.label}")
         for result in executor.map(run_replay_task, tasks):
@@ -178,7 +178,7 @@ def predict_fit_spread(args: argparse.Namespace, dist: Any, params: Any, records
 
     dt = float(params["sim.dt"])
     trials = [prepare_trial(r, dt, recorded_platform(r, args.platform)) for r in records]
-    with open_executor(args.executor, args.workers) as executor:
+    with open_executor(args.executor, args.workers, _log) as executor:
         draw, spreads = spread_of_fit(executor, dist, params, trials, draws, np.random.default_rng(args.seed),
                                       args.mode, args.pusher, args.pusher_shape, args.engine,
                                       StartNoise(noise[0] / 1000.0, math.radians(noise[1])))

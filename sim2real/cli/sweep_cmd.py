@@ -227,7 +227,8 @@ def run(args: argparse.Namespace) -> int:
          + f"; executor {args.executor}, {args.workers} worker(s)")
     started = time.perf_counter()
     ran = 0
-    with (table.open("a", encoding="utf-8", newline="") as handle, open_executor(args.executor, args.workers) as runner,
+    with (table.open("a", encoding="utf-8", newline="") as handle,
+          open_executor(args.executor, args.workers, _log) as runner,
           progress_bar(total, "sweep", "row", PROGRESS_INTERVAL, initial=len(done)) as bar):
         for row in runner.map(run_sweep_task, remaining):
             handle.write(row.line())

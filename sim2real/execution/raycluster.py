@@ -41,8 +41,11 @@ MAX_RETRIES = 3
 #: loopback address as the node address when clusters are off), no usage statistics. Ray turns
 #: token authentication on for a new local runtime (it sets ``RAY_AUTH_MODE``); its token
 #: (``RAY_AUTH_TOKEN``, see :func:`_local_runtime_env`) is random and held in memory, since Ray
-#: would otherwise write one to ``~/.ray/auth_token``.
-LOCAL_RUNTIME_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_USAGE_STATS_ENABLED": "0"}
+#: would otherwise write one to ``~/.ray/auth_token``. Its workers run at this process's scheduling
+#: priority, as the local executor's do: Ray lowers them to nice 15 by default, which beside 4 CPU-bound
+#: processes left a fit's tasks a few per cent of a core (a 30 s test fit took 316 s).
+LOCAL_RUNTIME_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_USAGE_STATS_ENABLED": "0",
+                     "RAY_worker_niceness": "0"}
 #: Said when joining a cluster fails: Ray 2.60's ``ray start`` turns token authentication on
 #: when it finds a token, and Ray never sends a token to an address given explicitly unless told.
 AUTH_HINT = ("if the cluster uses token authentication, set RAY_AUTH_MODE=token and its token "
@@ -129,6 +132,9 @@ class RayExecutor:
         of an existing cluster (``HOST:PORT``, ``ray://HOST:PORT`` or ``auto``), as the user named it.
     workers : int
         CPUs of the local runtime; ignored with an address (the cluster's CPUs are used).
+    say : callable, optional
+        Receives a line before the runtime is started or joined (it takes seconds idle, minutes on a
+        busy machine).
 
     Raises
     ------
@@ -137,7 +143,7 @@ class RayExecutor:
         cluster cannot be reached.
     """
 
-    def __init__(self, address: str | None, workers: int = 1) -> None:
+    def __init__(self, address: str | None, workers: int = 1, say: Callable[[str], None] | None = None) -> None:
         if workers < 1:
             raise Sim2RealError(f"--workers must be at least 1, got {workers}")
         ray = _ray()
@@ -149,6 +155,9 @@ class RayExecutor:
         init: dict[str, Any] = {"include_dashboard": False, "logging_level": logging.WARNING,
                                 "log_to_driver": False,
                                 "runtime_env": {"worker_process_setup_hook": f"{__name__}.warm_worker"}}
+        if say is not None:
+            say(f"starting a local Ray runtime of {workers} CPU(s) on loopback (its workers load the engine once)"
+                if address is None else f"joining the Ray cluster at {address}")
         try:
             if address is None:
                 os.environ.update(environment)  # the driver keeps using the token while it runs

@@ -1,7 +1,8 @@
 """Choosing an executor by name: ``--executor local`` (default) or ``--executor ray[:ADDRESS]``.
 
-A new executor enters here: a factory taking the part after the colon (None without one)
-and the ``--workers`` count, returning an :class:`~sim2real.execution.base.Executor`.
+A new executor enters here: a factory taking the part after the colon (None without one), the
+``--workers`` count and a callable for one-line progress messages (or None), returning an
+:class:`~sim2real.execution.base.Executor`.
 """
 
 from __future__ import annotations
@@ -13,19 +14,22 @@ from sim2real.errors import Sim2RealError
 from sim2real.execution.base import Executor
 from sim2real.execution.local import LocalExecutor
 
+#: A receiver of one-line progress messages.
+Say = Callable[[str], None]
 
-def _local(address: str | None, workers: int) -> Executor:
+
+def _local(address: str | None, workers: int, say: Say | None) -> Executor:
     return LocalExecutor(workers)
 
 
-def _ray(address: str | None, workers: int) -> Executor:
+def _ray(address: str | None, workers: int, say: Say | None) -> Executor:
     from sim2real.execution.raycluster import RayExecutor
 
-    return RayExecutor(address, workers)
+    return RayExecutor(address, workers, say)
 
 
 #: Executor factories by name.
-EXECUTORS: dict[str, Callable[[str | None, int], Executor]] = {"local": _local, "ray": _ray}
+EXECUTORS: dict[str, Callable[[str | None, int, Say | None], Executor]] = {"local": _local, "ray": _ray}
 #: Executors that run on this machine only (no ``:ADDRESS``).
 LOCAL_ONLY = frozenset({"local"})
 
@@ -50,8 +54,9 @@ def parse_executor(text: str) -> tuple[str, str | None]:
 
 
 @contextlib.contextmanager
-def open_executor(spec: str = "local", workers: int = 1) -> Iterator[Executor]:
-    """The executor named by ``spec`` (see :func:`parse_executor`), closed on exit.
+def open_executor(spec: str = "local", workers: int = 1, say: Say | None = None) -> Iterator[Executor]:
+    """The executor named by ``spec`` (see :func:`parse_executor`), closed on exit; ``say`` receives what
+    a slow start is doing (starting or joining a Ray runtime), if anything.
 
     Raises
     ------
@@ -59,7 +64,7 @@ def open_executor(spec: str = "local", workers: int = 1) -> Iterator[Executor]:
         Bad spec, bad ``workers``, or the executor cannot start.
     """
     name, address = parse_executor(spec)
-    executor = EXECUTORS[name](address, workers)
+    executor = EXECUTORS[name](address, workers, say)
     try:
         yield executor
     finally:

@@ -276,7 +276,7 @@ def fit_trials(problem: FitProblem, settings: LMSettings | None = None, *, execu
     inputs = _checked_inputs(problem)
     with contextlib.ExitStack() as stack:
         if isinstance(executor, str):  # opened here, after the inputs were checked; jackknife refits reuse it
-            executor = stack.enter_context(open_executor(executor, workers))
+            executor = stack.enter_context(open_executor(executor, workers, log))
         fitted, start_x = _fit_on(executor, inputs, settings, starts, problem.platform, progress, log)
         fitted_names = [trial.name for trial in inputs.prepared.trials]
         if not jackknife or len(fitted_names) < 2:

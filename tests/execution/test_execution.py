@@ -183,6 +183,7 @@ def test_ray_fit_with_a_worker_killed_mid_fit_equals_the_local_fit(isolated: Non
                 if "iteration  1:" in log.read_text():  # the fit is under way: kill a worker running a task
                     busy = [pid for pid, cmd in _descendants(process.pid) if cmd.startswith("ray::run_task")]
                     if busy:
+                        worker_nice = os.getpriority(os.PRIO_PROCESS, busy[0])
                         os.kill(busy[0], signal.SIGKILL)
                         killed = busy[0]
                 time.sleep(0.02)
@@ -195,8 +196,10 @@ def test_ray_fit_with_a_worker_killed_mid_fit_equals_the_local_fit(isolated: Non
                 process.kill()
     text = log.read_text()
     assert killed is not None, "no Ray worker was caught running a task\n" + text[-3000:]
+    assert worker_nice == os.getpriority(os.PRIO_PROCESS, 0)  # not lowered (Ray's default is nice 15)
     assert code == local_code, text[-3000:]
     assert "on Ray, local runtime of 2 CPU(s)" in text
+    assert "fit: starting a local Ray runtime of 2 CPU(s) on loopback" in text  # said before the wait
     local, ray = _fit_json(local_out), _fit_json(ray_out)
     assert ray["values"] == local["values"] and ray["std"] == local["std"]
     assert [entry["cost"] for entry in ray["trace"]] == [entry["cost"] for entry in local["trace"]]
@@ -213,6 +216,7 @@ sys.exit(main(sweep) or main(replay))
 """
 
 
+@pytest.mark.timeout(1500)  # above the subprocess's hang guard (1200 s)
 def test_ray_sweep_and_replay_give_the_local_table_and_bags(isolated: None, trials: list[str], tmp_path: Path,
                                                             ray_tmp: Path, capsys: pytest.CaptureFixture[str]) -> None:
     experiment = tmp_path / "short.yaml"
@@ -227,9 +231,12 @@ def test_ray_sweep_and_replay_give_the_local_table_and_bags(isolated: None, tria
     commands = [[*sweep, "--out", str(tmp_path / "sweep_ray"), "--executor", "ray"],
                 ["replay", *trials, "--out", str(outs["ray"]), "--executor", "ray", "--workers", "2"]]
     result = subprocess.run(netns.command(sys.executable, "-c", SWEEP_THEN_REPLAY, json.dumps(commands)),
-                            cwd=ROOT, env=_env(ray_tmp), capture_output=True, text=True, timeout=300)
+                            cwd=ROOT, env=_env(ray_tmp), capture_output=True, text=True,
+                            timeout=1200)  # a hang guard: each Ray start took minutes beside 4 busy loops
     assert result.returncode == 0, result.stderr[-3000:]
     assert "executor ray, 2 worker(s)" in result.stderr and "on Ray, local runtime of 2 CPU(s)" in result.stderr
+    for command in ("sweep", "replay"):
+        assert f"{command}: starting a local Ray runtime of" in result.stderr
     assert (tmp_path / "sweep_ray" / "outcomes.csv").read_bytes() \
         == (tmp_path / "sweep_local" / "outcomes.csv").read_bytes()
     bags = sorted(p.relative_to(outs["inline"]) for p in outs["inline"].rglob("*.mcap"))
@@ -250,6 +257,7 @@ python -m sim2real "$@"
 """
 
 
+@pytest.mark.timeout(1500)  # above the subprocess's hang guard (1200 s)
 def test_fit_on_an_existing_cluster_equals_the_local_fit(isolated: None, trials: list[str], tmp_path: Path,
                                                          ray_tmp: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The README's command: a cluster started with ``ray start --head`` (token authentication
@@ -260,9 +268,11 @@ def test_fit_on_an_existing_cluster_equals_the_local_fit(isolated: None, trials:
     capsys.readouterr()
     result = subprocess.run(netns.command("/bin/sh", "-c", CLUSTER, "cluster", "fit", *trials, *FIT, "--jackknife",
                                           "--out", str(ray_out), "--executor", "ray:127.0.0.1:6379"),
-                            cwd=ROOT, env=_env(ray_tmp), capture_output=True, text=True, timeout=300)
+                            cwd=ROOT, env=_env(ray_tmp), capture_output=True, text=True,
+                            timeout=1200)  # a hang guard, as above
     assert result.returncode in (0, 3), result.stderr[-3000:]
     assert "on Ray cluster at 127.0.0.1:6379 (2 CPU(s))" in result.stderr
+    assert "fit: joining the Ray cluster at 127.0.0.1:6379" in result.stderr
     local, cluster = _fit_json(local_out), _fit_json(ray_out)
     assert cluster["values"] == local["values"] and cluster["std"] == local["std"]
     # the leave-one-out refits ran as Ray tasks
