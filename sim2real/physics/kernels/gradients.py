@@ -175,7 +175,7 @@ def _solve_columns(w: np.ndarray, n: int, rhs: np.ndarray, jn: np.ndarray, jt: n
                    q_inv_c: np.ndarray, h_inverse: np.ndarray, scratch: np.ndarray, compliance: float, pusher: int,
                    columns: np.ndarray) -> np.ndarray:
     """The velocity rows (0-5) of ``R⁻¹ (-rhs)`` for the ``columns`` (THETA_SIZE,) asked for, as a
-    (6 + 8n, THETA_SIZE) array whose other entries are zero (:func:`~.newton.solve` on those columns only)."""
+    (6, THETA_SIZE) array whose other columns are zero (:func:`~.newton.solve` on those columns only)."""
     size = 6 + 8 * n
     wanted = np.flatnonzero(columns)
     packed = np.empty((size, wanted.shape[0]))
