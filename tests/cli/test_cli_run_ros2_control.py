@@ -30,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import standin_runs
 from children import default_sigint
 from loopback import free_host
 
@@ -236,14 +237,9 @@ def free_address() -> tuple[str, int]:
         return host, probe.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def ros2_control_run(ros_env, tmp_path_factory):
-    """The run's output directory and stdout, what the probe saw, and the peers of the run's processes."""
-    tmp = tmp_path_factory.mktemp("ros2_control")
-    experiment = tmp / "experiment.yaml"
-    experiment.write_text(EXPERIMENT)
-    out = tmp / "run"
-    env = {**ros_env, "PYTHONPATH": str(ROOT)}
+def _run_once(out: Path, experiment: Path, env: dict) -> tuple[subprocess.Popen, str, str, Probe, set[str],
+                                                                  FoxgloveClient]:
+    """One ``sim2real run`` with the probe and the Foxglove client listening and the peers read meanwhile."""
     probe = Probe()
     host, port = free_address()
     foxglove = FoxgloveClient(f"ws://{host}:{port}")
@@ -257,11 +253,6 @@ def ros2_control_run(ros_env, tmp_path_factory):
                 peers |= remote_addresses(pid)
             time.sleep(0.2)
         stdout, stderr = process.communicate(timeout=30)
-        # 0, or 3 when a busy machine starved a control loop (run names each such trial: STARVED)
-        remarks = [line for line in stdout.splitlines() if line.split(" ", 1)[0] in ("STARVED", "INCOMPLETE",
-                                                                                    "DEGRADED")]
-        assert process.returncode == 0 or (process.returncode == 3 and remarks
-                                           and all(r.startswith("STARVED") for r in remarks)), stderr[-3000:]
         time.sleep(0.5)  # the last messages in flight to the probe
     finally:
         if process.poll() is None:
@@ -273,6 +264,26 @@ def ros2_control_run(ros_env, tmp_path_factory):
                 process.wait()
         probe.close()
         foxglove.close()
+    return process, stdout, stderr, probe, peers, foxglove
+
+
+@pytest.fixture(scope="module")
+def ros2_control_run(ros_env, tmp_path_factory):
+    """The run's output directory and stdout, what the probe saw, and the peers of the run's processes.
+
+    Exit 0, or 3 when a busy machine starved a control loop (run names each such trial: STARVED); a run
+    whose starved loop also cut a stream (INCOMPLETE) is made again (:mod:`standin_runs`)."""
+    tmp = tmp_path_factory.mktemp("ros2_control")
+    experiment = tmp / "experiment.yaml"
+    experiment.write_text(EXPERIMENT)
+    env = {**ros_env, "PYTHONPATH": str(ROOT)}
+    for attempt in range(1, standin_runs.ATTEMPTS + 1):
+        out = tmp / f"run{attempt}"
+        process, stdout, stderr, probe, peers, foxglove = _run_once(out, experiment, env)
+        if not (standin_runs.cut_by_load(process.returncode, stdout) and attempt < standin_runs.ATTEMPTS):
+            break
+        print(f"attempt {attempt}: a starved loop cut the recording ({standin_runs.remarks(stdout)}); again")
+    assert standin_runs.recorded(process.returncode, stdout), (process.returncode, stdout[-2000:], stderr[-3000:])
     return out, stdout, probe, peers, foxglove
 
 
