@@ -10,6 +10,11 @@ experiment again when, and only when, every incomplete trial is one whose loop t
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
+Result = TypeVar("Result")
+
 #: First words of the lines ``sim2real run`` prints for a trial that is not a clean recording.
 REMARKS = ("STARVED", "INCOMPLETE", "DEGRADED")
 #: Runs a test makes before it gives up on a complete recording.
@@ -35,3 +40,16 @@ def cut_by_load(returncode: int, stdout: str) -> bool:
     incomplete = [r.split()[1].rstrip(":") for r in found if r.startswith("INCOMPLETE") and len(r.split()) > 1]
     return (returncode == 3 and bool(incomplete) and all(name in starved for name in incomplete)
             and not any(r.startswith("DEGRADED") for r in found))
+
+
+def until_recorded(run: Callable[[int], Result], status: Callable[[Result], tuple[int, str]]) -> Result:
+    """``run(attempt)`` for attempt 1, 2, ... until its recording is not one a starved loop cut
+    (:func:`cut_by_load` of ``status(result)``: exit code and stdout), at most :data:`ATTEMPTS` runs;
+    returns the last result (the caller asserts :func:`recorded` on it)."""
+    for attempt in range(1, ATTEMPTS + 1):
+        result = run(attempt)
+        code, stdout = status(result)
+        if attempt == ATTEMPTS or not cut_by_load(code, stdout):
+            return result
+        print(f"attempt {attempt}: a starved loop cut the recording ({remarks(stdout)}); again")
+    raise AssertionError("unreachable: ATTEMPTS is at least 1")

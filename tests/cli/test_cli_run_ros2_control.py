@@ -277,12 +277,9 @@ def ros2_control_run(ros_env, tmp_path_factory):
     experiment = tmp / "experiment.yaml"
     experiment.write_text(EXPERIMENT)
     env = {**ros_env, "PYTHONPATH": str(ROOT)}
-    for attempt in range(1, standin_runs.ATTEMPTS + 1):
-        out = tmp / f"run{attempt}"
-        process, stdout, stderr, probe, peers, foxglove = _run_once(out, experiment, env)
-        if not (standin_runs.cut_by_load(process.returncode, stdout) and attempt < standin_runs.ATTEMPTS):
-            break
-        print(f"attempt {attempt}: a starved loop cut the recording ({standin_runs.remarks(stdout)}); again")
+    out, (process, stdout, stderr, probe, peers, foxglove) = standin_runs.until_recorded(
+        lambda number: (tmp / f"run{number}", _run_once(tmp / f"run{number}", experiment, env)),
+        lambda run: (run[1][0].returncode, run[1][1]))
     assert standin_runs.recorded(process.returncode, stdout), (process.returncode, stdout[-2000:], stderr[-3000:])
     return out, stdout, probe, peers, foxglove
 

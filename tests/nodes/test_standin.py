@@ -78,11 +78,11 @@ def recorded_run(out: Path, env: dict, experiment_file: Path, *extra: str
     loop (a busy machine delayed the real loop past the driver's watchdog; run says so per trial, and that is
     load, not a fault of the run). A run whose starved loop also cut a stream is made again
     (:mod:`standin_runs`, at most :data:`standin_runs.ATTEMPTS` runs). Returns the last run and its directory."""
-    for attempt in range(1, standin_runs.ATTEMPTS + 1):
-        target = out if attempt == 1 else out.with_name(f"{out.name}.{attempt}")
-        result = run_cli(target, env, experiment_file, *extra)
-        if not (standin_runs.cut_by_load(result.returncode, result.stdout) and attempt < standin_runs.ATTEMPTS):
-            break
+    def attempt(number: int) -> tuple[subprocess.CompletedProcess, Path]:
+        target = out if number == 1 else out.with_name(f"{out.name}.{number}")
+        return run_cli(target, env, experiment_file, *extra), target
+
+    result, target = standin_runs.until_recorded(attempt, lambda run: (run[0].returncode, run[0].stdout))
     assert standin_runs.recorded(result.returncode, result.stdout), (
         result.returncode, standin_runs.remarks(result.stdout), result.stderr[-3000:])
     return result, target
