@@ -147,6 +147,9 @@ def _box_start(options: DemoOptions, records: Sequence[TrialRecord], servo: FitR
     best = best_start([*points, best])
     ui.detail(f"  start from the best of {len(points)} points {BOX_FINE[1] * 1000:g} mm apart around it: "
               f"{best.value:.4g} (cost {best.cost:.4g})")
+    degraded = sum(p.degraded_rows for p in (*coarse, *points))
+    if degraded:
+        ui.detail(f"  {degraded} residual rows over the grid rest on degraded solver steps (counted in its costs)")
     return servo.params.replace({name: best.value}), points
 
 

@@ -297,12 +297,18 @@ class HeldOut:
         self.final_results: list[TrialResiduals] = []
 
     def _cost(self, x: np.ndarray, results: Sequence[TrialResiduals | TaskFailure], iteration: int) -> float:
-        per_trial = []
-        for res, mask in zip(results, self._masks, strict=True):
+        """The held-out cost over every row, those on degraded steps included (a note counts them): the
+        iterates are compared on the same rows, so a degraded step cannot lower the cost by removing some."""
+        per_trial, degraded = [], 0
+        for res in results:
             if isinstance(res, TaskFailure):
                 self.notes.append(f"iteration {iteration}: {res.reason}")
                 return float("nan")
-            per_trial.append(loss_weights(res.residuals[~(mask | res.dropped_mask)], *self._loss)[0])
+            per_trial.append(loss_weights(res.residuals, *self._loss)[0])
+            degraded += int(np.sum(res.dropped_mask))
+        if degraded:
+            self.notes.append(f"iteration {iteration}: {degraded} held-out residual rows rest on degraded solver "
+                              "steps (counted in the held-out cost)")
         self.trial_costs[iteration] = np.array(per_trial)
         return float(np.sum(per_trial)) if per_trial else float("nan")
 

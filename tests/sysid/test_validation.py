@@ -133,6 +133,23 @@ def test_a_held_out_rise_must_stand_out_from_the_trial_to_trial_scatter() -> Non
     assert single.rising() is not None and _held_out_with({0: [10.0], 3: [10.4]}).rising() is None
 
 
+def test_a_degraded_step_at_the_fitted_values_does_not_hide_a_held_out_rise() -> None:
+    from sim2real.sysid.residual_types import TrialResiduals
+
+    held = HeldOut(None, [], NOMINAL, lambda x: {}, None, "linear", 1.0)  # type: ignore[arg-type]
+    rows = np.arange(50)
+    start = [TrialResiduals(f"t{k}", np.full(50, 1.0), None, np.zeros(50, dtype=int)) for k in range(3)]
+    # Every row is 50 % larger at the fitted values, but each trial's last 40 rows rest on a degraded step.
+    final = [TrialResiduals(f"t{k}", np.full(50, 1.5), None, np.zeros(50, dtype=int), dropped=rows >= 10)
+             for k in range(3)]
+    held.costs = [(0, held._cost(np.zeros(1), start, 0)), (4, held._cost(np.zeros(1), final, 4))]
+    problem = held.rising()
+    assert problem is not None and "3 of 3 held-out trials rose" in problem
+    assert held.costs[1][1] == pytest.approx(2.25 * held.costs[0][1])
+    assert held.notes == ["iteration 4: 120 held-out residual rows rest on degraded solver steps (counted in the "
+                          "held-out cost)"]
+
+
 def test_the_optimizer_stops_when_its_steps_fall_below_a_percent_of_the_standard_deviations() -> None:
     rng = np.random.default_rng(7)
     A = np.column_stack([np.ones(200), np.linspace(0.0, 1.0, 200)])
