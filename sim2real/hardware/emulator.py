@@ -16,8 +16,9 @@ Controller behaviour: states and modes as on the real controller (mode and motio
 changes put it in state 5, ``set_state(0)`` makes it ready); motion commands while not
 ready are answered with the "not ready" status bit and ignored; motion commands in the
 wrong mode are ignored and, with ``reject_wrong_mode``, answered with the "invalid" bit;
-joint-limit violations raise C23, speeds above the limit C24 (error state 4, motion
-stops); velocity commands stop after their ``duration``.
+joint-limit violations raise C23 at the instant the joints cross the limit, however long the
+emulator's process went without advancing them (the controller checks every servo cycle), speeds
+above the limit C24 (error state 4, motion stops); velocity commands stop after their ``duration``.
 
 Not emulated: joint torques (effort is reported as 0), position mode (mode 0) moves,
 Cartesian commands, the real-time report port 30000, feedback frames.

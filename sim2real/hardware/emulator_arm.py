@@ -74,15 +74,46 @@ class ArmCore:
         # velocity mode (mode 4) a command's duration > 0 drops the speed to 0 after that many seconds.
         # The tick thread calls this every tick, so a stalled connection does not hold it up.
         if self.vc_deadline is not None and self.vc_deadline <= now:
-            self._push(max(self.vc_deadline, self.t), np.zeros(N_JOINTS))
-            self.vc_deadline = None
-        self.q, self.v = advance_servo(self.q, self.v, self.history, self.t, now, self.servo)
-        self.t = now
+            deadline = max(self.vc_deadline, self.t)
+            self._advance_checked(deadline)
+            if self.vc_deadline is not None:  # not cleared by a limit error on the way
+                self._push(deadline, np.zeros(N_JOINTS))
+                self.vc_deadline = None
+        self._advance_checked(now)
         self.history.prune(now)
-        if self.error_code == 0:
-            outside = (self.q < self.lower - LIMIT_TOLERANCE) | (self.q > self.upper + LIMIT_TOLERANCE)
-            if np.any(outside):
-                self.raise_error(23, now)
+
+    def _advance_checked(self, until: float) -> None:
+        """Advance the joints to ``until`` (s), raising C23 where they leave their limits on the way.
+
+        The controller checks its limits every servo cycle; this process may have been starved for a
+        long interval, so the error belongs where the joints crossed the limit, and the stop
+        decelerates from there (not from wherever the closed form ends up at ``until``).
+        """
+        if until <= self.t:
+            return
+        q, v = advance_servo(self.q, self.v, self.history, self.t, until, self.servo)
+        if self.error_code == 0 and self._outside(q):
+            crossed = self._limit_crossing(until)
+            self.q, self.v = advance_servo(self.q, self.v, self.history, self.t, crossed, self.servo)
+            self.t = crossed
+            self.raise_error(23, crossed)
+            q, v = advance_servo(self.q, self.v, self.history, crossed, until, self.servo)
+        self.q, self.v = q, v
+        self.t = until
+
+    def _outside(self, q: FloatArray) -> bool:
+        """Whether joint positions ``q`` (rad, (6,)) exceed a limit by more than :data:`LIMIT_TOLERANCE`."""
+        return bool(np.any((q < self.lower - LIMIT_TOLERANCE) | (q > self.upper + LIMIT_TOLERANCE)))
+
+    def _limit_crossing(self, until: float) -> float:
+        """A time in ``(self.t, until]`` (s) at most 0.1 ms after the joints leave their limits on the way to
+        ``until`` (bisection on the exact servo motion; inside at ``self.t``, outside at ``until``)."""
+        inside, outside = self.t, until
+        while outside - inside > 1e-4:
+            middle = 0.5 * (inside + outside)
+            q, _ = advance_servo(self.q, self.v, self.history, self.t, middle, self.servo)
+            inside, outside = (inside, middle) if self._outside(q) else (middle, outside)
+        return outside
 
     def track_servo_target(self, now: float) -> None:
         """Mode 1: re-aim the velocity command at the latest servo_j target."""
