@@ -11,8 +11,11 @@ interfaces, one value per joint in its ``joints`` order, and holds it until the 
 
 Every ``1 / rate_hz`` s the newest ``/joint_states`` message that names all six joints
 (``sensor_msgs/JointState``, reordered by name: a lab's broadcaster may list them in any order and
-with other joints) is taken as the arm's state: it is published on ``real/joint_states`` (stamped
-with the tick time, ROS clock) with the pusher position on ``real/pusher_pose``, and the shared PD
+with other joints) is taken as the arm's state, once: a tick with no newer state than the last one
+sends nothing (a command from a state already acted on would push the arm on, open loop, while the
+state stream is late; the watchdog then zeroes the command). The state is published on
+``real/joint_states`` (stamped with the tick time, ROS clock) with the pusher position on
+``real/pusher_pose``, and the shared PD
 law (:class:`sim2real.control.ReferenceTracker`, the gains of ``pd_controller``) gives the joint
 velocity command, published on ``/<controller>/commands`` in the controller's joint order and on
 ``real/joint_command`` (joint1..joint6, the tick's stamp) for the recorder and for ``--mirror
@@ -165,6 +168,8 @@ class Ros2ControlArmNode(Node):
         self._lock = threading.Lock()  # the latest state, the tracker
         self._publish_lock = threading.Lock()  # orders the loop's, the watchdog's and the stop's commands
         self._state: tuple[float, FloatArray, FloatArray, FloatArray] | None = None  # (monotonic s, q, v, effort)
+        self._used_state_at: float | None = None  # arrival time of the state the last tick acted on
+        self.states_received = 0
         self._last_reason = ""
         self._last_sent_at = time.monotonic()
         self._last_nonzero = False
@@ -211,6 +216,7 @@ class Ros2ControlArmNode(Node):
         e = effort[index] if len(effort) == len(names) else np.zeros(6)
         with self._lock:
             self._state = (time.monotonic(), q, v, e)
+            self.states_received += 1
 
     def _on_reference(self, msg: JointTrajectoryMsg) -> None:
         start_ns, reference = trajectory_from_msg(msg)
@@ -278,6 +284,9 @@ class Ros2ControlArmNode(Node):
             joints = ", ".join(JOINT_NAMES[k] for k in np.flatnonzero(outside))
             self._latch(f"/joint_states outside the joint limits ({joints}): {np.round(q, 4).tolist()}")
             return
+        if received == self._used_state_at:
+            return  # no newer state: nothing is computed or sent, and the watchdog zeroes a moving arm
+        self._used_state_at = received
         stamp = now_ns(self)
         with self._lock:
             tick = self.tracker.command(stamp, q, v)
