@@ -286,7 +286,6 @@ class HeldOut:
         self._expand = expand
         self._spec = spec
         self._loss = (loss, loss_scale)
-        self._masks: list[np.ndarray] = []
         #: ``(iteration, cost)`` at the start and at every accepted iterate.
         self.costs: list[tuple[int, float]] = []
         #: Cost per held-out trial ``(n,)`` at each iteration in :attr:`costs`.
@@ -329,16 +328,10 @@ class HeldOut:
                     for t, r in zip(self.trials, results, strict=True) if isinstance(r, TaskFailure)]
         kept = [(t, r) for t, r in zip(self.trials, results, strict=True) if isinstance(r, TrialResiduals)]
         self.trials = [t for t, _ in kept]
-        self._masks = [r.dropped_mask for _, r in kept]
         self.start_results = self.final_results = [r for _, r in kept]
         if kept:
             self.costs.append((0, self._cost(x0, self.start_results, 0)))
         return failures
-
-    @property
-    def masks(self) -> list[np.ndarray]:
-        """Rows left out per held-out trial (degraded solver steps at the start values)."""
-        return list(self._masks)
 
     def on_entry(self, entry: TraceEntry) -> None:
         """Optimizer progress hook: the held-out cost at every accepted iterate."""

@@ -496,9 +496,11 @@ def _predictions(executor: Any, evaluator: FitEvaluator, held_out: HeldOut, star
         if label == "training":
             rms = (horizon_rms(evaluator.start_results, evaluator.masks, spec_.weights),
                    horizon_rms(evaluator.final_results, evaluator.masks, spec_.weights))
-        else:
-            rms = (horizon_rms(held_out.start_results, held_out.masks, spec_.weights),
-                   horizon_rms(held_out.final_results, held_out.masks, spec_.weights))
+        else:  # the rows trusted at both values: a degraded step at one must not change the rows compared
+            both = [a.dropped_mask | b.dropped_mask
+                    for a, b in zip(held_out.start_results, held_out.final_results, strict=True)]
+            rms = (horizon_rms(held_out.start_results, both, spec_.weights),
+                   horizon_rms(held_out.final_results, both, spec_.weights))
         blocks[label] = prediction_block(before, after, *rms)
     blocks["whole_trials"] = ("each trial simulated from its recorded start to its end (mode "
                               f"{spec_.mode}); horizon_rms: the fit's own residual rows (horizon {spec_.label})")
