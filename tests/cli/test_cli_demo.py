@@ -153,8 +153,11 @@ def test_demo_fit_lands_on_the_hidden_values(tmp_path: Path) -> None:
     assert gap_comparable / len(comparable) <= MAX_GAP_AFTER, gap_comparable / len(comparable)
     gaps = re.search(r"final-distance gap: ([\d.]+) cm before the fit, ([\d.]+) cm after", result.stdout)
     assert gaps, log
-    gap_before, gap_after = float(gaps.group(1)) / 100, float(gaps.group(2)) / 100
-    assert gap_after <= gap_before, (gap_before, gap_after)
+    # The mean over all trials is not asserted to shrink: it includes the pushes next to the toppling
+    # distance, and one of those going the other way moves it by 1.3 cm. Seen beside 4 busy processes:
+    # 1.7 -> 2.7 cm with every parameter within its tolerance (box.com_z -6.38 cm), the 44 and 45 cm pushes
+    # toppling the stand-in's box and not the re-simulated one; the published pushes agreed (above).
+    gap_after = float(gaps.group(2)) / 100
     assert check["mean_gap_m"]["after"] == pytest.approx(gap_after, abs=1e-4)
     html = (out / "report" / "report.html").read_text()
     assert "after fit" in html
