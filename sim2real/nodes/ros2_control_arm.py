@@ -15,11 +15,11 @@ with other joints) is taken as the arm's state, once: a tick with no newer state
 sends nothing (a command from a state already acted on would push the arm on, open loop, while the
 state stream is late; the watchdog then zeroes the command). The state is published on
 ``real/joint_states`` (stamped with the tick time, ROS clock) with the pusher position on
-``real/pusher_pose``, and the shared PD
-law (:class:`sim2real.control.ReferenceTracker`, the gains of ``pd_controller``) gives the joint
-velocity command, published on ``/<controller>/commands`` in the controller's joint order and on
-``real/joint_command`` (joint1..joint6, the tick's stamp) for the recorder and for ``--mirror
-commands``: the mirrored sim receives the identical stream. No reference, no command.
+``real/pusher_pose``, and the shared PD law (:class:`sim2real.control.ReferenceTracker`, the gains
+of ``pd_controller``) gives the joint velocity command, published on ``/<controller>/commands`` in
+the controller's joint order and on ``real/joint_command`` (joint1..joint6, the tick's stamp) for
+the recorder and for ``--mirror commands``: the mirrored sim receives the identical stream. No
+reference, no command.
 
 Safety (documented for labs in docs/ros2_control.md):
 
