@@ -106,8 +106,8 @@ class ArmCore:
         return bool(np.any((q < self.lower - LIMIT_TOLERANCE) | (q > self.upper + LIMIT_TOLERANCE)))
 
     def _limit_crossing(self, until: float) -> float:
-        """A time in ``(self.t, until]`` (s) at most 0.1 ms after the joints leave their limits on the way to
-        ``until`` (bisection on the exact servo motion; inside at ``self.t``, outside at ``until``)."""
+        """A time in ``(self.t, until]`` (s) at most 0.1 ms after a point where the joints leave their limits
+        (bisection on the exact servo motion between ``self.t``, inside, and ``until``, outside)."""
         inside, outside = self.t, until
         while outside - inside > 1e-4:
             middle = 0.5 * (inside + outside)

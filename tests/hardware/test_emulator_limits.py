@@ -3,8 +3,8 @@
 The real controller checks its limits every servo cycle. The emulator advances its joints in closed form
 whenever it is asked (its tick thread, a query, a command), so on a starved process one advance can
 span a long interval. Ending that interval wherever the commanded motion leads and only then raising
-C23 would carry the arm far past its limit; a stand-in test saw joint 3 at 0.33 rad against a limit of
-0.19 rad after its process was starved. The error and the stop now begin at the crossing.
+C23 would carry the arm far past a limit at which the real controller stops it. The error and the stop
+begin at the crossing.
 """
 
 from __future__ import annotations

@@ -37,9 +37,9 @@ STATE_TIMEOUT = 0.5
 #: A move of 0.1-0.15 rad on four joints from the start joints.
 STEP = np.array([0.15, -0.1, 0.1, 0.0, 0.1, 0.0])
 #: The stand-in arm's start joints (rad), the pusher 0.33 m above the table, every joint 0.6 rad or more from
-#: its limits. The experiment's push start has joint 3 0.15 rad below its upper limit: a loop starved beside
-#: another test overshot the moves by 0.2 rad into it, and every later test of the module then met an arm
-#: outside its limits (the node rightly refused it).
+#: its limits. The experiment's push start has joint 3 0.15 rad below its upper limit: when the node still
+#: commanded from late states, a loaded machine carried the moves 0.2 rad past it, and every later test of
+#: the module met an arm outside its limits (the node rightly refused it).
 HOME = [0.0, -0.8013, -0.5, 0.0, 1.3, 0.0]
 
 
