@@ -51,15 +51,20 @@ check: venv
 	$(PYTEST) -n 2 --durations=5 -m "not ($(SERIAL_TIERS) or slow)"; status=$$?; \
 	echo "make check: $$(( $$(date +%s) - start )) s, exit $$status"; exit $$status
 
-# Every tier (what CI runs): the computing tiers on two processes, then the others one test at a time.
-# Both parts always run; the status is non-zero when either failed.
+# Every tier (what CI runs). The ros/hardware/ray/system tiers run one test at a time in the foreground;
+# the computing tiers run beside them in one process, so each part has about one core (their output,
+# kept in a file, follows at the end). Both parts always run; the status is non-zero when either failed.
 test: venv browser
 	@start=$$(date +%s); \
 	$(BIN)/ruff check sim2real tests benchmarks launch setup.py || exit 1; \
 	$(MAKE) --no-print-directory docs || exit 1; \
 	$(BIN)/python -m sim2real.physics.warmup; \
-	$(PYTEST) -n 2 --durations=10 -m "not ($(SERIAL_TIERS))"; a=$$?; \
+	computing=$$(mktemp); \
+	$(PYTEST) -n 1 --durations=10 -m "not ($(SERIAL_TIERS))" > $$computing 2>&1 & pid=$$!; \
+	echo "computing tiers: running beside the serial tiers in one process (output below when done)"; \
 	$(PYTEST) --durations=25 -m "$(SERIAL_TIERS)"; b=$$?; \
+	wait $$pid; a=$$?; \
+	echo "=== computing tiers (ran beside the serial tiers) ==="; cat $$computing; rm -f $$computing; \
 	echo "make test: $$(( $$(date +%s) - start )) s; computing tiers exit $$a, ros/hardware/ray/system exit $$b"; \
 	exit $$(( a || b ))
 

@@ -25,8 +25,8 @@ the first participant; so both get, from here on, ``ROS_AUTOMATIC_DISCOVERY_RANG
 ``HYPOTHESIS_PROFILE=explore`` to search new ones.
 
 ``make check`` runs everything without those markers on two processes; ``make test`` runs the
-computing tiers on two processes, then the ``ros``, ``hardware``, ``ray`` and ``system`` tiers one
-test at a time.
+``ros``, ``hardware``, ``ray`` and ``system`` tiers one test at a time, with the computing tiers in
+one process beside them.
 """
 
 from __future__ import annotations

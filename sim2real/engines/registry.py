@@ -4,15 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from sim2real.engines.base import World
 from sim2real.errors import Sim2RealError
-from sim2real.params import ParameterSet
-from sim2real.physics.settings import SolverSettings
-from sim2real.physics.shapes import Capsule, Sphere
+
+if TYPE_CHECKING:  # the engines' own modules load only when a world is built: `--help` stays fast
+    from sim2real.engines.base import World
+    from sim2real.params import ParameterSet
+    from sim2real.physics.settings import SolverSettings
+    from sim2real.physics.shapes import Capsule, Sphere
 
 #: A world factory: parameters, pusher shape (or None), solver settings of our engine.
-WorldFactory = Callable[[ParameterSet, "Sphere | Capsule | None", SolverSettings], World]
+WorldFactory = Callable[["ParameterSet", "Sphere | Capsule | None", "SolverSettings"], "World"]
 
 def _ours(params: ParameterSet, pusher: Sphere | Capsule | None, settings: SolverSettings) -> World:
     from sim2real.physics.world import BoxWorld
@@ -116,4 +119,6 @@ def make_world(engine_name: str, params: ParameterSet, pusher: Sphere | Capsule 
     Sim2RealError
         Unknown engine, or an engine whose library is not installed (the message says how to install it).
     """
+    from sim2real.physics.settings import SolverSettings
+
     return engine(engine_name).factory(params, pusher, settings or SolverSettings())

@@ -37,3 +37,13 @@ def test_each_subcommand_has_help(name, capsys):
 def test_no_subcommand_prints_help_and_fails():
     result = subprocess.run([sys.executable, "-m", "sim2real"], capture_output=True, text=True, timeout=60)
     assert result.returncode == 2 and "COMMAND" in result.stdout
+
+
+def test_the_parser_loads_no_engine():
+    """``--help``, argument checks and one-line errors for bad input answer without the engines' libraries
+    (numba's kernels, MuJoCo, SciPy): the registry names engines without importing them."""
+    code = ("import sys; from sim2real.cli import build_parser; build_parser(); "
+            "print(sorted(m for m in ('numba', 'mujoco', 'scipy', 'sim2real.physics') if m in sys.modules))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
