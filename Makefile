@@ -54,13 +54,17 @@ check: venv
 # Every tier (what CI runs). The ros/hardware/ray/system tiers run one test at a time in the foreground;
 # the computing tiers run beside them in one process, so each part has about one core (their output,
 # kept in a file, follows at the end). Both parts always run; the status is non-zero when either failed.
+# The computing part runs in its own session (setsid), so that Ctrl-C or a TERM stops all of it, not
+# only the foreground part (a background job of a shell ignores Ctrl-C).
 test: venv browser
 	@start=$$(date +%s); \
 	$(BIN)/ruff check sim2real tests benchmarks launch setup.py || exit 1; \
 	$(MAKE) --no-print-directory docs || exit 1; \
 	$(BIN)/python -m sim2real.physics.warmup; \
 	computing=$$(mktemp); \
-	$(PYTEST) -n 1 --durations=10 -m "not ($(SERIAL_TIERS))" > $$computing 2>&1 & pid=$$!; \
+	ROS_LOG_DIR=$$(mktemp -d) setsid $(BIN)/python -m pytest -q -p no:cacheprovider -n 1 --durations=10 \
+	  -m "not ($(SERIAL_TIERS))" > $$computing 2>&1 & pid=$$!; \
+	trap 'kill -TERM -- -$$pid 2>/dev/null; rm -f $$computing; exit 130' INT TERM; \
 	echo "computing tiers: running beside the serial tiers in one process (output below when done)"; \
 	$(PYTEST) --durations=25 -m "$(SERIAL_TIERS)"; b=$$?; \
 	wait $$pid; a=$$?; \
