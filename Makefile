@@ -42,7 +42,8 @@ browser:
 # Tiers come from markers that tests/conftest.py applies from the fixtures a test uses (ros_env,
 # the loopback emulator, Ray, a browser or colcon build); a new test lands in its tier by what it uses.
 SERIAL_TIERS := ros or hardware or ray or system
-PYTEST := ROS_LOG_DIR=$$(mktemp -d) $(BIN)/python -m pytest -q -p no:cacheprovider
+PYTEST_CMD := $(BIN)/python -m pytest -q -p no:cacheprovider
+PYTEST := ROS_LOG_DIR=$$(mktemp -d) $(PYTEST_CMD)
 
 # The fast tier: everything that computes in this process (no ROS, servers, Ray, browser, slow runs).
 check: venv
@@ -62,8 +63,8 @@ test: venv browser
 	$(MAKE) --no-print-directory docs || exit 1; \
 	$(BIN)/python -m sim2real.physics.warmup; \
 	computing=$$(mktemp); \
-	ROS_LOG_DIR=$$(mktemp -d) setsid $(BIN)/python -m pytest -q -p no:cacheprovider -n 1 --durations=10 \
-	  -m "not ($(SERIAL_TIERS))" > $$computing 2>&1 & pid=$$!; \
+	ROS_LOG_DIR=$$(mktemp -d) setsid $(PYTEST_CMD) -n 1 --durations=10 -m "not ($(SERIAL_TIERS))" \
+	  > $$computing 2>&1 & pid=$$!; \
 	trap 'kill -TERM -- -$$pid 2>/dev/null; rm -f $$computing; exit 130' INT TERM; \
 	echo "computing tiers: running beside the serial tiers in one process (output below when done)"; \
 	$(PYTEST) --durations=25 -m "$(SERIAL_TIERS)"; b=$$?; \
