@@ -4,9 +4,10 @@
 of times (each in a new temporary directory, ROS 2 on loopback with its own domain id) and prints one
 JSON object: per run the exit status, wall time, the experiment attempts and why they failed, each
 fitted value against the hidden one, and the held-out pushes' final position error before and after
-the box fit; then how many runs passed and recovered ``arm.servo_tau`` within 5 %,
-``arm.command_delay`` within 5 ms and ``box.com_z`` within 1 cm. ``--busy N`` runs N CPU-bound
-processes (busy loops) beside every demo, as a loaded laptop would (the "loaded" column of issue 34);
+the box fit, the trials whose control loop was starved; then how many runs passed and recovered
+``arm.servo_tau`` within 5 %, ``arm.command_delay`` within 5 ms and ``box.com_z`` within 1 cm.
+``--busy N`` runs N CPU-bound processes (busy loops) beside every demo, as a loaded laptop would (the
+"loaded" column of issue 34);
 ``--keep-failed DIR`` keeps the whole output of each run that did not pass (recordings, fits, report and
 the console's output in ``console.txt``) in ``DIR/run<N>``, to find out why.
 About two minutes per run on 2 idle cores, four to five beside four busy loops.
@@ -80,7 +81,19 @@ def _one_run(index: int, tmp: Path) -> dict[str, Any]:
     held = box.get("validation") or {}
     run["held_out_final_position_m"] = {"start": (held.get("start") or {}).get("final_position_m"),
                                         "fitted": (held.get("final") or {}).get("final_position_m")}
+    run["starved_trials"] = starved_trials(out / "standin_nominal")
     return run
+
+
+def starved_trials(run_dir: Path) -> dict[str, str]:
+    """The trials of ``run_dir`` whose real or sim control loop was starved (name: loop health in words)."""
+    from sim2real.trials.coverage import starved_platforms
+
+    starved = {}
+    for meta_path in sorted(run_dir.glob("*/trial.json")):
+        for ns, description in starved_platforms(json.loads(meta_path.read_text())).items():
+            starved[f"{meta_path.parent.name}/{ns}"] = description
+    return starved
 
 
 def recovered(run: dict[str, Any], name: str) -> bool:

@@ -36,6 +36,12 @@ one of the connection's channel: the request then and every request behind it on
 connection wait for it (as TCP's in-order delivery holds everything behind a retransmitted
 segment); other connections and the motion loop go on (see :class:`FaultConfig`).
 
+The reader takes each request's arrival from the kernel's receive stamp where the kernel gives one,
+so a reply's delay counts the time this process waited for a CPU. A reply that left more than
+:data:`LATE_REPLY_S` after it was due (its arrival, plus any injected latency or stall) is logged when
+it is the slowest so far (:attr:`XArmEmulator.slowest_reply_s`): a real controller answers within
+milliseconds, and a driver that calls such a reply a stall is right about what it saw.
+
 A request hook (``on_request``) sees every request when it is executed, for fault timing; a
 command hook (:attr:`XArmEmulator.on_command`) sees every change of the commanded joint
 velocity (including auto-stops and halts), which is what the controller actually executes.
@@ -65,8 +71,11 @@ from sim2real.hardware.emulator_config import (
     RequestHook,
     TickHook,
 )
+from sim2real.hardware.link_timing import ARRIVAL_ANCILLARY_SIZE, arrival_time, stamp_arrivals
 
 LOG = logging.getLogger(__name__)
+#: A reply that leaves later than this after it was due (s) is late: this process waited for a CPU.
+LATE_REPLY_S = 0.02
 
 
 class XArmEmulator:
@@ -113,6 +122,7 @@ class XArmEmulator:
         self._arm_model: object | None = None
         self._model_tried = False
         self.requests_served = 0
+        self._slowest_reply = 0.0
 
     # --- lifecycle -----------------------------------------------------------------------
     def start(self) -> XArmEmulator:
@@ -224,6 +234,12 @@ class XArmEmulator:
             self._core.on_command = hook
 
     @property
+    def slowest_reply_s(self) -> float:
+        """The longest any reply took from when it was due (its request's arrival, plus injected
+        latency or stall) to leaving this process (s); 0 before the first."""
+        return self._slowest_reply
+
+    @property
     def first_motion_at(self) -> float | None:
         """Time (s, ``time.monotonic``) of the first accepted motion command, or None."""
         with self._lock:
@@ -309,10 +325,14 @@ class XArmEmulator:
                                     name=f"{threading.current_thread().name}-exec")
         executor.start()
         buffer = bytearray()
+        stamped = stamp_arrivals(conn)
         try:
             while not self._stop.is_set():
                 try:
-                    chunk = conn.recv(4096)
+                    if stamped:
+                        chunk, ancillary, _, _ = conn.recvmsg(4096, ARRIVAL_ANCILLARY_SIZE)
+                    else:
+                        chunk, ancillary = conn.recv(4096), []
                 except TimeoutError:
                     continue
                 except OSError:
@@ -322,7 +342,7 @@ class XArmEmulator:
                     if conn.fileno() < 0:  # closed here (a dropped link, or the emulator's stop)
                         gone.set()
                     return
-                arrived = time.monotonic()
+                arrived = arrival_time(ancillary) or time.monotonic()
                 buffer.extend(chunk)
                 for frame in wire.split_frames(buffer):
                     if frame.protocol != wire.PROTOCOL_HEARTBEAT:
@@ -336,6 +356,7 @@ class XArmEmulator:
                           gone: threading.Event) -> None:
         faults = self.config.faults
         replying = True
+        stall_end = -float("inf")  # requests behind a stall are due when it ends
         while not self._stop.is_set() and not gone.is_set():
             try:
                 item = pending.get(timeout=0.1)
@@ -344,10 +365,12 @@ class XArmEmulator:
             if item is None:
                 return
             frame, arrived = item
+            due = arrived
             if (not self._stalled and self._fault_due(faults.stall_at, time.monotonic())
                     and faults.stall_register in (None, frame.register)):
                 self._stalled = True
                 self._onsets["stall"] = arrived
+                stall_end = arrived + faults.stall_duration
                 LOG.info("emulator: stalling the command channel for %.3f s", faults.stall_duration)
                 if self._stop.wait(max(arrived + faults.stall_duration - time.monotonic(), 0.0)):
                     return
@@ -355,7 +378,8 @@ class XArmEmulator:
                 self._onsets.setdefault("latency", arrived)
                 # Latency of the link, not of the controller: each request is executed and
                 # answered ``latency`` after it arrived, however many are in flight.
-                if self._stop.wait(max(arrived + faults.latency - time.monotonic(), 0.0)):
+                due = arrived + faults.latency
+                if self._stop.wait(max(due - time.monotonic(), 0.0)):
                     return
             if gone.is_set() or conn.fileno() < 0:
                 return
@@ -373,7 +397,19 @@ class XArmEmulator:
                     conn.sendall(wire.encode_reply(frame, status, data))
                 except OSError:
                     replying = False  # the client is gone; what reached the controller is still executed
+                else:
+                    self._note_reply(frame.register, time.monotonic() - max(due, stall_end))
             self.requests_served += 1
+
+    def _note_reply(self, register: int, late: float) -> None:
+        """Keep the slowest reply (``late``: s after it was due); log it when it is late."""
+        if late <= self._slowest_reply:
+            return
+        self._slowest_reply = late
+        if late > LATE_REPLY_S:
+            LOG.warning("xArm emulator: the reply to register %d left %.0f ms after its request arrived (the slowest "
+                        "so far): this process waited for a CPU; a real controller answers within milliseconds",
+                        register, late * 1e3)
 
     def _report_sender(self, port: int) -> Callable[[socket.socket], None]:
         period = 1.0 / wire.REPORT_RATES[port]

@@ -5,7 +5,9 @@ this process's own CPU wait.
   starved process neither hides a silent controller nor looks like one);
 * :class:`SendGate`: the lowest send point of the command socket; once closed it refuses every frame
   that could move the arm, and it keeps the last request for the stall and round-trip judgements;
-* :class:`RunQueueDelay`: how long given threads waited runnable for a CPU (a diagnostic).
+* :class:`RunQueueDelay`: how long given threads waited runnable for a CPU (a diagnostic);
+* :func:`stamp_arrivals` and :func:`arrival_time`: the kernel's arrival stamp of received data (the
+  emulator times its own replies with it).
 
 Times are ``time.monotonic()`` seconds.
 """
@@ -61,6 +63,38 @@ def tcp_times(sock: socket.socket | None) -> TcpTimes | None:
     sent_ms, received_ms = struct.unpack_from("=I4xI", raw, 44)
     (received,) = struct.unpack_from("=Q", raw, 128)
     return TcpTimes(sent_ms * 1e-3, received_ms * 1e-3, int(received))
+
+
+#: ``SO_TIMESTAMPNS`` / ``SCM_TIMESTAMPNS`` (asm-generic/socket.h; Python's ``socket`` does not name them).
+_SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
+
+
+def stamp_arrivals(sock: socket.socket) -> bool:
+    """Ask the kernel to stamp each segment ``sock`` receives (``SO_TIMESTAMPNS``); False where
+    unsupported. Read the stamps with :func:`arrival_time` on what ``sock.recvmsg`` returns."""
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, _SO_TIMESTAMPNS, 1)
+    except OSError:
+        return False
+    return True
+
+
+#: Ancillary buffer for one ``struct timespec`` (two 64-bit fields).
+ARRIVAL_ANCILLARY_SIZE = socket.CMSG_SPACE(16)
+
+
+def arrival_time(ancillary: list[tuple[int, int, bytes]]) -> float | None:
+    """When the kernel received the data of one ``recvmsg`` (``time.monotonic()`` s), from its
+    ``SCM_TIMESTAMPNS`` stamp (wall-clock time, converted here); None without a stamp.
+
+    The stamp is taken as the segment arrives, whether or not this process runs, so the time
+    from it to a reply is how long this process took to answer, its waits for a CPU included.
+    """
+    for level, kind, data in ancillary:
+        if level == socket.SOL_SOCKET and kind == _SO_TIMESTAMPNS and len(data) >= 16:
+            seconds, nanoseconds = struct.unpack_from("=qq", data)
+            return time.monotonic() - (time.time() - (seconds + nanoseconds * 1e-9))
+    return None
 
 
 @dataclass

@@ -157,3 +157,17 @@ def test_link_latency_delays_each_request_not_the_queue() -> None:
         replies = _raw_exchange(sock, [get_state] * 3, 3)
     assert replies[0] - sent >= 0.5
     assert replies[-1] - sent < 1.2, [round(t - sent, 3) for t in replies]
+
+
+def test_a_reply_held_up_in_this_process_counts_as_late(caplog: pytest.LogCaptureFixture) -> None:
+    """A reply is timed from its request's kernel arrival stamp to leaving the emulator: work in this
+    process that holds it up (here a request hook taking 80 ms, as a starved process would) makes it
+    late by at least that much, and the emulator says so."""
+    get_state = wire.encode_request(1, wire.PROTOCOL_PRIVATE, wire.Register.GET_STATE)
+    with caplog.at_level("WARNING", logger="sim2real.hardware.emulator"), \
+            start_emulator(command_port=PORT + 4, on_request=lambda *_: time.sleep(0.08)) as emu, \
+            socket.create_connection((emu.config.host, PORT + 4), timeout=5.0) as sock:
+        _raw_exchange(sock, [get_state], 1)
+        slowest = emu.slowest_reply_s
+    assert slowest >= 0.08
+    assert any("waited for a CPU" in record.getMessage() for record in caplog.records)
