@@ -407,9 +407,9 @@ class XArmEmulator:
             return
         self._slowest_reply = late
         if late > LATE_REPLY_S:
-            LOG.warning("xArm emulator: the reply to register %d left %.0f ms after its request arrived (the slowest "
-                        "so far): this process waited for a CPU; a real controller answers within milliseconds",
-                        register, late * 1e3)
+            LOG.warning("xArm emulator: the reply to register %d left %.0f ms late (after its request arrived, plus "
+                        "any injected latency or stall; the slowest so far): this process waited for a CPU, where a "
+                        "real controller answers within milliseconds", register, late * 1e3)
 
     def _report_sender(self, port: int) -> Callable[[socket.socket], None]:
         period = 1.0 / wire.REPORT_RATES[port]

@@ -431,7 +431,7 @@ def _starve(tmp_path: Path, host: str, port: int, pauses: list[float]) -> tuple[
             child.send_signal(signal.SIGCONT)
         line = _next_line(lines, ("ok", "fault"))
         child.wait(timeout=WITHIN)
-        late = [float(ms) for ms in re.findall(r"left (\d+) ms after its request arrived", emulator_log.read_text())]
+        late = [float(ms) for ms in re.findall(r"left (\d+) ms late", emulator_log.read_text())]
         return line, max(late, default=0.0)
     finally:
         for process in (child, emulator):
