@@ -45,11 +45,12 @@ SERIAL_TIERS := ros or hardware or ray or system
 PYTEST_CMD := $(BIN)/python -m pytest -q -p no:cacheprovider
 PYTEST := ROS_LOG_DIR=$$(mktemp -d) $(PYTEST_CMD)
 
-# The fast tier: everything that computes in this process (no ROS, servers, Ray, browser, slow runs).
+# The fast tier: everything that computes in this process (no ROS, servers, Ray, browser, slow runs, nor the
+# children tier's sim2real commands).
 check: venv
 	@start=$$(date +%s); \
 	$(BIN)/ruff check sim2real tests benchmarks launch setup.py && \
-	$(PYTEST) -n 2 --durations=5 -m "not ($(SERIAL_TIERS) or slow)"; status=$$?; \
+	$(PYTEST) -n 2 --durations=5 -m "not ($(SERIAL_TIERS) or slow or children)"; status=$$?; \
 	echo "make check: $$(( $$(date +%s) - start )) s, exit $$status"; exit $$status
 
 # Every tier (what CI runs). The ros/hardware/ray/system tiers run one test at a time in the foreground;

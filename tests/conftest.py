@@ -8,7 +8,9 @@ the first participant; so both get, from here on, ``ROS_AUTOMATIC_DISCOVERY_RANG
 **ROS 2.** A test (or a module's fixture) that starts ROS 2, in process or as a child, takes the
 :func:`ros_env` fixture: a ``ROS_DOMAIN_ID`` no other test on this machine holds at that moment
 (a lock file per domain, so two pytest processes, or two ``-n`` workers, never share one), its own
-``ROS_LOG_DIR``, both set in ``os.environ`` for the module and restored after.
+``ROS_LOG_DIR``, both set in ``os.environ`` for the module and restored after. A module whose
+children may start ROS 2 only to refuse bad input (nothing real-time, no node runs a trial) takes
+:func:`ros_child_env` instead: the same isolation, in the ``children`` tier.
 
 **Tiers.** Markers are applied here from the fixtures a test uses, never from a list of files:
 
@@ -18,6 +20,8 @@ the first participant; so both get, from here on, ``ROS_AUTOMATIC_DISCOVERY_RANG
              (``loopback.start_emulator``, ``free_host``): servers on loopback ports
 ``ray``      uses the Ray fixtures (``ray_tmp``, ``isolated``): a Ray runtime in a namespace
 ``system``   uses :func:`chromium` (a browser) or the colcon build (``colcon_install``)
+``children`` uses :func:`ros_child_env`: runs ``sim2real`` commands in children that may touch ROS 2
+             but do nothing real-time (a second each; in ``make test``, not in ``make check``)
 ``slow``     marked ``@pytest.mark.slow`` by the test (a long computation)
 =========== =====================================================================================
 
@@ -56,6 +60,7 @@ hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "repeatabl
 #: Fixture name -> tier marker it puts on every test that uses it (directly or through other fixtures).
 FIXTURE_MARKERS = {
     "ros_env": "ros",
+    "ros_child_env": "children",
     "xarm_emulator": "hardware",
     "ray_tmp": "ray",
     "isolated": "ray",
@@ -115,6 +120,19 @@ def ros_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]
     Set in ``os.environ`` for the module (rclpy in this process reads it) and restored afterwards;
     the returned dict (a copy of the whole environment) is what children are started with.
     """
+    yield from _isolated_ros(tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def ros_child_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """:func:`ros_env` for a module whose children may start ROS 2 only to refuse bad input (no node
+    runs a trial, nothing is real-time): the same isolation, in the ``children`` tier, which runs
+    beside the serial tiers."""
+    yield from _isolated_ros(tmp_path_factory)
+
+
+def _isolated_ros(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """Lock a domain id, set it and a new log directory in ``os.environ``; restore both after."""
     domain, lock = _lock_domain()
     saved = dict(os.environ)
     os.environ.update(ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST", ROS_DOMAIN_ID=str(domain),

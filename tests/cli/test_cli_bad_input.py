@@ -21,7 +21,7 @@ from fixtures.synthetic_trials import make_trial
 from sim2real.trials import write_run_meta, write_trial
 
 #: Every test here may start ROS 2 (in a child): its own domain and log directory.
-pytestmark = pytest.mark.usefixtures("ros_env")
+pytestmark = pytest.mark.usefixtures("ros_child_env")
 
 ROOT = Path(__file__).resolve().parents[2]
 #: Bound on any one case (s): a guard against hangs; every case fails in a few seconds.
@@ -29,7 +29,7 @@ WITHIN = 60
 
 
 def _env(tmp_path: Path) -> dict[str, str]:
-    """The child's environment: the module's ROS 2 domain and log directory (``ros_env``), no bytecode."""
+    """The child's environment: the module's ROS 2 domain and log directory (``ros_child_env``), no bytecode."""
     return {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": str(ROOT)}
 
 

@@ -54,11 +54,11 @@ runpy.run_module(sys.argv[0], run_name="__main__", alter_sys=True)
 
 
 #: Every test here may start ROS 2 (in a child): its own domain and log directory.
-pytestmark = pytest.mark.usefixtures("ros_env")
+pytestmark = pytest.mark.usefixtures("ros_child_env")
 
 
 def _env(tmp_path: Path) -> dict[str, str]:
-    """The child's environment: the module's ROS 2 domain (``ros_env``), its own log directory."""
+    """The child's environment: the module's ROS 2 domain (``ros_child_env``), its own log directory."""
     return {**os.environ, "ROS_LOG_DIR": str(tmp_path / "roslog"), "PYTHONPATH": str(ROOT)}
 
 
