@@ -10,15 +10,18 @@ from pathlib import Path
 
 import pytest
 from children import console_script
-from test_standin import MIN_TICKS, check_platform_pd_law
+from test_standin import MIN_TICKS, STARVED_MIN_TICKS, check_platform_pd_law
 
 from sim2real.nodes.runner import STANDIN_LINK
 from sim2real.paths import config_file
 from sim2real.trials import read_run
+from sim2real.trials.coverage import starved_platforms
 
 ROOT = Path(__file__).resolve().parents[2]
-#: Ticks the separate processes must record of the trial's ~170: seven node processes share the
-#: cores, and a loaded machine skips late ticks (106 recorded with two CPU hogs beside them on 2 cores).
+#: Ticks the separate processes must record of the trial's ~170 when the trial does not record the loop as
+#: starved: seven node processes share the cores, and a loaded machine skips late ticks (106 recorded with
+#: two CPU hogs beside them on 2 cores). A starved loop needs only :data:`STARVED_MIN_TICKS` (53 real joint
+#: states once, beside make test's computing part).
 MIN_TICKS_PROCESSES = MIN_TICKS // 2
 EXPERIMENT = """\
 experiment:
@@ -93,8 +96,10 @@ def test_separate_processes_complete_a_trial(graph):
     assert record.meta["mode"] == "standin" and record.meta["mirror"] == "closed"
     for platform in ("real", "sim"):
         data = record.platforms[platform]
-        assert len(data.joint_states) >= MIN_TICKS_PROCESSES and len(data.box_pose) >= MIN_TICKS_PROCESSES - 10
-        assert check_platform_pd_law(record, platform) >= MIN_TICKS_PROCESSES - 10
+        ticks = STARVED_MIN_TICKS if platform in starved_platforms(record.meta) else MIN_TICKS_PROCESSES
+        assert len(data.joint_states) >= ticks and len(data.box_pose) >= ticks - 10, (platform, record.meta.get(
+            "loop_health"))
+        assert check_platform_pd_law(record, platform) >= ticks - 10
     assert record.meta["outcomes"]["real"]["final_distance_m"] > 0.32
 
 
