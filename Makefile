@@ -57,7 +57,8 @@ check: venv
 # the computing tiers run beside them in one process, so each part has about one core (their output,
 # kept in a file, follows at the end). The computing part runs at nice 5: where the two parts contend
 # for a core, the real-time tests win most of it (CI once saw an emulator answer 36 ms late and a demo
-# loop starved beside it), while beside other CPU-bound work it still gets a third of what each of them gets. Both parts always run; the status is non-zero when either failed.
+# loop starved beside it), while beside other CPU-bound work it still gets a third of what each of
+# them gets. Both parts always run; the status is non-zero when either failed.
 # The computing part runs in its own session (setsid), so that Ctrl-C or a TERM stops all of it, not
 # only the foreground part (a background job of a shell ignores Ctrl-C).
 test: venv browser
