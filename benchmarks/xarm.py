@@ -45,8 +45,8 @@ def run(seconds: float, rate: float) -> dict[str, float]:
             if scheduled - t0 >= seconds:
                 break
             lateness.append(now - scheduled)
-            _, _, _, stamp = driver.read_joint_states()
-            reads.append(stamp - now)
+            driver.read_joint_states()
+            reads.append(time.monotonic() - now)
             driver.send_velocity(0.3 * np.sin(np.arange(6) + 2.0 * np.pi * 0.5 * (now - t0)), stamp=now)
             tick += 1
         records = [r for r in driver.sent_commands() if r.source == "caller"]

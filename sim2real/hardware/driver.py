@@ -338,7 +338,15 @@ class XArmDriver(_Connection, _Supervision):
         return record
 
     def read_joint_states(self) -> tuple[FloatArray, FloatArray, FloatArray, float]:
-        """Joint positions (rad), velocities (rad/s), efforts (N·m), each (6,), and the read time (s).
+        """Joint positions (rad), velocities (rad/s), efforts (N·m), each (6,), and when they were sampled.
+
+        The sample time (s, ``time.monotonic()``) is when the read's request left this host: the
+        controller answers with the joints as they are when the request reaches it, a link's one-way
+        delay later (well under a millisecond on loopback, about one on a lab's Ethernet). A wait of
+        this process for a CPU after the request left (before the reply is read, or after) does not
+        shift it, where a clock read after the call would: a starved caller then stamps the state
+        tens of milliseconds late, and a recording made from such stamps plays the arm back late.
+        Without the driver's send gate (not connected through it) it is the time the call began.
 
         The read is timed like a command (stall, latency and timeout checks).
 
@@ -355,8 +363,12 @@ class XArmDriver(_Connection, _Supervision):
             raise Sim2RealError("xArm driver is not connected")
         with self._io:
             self._raise_if_faulted()
-            (code, states), _, stamp = self._exchange("get_joint_states", self._arm.get_joint_states,
-                                                      is_radian=True, num=3)
+            gate = self._gate
+            before = gate.mine() if gate is not None else None
+            (code, states), started, _ = self._exchange("get_joint_states", self._arm.get_joint_states,
+                                                        is_radian=True, num=3)
+            request = gate.mine() if gate is not None else None
+            sampled_at = request.written_at if request is not None and request is not before else started
             self._check(code, "get_joint_states")
             if self._fault is None and self._arm.arm.arm_cmd.has_err_warn:
                 self._check_error_codes("get_joint_states")
@@ -364,7 +376,7 @@ class XArmDriver(_Connection, _Supervision):
         self._raise_if_faulted()
         position, velocity, effort = (np.array(block[:N_JOINTS], dtype=float) for block in states)
         self._last_q = position
-        return position, velocity, effort, stamp
+        return position, velocity, effort, sampled_at
 
     @property
     def fault(self) -> Fault | None:

@@ -159,11 +159,14 @@ class XArmNode(Node):
             self._log_fault()
             return
         try:
-            q, v, effort, _ = self.driver.read_joint_states()
+            q, v, effort, sampled_at = self.driver.read_joint_states()
         except Sim2RealError as err:
             self._log_fault(str(err))
             return
-        stamp = now_ns(self)
+        # Stamped when the read's request left (the driver's sample time), not now: this process may have
+        # waited for a CPU since, and a late stamp would record the arm late (a kinematic replay then pushes
+        # the box late, and the fits take the lag for the model's).
+        stamp = now_ns(self) - round((time.monotonic() - sampled_at) * NS_PER_S)
         command = self._control(stamp, q, v)
         self.tick_times_ns.append(stamp)
         self._pub_state.publish(joint_state_msg(stamp, q, v, effort))

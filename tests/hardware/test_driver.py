@@ -309,6 +309,19 @@ def test_a_planned_stop_logs_no_fault_or_error(caplog: pytest.LogCaptureFixture)
         driver.send_velocity(np.full(6, 0.1), stamp=0.0)
 
 
+def test_joint_states_are_stamped_when_the_request_left_not_when_the_reply_was_read() -> None:
+    """A read answered 60 ms after its request arrived (link latency) carries the time its request left:
+    the joints are the controller's at that moment, not at the reply. A clock read after the call
+    would stamp them at least 60 ms late (and a starved caller later still)."""
+    latency = 0.06
+    with _emulator(faults=FaultConfig(latency=latency)) as emu, \
+            _driver(emu, **{**LENIENT_LINK, "command_timeout": 5.0}) as driver:
+        before = time.monotonic()
+        _, _, _, sampled_at = driver.read_joint_states()
+        after = time.monotonic()
+    assert before <= sampled_at <= after - latency
+
+
 def test_only_a_new_connect_clears_the_latch() -> None:
     """After a fault every call raises and ``start()`` refuses; ``stop()`` then ``connect()`` (the
     explicit restart) opens the driver again."""
