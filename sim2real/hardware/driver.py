@@ -363,12 +363,9 @@ class XArmDriver(_Connection, _Supervision):
             raise Sim2RealError("xArm driver is not connected")
         with self._io:
             self._raise_if_faulted()
-            gate = self._gate
-            before = gate.mine() if gate is not None else None
-            (code, states), started, _ = self._exchange("get_joint_states", self._arm.get_joint_states,
-                                                        is_radian=True, num=3)
-            request = gate.mine() if gate is not None else None
-            sampled_at = request.written_at if request is not None and request is not before else started
+            (code, states), started, _, written = self._exchange("get_joint_states", self._arm.get_joint_states,
+                                                                 is_radian=True, num=3)
+            sampled_at = written.written_at if written is not None else started
             self._check(code, "get_joint_states")
             if self._fault is None and self._arm.arm.arm_cmd.has_err_warn:
                 self._check_error_codes("get_joint_states")

@@ -43,13 +43,14 @@ class _Commands(_StopPath):
 
     # --- exchanges -----------------------------------------------------------------------
     def _exchange(self, what: str, call: Callable[..., _T], *args: Any, started: float | None = None,
-                  **kwargs: Any) -> tuple[_T, float, float]:
-        """Run one SDK exchange under the supervisor's eye; returns (result, sent_at, replied_at).
+                  **kwargs: Any) -> tuple[_T, float, float, PendingRequest | None]:
+        """Run one SDK exchange under the supervisor's eye; returns (result, sent_at, replied_at, written).
 
         The caller holds ``self._io``; ``started`` (monotonic s) is the send time if the caller
-        took it already. A reply that came too late for the stall budget latches a stall here
-        (the supervisor may not have had a CPU meanwhile); otherwise its round trip feeds the
-        latency judgement.
+        took it already. ``written`` is the request this exchange wrote to the socket (None when
+        nothing left: the gate refused it, or the SDK failed before writing). A reply that came too
+        late for the stall budget latches a stall here (the supervisor may not have had a CPU
+        meanwhile); otherwise its round trip feeds the latency judgement.
         """
         gate = self._gate
         before = gate.mine() if gate is not None else None
@@ -61,9 +62,11 @@ class _Commands(_StopPath):
         finally:
             self._inflight = None
         replied_at = time.monotonic()
-        if gate is not None and (request := gate.mine()) is not None and request is not before and not gate.closed:
-            self._judge_reply(what, request, replied_at)
-        return result, sent_at, replied_at
+        request = gate.mine() if gate is not None else None
+        written = request if request is not None and request is not before else None
+        if gate is not None and written is not None and not gate.closed:
+            self._judge_reply(what, written, replied_at)
+        return result, sent_at, replied_at, written
 
     def _judge_reply(self, what: str, request: PendingRequest, replied_at: float) -> None:
         """A reply later than the stall budget latches a stall; any other feeds the latency window."""
@@ -119,7 +122,7 @@ class _Commands(_StopPath):
             self._latch(Fault("sdk", f"xArm SDK returned code {code} for {what}"))
 
     def _check_error_codes(self, what: str) -> None:
-        (code, (error_code, warn_code)), _, _ = self._exchange("get_err_warn_code", self._arm.get_err_warn_code)
+        (code, (error_code, warn_code)), _, _, _ = self._exchange("get_err_warn_code", self._arm.get_err_warn_code)
         if code != 0:
             self._check(code, "get_err_warn_code")
             return
@@ -147,12 +150,9 @@ class _Commands(_StopPath):
         if source == "caller":  # fresh from the moment it leaves: the watchdog must not zero it in flight
             self._last_fresh_at = started
             self._zero_sent = False
-        gate = self._gate
-        assert gate is not None
-        before = gate.mine()
-        what, target, (code, sent_at, replied_at) = self._command(sent, started)
-        request = gate.mine()
-        if request is None or request is before:
+        assert self._gate is not None
+        what, target, (code, sent_at, replied_at, request) = self._command(sent, started)
+        if request is None:
             self._not_sent(code, what)
         if self.config.mode == 1 and code == 0 and self._fault is None:
             self._servo_target = target
@@ -188,9 +188,10 @@ class _Commands(_StopPath):
         if np.any(sent):  # a zero (the watchdog's) may still go out; motion never
             self._raise_if_faulted()
 
-    def _command(self, sent: FloatArray, started: float) -> tuple[str, FloatArray | None, tuple[int, float, float]]:
+    def _command(self, sent: FloatArray, started: float
+                 ) -> tuple[str, FloatArray | None, tuple[int, float, float, PendingRequest | None]]:
         """Mode 4: the velocity command; mode 1: the next servo_j target. Returns what was called,
-        the target (mode 1) and the exchange's (code, sent_at, replied_at)."""
+        the target (mode 1) and the exchange's (code, sent_at, replied_at, written)."""
         cfg = self.config
         if cfg.mode == 4:
             what = "vc_set_joint_velocity"

@@ -410,10 +410,11 @@ def _starve(tmp_path: Path, host: str, port: int, pauses: list[float]) -> tuple[
     world = tmp_path / "world.yaml"
     world.write_text(f"arm:\n  servo_tau: {SERVO.tau}\n  command_delay: {SERVO.delay}\n", encoding="utf-8")
     emulator_log = tmp_path / "emulator.log"
-    emulator = subprocess.Popen([sys.executable, "-m", "sim2real", "emulate-xarm", "--host", host, "--port",
-                                 str(port), "--world", str(world)], stdout=subprocess.PIPE,
-                                stderr=emulator_log.open("w"), text=True, preexec_fn=default_sigint,
-                                env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+    with emulator_log.open("w") as log:  # the child has its own copy of the descriptor
+        emulator = subprocess.Popen([sys.executable, "-m", "sim2real", "emulate-xarm", "--host", host, "--port",
+                                     str(port), "--world", str(world)], stdout=subprocess.PIPE, stderr=log,
+                                    text=True, preexec_fn=default_sigint,
+                                    env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
     child = None
     try:
         assert emulator.stdout is not None and "listening on" in emulator.stdout.readline()
