@@ -393,12 +393,14 @@ class XArmEmulator:
                 except Exception:
                     LOG.exception("emulator request hook failed")
             if replying:
+                reply = wire.encode_reply(frame, status, data)
+                # Noted before it is sent: a client that reads ``slowest_reply_s`` once it has the
+                # reply must find it counted.
+                self._note_reply(frame.register, time.monotonic() - max(due, stall_end))
                 try:
-                    conn.sendall(wire.encode_reply(frame, status, data))
+                    conn.sendall(reply)
                 except OSError:
                     replying = False  # the client is gone; what reached the controller is still executed
-                else:
-                    self._note_reply(frame.register, time.monotonic() - max(due, stall_end))
             self.requests_served += 1
 
     def _note_reply(self, register: int, late: float) -> None:

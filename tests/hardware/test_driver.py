@@ -40,6 +40,7 @@ from sim2real.hardware import (
     HardwareError,
     XArmDriver,
     XArmEmulator,
+    emulator,
 )
 from sim2real.hardware import protocol as wire
 from sim2real.physics.servo import CommandHistory, ServoParams, advance_servo
@@ -301,7 +302,9 @@ def test_a_planned_stop_logs_no_fault_or_error(caplog: pytest.LogCaptureFixture)
         _stream(driver, np.array([0.2, 0.0, 0.0, 0.0, 0.0, 0.0]), 20)
         driver.stop()
         snap = emu.snapshot()
-    records = [r for r in caplog.records if r.name.startswith("sim2real")]
+    # The driver's own records: the emulator (the test's stand-in controller, in this process) may log
+    # that a starved test process made its replies late, which says nothing about the driver.
+    records = [r for r in caplog.records if r.name.startswith("sim2real") and r.name != emulator.LOG.name]
     assert driver.fault is None and snap.mode == 0 and snap.state == 4
     assert not [r.getMessage() for r in records if r.levelno >= logging.WARNING or "fault" in r.getMessage()]
     assert [r.levelno for r in records if "stopped as planned" in r.getMessage()] == [logging.INFO]

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from children import console_script
+from standin_runs import ATTEMPTS
 from test_standin import MIN_TICKS, STARVED_MIN_TICKS, check_platform_pd_law
 
 from sim2real.nodes.runner import STANDIN_LINK
@@ -33,14 +34,20 @@ experiment:
 """
 
 
-@pytest.fixture(scope="module")
-def graph(ros_env, tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("graph")
-    env = {**ros_env, "PYTHONPATH": str(ROOT)}
+#: Faults the xArm driver latches when a process of the graph got no CPU for too long: its own (the
+#: controller's auto-stop ran out) or the stand-in's, whose emulator then answered late (a link stall).
+#: Honest stops of a starved machine, not faults of the graph: the fixture runs the graph again.
+STARVATION_FAULTS = ("frozen or starved", "the xArm link stalled")
+
+
+def _run_graph(tmp: Path, env: dict[str, str], port: int) -> tuple[Path, int, dict[str, int | None], dict[str, str]]:
+    """Start the seven node processes, wait for the experiment to end, SIGINT the rest. Returns the
+    run directory, the experiment's exit code, each other node's exit code after SIGINT (None: still
+    running 15 s later) and each node's log."""
     experiment = tmp / "experiment.yaml"
     experiment.write_text(EXPERIMENT)
     params = str(config_file("params.yaml"))
-    host, port = f"127.0.0.{30 + os.getpid() % 10}", str(5300 + os.getpid() % 500)
+    host = f"127.0.0.{30 + os.getpid() % 10}"
     out = tmp / "run"
     commands = {
         "standin_world": ["--params-file", params, "-p", f"host:={host}", "-p", f"command_port:={port}"],
@@ -67,12 +74,14 @@ def graph(ros_env, tmp_path_factory):
                 [*console_script(script), "--ros-args", *args], env=env, cwd=tmp, stdout=logs[name],
                 stderr=subprocess.STDOUT, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         status = processes["experiment"].wait(timeout=240)
-        others = {}
+        others: dict[str, int | None] = {}
         for process in processes.values():
             if process.poll() is None:
                 process.send_signal(signal.SIGINT)
         deadline = time.monotonic() + 15
         for name, process in processes.items():
+            if name == "experiment":
+                continue
             try:
                 others[name] = process.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:  # named by the test below, not an error of the fixture
@@ -86,6 +95,25 @@ def graph(ros_env, tmp_path_factory):
             log.close()
     texts = {name: (tmp / f"{name}.log").read_text() for name in commands}
     return out, status, others, texts
+
+
+def _starved(status: int, texts: dict[str, str]) -> bool:
+    """The experiment failed, and the driver's fault was one of :data:`STARVATION_FAULTS`."""
+    return status != 0 and any(fault in texts["experiment"] for fault in STARVATION_FAULTS)
+
+
+@pytest.fixture(scope="module")
+def graph(ros_env, tmp_path_factory):
+    """The graph's run, again (fresh directory and port, at most ``ATTEMPTS`` runs) while a starved
+    process stopped the arm; the last run is the one the tests judge."""
+    env = {**ros_env, "PYTHONPATH": str(ROOT)}
+    for attempt in range(1, ATTEMPTS + 1):
+        tmp = tmp_path_factory.mktemp(f"graph{attempt}")
+        out, status, others, texts = _run_graph(tmp, env, port=5300 + os.getpid() % 500 + 500 * (attempt - 1))
+        if attempt == ATTEMPTS or not _starved(status, texts):
+            return out, status, others, texts
+        print(f"attempt {attempt}: a starved process stopped the arm; again:\n{texts['experiment'][-500:]}")
+    raise AssertionError("unreachable: ATTEMPTS is at least 1")
 
 
 def test_separate_processes_complete_a_trial(graph):
