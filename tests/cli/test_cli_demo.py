@@ -73,7 +73,7 @@ def _demo(out: Path, tmp_path: Path, *extra: str) -> subprocess.CompletedProcess
 def _verdict_lines(stdout: str) -> str:
     """What says why a demo missed (the verdict, each fit's values, warnings and failed attempts), ahead of
     the output's tail: a failure message cut to its tail once hid the verdict."""
-    keys = ("DEMO CHECK", "MISSED", "FIT ", " -> ", "warning", "attempt", "not comparable", "disturbed")
+    keys = ("DEMO CHECK", "MISSED", "FIT ", " -> ", "warning", "attempt", "not comparable", "disturbed", "left out")
     lines = [line for line in stdout.splitlines() if any(key in line for key in keys)]
     return "\n".join(lines[:60]) + "\n[...]\n"
 
@@ -140,6 +140,12 @@ def test_demo_fit_lands_on_the_hidden_values(tmp_path: Path) -> None:
     for name, entry in check["parameters"].items():
         assert entry["within"] and entry["fitted"] == pytest.approx(fitted[name], rel=1e-9)
         assert entry["hidden"] == pytest.approx(hidden[name])
+
+    # A push whose recorded pusher left the PD law's path (a starved loop) is named and not in the box fit.
+    left_out = {entry["trial"] for entry in check["box_fit_left_out"]}
+    box_fit = json.loads((out / "fit" / "fitted.json").read_text())
+    assert 2 * len(left_out) <= len(DEMO_DISTANCES) and not left_out & {t["name"] for t in box_fit["data"]["trials"]}
+    assert all(name in result.stdout for name in left_out)
 
     # After the fit the simulator agrees with the stand-in on every flip of the published pushes away
     # from the toppling distance whose real arm made the push the model describes, and the gap shrank.
@@ -259,3 +265,54 @@ def test_a_real_pusher_far_from_the_resimulated_one_marks_the_trial_disturbed() 
     no_sim_pusher = replace(late, platforms={**late.platforms,
                                              "sim": replace(late.platforms["sim"], pusher_pose=None)})
     assert disturbed_gap(no_sim_pusher) is None
+
+
+class _Quiet:
+    """A :class:`~sim2real.demo.pipeline.DemoProgress` that keeps the lines it is told."""
+
+    def __init__(self) -> None:
+        self.lines: list[tuple[str, bool]] = []
+
+    def step(self, number: int, text: str) -> float:
+        return 0.0
+
+    def detail(self, line: str, alarm: bool = False) -> None:
+        self.lines.append((line, alarm))
+
+    def fit(self, result: object, params_path: Path, fit_json: Path) -> None:
+        pass
+
+
+def test_the_box_stage_leaves_out_a_push_whose_recorded_pusher_left_the_pd_law_path() -> None:
+    """Re-simulated under the PD law, a trial whose recorded pusher overshot 5.5 cm off that path (as a
+    starved loop's arm does) is named and left out; the undisturbed ones stay, and when the disturbed
+    would be more than half, all stay (the check then misses)."""
+    from dataclasses import replace
+
+    from sim2real.demo.pipeline import _undisturbed, screen_pushes
+    from sim2real.params import ParameterSet
+    from sim2real.sysid.replay import replay_trial
+
+    def pd_law_trial(index: int, distance: float) -> TrialRecord:
+        """A synthetic trial whose real platform is the PD law's closed-loop push at the nominal values."""
+        base = make_trial(index, distance)
+        resim = replay_trial(base, ParameterSet.nominal(), mode="closed", platform="real", engine="ours")
+        return replace(base, platforms={**base.platforms, "real": resim.platforms["sim"]})
+
+    good = [pd_law_trial(i, d) for i, d in enumerate((0.30, 0.35, 0.40))]
+    real = good[1].platforms["real"]
+    path = real.pusher_pose.position.copy()
+    path[60:70, 0] += 0.055
+    overshot = replace(good[1], platforms={**good[1].platforms, "real": replace(
+        real, pusher_pose=replace(real.pusher_pose, position=path))})
+    records = [good[0], overshot, good[2]]
+    ui = _Quiet()
+    disturbed = screen_pushes(records, ParameterSet.nominal(), "ours", ui)
+    assert [d["trial"] for d in disturbed] == [overshot.name], disturbed
+    assert disturbed[0]["pusher_path_gap_m"] == pytest.approx(0.055, abs=0.01)
+    kept, sources = _undisturbed(records, ["a", "b", "c"], disturbed, ui)
+    assert [r.name for r in kept] == [good[0].name, good[2].name] and sources == ["a", "c"]
+    assert ui.lines[-1][1] and overshot.name in ui.lines[-1][0] and "left out of stage 2" in ui.lines[-1][0]
+    everything, _ = _undisturbed(records[:2], ["a", "b"], [*disturbed, {"trial": good[0].name,
+                                                                        "pusher_path_gap_m": 0.04}], ui)
+    assert [r.name for r in everything] == [good[0].name, overshot.name] and "too few" in ui.lines[-1][0]
