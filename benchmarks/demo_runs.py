@@ -82,6 +82,8 @@ def _one_run(index: int, tmp: Path) -> dict[str, Any]:
     run["held_out_final_position_m"] = {"start": (held.get("start") or {}).get("final_position_m"),
                                         "fitted": (held.get("final") or {}).get("final_position_m")}
     run["starved_trials"] = starved_trials(out / "standin_nominal")
+    run["box_fit_left_out"] = check.get("box_fit_left_out", [])
+    run["disturbed"] = check.get("disturbed", [])
     return run
 
 
