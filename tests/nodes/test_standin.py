@@ -115,7 +115,9 @@ def check_platform_pd_law(record, platform: str) -> int:
     """Every command of ``platform`` (after its first) is the PD law on that platform's recorded
     state of the same tick (stamp), the recorded reference and the previous command, its
     acceleration limit over the time since that command (the sim's ticks are exactly ``sim.dt``
-    apart; the real loop's are as late as the machine made them)."""
+    apart; the real loop's are as late as the machine made them). A command whose state the recorder
+    did not get is skipped (seen beside a loaded machine: 129 of 167 real joint states, every command,
+    the stream's worst gap 65 ms); returns how many were checked, for the caller to bound."""
     params = ParameterSet.nominal().replace(record.meta["params"])
     gains = PDGains.from_params(params)
     limits = CommandLimits.for_arm(load_arm(params), params, Workspace())
@@ -124,7 +126,9 @@ def check_platform_pd_law(record, platform: str) -> int:
     by_stamp = {round(t * 1e9): k for k, t in enumerate(states.t)}
     checked = 0
     for k in range(1, len(commands.t)):
-        j = by_stamp[round(commands.t[k] * 1e9)]
+        j = by_stamp.get(round(commands.t[k] * 1e9))
+        if j is None:
+            continue
         q_ref, v_ref = reference.sample(commands.t[k])
         np.testing.assert_allclose(commands.position[k], q_ref, rtol=0, atol=1e-12)
         step = min(max(commands.t[k] - commands.t[k - 1], 0.0), MAX_TICK_GAP)
