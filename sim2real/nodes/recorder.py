@@ -93,6 +93,8 @@ class RecorderNode(Node):
         self._recent: collections.deque[tuple[int, str, Callable[[TrialBagWriter], None]]] = collections.deque(
             maxlen=4000)
         self.written: list[Path] = []
+        #: The last closed trial's window and the streams that delivered a message inside it after it closed.
+        self._closed: tuple[TrialWindow, set[str]] | None = None
         self._run: dict[str, Any] = {}
         self._platforms: tuple[str, ...] = PLATFORMS  # until the run event names them
         self._pub_written = self.create_publisher(String, TRIAL_WRITTEN_TOPIC, LATCHED_QOS)
@@ -160,8 +162,16 @@ class RecorderNode(Node):
                 self._tracker.add(stream, stamp)
             if self._writer is not None and self._window is not None and self._window.contains(stamp):
                 write(self._writer)
-            else:
-                self._recent.append((stamp, stream, write))
+                return
+            self._recent.append((stamp, stream, write))
+            closed = self._closed
+            if closed is None or not stream or stream in closed[1] or not closed[0].contains(stamp):
+                return
+            closed[1].add(stream)  # said once per stream and trial
+        window = closed[0]
+        self.get_logger().warning(
+            f"a {stream} message stamped {(stamp - window.start_ns) / 1e9:.3f} s into {window.name} arrived after "
+            "that trial was closed: it is not in the bag, and the trial's coverage was judged without it")
 
     # --- events ---------------------------------------------------------------------------
     def _on_event(self, msg: String) -> None:
@@ -238,6 +248,8 @@ class RecorderNode(Node):
                 return
             self._pending_end = None
             writer, window, tracker = self._writer, self._window, self._tracker
+            if window is not None:
+                self._closed = (window, set())
             self._writer = self._window = self._tracker = None
             if writer is None or window is None:
                 return

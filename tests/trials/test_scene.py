@@ -191,9 +191,10 @@ def test_simulated_bags_use_the_wall_clock(tmp_path: Path) -> None:
 
 
 @pytest.mark.ros
-def test_the_recorder_logs_receive_time_and_writes_the_scene(tmp_path: Path, ros_env) -> None:
+def test_the_recorder_logs_receive_time_and_writes_the_scene(tmp_path: Path, ros_env, capfd) -> None:
     """A trial recorded by the recorder node: log time = receive time >= header stamp for every
-    data message, and /tf, /tf_static, /robot_description (sim arm only), /markers."""
+    data message, and /tf, /tf_static, /robot_description (sim arm only), /markers. A message stamped
+    inside the trial that arrives after the trial closed is said once (it is not in the bag)."""
     import rclpy
     from geometry_msgs.msg import PoseStamped
     from rclpy.context import Context
@@ -240,6 +241,9 @@ def test_the_recorder_logs_receive_time_and_writes_the_scene(tmp_path: Path, ros
         spin_until(lambda: recorder._writer is not None and recorder._writer._counts.get("/sim/box_pose", 0) == 20)
         events.publish(String(data=json.dumps({"event": "end", "trial": "trial_00_d0.300", "meta": {}})))
         spin_until(lambda: len(recorder.written) == 1)
+        for _ in range(2):  # late: stamped inside the closed trial
+            joints.publish(joint_state_msg(start + 10**9, np.zeros(6), np.zeros(6)))
+        spin_until(lambda: "arrived after that trial was closed" in capfd.readouterr().err)
         executor.shutdown()
         recorder.destroy_node()
         source.destroy_node()
