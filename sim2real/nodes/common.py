@@ -351,7 +351,21 @@ def run_node(factory: Callable[[], Node], args: Sequence[str] | None = None, *, 
         check_ros_args(argv)
     except Sim2RealError as err:
         return config_error(name, err)
-    return run_nodes([factory], argv, name, names=[name])
+    ask_for_priority([name])
+    return run_nodes([factory], argv, name)
+
+
+def ask_for_priority(names: Sequence[str]) -> None:
+    """:func:`~sim2real.nodes.priority.raise_priority` for a process running the nodes ``names``, when one of
+    them has a real-time duty (:data:`~sim2real.nodes.priority.REALTIME_NODES`); says once on stderr when it
+    may not."""
+    from sim2real.nodes.priority import REALTIME_NODES, raise_priority
+
+    if not REALTIME_NODES & set(names):
+        return
+    note = raise_priority()
+    if note is not None:
+        print(f"{'+'.join(names)}: note: {note}", file=sys.stderr, flush=True)
 
 
 def config_error(name: str, err: BaseException) -> int:
@@ -379,7 +393,7 @@ def _stop_signals_exit(name: str) -> None:
 
 
 def run_nodes(factories: Sequence[Callable[[], Node]], argv: Sequence[str], name: str,
-              ready: Callable[[], None] | None = None, names: Sequence[str] = ()) -> int:
+              ready: Callable[[], None] | None = None) -> int:
     """Init ROS (rclpy's signal handlers off), build the nodes, spin them, close them on a stop.
 
     rclpy's own SIGINT handler would shut the context down at once, under threads that still
@@ -398,10 +412,6 @@ def run_nodes(factories: Sequence[Callable[[], Node]], argv: Sequence[str], name
         For error messages.
     ready : callable, optional
         Called once every node is built.
-    names : sequence of str
-        The nodes' names: when one has a real-time duty (:data:`sim2real.nodes.priority.REALTIME_NODES`),
-        the process asks for a higher scheduling priority before ROS starts any thread, and the first node
-        says, once built, when it may not.
 
     Returns
     -------
@@ -413,9 +423,6 @@ def run_nodes(factories: Sequence[Callable[[], Node]], argv: Sequence[str], name
     from rclpy.exceptions import ParameterException
     from rclpy.signals import SignalHandlerOptions
 
-    from sim2real.nodes.priority import REALTIME_NODES, raise_priority
-
-    priority_note = raise_priority() if REALTIME_NODES & set(names) else None
     defaulted_range = not os.environ.get("ROS_AUTOMATIC_DISCOVERY_RANGE")
     ensure_localhost(warn=False)  # said once the nodes run: an error stays one line
     _stop_signals_raise()
@@ -431,8 +438,6 @@ def run_nodes(factories: Sequence[Callable[[], Node]], argv: Sequence[str], name
         if defaulted_range:
             nodes[0].get_logger().info("ROS_AUTOMATIC_DISCOVERY_RANGE was unset; using LOCALHOST "
                                        "(DDS stays on loopback)")
-        if priority_note is not None:
-            nodes[0].get_logger().warning(priority_note)
         freeze_heap()
         if ready is not None:
             ready()

@@ -11,8 +11,8 @@ recording to be played back.
 These nodes therefore ask, before any thread starts (threads inherit it), for a lower niceness
 (:data:`REALTIME_NICENESS`): under the fair scheduler a nice -10 process weighs about nine times a
 nice-0 one, and it is woken ahead of them. Lowering the niceness needs root or ``CAP_SYS_NICE``
-(or an ``RLIMIT_NICE`` from ``/etc/security/limits.conf``); without it the node logs one warning
-and runs as before. A real-time scheduling class (``SCHED_FIFO``, which ``ros2_control``'s
+(or an ``RLIMIT_NICE`` from ``/etc/security/limits.conf``); without it the node says so in one
+line and runs as before. A real-time scheduling class (``SCHED_FIFO``, which ``ros2_control``'s
 controller manager asks for) was not chosen: a Python process in it that spun by mistake would
 take a whole core from everything else, while a niceness only shifts shares. The mirrored
 simulator goes the other way (``nice`` 5, :data:`sim2real.nodes.run_children.SIM_NICENESS`).
@@ -45,7 +45,7 @@ def raise_priority(niceness: int = REALTIME_NICENESS) -> str | None:
     -------
     str or None
         None when the process now runs at ``niceness`` or lower; otherwise one sentence saying why
-        not (for the node to log once).
+        not (for the node to print once).
     """
     current = os.getpriority(os.PRIO_PROCESS, 0)
     if current <= niceness:
