@@ -340,9 +340,6 @@ def run_node(factory: Callable[[], Node], args: Sequence[str] | None = None, *, 
         A ``name:=value`` for the help's example.
     sim_params : bool
         The node reads the simulator parameters (the help says where they are listed).
-
-    A node with a real-time duty (:data:`sim2real.nodes.priority.REALTIME_NODES`) asks for a higher
-    scheduling priority before ROS starts (one line on stderr when it may not).
     """
     argv = list(sys.argv if args is None else args)
     own, _ = split_ros_args(argv)
@@ -351,21 +348,7 @@ def run_node(factory: Callable[[], Node], args: Sequence[str] | None = None, *, 
         check_ros_args(argv)
     except Sim2RealError as err:
         return config_error(name, err)
-    ask_for_priority([name])
     return run_nodes([factory], argv, name)
-
-
-def ask_for_priority(names: Sequence[str]) -> None:
-    """:func:`~sim2real.nodes.priority.raise_priority` for a process running the nodes ``names``, when one of
-    them has a real-time duty (:data:`~sim2real.nodes.priority.REALTIME_NODES`); says once on stderr when it
-    may not."""
-    from sim2real.nodes.priority import REALTIME_NODES, raise_priority
-
-    if not REALTIME_NODES & set(names):
-        return
-    note = raise_priority()
-    if note is not None:
-        print(f"{'+'.join(names)}: note: {note}", file=sys.stderr, flush=True)
 
 
 def config_error(name: str, err: BaseException) -> int:

@@ -91,7 +91,7 @@ def follow_parent(parent_pid: int) -> bool:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status (0 after SIGINT or SIGTERM, 2 when a node cannot
     start as configured: one line on stderr, the parent reports the exit)."""
-    from sim2real.nodes.common import ask_for_priority, run_nodes, split_ros_args
+    from sim2real.nodes.common import run_nodes, split_ros_args
 
     argv = list(sys.argv if argv is None else argv)
     own, _ = split_ros_args(argv)
@@ -106,7 +106,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     # The physics thread and the DDS callbacks share the GIL with the emulator's socket
     # threads: hand it over every 0.5 ms instead of 5 ms so that replies are not held up.
     sys.setswitchinterval(0.0005)
-    ask_for_priority(args.nodes)
     ready = args.ready_file.touch if args.ready_file is not None else None
     return run_nodes([node_factory(name) for name in args.nodes], argv, "sim2real.nodes.group", ready=ready)
 

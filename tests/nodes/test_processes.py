@@ -7,14 +7,12 @@ import signal
 import subprocess
 import time
 from pathlib import Path
-from typing import NamedTuple
 
 import pytest
 from children import console_script
 from standin_runs import ATTEMPTS
 from test_standin import MIN_TICKS, STARVED_MIN_TICKS, check_platform_pd_law
 
-from sim2real.nodes.priority import REALTIME_NICENESS
 from sim2real.nodes.runner import STANDIN_LINK
 from sim2real.paths import config_file
 from sim2real.trials import read_run
@@ -42,20 +40,10 @@ experiment:
 STARVATION_FAULTS = ("frozen or starved", "the xArm link stalled")
 
 
-class Graph(NamedTuple):
-    """One run of the graph: the run directory, the experiment's exit code, each other node's exit code
-    after SIGINT (None: still running 15 s later), each node's log, and the niceness of each node's
-    threads while the graph ran."""
-
-    out: Path
-    status: int
-    others: dict[str, int | None]
-    texts: dict[str, str]
-    niceness: dict[str, set[int]]
-
-
-def _run_graph(tmp: Path, env: dict[str, str], port: int) -> Graph:
-    """Start the seven node processes, wait for the experiment to end, SIGINT the rest (:class:`Graph`)."""
+def _run_graph(tmp: Path, env: dict[str, str], port: int) -> tuple[Path, int, dict[str, int | None], dict[str, str]]:
+    """Start the seven node processes, wait for the experiment to end, SIGINT the rest. Returns the
+    run directory, the experiment's exit code, each other node's exit code after SIGINT (None: still
+    running 15 s later) and each node's log."""
     experiment = tmp / "experiment.yaml"
     experiment.write_text(EXPERIMENT)
     params = str(config_file("params.yaml"))
@@ -86,8 +74,6 @@ def _run_graph(tmp: Path, env: dict[str, str], port: int) -> Graph:
                 [*console_script(script), "--ros-args", *args], env=env, cwd=tmp, stdout=logs[name],
                 stderr=subprocess.STDOUT, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         status = processes["experiment"].wait(timeout=240)
-        niceness = {name: _thread_niceness(process.pid) for name, process in processes.items()
-                    if process.poll() is None}
         others: dict[str, int | None] = {}
         for process in processes.values():
             if process.poll() is None:
@@ -108,19 +94,7 @@ def _run_graph(tmp: Path, env: dict[str, str], port: int) -> Graph:
         for log in logs.values():
             log.close()
     texts = {name: (tmp / f"{name}.log").read_text() for name in commands}
-    return Graph(out, status, others, texts, niceness)
-
-
-def _thread_niceness(pid: int) -> set[int]:
-    """The niceness of every thread of process ``pid`` (field 19 of ``/proc/PID/task/TID/stat``)."""
-    values = set()
-    for task in os.listdir(f"/proc/{pid}/task"):
-        try:
-            stat = Path(f"/proc/{pid}/task/{task}/stat").read_text()
-        except OSError:  # a thread that just ended
-            continue
-        values.add(int(stat.rsplit(")", 1)[1].split()[16]))
-    return values
+    return out, status, others, texts
 
 
 def _starved(status: int, texts: dict[str, str]) -> bool:
@@ -138,16 +112,16 @@ def graph(ros_env, tmp_path_factory):
     env = {**ros_env, "PYTHONPATH": str(ROOT)}
     for attempt in range(1, ATTEMPTS + 1):
         tmp = tmp_path_factory.mktemp(f"graph{attempt}")
-        graph = _run_graph(tmp, env, port=5300 + os.getpid() % 500 + 500 * (attempt - 1))
-        if attempt == ATTEMPTS or not _starved(graph.status, graph.texts):
-            return graph
+        out, status, others, texts = _run_graph(tmp, env, port=5300 + os.getpid() % 500 + 500 * (attempt - 1))
+        if attempt == ATTEMPTS or not _starved(status, texts):
+            return out, status, others, texts
         print(f"attempt {attempt}: a starved process stopped the arm or cut the recording; again:\n"
-              f"{graph.texts['experiment'][-500:]}{graph.texts['recorder'][-500:]}")
+              f"{texts['experiment'][-500:]}{texts['recorder'][-500:]}")
     raise AssertionError("unreachable: ATTEMPTS is at least 1")
 
 
 def test_separate_processes_complete_a_trial(graph):
-    out, status, _, texts, _ = graph
+    out, status, _, texts = graph
     assert status == 0, texts["experiment"][-2000:] + texts["xarm_node"][-1000:]
     (record,) = read_run(out)
     assert record.name == "trial_00_d0.300" and record.complete
@@ -162,20 +136,8 @@ def test_separate_processes_complete_a_trial(graph):
 
 
 def test_every_node_stops_on_sigint(graph):
-    _, _, others, texts, _ = graph
+    _, _, others, texts = graph
     for name, code in others.items():
         # A stop on request is not a failure; None: still running 15 s after SIGINT.
         assert code == 0, (name, code, texts[name][-1500:])
     assert "Traceback" not in "".join(texts.values())
-
-
-def test_the_real_time_nodes_run_at_a_higher_priority_or_say_why_not(graph):
-    """Every thread of the real platform's node and of the stand-in runs at the real-time niceness (asked for
-    before any thread started), or the node said in one line that it may not; the others keep this one's."""
-    own = os.getpriority(os.PRIO_PROCESS, 0)
-    for name in ("xarm_node", "standin_world"):
-        refused = [line for line in graph.texts[name].splitlines() if line.startswith(f"{name}: note: could not raise")]
-        expected = {own} if refused else {min(own, REALTIME_NICENESS)}
-        assert graph.niceness[name] == expected, (name, graph.niceness[name], refused)
-    for name in ("sim_node", "recorder"):
-        assert graph.niceness[name] == {own}, (name, graph.niceness[name])
