@@ -100,7 +100,7 @@ def _run_graph(tmp: Path, env: dict[str, str], port: int) -> tuple[Path, int, di
 def _starved(status: int, texts: dict[str, str]) -> bool:
     """The experiment failed, and the driver's fault was one of :data:`STARVATION_FAULTS`; or the recorder,
     kept from a CPU, got the trial's streams too late and wrote it incomplete (seen beside a full test
-    suite: the streams' last messages arrived more than its 5 s drain wait after the trial's end)."""
+    suite: the streams' last messages arrived more than its drain wait, then 5 s, after the trial's end)."""
     return ((status != 0 and any(fault in texts["experiment"] for fault in STARVATION_FAULTS))
             or "recorded incomplete" in texts["recorder"])
 

@@ -210,7 +210,9 @@ def test_the_recorder_logs_receive_time_and_writes_the_scene(tmp_path: Path, ros
     context = Context()
     rclpy.init(context=context)
     try:
-        recorder = RecorderNode(context=context, parameter_overrides=[Parameter("out_dir", value=str(out))])
+        # The streams never pass the 10 s window's end: the trial closes at the drain deadline.
+        recorder = RecorderNode(context=context, parameter_overrides=[Parameter("out_dir", value=str(out)),
+                                                                      Parameter("drain_timeout", value=1.0)])
         source = Node("scene_test_source", context=context)
         events = source.create_publisher(String, TRIAL_EVENT_TOPIC, LATCHED_QOS)
         joints = source.create_publisher(type(joint_state_msg(0, np.zeros(6), np.zeros(6))), "sim/joint_states",
