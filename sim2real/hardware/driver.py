@@ -365,7 +365,7 @@ class XArmDriver(_Connection, _Supervision):
             self._raise_if_faulted()
             (code, states), started, _, written = self._exchange("get_joint_states", self._arm.get_joint_states,
                                                                  is_radian=True, num=3)
-            sampled_at = written.written_at if written is not None else started
+            sampled_at = written.leaving_at if written is not None and written.leaving_at is not None else started
             self._check(code, "get_joint_states")
             if self._fault is None and self._arm.arm.arm_cmd.has_err_warn:
                 self._check_error_codes("get_joint_states")

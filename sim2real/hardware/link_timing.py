@@ -99,14 +99,18 @@ def arrival_time(ancillary: list[tuple[int, int, bytes]]) -> float | None:
 
 @dataclass
 class PendingRequest:
-    """The last request written to the command socket (not a stop frame): when it was handed to
-    the socket (monotonic s), the socket's received-byte count just before (None if unknown),
-    its register, and when a reply byte was first seen (None: not yet)."""
+    """The last request written to the command socket (not a stop frame): when the socket had it
+    (``written_at``, monotonic s, taken after the write: what stall and round-trip budgets count
+    from), the socket's received-byte count just before (None if unknown), its register, when a
+    reply byte was first seen (None: not yet), and when the write began (``leaving_at``: the request
+    cannot reach the controller earlier, so a reply ``L`` s after its arrival comes at least ``L`` s
+    after this; the controller's sample time of a read)."""
 
     written_at: float
     received_before: int | None
     register: int
     answered_at: float | None = None
+    leaving_at: float | None = None
 
 
 class SendGate:
@@ -141,13 +145,14 @@ class SendGate:
             if self._closed and not all(wire.cannot_move(frame) for frame in frames):
                 return -1
             before = tcp_times(self._sock)
+            leaving_at = time.monotonic()
             code = self._port_write(data)
             written_at = time.monotonic()
             requests = [f for f in frames if f.transaction != STOP_TRANSACTION
                         and f.protocol != wire.PROTOCOL_HEARTBEAT]
             if code == 0 and requests:
                 received = before.received_bytes if before else None
-                self.request = PendingRequest(written_at, received, requests[-1].register)
+                self.request = PendingRequest(written_at, received, requests[-1].register, leaving_at=leaving_at)
                 self._by_thread[threading.get_ident()] = self.request
             return int(code)
 
