@@ -5,7 +5,9 @@
    motion-capture noise and latency) and the mirrored simulator with nominal parameters push
    the box from :data:`DEMO_DISTANCES` (the five published start distances plus four near the
    distance where the push stops toppling the box) as ROS 2 nodes; one rosbag2 per trial. Two more
-   pushes (:data:`VALIDATION_DISTANCES`) are recorded and held out: no fit stage sees them.
+   pushes (:data:`VALIDATION_DISTANCES`) are recorded and held out: no fit stage sees them. Up to
+   :data:`MAX_UNUSABLE_TRIALS` trials that are not standard pushes are left out and named; with more,
+   or a fault, the experiment runs again.
 2. **Fit** — Gauss-Newton on the recordings (implicit gradients), in two stages: the arm's
    servo (time constant, command delay) from the recorded commands and joint states (robust
    loss: ticks a busy machine delayed do not drag it), then the box (centre-of-mass height)
@@ -47,6 +49,7 @@ from sim2real.demo.checks import (
     BOX_MODE,
     DEMO_DISTANCES,
     MAX_PUSHER_PATH_GAP,
+    MAX_UNUSABLE_TRIALS,
     SERVO_FREE,
     TOLERANCES,
     VALIDATION_DISTANCES,
@@ -103,8 +106,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                      "holds the loop's own latency) and both fit stages must converge; "
                      "the verdict opens the summary and is written to OUT/demo_check.json. Exit status: 0 the "
                      "check passed; 3 the demo finished but missed (the files are written); 2 bad input, or a fit "
-                     "with no usable trial; 5 the experiment failed in each of its attempts (demo_check.json "
-                     "records either as a miss); 130 interrupted.")
+                     "with no usable trial; 5 the experiment failed in each of its attempts (a fault, or more "
+                     f"than {MAX_UNUSABLE_TRIALS} trials that are not standard pushes; fewer are left out and named; "
+                     "demo_check.json records either as a miss); 130 interrupted.")
     parser.set_defaults(handler=run, uses_engine=True)
 
 
@@ -271,6 +275,10 @@ def _run_steps(args: argparse.Namespace, out: Path, grid: tuple[str, list[float]
     if failed_attempts:
         print(f"  (the experiment ran {len(failed_attempts) + 1} times: "
               + "; ".join(f"attempt {i + 1} failed: {reason}" for i, reason in enumerate(failed_attempts)) + ")")
+    left_out = check.get("experiment", {}).get("left_out") or []  # type: ignore[union-attr]
+    if left_out:
+        print(_red(f"  {len(left_out)} recorded trial(s) left out, not standard pushes: "
+                   + "; ".join(entry["reason"] for entry in left_out)))
     if disturbed:
         print(_red(f"  {len(disturbed)} trial(s) not comparable: the real arm's pusher left the fitted arm's path "
                    f"by more than {MAX_PUSHER_PATH_GAP * 100:g} cm (its commands reached it late: a busy machine), "

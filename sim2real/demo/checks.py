@@ -68,6 +68,11 @@ BOX_FTOL = 1e-3
 #: :data:`MAX_TRACKING_ERROR`); the demo then says so, keeps that run for inspection
 #: (``standin_nominal.failed<N>/``) and runs the experiment again, as an operator would.
 EXPERIMENT_ATTEMPTS = 3
+#: Trials of one experiment that may fail :func:`recording_problems` and be left out (named) instead of
+#: repeating the whole experiment: a busy machine spoils single pushes (a mocap stream that starts 80 ms
+#: late, a loop that loses its pace), and a lab would drop or redo that push, not all eleven. With more,
+#: the experiment runs again (and the demo says why).
+MAX_UNUSABLE_TRIALS = 2
 #: A real trial whose arm left the reference by more than this (rad, any joint) is not a standard
 #: push. On this push the real arm lags its reference by at most about 0.25 rad (the ideal sim
 #: platform's 0.18); on a busy machine the 100 Hz loop skips ticks, the PD loop overshoots by 0.4 to

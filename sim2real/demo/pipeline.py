@@ -20,6 +20,7 @@ from sim2real.demo.checks import (
     DEMO_DISTANCES,
     EXPERIMENT_ATTEMPTS,
     MAX_PUSHER_PATH_GAP,
+    MAX_UNUSABLE_TRIALS,
     SERVO_FTOL,
     SERVO_LOSS,
     check_against_hidden,
@@ -97,9 +98,32 @@ class DemoOutcome:
     disturbed: list[dict[str, object]] = field(default_factory=list)
 
 
-def record_experiment(options: DemoOptions, before_dir: Path, ui: DemoProgress) -> tuple[list[TrialRecord], list[str]]:
-    """Step 1: the stand-in experiment, run again (up to EXPERIMENT_ATTEMPTS times) while its recording is not a
-    set of standard pushes; the recorded trials and why earlier attempts failed."""
+@dataclass
+class Recording:
+    """Step 1's result: the usable trials, why earlier attempts failed, and the trials of the kept attempt
+    left out (``[{trial, reason}]``, at most :data:`~sim2real.demo.checks.MAX_UNUSABLE_TRIALS`)."""
+
+    trials: list[TrialRecord]
+    failed_attempts: list[str]
+    left_out: list[dict[str, str]]
+
+
+def _usable(records: list[TrialRecord]) -> tuple[list[TrialRecord], list[dict[str, str]]]:
+    """``records`` split into standard pushes and the others, each with why (:func:`recording_problems`)."""
+    usable, unusable = [], []
+    for record in records:
+        problems = recording_problems([record])
+        if problems:
+            unusable.append({"trial": record.name, "reason": "; ".join(problems)})
+        else:
+            usable.append(record)
+    return usable, unusable
+
+
+def record_experiment(options: DemoOptions, before_dir: Path, ui: DemoProgress) -> Recording:
+    """Step 1: the stand-in experiment, run again (up to EXPERIMENT_ATTEMPTS times) while more than
+    MAX_UNUSABLE_TRIALS of its trials are not standard pushes, or every held-out one is not (those few are
+    left out and named)."""
     from sim2real.nodes.runner import run_experiment
     from sim2real.params import ParameterSet
     from sim2real.trials import read_run
@@ -111,10 +135,15 @@ def record_experiment(options: DemoOptions, before_dir: Path, ui: DemoProgress) 
             run_experiment("standin", (*distances, *options.validation_distances), ParameterSet.nominal(), before_dir,
                            standin_host=options.standin_host, progress=ui.detail, engine=options.engine,
                            live=options.live)
-            problems = recording_problems(read_run(before_dir))
-            if not problems:
-                return read_run(before_dir), failed
-            reason = "; ".join(problems)
+            usable, unusable = _usable(read_run(before_dir))
+            validated = not options.validation_distances or any(
+                is_held_out(record, options.validation_distances) for record in usable)
+            if len(unusable) <= MAX_UNUSABLE_TRIALS and usable and validated:
+                if unusable:
+                    ui.detail(f"{len(unusable)} trial(s) left out (not standard pushes): "
+                              + "; ".join(entry["reason"] for entry in unusable), alarm=True)
+                return Recording(usable, failed, unusable)
+            reason = "; ".join(entry["reason"] for entry in unusable)
         except Sim2RealError as err:
             reason = str(err)
         failed.append(reason)
@@ -291,14 +320,14 @@ def run_demo(options: DemoOptions, out: Path, hidden: dict[str, float], ui: Demo
         Another step could not finish (e.g. no trial could be fitted).
     """
     from sim2real.report import build_report
-    from sim2real.trials import trial_dirs
 
     before_dir, fit_dir, after_dir = out / "standin_nominal", out / "fit", out / "resim_fitted"
     t0 = ui.step(1, "experiment: reality stand-in (emulated xArm via the SDK) + mirrored sim, nominal parameters")
-    recorded, failed_attempts = record_experiment(options, before_dir, ui)
+    recording = record_experiment(options, before_dir, ui)
+    recorded, failed_attempts = recording.trials, recording.failed_attempts
     ui.detail(f"{len(recorded)} trials recorded in {before_dir} ({time.perf_counter() - t0:.0f} s)")
     records, sources, held, held_sources = [], [], [], []
-    for record, path in zip(recorded, (str(p) for p in trial_dirs(before_dir)), strict=True):
+    for record, path in ((r, str(before_dir / r.name)) for r in recorded):
         trials, where = ((held, held_sources) if is_held_out(record, options.validation_distances)
                          else (records, sources))
         trials.append(record)
@@ -316,7 +345,8 @@ def run_demo(options: DemoOptions, out: Path, hidden: dict[str, float], ui: Demo
     replayed, disturbed = resimulate(recorded, result, before_dir, after_dir, params_path, options.engine, ui)
     ui.detail(f"{replayed} of {len(recorded)} trials in {after_dir} ({time.perf_counter() - t0:.0f} s)")
     check = check_against_hidden([servo, result], hidden)
-    check["experiment"] = {"attempts": len(failed_attempts) + 1, "failed": failed_attempts}
+    check["experiment"] = {"attempts": len(failed_attempts) + 1, "failed": failed_attempts,
+                           "left_out": recording.left_out}
     check["disturbed"] = disturbed
     check["box_fit_left_out"] = stages.left_out
     _judge(check, len(recorded), replayed, disturbed)

@@ -34,6 +34,7 @@ from sim2real.demo.checks import (
     DEMO_DISTANCES,
     MAX_PUSHER_PATH_GAP,
     MAX_TRACKING_ERROR,
+    MAX_UNUSABLE_TRIALS,
     VALIDATION_DISTANCES,
     check_against_hidden,
     disturbed_gap,
@@ -89,9 +90,14 @@ def test_demo_fit_lands_on_the_hidden_values(tmp_path: Path) -> None:
     summary = result.stdout[result.stdout.index("[4/4]"):].splitlines()
     assert next(line for line in summary[1:] if line.strip()).startswith("DEMO CHECK PASSED"), log
 
+    check = json.loads((out / "demo_check.json").read_text())
+    # A few trials that are not standard pushes (a busy machine) are left out and named, not fitted.
+    left = {entry["trial"] for entry in check["experiment"]["left_out"]}
+    assert len(left) <= MAX_UNUSABLE_TRIALS and all(name in result.stdout for name in left)
     before, after = read_run(out / "standin_nominal"), read_run(out / "resim_fitted")
-    assert len(before) == len(after) == len(DEMO_DISTANCES) + len(VALIDATION_DISTANCES)
+    assert len(before) == len(DEMO_DISTANCES) + len(VALIDATION_DISTANCES) and len(after) == len(before) - len(left)
     assert set(PUBLISHED) <= set(DEMO_DISTANCES)
+    before = [record for record in before if record.name not in left]
     assert all(record.complete and {"real", "sim"} <= set(record.platforms) for record in before)
 
     hidden = load_standin().params
@@ -102,7 +108,8 @@ def test_demo_fit_lands_on_the_hidden_values(tmp_path: Path) -> None:
         <= hidden["arm.command_delay"] + DELAY_ABOVE_HIDDEN, fitted["arm.command_delay"]
     held_out = [r.name for r in before if any(abs(r.meta["requested_start_m"][0] - d) < 1e-6
                                                 for d in VALIDATION_DISTANCES)]
-    assert len(held_out) == len(VALIDATION_DISTANCES)
+    assert held_out and len(held_out) == len(VALIDATION_DISTANCES) - len(
+        [name for name in left if any(name.endswith(f"_d{d:.3f}") for d in VALIDATION_DISTANCES)])
     for stage in ("servo", "fitted"):
         fit = json.loads((out / "fit" / f"{stage}.json").read_text())
         # A rare hard contact step (seen once: a box toppling at 28 rad/s, complementarity 1.03e-8 against
@@ -132,9 +139,8 @@ def test_demo_fit_lands_on_the_hidden_values(tmp_path: Path) -> None:
         assert fit["validation"]["trials"] == held_out
         prediction = fit["validation"]["prediction"]["validation"]
         assert [t["trial"] for t in prediction["trials"]] == held_out and prediction["final"]["failed"] == 0
-    assert "validation (2 trials): final position" in result.stdout
+    assert f"validation ({len(held_out)} trial" in result.stdout
 
-    check = json.loads((out / "demo_check.json").read_text())
     assert check["passed"] is True and not check["missed"]
     assert set(check["parameters"]) == {"arm.servo_tau", "arm.command_delay", "box.com_z"}
     for name, entry in check["parameters"].items():
@@ -316,3 +322,36 @@ def test_the_box_stage_leaves_out_a_push_whose_recorded_pusher_left_the_pd_law_p
     everything, _ = _undisturbed(records[:2], ["a", "b"], [*disturbed, {"trial": good[0].name,
                                                                         "pusher_path_gap_m": 0.04}], ui)
     assert [r.name for r in everything] == [good[0].name, overshot.name] and "too few" in ui.lines[-1][0]
+
+
+def test_a_few_spoiled_pushes_are_left_out_and_more_repeat_the_experiment(tmp_path: Path, monkeypatch) -> None:
+    """Step 1 keeps an experiment with at most MAX_UNUSABLE_TRIALS trials that are not standard pushes,
+    naming them; with more it runs the experiment again and says why."""
+    from dataclasses import replace
+
+    import sim2real.nodes.runner as runner
+    from sim2real.demo.pipeline import DemoOptions, record_experiment
+    from sim2real.trials import write_trial
+
+    distances = (0.30, 0.35, 0.40, 0.42, 0.45)
+    spoiled_per_attempt = iter([{0, 1, 2}, {3}])  # attempt 1: three incomplete trials; attempt 2: one
+
+    def fake_run(mode, run_distances, params, out_dir, **_):
+        spoiled = next(spoiled_per_attempt)
+        for index, distance in enumerate(run_distances):
+            record = make_trial(index, distance)
+            if index in spoiled:
+                record = replace(record, meta={**record.meta, "complete": False})
+            write_trial(out_dir, record)
+
+    monkeypatch.setattr(runner, "run_experiment", fake_run)
+    options = DemoOptions(distances=distances, validation_distances=(), servo_free="", box_free="",
+                          box_mode="kinematic", grid=None, max_iterations=0, standin_host="127.0.0.2")
+    ui = _Quiet()
+    recording = record_experiment(options, tmp_path / "standin_nominal", ui)
+    assert len(recording.failed_attempts) == 1 and recording.failed_attempts[0].count("is incomplete") == 3
+    assert (tmp_path / "standin_nominal.failed1").is_dir()
+    spoiled = make_trial(3, distances[3]).name
+    assert recording.left_out == [{"trial": spoiled, "reason": f"trial {spoiled} is incomplete"}]
+    assert [r.name for r in recording.trials] == [make_trial(i, d).name for i, d in enumerate(distances) if i != 3]
+    assert any(spoiled in line and alarm for line, alarm in ui.lines)
