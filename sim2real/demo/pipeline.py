@@ -325,7 +325,7 @@ def run_demo(options: DemoOptions, out: Path, hidden: dict[str, float], ui: Demo
     t0 = ui.step(1, "experiment: reality stand-in (emulated xArm via the SDK) + mirrored sim, nominal parameters")
     recording = record_experiment(options, before_dir, ui)
     recorded, failed_attempts = recording.trials, recording.failed_attempts
-    ui.detail(f"{len(recorded)} trials recorded in {before_dir} ({time.perf_counter() - t0:.0f} s)")
+    ui.detail(f"{len(recorded)} usable trials recorded in {before_dir} ({time.perf_counter() - t0:.0f} s)")
     records, sources, held, held_sources = [], [], [], []
     for record, path in ((r, str(before_dir / r.name)) for r in recorded):
         trials, where = ((held, held_sources) if is_held_out(record, options.validation_distances)
