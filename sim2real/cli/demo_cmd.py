@@ -14,9 +14,9 @@
    from whole trials with the pusher played back as recorded, starting from the best point of
    a grid over the box height (5 mm steps, then 1 mm around the best). Before the box stage each
    fitted trial is re-simulated under the PD law with the servo fit; a trial whose real pusher left
-   that path by more than :data:`MAX_PUSHER_PATH_GAP` (a starved loop: the arm overshot between
-   sparse reads, so the recorded path misses what pushed the box) is left out of the box stage and
-   named; more than half of them and the demo missed. Writes the fitted ROS 2
+   that path by more than :data:`MAX_PUSHER_PATH_GAP` (a starved loop disturbed it, and its recording
+   played back does not reproduce the box) is left out of the box stage and named; more than half of
+   them and the demo missed. Writes the fitted ROS 2
    params YAML plus its ``.json`` report per stage. Each stage predicts the fitted and the
    held-out trials whole, at its start and its fitted values (final position and yaw error,
    flip agreement).

@@ -88,10 +88,9 @@ MAX_BOX_SPEED = 2.0
 #: commands reached the real arm late (a busy machine delays the loop by 30-50 ms for a few ticks,
 #: and the arm, lagging a reference near its speed limit, overshoots). Measured here: 7-23 mm on
 #: undisturbed trials, 61 mm on one whose pusher then hit a box it should have missed. Such a trial's
-#: flip and distance are not compared with the simulator's; the demo names it. A busy machine's loop
-#: also reads the arm tens of ms apart just then, so the recorded path that the box stage plays back
-#: misses the overshoot (one such trial, 5.5 cm off, held 97 % of the box stage's cost at the hidden
-#: centre of mass and pulled the fit from -6 to -1 cm; without it the grid's best was -6.0 cm).
+#: flip and distance are not compared with the simulator's; the demo names it. Played back as recorded
+#: such a trial is not reproduced either (one, 5.5 cm off, held 97 % of the box stage's cost at the
+#: hidden centre of mass and pulled the fit from -6 to -1 cm; without it the grid's best was -6.0 cm).
 MAX_PUSHER_PATH_GAP = 0.035
 #: How close the demo's fit must land to the stand-in's hidden values (config/standin.yaml):
 #: (lower offset, upper offset) from the hidden value, in the parameter's unit. The fitted command

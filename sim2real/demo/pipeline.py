@@ -188,10 +188,11 @@ def screen_pushes(records: Sequence[TrialRecord], params: Any, engine: str, ui: 
     """The trials whose real pusher left the path the PD law gives under ``params`` (the servo fit's values)
     by more than :data:`~sim2real.demo.checks.MAX_PUSHER_PATH_GAP`: ``[{trial, pusher_path_gap_m}]``.
 
-    Stage 2 plays the pusher back as recorded, and a recording holds the arm only where its loop read
-    it: a starved loop reads it tens of ms apart, just when its late commands make the arm overshoot,
-    so the recorded path misses the excursions that pushed the box (one such trial, 5.5 cm off the PD
-    law's path, outweighed eight others and pulled ``box.com_z`` from the hidden -6 cm to -1 cm).
+    Stage 2 plays the pusher back as recorded. A push whose real arm left the PD law's path (its loop
+    starved: late commands, an overshooting arm, joint states read tens of ms apart) was not
+    reproduced by that playback at any box height: one such trial, 5.5 cm off the path, held 97 % of
+    the stage's cost at the hidden values and pulled ``box.com_z`` from the hidden -6 cm to -1 cm. Which
+    part of the starved loop makes it unreproducible was not established; the path gap finds it.
     """
     from sim2real.sysid.replay import replay_trial
 
@@ -222,7 +223,7 @@ def _undisturbed(records: list[TrialRecord], sources: list[str], disturbed: list
                   f"{MAX_PUSHER_PATH_GAP * 100:g} cm ({listed}): too few undisturbed ones, all are fitted", alarm=True)
         return records, sources
     ui.detail(f"  left out of stage 2 (their real pusher left the PD law's path by more than "
-              f"{MAX_PUSHER_PATH_GAP * 100:g} cm; a starved loop recorded it too sparsely to play back): {listed}",
+              f"{MAX_PUSHER_PATH_GAP * 100:g} cm, a disturbed push its recording does not reproduce): {listed}",
               alarm=True)
     kept = [i for i, record in enumerate(records) if record.name not in names]
     return [records[i] for i in kept], [sources[i] for i in kept]
