@@ -49,6 +49,9 @@ experiment:
 TABLES = ("tcp", "tcp6", "udp", "udp6")
 NAMESPACE = "lab"
 
+#: Fewest messages of each recorded stream of the trial (see the test that uses it).
+MIN_MESSAGES = 20
+
 
 def sim2real(*args: str, env: dict, **kwargs) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "sim2real", *args], env=env, cwd=ROOT, stdout=subprocess.PIPE,
@@ -294,7 +297,10 @@ def test_the_trial_is_recorded_with_both_platforms(ros2_control_run):
     assert record.complete and record.meta["mirror"] == "commands" and "1 trial(s) recorded" in stdout
     for platform in ("real", "sim"):
         data = record.platforms[platform]
-        assert len(data.joint_states) > 50 and len(data.joint_command) > 50 and len(data.box_pose) > 50
+        # Complete means every stream covered the window without a hole over 0.25 s; how many messages
+        # came is the machine's load (42 stand-in mocap poses once, in a fresh clone's suite), so the
+        # floor only keeps the recording from being vacuous (a 12 Hz stream over the 1.7 s trial).
+        assert min(len(data.joint_states), len(data.joint_command), len(data.box_pose)) >= MIN_MESSAGES, platform
 
 
 def test_the_controller_topic_carries_the_mirrored_sims_command_stream(ros2_control_run):
