@@ -3,9 +3,11 @@
 The stand-in runs on the wall clock (see docs/getting-started.md, "Why the demo runs on the wall
 clock"), so a starved machine can delay the real control loop (``run`` names the trial ``STARVED``,
 exit 3) or cut a stream of a trial whose loop it starved (``INCOMPLETE``, written ``complete: false``).
-Both are honest answers of the run, not faults of it. A test that needs a complete recording runs the
-experiment again when, and only when, every incomplete trial is one whose loop the run reported starved
-(at most :data:`ATTEMPTS` runs), as the demo repeats an experiment whose trial came out incomplete.
+A process kept from the CPU for longer than the driver's limits makes the driver latch a fault and stop
+the arm (``run`` exits 4, naming the fault: :data:`STARVATION_FAULTS`). All are honest answers of the run,
+not faults of it. A test that needs a complete recording runs the experiment again when, and only when,
+every incomplete trial is one whose loop the run reported starved, or the run was stopped by a starvation
+fault (at most :data:`ATTEMPTS` runs), as the demo repeats an experiment whose trial came out incomplete.
 """
 
 from __future__ import annotations
@@ -19,6 +21,11 @@ Result = TypeVar("Result")
 REMARKS = ("STARVED", "INCOMPLETE", "DEGRADED")
 #: Runs a test makes before it gives up on a complete recording.
 ATTEMPTS = 3
+#: Faults the xArm driver latches when a process of the graph got no CPU for too long: its own (the
+#: controller's auto-stop ran out) or the stand-in's, whose emulator then answered late (a link stall).
+STARVATION_FAULTS = ("frozen or starved", "the xArm link stalled")
+#: Exit status of ``sim2real run`` stopped by a fault the driver latched (HardwareFaultError).
+EXIT_HARDWARE_FAULT = 4
 
 
 def remarks(stdout: str) -> list[str]:
@@ -42,14 +49,21 @@ def cut_by_load(returncode: int, stdout: str) -> bool:
             and not any(r.startswith("DEGRADED") for r in found))
 
 
-def until_recorded(run: Callable[[int], Result], status: Callable[[Result], tuple[int, str]]) -> Result:
+def stopped_by_load(returncode: int, stderr: str) -> bool:
+    """The run stopped on a fault the driver latched, and the fault is one of :data:`STARVATION_FAULTS`."""
+    return returncode == EXIT_HARDWARE_FAULT and any(fault in stderr for fault in STARVATION_FAULTS)
+
+
+def until_recorded(run: Callable[[int], Result], status: Callable[[Result], tuple[int, str, str]]) -> Result:
     """``run(attempt)`` for attempt 1, 2, ... until its recording is not one a starved loop cut
-    (:func:`cut_by_load` of ``status(result)``: exit code and stdout), at most :data:`ATTEMPTS` runs;
-    returns the last result (the caller asserts :func:`recorded` on it)."""
+    (:func:`cut_by_load`) nor a run a starvation fault stopped (:func:`stopped_by_load`), judged on
+    ``status(result)``: exit code, stdout and stderr; at most :data:`ATTEMPTS` runs. Returns the last
+    result (the caller asserts :func:`recorded` on it)."""
     for attempt in range(1, ATTEMPTS + 1):
         result = run(attempt)
-        code, stdout = status(result)
-        if attempt == ATTEMPTS or not cut_by_load(code, stdout):
+        code, stdout, stderr = status(result)
+        if attempt == ATTEMPTS or not (cut_by_load(code, stdout) or stopped_by_load(code, stderr)):
             return result
-        print(f"attempt {attempt}: a starved loop cut the recording ({remarks(stdout)}); again")
+        print(f"attempt {attempt}: the machine's load cut the recording or stopped the arm "
+              f"({remarks(stdout)} {stderr.strip().splitlines()[-1:]}); again")
     raise AssertionError("unreachable: ATTEMPTS is at least 1")

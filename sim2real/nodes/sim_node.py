@@ -9,10 +9,14 @@ Stepping (one period per step, paced by a ``sim.dt`` timer, never ahead of wall 
 
 * ``closed``: lock-step with the PD controller: the command stamped like state ``k`` is
   applied to go from ``k`` to ``k+1``; if the sim lags behind wall time it steps as soon as
-  the command arrives;
+  the command arrives. Once the controller has answered a state since the last reset, the
+  sim waits for the answer to every state, however late (a starved controller delays the
+  sim, it never changes what the sim did: every recorded command is the one applied);
 * ``commands``: the forwarded real commands are applied in arrival order, one per period;
 * without any command for ``watchdog`` s the platform steps with zero velocity (the
-  behaviour of the real driver's watchdog), so time and the box keep going.
+  behaviour of the real driver's watchdog), so time and the box keep going: in
+  ``commands`` mode at any time, in ``closed`` mode only before the controller's first
+  answer after a reset (no reference yet).
 
 ``sim/reset`` (std_msgs/String, JSON ``{"q": [6], "box_position": [3], "box_quaternion": [4]}``)
 restarts the platform at rest in that state and re-anchors the epoch at the current time.
@@ -22,7 +26,7 @@ Parameters (type, default: meaning, unit)::
     mirror            string, closed: closed (own PD controller) or commands (the real
                       platform's commands)
     watchdog          double, 0.05: step with zero velocity after this long without a
-                      command, s
+                      command (closed: only before the first command after a reset), s
     engine            string, ours: simulation engine of the box (ours or mujoco,
                       sim2real.engines)
     initial_distance  double, 0.40: box start distance before the first reset, m
@@ -95,6 +99,7 @@ class SimNode(Node):
         self._pending: dict[int, np.ndarray] = {}
         self._queue: collections.deque[np.ndarray] = collections.deque(maxlen=1000)
         self._last_command_ns = 0
+        self._answered = False  # closed: the controller answered a state since the last reset
         self._lock = threading.RLock()
         self._pub_state = self.create_publisher(JointState, "sim/joint_states", STREAM_QOS)
         self._pub_box = self.create_publisher(PoseStamped, "sim/box_pose", STREAM_QOS)
@@ -123,6 +128,7 @@ class SimNode(Node):
         self._pending.clear()
         self._queue.clear()
         self._last_command_ns = self.epoch_ns
+        self._answered = False
         self._publish()
         self._solver.report(self.platform.log, force=True)
 
@@ -163,6 +169,7 @@ class SimNode(Node):
             if stamp < self.stamp_ns():
                 return  # answer to a state before the last reset or step
             self._pending[stamp] = velocity
+            self._answered = True
             if now_ns(self) >= self.stamp_ns(self.platform.k + 1) + self.dt_ns:
                 self._advance()  # lagging behind wall time: catch up at once
 
@@ -184,6 +191,8 @@ class SimNode(Node):
                 self._pending = {s: u for s, u in self._pending.items() if s > self.stamp_ns()}
                 self._step(command)
                 return
+        if self.mirror == "closed" and self._answered:
+            return  # lock-step: wait for the controller's answer to this state
         if now - self._last_command_ns >= math.floor(self.watchdog * NS_PER_S):
             self.idle_steps += 1
             self._step(np.zeros(6))

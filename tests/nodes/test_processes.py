@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from children import console_script
-from standin_runs import ATTEMPTS
+from standin_runs import ATTEMPTS, STARVATION_FAULTS
 from test_standin import MIN_TICKS, STARVED_MIN_TICKS, check_platform_pd_law
 
 from sim2real.nodes.runner import STANDIN_LINK
@@ -32,12 +32,6 @@ experiment:
     push: {height: 0.15, lateral: 0.0, start_x: 0.20, end_x: 0.42, speed: 0.2, ramp_time: 0.2,
            pre_time: 0.1, settle_time: 0.3, rate_hz: 100.0}
 """
-
-
-#: Faults the xArm driver latches when a process of the graph got no CPU for too long: its own (the
-#: controller's auto-stop ran out) or the stand-in's, whose emulator then answered late (a link stall).
-#: Honest stops of a starved machine, not faults of the graph: the fixture runs the graph again.
-STARVATION_FAULTS = ("frozen or starved", "the xArm link stalled")
 
 
 def _run_graph(tmp: Path, env: dict[str, str], port: int) -> tuple[Path, int, dict[str, int | None], dict[str, str]]:

@@ -80,13 +80,15 @@ def recorded_run(out: Path, env: dict, experiment_file: Path, *extra: str
                  ) -> tuple[subprocess.CompletedProcess, Path]:
     """:func:`run_cli` until its recording is complete: exit 0, or 3 when the only remark is a starved control
     loop (a busy machine delayed the real loop past the driver's watchdog; run says so per trial, and that is
-    load, not a fault of the run). A run whose starved loop also cut a stream is made again
-    (:mod:`standin_runs`, at most :data:`standin_runs.ATTEMPTS` runs). Returns the last run and its directory."""
+    load, not a fault of the run). A run whose starved loop also cut a stream, or that a starvation fault stopped,
+    is made again (:mod:`standin_runs`, at most :data:`standin_runs.ATTEMPTS` runs). Returns the last run and its
+    directory."""
     def attempt(number: int) -> tuple[subprocess.CompletedProcess, Path]:
         target = out if number == 1 else out.with_name(f"{out.name}.{number}")
         return run_cli(target, env, experiment_file, *extra), target
 
-    result, target = standin_runs.until_recorded(attempt, lambda run: (run[0].returncode, run[0].stdout))
+    result, target = standin_runs.until_recorded(
+        attempt, lambda run: (run[0].returncode, run[0].stdout, run[0].stderr))
     assert standin_runs.recorded(result.returncode, result.stdout), (
         result.returncode, standin_runs.remarks(result.stdout), result.stderr[-3000:])
     return result, target
