@@ -33,6 +33,7 @@ Parameters (type, default: meaning, unit)::
     link.latency_budget   double, 0.010: latency budget of the link, s
     link.command_timeout  double, 1.0: SDK reply timeout of every exchange, s
     link.watchdog_timeout double, 0.045: zero velocity without a fresh command after, s
+    link.command_duration double, 0.1: the controller's auto-stop of each velocity command, s
     pd.kp, pd.kd, sim.dt, arm.* ...  the simulator parameters (the PD gains and limits,
                           shared with pd_controller)
 """
@@ -87,7 +88,8 @@ class XArmNode(Node):
         # Link budgets of the driver (s; see DriverConfig): a slow stand-in process may get wider ones.
         defaults = DriverConfig(ip="127.0.0.1")
         link = {name: float(self.declare_parameter(f"link.{name}", getattr(defaults, name)).value)
-                for name in ("max_round_trip", "latency_budget", "command_timeout", "watchdog_timeout")}
+                for name in ("max_round_trip", "latency_budget", "command_timeout", "watchdog_timeout",
+                             "command_duration")}
         self.driver = XArmDriver(DriverConfig(ip=ip, command_port=port, mode=mode, report_type=report_type, **link))
         preflight = self._connect(connect_wait)
         self.get_logger().info(preflight.summary())
