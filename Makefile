@@ -53,28 +53,26 @@ check: venv
 	$(PYTEST) -n 2 --durations=5 -m "not ($(SERIAL_TIERS) or slow or children)"; status=$$?; \
 	echo "make check: $$(( $$(date +%s) - start )) s, exit $$status"; exit $$status
 
-# Every tier (what CI runs). The ros/hardware/ray/system tiers run one test at a time in the foreground;
-# the computing tiers run beside them in one process, so each part has about one core (their output,
-# kept in a file, follows at the end). The computing part runs at nice 5: where the two parts contend
-# for a core, the real-time tests win most of it (CI once saw an emulator answer 36 ms late and a demo
-# loop starved beside it), while beside other CPU-bound work it still gets a third of what each of
-# them gets. Both parts always run; the status is non-zero when either failed.
-# The computing part runs in its own session (setsid), so that Ctrl-C or a TERM stops all of it, not
-# only the foreground part (a background job of a shell ignores Ctrl-C).
+# Every tier (what CI runs), in two parts one after the other: the ros/hardware/ray/system tiers one test
+# at a time on an otherwise quiet machine, then the computing tiers on two pytest-xdist workers. Side by
+# side (until 2026-11-27) the computing part starved the stand-in graphs, which need about 1.9 of this
+# machine's two cores on their own: demo loops at 15-70 Hz of 100, auto-stops, streams cut (fresh clones
+# fc42, fc43), so a real-time test passed or failed with the other part's schedule. The real-time code's
+# behaviour beside CPU-bound work is tested on purpose (pinned neighbours, SIGSTOP, benchmarks.faults and
+# benchmarks.demo_runs --busy), not by chance. Both parts always run; the status is non-zero when either
+# failed.
 test: venv browser
 	@start=$$(date +%s); \
 	$(BIN)/ruff check sim2real tests benchmarks launch setup.py || exit 1; \
 	$(MAKE) --no-print-directory docs || exit 1; \
 	$(BIN)/python -m sim2real.physics.warmup; \
-	computing=$$(mktemp); \
-	ROS_LOG_DIR=$$(mktemp -d) setsid nice -n 5 $(PYTEST_CMD) -n 1 --durations=10 -m "not ($(SERIAL_TIERS))" \
-	  > $$computing 2>&1 & pid=$$!; \
-	trap 'kill -TERM -- -$$pid 2>/dev/null; rm -f $$computing; exit 130' INT TERM; \
-	echo "computing tiers: running beside the serial tiers in one process (output below when done)"; \
+	echo "=== ros/hardware/ray/system tiers, one test at a time ==="; \
 	$(PYTEST) --durations=25 -m "$(SERIAL_TIERS)"; b=$$?; \
-	wait $$pid; a=$$?; \
-	echo "=== computing tiers (ran beside the serial tiers) ==="; cat $$computing; rm -f $$computing; \
-	echo "make test: $$(( $$(date +%s) - start )) s; computing tiers exit $$a, ros/hardware/ray/system exit $$b"; \
+	serial=$$(date +%s); \
+	echo "=== computing tiers, two workers ==="; \
+	$(PYTEST) -n 2 --durations=10 -m "not ($(SERIAL_TIERS))"; a=$$?; \
+	echo "make test: $$(( $$(date +%s) - start )) s (computing part $$(( $$(date +%s) - serial )) s);" \
+	  "computing tiers exit $$a, ros/hardware/ray/system exit $$b"; \
 	exit $$(( a || b ))
 
 # The documentation site (MkDocs Material; --strict: a broken link, stale reference or stale table fails).

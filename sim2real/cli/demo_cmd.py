@@ -279,6 +279,11 @@ def _run_steps(args: argparse.Namespace, out: Path, grid: tuple[str, list[float]
     if left_out:
         print(_red(f"  {len(left_out)} recorded trial(s) left out, not standard pushes: "
                    + "; ".join(entry["reason"] for entry in left_out)))
+    starved = check.get("experiment", {}).get("starved") or []  # type: ignore[union-attr]
+    if starved:
+        print(_red(f"  {len(starved)} trial(s) with a starved real control loop (a busy machine; fitted, and "
+                   "screened before the box stage): "
+                   + "; ".join(f"{entry['trial']} ({entry['loop']})" for entry in starved)))
     if disturbed:
         print(_red(f"  {len(disturbed)} trial(s) not comparable: the real arm's pusher left the fitted arm's path "
                    f"by more than {MAX_PUSHER_PATH_GAP * 100:g} cm (its commands reached it late: a busy machine), "

@@ -120,6 +120,17 @@ def _usable(records: list[TrialRecord]) -> tuple[list[TrialRecord], list[dict[st
     return usable, unusable
 
 
+def starved_loops(records: Sequence[TrialRecord]) -> list[dict[str, str]]:
+    """The kept trials whose real control loop was starved (``[{trial, loop}]``, the loop health in words):
+    a busy machine delayed the loop below 90 % of its rate or past the driver's watchdog (trial.json
+    ``loop_health``). They are fitted like the others (the screen before the box stage leaves out a push
+    that left the PD law's path); the demo names them."""
+    from sim2real.trials.coverage import starved_platforms
+
+    return [{"trial": record.name, "loop": starved_platforms(record.meta)["real"]} for record in records
+            if "real" in starved_platforms(record.meta)]
+
+
 def record_experiment(options: DemoOptions, before_dir: Path, ui: DemoProgress) -> Recording:
     """Step 1: the stand-in experiment, run again (up to EXPERIMENT_ATTEMPTS times) while more than
     MAX_UNUSABLE_TRIALS of its trials are not standard pushes, or every held-out one is not (those few are
@@ -363,7 +374,7 @@ def run_demo(options: DemoOptions, out: Path, hidden: dict[str, float], ui: Demo
     ui.detail(f"{replayed} of {len(recorded)} trials in {after_dir} ({time.perf_counter() - t0:.0f} s)")
     check = check_against_hidden([servo, result], hidden)
     check["experiment"] = {"attempts": len(failed_attempts) + 1, "failed": failed_attempts,
-                           "left_out": recording.left_out}
+                           "left_out": recording.left_out, "starved": starved_loops(recording.trials)}
     check["disturbed"] = disturbed
     check["box_fit_left_out"] = stages.left_out
     _judge(check, len(records), len(stages.left_out), len(recorded), replayed, disturbed)

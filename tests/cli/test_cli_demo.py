@@ -355,3 +355,20 @@ def test_a_few_spoiled_pushes_are_left_out_and_more_repeat_the_experiment(tmp_pa
     assert recording.left_out == [{"trial": spoiled, "reason": f"trial {spoiled} is incomplete"}]
     assert [r.name for r in recording.trials] == [make_trial(i, d).name for i, d in enumerate(distances) if i != 3]
     assert any(spoiled in line and alarm for line, alarm in ui.lines)
+
+
+def test_trials_with_a_starved_real_loop_are_named_with_their_loop_health() -> None:
+    """The demo names each kept trial whose real loop a busy machine starved (trial.json loop_health)."""
+    from dataclasses import replace
+
+    from sim2real.demo.pipeline import starved_loops
+    from sim2real.trials.coverage import loop_health
+
+    healthy = loop_health(range(0, 1_000_000_000, 10_000_000), 0.01)
+    ticks = [*range(0, 500_000_000, 10_000_000), *range(560_000_000, 1_000_000_000, 20_000_000)]
+    starved = loop_health(ticks, 0.01)
+    assert healthy is not None and not healthy.starved and starved is not None and starved.starved
+    records = [replace(make_trial(k, d), meta={**make_trial(k, d).meta, "loop_health": {
+        "real": health.as_dict(), "sim": healthy.as_dict()}}) for k, (d, health) in
+        enumerate([(0.30, healthy), (0.35, starved)])]
+    assert starved_loops(records) == [{"trial": records[1].name, "loop": starved.describe()}]

@@ -23,9 +23,7 @@ MAX_HALFWIDTH = 0.25
 
 @pytest.mark.slow
 def test_intervals_of_all_five_parameters_cover_the_hidden_values_in_repeated_noisy_experiments() -> None:
-    # One process: in `make test` this runs beside the real-time tests, and two pool processes beside the
-    # suite's own worker starved a stand-in's driver and mocap (fresh clone fc42); `make bench` uses two.
-    summary = coverage("arm", SEEDS, workers=1)
+    summary = coverage("arm", SEEDS, workers=2)
     print({name: f"{summary[name]['covered']}/{SEEDS}, half-width {summary[name]['median_ci95_halfwidth']:.3g}"
            for name in ARM_FREE})
     assert summary["fits"] == SEEDS and not summary["errors"]
