@@ -10,8 +10,10 @@ Stepping (one period per step, paced by a ``sim.dt`` timer, never ahead of wall 
 * ``closed``: lock-step with the PD controller: the command stamped like state ``k`` is
   applied to go from ``k`` to ``k+1``; if the sim lags behind wall time it steps as soon as
   the command arrives. Once the controller has answered a state since the last reset, the
-  sim waits for the answer to every state, however late (a starved controller delays the
-  sim, it never changes what the sim did: every recorded command is the one applied);
+  sim waits for the answer to every state (a starved controller delays the sim, it does not
+  change what the sim did: every recorded command is the one applied), for up to
+  ``lockstep_wait`` s; after that it steps on with zero velocity and says so (warning), as
+  the commands recorded from then on were not all applied;
 * ``commands``: the forwarded real commands are applied in arrival order, one per period;
 * without any command for ``watchdog`` s the platform steps with zero velocity (the
   behaviour of the real driver's watchdog), so time and the box keep going: in
@@ -27,6 +29,8 @@ Parameters (type, default: meaning, unit)::
                       platform's commands)
     watchdog          double, 0.05: step with zero velocity after this long without a
                       command (closed: only before the first command after a reset), s
+    lockstep_wait     double, 1.0: closed: longest wait for the controller's answer to a
+                      state before stepping on without it, s
     engine            string, ours: simulation engine of the box (ours or mujoco,
                       sim2real.engines)
     initial_distance  double, 0.40: box start distance before the first reset, m
@@ -82,6 +86,7 @@ class SimNode(Node):
         if self.mirror not in ("closed", "commands"):
             raise ValueError(f"mirror must be closed or commands, got {self.mirror!r}")
         self.watchdog = float(self.declare_parameter("watchdog", 0.05).value)
+        self.lockstep_wait = float(self.declare_parameter("lockstep_wait", 1.0).value)
         self.engine = str(self.declare_parameter("engine", "ours").value)
         check_engine(self.engine)
         initial_distance = float(self.declare_parameter("initial_distance", 0.40).value)
@@ -96,6 +101,7 @@ class SimNode(Node):
         box = BoxState.at_rest(*requested_box_pose(initial_distance, self.params))
         self.steps = 0
         self.idle_steps = 0
+        self.unanswered_steps = 0  # closed: steps taken without the controller's answer after lockstep_wait
         self._pending: dict[int, np.ndarray] = {}
         self._queue: collections.deque[np.ndarray] = collections.deque(maxlen=1000)
         self._last_command_ns = 0
@@ -129,6 +135,7 @@ class SimNode(Node):
         self._queue.clear()
         self._last_command_ns = self.epoch_ns
         self._answered = False
+        self._said_unanswered = False
         self._publish()
         self._solver.report(self.platform.log, force=True)
 
@@ -166,8 +173,8 @@ class SimNode(Node):
                 self._queue.append(velocity)
                 return
             stamp = ns_of(msg.header.stamp)
-            if stamp < self.stamp_ns():
-                return  # answer to a state before the last reset or step
+            if stamp < self.stamp_ns() or (stamp - self.epoch_ns) % self.dt_ns:
+                return  # answer to a state before the last step, or to one of the epoch before the last reset
             self._pending[stamp] = velocity
             self._answered = True
             if now_ns(self) >= self.stamp_ns(self.platform.k + 1) + self.dt_ns:
@@ -192,7 +199,14 @@ class SimNode(Node):
                 self._step(command)
                 return
         if self.mirror == "closed" and self._answered:
-            return  # lock-step: wait for the controller's answer to this state
+            if now - self._last_command_ns < math.floor(self.lockstep_wait * NS_PER_S):
+                return  # lock-step: wait for the controller's answer to this state
+            self.unanswered_steps += 1
+            if not self._said_unanswered:
+                self._said_unanswered = True
+                self.get_logger().warning(
+                    f"sim: no answer from its PD controller for {self.lockstep_wait:g} s; stepping on with zero "
+                    "velocity until one comes (commands recorded for the steps taken meanwhile were not applied)")
         if now - self._last_command_ns >= math.floor(self.watchdog * NS_PER_S):
             self.idle_steps += 1
             self._step(np.zeros(6))
