@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar
 
+from sim2real.errors import HardwareFaultError
+
 Result = TypeVar("Result")
 
 #: First words of the lines ``sim2real run`` prints for a trial that is not a clean recording.
@@ -24,8 +26,6 @@ ATTEMPTS = 3
 #: Faults the xArm driver latches when a process of the graph got no CPU for too long: its own (the
 #: controller's auto-stop ran out) or the stand-in's, whose emulator then answered late (a link stall).
 STARVATION_FAULTS = ("frozen or starved", "the xArm link stalled")
-#: Exit status of ``sim2real run`` stopped by a fault the driver latched (HardwareFaultError).
-EXIT_HARDWARE_FAULT = 4
 
 
 def remarks(stdout: str) -> list[str]:
@@ -51,7 +51,7 @@ def cut_by_load(returncode: int, stdout: str) -> bool:
 
 def stopped_by_load(returncode: int, stderr: str) -> bool:
     """The run stopped on a fault the driver latched, and the fault is one of :data:`STARVATION_FAULTS`."""
-    return returncode == EXIT_HARDWARE_FAULT and any(fault in stderr for fault in STARVATION_FAULTS)
+    return returncode == HardwareFaultError.exit_status and any(fault in stderr for fault in STARVATION_FAULTS)
 
 
 def until_recorded(run: Callable[[int], Result], status: Callable[[Result], tuple[int, str, str]]) -> Result:

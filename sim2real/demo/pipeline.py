@@ -127,8 +127,8 @@ def starved_loops(records: Sequence[TrialRecord]) -> list[dict[str, str]]:
     that left the PD law's path); the demo names them."""
     from sim2real.trials.coverage import starved_platforms
 
-    return [{"trial": record.name, "loop": starved_platforms(record.meta)["real"]} for record in records
-            if "real" in starved_platforms(record.meta)]
+    loops = ((record.name, starved_platforms(record.meta)) for record in records)
+    return [{"trial": name, "loop": starved["real"]} for name, starved in loops if "real" in starved]
 
 
 def record_experiment(options: DemoOptions, before_dir: Path, ui: DemoProgress) -> Recording:

@@ -101,7 +101,6 @@ class SimNode(Node):
         box = BoxState.at_rest(*requested_box_pose(initial_distance, self.params))
         self.steps = 0
         self.idle_steps = 0
-        self.unanswered_steps = 0  # closed: steps taken without the controller's answer after lockstep_wait
         self._pending: dict[int, np.ndarray] = {}
         self._queue: collections.deque[np.ndarray] = collections.deque(maxlen=1000)
         self._last_command_ns = 0
@@ -201,7 +200,6 @@ class SimNode(Node):
         if self.mirror == "closed" and self._answered:
             if now - self._last_command_ns < math.floor(self.lockstep_wait * NS_PER_S):
                 return  # lock-step: wait for the controller's answer to this state
-            self.unanswered_steps += 1
             if not self._said_unanswered:
                 self._said_unanswered = True
                 self.get_logger().warning(
