@@ -12,6 +12,11 @@ from typing import IO
 
 ROOT = Path(__file__).resolve().parent.parent
 
+#: Bound (s) on a child of a computing-tier test: a guard against a hang, not a time limit. `make test` runs
+#: the computing tiers at idle scheduling priority beside the real-time tiers, so such a child may get no
+#: CPU for minutes while a stand-in graph runs (tests assert no wall-clock timing).
+HANG_GUARD_S = 300
+
 
 def console_script(name: str) -> list[str]:
     """The installed console script ``name``, or (not installed yet) its entry point from setup.py."""

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from children import HANG_GUARD_S
 from fixtures.synthetic_trials import make_trial
 
 from sim2real.trials import write_run_meta, write_trial
@@ -25,7 +26,7 @@ pytestmark = pytest.mark.usefixtures("ros_child_env")
 
 ROOT = Path(__file__).resolve().parents[2]
 #: Bound on any one case (s): a guard against hangs; every case fails in a few seconds.
-WITHIN = 60
+WITHIN = HANG_GUARD_S
 
 
 def _env(tmp_path: Path) -> dict[str, str]:

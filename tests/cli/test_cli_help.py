@@ -5,6 +5,7 @@ import subprocess
 import sys
 
 import pytest
+from children import HANG_GUARD_S
 
 from sim2real.cli import build_parser
 
@@ -17,7 +18,8 @@ SUBCOMMANDS = sorted(
 
 
 def test_top_level_help_lists_every_subcommand():
-    result = subprocess.run([sys.executable, "-m", "sim2real", "--help"], capture_output=True, text=True, timeout=60)
+    result = subprocess.run([sys.executable, "-m", "sim2real", "--help"], capture_output=True, text=True,
+                            timeout=HANG_GUARD_S)
     assert result.returncode == 0
     for name in SUBCOMMANDS:
         assert name in result.stdout
@@ -35,7 +37,7 @@ def test_each_subcommand_has_help(name, capsys):
 
 
 def test_no_subcommand_prints_help_and_fails():
-    result = subprocess.run([sys.executable, "-m", "sim2real"], capture_output=True, text=True, timeout=60)
+    result = subprocess.run([sys.executable, "-m", "sim2real"], capture_output=True, text=True, timeout=HANG_GUARD_S)
     assert result.returncode == 2 and "COMMAND" in result.stdout
 
 
@@ -44,6 +46,6 @@ def test_the_parser_loads_no_engine():
     (numba's kernels, MuJoCo, SciPy): the registry names engines without importing them."""
     code = ("import sys; from sim2real.cli import build_parser; build_parser(); "
             "print(sorted(m for m in ('numba', 'mujoco', 'scipy', 'sim2real.physics') if m in sys.modules))")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=HANG_GUARD_S)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"

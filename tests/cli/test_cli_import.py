@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from children import HANG_GUARD_S
 
 from sim2real.cli import main
 from sim2real.data import cube_toss_npz
@@ -21,7 +22,7 @@ NPZ = cube_toss_npz()
 def test_import_selected_tosses_round_trip(tmp_path: Path) -> None:
     out = tmp_path / "tosses"
     proc = subprocess.run([sys.executable, "-m", "sim2real", "import", "cube-toss", str(NPZ), "--out", str(out),
-                           "--tosses", "0-2,100"], capture_output=True, text=True, timeout=120,
+                           "--tosses", "0-2,100"], capture_output=True, text=True, timeout=HANG_GUARD_S,
                           env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
     assert proc.returncode == 0, proc.stderr
     assert "wrote 4 trials" in proc.stdout and "imported 4/4 tosses" in proc.stderr

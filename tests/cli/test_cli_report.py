@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from children import HANG_GUARD_S
 from fixtures.synthetic_trials import make_trial
 
 from sim2real.cli import main
@@ -30,7 +31,7 @@ def test_report_command_end_to_end(tmp_path: Path, run_dir: Path) -> None:
     out = tmp_path / "report"
     proc = subprocess.run([sys.executable, "-m", "sim2real", "report", str(run_dir), "--out", str(out),
                            "--fit", str(fit), "--max-trial-figures", "1"],
-                          capture_output=True, text=True, timeout=120,
+                          capture_output=True, text=True, timeout=HANG_GUARD_S,
                           env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
     assert proc.returncode == 0, proc.stderr
     assert f"wrote {out / 'report.html'}" in proc.stdout

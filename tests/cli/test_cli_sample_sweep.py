@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from children import default_sigint
+from children import HANG_GUARD_S, default_sigint
 from scipy import stats
 
 from sim2real.cli import main
@@ -320,13 +320,13 @@ def test_interrupted_sweep_resumes_to_the_uninterrupted_table(experiment, tmp_pa
     table = tmp_path / "cut" / "outcomes.csv"
     child = subprocess.Popen([sys.executable, "-m", "sim2real", *args, "--workers", "2"], stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint)
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + HANG_GUARD_S
     while time.monotonic() < deadline and child.poll() is None:
         if table.exists() and table.read_text().count("\n") >= 3:  # header + two rows
             break
         time.sleep(0.01)
     child.send_signal(signum)
-    _, err = child.communicate(timeout=60)
+    _, err = child.communicate(timeout=HANG_GUARD_S)
     assert child.returncode in (128 + signum, 0), err  # 0: it finished before the signal arrived
     text = table.read_text()
     assert text.endswith("\n")  # Ctrl-C and SIGTERM leave whole lines

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from children import HANG_GUARD_S
 
 from sim2real.cli import main
 from sim2real.paths import config_file
@@ -31,7 +32,7 @@ def _write(tmp_path: Path, doc: object, name: str = "scenario.yaml") -> Path:
 
 def _run(args: list[str]) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "sim2real", "simulate", *args], capture_output=True, text=True,
-                          timeout=120, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+                          timeout=HANG_GUARD_S, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
 
 
 def test_push_scenario_json_with_gradients_and_bag(tmp_path: Path) -> None:

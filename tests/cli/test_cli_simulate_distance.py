@@ -6,6 +6,7 @@ import sys
 
 import numpy as np
 import pytest
+from children import HANG_GUARD_S
 
 from sim2real.trials import read_trial
 
@@ -58,7 +59,7 @@ def test_bag_holds_the_trial(trial):
     ],
 )
 def test_bad_input(args, message):
-    result = _cli(*args, timeout=60)
+    result = _cli(*args, timeout=HANG_GUARD_S)
     assert result.returncode == 2
     assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
 
@@ -66,5 +67,5 @@ def test_bad_input(args, message):
 def test_existing_out_is_refused(tmp_path):
     out = tmp_path / "taken"
     out.mkdir()
-    result = _cli("--distance", "0.4", "--out", str(out), timeout=60)
+    result = _cli("--distance", "0.4", "--out", str(out), timeout=HANG_GUARD_S)
     assert result.returncode == 2 and "refusing to overwrite" in result.stderr

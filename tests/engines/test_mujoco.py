@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from children import HANG_GUARD_S
 from fixtures import planar_pushes as pushes
 
 from sim2real.cli import main
@@ -46,7 +47,7 @@ def test_both_engines_are_worlds_of_the_registry() -> None:
 def test_an_unknown_engine_is_a_one_line_error(tmp_path: Path) -> None:
     config = Path(__file__).resolve().parents[2] / "config" / "scenarios" / "slide.yaml"
     proc = subprocess.run([sys.executable, "-m", "sim2real", "simulate", str(config), "--engine", "bullet"],
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=HANG_GUARD_S)
     assert proc.returncode == 2 and "unknown engine 'bullet' (choose from ours, mujoco)" in proc.stderr
 
 

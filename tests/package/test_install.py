@@ -15,6 +15,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from children import HANG_GUARD_S
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
@@ -99,10 +100,11 @@ def test_installed_package_finds_its_share_files(wheel: Path, tmp_path: Path) ->
     # --ignore-installed: without it pip first uninstalls the sim2real of the running environment
     # (the developer's editable install), since --prefix does not isolate what pip considers installed
     result = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "--ignore-installed",
-                             "-q", "--prefix", str(prefix), str(wheel)], capture_output=True, text=True, timeout=120)
+                             "-q", "--prefix", str(prefix), str(wheel)], capture_output=True, text=True,
+                            timeout=HANG_GUARD_S)
     assert result.returncode == 0, result.stderr[-3000:]
     still = subprocess.run([str(BIN / "python"), "-c", "import sim2real"], cwd=tmp_path, capture_output=True, text=True,
-                           timeout=60)
+                           timeout=HANG_GUARD_S)
     assert still.returncode == 0, "the install into a prefix removed the running environment's sim2real"
     (site,) = prefix.glob("lib/python3.*/site-packages")
     assert (prefix / "bin" / "sim2real").is_file()  # console scripts go to bin/ (setup.cfg's lib/ is colcon's)
@@ -114,7 +116,7 @@ def test_installed_package_finds_its_share_files(wheel: Path, tmp_path: Path) ->
     env = {k: v for k, v in os.environ.items() if k not in ("AMENT_PREFIX_PATH", "PYTHONPATH")}
     env["PYTHONPATH"] = str(site)
     result = subprocess.run([str(BIN / "python"), "-c", probe], cwd=tmp_path, env=env, capture_output=True,
-                            text=True, timeout=120)
+                            text=True, timeout=HANG_GUARD_S)
     assert result.returncode == 0, result.stderr[-3000:]
     module, share, distances, joints, scenario = result.stdout.split("\n")[:5]
     assert Path(module).is_relative_to(site)

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from children import HANG_GUARD_S
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -67,6 +68,6 @@ def test_installed_cli_runs(colcon_install):
     site = next((colcon_install / "lib").glob("python3.*/site-packages"))
     env = {**os.environ, "PYTHONPATH": str(site), "AMENT_PREFIX_PATH": str(colcon_install)}
     script = colcon_install / "lib" / "sim2real" / "sim2real"
-    result = subprocess.run([str(script), "--help"], env=env, capture_output=True, text=True, timeout=60)
+    result = subprocess.run([str(script), "--help"], env=env, capture_output=True, text=True, timeout=HANG_GUARD_S)
     assert result.returncode == 0, result.stderr
     assert "params" in result.stdout

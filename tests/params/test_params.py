@@ -5,6 +5,7 @@ import sys
 
 import pytest
 import yaml
+from children import HANG_GUARD_S
 
 from sim2real.errors import Sim2RealError
 from sim2real.params import (
@@ -122,7 +123,8 @@ def test_missing_file(tmp_path):
 
 
 def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "sim2real", *args], capture_output=True, text=True, timeout=60)
+    return subprocess.run([sys.executable, "-m", "sim2real", *args], capture_output=True, text=True,
+                          timeout=HANG_GUARD_S)
 
 
 @pytest.mark.parametrize(

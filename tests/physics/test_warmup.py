@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+from children import HANG_GUARD_S
 
 from sim2real.physics import warmup
 
@@ -14,7 +15,7 @@ from sim2real.physics import warmup
 def test_an_empty_numba_cache_is_seen_as_not_compiled(tmp_path) -> None:
     probe = "from sim2real.physics.warmup import kernels_cached; print(kernels_cached())"
     empty = subprocess.run([sys.executable, "-c", probe], env={**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)},
-                           capture_output=True, text=True, timeout=120)
+                           capture_output=True, text=True, timeout=HANG_GUARD_S)
     assert empty.stdout.strip() == "False", empty.stderr[-2000:]
 
 
