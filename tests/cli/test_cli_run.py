@@ -100,12 +100,13 @@ def test_ctrl_c_mid_trial_keeps_a_readable_incomplete_trial(tmp_path, env):
     assert process.returncode == 130, err
     record = read_trial(out / "trial_00_d0.300")
     assert not record.complete
-    sim = record.platforms["sim"]
     # Interrupted before the end of the 3 s trial (300 ticks). How far the sim got in the second before the
-    # interrupt is the scheduler's business (3 ticks beside CPU-bound work, ~100 idle), so only what was
-    # recorded is checked: kept, readable, every stamp inside the trial and in order.
+    # interrupt is the scheduler's business (none to 3 ticks beside CPU-bound work, ~100 idle: a sim that
+    # had not recorded a tick is absent from the record), so only what was recorded is checked: kept,
+    # readable, every stamp inside the trial and in order.
     assert record.reference is not None
-    for series in (sim.joint_states, sim.joint_command):
+    sim = record.platforms.get("sim")
+    for series in (sim.joint_states, sim.joint_command) if sim is not None else ():
         assert series is None or len(series) < 290
         if series is not None and len(series):
             assert np.all(np.diff(series.t) > 0) and series.t[-1] < 3.0
