@@ -36,6 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 import numpy as np
 
@@ -166,6 +167,32 @@ class TrialData:
     def topic(self, series: str) -> str:
         """The recorded topic of ``series`` (e.g. ``"joint_states"``): ``/<platform>/<series>``."""
         return f"/{self.platform}/{series}"
+
+    @cached_property
+    def pose_kinematics(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """What :func:`box_states` takes from the recorded poses alone, computed once per trial.
+
+        Returns
+        -------
+        rotation : ndarray, shape (K+1, 3, 3)
+            Body -> base rotation of each pose.
+        omega_world : ndarray, shape (K+1, 3)
+            Angular velocity (rad/s, base frame) from each pose and the one before it (row 0 zero).
+        d_states_d_com : ndarray, shape (K+1, 13, 3)
+            Derivative of the rebuilt states with respect to the centre-of-mass offset (body frame).
+        All three are read-only.
+        """
+        q, dt = self.box_quaternion, self.dt
+        n = q.shape[0]
+        rotation = to_matrix(q)
+        omega_body = np.zeros((n, 3))
+        omega_body[1:] = to_rotation_vector(multiply(conjugate(q[:-1]), q[1:])) / dt
+        omega_world = np.einsum("nij,nj->ni", rotation, omega_body)
+        d_states = np.zeros((n, 13, 3))
+        d_states[1:, 7:10, :] = (rotation[1:] - rotation[:-1]) / dt - skew(omega_world[1:]) @ rotation[1:]
+        for array in (rotation, omega_world, d_states):
+            array.flags.writeable = False  # shared by every evaluation of the trial
+        return rotation, omega_world, d_states
 
 
 def _interp(t_new: np.ndarray, t: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -508,16 +535,13 @@ def box_states(data: TrialData, com_body: np.ndarray) -> tuple[np.ndarray, np.nd
         Derivative of the states with respect to ``com_body``.
     """
     p, q, dt = data.box_position, data.box_quaternion, data.dt
-    n = p.shape[0]
-    rotation = to_matrix(q)  # (n, 3, 3)
-    omega_body = np.zeros((n, 3))
-    omega_body[1:] = to_rotation_vector(multiply(conjugate(q[:-1]), q[1:])) / dt
-    omega_world = np.einsum("nij,nj->ni", rotation, omega_body)
+    rotation, omega_world, d_states = data.pose_kinematics
     c = np.asarray(com_body, dtype=float)
-    lever = rotation @ c
-    velocity = np.zeros((n, 3))
-    velocity[1:] = (p[1:] + lever[1:] - p[:-1] - lever[:-1]) / dt - np.cross(omega_world[1:], lever[1:])
+    velocity = np.zeros((p.shape[0], 3))
+    if np.any(c):
+        lever = rotation @ c
+        velocity[1:] = (p[1:] + lever[1:] - p[:-1] - lever[:-1]) / dt - np.cross(omega_world[1:], lever[1:])
+    else:
+        velocity[1:] = (p[1:] - p[:-1]) / dt
     states = np.concatenate((p, q, velocity, omega_world), axis=1)
-    d_states = np.zeros((n, 13, 3))
-    d_states[1:, 7:10, :] = (rotation[1:] - rotation[:-1]) / dt - skew(omega_world[1:]) @ rotation[1:]
     return states, d_states
