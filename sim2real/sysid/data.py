@@ -170,7 +170,8 @@ class TrialData:
 
     @cached_property
     def pose_kinematics(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """What :func:`box_states` takes from the recorded poses alone, computed once per trial.
+        """What :func:`box_states` takes from the recorded poses alone, computed once per trial (read-only
+        arrays: every evaluation of the trial shares them).
 
         Returns
         -------
@@ -180,7 +181,6 @@ class TrialData:
             Angular velocity (rad/s, base frame) from each pose and the one before it (row 0 zero).
         d_states_d_com : ndarray, shape (K+1, 13, 3)
             Derivative of the rebuilt states with respect to the centre-of-mass offset (body frame).
-        All three are read-only.
         """
         q, dt = self.box_quaternion, self.dt
         n = q.shape[0]
@@ -191,7 +191,7 @@ class TrialData:
         d_states = np.zeros((n, 13, 3))
         d_states[1:, 7:10, :] = (rotation[1:] - rotation[:-1]) / dt - skew(omega_world[1:]) @ rotation[1:]
         for array in (rotation, omega_world, d_states):
-            array.flags.writeable = False  # shared by every evaluation of the trial
+            array.flags.writeable = False
         return rotation, omega_world, d_states
 
 
