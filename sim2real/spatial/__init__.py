@@ -5,6 +5,7 @@ from sim2real.spatial.quaternion import (
     conjugate,
     from_axis_angle,
     from_rotation_vector,
+    left_matrix,
     multiply,
     normalize,
     rotate,
@@ -17,7 +18,7 @@ from sim2real.spatial.quaternion import (
 )
 
 __all__ = [
-    "conjugate", "from_axis_angle", "from_matrix", "from_rotation_vector", "matrix_to_rotation_vector",
+    "conjugate", "from_axis_angle", "from_matrix", "from_rotation_vector", "left_matrix", "matrix_to_rotation_vector",
     "matrix_to_rpy", "multiply", "normalize", "rotate", "rpy_to_matrix", "skew", "tilt", "to_matrix",
     "to_rotation_vector", "yaw", "yaw_gradient",
 ]

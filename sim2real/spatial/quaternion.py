@@ -59,6 +59,17 @@ def conjugate(q: np.ndarray) -> np.ndarray:
     return q * np.array([1.0, -1.0, -1.0, -1.0])
 
 
+#: ``left_matrix``'s gather: entry (i, j) of L(p) is ``_LEFT_SIGN[i, j] * p[_LEFT_INDEX[i, j]]``.
+_LEFT_INDEX = np.array([[0, 1, 2, 3], [1, 0, 3, 2], [2, 3, 0, 1], [3, 2, 1, 0]])
+_LEFT_SIGN = np.array([[1.0, -1.0, -1.0, -1.0], [1.0, 1.0, -1.0, 1.0], [1.0, 1.0, 1.0, -1.0], [1.0, -1.0, 1.0, 1.0]])
+
+
+def left_matrix(p: np.ndarray) -> np.ndarray:
+    """The matrix ``L(p)`` of left multiplication by ``p``: ``L(p) @ q == multiply(p, q)``, shape (..., 4, 4)."""
+    p = np.asarray(p, dtype=float)
+    return p[..., _LEFT_INDEX] * _LEFT_SIGN
+
+
 def from_rotation_vector(rotation_vector: np.ndarray) -> np.ndarray:
     """Unit quaternion of the rotation by ``|r|`` radians about ``r/|r|`` (the exponential map).
 

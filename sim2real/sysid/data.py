@@ -537,11 +537,8 @@ def box_states(data: TrialData, com_body: np.ndarray) -> tuple[np.ndarray, np.nd
     p, q, dt = data.box_position, data.box_quaternion, data.dt
     rotation, omega_world, d_states = data.pose_kinematics
     c = np.asarray(com_body, dtype=float)
+    lever = rotation @ c
     velocity = np.zeros((p.shape[0], 3))
-    if np.any(c):
-        lever = rotation @ c
-        velocity[1:] = (p[1:] + lever[1:] - p[:-1] - lever[:-1]) / dt - np.cross(omega_world[1:], lever[1:])
-    else:
-        velocity[1:] = (p[1:] - p[:-1]) / dt
+    velocity[1:] = (p[1:] + lever[1:] - p[:-1] - lever[:-1]) / dt - np.cross(omega_world[1:], lever[1:])
     states = np.concatenate((p, q, velocity, omega_world), axis=1)
     return states, d_states

@@ -22,6 +22,7 @@ from sim2real.errors import Sim2RealError
 from sim2real.physics import (
     SolveSummary,
 )
+from sim2real.spatial import conjugate, left_matrix
 from sim2real.sysid.data import TrialData
 from sim2real.sysid.inputs import (
     MODES,
@@ -294,12 +295,6 @@ def pose_residual(state: np.ndarray, position: np.ndarray, quaternion: np.ndarra
     return residual[0], d_residual[0]
 
 
-#: The left-multiplication matrix of the conjugate ``q*`` of ``q = (a0, a1, a2, a3)``: entry (i, j) is
-#: ``_LEFT_SIGN[i, j] * q[_LEFT_INDEX[i, j]]`` (the conjugate's vector part negated).
-_LEFT_INDEX = np.array([[0, 1, 2, 3], [1, 0, 3, 2], [2, 3, 0, 1], [3, 2, 1, 0]])
-_LEFT_SIGN = np.array([[1.0, 1.0, 1.0, 1.0], [-1.0, 1.0, 1.0, -1.0], [-1.0, -1.0, 1.0, 1.0], [-1.0, 1.0, -1.0, 1.0]])
-
-
 def pose_residuals(states: np.ndarray, positions: np.ndarray, quaternions: np.ndarray,
                    weights: Weights) -> tuple[np.ndarray, np.ndarray]:
     """:func:`pose_residual` of ``n`` states at once.
@@ -318,7 +313,7 @@ def pose_residuals(states: np.ndarray, positions: np.ndarray, quaternions: np.nd
     residual : ndarray, shape (n, 6)
     d_residual : ndarray, shape (n, 6, 13)
     """
-    left = quaternions[:, _LEFT_INDEX] * _LEFT_SIGN  # q_rec* ⊗ ·, (n, 4, 4)
+    left = left_matrix(conjugate(quaternions))  # q_rec* ⊗ ·, (n, 4, 4)
     relative = np.einsum("nij,nj->ni", left, states[:, 3:7])
     sign = np.where(relative[:, 0] >= 0.0, 1.0, -1.0)
     count = states.shape[0]

@@ -344,25 +344,21 @@ def _box_segments(rows: _Rows, data: TrialData, params: ParameterSet, names: tup
                               d_com)
         return
     # One trajectory holds every segment; its warm start carries over, since consecutive segments start from
-    # nearby recorded states (the last solution is close). The rows of all segments are added at once (states
-    # 2 .. K in order); each segment's simulated end is kept before the next segment's recorded start
-    # overwrites it.
+    # nearby recorded states (the last solution is close). The rows of all segments (states 2 .. K) are added
+    # at once, from copies: the next segment's recorded start overwrites this segment's simulated end.
     traj = Trajectory.empty(K, pusher, engine_names, engine_cols, len(names) if grad else 0, log=rows.log)
-    ends: list[tuple[int, np.ndarray]] = []
+    simulated: list[np.ndarray] = []
     degraded: list[np.ndarray] = []
     for start in range(1, K, horizon):
         stop = min(start + horizon, K)
         traj.states[start] = states[start]
         running = _initial_sensitivity(names, d_com[start]) if grad else None
         world.advance(traj, start, stop, running)
-        ends.append((stop, traj.states[stop].copy()))
+        simulated.append(traj.states[start + 1:stop + 1].copy())
         degraded.append(np.cumsum(traj.outcomes[start:stop] >= int(StepOutcome.DEGRADED)) > 0)
-    if not ends:
-        return
-    for stop, end in ends:
-        traj.states[stop] = end
-    rows.add_poses(traj.states[2:K + 1], traj.sens[2:K + 1] if traj.sens is not None else None, data, 2, weights,
-                   np.concatenate(degraded))
+    if simulated:
+        rows.add_poses(np.concatenate(simulated), traj.sens[2:K + 1] if traj.sens is not None else None, data, 2,
+                       weights, np.concatenate(degraded))
 
 
 def _joint_segments(rows: _Rows, data: TrialData, params: ParameterSet, names: tuple[str, ...], horizon: int,

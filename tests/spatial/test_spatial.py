@@ -47,3 +47,10 @@ def test_skew_is_cross_product():
 def test_tilt_of_box_on_its_side():
     q = spatial.from_axis_angle([1.0, 0.0, 0.0], np.pi / 2)
     np.testing.assert_allclose(spatial.tilt(q), np.pi / 2)
+
+
+def test_left_matrix_multiplies_like_the_quaternion_product():
+    rng = np.random.default_rng(3)
+    p, q = rng.normal(size=(5, 4)), rng.normal(size=(5, 4))
+    product = np.einsum("nij,nj->ni", spatial.left_matrix(p), q)
+    np.testing.assert_allclose(product, spatial.multiply(p, q), rtol=0, atol=1e-14)
