@@ -57,6 +57,7 @@ from sim2real.nodes.common import (
     params_overrides,
     spin_until_finished,
 )
+from sim2real.nodes.priority import raise_run_priority, unchanged_priority
 from sim2real.nodes.routes import STANDIN_LINK as STANDIN_LINK  # re-exported: the launch file and tests use it
 from sim2real.nodes.routes import Route, RouteOptions, parse_joints, route
 from sim2real.nodes.run_children import SIM_NICENESS as SIM_NICENESS  # re-exported: part of this module's interface
@@ -335,7 +336,12 @@ def _run_graph(plan: _RunPlan, node_hook: Callable[[dict[str, Any]], None] | Non
     nodes: dict[str, Any] = {}
     children: list[_Child] = []
     workdir = tempfile.TemporaryDirectory(prefix="sim2real-run-", ignore_cleanup_errors=True)
+    # Before any thread or child of the run starts (they inherit it); a sim-only run steps lock-step
+    # and has no real-time duty.
+    priority = raise_run_priority() if "real" in platforms_of(plan.mode) else unchanged_priority()
     try:
+        if priority.message:
+            plan.progress(priority.message)
         _start_children(plan, children, Path(workdir.name))
         rclpy.init(context=context)
         experiment = _start_nodes(plan, nodes, context)
@@ -358,6 +364,7 @@ def _run_graph(plan: _RunPlan, node_hook: Callable[[dict[str, Any]], None] | Non
             for child in reversed(children):  # the stand-in last: the driver stops the arm through it
                 child.stop()
             workdir.cleanup()
+            priority.restore()
 
 
 def _start_children(plan: _RunPlan, children: list[_Child], workdir: Path) -> None:
