@@ -3,8 +3,8 @@
 A run's processes have real-time duties: the driver's control loop streams a command every
 10 ms, the stand-in emulates a controller that a real arm never starves, and the recorder must
 keep up with about a thousand messages per second. On a busy machine the kernel shares the
-cores among all runnable processes alike, so CPU-bound work beside a run delays its ticks (the
-loop then runs at 30-70 Hz instead of 100 and its pushes differ from the PD law's). A robot
+cores among all runnable processes alike, so CPU-bound work beside a run delays its ticks (beside
+four busy loops on two cores it ran as slow as 26 Hz instead of 100, and its pushes left the PD law's path). A robot
 driver's usual answer is to ask for a higher priority and to say when it cannot have it (as
 ros2_control's controller manager does for its real-time thread); so does a run here:
 
@@ -26,8 +26,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-#: Niceness a run asks for: well above ordinary processes (weight about 9 times niceness 0's)
-#: without reaching the range reserved for the system's own real-time helpers.
+#: Niceness a run asks for: a CPU weight about 9 times that of an ordinary process (niceness 0),
+#: leaving -11 to -20 to whatever an administrator ranks above a run.
 RUN_NICENESS = -10
 
 
