@@ -345,7 +345,8 @@ def _box_segments(rows: _Rows, data: TrialData, params: ParameterSet, names: tup
         return
     # One trajectory holds every segment; its warm start carries over, since consecutive segments start from
     # nearby recorded states (the last solution is close). The rows of all segments (states 2 .. K) are added
-    # at once, from copies: the next segment's recorded start overwrites this segment's simulated end.
+    # at once, the states from copies: the next segment's recorded start overwrites this segment's simulated
+    # end. The sensitivities need none: a step writes only the row after it, never a segment's start.
     traj = Trajectory.empty(K, pusher, engine_names, engine_cols, len(names) if grad else 0, log=rows.log)
     simulated: list[np.ndarray] = []
     degraded: list[np.ndarray] = []
