@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from sim2real.demo.checks import (
     BOX_FINE,
     BOX_FTOL,
+    BOX_LOSS,
     DEMO_DISTANCES,
     EXPERIMENT_ATTEMPTS,
     MAX_PUSHER_PATH_GAP,
@@ -178,13 +179,14 @@ def _box_start(options: DemoOptions, records: Sequence[TrialRecord], servo: FitR
         return servo.params, []
     name, values = options.grid
     box_spec = ResidualSpec(horizon=None, mode=options.box_mode, engine=options.engine)
-    coarse = grid_costs(records, servo.params, name, values, box_spec, platform="real")
+    coarse = grid_costs(records, servo.params, name, values, box_spec, platform="real", loss=BOX_LOSS[0],
+                        loss_scale=BOX_LOSS[1])
     best = best_start(coarse)
     nominal = min(coarse, key=lambda p: abs(p.value - float(servo.params[name])))
     ui.detail(f"  best of {len(coarse)} grid points of {name}: {best.value:.4g} (cost {best.cost:.4g}; at the "
               f"nominal {servo.params[name]:.4g}: {nominal.cost:.4g})")
     points = grid_costs(records, servo.params, name, fine_grid(name, best.value, *BOX_FINE), box_spec,
-                        platform="real")
+                        platform="real", loss=BOX_LOSS[0], loss_scale=BOX_LOSS[1])
     best = best_start([*points, best])
     ui.detail(f"  start from the best of {len(points)} points {BOX_FINE[1] * 1000:g} mm apart around it: "
               f"{best.value:.4g} (cost {best.cost:.4g})")
@@ -283,12 +285,12 @@ def fit_stages(options: DemoOptions, records: list[TrialRecord], sources: list[s
     left_out = screen_pushes(records, servo.params, options.engine, ui)
     records, sources = _undisturbed(records, sources, left_out, ui)
     how = "the pusher played back as recorded" if options.box_mode == "kinematic" else "the arm under the PD law"
-    ui.detail(f"stage 2, box from whole trials with {how}: {options.box_free}")
+    ui.detail(f"stage 2, box from whole trials with {how} ({BOX_LOSS[0]} loss): {options.box_free}")
     box_start, points = _box_start(options, records, servo, ui)
     result = fit_trials(FitProblem(records, box_start, options.box_free,
                                    spec=ResidualSpec(horizon=None, mode=options.box_mode, engine=options.engine),
                                    platform="real", sources=sources, validation=held, validation_sources=held_sources),
-                        settings=replace(settings, ftol=BOX_FTOL))
+                        settings=replace(settings, ftol=BOX_FTOL, loss=BOX_LOSS[0], loss_scale=BOX_LOSS[1]))
     grid_name = options.grid[0] if options.grid is not None else None
     jackknife = grid_jackknife(points) if grid_name in result.values else None
     if grid_name is not None and jackknife is not None:

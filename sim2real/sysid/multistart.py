@@ -31,6 +31,7 @@ import numpy as np
 from sim2real.errors import Sim2RealError
 from sim2real.params import ParameterSet, spec
 from sim2real.sysid.fit import FitResult, prepare_trials, with_verdicts
+from sim2real.sysid.optimizer import LOSSES, loss_weights
 from sim2real.sysid.residuals import ResidualSpec, trial_residuals
 from sim2real.sysid.uncertainty import measured_jackknife
 from sim2real.trials import TrialRecord
@@ -45,8 +46,9 @@ class GridPoint:
     value : float
         The parameter's value (SI unit of the parameter).
     cost : float
-        Half the sum of squared weighted residuals over every row of every trial (``inf`` when a trial
-        could not be simulated), rows that depend on a degraded engine step included.
+        Half the sum of the loss of the weighted residuals (their squares for the linear loss) over every
+        row of every trial (``inf`` when a trial could not be simulated), rows that depend on a degraded
+        engine step included.
     degraded_rows : int
         Rows in ``cost`` that depend on a degraded engine step.
     trial_costs : tuple of float
@@ -82,7 +84,8 @@ class Jackknife:
 
 
 def grid_costs(records: Sequence[TrialRecord], params: ParameterSet, name: str, values: Sequence[float],
-               residual_spec: ResidualSpec, platform: str = "auto") -> list[GridPoint]:
+               residual_spec: ResidualSpec, platform: str = "auto", loss: str = "linear",
+               loss_scale: float = 1.0) -> list[GridPoint]:
     """The fit cost of ``records`` with parameter ``name`` set to each of ``values``.
 
     Parameters
@@ -98,6 +101,9 @@ def grid_costs(records: Sequence[TrialRecord], params: ParameterSet, name: str, 
         Horizon, weights and mode, as the fit will use them.
     platform : str
         Recorded platform to compare with (``auto``, ``real``, ``sim``).
+    loss, loss_scale : str, float
+        The fit's loss and its scale (weighted residual units; see :func:`~sim2real.sysid.optimizer.loss_weights`),
+        so that the grid ranks its points as the fit that starts from it will.
 
     Returns
     -------
@@ -107,6 +113,9 @@ def grid_costs(records: Sequence[TrialRecord], params: ParameterSet, name: str, 
     entry = spec(name)
     if not values:
         raise Sim2RealError(f"grid for {name} is empty")
+    if loss not in LOSSES or not loss_scale > 0.0:
+        raise Sim2RealError(f"grid costs need a loss from {', '.join(LOSSES)} and a positive scale, got {loss} "
+                            f"and {loss_scale:g}")
     for value in values:
         if not entry.lower <= value <= entry.upper:
             raise Sim2RealError(f"grid value {name}={value:g} is outside its bounds [{entry.lower:g}, {entry.upper:g}]")
@@ -120,7 +129,7 @@ def grid_costs(records: Sequence[TrialRecord], params: ParameterSet, name: str, 
                 res = trial_residuals(trial, trial_params, (), residual_spec)
             except Sim2RealError:
                 break
-            costs[k] = 0.5 * float(res.residuals @ res.residuals)
+            costs[k] = loss_weights(res.residuals, loss, loss_scale)[0]
             degraded += int(np.sum(res.dropped_mask))
         points.append(GridPoint(float(value), float(sum(costs)), degraded, tuple(costs)))
     return points

@@ -51,3 +51,43 @@ def test_a_degraded_tail_does_not_make_a_grid_point_the_best() -> None:
     at_degraded = next(p for p in points if p.value == DEGRADED_AT)
     whole = 0.5 * float(np.sum(((DEGRADED_AT - HIDDEN) * np.linspace(1.0, 20.0, 100) + 1e-3) ** 2))
     assert at_degraded.trial_costs == pytest.approx((whole, whole))
+
+
+def _with_irreproducible_trial(trial: str, params: ParameterSet, *_args: object) -> TrialResiduals:
+    """Eight trials whose rows grow with the distance from :data:`HIDDEN` (1 per mm), and ``"odd"``, a push
+    whose replay topples the box above -0.075 m although the recording stood: 100 per row there."""
+    value = float(params["box.com_z"])
+    rows = 100
+    if trial == "odd":
+        residuals = np.full(rows, 100.0 if value > -0.075 else 1.0)
+    else:
+        residuals = np.full(rows, 1000.0 * (value - HIDDEN) + 1.0)
+    return TrialResiduals(trial, residuals, None, np.zeros(rows, dtype=int))
+
+
+def test_the_grid_ranks_with_the_fits_loss(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under least squares the one irreproducible push decides the best point; under Huber's loss the eight
+    others do, and each point's cost is that loss's (so the fit that starts there minimises the same)."""
+    from sim2real.sysid.optimizer import loss_weights
+
+    monkeypatch.setattr(multistart, "prepare_trials", lambda records, params, platform: list(records))
+    monkeypatch.setattr(multistart, "trial_residuals", _with_irreproducible_trial)
+    trials = [f"t{k}" for k in range(8)] + ["odd"]
+    values = [-0.08, -0.07, -0.06, -0.05]
+    spec = ResidualSpec(horizon=None, mode="kinematic")
+    linear = multistart.grid_costs(trials, ParameterSet.nominal(), "box.com_z", values, spec)
+    huber = multistart.grid_costs(trials, ParameterSet.nominal(), "box.com_z", values, spec, loss="huber",
+                                  loss_scale=3.0)
+    assert multistart.best_start(linear).value == pytest.approx(-0.08)
+    assert multistart.best_start(huber).value == pytest.approx(HIDDEN)
+    at_hidden = next(p for p in huber if p.value == pytest.approx(HIDDEN))
+    odd = _with_irreproducible_trial("odd", ParameterSet.nominal().replace({"box.com_z": HIDDEN})).residuals
+    assert at_hidden.trial_costs[-1] == pytest.approx(loss_weights(odd, "huber", 3.0)[0])
+
+
+def test_an_unknown_loss_is_an_error() -> None:
+    from sim2real.errors import Sim2RealError
+
+    with pytest.raises(Sim2RealError, match="loss"):
+        multistart.grid_costs(["a"], ParameterSet.nominal(), "box.com_z", [-0.06],
+                              ResidualSpec(horizon=None, mode="kinematic"), loss="cauchy")
