@@ -67,12 +67,15 @@ BOX_FTOL = 1e-3
 #: distance the kinematic replay cannot always reproduce the stand-in's outcome even at the hidden
 #: values: it is sensitive to where the contact falls within a 10 ms step (moving the recorded pusher
 #: path by 5 ms moved the box height at which a push topples by up to 0.4 cm), and 3 of 25 pushes
-#: recorded within 2 cm of that distance on 2026-11-28 toppled in the replay at the hidden values and
-#: stood in the stand-in. Under least squares such a push costs about a thousand times a reproduced
-#: one and can decide the fit alone; the robust loss bounds its weight, so the rocking and toppling
-#: paths of the others count. Drawing 4000 sets of the demo's nine distances from those recordings,
-#: the fitted height was more than 0.6 cm from the hidden one in 28 % of the sets with least squares
-#: and in 19 % with this loss (never more than 1 cm in either).
+#: recorded within 2 cm of that distance on an idle machine on 2026-11-28 toppled in the replay at the
+#: hidden values and stood in the stand-in. Under least squares such a push costs about a thousand
+#: times a reproduced one and can decide the fit alone; the robust loss bounds its weight, so the
+#: rocking and toppling paths of the others count. Drawing 4000 sets of the demo's nine distances from
+#: 54 recorded pushes (one loaded demo's among them), the fitted height was more than 0.6 cm from the
+#: hidden one in 35 % of the sets with least squares and 30 % with this loss, with the demo's nominal
+#: friction (28 % and 19 % with the hidden friction). It does not remove the misses: more than 1 cm
+#: off in 10 % of the sets with either loss (none with the hidden friction), where a push the replay
+#: cannot reproduce meets one whose outcome the friction error moves.
 BOX_LOSS = ("huber", 3.0)
 #: Attempts at the experiment (step 1). On a loaded machine the real platform's safety checks can
 #: stop a trial (a command round trip above 100 ms is a link stall; the driver latches the fault
