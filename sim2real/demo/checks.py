@@ -155,7 +155,8 @@ def check_against_hidden(fits: list[FitResult], hidden: dict[str, float]) -> dic
     Returns
     -------
     dict
-        ``passed`` (bool), ``parameters`` {name: {fitted, hidden, low, high, within}}, ``fits``
+        ``passed`` (bool), ``parameters`` {name: {fitted, hidden, low, high, within, ci95 (when the fit has
+        one)}}, ``fits``
         [{status, problems}], ``missed`` [one-line reasons].
     """
     parameters: dict[str, dict[str, object]] = {}
@@ -169,10 +170,27 @@ def check_against_hidden(fits: list[FitResult], hidden: dict[str, float]) -> dic
             low, high = hidden[name] + TOLERANCES[name][0], hidden[name] + TOLERANCES[name][1]
             within = low <= value <= high
             parameters[name] = {"fitted": value, "hidden": hidden[name], "low": low, "high": high, "within": within}
+            interval = (getattr(result, "ci95", None) or {}).get(name)
+            if interval is not None:
+                parameters[name]["ci95"] = [float(interval[0]), float(interval[1])]
             if not within:
-                missed.append(f"{name} = {value:.4g}, hidden {hidden[name]:.4g}, outside [{low:.4g}, {high:.4g}]")
+                missed.append(f"{name} = {value:.4g}, hidden {hidden[name]:.4g}, outside [{low:.4g}, {high:.4g}]"
+                              + _interval_note(interval, high - low))
     return {"passed": not missed, "parameters": parameters, "missed": missed,
             "fits": [{"status": r.status, "problems": list(r.problems)} for r in fits]}
+
+
+def _interval_note(interval: Sequence[float] | None, tolerance_width: float) -> str:
+    """What the fit's 95 % ``interval`` (or None) adds to a miss: its bounds, and whether it is wider than the
+    tolerance band (``tolerance_width``, the parameter's unit): then the recorded pushes did not determine the
+    value that closely, and the miss says so rather than only that the value landed outside."""
+    if interval is None:
+        return ""
+    low, high = float(interval[0]), float(interval[1])
+    note = f" (the fit's 95 % interval [{low:.4g}, {high:.4g}]"
+    if high - low > tolerance_width:
+        note += ", wider than the tolerance: these pushes did not determine it that closely"
+    return note + ")"
 
 
 def recording_problems(records: Sequence[TrialRecord]) -> list[str]:

@@ -205,8 +205,10 @@ def test_demo_says_when_its_fit_missed(tmp_path: Path) -> None:
     assert (out / "report" / "report.html").is_file()  # the demo still wrote everything
 
 
-def _fit(values: dict[str, float], status: str = "converged") -> SimpleNamespace:
-    return SimpleNamespace(values=values, status=status, stop_reason="cost reduction below ftol", problems=())
+def _fit(values: dict[str, float], status: str = "converged", ci95: dict[str, list[float]] | None = None
+         ) -> SimpleNamespace:
+    return SimpleNamespace(values=values, status=status, stop_reason="cost reduction below ftol", problems=(),
+                           ci95=ci95 or {})
 
 
 def test_fine_grid_is_centred_and_stays_inside_the_bounds() -> None:
@@ -231,6 +233,19 @@ def test_check_against_hidden_names_each_miss() -> None:
     # The delay may sit above the hidden value (the loop's latency), not below it.
     below = check_against_hidden([_fit({"arm.command_delay": 0.015})], hidden)  # type: ignore[list-item]
     assert not below["passed"]
+
+
+def test_a_miss_says_when_the_fits_interval_is_wider_than_the_tolerance() -> None:
+    hidden = {"box.com_z": -0.06}
+    wide = check_against_hidden([_fit({"box.com_z": -0.078}, ci95={"box.com_z": [-0.105, -0.051]})],  # type: ignore[list-item]
+                                hidden)
+    (line,) = wide["missed"]
+    assert "[-0.105, -0.051]" in line and "did not determine it that closely" in line
+    assert wide["parameters"]["box.com_z"]["ci95"] == [-0.105, -0.051]
+    narrow = check_against_hidden([_fit({"box.com_z": -0.075}, ci95={"box.com_z": [-0.077, -0.073]})],  # type: ignore[list-item]
+                                  hidden)
+    (line,) = narrow["missed"]
+    assert "[-0.077, -0.073]" in line and "did not determine" not in line
 
 
 def test_recording_problems_flag_a_real_arm_that_lost_its_reference() -> None:
