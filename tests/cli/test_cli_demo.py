@@ -62,7 +62,11 @@ PUBLISHED = (0.30, 0.35, 0.40, 0.45, 0.50)
 #: close to it a push's flip is a coin toss within the fit's uncertainty and the 1 cm start tolerance: the
 #: published 45 cm push once toppled in the stand-in and not in the re-simulation after a good fit.
 TOPPLING_DISTANCE = 0.445
-NEAR_TOPPLING = 0.02
+#: The 40 cm push is within this too: with the demo's nominal friction its replay topples the box only above
+#: a height between -7.3 and -6.6 cm (five recorded pushes, 2026-11-28), inside the ±1 cm tolerance, and a
+#: fit that landed at -6.9 cm re-simulated it standing while the stand-in's box toppled (make test beside 4
+#: busy processes). The 30, 35 and 50 cm pushes are far from their switch at any height within tolerance.
+NEAR_TOPPLING = 0.05
 
 
 def _demo(out: Path, tmp_path: Path, *extra: str) -> subprocess.CompletedProcess:
