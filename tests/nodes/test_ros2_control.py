@@ -125,11 +125,21 @@ class Graph:
 
 @pytest.fixture(scope="module")
 def graph(ros_env) -> Iterator[Graph]:
-    graph = Graph()
+    """The stack at the scheduling priority a run gives it (``sim2real run`` raises it for a real platform;
+    threads and child processes started from here inherit it). At normal priority beside 4 CPU-bound
+    processes the stand-in's ``/joint_states`` stopped for 1.1 s and the bridge rightly stopped the arm
+    (make test, 2026-11-28)."""
+    from sim2real.nodes.priority import raise_run_priority
+
+    priority = raise_run_priority()
     try:
-        yield graph
+        graph = Graph()
+        try:
+            yield graph
+        finally:
+            graph.close()
     finally:
-        graph.close()
+        priority.restore()
 
 
 def nonzero(command: np.ndarray) -> bool:
