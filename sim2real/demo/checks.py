@@ -170,7 +170,7 @@ def check_against_hidden(fits: list[FitResult], hidden: dict[str, float]) -> dic
             low, high = hidden[name] + TOLERANCES[name][0], hidden[name] + TOLERANCES[name][1]
             within = low <= value <= high
             parameters[name] = {"fitted": value, "hidden": hidden[name], "low": low, "high": high, "within": within}
-            interval = (getattr(result, "ci95", None) or {}).get(name)
+            interval = result.ci95.get(name)
             if interval is not None:
                 parameters[name]["ci95"] = [float(interval[0]), float(interval[1])]
             if not within:
