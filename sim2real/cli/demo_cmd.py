@@ -3,8 +3,9 @@
 1. **Experiment** — the reality stand-in (the xArm controller emulator, driven through the
    real ``xarm-python-sdk`` on loopback, plus a physics world with hidden parameters and
    motion-capture noise and latency) and the mirrored simulator with nominal parameters push
-   the box from :data:`DEMO_DISTANCES` (the five published start distances plus four near the
-   distance where the push stops toppling the box) as ROS 2 nodes; one rosbag2 per trial. Two more
+   the box from :data:`DEMO_DISTANCES` (the five published start distances, four near the distance
+   where the push stops toppling the box, and a second push at 0.40 and 0.46 m) as ROS 2 nodes;
+   one rosbag2 per trial. Two more
    pushes (:data:`VALIDATION_DISTANCES`) are recorded and held out: no fit stage sees them. Up to
    :data:`MAX_UNUSABLE_TRIALS` trials that are not standard pushes are left out and named; with more,
    or a fault, the experiment runs again.
@@ -69,7 +70,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Run the whole sim-to-real loop on the embedded default, without hardware: the reality "
         "stand-in (xArm controller emulator through the real SDK on loopback, a physics world with hidden "
         "parameters, motion-capture noise and latency) and the mirrored simulator with nominal parameters "
-        "push the box from the published start distances and four near the toppling distance (ROS 2 nodes, "
+        "push the box from the published start distances and six near the toppling distance (ROS 2 nodes, "
         "one rosbag2 per trial); Gauss-Newton "
         "system identification fits the simulator to the stand-in recordings; the trials are re-simulated "
         "with the fitted parameters; a report compares sim and real before and after the fit. DDS stays on "
@@ -78,8 +79,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--out", default="demo_out", metavar="DIR",
                         help="output directory (created; must be new or empty; default demo_out)")
     parser.add_argument("--distances", metavar="D1,D2,...",
-                        help="start distances in m (default: the five published ones, 0.30 to 0.50, and four near the "
-                        "toppling distance: " + ",".join(f"{d:.2f}" for d in DEMO_DISTANCES) + ")")
+                        help="start distances in m, repeats allowed (default: the five published ones, 0.30 "
+                        "to 0.50, and six near the toppling distance: "
+                        + ",".join(f"{d:.2f}" for d in DEMO_DISTANCES) + ")")
     parser.add_argument("--validation-distances", metavar="D1,D2,...|none",
                         default=",".join(f"{d:.2f}" for d in VALIDATION_DISTANCES),
                         help="start distances in m of held-out pushes: recorded, never fitted, predicted before and "

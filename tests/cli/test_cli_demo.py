@@ -2,7 +2,7 @@
 
 The whole loop without hardware: the reality stand-in (emulated xArm through the real SDK on
 loopback, hidden-parameter world, mocap noise) and the nominal mirrored sim record the five
-standard pushes and four near the toppling distance, the fit runs on them, the trials are
+standard pushes and six near the toppling distance, the fit runs on them, the trials are
 re-simulated with the fitted parameters and the report compares before and after. What must hold every time:
 
 * the fitted parameters land near the stand-in's hidden values (checked here against
