@@ -40,7 +40,10 @@ The reader takes each request's arrival from the kernel's receive stamp where th
 so a reply's delay counts the time this process waited for a CPU. A reply that left more than
 :data:`LATE_REPLY_S` after it was due (its arrival, plus any injected latency or stall) is logged when
 it is the slowest so far (:attr:`XArmEmulator.slowest_reply_s`): a real controller answers within
-milliseconds, and a driver that calls such a reply a stall is right about what it saw.
+milliseconds, and a driver that calls such a reply a stall is right about what it saw. The request
+itself is executed as of when it was due (:class:`~sim2real.hardware.emulator_arm.ArmCore`: a read
+reports the joints of that instant, a command acts the command delay after it), so the arm's motion
+and what the driver records of it do not depend on when this process got a CPU.
 
 A request hook (``on_request``) sees every request when it is executed, for fault timing; a
 command hook (:attr:`XArmEmulator.on_command`) sees every change of the commanded joint
@@ -385,7 +388,9 @@ class XArmEmulator:
                 return
             with self._lock:
                 handled_at = time.monotonic()
-                extra, data = self._core.handle(frame, handled_at, self._tcp_pose)
+                # As of when the request was due (arrival, plus injected latency or stall), however late
+                # this process got to it: a real controller answers within a servo cycle.
+                extra, data = self._core.handle(frame, min(max(due, stall_end), handled_at), self._tcp_pose)
                 status = self._core.status() | extra
             if self._on_request is not None:
                 try:

@@ -1,12 +1,21 @@
 """The emulated controller's state machine and joint physics (:class:`ArmCore`): states and modes as the
 xArm firmware has them, velocity and servo commands with their auto-stops, halts, errors, and the servo
 model advancing the joints. Not thread-safe: :class:`~sim2real.hardware.emulator.XArmEmulator` holds a lock.
+
+A request is executed at the time it reached the controller (its arrival, from the kernel's receive
+stamp), not when this process got a CPU to execute it: a real controller answers within a servo
+cycle, and a starved emulator must not move the arm later or report it later than one would. A read
+reports the joints at that time (the exact servo motion from the last state kept before it, see
+:data:`TRAIL_S`), and a command takes effect the command delay after it, unless the joints have
+already been advanced past that instant (a request more than the command delay late), in which case
+it takes effect at once.
 """
 
 from __future__ import annotations
 
 import logging
 import math
+from collections import deque
 from collections.abc import Callable
 
 import numpy as np
@@ -23,6 +32,9 @@ MOTOR_OFF_ERRORS = frozenset(range(1, 4)) | frozenset(range(10, 18))
 VALID_MODES = frozenset({0, 1, 2, 4, 5, 6, 7})
 #: Positions may exceed a limit by this much (rad) before C23 is raised.
 LIMIT_TOLERANCE = 1e-4
+#: How far back (s) the joint states are kept for reads executed late (see the module docstring); a read
+#: older than that reports the oldest state kept.
+TRAIL_S = 1.0
 
 
 class ArmCore:
@@ -53,10 +65,12 @@ class ArmCore:
         self.enabled = False
         self.first_motion_at: float | None = None
         self.on_command: CommandHook | None = None
+        self._trail: deque[tuple[float, FloatArray, FloatArray]] = deque([(now, self.q.copy(), self.v.copy())])
 
     # --- physics -------------------------------------------------------------------------
     def _push(self, t: float, command: FloatArray) -> None:
-        t = max(t, self.last_push)
+        # Not before the last command, and not acting before the time the joints were advanced to.
+        t = max(t, self.last_push, self.t - self.history.delay)
         self.history.push(t, command)
         self.last_push = t
         previous, self.command = self.command, np.asarray(command, dtype=float).copy()
@@ -80,7 +94,22 @@ class ArmCore:
                 self._push(deadline, np.zeros(N_JOINTS))
                 self.vc_deadline = None
         self._advance_checked(now)
-        self.history.prune(now)
+        trail = self._trail
+        while len(trail) > 1 and trail[1][0] <= now - TRAIL_S:
+            trail.popleft()
+        self.history.prune(trail[0][0])
+
+    def joints_at(self, t: float) -> tuple[FloatArray, FloatArray]:
+        """Joint positions and velocities (rad, rad/s; (6,) each) at time ``t`` (s): after advancing to it, or,
+        for a time the joints were advanced past already, the exact servo motion from the latest state kept at
+        or before it (the oldest kept for an older ``t``). Limit errors are raised by :meth:`advance` only."""
+        if t >= self.t:
+            self.advance(t)
+            return self.q, self.v
+        for t0, q0, v0 in reversed(self._trail):
+            if t0 <= t:
+                return advance_servo(q0, v0, self.history, t0, t, self.servo)
+        return self._trail[0][1], self._trail[0][2]
 
     def _advance_checked(self, until: float) -> None:
         """Advance the joints to ``until`` (s), raising C23 where they leave their limits on the way.
@@ -100,6 +129,7 @@ class ArmCore:
             q, v = advance_servo(self.q, self.v, self.history, crossed, until, self.servo)
         self.q, self.v = q, v
         self.t = until
+        self._trail.append((until, q, v))
 
     def _outside(self, q: FloatArray) -> bool:
         """Whether joint positions ``q`` (rad, (6,)) exceed a limit by more than :data:`LIMIT_TOLERANCE`."""
@@ -172,7 +202,8 @@ class ArmCore:
             self.first_motion_at = now
 
     def handle(self, frame: wire.Frame, now: float, tcp_pose: Callable[[FloatArray], FloatArray]) -> tuple[int, bytes]:
-        """Execute one request at time ``now``; returns (extra status bits, reply data)."""
+        """Execute one request at time ``now`` (s: when it reached the controller, which may be before the time
+        the joints were advanced to); returns (extra status bits, reply data)."""
         reg, p = frame.register, frame.params
         self.advance(now)
         extra = 0
@@ -217,11 +248,11 @@ class ArmCore:
             extra = self._velocity(wire.unpack_floats(p, 7)[:N_JOINTS], duration, now)
         elif reg == wire.Register.GET_JOINT_STATES:
             blocks = (p[0] & 0x0F) if p else 1
-            arrays = (self.q, self.v, np.zeros(N_JOINTS))[:max(1, min(blocks, 3))]
+            arrays = (*self.joints_at(now), np.zeros(N_JOINTS))[:max(1, min(blocks, 3))]
             data = b"".join(wire.pack_floats([*a, 0.0]) for a in arrays)
             data += wire.pack_floats([0.0] * 7 * (max(blocks, 1) - len(arrays)))
         elif reg == wire.Register.GET_TCP_POSE:
-            data = wire.pack_floats(tcp_pose(self.q))
+            data = wire.pack_floats(tcp_pose(self.joints_at(now)[0]))
         elif reg == wire.Register.GET_JOINT_TAU:
             data = wire.pack_floats([0.0] * 7)
         elif reg == wire.Register.SET_FEEDBACK_TYPE:
