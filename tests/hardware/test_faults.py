@@ -110,7 +110,15 @@ def _run_until_fault(faults: FaultConfig, **driver: Any) -> tuple[XArmDriver, XA
             while time.monotonic() < deadline and (emu.snapshot().state != 4
                                                    or np.max(np.abs(emu.joint_velocities())) >= 1e-3):
                 time.sleep(0.01)
-            time.sleep(max(faults.stall_duration, 0.2))
+            time.sleep(0.2)
+            if "stall" in emu.fault_onsets:
+                # The stalled request is executed when the stall ends, the stop queued behind it next: wait for
+                # both (a sleep as long as the stall raced the executor's wake-up on a busy machine, and the
+                # emulator stopped first).
+                released = emu.fault_onsets["stall"] + faults.stall_duration
+                deadline = max(time.monotonic(), released) + WITHIN
+                while time.monotonic() < deadline and sum(t >= released for t, _, _ in list(log.entries)) < 2:
+                    time.sleep(0.01)
             before = emu.snapshot()
         finally:
             drv.stop()
@@ -130,25 +138,52 @@ CASES = {
 }
 
 
+#: The emulator's name of each fault kind's onset (:attr:`XArmEmulator.fault_onsets`).
+ONSET_KEYS = {"stall": "stall", "disconnected": "drop", "latency": "latency", "controller_error": "error"}
+#: Runs of one case before the matrix gives up: a run whose driver latched a fault before the injected one
+#: began is run again. The emulator shares this process with the driver, so beside CPU-bound processes
+#: its replies can leave later than the driver's budgets (a reply 42 ms late, a stall reported at 36 ms of
+#: 35, beside 4 busy processes on 2026-11-28): a correct stop of a link the driver cannot tell from a
+#: stalled one, which leaves the injected fault untested. ``benchmarks.faults`` counts such faults with
+#: the emulator on a CPU of its own.
+MATRIX_ATTEMPTS = 3
+
+
+def _run_until_injected_fault(faults: FaultConfig, kinds: set[str]) -> tuple[XArmDriver, XArmEmulator, RequestLog,
+                                                                             Any, Any]:
+    """:func:`_run_until_fault` until the driver's fault came after the injected fault's onset (at most
+    :data:`MATRIX_ATTEMPTS` runs)."""
+    early: list[str] = []
+    for _ in range(MATRIX_ATTEMPTS):
+        drv, emu, log, before, after = _run_until_fault(faults)
+        fault = drv.fault
+        assert fault is not None, "no fault"
+        onsets = [emu.fault_onsets[ONSET_KEYS[kind]] for kind in kinds if ONSET_KEYS[kind] in emu.fault_onsets]
+        if onsets and fault.at >= min(onsets):
+            return drv, emu, log, before, after
+        early.append(f"{fault.kind}: {fault.message}")
+    pytest.fail(f"in each of {MATRIX_ATTEMPTS} runs the driver latched a fault before the injected one began: {early}")
+
+
 @pytest.mark.parametrize("name", list(CASES))
 def test_fault_matrix(name: str) -> None:
     faults, kinds = CASES[name]
-    drv, emu, log, before, after = _run_until_fault(faults)
+    drv, emu, log, before, after = _run_until_injected_fault(faults, kinds)
     fault = drv.fault
     assert fault is not None and fault.kind in kinds, fault
     assert "\n" not in fault.message
     # Stopped by the driver itself (before its caller's stop()): state 4, arm at rest.
     assert before.state == 4 and np.max(np.abs(before.v)) < 1e-3, before
     assert after.mode == 0 and after.state == 4, after
-    onset = emu.fault_onsets[{"stall": "stall", "disconnected": "drop", "latency": "latency",
-                              "controller_error": "error"}[fault.kind]]
+    onset = emu.fault_onsets[ONSET_KEYS[fault.kind]]
     if fault.kind == "stall":
         # The stalled request is executed when the stall ends; the driver's stop had been sent
         # before that. The commanded velocity was zero before then and stayed zero (the stale
         # request, if a motion command, was refused), and on its connection the stale request
         # is followed at once by the stop.
         released_at = onset + faults.stall_duration
-        stalled = next(i for i, (t, _, _) in enumerate(log.entries) if t >= released_at)
+        stalled = next((i for i, (t, _, _) in enumerate(log.entries) if t >= released_at), None)
+        assert stalled is not None and stalled + 1 < len(log.entries), "the stalled request was never executed"
         assert drv.stop_sent_at is not None and drv.stop_sent_at < released_at
         assert log.commands and log.commands[-1][1] == 0.0, log.commands
         zero_since = next(t for t, speed in reversed(log.commands) if speed == 0.0)
