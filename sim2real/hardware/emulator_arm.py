@@ -70,7 +70,7 @@ class ArmCore:
     # --- physics -------------------------------------------------------------------------
     def _push(self, t: float, command: FloatArray) -> None:
         # Not before the last command, and not acting before the time the joints were advanced to.
-        t = max(t, self.last_push, self.t - self.history.delay)
+        t = max(t, self.last_push, self.t - self.servo.delay)
         self.history.push(t, command)
         self.last_push = t
         previous, self.command = self.command, np.asarray(command, dtype=float).copy()

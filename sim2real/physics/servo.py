@@ -257,11 +257,6 @@ class CommandHistory:
         self._times: list[float] = [-np.inf]
         self._commands: list[FloatArray] = [np.zeros(n_joints)]
 
-    @property
-    def delay(self) -> float:
-        """The command delay (s)."""
-        return self._delay
-
     def push(self, t: float, command: FloatArray) -> None:
         """Record that ``command`` (rad/s, (n,)) was received at time ``t`` (s)."""
         if t < self._times[-1]:
