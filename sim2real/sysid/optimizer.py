@@ -9,8 +9,9 @@ follows Nielsen's gain-ratio rule. Directions the data do not determine (relativ
 below ``settings.null_tolerance``) are left out of the step rather than amplified.
 
 No step moves a parameter by more than a trust radius times its typical magnitude (the
-parameter's scale): the radius starts at ``settings.initial_step``, doubles after each
-accepted step that used it well and halves after a rejected one, and a step longer than it
+parameter's scale): the radius starts at ``settings.initial_step``, grows after each
+accepted step that used it well (fourfold when the cost fell as predicted, else twofold) and shrinks
+after a rejected one, and a step longer than it
 is taken at a larger ``λ`` (for that step only) for which it fits. A Gauss-Newton step
 from a point where the linear model is poor (a whole-trial cost that is nearly flat there) can
 otherwise be thousands of scales long, land on the bounds and stop there after one iteration.
@@ -62,6 +63,13 @@ MAX_EXTENSIONS = 2
 #: magnitudes): near a minimum of a cost that is rough at the scale of the parameters' uncertainty (contacts
 #: that switch), the steps that follow reach the statistical stop's scale in two rejections, not four.
 REJECT_SHRINK = 0.25
+#: An accepted step that used at least half the trust radius widens it by this factor when its cost fell at
+#: least :data:`FAST_GROWTH_RATIO` of what the model predicted (else by 2): a parameter started on a bound,
+#: whose typical magnitude is then 1 % of its range, reaches a Gauss-Newton step of 60 of those in three
+#: iterations instead of six (cube tosses from a sharp cube: the edge radius crept 0.5, 1, 2, ... mm).
+FAST_GROWTH = 4.0
+#: Gain ratio (actual / predicted decrease) from which a step that used the radius widens it by FAST_GROWTH.
+FAST_GROWTH_RATIO = 0.9
 class FitAbortedError(Sim2RealError):
     """Raised by an ``evaluate`` callable to end the fit (e.g. strict mode); never turned into a rejection."""
 
@@ -92,9 +100,10 @@ class LMSettings:
         Eigenvalues of the scaled ``JᵀWJ`` below this times the largest one count as undetermined.
     initial_step : float
         Trust radius of the first step: no parameter moves by more than this many times its
-        typical magnitude (``typical`` of :func:`levenberg_marquardt`). The radius doubles after an
-        accepted step that reached at least half of it with a gain ratio above 0.75, and becomes
-        half the longest move of a rejected step. ``inf`` disables it.
+        typical magnitude (``typical`` of :func:`levenberg_marquardt`). The radius grows after an
+        accepted step that reached at least half of it with a gain ratio above 0.75 (by
+        :data:`FAST_GROWTH` from a ratio of :data:`FAST_GROWTH_RATIO`, else by 2), and becomes
+        :data:`REJECT_SHRINK` times the longest move of a rejected step. ``inf`` disables it.
     stat_tol : float
         Stop when a step moves every free parameter by less than ``stat_tol`` times its standard
         deviation (at the current point: the independent-rows estimate, or with clusters of rows
@@ -441,7 +450,7 @@ def _accept(problem: _LMProblem, state: _LMState, proposal: _Proposal,
     state.damping *= max(1.0 / 3.0, 1.0 - (2.0 * min(ratio, 1.0) - 1.0) ** 3) if ratio > 0 else 1.0
     state.nu = 2.0
     if ratio > 0.75 and float(np.max(np.abs(step) / problem.typical, initial=0.0)) >= 0.5 * state.radius:
-        state.radius *= 2.0
+        state.radius *= FAST_GROWTH if ratio >= FAST_GROWTH_RATIO else 2.0
     state.g = state.J.T @ (state.w * state.r)
     state.pg, state.free = projected_gradient(state.g, state.x, problem.lower, problem.upper)
     return step_norm, actual
