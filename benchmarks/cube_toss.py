@@ -8,7 +8,8 @@ validates each block's fit on the next block (held-out 40-step prediction error 
 and with ``--all`` fits all tosses at once. Prints one JSON object: per block the side, its
 standard deviation and 95 % interval, the stop reason and status; the spread of the sides, how
 many lie within 3 % of the measured 0.1048 m, and whether every pair of block intervals overlaps.
-Takes 3-8 s per block on 2 workers, and about 37 s for all 570 tosses at once (2026-11-27).
+Takes 3-11 s per block on 2 workers, and 37-64 s for all 570 tosses at once (2026-11-27: 37 s, the
+whole benchmark 183 s; 2026-11-28, 11 iterations instead of 13: 64 s, the whole benchmark 357 s on a slower day).
 """
 
 from __future__ import annotations
