@@ -66,10 +66,12 @@ REJECT_SHRINK = 0.25
 #: An accepted step that used at least half the trust radius widens it by this factor when its cost fell at
 #: least :data:`FAST_GROWTH_RATIO` of what the model predicted (else by 2): a parameter started on a bound,
 #: whose typical magnitude is then 1 % of its range, reaches a Gauss-Newton step of 60 of those in three
-#: iterations instead of six (cube tosses from a sharp cube: the edge radius crept 0.5, 1, 2, ... mm).
+#: iterations instead of six (cube tosses from a sharp cube: the radius cut the edge radius's first six steps short).
 FAST_GROWTH = 4.0
 #: Gain ratio (actual / predicted decrease) from which a step that used the radius widens it by FAST_GROWTH.
 FAST_GROWTH_RATIO = 0.9
+
+
 class FitAbortedError(Sim2RealError):
     """Raised by an ``evaluate`` callable to end the fit (e.g. strict mode); never turned into a rejection."""
 
