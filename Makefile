@@ -21,12 +21,17 @@ export PYTHONDONTWRITEBYTECODE := 1
 
 venv: $(STAMP)
 
-# Runtime pins (requirements.txt) and the test, build and benchmark tools (requirements-dev.txt).
+# Runtime pins (requirements.txt) and the test, build and benchmark tools (requirements-dev.txt), installed
+# from PyPI by uv (itself from PyPI, pinned): the same versions pip resolves, in about 35 s instead of about
+# 3.5 minutes (measured 2026-11-29 on this 2-core machine, empty caches). Bytecode is compiled at install, as
+# pip does: the Makefile's PYTHONDONTWRITEBYTECODE would otherwise make every process compile its imports.
+UV := $(BIN)/python -m uv pip install --quiet --native-tls --python $(BIN)/python
 $(STAMP): requirements.txt requirements-dev.txt setup.py
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else "sim2real needs Python 3.11 (the ROS 2 Kilted wheels are cp311 here); found " + sys.version.split()[0])'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet -r requirements.txt -r requirements-dev.txt
-	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
+	$(BIN)/python -m pip install --quiet uv==0.13.9
+	$(UV) --compile-bytecode -r requirements.txt -r requirements-dev.txt
+	$(UV) --no-deps --no-build-isolation -e .
 	$(BIN)/python -m sim2real.physics.warmup
 	touch $(STAMP)
 
