@@ -40,12 +40,28 @@ def _pyplot() -> Any:
     return plt
 
 
-def _png(fig: Any) -> bytes:
+def _png(fig: Any, margins: dict[str, float] | None = None) -> bytes:
+    """The figure as PNG bytes, closed afterwards.
+
+    ``margins`` (``Figure.subplots_adjust`` fractions) fix the layout of a figure drawn once per trial;
+    without them the saved image is cropped to its content (``bbox_inches="tight"``), which draws the
+    figure twice: about 40 % more time per figure, most of a report's time (measured 2026-11-29:
+    0.37-0.53 s against 0.59-0.87 s for the 2 x 3 joint grid).
+    """
     plt = _pyplot()
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=DPI, bbox_inches="tight")
+    if margins is None:
+        fig.savefig(buffer, format="png", dpi=DPI, bbox_inches="tight")
+    else:
+        fig.subplots_adjust(**margins)
+        fig.savefig(buffer, format="png", dpi=DPI)
     plt.close(fig)
     return buffer.getvalue()
+
+
+#: Fixed layouts of the per-trial figures (see :func:`_png`).
+JOINT_GRID_MARGINS = {"left": 0.08, "right": 0.99, "bottom": 0.1, "top": 0.87, "wspace": 0.28, "hspace": 0.28}
+BOX_MARGINS = {"left": 0.07, "right": 0.99, "bottom": 0.15, "top": 0.84, "wspace": 0.2}
 
 
 def _no_data(ax: Any, text: str) -> None:
@@ -85,7 +101,7 @@ def box_motion_figure(trial: TrialRecord, label: str = "") -> bytes | None:
     ax_tilt.grid(alpha=0.3)
     ax_tilt.legend(fontsize=8)
     fig.suptitle(f"{label} {trial.name}: box".strip())
-    return _png(fig)
+    return _png(fig, BOX_MARGINS)
 
 
 def _joint_grid(title: str) -> tuple[Any, Sequence[Any]]:
@@ -111,12 +127,22 @@ def joint_tracking_figure(trial: TrialRecord, label: str = "") -> bytes | None:
         for ns, series in states.items():
             ax.plot(series.t, series.position[:, j], color=PLATFORM_STYLE[ns]["color"], label=ns, alpha=0.85)
     _label_joint_axes(axes, "rad")
-    return _png(fig)
+    return _png(fig, JOINT_GRID_MARGINS)
+
+
+#: Smallest y span of a joint panel (rad or rad/s): a joint that stays put (or moves by rounding
+#: noise, 1e-17 rad) is drawn as the flat line it is, not stretched to fill the panel.
+MIN_JOINT_SPAN = 0.02
 
 
 def _label_joint_axes(axes: Sequence[Any], unit: str) -> None:
-    """Titles (joint names), grid, y unit on the left column, time on the bottom row, legend."""
+    """Titles (joint names), grid, y unit on the left column, time on the bottom row, legend; a panel
+    whose data span less than :data:`MIN_JOINT_SPAN` is widened to it around their middle."""
     for j, ax in enumerate(axes):
+        low, high = float(ax.dataLim.y0), float(ax.dataLim.y1)
+        if np.isfinite(low) and np.isfinite(high) and high - low < MIN_JOINT_SPAN:
+            middle = 0.5 * (low + high)
+            ax.set_ylim(middle - 0.5 * MIN_JOINT_SPAN, middle + 0.5 * MIN_JOINT_SPAN)
         ax.set_title(JOINT_NAMES[j], fontsize=9)
         ax.grid(alpha=0.3)
         if j % 3 == 0:
@@ -141,7 +167,7 @@ def command_figure(trial: TrialRecord, label: str = "") -> bytes | None:
             ax.step(series.t, series.velocity[:, j], where="post", color=PLATFORM_STYLE[ns]["color"],
                     label=ns, alpha=0.8, linewidth=1.0)
     _label_joint_axes(axes, "rad/s")
-    return _png(fig)
+    return _png(fig, JOINT_GRID_MARGINS)
 
 
 def final_distance_figure(tables: Sequence[Any]) -> bytes | None:
