@@ -22,9 +22,9 @@ export PYTHONDONTWRITEBYTECODE := 1
 venv: $(STAMP)
 
 # Runtime pins (requirements.txt) and the test, build and benchmark tools (requirements-dev.txt), installed
-# from PyPI by uv (itself from PyPI, pinned): the same versions pip resolves, in about 35 s instead of about
-# 3.5 minutes (measured 2026-11-29 on this 2-core machine, empty caches). Bytecode is compiled at install, as
-# pip does: the Makefile's PYTHONDONTWRITEBYTECODE would otherwise make every process compile its imports.
+# from PyPI by uv (itself from PyPI, pinned): the same versions pip resolves (compared 2026-11-29), in 34-60 s
+# where pip took 3.4 minutes on this 2-core machine with empty caches. Bytecode is compiled at install, as pip
+# does: the Makefile's PYTHONDONTWRITEBYTECODE would otherwise make every process compile its imports.
 UV := $(BIN)/python -m uv pip install --quiet --native-tls --python $(BIN)/python
 $(STAMP): requirements.txt requirements-dev.txt setup.py
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else "sim2real needs Python 3.11 (the ROS 2 Kilted wheels are cp311 here); found " + sys.version.split()[0])'
