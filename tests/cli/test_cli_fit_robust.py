@@ -119,6 +119,7 @@ def test_fit_stopped_at_its_iteration_limit_is_flagged_first_and_exits_3(servo_b
         0.065, rel=0.01)
 
 
+@pytest.mark.slow
 def test_fit_over_a_run_leaves_out_trials_without_inputs_and_exits_1(mixed_run: Path, tmp_path: Path,
                                                                       capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "fitted.yaml"

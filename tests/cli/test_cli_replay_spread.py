@@ -40,6 +40,7 @@ def pushes(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     return out
 
 
+@pytest.mark.slow
 def test_a_fit_around_the_truth_predicts_a_spread_holding_the_real_outcomes(
         pushes: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     fit = _fit_json(tmp_path / "fit.json", HIDDEN_MU + 0.01, 0.03)

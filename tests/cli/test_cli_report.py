@@ -25,6 +25,7 @@ def run_dir(tmp_path: Path) -> Path:
     return run
 
 
+@pytest.mark.slow
 def test_report_command_end_to_end(tmp_path: Path, run_dir: Path) -> None:
     fit = tmp_path / "fit.json"
     fit.write_text(json.dumps({"values": {"contact.mu_table": 0.4}, "start_values": {"contact.mu_table": 0.35}}))

@@ -77,6 +77,7 @@ def read_table(path: Path) -> tuple[list[str], list[list[str]]]:
 # ----------------------------------------------------------------------------------------------- sample
 
 
+@pytest.mark.slow
 def test_sample_reproduces_the_fitted_mean_and_covariance(tmp_path, capsys):
     fit = write_fit(tmp_path / "fit")
     code, _, err = run_cli(capsys, "sample", str(fit), "-n", "2000", "--seed", "7", "--out", str(tmp_path / "s"))
@@ -122,6 +123,7 @@ def test_sample_inflate_scales_the_spread_and_the_seed_repeats(tmp_path, capsys)
     np.testing.assert_allclose(xc - mu, 3 * (xa - mu), rtol=1e-9, atol=1e-15)  # same draws, 3 x the deviations
 
 
+@pytest.mark.slow
 def test_sample_respects_bounds(tmp_path, capsys):
     """mu_table = 0.01 +- 0.02 crosses its lower bound 0: draws below are rejected (P = Phi(-0.5)) and redrawn."""
     values = {"contact.mu_table": 0.01, "box.mass": 0.5}
@@ -312,6 +314,7 @@ def test_sweep_refuses_a_changed_configuration(grid_sweep, experiment, tmp_path,
     assert code == 2 and "holds no sweep.json" in err
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["sigint", "sigterm"])
 def test_interrupted_sweep_resumes_to_the_uninterrupted_table(experiment, tmp_path, capsys, signum):
     """Ctrl-C (or SIGTERM) a sweep running on two worker processes, resume it in one: the table equals an

@@ -83,6 +83,7 @@ def test_example_scenarios_parse() -> None:
         (lambda d: d["box"].update(velocities="midpoint"), "box.velocities must be one of instant, step_before"),
     ],
 )
+@pytest.mark.slow
 def test_bad_scenarios_give_one_line_errors(tmp_path: Path, change, message: str) -> None:
     doc = json.loads(json.dumps(SLIDE))
     change(doc)
@@ -102,6 +103,7 @@ def test_bad_scenarios_give_one_line_errors(tmp_path: Path, change, message: str
         (["--grad", "contact.mu_tabel"], "unknown parameter"),
     ],
 )
+@pytest.mark.slow
 def test_bad_options_give_one_line_errors(tmp_path: Path, args: list[str], message: str) -> None:
     proc = _run([str(_write(tmp_path, SLIDE)), *args])
     assert proc.returncode == 2 and message in proc.stderr
@@ -149,6 +151,7 @@ def test_capsule_scenario_json_with_gradients_and_bag(tmp_path: Path) -> None:
         (lambda p: p.update(shape="sphere"), "half_length is only for shape: capsule"),
     ],
 )
+@pytest.mark.slow
 def test_bad_capsule_scenarios_give_one_line_errors(tmp_path: Path, change, message: str) -> None:
     doc = json.loads(json.dumps(CAPSULE))
     change(doc["pusher"])

@@ -58,6 +58,7 @@ def test_bag_holds_the_trial(trial):
         ([], "needs a SCENARIO.yaml or --distance"),
     ],
 )
+@pytest.mark.slow
 def test_bad_input(args, message):
     result = _cli(*args, timeout=HANG_GUARD_S)
     assert result.returncode == 2

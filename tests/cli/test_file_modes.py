@@ -46,6 +46,7 @@ def test_outputs_follow_the_umask(tmp_path: Path, umask: int) -> None:
     assert {d.name: oct(_mode(d)) for d in (run, trial, stage)} == {d.name: oct(dir_mode) for d in (run, trial, stage)}
 
 
+@pytest.mark.slow
 def test_fit_and_report_outputs_follow_the_umask(tmp_path: Path, umask: int) -> None:
     """The commands end to end: ``fit --out X.yaml`` (X.yaml, X.json) and ``report --out DIR`` (DIR and its files)."""
     from sim2real.cli import main

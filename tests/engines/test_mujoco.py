@@ -88,6 +88,7 @@ def test_a_quasi_static_push_topples_above_d_over_2mu_and_slides_below(height_fa
         assert tilts.max() < 1.0 and states[-1, 0] - states[0, 0] > 0.04
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("distance", [0.30, 0.35, 0.40, 0.45, 0.50])
 def test_the_standard_push_runs_at_every_distance_and_agrees_with_ours(
         distance: float, capsys: pytest.CaptureFixture[str]) -> None:

@@ -56,6 +56,7 @@ def test_table_arithmetic(tmp_path: Path) -> None:
     assert table.flip_agreement == pytest.approx(0.5)
 
 
+@pytest.mark.slow
 def test_real_vs_sim_report_with_fit(tmp_path: Path) -> None:
     run = _run(tmp_path / "run", [{"distance": 0.30}, {"distance": 0.35, "sim_topple": False}])
     fit = tmp_path / "fit.json"
@@ -88,6 +89,7 @@ def test_real_vs_sim_report_with_fit(tmp_path: Path) -> None:
     assert "[run]" in paths.text and "flip agreement 50 %" in paths.text
 
 
+@pytest.mark.slow
 def test_real_only_and_sim_only_say_what_is_missing(tmp_path: Path) -> None:
     real = _run(tmp_path / "real", [{"distance": 0.30, "sim": False}])
     md = build_report([real], tmp_path / "r1").markdown.read_text()
@@ -99,6 +101,7 @@ def test_real_only_and_sim_only_say_what_is_missing(tmp_path: Path) -> None:
     assert "Simulated recordings only" in md and "No real-platform box poses" in md
 
 
+@pytest.mark.slow
 def test_before_vs_after(tmp_path: Path) -> None:
     before = _run(tmp_path / "before", [{"distance": 0.30, "sim_travel": 0.10}, {"distance": 0.40,
                                                                                "sim_travel": 0.12}])
@@ -142,6 +145,7 @@ def test_fit_read_tolerantly(tmp_path: Path) -> None:
     assert fit.warnings == ("mass: no",)
 
 
+@pytest.mark.slow
 def test_trials_of_several_objects_are_grouped_by_object(tmp_path: Path) -> None:
     """Trials labelled with their object (import --object) get a per-object table of the sim-vs-real errors;
     a run of one object (or unlabelled trials) gets none."""

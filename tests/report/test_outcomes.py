@@ -88,6 +88,7 @@ def test_a_push_along_y_is_compared_by_its_true_final_error(tmp_path: Path) -> N
     assert "x gap" not in paths.text and "mean 183.0 mm" in paths.text
 
 
+@pytest.mark.slow
 def test_a_trial_without_joint_states_has_no_joint_figure(tmp_path: Path) -> None:
     probe = _probe_run(tmp_path / "probe", sim_travel_y=0.19, sim_drift_x=0.0)
     paths = build_report([probe], tmp_path / "report")

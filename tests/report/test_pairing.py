@@ -56,6 +56,7 @@ def test_runs_of_different_blocks_are_shown_side_by_side_without_a_before_after_
     assert "| steel | 2 | 50.0 |" in md and "| foam | 2 | 100.0 |" in md  # each run's own mean final error (mm)
 
 
+@pytest.mark.slow
 def test_a_re_simulation_is_the_after_of_the_run_it_re_simulates_whatever_the_order(tmp_path: Path) -> None:
     recorded = _recorded(tmp_path / "recorded", 0.15, 0.10)
     fitted = _replay(tmp_path / "fitted", recorded, 0.145, {"contact.mu_table": 0.31})
@@ -71,6 +72,7 @@ def test_a_re_simulation_is_the_after_of_the_run_it_re_simulates_whatever_the_or
     assert not replays(read_run(fitted), read_run(other_block))
 
 
+@pytest.mark.slow
 def test_two_re_simulations_of_the_same_recordings_are_ordered_by_the_fit(tmp_path: Path) -> None:
     recorded = _recorded(tmp_path / "recorded", 0.15, 0.10)
     nominal = _replay(tmp_path / "nominal", recorded, 0.10, {"contact.mu_table": 0.5})
@@ -85,6 +87,7 @@ def test_two_re_simulations_of_the_same_recordings_are_ordered_by_the_fit(tmp_pa
     assert unordered.pairs == () and COMPARISON not in unordered.markdown.read_text()
 
 
+@pytest.mark.slow
 def test_before_and_after_can_be_named_and_must_name_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     steel, wood = _recorded(tmp_path / "steel", 0.15, 0.10), _recorded(tmp_path / "wood", 0.12, 0.10)
     paths = build_report([steel, wood], tmp_path / "report", before="wood", after="steel", max_trial_figures=0)

@@ -57,6 +57,7 @@ def test_spread_rows_count_flips_ranges_and_real_trials_inside(tmp_path: Path) -
     assert far.real_final == pytest.approx((0.70,)) and far.real_flips == 0 and far.real_inside == 0
 
 
+@pytest.mark.slow
 def test_report_sweep_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     real = _real_run(tmp_path / "real")
     experiment = tmp_path / "short.yaml"

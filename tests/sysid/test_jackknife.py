@@ -74,6 +74,7 @@ def test_wider_refits_widen_the_interval_and_narrower_ones_do_not() -> None:
     assert widened.data["uncertainty"]["refit_jackknife"]["left_out"] == ["t0", "t1", "t2"]
 
 
+@pytest.mark.slow
 def test_fit_jackknife_refits_without_each_trial_end_to_end(tmp_path: Path,
                                                             capsys: pytest.CaptureFixture[str]) -> None:
     result = fit_trials(FitProblem([probe_push(f"p{k}", s) for k, s in enumerate((0.45, 0.5, 0.6))], NOMINAL,

@@ -34,6 +34,7 @@ def _geometry() -> list[str]:
     return [f"--set={name}={value}" for name, value in pushes.GEOMETRY.items()]
 
 
+@pytest.mark.slow
 def test_the_fit_from_the_recorded_rod_recovers_both_frictions_and_the_support_ratio(
         recordings: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     train, held = recordings
@@ -56,6 +57,7 @@ def test_the_fit_from_the_recorded_rod_recovers_both_frictions_and_the_support_r
     assert "contact.support_ratio = " in err and "validation (3 trials)" in err
 
 
+@pytest.mark.slow
 def test_fixing_the_support_at_the_corners_leaves_the_held_out_yaw_wrong(
         recordings: tuple[Path, Path], tmp_path: Path) -> None:
     """The issue's finding, reproduced: with all support at the corners (the old engine), fitting the two
