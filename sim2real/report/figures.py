@@ -29,6 +29,12 @@ PLATFORM_STYLE: dict[str, dict[str, Any]] = {
 }
 REFERENCE_STYLE: dict[str, Any] = {"color": "#444444", "linestyle": "--", "label": "reference"}
 DPI = 90
+#: Fixed layouts of the per-trial figures (see :func:`_png`).
+JOINT_GRID_MARGINS = {"left": 0.08, "right": 0.99, "bottom": 0.1, "top": 0.87, "wspace": 0.28, "hspace": 0.28}
+BOX_MARGINS = {"left": 0.07, "right": 0.99, "bottom": 0.15, "top": 0.84, "wspace": 0.2}
+#: Smallest y span of a joint panel (rad or rad/s): a joint that stays put (or moves by rounding
+#: noise, 1e-17 rad) is drawn as the flat line it is, not stretched to fill the panel.
+MIN_JOINT_SPAN = 0.02
 
 
 def _pyplot() -> Any:
@@ -57,11 +63,6 @@ def _png(fig: Any, margins: dict[str, float] | None = None) -> bytes:
         fig.savefig(buffer, format="png", dpi=DPI)
     plt.close(fig)
     return buffer.getvalue()
-
-
-#: Fixed layouts of the per-trial figures (see :func:`_png`).
-JOINT_GRID_MARGINS = {"left": 0.08, "right": 0.99, "bottom": 0.1, "top": 0.87, "wspace": 0.28, "hspace": 0.28}
-BOX_MARGINS = {"left": 0.07, "right": 0.99, "bottom": 0.15, "top": 0.84, "wspace": 0.2}
 
 
 def _no_data(ax: Any, text: str) -> None:
@@ -128,11 +129,6 @@ def joint_tracking_figure(trial: TrialRecord, label: str = "") -> bytes | None:
             ax.plot(series.t, series.position[:, j], color=PLATFORM_STYLE[ns]["color"], label=ns, alpha=0.85)
     _label_joint_axes(axes, "rad")
     return _png(fig, JOINT_GRID_MARGINS)
-
-
-#: Smallest y span of a joint panel (rad or rad/s): a joint that stays put (or moves by rounding
-#: noise, 1e-17 rad) is drawn as the flat line it is, not stretched to fill the panel.
-MIN_JOINT_SPAN = 0.02
 
 
 def _label_joint_axes(axes: Sequence[Any], unit: str) -> None:
