@@ -1,23 +1,21 @@
-"""A hard deadline on the process's exit once a signal stopped the arm (one per process)."""
+"""Hard deadlines on a process's exit: once a signal stopped the arm, and while nodes close."""
 
 from __future__ import annotations
 
 import atexit
-import contextlib
 import math
-import os
 import signal
 import threading
-import time
+
+from sim2real.process_deadline import end_after
 
 
 class ExitDeadline:
     """A hard deadline on this process's exit once a signal stopped an arm (one per process).
 
     :meth:`expect` registers, once, a hook that runs when the interpreter starts shutting down
-    (before it waits for non-daemon threads): a daemon thread then ends the process with
-    ``os._exit(128 + signal)`` after the deadline, and an interval timer (SIGALRM, default
-    action) ends it a second later should no Python thread run any more.
+    (before it waits for non-daemon threads) and starts :func:`end_after` with
+    ``128 + signal`` as the status.
     """
 
     def __init__(self) -> None:
@@ -44,20 +42,10 @@ class ExitDeadline:
 
     def _start(self) -> None:
         signum, seconds = self._signum, self._seconds
-        threading.Thread(target=self._expire, args=(signum, seconds), name="xarm-exit-deadline", daemon=True).start()
-        with contextlib.suppress(ValueError, OSError, AttributeError):
-            if threading.current_thread() is threading.main_thread():
-                signal.signal(signal.SIGALRM, signal.SIG_DFL)
-            signal.setitimer(signal.ITIMER_REAL, seconds + 1.0)
-
-    @staticmethod
-    def _expire(signum: int, seconds: float) -> None:
-        time.sleep(seconds)
         name = signal.Signals(signum).name
-        with contextlib.suppress(OSError):
-            os.write(2, f"xArm driver: the process is still shutting down {seconds:g} s after it began (the "
-                        f"arm was stopped on {name}); ending it now\n".encode())
-        os._exit(128 + signum)
+        end_after(seconds, 128 + signum, f"xArm driver: the process is still shutting down {seconds:g} s after it "
+                                         f"began (the arm was stopped on {name}); ending it now",
+                  name="xarm-exit-deadline")
 
 
 EXIT_DEADLINE = ExitDeadline()

@@ -38,6 +38,7 @@ from sim2real.control.reference import JointTrajectory
 from sim2real.errors import Sim2RealError
 from sim2real.params import ParameterSet, names, spec
 from sim2real.paths import read_text_file
+from sim2real.process_deadline import end_after
 from sim2real.trials.schema import BASE_FRAME
 
 FloatArray = NDArray[np.float64]
@@ -357,6 +358,14 @@ def config_error(name: str, err: BaseException) -> int:
     return 2
 
 
+#: Closing the nodes (their threads, the arm's stop, the recorder's last trial) and the interpreter's
+#: shutdown after that take well under a second; a process still alive this long after its stop
+#: (s) is stuck and ends itself (stacks on stderr): a killed parent must not leave a node running.
+CLOSE_DEADLINE_S = 10.0
+#: Exit status of a process ended by :data:`CLOSE_DEADLINE_S`.
+CLOSE_DEADLINE_STATUS = 124
+
+
 def _stop_signals_raise() -> None:
     """SIGINT and SIGTERM raise KeyboardInterrupt in the main thread (also when SIGINT was
     inherited as ignored, as rclpy's own handler did): the nodes are then closed in order."""
@@ -433,6 +442,9 @@ def run_nodes(factories: Sequence[Callable[[], Node]], argv: Sequence[str], name
         status = _stopped_status(nodes, getattr(nodes[0], "finished", None) if len(nodes) == 1 else None)
     finally:
         _stop_signals_exit(name)
+        end_after(CLOSE_DEADLINE_S, CLOSE_DEADLINE_STATUS,
+                  f"{name}: the nodes are still closing {CLOSE_DEADLINE_S:g} s after the stop; ending the process now",
+                  name="close-deadline")
         close_nodes(nodes)
         rclpy.try_shutdown()
     return status

@@ -191,7 +191,8 @@ START_ATTEMPTS = 3
 
 
 def starved_start(fault: str | None) -> bool:
-    """Whether a fault before any injection is the test graph's starvation (stale states), not a finding."""
+    """Whether a fault is the test graph's starvation (stale states before the injected fault took
+    effect), not a finding."""
     return fault is not None and fault.startswith("/joint_states stale")
 
 
@@ -266,16 +267,25 @@ def test_a_stall_of_joint_states_stops_the_arm(graph):
 
 
 def test_a_failed_reading_is_a_fault_that_stops_the_arm(graph):
-    bridge, first = moving_bridge(graph)
-    try:
-        graph.standin.corrupt_joint_states()
-        wait_for(bridge.stopped.is_set, 10.0, "the stop")
-        assert "not finite" in bridge.fault
-        check_stopped(graph.standin.commands()[first:], bridge.stop_index)
-        check_silence(graph, bridge, first)
-    finally:
-        graph.standin.corrupt_joint_states(False)
-        bridge.close()
+    """A non-finite joint state stops the arm as a fault of its own. A stop on stale states instead is
+    the starved test graph's (:func:`starved_start`; seen once on an idle machine: this process sent no
+    state for 0.5 s just after the bridge started moving): it is checked like any stop and the case is
+    run again; a bridge that dropped bad readings without a fault would go stale every time and fail."""
+    faults = []
+    for _ in range(START_ATTEMPTS):
+        bridge, first = moving_bridge(graph)
+        try:
+            graph.standin.corrupt_joint_states()
+            wait_for(bridge.stopped.is_set, 10.0, "the stop")
+            check_stopped(graph.standin.commands()[first:], bridge.stop_index)
+            check_silence(graph, bridge, first)
+        finally:
+            graph.standin.corrupt_joint_states(False)
+            bridge.close()
+        faults.append(bridge.fault)
+        if not starved_start(bridge.fault):
+            break
+    assert "not finite" in faults[-1], faults
 
 
 def test_a_stalled_loop_gets_zeros_from_the_watchdog(graph):

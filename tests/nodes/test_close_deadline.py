@@ -1,0 +1,67 @@
+"""A node process ends after its stop even when something in it hangs (:mod:`sim2real.process_deadline`).
+
+Regression: 20 s after SIGKILL of ``sim2real run``, one of its node processes (told by the kernel
+with SIGTERM) was still running; a killed parent must not leave a node behind.
+"""
+
+import signal
+import subprocess
+import sys
+
+from children import default_sigint
+
+#: A node process whose node's ``close()`` never returns; the deadline shortened to 1 s.
+STUCK_NODE = """
+import sys, threading
+from rclpy.node import Node
+from sim2real.nodes import common
+common.CLOSE_DEADLINE_S = 1.0
+
+class StuckNode(Node):
+    def __init__(self):
+        super().__init__("stuck_close")
+
+    def close(self):
+        threading.Event().wait()
+
+sys.exit(common.run_nodes([StuckNode], ["stuck"], "stuck", ready=lambda: print("up", flush=True)))
+"""
+
+#: A process whose non-daemon thread never ends, so the interpreter's shutdown would wait forever.
+STUCK_THREAD = """
+import threading
+from sim2real.process_deadline import end_after
+
+def never_ends():
+    threading.Event().wait()
+
+threading.Thread(target=never_ends).start()
+end_after(0.5, 124, "still here")
+"""
+
+
+def _ended(process: subprocess.Popen) -> tuple[int, str]:
+    try:
+        _, err = process.communicate(timeout=60)  # a hang guard only: the deadline is seconds
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    return process.returncode, err
+
+
+def test_a_node_stuck_in_close_ends_the_process_after_the_deadline_with_its_stack(ros_env):
+    process = subprocess.Popen([sys.executable, "-c", STUCK_NODE], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint)
+    assert process.stdout.readline().strip() == "up"
+    process.send_signal(signal.SIGTERM)
+    status, err = _ended(process)
+    assert status == 124, err[-2000:]
+    assert "stuck: the nodes are still closing 1 s after the stop; ending the process now" in err
+    assert "in close" in err  # the stack of the thread that hung, for whoever reads the log
+
+
+def test_the_deadline_also_bounds_the_interpreters_wait_for_threads():
+    process = subprocess.Popen([sys.executable, "-c", STUCK_THREAD], stderr=subprocess.PIPE, text=True)
+    status, err = _ended(process)
+    assert status == 124 and "still here" in err and "in never_ends" in err
