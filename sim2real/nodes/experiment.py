@@ -49,7 +49,6 @@ from typing import Any
 import numpy as np
 from geometry_msgs.msg import PoseStamped
 from rclpy.callback_groups import ReentrantCallbackGroup
-from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
@@ -69,6 +68,7 @@ from sim2real.nodes.common import (
     STREAM_QOS,
     TRIAL_EVENT_TOPIC,
     TRIAL_WRITTEN_TOPIC,
+    LeanNode,
     declare_sim_params,
     joint_arrays,
     now_ns,
@@ -98,7 +98,7 @@ from sim2real.trials.experiment import (
 )
 
 
-class ExperimentNode(Node):
+class ExperimentNode(LeanNode):
     """The trial sequencer (see the module docstring). ``finished`` is set when all trials ended."""
 
     #: Exit status of the console script when a signal stops it before every trial was recorded.

@@ -30,7 +30,6 @@ Parameters (type, default: meaning, unit)::
 from __future__ import annotations
 
 from geometry_msgs.msg import PoseStamped
-from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
@@ -38,6 +37,7 @@ from std_msgs.msg import String
 from sim2real.nodes.common import (
     JOINT_NAMES,
     STREAM_QOS,
+    LeanNode,
     declare_sim_params,
     joint_arrays,
     now_ns,
@@ -54,7 +54,7 @@ DESCRIPTION_TOPIC = "robot_description"
 LIVE_JOINT_STATES_TOPIC = "live/joint_states"
 
 
-class LiveViewNode(Node):
+class LiveViewNode(LeanNode):
     """Robot description and prefixed joint states (see the module docstring).
 
     Attributes

@@ -25,7 +25,6 @@ position of the tick in ``position``. No reference yet: no command.
 
 from __future__ import annotations
 
-from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory as JointTrajectoryMsg
 
@@ -35,6 +34,7 @@ from sim2real.nodes.common import (
     LATCHED_QOS,
     REFERENCE_TOPIC,
     STREAM_QOS,
+    LeanNode,
     declare_sim_params,
     joint_arrays,
     joint_state_msg,
@@ -46,7 +46,7 @@ from sim2real.nodes.common import (
 from sim2real.params import ParameterSet
 
 
-class PDControllerNode(Node):
+class PDControllerNode(LeanNode):
     """PD controller of one platform (see the module docstring)."""
 
     def __init__(self, name: str = "pd_controller", **kwargs: object) -> None:

@@ -46,7 +46,6 @@ from pathlib import Path
 from typing import Any
 
 from geometry_msgs.msg import PoseStamped
-from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from trajectory_msgs.msg import JointTrajectory as JointTrajectoryMsg
@@ -59,6 +58,7 @@ from sim2real.nodes.common import (
     STREAM_QOS,
     TRIAL_EVENT_TOPIC,
     TRIAL_WRITTEN_TOPIC,
+    LeanNode,
     declare_sim_params,
     joint_arrays,
     now_ns,
@@ -81,7 +81,7 @@ MAX_HARD_STEP_FILES = 20
 DRAIN_TIMEOUT_S = 20.0
 
 
-class RecorderNode(Node):
+class RecorderNode(LeanNode):
     """Per-trial bag writer (see the module docstring)."""
 
     def __init__(self, name: str = "recorder", **kwargs: object) -> None:

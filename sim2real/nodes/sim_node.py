@@ -49,7 +49,6 @@ import threading
 import numpy as np
 from geometry_msgs.msg import PoseStamped
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
-from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 
@@ -62,6 +61,7 @@ from sim2real.nodes.common import (
     NS_PER_S,
     SIM_RESET_TOPIC,
     STREAM_QOS,
+    LeanNode,
     SolveReporter,
     declare_sim_params,
     joint_arrays,
@@ -77,7 +77,7 @@ from sim2real.physics.warmup import compile_with_progress
 from sim2real.trials.experiment import requested_box_pose, start_joints
 
 
-class SimNode(Node):
+class SimNode(LeanNode):
     """The sim platform (see the module docstring)."""
 
     def __init__(self, name: str = "sim_node", **kwargs: object) -> None:

@@ -32,7 +32,6 @@ import time
 
 import numpy as np
 from geometry_msgs.msg import PoseStamped
-from rclpy.node import Node
 
 from sim2real.control import load_experiment_config
 from sim2real.errors import Sim2RealError
@@ -41,6 +40,7 @@ from sim2real.hardware.standin import MocapModel, MocapReport, StandinWorld, loa
 from sim2real.nodes.common import (
     BOX_REQUEST_TOPIC,
     STREAM_QOS,
+    LeanNode,
     SolveReporter,
     now_ns,
     pose_arrays,
@@ -53,7 +53,7 @@ from sim2real.physics.warmup import compile_with_progress, warm_up
 from sim2real.trials.experiment import requested_box_pose, resting_pose, start_joints
 
 
-class StandinWorldNode(Node):
+class StandinWorldNode(LeanNode):
     """The reality stand-in (see the module docstring)."""
 
     def __init__(self, name: str = "standin_world", **kwargs: object) -> None:

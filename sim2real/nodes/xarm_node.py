@@ -46,7 +46,6 @@ import time
 import numpy as np
 from geometry_msgs.msg import PoseStamped
 from rclpy._rclpy_pybind11 import RCLError
-from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from trajectory_msgs.msg import JointTrajectory as JointTrajectoryMsg
@@ -61,6 +60,7 @@ from sim2real.nodes.common import (
     REAL_FAULT_TOPIC,
     REFERENCE_TOPIC,
     STREAM_QOS,
+    LeanNode,
     declare_sim_params,
     joint_state_msg,
     now_ns,
@@ -71,7 +71,7 @@ from sim2real.nodes.common import (
 )
 
 
-class XArmNode(Node):
+class XArmNode(LeanNode):
     """The real platform (see the module docstring)."""
 
     def __init__(self, name: str = "xarm_node", **kwargs: object) -> None:
