@@ -420,7 +420,10 @@ def run_nodes(factories: Sequence[Callable[[], Node]], argv: Sequence[str], name
     publish (the experiment's sequence, the driver's read loop): they then failed with
     ``publisher's context is invalid``. Here a stop signal raises KeyboardInterrupt in the main
     thread, the executors stop, each node's ``close()`` ends its threads while ROS is still up,
-    and only then are the nodes destroyed and ROS shut down.
+    and only then are the nodes destroyed and ROS shut down. It is the body of a node process:
+    from the stop on (a signal, the parent's death, the work finished) the process ends within
+    :data:`CLOSE_DEADLINE_S`, whatever hangs in it (then with status :data:`CLOSE_DEADLINE_STATUS`
+    and every thread's stack on stderr).
 
     Parameters
     ----------
