@@ -394,6 +394,22 @@ CLOSE_DEADLINE_S = 10.0
 CLOSE_DEADLINE_STATUS = 124
 
 
+class _CloseDeadline:
+    """:data:`CLOSE_DEADLINE_S` for one node process, started once (:meth:`arm`) at the earliest sign
+    of its stop: the spinning ended (a signal, the work finished) or the start failed."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._armed = False
+
+    def arm(self) -> None:
+        if self._armed:
+            return
+        self._armed = True
+        end_after(CLOSE_DEADLINE_S, CLOSE_DEADLINE_STATUS, f"{self._name}: the nodes are still closing "
+                  f"{CLOSE_DEADLINE_S:g} s after the stop; ending the process now", name="close-deadline")
+
+
 def _stop_signals_raise() -> None:
     """SIGINT and SIGTERM raise KeyboardInterrupt in the main thread (also when SIGINT was
     inherited as ignored, as rclpy's own handler did): the nodes are then closed in order."""
@@ -446,6 +462,7 @@ def run_nodes(factories: Sequence[Callable[[], Node]], argv: Sequence[str], name
     from rclpy.exceptions import ParameterException
     from rclpy.signals import SignalHandlerOptions
 
+    deadline = _CloseDeadline(name)
     defaulted_range = not os.environ.get("ROS_AUTOMATIC_DISCOVERY_RANGE")
     ensure_localhost(warn=False)  # said once the nodes run: an error stays one line
     _stop_signals_raise()
@@ -465,7 +482,7 @@ def run_nodes(factories: Sequence[Callable[[], Node]], argv: Sequence[str], name
         if ready is not None:
             ready()
         finished = getattr(nodes[0], "finished", None) if len(nodes) == 1 else None
-        status = spin_until_finished(nodes, finished)
+        status = spin_until_finished(nodes, finished, on_stop=deadline.arm)
         status = _stopped_status(nodes, finished) if status == 130 else status
         if status == 0 and finished is not None and finished.is_set():
             status = int(getattr(nodes[0], "exit_status", 0))
@@ -473,9 +490,7 @@ def run_nodes(factories: Sequence[Callable[[], Node]], argv: Sequence[str], name
         status = _stopped_status(nodes, getattr(nodes[0], "finished", None) if len(nodes) == 1 else None)
     finally:
         _stop_signals_exit(name)
-        end_after(CLOSE_DEADLINE_S, CLOSE_DEADLINE_STATUS,
-                  f"{name}: the nodes are still closing {CLOSE_DEADLINE_S:g} s after the stop; ending the process now",
-                  name="close-deadline")
+        deadline.arm()
         close_nodes(nodes)
         rclpy.try_shutdown()
     return status
@@ -517,7 +532,7 @@ def freeze_heap() -> None:
 
 
 def spin_until_finished(nodes: Sequence[Node], finished: threading.Event | None, timeout: float | None = None,
-                        context: Any = None) -> int:
+                        context: Any = None, on_stop: Callable[[], None] | None = None) -> int:
     """Spin each of ``nodes`` on its own :class:`~rclpy.executors.SingleThreadedExecutor` in a
     background thread until ``finished`` is set, the context shuts down (SIGINT) or
     ``timeout`` s pass.
@@ -533,6 +548,9 @@ def spin_until_finished(nodes: Sequence[Node], finished: threading.Event | None,
     the single-threaded executor took 0.45 ms of CPU per JointState at 600 messages/s, four fifths
     of it in the executor's Python (the transport, UDP on loopback or shared memory, made no
     difference).
+
+    ``on_stop`` is called first when the spinning ends, for whatever reason (before the executors
+    are shut down).
 
     Returns
     -------
@@ -585,6 +603,8 @@ def spin_until_finished(nodes: Sequence[Node], finished: threading.Event | None,
     except KeyboardInterrupt:
         status = 130
     finally:
+        if on_stop is not None:
+            on_stop()
         stopping.set()
         for executor in executors:
             executor.shutdown(timeout_sec=2.0)
