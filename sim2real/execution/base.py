@@ -47,6 +47,9 @@ class Executor(Protocol):
 
     #: What runs the tasks, for logs and fit.json, e.g. ``"local, 2 worker processes"``.
     label: str
+    #: How many tasks run at once (worker processes, a cluster's CPUs; 1 in this process): a caller
+    #: with many small tasks groups them so that each worker gets a few large ones.
+    parallelism: int
 
     def map(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
         """``fn(item)`` for each item, in the items' order.

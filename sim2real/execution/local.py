@@ -54,6 +54,7 @@ class LocalExecutor:
         if workers < 1:
             raise Sim2RealError(f"--workers must be at least 1, got {workers}")
         self.workers = workers
+        self.parallelism = workers
         self.label = "this process" if workers == 1 else f"local, {workers} worker processes"
         self._pool: ProcessPoolExecutor | None = None
 

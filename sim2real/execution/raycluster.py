@@ -175,6 +175,7 @@ class RayExecutor:
             raise Sim2RealError(f"cannot {where}: {' '.join(str(err).split())[:300]}{hint}") from None
         self._ray = ray
         self.cpus = max(1, int(ray.cluster_resources().get("CPU", workers)))
+        self.parallelism = self.cpus
         self.label = (f"Ray, local runtime of {self.cpus} CPU(s)" if address is None
                       else f"Ray cluster at {address} ({self.cpus} CPU(s))")
         self._remotes: dict[Callable[..., Any], Any] = {}
