@@ -181,7 +181,7 @@ def test_ray_fit_with_a_worker_killed_mid_fit_equals_the_local_fit(isolated: Non
         try:
             while killed is None and process.poll() is None and time.monotonic() < deadline:
                 if "iteration  1:" in log.read_text():  # the fit is under way: kill a worker running a task
-                    busy = [pid for pid, cmd in _descendants(process.pid) if cmd.startswith("ray::run_task")]
+                    busy = [pid for pid, cmd in _descendants(process.pid) if cmd.startswith("ray::run_batch")]
                     if busy:
                         worker_nice = os.getpriority(os.PRIO_PROCESS, busy[0])
                         os.kill(busy[0], signal.SIGKILL)
