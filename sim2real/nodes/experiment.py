@@ -75,9 +75,9 @@ from sim2real.nodes.common import (
     ns_of,
     pose_arrays,
     pose_msg,
-    run_node,
     trajectory_msg,
 )
+from sim2real.nodes.process import run_node
 from sim2real.trials import read_trial
 from sim2real.trials.experiment import (
     ReplayStart,

@@ -5,7 +5,7 @@
 ``NODE`` is a node name of the graph (:data:`NODE_NAMES`); each node reads its parameters
 from the params file under its own name and under ``/**``, exactly as the console script
 of the same node would. Each node spins on its own executor thread until SIGINT or SIGTERM,
-which closes them in order (:func:`sim2real.nodes.common.run_nodes`); the ready file (if
+which closes them in order (:func:`sim2real.nodes.process.run_nodes`); the ready file (if
 given) is created once every node has been constructed. With ``--parent-pid`` the process
 also ends that way when its parent dies, however it died (:func:`follow_parent`).
 
@@ -91,7 +91,7 @@ def follow_parent(parent_pid: int) -> bool:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status (0 after SIGINT or SIGTERM, 2 when a node cannot
     start as configured: one line on stderr, the parent reports the exit)."""
-    from sim2real.nodes.common import run_nodes, split_ros_args
+    from sim2real.nodes.process import run_nodes, split_ros_args
 
     argv = list(sys.argv if argv is None else argv)
     own, _ = split_ros_args(argv)

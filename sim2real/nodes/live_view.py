@@ -43,8 +43,8 @@ from sim2real.nodes.common import (
     now_ns,
     ns_of,
     pose_arrays,
-    run_node,
 )
+from sim2real.nodes.process import run_node
 from sim2real.trials.scene import SceneSpec, frame, robot_description
 
 #: Latched like robot_state_publisher's ``robot_description``: a late subscriber gets the last one.

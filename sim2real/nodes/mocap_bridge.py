@@ -19,7 +19,8 @@ import numpy as np
 from geometry_msgs.msg import PoseStamped
 from rclpy.node import Node
 
-from sim2real.nodes.common import STREAM_QOS, ns_of, pose_arrays, pose_msg, run_node
+from sim2real.nodes.common import STREAM_QOS, ns_of, pose_arrays, pose_msg
+from sim2real.nodes.process import run_node
 from sim2real.trials.experiment import mocap_to_base
 
 

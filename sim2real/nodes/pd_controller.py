@@ -40,9 +40,9 @@ from sim2real.nodes.common import (
     joint_state_msg,
     ns_of,
     report_matches,
-    run_node,
     trajectory_from_msg,
 )
+from sim2real.nodes.process import run_node
 from sim2real.params import ParameterSet
 
 

@@ -65,9 +65,9 @@ from sim2real.nodes.common import (
     ns_of,
     pose_arrays,
     report_matches,
-    run_node,
     trajectory_from_msg,
 )
+from sim2real.nodes.process import run_node
 from sim2real.trials import PLATFORMS, JointReference, SceneSpec, TrialBagWriter, write_run_meta
 from sim2real.trials.coverage import StreamTracker, coverage_problems, expected_streams, loop_health
 from sim2real.trials.experiment import TrialWindow

@@ -87,9 +87,9 @@ from sim2real.nodes.common import (
     now_ns,
     pose_msg,
     report_matches,
-    run_node,
     trajectory_from_msg,
 )
+from sim2real.nodes.process import run_node
 from sim2real.nodes.routes import DEFAULT_CONTROLLER, XARM6_JOINTS, parse_joints
 
 #: QoS of the controller's command topic: what forward_command_controller subscribes with

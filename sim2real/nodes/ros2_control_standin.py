@@ -39,7 +39,8 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
-from sim2real.nodes.common import JOINT_NAMES, FloatArray, now_ns, run_node, time_msg
+from sim2real.nodes.common import JOINT_NAMES, FloatArray, now_ns, time_msg
+from sim2real.nodes.process import run_node
 from sim2real.nodes.routes import DEFAULT_CONTROLLER, XARM6_JOINTS, parse_joints
 from sim2real.nodes.standin_world import StandinWorldNode
 

@@ -50,14 +50,9 @@ import yaml
 from sim2real.control import ExperimentConfig, PushConfig, load_experiment_config
 from sim2real.errors import HardwareFaultError, RunFailedError, Sim2RealError
 from sim2real.hardware.address import require_robot_address
-from sim2real.nodes.common import (
-    close_nodes,
-    ensure_localhost,
-    freeze_heap,
-    params_overrides,
-    spin_until_finished,
-)
+from sim2real.nodes.common import ensure_localhost, params_overrides
 from sim2real.nodes.priority import raise_run_priority, unchanged_priority
+from sim2real.nodes.process import close_nodes, freeze_heap, spin_until_finished
 from sim2real.nodes.routes import STANDIN_LINK as STANDIN_LINK  # re-exported: the launch file and tests use it
 from sim2real.nodes.routes import Route, RouteOptions, parse_joints, route
 from sim2real.nodes.run_children import SIM_NICENESS as SIM_NICENESS  # re-exported: part of this module's interface

@@ -37,16 +37,8 @@ from sim2real.control import load_experiment_config
 from sim2real.errors import Sim2RealError
 from sim2real.hardware import EmulatorConfig, XArmEmulator
 from sim2real.hardware.standin import MocapModel, MocapReport, StandinWorld, load_standin
-from sim2real.nodes.common import (
-    BOX_REQUEST_TOPIC,
-    STREAM_QOS,
-    LeanNode,
-    SolveReporter,
-    now_ns,
-    pose_arrays,
-    pose_msg,
-    run_node,
-)
+from sim2real.nodes.common import BOX_REQUEST_TOPIC, STREAM_QOS, LeanNode, SolveReporter, now_ns, pose_arrays, pose_msg
+from sim2real.nodes.process import run_node
 from sim2real.physics import BoxState
 from sim2real.physics.servo import ServoParams
 from sim2real.physics.warmup import compile_with_progress, warm_up

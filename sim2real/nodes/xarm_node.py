@@ -66,9 +66,9 @@ from sim2real.nodes.common import (
     now_ns,
     pose_msg,
     report_matches,
-    run_node,
     trajectory_from_msg,
 )
+from sim2real.nodes.process import run_node
 
 
 class XArmNode(LeanNode):

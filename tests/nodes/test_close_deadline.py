@@ -14,8 +14,8 @@ from children import default_sigint
 STUCK_NODE = """
 import sys, threading
 from rclpy.node import Node
-from sim2real.nodes import common
-common.CLOSE_DEADLINE_S = 1.0
+from sim2real.nodes import process
+process.CLOSE_DEADLINE_S = 1.0
 
 class StuckNode(Node):
     def __init__(self):
@@ -24,7 +24,7 @@ class StuckNode(Node):
     def close(self):
         threading.Event().wait()
 
-sys.exit(common.run_nodes([StuckNode], ["stuck"], "stuck", ready=lambda: print("up", flush=True)))
+sys.exit(process.run_nodes([StuckNode], ["stuck"], "stuck", ready=lambda: print("up", flush=True)))
 """
 
 #: A process whose non-daemon thread never ends, so the interpreter's shutdown would wait forever.

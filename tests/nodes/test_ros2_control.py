@@ -130,7 +130,7 @@ def graph(ros_env) -> Iterator[Graph]:
     threads and child processes started from here inherit it). At normal priority beside 4 CPU-bound
     processes the stand-in's ``/joint_states`` stopped for 1.1 s and the bridge rightly stopped the arm
     (make test, 2026-11-28). The heap pytest built before this module is frozen, as a node process freezes
-    its own (:func:`~sim2real.nodes.common.freeze_heap`): the stack shares this process and its GIL with
+    its own (:func:`~sim2real.nodes.process.freeze_heap`): the stack shares this process and its GIL with
     pytest, and a full collection of that heap took 131 ms after only two other node modules had run
     (2026-11-29), long enough to hold back the stand-in's ``/joint_states`` (seen once on an idle
     machine: none for 0.5 s, and the bridge stopped on stale states)."""
