@@ -9,7 +9,9 @@ and with ``--all`` fits all tosses at once. Prints one JSON object: per block th
 standard deviation and 95 % interval, the stop reason and status; the spread of the sides, how
 many lie within 3 % of the measured 0.1048 m, and whether every pair of block intervals overlaps.
 Takes 3-11 s per block on 2 workers, and 37-64 s for all 570 tosses at once (2026-11-27: 37 s, the
-whole benchmark 183 s; 2026-11-28, 11 iterations instead of 13: 64 s, the whole benchmark 357 s on a slower day).
+whole benchmark 183 s; 2026-11-28, 11 iterations instead of 13: 64 s, the whole benchmark 357 s on a slower day;
+2026-11-29, the fit's tasks in batches: 52 s, the whole benchmark 294 s; the same fit alone, in alternating
+pairs an hour earlier: 33-38 s in batches, 40-46 s one task per trial).
 """
 
 from __future__ import annotations
