@@ -1,4 +1,4 @@
-"""Hard deadlines on a process's exit: once a signal stopped the arm, and while nodes close."""
+"""The xArm driver's hard deadline on its process's exit once a signal stopped the arm (one per process)."""
 
 from __future__ import annotations
 
