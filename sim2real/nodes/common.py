@@ -18,6 +18,7 @@ import numpy as np
 from builtin_interfaces.msg import Duration, Time
 from geometry_msgs.msg import PoseStamped
 from numpy.typing import NDArray
+from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallbacks
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
@@ -219,14 +220,10 @@ class LeanNode(Node):
     """
 
     def create_subscription(self, *args: Any, **kwargs: Any) -> Any:
-        from rclpy.event_handler import SubscriptionEventCallbacks
-
         kwargs.setdefault("event_callbacks", SubscriptionEventCallbacks(use_default_callbacks=False))
         return super().create_subscription(*args, **kwargs)
 
     def create_publisher(self, *args: Any, **kwargs: Any) -> Any:
-        from rclpy.event_handler import PublisherEventCallbacks
-
         kwargs.setdefault("event_callbacks", PublisherEventCallbacks(use_default_callbacks=False))
         return super().create_publisher(*args, **kwargs)
 

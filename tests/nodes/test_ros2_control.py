@@ -132,13 +132,13 @@ def graph(ros_env) -> Iterator[Graph]:
     (make test, 2026-11-28). The heap pytest built before this module is frozen, as a node process freezes
     its own (:func:`~sim2real.nodes.process.freeze_heap`): the stack shares this process and its GIL with
     pytest, and a full collection of that heap took 131 ms after only two other node modules had run
-    (2026-11-29), long enough to hold back the stand-in's ``/joint_states`` (seen once on an idle
-    machine: none for 0.5 s, and the bridge stopped on stale states)."""
+    (2026-11-29), more later in the suite: a plausible cause of a gap seen once on an idle machine (no
+    ``/joint_states`` for 0.5 s, and the bridge stopped on stale states)."""
     from sim2real.nodes.priority import raise_run_priority
+    from sim2real.nodes.process import freeze_heap
 
     priority = raise_run_priority()
-    gc.collect()
-    gc.freeze()
+    freeze_heap()
     try:
         graph = Graph()
         try:
