@@ -177,9 +177,11 @@ def params_overrides(params: ParameterSet) -> dict[str, float | int]:
     return {name: (int(params[name]) if spec(name).kind is int else float(params[name])) for name in names()}
 
 
-def report_matches(node: Node, role: str, period: float = 0.5) -> None:
+def report_matches(node: Node, role: str, period: float = 0.5, also: Node | None = None) -> None:
     """Publish ``node``'s matched publisher count per subscribed topic on
-    :data:`GRAPH_STATUS_TOPIC` every ``period`` s, as ``role`` (e.g. ``recorder``, ``sim``).
+    :data:`GRAPH_STATUS_TOPIC` every ``period`` s, as ``role`` (e.g. ``recorder``, ``sim``); with
+    ``also`` (the :class:`~sim2real.nodes.streams.StreamHub` that subscribes for ``node``, in its
+    namespace) that node's subscriptions count as ``node``'s.
 
     Topic names are reported as seen from the node's namespace (``/ns/sim/reset`` in namespace
     ``/ns`` is ``/sim/reset``), so that a graph started in a namespace reads as the same graph."""
@@ -194,7 +196,8 @@ def report_matches(node: Node, role: str, period: float = 0.5) -> None:
         return topic[len(namespace):] if namespace and topic.startswith(namespace + "/") else topic
 
     def report() -> None:
-        matched = {relative(sub.topic_name): sub.get_publisher_count() for sub in node.subscriptions}
+        subscriptions = [*node.subscriptions, *(also.subscriptions if also is not None else ())]
+        matched = {relative(sub.topic_name): sub.get_publisher_count() for sub in subscriptions}
         publisher.publish(String(data=json.dumps({"role": role, "matched": matched})))
     node.create_timer(period, report)
 

@@ -78,6 +78,7 @@ from sim2real.nodes.common import (
     trajectory_msg,
 )
 from sim2real.nodes.process import run_node
+from sim2real.nodes.streams import StreamHub, subscribe_stream
 from sim2real.trials import read_trial
 from sim2real.trials.experiment import (
     ReplayStart,
@@ -104,7 +105,8 @@ class ExperimentNode(LeanNode):
     #: Exit status of the console script when a signal stops it before every trial was recorded.
     stopped_status = 130
 
-    def __init__(self, name: str = "experiment", progress: Any = None, **kwargs: object) -> None:
+    def __init__(self, name: str = "experiment", progress: Any = None, streams: StreamHub | None = None,
+                 **kwargs: object) -> None:
         super().__init__(name, **kwargs)  # type: ignore[arg-type]
         self.mode = str(self.declare_parameter("mode", "sim").value)
         self.platforms = platforms_of(self.mode)
@@ -151,10 +153,10 @@ class ExperimentNode(LeanNode):
         self.hardware_fault = False  # the run stopped on a fault the real arm's driver reported
         group = ReentrantCallbackGroup()
         for ns in self.platforms:
-            self.create_subscription(JointState, f"{ns}/joint_states",
-                                     lambda m, ns=ns: self._on_joints(ns, m), STREAM_QOS, callback_group=group)
-            self.create_subscription(PoseStamped, f"{ns}/box_pose",
-                                     lambda m, ns=ns: self._on_box(ns, m), STREAM_QOS, callback_group=group)
+            subscribe_stream(self, streams, JointState, f"{ns}/joint_states",
+                             lambda m, ns=ns: self._on_joints(ns, m), callback_group=group)
+            subscribe_stream(self, streams, PoseStamped, f"{ns}/box_pose",
+                             lambda m, ns=ns: self._on_box(ns, m), callback_group=group)
         self.create_subscription(String, TRIAL_WRITTEN_TOPIC, self._on_written, LATCHED_QOS, callback_group=group)
         self._graph: dict[str, dict[str, int]] = {}
         self.required = required_matches(self.platforms, self.mirror)

@@ -45,6 +45,7 @@ from sim2real.nodes.common import (
     pose_arrays,
 )
 from sim2real.nodes.process import run_node
+from sim2real.nodes.streams import StreamHub, subscribe_stream
 from sim2real.trials.scene import SceneSpec, frame, robot_description
 
 #: Latched like robot_state_publisher's ``robot_description``: a late subscriber gets the last one.
@@ -65,7 +66,7 @@ class LiveViewNode(LeanNode):
         The Foxglove server, when ``foxglove`` is set.
     """
 
-    def __init__(self, name: str = "live_view", **kwargs: object) -> None:
+    def __init__(self, name: str = "live_view", streams: StreamHub | None = None, **kwargs: object) -> None:
         super().__init__(name, **kwargs)  # type: ignore[arg-type]
         platforms = [str(p) for p in self.declare_parameter("platforms", ["real", "sim"]).value]
         unknown = sorted(set(platforms) - {"real", "sim"})
@@ -93,13 +94,13 @@ class LiveViewNode(LeanNode):
             self.create_timer(1.0, lambda: self.live.scene(now_ns(self)) if self.live else None)
             self.live.scene(now_ns(self))
         for ns in platforms:
-            self.create_subscription(JointState, f"{ns}/joint_states",
-                                     lambda msg, ns=ns: self._on_joints(ns, msg), STREAM_QOS)
+            subscribe_stream(self, streams, JointState, f"{ns}/joint_states",
+                             lambda msg, ns=ns: self._on_joints(ns, msg))
             if self.live is not None:
-                self.create_subscription(PoseStamped, f"{ns}/box_pose",
-                                         lambda msg, ns=ns: self._on_box(ns, msg), STREAM_QOS)
-                self.create_subscription(PoseStamped, f"{ns}/pusher_pose",
-                                         lambda msg, ns=ns: self._on_pusher(ns, msg), STREAM_QOS)
+                subscribe_stream(self, streams, PoseStamped, f"{ns}/box_pose",
+                                 lambda msg, ns=ns: self._on_box(ns, msg))
+                subscribe_stream(self, streams, PoseStamped, f"{ns}/pusher_pose",
+                                 lambda msg, ns=ns: self._on_pusher(ns, msg))
 
     def _due(self, ns: str, stream: str, stamp_ns: int) -> bool:
         """Whether a message of ``stream`` stamped ``stamp_ns`` is due (``rate_hz``); a stamp that went
@@ -116,8 +117,9 @@ class LiveViewNode(LeanNode):
         if self.live is not None:
             position, velocity, effort = joint_arrays(msg)
             self.live.joint_state(ns, ns_of(msg.header.stamp), JOINT_NAMES, position, velocity, effort)
-        msg.name = [frame(ns, str(name)) for name in msg.name]
-        self._pub_joints.publish(msg)
+        renamed = JointState(header=msg.header, name=[frame(ns, str(name)) for name in msg.name],
+                             position=msg.position, velocity=msg.velocity, effort=msg.effort)
+        self._pub_joints.publish(renamed)  # a copy: other nodes read the received message too
 
     def _on_box(self, ns: str, msg: PoseStamped) -> None:
         if self.live is not None and self._due(ns, "box_pose", ns_of(msg.header.stamp)):

@@ -68,6 +68,7 @@ from sim2real.nodes.common import (
     trajectory_from_msg,
 )
 from sim2real.nodes.process import run_node
+from sim2real.nodes.streams import StreamHub, subscribe_stream
 from sim2real.trials import PLATFORMS, JointReference, SceneSpec, TrialBagWriter, write_run_meta
 from sim2real.trials.coverage import StreamTracker, coverage_problems, expected_streams, loop_health
 from sim2real.trials.experiment import TrialWindow
@@ -84,7 +85,7 @@ DRAIN_TIMEOUT_S = 20.0
 class RecorderNode(LeanNode):
     """Per-trial bag writer (see the module docstring)."""
 
-    def __init__(self, name: str = "recorder", **kwargs: object) -> None:
+    def __init__(self, name: str = "recorder", streams: StreamHub | None = None, **kwargs: object) -> None:
         super().__init__(name, **kwargs)  # type: ignore[arg-type]
         out_dir = str(self.declare_parameter("out_dir", "").value)
         if not out_dir:
@@ -108,9 +109,8 @@ class RecorderNode(LeanNode):
         for ns in ("real", "sim"):
             for series in PLATFORM_TOPICS:
                 msg_type = JointState if series in ("joint_states", "joint_command") else PoseStamped
-                self.create_subscription(msg_type, f"{ns}/{series}",
-                                         lambda msg, ns=ns, series=series: self._on_data(ns, series, msg),
-                                         STREAM_QOS)
+                subscribe_stream(self, streams, msg_type, f"{ns}/{series}",
+                                 lambda msg, ns=ns, series=series: self._on_data(ns, series, msg))
         self._solver: dict[str, dict[str, Any]] = {}
         self._hard_steps: dict[str, list[dict[str, Any]]] = {"real": [], "sim": []}
         for ns in ("real", "sim"):
@@ -121,7 +121,7 @@ class RecorderNode(LeanNode):
         self.create_subscription(JointTrajectoryMsg, REFERENCE_TOPIC, self._on_reference, LATCHED_QOS)
         self.create_subscription(String, TRIAL_EVENT_TOPIC, self._on_event, LATCHED_QOS)
         self.create_timer(0.02, self._close_when_drained)
-        report_matches(self, "recorder")
+        report_matches(self, "recorder", also=streams)
         self.get_logger().info(f"recording trials into {self.out_dir}")
 
     # --- data -----------------------------------------------------------------------------

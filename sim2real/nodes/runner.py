@@ -1,8 +1,9 @@
 """The experiment graph from one command (``sim2real run``, ``sim2real demo``).
 
 Builds the nodes that ``launch/box_push.launch.py`` starts as separate processes. The
-experiment and the recorder spin in this process, in a private rclpy context, each node on
-its own single-threaded executor, until the experiment node has finished every trial (or
+experiment, the recorder and live_view spin in this process, in a private rclpy context, each node on
+its own single-threaded executor (the streams they read come through one
+:class:`~sim2real.nodes.streams.StreamHub`), until the experiment node has finished every trial (or
 Ctrl-C, or a timeout). Platforms with a real-time duty get their own interpreter
 (:mod:`sim2real.nodes.group`, started with a generated params file and stopped by pid, see
 :mod:`sim2real.nodes.run_children`), so that no physics step or bag write holds the GIL their
@@ -399,15 +400,18 @@ def _start_nodes(plan: _RunPlan, nodes: dict[str, Any], context: Any) -> Any:
     from sim2real.nodes.experiment import ExperimentNode
     from sim2real.nodes.live_view import LiveViewNode
     from sim2real.nodes.recorder import RecorderNode
+    from sim2real.nodes.streams import StreamHub
 
     def overrides(name: str) -> list[Any]:
         return _parameters({**sim_values, **sections.get(name, {})})
 
     for name in plan.local:
         nodes[name] = _local_factory(name)(parameter_overrides=overrides(name), context=context, **where)
-    nodes["recorder"] = RecorderNode(parameter_overrides=_parameters(
+    # The recorder, live_view and the experiment read the same streams: one subscription each, for all three.
+    streams = nodes["stream_hub"] = StreamHub(context=context, **where)
+    nodes["recorder"] = RecorderNode(streams=streams, parameter_overrides=_parameters(
         {"out_dir": str(plan.out), **sim_values}), context=context, **where)
-    nodes["live_view"] = LiveViewNode(parameter_overrides=_parameters(
+    nodes["live_view"] = LiveViewNode(streams=streams, parameter_overrides=_parameters(
         {"platforms": list(platforms_of(plan.mode)), "foxglove": plan.live or "", **sim_values}), context=context,
         **where)
     config = plan.config
@@ -421,7 +425,8 @@ def _start_nodes(plan: _RunPlan, nodes: dict[str, Any], context: Any) -> Any:
         **{f"push.{f.name}": float(getattr(config.push, f.name)) for f in fields(PushConfig)}}
     if plan.replay_trial:
         experiment_values["replay_trial"] = str(plan.replay_trial)
-    experiment = ExperimentNode(progress=plan.progress, parameter_overrides=_parameters(experiment_values),
+    experiment = ExperimentNode(progress=plan.progress, streams=streams,
+                                parameter_overrides=_parameters(experiment_values),
                                 context=context, **where)
     nodes["experiment"] = experiment
     return experiment

@@ -12,7 +12,7 @@ from rosbags.rosbag2 import Reader
 
 from sim2real.errors import Sim2RealError
 from sim2real.trials.jsonio import read_json
-from sim2real.trials.messages import NS_PER_S, make_typestore, reorder_joints, stamp_to_ns
+from sim2real.trials.messages import NS_PER_S, reorder_joints, shared_typestore, stamp_to_ns
 from sim2real.trials.records import (
     PLATFORMS,
     JointReference,
@@ -118,7 +118,7 @@ def read_trial(path: str | Path, require: Iterable[str] = ()) -> TrialRecord:
                             f"trial of a run has one): it cannot be told complete or interrupted")
     meta: dict[str, Any] = read_json(bag / TRIAL_JSON, "trial file") if (bag / TRIAL_JSON).exists() else {}
     check_trial_meta(meta, bag / TRIAL_JSON)
-    typestore = make_typestore()
+    typestore = shared_typestore()
     per_topic: dict[str, list[tuple[int, Any]]] = {}
     reference_msg: Any = None
     try:

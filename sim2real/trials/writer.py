@@ -40,8 +40,8 @@ from sim2real.trials.messages import (
     NS_PER_S,
     joint_state_cdr,
     joint_trajectory_cdr,
-    make_typestore,
     pose_stamped_cdr,
+    shared_typestore,
 )
 from sim2real.trials.outcome import compute_outcome
 from sim2real.trials.records import PLATFORMS, JointReference, PoseSeries, TrialRecord
@@ -115,7 +115,7 @@ class TrialBagWriter:
             raise Sim2RealError(f"trial {self.final_path} already exists; refusing to overwrite it")
         self.start_ns = int(time.time_ns() if start_ns is None else start_ns)
         self.frame_id = frame_id
-        self._typestore = make_typestore()
+        self._typestore = shared_typestore()
         self._wall_start = time.monotonic()
         self._connections: dict[str, Any] = {}
         self._counts: dict[str, int] = {}

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -58,6 +59,24 @@ def test_the_scipy_boundary_keeps_the_w_first_order(a: np.ndarray) -> None:
     np.testing.assert_allclose(to_matrix(from_rotation_vector(matrix_to_rotation_vector(to_matrix(q)))),
                                to_matrix(q), atol=1e-9)
     np.testing.assert_allclose(rpy_to_matrix(matrix_to_rpy(to_matrix(q))), to_matrix(q), atol=1e-9)
+
+
+@settings(max_examples=200, deadline=None)
+@given(a=vectors)
+def test_roll_pitch_yaw_in_closed_form_agree_with_scipy(a: np.ndarray) -> None:
+    """The closed-form matrix -> roll-pitch-yaw gives scipy's extrinsic xyz angles."""
+    from scipy.spatial.transform import Rotation
+
+    matrix = to_matrix(from_rotation_vector(a))
+    np.testing.assert_allclose(matrix_to_rpy(matrix), Rotation.from_matrix(matrix).as_euler("xyz"), atol=1e-9)
+
+
+@pytest.mark.parametrize("pitch", [np.pi / 2, -np.pi / 2])
+def test_roll_pitch_yaw_at_gimbal_lock_still_round_trip(pitch: float) -> None:
+    matrix = rpy_to_matrix(np.array([0.4, pitch, -1.1]))
+    rpy = matrix_to_rpy(matrix)
+    assert rpy[2] == 0.0 and abs(rpy[1] - pitch) < 1e-7
+    np.testing.assert_allclose(rpy_to_matrix(rpy), matrix, atol=1e-9)
 
 
 @settings(max_examples=40, deadline=None)
