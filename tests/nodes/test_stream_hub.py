@@ -91,3 +91,29 @@ def test_the_graph_status_counts_the_hubs_matches_as_the_nodes(context):
     del publisher
     for node in (hub, recorder, listener):
         node.destroy_node()
+
+
+def test_live_view_leaves_the_shared_message_as_it_came(context):
+    """``live_view`` publishes its prefixed joint names on a copy: a listener after it still reads joint1..6."""
+    from sim2real.nodes.common import JOINT_NAMES, joint_state_msg
+    from sim2real.nodes.live_view import LiveViewNode
+
+    hub = StreamHub(context=context, namespace="liveview")
+    live = LiveViewNode(streams=hub, context=context, namespace="liveview")
+    after: list[list[str]] = []
+    hub.listen(JointState, "real/joint_states", lambda m: after.append(list(m.name)))
+    renamed: list[list[str]] = []
+    probe = LeanNode("probe", context=context, namespace="liveview")
+    probe.create_subscription(JointState, "live/joint_states", lambda m: renamed.append(list(m.name)), STREAM_QOS)
+    publisher = probe.create_publisher(JointState, "real/joint_states", STREAM_QOS)
+    executor = rclpy.executors.SingleThreadedExecutor(context=context)
+    for node in (hub, live, probe):
+        executor.add_node(node)
+    assert _spin_until(executor, lambda: publisher.get_subscription_count() >= 1)
+    assert _spin_until(executor, lambda: renamed and after,
+                       publish=lambda: publisher.publish(joint_state_msg(1, [0.0] * 6, [0.0] * 6)))
+    assert after[0] == list(JOINT_NAMES)
+    assert renamed[0] == [f"real/{name}" for name in JOINT_NAMES]
+    executor.shutdown()
+    for node in (hub, live, probe):
+        node.destroy_node()
