@@ -1,13 +1,13 @@
 """One subscription per stream for the nodes that share a process.
 
 The recorder, the experiment node and ``live_view`` all read the platforms' streams
-(``<ns>/joint_states``, ``<ns>/box_pose``, ...). Each subscription of its own costs a wake of
-its node's executor and a copy of the message per message (rclpy's executor machinery was most of
-the ``sim2real run`` process's CPU). A :class:`StreamHub` subscribes each topic once and hands
-every message to each node that asked for it, in the order they asked, on the hub's own executor
-thread. In stand-in runs of the 5 default pushes (2026-11-29, idle, alternating pairs) the run's own
-process used 19.0 and 20.7 CPU-s with the hub against 26.6 and 28.2 without (14 subscriptions to
-the streams there, 8 with it).
+(``<ns>/joint_states``, ``<ns>/box_pose``, ...). Each subscription of its own costs a wake of its
+node's executor and a copy of the message per message (rclpy's executor machinery held the GIL for
+about 80 % of the ``sim2real run`` process's py-spy samples). A :class:`StreamHub` subscribes each
+topic once and hands every message to each node that asked for it, in the order they asked, on the
+hub's own executor thread. In stand-in runs of the 5 default pushes (2026-11-29, idle, alternating
+pairs) the run's own process used 19.0 and 20.7 CPU-s with the hub against 26.6 and 28.2 without (14
+subscriptions to the streams there, 8 with it).
 
 Nodes started on their own (console scripts, ``ros2 launch``) get no hub and subscribe
 themselves: :func:`subscribe_stream` does either.

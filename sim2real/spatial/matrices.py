@@ -33,9 +33,9 @@ def matrix_to_rpy(matrix: FloatArray) -> FloatArray:
     """Fixed-axis roll, pitch, yaw (rad, (3,)) of a rotation matrix (3, 3); inverse of :func:`rpy_to_matrix`.
 
     Closed form for ``R = Rz(yaw) Ry(pitch) Rx(roll)``, pitch in [-pi/2, pi/2] (the emulated xArm
-    reports its flange pose this way about 100 times a second; scipy's general conversion took
-    about a tenth of that process's CPU). At pitch = ±pi/2 (gimbal lock) yaw is 0 and roll holds the
-    whole rotation, as scipy's ``as_euler("xyz")`` gives it.
+    reports its flange pose this way about 100 times a second; scipy's general conversion held the
+    GIL for about a tenth of that process's samples in a py-spy profile). At pitch = ±pi/2 (gimbal
+    lock) yaw is 0 and roll holds the whole rotation, as scipy's ``as_euler("xyz")`` gives it.
     """
     r = np.asarray(matrix, dtype=float).reshape(3, 3)
     pitch = math.asin(max(-1.0, min(1.0, -float(r[2, 0]))))
