@@ -382,6 +382,9 @@ def settings_vector(settings: SolverSettings, rung: Rung = LADDER[0]) -> np.ndar
 
 _NO_JACOBIAN = np.empty((13, THETA_SIZE))
 """Placeholder output of the compiled step when no gradients are asked for (never read)."""
+_NO_DIRECTIONS = np.empty((THETA_SIZE, 0))
+_NO_DIRECTIONAL_OUT = np.empty((13, 0))
+"""No directions: the compiled step computes the Jacobian's columns (``world.step`` returns them all)."""
 
 
 def _kernel(problem: HardStep, rung: Rung, vector: np.ndarray, trace: bool, kappa_sim: float, kappa_grad: float,
@@ -399,7 +402,8 @@ def _kernel(problem: HardStep, rung: Rung, vector: np.ndarray, trace: bool, kapp
     count = np.zeros(1, dtype=np.int64)
     status = kernels.step_kernel(problem.theta, problem.dt, problem.substeps * rung.substeps, problem.with_pusher,
                                  problem.capsule, kappa_sim, kappa_grad, grad, kernels.ALL_COLUMNS, vector,
-                                 next_vec, jacobian, smoothed, info, rows, count, warm)
+                                 next_vec, jacobian, smoothed, info, rows, count, warm, _NO_DIRECTIONS,
+                                 _NO_DIRECTIONAL_OUT)
     return int(status), next_vec, jacobian, smoothed, info, (rows[:min(int(count[0]), TRACE_ROWS)].copy()
                                                               if trace else None)
 

@@ -249,7 +249,9 @@ def test_commands_reach_the_controller_in_its_order_and_equal_the_mirrored_strea
     mirrored = [c[ORDER] for c in graph.real_commands[mirrored_first:]]
     assert len(mirrored) == bridge.commands_sent
     moving = [c for c in received if nonzero(c)]
-    assert len(moving) > 20
+    # How many commands the move took depends on how often the loop ran (fewer ticks on a busy machine:
+    # 20 beside 4 CPU-bound processes, fresh clone fc72); what is checked is that each one arrived as sent.
+    assert len(moving) >= 2
     assert len(moving) == len([c for c in mirrored if nonzero(c)])
     for at_controller, on_topic in zip(moving, [c for c in mirrored if nonzero(c)], strict=True):
         np.testing.assert_array_equal(at_controller, on_topic)

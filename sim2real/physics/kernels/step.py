@@ -55,7 +55,7 @@ from sim2real.physics.kernels.contact import (
     pusher_box_distance,
     select_contacts,
 )
-from sim2real.physics.kernels.gradients import implicit_jacobian
+from sim2real.physics.kernels.gradients import directional_jacobian, implicit_jacobian
 from sim2real.physics.kernels.iteration import _finite, initial_iterate, interior_point, warm_iterate
 
 
@@ -117,7 +117,7 @@ _RETRY = -1
 def step_kernel(theta: np.ndarray, dt: float, substeps: int, with_pusher: bool, capsule: bool, kappa_sim: float,
                 kappa_grad: float, grad: bool, wanted: np.ndarray, settings: np.ndarray, state_out: np.ndarray,
                 jacobian_out: np.ndarray, smoothed_out: np.ndarray, info: np.ndarray, trace: np.ndarray,
-                trace_count: np.ndarray, warm: np.ndarray) -> int:
+                trace_count: np.ndarray, warm: np.ndarray, directions: np.ndarray, sens_out: np.ndarray) -> int:
     """One time step ``dt`` (s) in ``substeps`` engine steps from the problem vector ``θ``.
 
     Parameters
@@ -161,6 +161,11 @@ def step_kernel(theta: np.ndarray, dt: float, substeps: int, with_pusher: bool, 
         start's within the solver's tolerance). On return it holds this step's solution (or nothing, after a
         failed or shortcut step). Later sub-steps always start from the sub-step before.
         :data:`NO_WARM`: cold start, nothing kept.
+    directions, sens_out : ndarray (THETA_SIZE, P), ndarray (13, P)
+        With ``grad`` and P > 0, the step is differentiated along the columns of ``directions`` only
+        (:func:`~.gradients.directional_jacobian`; a rollout's sensitivities to P parameters, the state rows
+        holding those of the start): ``sens_out`` receives d next state / d p (chained over the sub-steps) and
+        ``jacobian_out`` is not written. P = 0 (shapes (THETA_SIZE, 0) and (13, 0)): the ``wanted`` columns.
 
     Contacts far from touching are left out of the solve (:func:`select_contacts` with
     ``settings[S_SKIP_BAND]``); a sub-step after which a left-out contact's slack fell below half the band is
@@ -192,7 +197,8 @@ def step_kernel(theta: np.ndarray, dt: float, substeps: int, with_pusher: bool, 
             warm[W_CONTACTS] = 0.0
     else:
         status = _substeps(theta, work, n, sub_dt, substeps, with_pusher, capsule, kappa_sim, kappa_grad, grad,
-                           wanted, settings, state_out, jacobian_out, smoothed_out, info, trace, trace_count, warm)
+                           wanted, settings, state_out, jacobian_out, smoothed_out, info, trace, trace_count, warm,
+                           directions, sens_out)
         if status != STATUS_OK:
             return status
     _contact_summary(theta, state_out, half, with_pusher, capsule, info)
@@ -203,7 +209,8 @@ def step_kernel(theta: np.ndarray, dt: float, substeps: int, with_pusher: bool, 
 def _substeps(theta: np.ndarray, work: np.ndarray, n: int, sub_dt: float, substeps: int, with_pusher: bool,
               capsule: bool, kappa_sim: float, kappa_grad: float, grad: bool, wanted: np.ndarray,
               settings: np.ndarray, state_out: np.ndarray, jacobian_out: np.ndarray, smoothed_out: np.ndarray,
-              info: np.ndarray, trace: np.ndarray, trace_count: np.ndarray, warm: np.ndarray) -> int:
+              info: np.ndarray, trace: np.ndarray, trace_count: np.ndarray, warm: np.ndarray, directions: np.ndarray,
+              sens_out: np.ndarray) -> int:
     """The solved part of :func:`step_kernel`: every sub-step, the gradients chained over them; the info
     counters. Returns STATUS_OK or the failing status (``info`` then names the κ)."""
     full = (np.empty((n, 6)), np.empty((n, 2, 6)), np.empty(n), np.empty((n, 2)), np.empty(n))
@@ -220,6 +227,8 @@ def _substeps(theta: np.ndarray, work: np.ndarray, n: int, sub_dt: float, subste
     chained = np.empty((layout.STATE_SIZE, _T))
     columns = wanted.copy()  # the Jacobian columns computed: the wanted ones and the state's
     columns[:layout.STATE_SIZE] = True
+    along = directions.copy()  # directional: each sub-step's directions (state rows: the sub-step's start)
+    directional = grad and directions.shape[1] > 0
     first, second = kappa_sim, kappa_sim
     if grad and kappa_grad != kappa_sim:
         first, second = max(kappa_sim, kappa_grad), min(kappa_sim, kappa_grad)
@@ -250,14 +259,16 @@ def _substeps(theta: np.ndarray, work: np.ndarray, n: int, sub_dt: float, subste
                              solved[2], solved[3], solved[4])
             status = _substep(sub, sub_dt, n, capsule, first, second, kappa_grad, grad, settings, full, solved,
                               v0, md, scales, w, chosen, count, pusher, band, stored, columns, jac, smoothed_out,
-                              info, trace, trace_count, k, counters, scratch)
+                              info, trace, trace_count, k, counters, scratch, along, sens_out)
             if status != _RETRY:
                 break
             band = 0.0
         if status != STATUS_OK:
             info[I_ITERATIONS] = counters[0]
             return status
-        if grad:
+        if directional:
+            along[:layout.STATE_SIZE, :] = sens_out  # the next sub-step starts where this one ended
+        elif grad:
             _chain_substep(jac, total, chained, k, substeps, with_pusher, columns)
         next_state(sub, w[0:6], sub_dt, state_out, scratch)
         if not _finite(state_out):
@@ -266,7 +277,7 @@ def _substeps(theta: np.ndarray, work: np.ndarray, n: int, sub_dt: float, subste
             return STATUS_BREAKDOWN
         for i in range(layout.STATE_SIZE):
             work[i] = state_out[i]
-    if grad:
+    if grad and not directional:
         jacobian_out[:, :] = total
     if keep and counters[1] == 0:
         warm[:] = stored
@@ -287,9 +298,11 @@ def _substep(sub: np.ndarray, sub_dt: float, n: int, capsule: bool, first: float
              grad: bool, settings: np.ndarray, full: tuple, solved: tuple, v0: np.ndarray, md: np.ndarray,
              scales: np.ndarray, w_buffer: np.ndarray, chosen: np.ndarray, count: int, pusher: int, band: float,
              stored: np.ndarray, columns: np.ndarray, jac: np.ndarray, smoothed_out: np.ndarray, info: np.ndarray,
-             trace: np.ndarray, trace_count: np.ndarray, k: int, counters: np.ndarray, scratch: np.ndarray) -> int:
+             trace: np.ndarray, trace_count: np.ndarray, k: int, counters: np.ndarray, scratch: np.ndarray,
+             along: np.ndarray, sens_out: np.ndarray) -> int:
     """Sub-step ``k``'s solves (at the first κ, then the second) on the contacts ``chosen[:count]``, its
-    Jacobian ``jac`` (the ``columns`` asked for) with ``grad``; ``w_buffer[:6 + 8 count]`` ends as the solution.
+    Jacobian ``jac`` (the ``columns`` asked for) with ``grad``, or with directions (``along`` (THETA_SIZE, P),
+    P > 0) the derivatives along them into ``sens_out``; ``w_buffer[:6 + 8 count]`` ends as the solution.
     Returns STATUS_OK, a failing status, or ``_RETRY`` when a left-out contact's slack fell below half the
     ``band``."""
     jn, jt, bn, bt, mu = solved[0][:count], solved[1][:count], solved[2][:count], solved[3][:count], solved[4][:count]
@@ -335,13 +348,19 @@ def _substep(sub: np.ndarray, sub_dt: float, n: int, capsule: bool, first: float
                 return status
             counters[1] += 1
         if grad and kappa == kappa_grad:
-            if not implicit_jacobian(sub, w, count, capsule, sub_dt, kappa_grad, jn, jt, mu, v0, md, scales[3], jac,
-                                     n, chosen, pusher, columns):
+            if along.shape[1] > 0:
+                solved_ok = directional_jacobian(sub, w, count, capsule, sub_dt, kappa_grad, jn, jt, mu, v0, md,
+                                                 scales[3], n, chosen, pusher, along, sens_out)
+            else:
+                solved_ok = implicit_jacobian(sub, w, count, capsule, sub_dt, kappa_grad, jn, jt, mu, v0, md,
+                                              scales[3], jac, n, chosen, pusher, columns)
+            if not solved_ok:
                 info[I_FAILED_KAPPA] = kappa
                 if not accept_best:
                     return STATUS_BREAKDOWN
                 counters[1] += 1
                 jac[:, :] = 0.0
+                sens_out[:, :] = 0.0
             next_state(sub, w[0:6], sub_dt, smoothed_out, scratch)
     return STATUS_OK
 

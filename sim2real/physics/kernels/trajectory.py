@@ -91,8 +91,11 @@ def steps_kernel(theta: np.ndarray, path: np.ndarray, first: int, last: int, dt:
         ``states[first]`` given; the later rows written.
     sens : ndarray (T+1, 13, P)
         With ``grad`` (shape (0, 13, 0): not tracked): ``sens[t + 1] = A_t running + B_t`` (``B_t`` the
-        parameter columns, placed by ``out_cols``), written for every step run; ``running`` (13, P) holds
-        d state / d parameters of the state the step starts from (given for ``first``; carried along).
+        parameter columns, placed by ``out_cols``; parameters placed in one column add up), written for every
+        step run; ``running`` (13, P) holds d state / d parameters of the state the step starts from (given for
+        ``first``; carried along). Without ``sens0`` each step is differentiated along the P directions
+        (``running`` in the state rows, the parameters' placements; :func:`~.gradients.directional_jacobian`)
+        instead of through its Jacobian's columns.
     sens0, running0 : ndarray (T+1, 13, 13), ndarray (13, 13)
         Likewise d state / d initial state (``sens0`` of shape (0, 13, 13): not tracked).
     records : ndarray (T, RECORD_SIZE)
@@ -123,12 +126,21 @@ def steps_kernel(theta: np.ndarray, path: np.ndarray, first: int, last: int, dt:
     wanted[:13] = True
     for k in range(param_cols.shape[0]):
         wanted[param_cols[k]] = True
+    # Without d state / d start, each step is differentiated along the parameters' directions only (state rows:
+    # the running sensitivity, parameter rows: where each parameter sits) instead of column by column.
+    directional = grad and sens.shape[0] > 0 and sens0.shape[0] == 0 and sens.shape[2] > 0
+    directions = np.zeros((_T, sens.shape[2] if directional else 0))
+    for k in range(param_cols.shape[0] if directional else 0):
+        directions[param_cols[k], out_cols[k]] += 1.0
+    sens_out = np.empty((13, directions.shape[1]))
     for t in range(first, last):
         _place(theta, states[t], path, t, with_pusher)
         if keep:
             saved[:] = warm
+        if directional:
+            directions[:13, :] = running
         status = step_kernel(theta, dt, substeps, with_pusher, capsule, kappa_sim, kappa_grad, grad, wanted, settings,
-                             next_vec, jacobian, smoothed, info, trace, trace_count, warm)
+                             next_vec, jacobian, smoothed, info, trace, trace_count, warm, directions, sens_out)
         if status != STATUS_OK or not _finite(next_vec):
             if keep:
                 warm[:] = saved
@@ -136,7 +148,10 @@ def steps_kernel(theta: np.ndarray, path: np.ndarray, first: int, last: int, dt:
         norm = np.sqrt(next_vec[3] ** 2 + next_vec[4] ** 2 + next_vec[5] ** 2 + next_vec[6] ** 2)
         for i in range(13):
             states[t + 1, i] = next_vec[i] / norm if 3 <= i < 7 else next_vec[i]
-        if grad and sens.shape[0] > 0:
+        if directional:
+            running[:, :] = sens_out
+            sens[t + 1] = sens_out
+        elif grad and sens.shape[0] > 0:
             _chain(jacobian, running, param_cols, out_cols, chained)
             sens[t + 1] = chained
         if grad and sens0.shape[0] > 0:
