@@ -28,13 +28,16 @@ def _push_path(world: BoxWorld, steps: int, speed: float, height: float) -> tupl
     return state, start + np.outer(np.arange(steps + 1) * speed * world.dt, [1.0, 0.0, 0.0])
 
 
-def _both(world: BoxWorld, state: BoxState, path: np.ndarray, initial_grad: bool = True
+def _both(world: BoxWorld, state: BoxState, path: np.ndarray | None, initial_grad: bool = True, steps: int = 0,
+          names: tuple[str, ...] = NAMES, columns: tuple[int, ...] | None = None, parameters: int | None = None
           ) -> tuple[Trajectory, Trajectory]:
+    """The same run through ``world.advance`` and through ``advance_each`` (``steps``: the path's, if it has one)."""
+    steps = path.shape[0] - 1 if path is not None else steps
     runs = []
     for advance in (world.advance, lambda *args: advance_each(world, *args)):
-        traj = Trajectory.empty(path.shape[0] - 1, path, NAMES, initial_grad=initial_grad)
+        traj = Trajectory.empty(steps, path, names, columns, parameters, initial_grad=initial_grad)
         traj.states[0] = state.as_vector()
-        advance(traj, 0, path.shape[0] - 1)
+        advance(traj, 0, steps)
         runs.append(traj)
     return runs[0], runs[1]
 
@@ -112,18 +115,9 @@ def test_sensitivities_along_the_parameters_are_the_chained_step_jacobians(case:
     if case == "two sub-steps":
         params = params.replace({"sim.substeps": 2})
     world = BoxWorld.from_params(params)
-    if case == "tumbling landing":
-        state, path, steps = _tumbling_landing(), None, 60
-    else:
-        state, path = _push_path(world, 150, speed=0.3, height=0.17)
-        steps = 150
-    runs = []
-    for advance in (world.advance, lambda *args: advance_each(world, *args)):
-        traj = Trajectory.empty(steps, path, TIED_NAMES, TIED_COLUMNS, parameters=6)
-        traj.states[0] = state.as_vector()
-        advance(traj, 0, steps)
-        runs.append(traj)
-    along, chained = runs
+    state, path = (_tumbling_landing(), None) if case == "tumbling landing" else _push_path(world, 150, 0.3, 0.17)
+    along, chained = _both(world, state, path, initial_grad=False, steps=60, names=TIED_NAMES, columns=TIED_COLUMNS,
+                           parameters=6)
     np.testing.assert_allclose(along.states, chained.states, rtol=0, atol=1e-12)
     np.testing.assert_array_equal(along.outcomes, chained.outcomes)
     assert along.sens is not None and chained.sens is not None
