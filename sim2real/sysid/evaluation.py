@@ -33,8 +33,8 @@ from sim2real.sysid.tasks import TaskFailure, TrialTask, evaluate_tasks
 #: ``(x (p,), object label or None) -> {registry name: value}`` for every name a fit involves, as a
 #: trial of that object is simulated (per-object parameters take the object's unknown).
 Expand = Callable[[np.ndarray, str | None], dict[str, float]]
-#: A trial's Jacobian columns per registry name ``(m, n)`` and its object -> per unknown ``(m, p)``.
-Reduce = Callable[[np.ndarray, str | None], np.ndarray]
+#: A trial's Jacobian columns (one per group of tied names) ``(m, g)`` and its object -> per unknown ``(m, p)``.
+Place = Callable[[np.ndarray, str | None], np.ndarray]
 
 
 def merge_summaries(results: Sequence[TrialResiduals]) -> SolveSummary | None:
@@ -59,23 +59,28 @@ class FitEvaluator:
         Values of everything not free.
     expand : callable
         ``x -> {name: value}`` for every involved registry name.
-    reduce_columns : callable
-        Jacobian columns per name → per unknown (tied names summed).
+    place_columns : callable
+        A trial's Jacobian columns (one per group of tied names) → per unknown.
     names : tuple of str
-        Registry names of the Jacobian columns.
+        Registry names differentiated.
+    columns : tuple of int
+        The group (the trial's Jacobian column) of each of ``names``: tied names are differentiated
+        together, along the direction that moves them all (one engine direction instead of one per name).
     spec : ResidualSpec
         How trials are compared (its ``strict`` ends the fit at the first failure).
     """
 
     def __init__(self, executor: Executor, trials: Sequence[TrialData], start: ParameterSet,
-                 expand: Expand, reduce_columns: Reduce, names: tuple[str, ...], spec: ResidualSpec) -> None:
+                 expand: Expand, place_columns: Place, names: tuple[str, ...], columns: tuple[int, ...],
+                 spec: ResidualSpec) -> None:
         self._executor = executor
         self.trials: list[TrialData] = list(trials)
         self._shared = {id(t): executor.share(t) for t in self.trials}  # sent to the workers once
         self._start = start
         self._expand = expand
-        self._reduce = reduce_columns
+        self._place = place_columns
         self._names = names
+        self._columns = columns
         self._spec = spec
         self._masks: list[np.ndarray] = []
         self._x0: np.ndarray | None = None
@@ -93,7 +98,7 @@ class FitEvaluator:
     def _run(self, x: np.ndarray, trials: Sequence[TrialData]) -> list[TrialResiduals | TaskFailure]:
         params = {obj: self._start.replace(self._expand(x, obj)) for obj in {t.object_name for t in trials}}
         return evaluate_tasks(self._executor, [TrialTask(self._shared[id(t)], params[t.object_name], self._names,
-                                                         self._spec) for t in trials])
+                                                         self._spec, self._columns) for t in trials])
 
     def _keep_hard_steps(self, results: Sequence[TrialResiduals]) -> None:
         for res in results:
@@ -160,7 +165,7 @@ class FitEvaluator:
     def _stack(self, results: Sequence[TrialResiduals]) -> tuple[np.ndarray, np.ndarray]:
         keep = [~mask for mask in self._masks]
         r = np.concatenate([res.residuals[k] for res, k in zip(results, keep, strict=True)])
-        J = np.concatenate([self._reduce(res.jacobian[k], trial.object_name)  # type: ignore[index]
+        J = np.concatenate([self._place(res.jacobian[k], trial.object_name)  # type: ignore[index]
                             for res, k, trial in zip(results, keep, self.trials, strict=True)])
         return r, J
 

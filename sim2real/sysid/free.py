@@ -136,6 +136,15 @@ class FreeParameters:
         """A trial's columns per registry name (m, len(names)) → per unknown (m, p), tied ones summed."""
         return self.layout.reduce_columns(jacobian, obj)
 
+    @property
+    def name_groups(self) -> tuple[int, ...]:
+        """The group of each of :attr:`names` (a trial's Jacobian column when ties are differentiated together)."""
+        return self.layout.name_groups
+
+    def place_groups(self, jacobian: np.ndarray, obj: str | None = None) -> np.ndarray:
+        """A trial's columns per group (m, len(groups)) → per unknown (m, p)."""
+        return self.layout.place_groups(jacobian, obj)
+
 
 def parse_bounds(text: str | None) -> dict[str, tuple[float, float]]:
     """Parse ``"NAME=LO:HI,..."`` into ``{name: (lo, hi)}`` (SI units).

@@ -14,6 +14,7 @@ columns of the other objects' unknowns.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
@@ -155,16 +156,25 @@ class ObjectLayout:
         index = self._index(obj if self.per_object else None)
         return {name: float(x[index[g]]) for g, group in enumerate(self.groups) for name in group}
 
-    def reduce_columns(self, jacobian: np.ndarray, obj: str | None = None) -> np.ndarray:
-        """A trial's Jacobian columns per registry name ``(m, len(names))`` → per unknown ``(m, p)``.
+    @property
+    def name_groups(self) -> tuple[int, ...]:
+        """The group of each of :attr:`names`: a trial's Jacobian columns when tied names are
+        differentiated together (one column per group)."""
+        return tuple(g for g, group in enumerate(self.groups) for _ in group)
 
-        Tied names are summed into their unknown; a per-object group goes to the trial's object's
-        unknown; the other objects' columns stay zero.
+    def place_groups(self, jacobian: np.ndarray, obj: str | None = None) -> np.ndarray:
+        """A trial's Jacobian columns per group ``(m, len(groups))`` → per unknown ``(m, p)``.
+
+        A per-object group goes to the trial's object's unknown; the other objects' columns stay zero.
         """
         index = self._index(obj if self.per_object else None)
         out = np.zeros((jacobian.shape[0], len(self.unknowns)))
-        col = 0
-        for g, group in enumerate(self.groups):
-            out[:, index[g]] += jacobian[:, col:col + len(group)].sum(axis=1)
-            col += len(group)
+        out[:, index] = jacobian
         return out
+
+    def reduce_columns(self, jacobian: np.ndarray, obj: str | None = None) -> np.ndarray:
+        """A trial's Jacobian columns per registry name ``(m, len(names))`` → per unknown ``(m, p)``:
+        tied names summed into their unknown (:meth:`place_groups`)."""
+        edges = np.cumsum([0, *(len(group) for group in self.groups)])
+        per_group = np.stack([jacobian[:, a:b].sum(axis=1) for a, b in itertools.pairwise(edges)], axis=1)
+        return self.place_groups(per_group, obj)

@@ -55,6 +55,8 @@ per sample, horizons ``N`` only).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -99,9 +101,49 @@ from sim2real.sysid.residual_types import (  # noqa: F401  (also this module's p
 )
 
 
-def _columns(grad_names: Sequence[str], subset: Sequence[str]) -> tuple[tuple[str, ...], list[int]]:
-    chosen = tuple(n for n in grad_names if n in subset)
-    return chosen, [list(grad_names).index(n) for n in chosen]
+@dataclass(frozen=True)
+class _Columns:
+    """The Jacobian column of each differentiated name: ``column[i]`` holds d residuals / d ``names[i]``,
+    and names sharing a column add up (the derivative along a tie, e.g. a cube's three tied sides)."""
+
+    names: tuple[str, ...]
+    column: tuple[int, ...]
+
+    @classmethod
+    def of(cls, names: Sequence[str], columns: Sequence[int] | None) -> _Columns:
+        """``columns`` (one per name, covering 0 .. p-1; None: one column per name), checked."""
+        names = tuple(names)
+        column = tuple(range(len(names))) if columns is None else tuple(int(c) for c in columns)
+        if len(column) != len(names) or (column and set(column) != set(range(max(column) + 1))):
+            raise Sim2RealError(f"gradient columns {list(column)} do not place the {len(names)} name(s) "
+                                f"{', '.join(names)} on columns 0, 1, ... (one per name, none empty)")
+        return cls(names, column)
+
+    @property
+    def p(self) -> int:
+        """Jacobian columns."""
+        return max(self.column) + 1 if self.column else 0
+
+    def where(self, name: str) -> int | None:
+        """The column of ``name`` (None when it is not differentiated)."""
+        return self.column[self.names.index(name)] if name in self.names else None
+
+    def subset(self, available: Sequence[str]) -> tuple[tuple[str, ...], list[int]]:
+        """The names among ``available`` (in this order) and their columns."""
+        chosen = tuple(n for n in self.names if n in available)
+        return chosen, [self.column[self.names.index(n)] for n in chosen]
+
+    @cached_property
+    def _placement(self) -> np.ndarray:
+        place = np.zeros((len(self.names), self.p))
+        place[np.arange(len(self.names)), self.column] = 1.0
+        return place
+
+    def placed(self, per_name: np.ndarray) -> np.ndarray:
+        """Derivatives per name ``(..., len(names))`` in the Jacobian's columns ``(..., p)`` (ties summed)."""
+        if self.column == tuple(range(len(self.names))):
+            return per_name
+        return per_name @ self._placement
 
 
 def step_params(data: TrialData, params: ParameterSet, exact_gradients: bool = False,
@@ -176,7 +218,7 @@ class _Rows:
         columns = np.r_[tuple(parts)]
         rows = residual[:, columns].reshape(-1)
         if sens is not None:
-            jac = np.einsum("nrs,nsp->nrp", d_residual[:, columns], sens).reshape(-1, self.p)
+            jac = np.matmul(d_residual[:, columns], sens).reshape(-1, self.p)
         else:
             jac = np.zeros((rows.shape[0], self.p))
         groups = np.concatenate([np.full(3, g) for g, (_, weight) in enumerate(
@@ -202,6 +244,7 @@ class _Rows:
         return summary, tuple(hard)
 
     def build(self, name: str, grad_names: tuple[str, ...], grad: bool) -> TrialResiduals:
+        """The trial's :class:`TrialResiduals` (``grad_names``: one per Jacobian column)."""
         summary, hard = self.solve()
         if not self.r:
             return TrialResiduals(name, np.zeros(0), np.zeros((0, self.p)) if grad else None,
@@ -212,7 +255,7 @@ class _Rows:
 
 
 def trial_residuals(data: TrialData, params: ParameterSet, grad_names: Sequence[str] = (),
-                    spec: ResidualSpec = ResidualSpec()) -> TrialResiduals:
+                    spec: ResidualSpec = ResidualSpec(), columns: Sequence[int] | None = None) -> TrialResiduals:
     """Residuals of one trial and (with ``grad_names``) their Jacobian from the simulator's gradients.
 
     Parameters
@@ -225,11 +268,16 @@ def trial_residuals(data: TrialData, params: ParameterSet, grad_names: Sequence[
         Parameters for the Jacobian columns (each must be in :func:`available_gradients`).
     spec : ResidualSpec
         Horizon, weights, mode, pusher source and strictness.
+    columns : sequence of int, optional
+        The Jacobian column of each of ``grad_names`` (covering 0 .. p-1): names sharing a column are
+        differentiated together, along the direction that moves them all at once (a tie), which the
+        engine does once instead of once per name. None: one column per name.
 
     Returns
     -------
     TrialResiduals
-        With the rows that depend on degraded engine steps flagged in ``dropped``.
+        With the rows that depend on degraded engine steps flagged in ``dropped``; ``grad_names``
+        holds the first name of each Jacobian column.
 
     Raises
     ------
@@ -239,18 +287,19 @@ def trial_residuals(data: TrialData, params: ParameterSet, grad_names: Sequence[
         the trial.
     """
     names = tuple(grad_names)
+    cols = _Columns.of(names, columns)
     mode = spec.resolved_mode(data)
     available = available_gradients(data.kind, spec.horizon, mode, spec.engine)
     for name in names:
         if name not in available:
             raise Sim2RealError(f"trial '{data.name}': no simulator gradient for '{name}' with horizon "
                                 f"{spec.label} (available: {', '.join(available)})")
-    rows = _Rows(len(names), data.name)
+    rows = _Rows(cols.p, data.name)
     sim_params = step_params(data, params, spec.exact_gradients and bool(names), fitted=names)
     settings = SolverSettings(strict=spec.strict)
     try:
         if spec.horizon is None:
-            _whole_trial(rows, data, sim_params, names, spec, mode, settings)
+            _whole_trial(rows, data, sim_params, cols, spec, mode, settings)
         else:
             # Groups weighted zero are not simulated at all (e.g. a servo fit on joint states only).
             weights = spec.weights
@@ -259,35 +308,36 @@ def trial_residuals(data: TrialData, params: ParameterSet, grad_names: Sequence[
                 shape = trial_shape(data, spec.pusher_shape)
                 check_pusher_shape(data, source, shape)
                 pusher = pusher_path(data, sim_params, source)
-                _box_segments(rows, data, sim_params, names, spec.horizon, weights, pusher, shape,
+                _box_segments(rows, data, sim_params, cols, spec.horizon, weights, pusher, shape,
                               settings, spec.engine)
             if (data.kind == "arm" and data.command is not None
                     and (weights.joint_position > 0.0 or weights.joint_velocity > 0.0)):
-                _joint_segments(rows, data, sim_params, names, spec.horizon, weights)
+                _joint_segments(rows, data, sim_params, cols, spec.horizon, weights)
     except Sim2RealError as err:
         text = str(err)
         raise Sim2RealError(text if text.startswith(f"trial '{data.name}'") else f"trial '{data.name}': {text}") \
             from None
-    return rows.build(data.name, names, bool(names))
+    firsts = tuple(names[cols.column.index(c)] for c in range(cols.p))
+    return rows.build(data.name, firsts, bool(names))
 
 
-def _whole_trial(rows: _Rows, data: TrialData, params: ParameterSet, names: tuple[str, ...], spec: ResidualSpec,
+def _whole_trial(rows: _Rows, data: TrialData, params: ParameterSet, cols: _Columns, spec: ResidualSpec,
                  mode: str, settings: SolverSettings) -> None:
     """One rollout of the whole trial in the resolved ``mode``."""
     if mode == "box":
-        _box_rollout(rows, data, params, names, spec.weights, settings, spec.engine)
+        _box_rollout(rows, data, params, cols, spec.weights, settings, spec.engine)
     elif mode in SIMULATED_ARM_MODES:
         if not engine_entry(spec.engine).differentiates_arm:
             raise Sim2RealError(f"the {spec.engine} engine does not differentiate the simulated arm (mode '{mode}'); "
                                 "fit with --mode kinematic or pusher (the pusher played back), or an engine that "
                                 "does (--engine ours)")
-        _arm_trial(rows, data, params, names, spec.weights, mode, settings.strict)
+        _arm_trial(rows, data, params, cols, spec.weights, mode, settings.strict)
     else:
         source = "recorded" if mode == "pusher" else resolve_pusher(data, spec.pusher)
         check_pusher_shape(data, source, trial_shape(data, spec.pusher_shape))
         path = pusher_path(data, params, source)
         assert path is not None
-        _pusher_rollout(rows, data, params, names, spec.weights, path, trial_shape(data, spec.pusher_shape), settings,
+        _pusher_rollout(rows, data, params, cols, spec.weights, path, trial_shape(data, spec.pusher_shape), settings,
                         spec.engine)
 
 
@@ -296,11 +346,14 @@ def _moves_start(names: Sequence[str]) -> bool:
     return any(name in COM_PARAMS for name in names)
 
 
-def _initial_sensitivity(names: tuple[str, ...], d_com: np.ndarray) -> np.ndarray:
-    sens = np.zeros((13, len(names)))
+def _initial_sensitivity(cols: _Columns, d_com: np.ndarray) -> np.ndarray:
+    """d start state / d parameters (13, p): the centre-of-mass offsets move the state rebuilt from poses
+    (``d_com`` (13, 3), per body-frame axis)."""
+    sens = np.zeros((13, cols.p))
     for axis, com_name in enumerate(COM_PARAMS):
-        if com_name in names:
-            sens[:, names.index(com_name)] = d_com[:, axis]
+        column = cols.where(com_name)
+        if column is not None:
+            sens[:, column] += d_com[:, axis]
     return sens
 
 
@@ -323,7 +376,7 @@ def first_degraded_state(outcomes: np.ndarray | None) -> int | None:
     return int(degraded[0]) + 1 if degraded.size else None
 
 
-def _box_segments(rows: _Rows, data: TrialData, params: ParameterSet, names: tuple[str, ...], horizon: int,
+def _box_segments(rows: _Rows, data: TrialData, params: ParameterSet, cols: _Columns, horizon: int,
                   weights: Weights, pusher: np.ndarray | None, shape: str, settings: SolverSettings,
                   engine: str = "ours") -> None:
     """Teacher-forced segments of ``horizon`` steps (box); segments start at k = 1, 1 + N, ...
@@ -334,26 +387,27 @@ def _box_segments(rows: _Rows, data: TrialData, params: ParameterSet, names: tup
     if pusher is not None:
         pusher = pusher_placement(pusher, params, shape)
     world = make_world(engine, params, pusher_primitive(params, shape) if pusher is not None else None, settings)
-    engine_names, engine_cols = _columns(names, world.differentiable)
-    grad = bool(names)
+    engine_names, engine_cols = cols.subset(world.differentiable)
+    grad = bool(cols.names)
     com = np.array([float(params[n]) for n in COM_PARAMS])
     states, d_com = box_states(data, com)
     K = data.steps
     if grad and horizon > 1 and world.gradient_method != "implicit":
-        _box_segment_rollouts(rows, data, world, names, engine_names, engine_cols, horizon, weights, pusher, states,
+        _box_segment_rollouts(rows, data, world, cols, engine_names, engine_cols, horizon, weights, pusher, states,
                               d_com)
         return
     # One trajectory holds every segment; its warm start carries over, since consecutive segments start from
     # nearby recorded states (the last solution is close). The rows of all segments (states 2 .. K) are added
     # at once, the states from copies: the next segment's recorded start overwrites this segment's simulated
     # end. The sensitivities need none: a step writes only the row after it, never a segment's start.
-    traj = Trajectory.empty(K, pusher, engine_names, engine_cols, len(names) if grad else 0, log=rows.log)
+    # Tied names share a column: the engine differentiates along the tie once (Trajectory's columns).
+    traj = Trajectory.empty(K, pusher, engine_names, engine_cols, cols.p if grad else 0, log=rows.log)
     simulated: list[np.ndarray] = []
     degraded: list[np.ndarray] = []
     for start in range(1, K, horizon):
         stop = min(start + horizon, K)
         traj.states[start] = states[start]
-        running = _initial_sensitivity(names, d_com[start]) if grad else None
+        running = _initial_sensitivity(cols, d_com[start]) if grad else None
         world.advance(traj, start, stop, running)
         simulated.append(traj.states[start + 1:stop + 1].copy())
         degraded.append(np.cumsum(traj.outcomes[start:stop] >= int(StepOutcome.DEGRADED)) > 0)
@@ -362,7 +416,7 @@ def _box_segments(rows: _Rows, data: TrialData, params: ParameterSet, names: tup
                        weights, np.concatenate(degraded))
 
 
-def _joint_segments(rows: _Rows, data: TrialData, params: ParameterSet, names: tuple[str, ...], horizon: int,
+def _joint_segments(rows: _Rows, data: TrialData, params: ParameterSet, cols: _Columns, horizon: int,
                     weights: Weights) -> None:
     """Teacher-forced servo segments: joints from the recorded state under the recorded commands."""
     if weights.joint_position == 0.0 and weights.joint_velocity == 0.0:
@@ -370,9 +424,8 @@ def _joint_segments(rows: _Rows, data: TrialData, params: ParameterSet, names: t
     assert data.command is not None and data.joint_position is not None and data.joint_velocity is not None
     servo = ServoParams.from_params(params)
     shift, lead = delay_split(servo.delay, data.dt)
-    p = len(names)
-    col_tau = names.index("arm.servo_tau") if "arm.servo_tau" in names else None
-    col_delay = names.index("arm.command_delay") if "arm.command_delay" in names else None
+    p = cols.p
+    col_tau, col_delay = cols.where("arm.servo_tau"), cols.where("arm.command_delay")
     zero = np.zeros(6)
     K = data.steps
     for start in range(0, K, horizon):
@@ -400,7 +453,7 @@ def _joint_segments(rows: _Rows, data: TrialData, params: ParameterSet, names: t
                          weights.joint_velocity * s_v if p else None, 3)
 
 
-def _box_segment_rollouts(rows: _Rows, data: TrialData, world: World, names: tuple[str, ...],
+def _box_segment_rollouts(rows: _Rows, data: TrialData, world: World, cols: _Columns,
                           engine_names: tuple[str, ...], engine_cols: list[int], horizon: int, weights: Weights,
                           pusher: np.ndarray | None, states: np.ndarray, d_com: np.ndarray) -> None:
     """:func:`_box_segments` for engines without implicit gradients: each segment is one rollout, its
@@ -410,41 +463,41 @@ def _box_segment_rollouts(rows: _Rows, data: TrialData, world: World, names: tup
         stop = min(start + horizon, K)
         path = pusher[start:stop + 1] if pusher is not None else None
         result = rollout(world, BoxState.from_vector(states[start]), path, steps=stop - start,
-                         grad_names=engine_names, initial_grad=_moves_start(names), context=data.name)
+                         grad_names=engine_names, initial_grad=_moves_start(cols.names), context=data.name)
         rows.add_solve(result.solve, result.hard_steps)
         first_bad = first_degraded_state(result.outcomes)
-        init = _initial_sensitivity(names, d_com[start])
+        init = _initial_sensitivity(cols, d_com[start])
         for i in range(1, stop - start + 1):
             assert result.sensitivities is not None
             sens = (result.initial_sensitivities[i] @ init if result.initial_sensitivities is not None
-                    else np.zeros((STATE_SIZE, len(names))))
+                    else np.zeros((STATE_SIZE, cols.p)))
             if engine_cols:
-                sens[:, engine_cols] += result.sensitivities[i]
+                np.add.at(sens, (slice(None), engine_cols), result.sensitivities[i])  # tied names add up
             rows.add_pose(result.states[i], sens, data, start + i, weights, first_bad is not None and i >= first_bad)
 
 
-def _box_rollout(rows: _Rows, data: TrialData, params: ParameterSet, names: tuple[str, ...],
+def _box_rollout(rows: _Rows, data: TrialData, params: ParameterSet, cols: _Columns,
                  weights: Weights, settings: SolverSettings, engine: str = "ours") -> None:
     """Whole box-only trial: one rollout from the state rebuilt from the first two poses."""
     world = make_world(engine, params, None, settings)
     com = np.array([float(params[n]) for n in COM_PARAMS])
     states, d_com = box_states(data, com)
-    grad = bool(names)
-    result = rollout(world, BoxState.from_vector(states[1]), steps=data.steps - 1, grad_names=names,
-                     initial_grad=grad and _moves_start(names), context=data.name)
+    grad = bool(cols.names)
+    result = rollout(world, BoxState.from_vector(states[1]), steps=data.steps - 1, grad_names=cols.names,
+                     initial_grad=grad and _moves_start(cols.names), context=data.name)
     rows.add_solve(result.solve, result.hard_steps)
     first_bad = first_degraded_state(result.outcomes)
     for j in range(1, result.states.shape[0]):
         sens = None
         if grad:
             assert result.sensitivities is not None
-            sens = result.sensitivities[j]
+            sens = cols.placed(result.sensitivities[j])
             if result.initial_sensitivities is not None:
-                sens = sens + result.initial_sensitivities[j] @ _initial_sensitivity(names, d_com[1])
+                sens = sens + result.initial_sensitivities[j] @ _initial_sensitivity(cols, d_com[1])
         rows.add_pose(result.states[j], sens, data, j + 1, weights, first_bad is not None and j >= first_bad)
 
 
-def _pusher_rollout(rows: _Rows, data: TrialData, params: ParameterSet, names: tuple[str, ...], weights: Weights,
+def _pusher_rollout(rows: _Rows, data: TrialData, params: ParameterSet, cols: _Columns, weights: Weights,
                     path: np.ndarray, shape: str, settings: SolverSettings, engine: str = "ours") -> None:
     """Whole trial with a played-back pusher: one rollout from the resting start (:meth:`TrialData.start_box`).
 
@@ -453,29 +506,30 @@ def _pusher_rollout(rows: _Rows, data: TrialData, params: ParameterSet, names: t
     """
     world = make_world(engine, params, pusher_primitive(params, shape), settings)
     initial = BoxState(*data.start_box())
-    result = rollout(world, initial, pusher_path=pusher_placement(path, params, shape), grad_names=names,
+    result = rollout(world, initial, pusher_path=pusher_placement(path, params, shape), grad_names=cols.names,
                      context=data.name)
     rows.add_solve(result.solve, result.hard_steps)
     first_bad = first_degraded_state(result.outcomes)
     for k in range(1, result.states.shape[0]):
-        sens = result.sensitivities[k] if result.sensitivities is not None else None
+        sens = cols.placed(result.sensitivities[k]) if result.sensitivities is not None else None
         rows.add_pose(result.states[k], sens, data, k, weights, first_bad is not None and k >= first_bad)
 
 
-def _arm_trial(rows: _Rows, data: TrialData, params: ParameterSet, names: tuple[str, ...],
+def _arm_trial(rows: _Rows, data: TrialData, params: ParameterSet, cols: _Columns,
                weights: Weights, mode: str, strict: bool) -> None:
     """Whole arm trial: the simulated platform from rest, box residuals and joint positions at every tick."""
-    result = simulate_recorded_arm(data, params, mode, names, strict)
+    result = simulate_recorded_arm(data, params, mode, cols.names, strict)
     summary, hard, outcomes = arm_solve(result)
     rows.add_solve(summary, hard)
     first_bad = first_degraded_state(outcomes)
     steps = min(result.box.shape[0], data.steps + 1)
     for k in range(1, steps):
-        sens = result.d_box[k] if result.d_box is not None else None
+        sens = cols.placed(result.d_box[k]) if result.d_box is not None else None
         rows.add_pose(result.box[k], sens, data, k, weights, first_bad is not None and k >= first_bad)
         if weights.joint_position > 0.0:
             assert data.joint_position is not None
-            jac = weights.joint_position * result.d_joint_position[k] if result.d_joint_position is not None else None
+            jac = (weights.joint_position * cols.placed(result.d_joint_position[k])
+                   if result.d_joint_position is not None else None)
             # Joint rows do not depend on the box (the pusher is kinematic): never dropped.
             rows.add(weights.joint_position * (result.joint_position[k] - data.joint_position[k]), jac, 2)
 

@@ -22,12 +22,14 @@ from sim2real.sysid.residuals import ResidualSpec, TrialResiduals, trial_residua
 
 @dataclass(frozen=True)
 class TrialTask:
-    """Inputs of one trial's residual evaluation."""
+    """Inputs of one trial's residual evaluation (``columns``: the Jacobian column of each of ``grad_names``,
+    tied names sharing one; None: one per name; :func:`~sim2real.sysid.residuals.trial_residuals`)."""
 
     data: Shared[TrialData]
     params: ParameterSet
     grad_names: tuple[str, ...]
     spec: ResidualSpec
+    columns: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -50,7 +52,7 @@ def run_task(task: TrialTask) -> TrialResiduals | TaskFailure:
     """Evaluate one task (the unit of work handed to executors); failures are returned, not raised."""
     data = task.data.get()
     try:
-        return trial_residuals(data, task.params, task.grad_names, task.spec)
+        return trial_residuals(data, task.params, task.grad_names, task.spec, task.columns)
     except Exception as err:  # one trial's failure of any kind must not end the others
         return TaskFailure(data.name, one_line(err))
 

@@ -18,6 +18,8 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from functools import cached_property
+from itertools import count
 from pathlib import Path
 
 import netns
@@ -26,6 +28,7 @@ import pytest
 from sim2real.cli import main
 from sim2real.errors import Sim2RealError
 from sim2real.execution import LocalExecutor, ordered_map, parse_executor
+from sim2real.execution import local as local_execution
 from sim2real.execution.raycluster import RayExecutor, check_reachable
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -57,6 +60,43 @@ def test_local_executor_keeps_the_order_whatever_finishes_first() -> None:
         assert executor.share({"a": 1}).get() == {"a": 1}
     finally:
         executor.close()
+
+
+_COMPUTED = count()
+
+
+class _Counted:
+    """A shared value with a cache, stamped with the process and a per-process serial when computed."""
+
+    @cached_property
+    def stamp(self) -> tuple[int, int]:
+        return os.getpid(), next(_COMPUTED)
+
+
+def _stamp(handle: local_execution.Kept[_Counted]) -> tuple[int, int]:
+    return handle.get().stamp
+
+
+def test_a_worker_computes_a_shared_values_cache_once() -> None:
+    executor = LocalExecutor(2)
+    try:
+        handle = executor.share(_Counted())
+        stamps = list(executor.map(_stamp, [handle] * 16)) + list(executor.map(_stamp, [handle] * 16))
+    finally:
+        executor.close()
+    assert all(pid != os.getpid() for pid, _ in stamps)
+    for pid in {pid for pid, _ in stamps}:  # each worker's 2nd..nth task saw the copy it received first
+        assert len({serial for p, serial in stamps if p == pid}) == 1
+
+
+def test_kept_values_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(local_execution, "_KEPT", {})
+    monkeypatch.setattr(local_execution, "MAX_KEPT", 2)
+    first, second, third = (local_execution.Kept(token, [token]) for token in ("a", "b", "c"))
+    assert first.get() is first.value and second.get() is second.value
+    assert local_execution.Kept("a", ["a"]).get() is first.value  # a later copy: the kept one comes back
+    assert third.get() is third.value
+    assert list(local_execution._KEPT) == ["b", "c"]  # the oldest was dropped
 
 
 @pytest.mark.parametrize(("spec", "expected"), [("local", ("local", None)), ("ray", ("ray", None)),

@@ -106,3 +106,36 @@ def test_the_readme_fit_converges_on_the_block_whose_steps_zigzag(tmp_path) -> N
     assert result.status == "converged" and result.trace[-1]["iteration"] < LMSettings().max_iterations, \
         result.stop_reason
     assert result.values["box.size_x"] == pytest.approx(MEASURED_SIDE, rel=0.03)
+
+
+TIED = ("contact.mu_table", "box.size_x", "box.size_y", "box.size_z", "box.edge_radius")
+TIED_COLUMNS = (0, 1, 1, 1, 2)  # the README's tie: the three sides are one unknown
+
+
+def _summed(jacobian: np.ndarray, columns: tuple[int, ...]) -> np.ndarray:
+    place = np.zeros((len(columns), max(columns) + 1))
+    place[np.arange(len(columns)), columns] = 1.0
+    return jacobian @ place
+
+
+@pytest.mark.parametrize(("horizon", "engine"), [(HORIZON, "ours"), (None, "ours"), (HORIZON, "mujoco")])
+def test_tied_sides_are_differentiated_along_the_tie(tmp_path, horizon, engine) -> None:
+    """A fit's tie is one Jacobian column, the sum of its names' columns: the engine differentiates along
+    the tie once (segments: one direction of the rollout sensitivities instead of three) and gives what
+    the names' columns summed give, on real tosses that bounce, slide and tumble."""
+    if engine == "mujoco":
+        pytest.importorskip("mujoco")
+    spec = ResidualSpec(horizon=horizon, weights=WEIGHTS, engine=engine)
+    for record in _tosses(tmp_path, "3-5"):
+        data = prepare_trial(record, float(START["sim.dt"]))
+        names = TIED if engine == "ours" else TIED[:4]
+        columns = TIED_COLUMNS[:len(names)]
+        per_name = trial_residuals(data, START, names, spec)
+        tied = trial_residuals(data, START, names, spec, columns)
+        np.testing.assert_array_equal(tied.residuals, per_name.residuals)
+        assert tied.grad_names == names[:2] + names[4:]
+        summed = _summed(per_name.jacobian, columns)
+        scale = np.max(np.abs(summed), axis=0)
+        assert np.all(scale > 0.0)
+        # the tie's column is one central difference along (1, 1, 1) against three along each side
+        assert np.all(np.max(np.abs(tied.jacobian - summed), axis=0) <= 1e-4 * scale), data.name

@@ -160,6 +160,29 @@ def test_residuals_vanish_at_the_truth_and_jacobian_matches_finite_differences(t
         assert error < 0.02, f"{name}: relative Jacobian error {error:.3g}"
 
 
+@pytest.mark.parametrize(("horizon", "mode"), [(20, "auto"), (None, "commands"), (None, "kinematic")])
+def test_tied_names_share_a_column_that_is_the_sum_of_theirs(truth_trials, horizon, mode) -> None:
+    """Names sharing a Jacobian column (a fit's tie) give the sum of their own columns, through each path:
+    box and servo segments, the whole simulated arm, the whole trial under the played-back pusher."""
+    data = prepare_trial(truth_trials[2], float(NOMINAL["sim.dt"]))
+    servo = () if mode == "kinematic" else ("arm.servo_tau", "arm.command_delay")
+    names = ("contact.mu_table", "box.com_x", "box.com_y", "contact.mu_pusher", *servo)
+    columns = (0, 1, 1, 2, 3, 3)[:len(names)]
+    spec = ResidualSpec(horizon=horizon, mode=mode)
+    per_name = trial_residuals(data, NOMINAL, names, spec)
+    tied = trial_residuals(data, NOMINAL, names, spec, columns)
+    np.testing.assert_array_equal(tied.residuals, per_name.residuals)
+    assert tied.grad_names == ("contact.mu_table", "box.com_x", "contact.mu_pusher", *servo[:1])
+    place = np.zeros((len(names), max(columns) + 1))
+    place[np.arange(len(names)), columns] = 1.0
+    summed = per_name.jacobian @ place
+    scale = np.max(np.abs(summed), axis=0)
+    assert np.all(scale > 0.0)
+    assert np.all(np.max(np.abs(tied.jacobian - summed), axis=0) <= 1e-4 * scale)
+    with pytest.raises(Sim2RealError, match="gradient columns"):
+        trial_residuals(data, NOMINAL, names, spec, (0, 2, 2, 2, 2, 2)[:len(names)])
+
+
 @pytest.mark.slow
 def test_known_truth_recovery_from_nominal(truth_trials) -> None:
     free = ["contact.mu_table", "contact.mu_pusher", "box.com_z", "arm.servo_tau", "arm.command_delay", "box.mass"]

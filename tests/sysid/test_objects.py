@@ -30,6 +30,8 @@ def test_each_trial_takes_its_own_objects_value_and_columns() -> None:
     jac = np.array([[1.0, 2.0, 3.0, 4.0]])  # columns: mu_table, mu_pusher, com_x, com_y
     np.testing.assert_array_equal(layout.reduce_columns(jac, "alu"), [[1.0, 0.0, 0.0, 2.0, 7.0]])
     np.testing.assert_array_equal(layout.reduce_columns(jac, "steel"), [[0.0, 0.0, 1.0, 2.0, 7.0]])
+    assert layout.name_groups == (0, 1, 2, 2)  # a trial's columns when ties are differentiated together
+    np.testing.assert_array_equal(layout.place_groups(np.array([[1.0, 2.0, 7.0]]), "alu"), [[1.0, 0.0, 0.0, 2.0, 7.0]])
 
 
 def test_without_per_object_names_the_layout_is_the_shared_fit() -> None:
