@@ -14,8 +14,11 @@ def end_after(seconds: float, status: int, message: str, name: str = "exit-deadl
     """From now on, end this process after ``seconds`` whatever its threads are doing.
 
     A daemon thread writes ``message`` and the Python stack of every thread on stderr (what the
-    process was stuck in), then ends it with ``os._exit(status)``; an interval timer (SIGALRM,
-    default action) ends it a second later should no Python thread run any more.
+    process was stuck in), then ends it with ``os._exit(status)``. Should no Python thread run any
+    more (a C call that holds the GIL, or the interpreter's finalization, where daemon threads stop),
+    an interval timer ends it a second later: SIGALRM, whose handler (:mod:`faulthandler`, C, needs
+    no GIL) writes every thread's stack and then lets the signal's default action end the process
+    (status ``-SIGALRM`` to its parent).
 
     Parameters
     ----------
@@ -29,9 +32,10 @@ def end_after(seconds: float, status: int, message: str, name: str = "exit-deadl
         Name of the deadline's thread.
     """
     threading.Thread(target=_expire, args=(seconds, status, message), name=name, daemon=True).start()
-    with contextlib.suppress(ValueError, OSError, AttributeError):
+    with contextlib.suppress(ValueError, OSError, AttributeError, RuntimeError):
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGALRM, signal.SIG_DFL)
+            faulthandler.register(signal.SIGALRM, all_threads=True, chain=True)
         signal.setitimer(signal.ITIMER_REAL, seconds + 1.0)
 
 

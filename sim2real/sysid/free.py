@@ -132,10 +132,6 @@ class FreeParameters:
         return {n: float(x[i]) for i, (g, obj) in enumerate(self.layout.unknowns) if obj is None
                 for n in self.groups[g]}
 
-    def reduce_columns(self, jacobian: np.ndarray, obj: str | None = None) -> np.ndarray:
-        """A trial's columns per registry name (m, len(names)) → per unknown (m, p), tied ones summed."""
-        return self.layout.reduce_columns(jacobian, obj)
-
     @property
     def name_groups(self) -> tuple[int, ...]:
         """The group of each of :attr:`names` (a trial's Jacobian column when ties are differentiated together)."""

@@ -134,16 +134,18 @@ class _Columns:
         return chosen, [self.column[self.names.index(n)] for n in chosen]
 
     @cached_property
-    def _placement(self) -> np.ndarray:
+    def _placement(self) -> np.ndarray | None:
+        """``(len(names), p)`` 0/1 matrix from names to columns; None when each name has its own column
+        in order (placing is then the identity)."""
+        if self.column == tuple(range(len(self.names))):
+            return None
         place = np.zeros((len(self.names), self.p))
         place[np.arange(len(self.names)), self.column] = 1.0
         return place
 
     def placed(self, per_name: np.ndarray) -> np.ndarray:
         """Derivatives per name ``(..., len(names))`` in the Jacobian's columns ``(..., p)`` (ties summed)."""
-        if self.column == tuple(range(len(self.names))):
-            return per_name
-        return per_name @ self._placement
+        return per_name if self._placement is None else per_name @ self._placement
 
 
 def step_params(data: TrialData, params: ParameterSet, exact_gradients: bool = False,

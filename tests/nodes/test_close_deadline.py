@@ -39,6 +39,19 @@ threading.Thread(target=never_ends).start()
 end_after(0.5, 124, "still here")
 """
 
+#: A process whose main thread holds the GIL in a C call that never returns (libc ``pause`` through
+#: ``ctypes.PyDLL``, which keeps the GIL): no Python thread runs, so only the interval timer ends it.
+HELD_GIL = """
+import ctypes
+from sim2real.process_deadline import end_after
+
+def hold_the_gil():
+    ctypes.PyDLL(None).pause()
+
+end_after(0.5, 124, "still here")
+hold_the_gil()
+"""
+
 
 def _ended(process: subprocess.Popen) -> tuple[int, str]:
     try:
@@ -65,3 +78,11 @@ def test_the_deadline_also_bounds_the_interpreters_wait_for_threads():
     process = subprocess.Popen([sys.executable, "-c", STUCK_THREAD], stderr=subprocess.PIPE, text=True)
     status, err = _ended(process)
     assert status == 124 and "still here" in err and "in never_ends" in err
+
+
+def test_a_process_that_holds_the_gil_is_ended_by_the_timer_with_its_stack():
+    process = subprocess.Popen([sys.executable, "-c", HELD_GIL], stderr=subprocess.PIPE, text=True)
+    status, err = _ended(process)
+    assert status == -signal.SIGALRM, err[-2000:]
+    assert "still here" not in err  # the deadline's thread never ran
+    assert "in hold_the_gil" in err  # the C handler wrote the stack without the GIL
