@@ -89,9 +89,10 @@ def follow_parent(parent_pid: int) -> bool:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point; returns the exit status (0 after SIGINT or SIGTERM, 2 when a node cannot
-    start as configured: one line on stderr, the parent reports the exit)."""
-    from sim2real.nodes.process import run_nodes, split_ros_args
+    """Entry point: once the nodes ran, ends the process with its status (0 after SIGINT or SIGTERM, 2
+    when a node cannot start as configured: one line on stderr, the parent reports the exit);
+    returns 0 when the parent was already gone (nothing started)."""
+    from sim2real.nodes.process import end_process, run_nodes, split_ros_args
 
     argv = list(sys.argv if argv is None else argv)
     own, _ = split_ros_args(argv)
@@ -107,7 +108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # threads: hand it over every 0.5 ms instead of 5 ms so that replies are not held up.
     sys.setswitchinterval(0.0005)
     ready = args.ready_file.touch if args.ready_file is not None else None
-    return run_nodes([node_factory(name) for name in args.nodes], argv, "sim2real.nodes.group", ready=ready)
+    end_process(run_nodes([node_factory(name) for name in args.nodes], argv, "sim2real.nodes.group", ready=ready))
 
 
 if __name__ == "__main__":

@@ -27,6 +27,27 @@ class StuckNode(Node):
 sys.exit(process.run_nodes([StuckNode], ["stuck"], "stuck", ready=lambda: print("up", flush=True)))
 """
 
+#: A node script whose interpreter's finalization would never end (an object whose destructor blocks in
+#: a C call that keeps the GIL); the deadline shortened to 1 s.
+STUCK_FINALIZER = """
+import ctypes, sys
+from rclpy.node import Node
+from sim2real.nodes import process
+process.CLOSE_DEADLINE_S = 1.0
+
+class Up(Node):
+    def __init__(self):
+        super().__init__("up")
+        print("up", flush=True)
+
+class HangsWhenFreed:
+    def __del__(self):
+        ctypes.PyDLL(None).pause()
+
+freed_at_finalization = HangsWhenFreed()
+sys.exit(process.run_node(Up, ["up", "--ros-args"], name="up", doc="A node that is up."))
+"""
+
 #: A process whose non-daemon thread never ends, so the interpreter's shutdown would wait forever.
 STUCK_THREAD = """
 import threading
@@ -72,6 +93,16 @@ def test_a_node_stuck_in_close_ends_the_process_after_the_deadline_with_its_stac
     assert status == 124, err[-2000:]
     assert "stuck: the nodes are still closing 1 s after the stop; ending the process now" in err
     assert "in close" in err  # the stack of the thread that hung, for whoever reads the log
+
+
+def test_a_stopped_node_process_ends_without_the_interpreters_finalization(ros_env):
+    process = subprocess.Popen([sys.executable, "-c", STUCK_FINALIZER], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint, env=ros_env)
+    assert process.stdout.readline().strip() == "up"
+    process.send_signal(signal.SIGINT)
+    status, err = _ended(process)
+    assert status == 0, err[-2000:]  # finalization would have hung until the timer's SIGALRM
+    assert "still closing" not in err and "Traceback" not in err
 
 
 def test_the_deadline_also_bounds_the_interpreters_wait_for_threads():
