@@ -199,8 +199,13 @@ class ParameterSet(Mapping[str, float]):
         return cls()
 
     def replace(self, values: Mapping[str, object]) -> ParameterSet:
-        """A copy with ``values`` overriding the current ones (validated)."""
-        return ParameterSet({**self._values, **values})
+        """A copy with ``values`` overriding the current ones (``values`` validated; the others already are)."""
+        out = ParameterSet.__new__(ParameterSet)
+        merged = dict(self._values)
+        for name, value in values.items():
+            merged[name] = coerce(name, value)
+        out._values = merged
+        return out
 
     def __getitem__(self, name: str) -> float:
         if name not in self._values:

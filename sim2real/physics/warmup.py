@@ -65,7 +65,8 @@ def kernels_cached() -> bool:
     from sim2real.physics import kernels
 
     dispatchers = [v for stage in kernels.STAGES for v in vars(stage).values()
-                   if hasattr(v, "py_func") and hasattr(v, "_cache") and v.py_func.__module__ == stage.__name__]
+                   if hasattr(v, "py_func") and hasattr(v, "_cache") and v.py_func.__module__ == stage.__name__
+                   and v.targetoptions.get("inline") != "always"]  # inlined ones are compiled into their callers
     try:
         return bool(dispatchers) and all(d._cache._cache_file._load_index() for d in dispatchers)
     except Exception:  # a numba internal changed: announce rather than stay silent

@@ -55,7 +55,7 @@ from sim2real.sysid.stopping import (
 LOSSES: tuple[str, ...] = ("linear", "huber", "soft_l1")
 #: Two accepted steps in a row whose actual cost decrease exceeds the Gauss-Newton prediction by this factor
 #: mark a fit that creeps: the second is tried again at twice (and then four times) its length
-#: (:func:`_extended_step`).
+#: (:func:`_extended_step`), unless it ends the fit anyway (:func:`_ends_fit`: more evaluations, same answer).
 EXTEND_RATIO = 1.25
 #: Doublings tried along such a step.
 MAX_EXTENSIONS = 2
@@ -444,7 +444,7 @@ def _accept(problem: _LMProblem, state: _LMState, proposal: _Proposal,
     x_old = state.x
     state.x, state.r, state.J, state.cost, state.w = point
     step, step_norm = proposal.step, proposal.step_norm
-    if ratio > EXTEND_RATIO and state.last_ratio > EXTEND_RATIO:
+    if ratio > EXTEND_RATIO and state.last_ratio > EXTEND_RATIO and not _ends_fit(problem, proposal, actual, old_cost):
         extended = _extend(problem, state, x_old, step, old_cost, scale)
         if extended is not None:
             step, step_norm, actual = extended
@@ -456,6 +456,12 @@ def _accept(problem: _LMProblem, state: _LMState, proposal: _Proposal,
     state.g = state.J.T @ (state.w * state.r)
     state.pg, state.free = projected_gradient(state.g, state.x, problem.lower, problem.upper)
     return step_norm, actual
+
+
+def _ends_fit(problem: _LMProblem, proposal: _Proposal, actual: float, old_cost: float) -> bool:
+    """Whether an accepted step (cost ``old_cost`` lowered by ``actual``) ends the run (:func:`_stop_after`):
+    negligible against the standard deviations, or a decrease below ``ftol``."""
+    return proposal.negligible or actual <= problem.settings.ftol * old_cost
 
 
 def _reject(problem: _LMProblem, state: _LMState, step: np.ndarray) -> None:

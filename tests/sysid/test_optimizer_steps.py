@@ -85,3 +85,33 @@ def test_a_zigzag_within_a_quarter_standard_deviation_stalls_but_a_crawl_or_a_fa
     # Standard deviations unknown (the statistical tests not yet armed) or too short a trace: no verdict.
     assert not stalled(zigzag, FREE, None)
     assert not stalled(zigzag[:4], FREE, one)
+
+
+def _creeping_step(negligible: bool, decrease: float) -> tuple[int, float]:
+    """Accept a step from x = 0 to 1 on ½ (x - 4)² after a step that also beat its prediction (both gain
+    ratios above EXTEND_RATIO); returns the evaluations the acceptance spent and where it left x."""
+    from sim2real.sysid.optimizer import EXTEND_RATIO, _accept, _LMProblem, _LMState, _Proposal
+
+    calls: list[float] = []
+    evaluate = _quadratic(4.0, calls)
+    old = 0.5 * 4.0 ** 2
+    problem = _LMProblem(evaluate, np.array([-10.0]), np.array([10.0]), np.ones(1), LMSettings(), None, None, None,
+                         0.0)
+    state = _LMState(np.zeros(1), np.array([-4.0]), np.ones((1, 1)), old, np.ones(1), np.array([-4.0]),
+                     np.array([-4.0]), FREE.copy(), np.ones(1), 1.0, 1e-3, last_ratio=2 * EXTEND_RATIO)
+    proposal = _Proposal(np.ones(1), np.ones(1), 1.0, 0.5 * old / (2 * EXTEND_RATIO), negligible, FREE.copy(),
+                         np.ones(1))
+    r, J = evaluate(np.ones(1))
+    calls.clear()
+    _accept(problem, state, proposal, (np.ones(1), r, J, old - decrease, np.ones(1)), decrease, 2 * EXTEND_RATIO,
+            np.ones(1))
+    return len(calls), float(state.x[0])
+
+
+def test_a_creeping_step_is_extended_unless_it_ends_the_fit() -> None:
+    """Two steps in a row beat their prediction: the second is tried longer (x = 2, then 4), except when it ends the
+    fit anyway (negligible against the standard deviations, or a decrease below ftol): no evaluation is spent."""
+    old = 0.5 * 4.0 ** 2
+    assert _creeping_step(negligible=False, decrease=old - 0.5 * 3.0 ** 2) == (2, 4.0)
+    assert _creeping_step(negligible=True, decrease=old - 0.5 * 3.0 ** 2) == (0, 1.0)
+    assert _creeping_step(negligible=False, decrease=0.5 * LMSettings().ftol * old) == (0, 1.0)

@@ -95,7 +95,8 @@ from sim2real.physics.kernels.common import (  # noqa: F401
     WARM_MAX_ITERATIONS,
     WARM_SHIFT,
     WARM_SIZE,
-    _invert,
+    _invert3,
+    _invert6,
     _rotation,
 )
 from sim2real.physics.kernels.contact import (  # noqa: F401
@@ -121,7 +122,6 @@ from sim2real.physics.kernels.iteration import (  # noqa: F401
     warm_iterate,
 )
 from sim2real.physics.kernels.newton import (  # noqa: F401
-    _arrow_times,
     cone_search,
     equality_residual,
     factorize,

@@ -89,13 +89,24 @@ def _rotation(q0: float, q1: float, q2: float, q3: float, out: np.ndarray) -> No
 
 
 @njit(cache=True)
-def _invert(m: np.ndarray, out: np.ndarray) -> bool:
-    """Inverse of a small square matrix by Gauss-Jordan elimination with partial pivoting (``m`` is destroyed).
+def _invert3(m: np.ndarray, out: np.ndarray) -> bool:
+    """Inverse of a 3 × 3 matrix by Gauss-Jordan elimination with partial pivoting (``m`` is destroyed).
 
     Returns False (``out`` unusable) if a pivot is zero or not finite.
     """
-    size = m.shape[0]
-    a = m
+    return _gauss_jordan(m, out, 3)
+
+
+@njit(cache=True)
+def _invert6(m: np.ndarray, out: np.ndarray) -> bool:
+    """:func:`_invert3` of a 6 × 6 matrix."""
+    return _gauss_jordan(m, out, 6)
+
+
+@njit(cache=True, inline="always")
+def _gauss_jordan(a: np.ndarray, out: np.ndarray, size: int) -> bool:
+    """The elimination of :func:`_invert3` and :func:`_invert6` on a ``size`` × ``size`` matrix, inlined into them
+    so that the compiler knows the size and unrolls the loops (the operations and their order are the same)."""
     for i in range(size):
         for j in range(size):
             out[i, j] = 1.0 if i == j else 0.0

@@ -229,6 +229,18 @@ def inner_half(theta: np.ndarray, out: np.ndarray) -> None:
         out[i] = 0.5 * theta[layout.SIZE_SLOTS[i]] - theta[layout.EDGE_RADIUS]
 
 
+@njit(cache=True, inline="always")
+def _set_row(jn: np.ndarray, jt: np.ndarray, k: int, row: int, a0: float, a1: float, a2: float, a3: float, a4: float,
+             a5: float) -> None:
+    """Row ``row`` of contact ``k``'s Jacobian (0: normal ``jn[k]``, 1-2: tangent ``jt[k, row - 1]``) set to
+    ``(a0, ..., a5)``."""
+    if row == 0:
+        jn[k, 0], jn[k, 1], jn[k, 2], jn[k, 3], jn[k, 4], jn[k, 5] = a0, a1, a2, a3, a4, a5
+    else:
+        t = row - 1
+        jt[k, t, 0], jt[k, t, 1], jt[k, t, 2], jt[k, t, 3], jt[k, t, 4], jt[k, t, 5] = a0, a1, a2, a3, a4, a5
+
+
 @njit(cache=True)
 def problem_data(theta: np.ndarray, dt: float, n: int, capsule: bool, jn: np.ndarray, jt: np.ndarray,
                  bn: np.ndarray, bt: np.ndarray, mu: np.ndarray, v0: np.ndarray, md: np.ndarray, scales: np.ndarray,
@@ -284,18 +296,15 @@ def problem_data(theta: np.ndarray, dt: float, n: int, capsule: bool, jn: np.nda
         for row in range(3):  # row 0: normal (world z), 1-2: tangents (world x, y)
             axis = 2 if row == 0 else row - 1
             ux, uy, uz = rot[axis, 0], rot[axis, 1], rot[axis, 2]
-            target = jn[k] if row == 0 else jt[k, row - 1]
-            for i in range(3):
-                target[i] = 1.0 if i == axis else 0.0
             if row == 0:
                 lx, ly, lz = dx, dy, dz
             else:
                 lx = dx - shrink * (rot[0, 0] * hwx + rot[1, 0] * hwy)
                 ly = dy - shrink * (rot[0, 1] * hwx + rot[1, 1] * hwy)
                 lz = dz - shrink * (rot[0, 2] * hwx + rot[1, 2] * hwy)
-            target[3] = ly * uz - lz * uy
-            target[4] = lz * ux - lx * uz
-            target[5] = lx * uy - ly * ux
+            # written by index, not through a view of the row (a view costs a reference count)
+            _set_row(jn, jt, k, row, 1.0 if axis == 0 else 0.0, 1.0 if axis == 1 else 0.0,
+                     1.0 if axis == 2 else 0.0, ly * uz - lz * uy, lz * ux - lx * uz, lx * uy - ly * ux)
         bn[k] = gap / dt
         bt[k, 0] = 0.0
         bt[k, 1] = 0.0
@@ -330,15 +339,11 @@ def problem_data(theta: np.ndarray, dt: float, n: int, capsule: bool, jn: np.nda
             else:
                 other[i] = (theta[_PE + i] - theta[_PS + i]) / dt
         for row in range(3):
-            target = jn[8] if row == 0 else jt[8, row - 1]
             ux = rot[0, 0] * frame[row, 0] + rot[1, 0] * frame[row, 1] + rot[2, 0] * frame[row, 2]
             uy = rot[0, 1] * frame[row, 0] + rot[1, 1] * frame[row, 1] + rot[2, 1] * frame[row, 2]
             uz = rot[0, 2] * frame[row, 0] + rot[1, 2] * frame[row, 1] + rot[2, 2] * frame[row, 2]
-            for i in range(3):
-                target[i] = frame[row, i]
-            target[3] = dy * uz - dz * uy
-            target[4] = dz * ux - dx * uz
-            target[5] = dx * uy - dy * ux
+            _set_row(jn, jt, 8, row, frame[row, 0], frame[row, 1], frame[row, 2], dy * uz - dz * uy,
+                     dz * ux - dx * uz, dx * uy - dy * ux)
             along = frame[row, 0] * other[0] + frame[row, 1] * other[1] + frame[row, 2] * other[2]
             if row == 0:
                 bn[8] = distance / dt - along

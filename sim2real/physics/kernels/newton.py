@@ -9,11 +9,11 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from sim2real.physics.kernels.common import _invert
+from sim2real.physics.kernels.common import _invert3, _invert6
 
 
 # --- residual ---------------------------------------------------------------------------------
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def equality_residual(w: np.ndarray, n: int, dt: float, jn: np.ndarray, jt: np.ndarray, bn: np.ndarray,
                       bt: np.ndarray, mu: np.ndarray, v0: np.ndarray, md: np.ndarray, scales: np.ndarray,
                       out: np.ndarray, pusher: int) -> None:
@@ -107,13 +107,10 @@ def nt_scaling(w: np.ndarray, n: int, scale: np.ndarray, scale_inverse: np.ndarr
     """Nesterov-Todd scaling of every cone pair of ``w`` (see ``solver.nt_scaling``).
 
     Outputs ``scale`` W (n, 3, 3), ``scale_inverse`` W⁻¹ (n, 3, 3), ``lam`` λ = W η (n, 3);
-    ``scratch``: at least 9 numbers.
+    ``scratch``: unused (kept for the callers' signature).
     """
     xi0 = 6 + 2 * n
     eta0 = 6 + 5 * n
-    xb = scratch[0:3]
-    eb = scratch[3:6]
-    v = scratch[6:9]
     for c in range(n):
         x0, x1, x2 = w[xi0 + 3 * c], w[xi0 + 3 * c + 1], w[xi0 + 3 * c + 2]
         e0, e1, e2 = w[eta0 + 3 * c], w[eta0 + 3 * c + 1], w[eta0 + 3 * c + 2]
@@ -121,33 +118,26 @@ def nt_scaling(w: np.ndarray, n: int, scale: np.ndarray, scale_inverse: np.ndarr
         det_eta = max(e0 * e0 - e1 * e1 - e2 * e2, 1e-300)
         sx = np.sqrt(det_xi)
         se = np.sqrt(det_eta)
-        xb[0], xb[1], xb[2] = x0 / sx, x1 / sx, x2 / sx
-        eb[0], eb[1], eb[2] = e0 / se, e1 / se, e2 / se
-        norm = np.sqrt(2.0 * (1.0 + xb[0] * eb[0] + xb[1] * eb[1] + xb[2] * eb[2]))
-        wb0 = (xb[0] + eb[0]) / norm
+        xb0, xb1, xb2 = x0 / sx, x1 / sx, x2 / sx
+        eb0, eb1, eb2 = e0 / se, e1 / se, e2 / se
+        norm = np.sqrt(2.0 * (1.0 + xb0 * eb0 + xb1 * eb1 + xb2 * eb2))
+        wb0 = (xb0 + eb0) / norm
         root = np.sqrt(2.0 * (wb0 + 1.0))
-        v[0] = wb0 / root + 1.0 / root
-        v[1] = (xb[1] - eb[1]) / norm / root
-        v[2] = (xb[2] - eb[2]) / norm / root
+        v0 = wb0 / root + 1.0 / root
+        v1 = (xb1 - eb1) / norm / root
+        v2 = (xb2 - eb2) / norm / root
         beta = (det_xi / det_eta) ** 0.25
         for i in range(3):
+            vi = v0 if i == 0 else (v1 if i == 1 else v2)
             for j in range(3):
+                vj = v0 if j == 0 else (v1 if j == 1 else v2)
                 flip_i = 1.0 if i == 0 else -1.0
                 flip_j = 1.0 if j == 0 else -1.0
                 jd = flip_i if i == j else 0.0
-                scale[c, i, j] = beta * (2.0 * v[i] * v[j] - jd)
-                scale_inverse[c, i, j] = (2.0 * flip_i * v[i] * flip_j * v[j] - jd) / beta
+                scale[c, i, j] = beta * (2.0 * vi * vj - jd)
+                scale_inverse[c, i, j] = (2.0 * flip_i * vi * flip_j * vj - jd) / beta
         for i in range(3):
             lam[c, i] = scale[c, i, 0] * e0 + scale[c, i, 1] * e1 + scale[c, i, 2] * e2
-
-
-@njit(cache=True)
-def _arrow_times(x: np.ndarray, m: np.ndarray, out: np.ndarray) -> None:
-    """``Arw(x) @ m`` for a cone point ``x`` (3) and a 3 × 3 matrix ``m``."""
-    for j in range(3):
-        out[0, j] = x[0] * m[0, j] + x[1] * m[1, j] + x[2] * m[2, j]
-        out[1, j] = x[1] * m[0, j] + x[0] * m[1, j]
-        out[2, j] = x[2] * m[0, j] + x[0] * m[2, j]
 
 
 @njit(cache=True)
@@ -161,7 +151,7 @@ def factorize(w: np.ndarray, n: int, dt: float, scaled: bool, jn: np.ndarray, jt
     otherwise the exact Jacobian ``Arw(η)Δξ + Arw(ξ)Δη`` (implicit gradients). Outputs: ``ratio``
     γ/(s + εγ) (n; ``ε = compliance`` for the pusher contact, index ``pusher``, 0 for the table), ``cone_a0`` (n, 3),
     ``cone_bt`` (n, 3, 2), ``q_inverse`` (n, 3, 3), ``q_inv_c`` (n, 3, 6), ``h_inverse`` (6, 6).
-    ``scratch``: at least 81 numbers.
+    ``scratch``: at least 90 numbers.
 
     Returns
     -------
@@ -175,6 +165,7 @@ def factorize(w: np.ndarray, n: int, dt: float, scaled: bool, jn: np.ndarray, jt
     q = scratch[18:27].reshape((3, 3))
     c_mat = scratch[27:45].reshape((3, 6))
     h = scratch[45:81].reshape((6, 6))
+    q_one = scratch[81:90].reshape((3, 3))  # one block's inverse, copied into q_inverse[c]
     for j in range(6):
         for k in range(6):
             h[j, k] = md[k] if j == k else 0.0
@@ -190,9 +181,15 @@ def factorize(w: np.ndarray, n: int, dt: float, scaled: bool, jn: np.ndarray, jt
     for c in range(n):
         eps = compliance if c == pusher else 0.0
         ratio[c] = w[6 + c] / (w[6 + n + c] + eps * w[6 + c])
-        if scaled:
-            _arrow_times(lam[c], scale_inverse[c], cone_a)
-            _arrow_times(lam[c], scale[c], cone_b)
+        if scaled:  # Arw(λ) W⁻¹ and Arw(λ) W, written here (a call with arrays costs reference counts)
+            l0, l1, l2 = lam[c, 0], lam[c, 1], lam[c, 2]
+            for j in range(3):
+                cone_a[0, j] = l0 * scale_inverse[c, 0, j] + l1 * scale_inverse[c, 1, j] + l2 * scale_inverse[c, 2, j]
+                cone_a[1, j] = l1 * scale_inverse[c, 0, j] + l0 * scale_inverse[c, 1, j]
+                cone_a[2, j] = l2 * scale_inverse[c, 0, j] + l0 * scale_inverse[c, 2, j]
+                cone_b[0, j] = l0 * scale[c, 0, j] + l1 * scale[c, 1, j] + l2 * scale[c, 2, j]
+                cone_b[1, j] = l1 * scale[c, 0, j] + l0 * scale[c, 1, j]
+                cone_b[2, j] = l2 * scale[c, 0, j] + l0 * scale[c, 2, j]
         else:
             x0, x1, x2 = w[xi0 + 3 * c], w[xi0 + 3 * c + 1], w[xi0 + 3 * c + 2]
             e0, e1, e2 = w[eta0 + 3 * c], w[eta0 + 3 * c + 1], w[eta0 + 3 * c + 2]
@@ -209,8 +206,11 @@ def factorize(w: np.ndarray, n: int, dt: float, scaled: bool, jn: np.ndarray, jt
             cone_a0[c, i] = cone_a[i, 0]
             cone_bt[c, i, 0] = cone_b[i, 1]
             cone_bt[c, i, 1] = cone_b[i, 2]
-        if not _invert(q, q_inverse[c]):
+        if not _invert3(q, q_one):
             return False
+        for i in range(3):
+            for j in range(3):
+                q_inverse[c, i, j] = q_one[i, j]
         mr = mu[c] * ratio[c]
         for i in range(3):
             for k in range(6):
@@ -224,7 +224,7 @@ def factorize(w: np.ndarray, n: int, dt: float, scaled: bool, jn: np.ndarray, jt
             rj = ratio[c] * jn[c, j]
             for k in range(6):
                 h[j, k] += rj * jn[c, k] - jt[c, 0, j] * q_inv_c[c, 0, k] - jt[c, 1, j] * q_inv_c[c, 1, k]
-    return _invert(h, h_inverse)
+    return _invert6(h, h_inverse)
 
 
 @njit(cache=True)
@@ -241,36 +241,36 @@ def solve(w: np.ndarray, n: int, r: np.ndarray, jn: np.ndarray, jt: np.ndarray, 
     eta0 = 6 + 5 * n
     c_normal = 6 + 4 * n
     c_cone = 6 + 5 * n
-    g_gamma = scratch[0:n]
-    z0 = scratch[n:4 * n].reshape((n, 3))
-    c0 = scratch[4 * n:4 * n + 3]
-    rhs = scratch[4 * n + 3:4 * n + 9]
-    da = scratch[4 * n + 9:4 * n + 15]
-    z = scratch[4 * n + 15:4 * n + 18]
+    # Work space in ``scratch``, indexed rather than viewed (a view costs a reference count per call): Δγ's
+    # part g (n) at 0, z0 (n, 3) at n, c0 (3), the reduced right-hand side (6), Δa (6) and z (3) after them.
+    z0_at, c0_at, rhs_at, da_at, z_at = n, 4 * n, 4 * n + 3, 4 * n + 9, 4 * n + 15
     for col in range(r.shape[1]):
         for k in range(6):
-            rhs[k] = -r[k, col]
+            scratch[rhs_at + k] = -r[k, col]
         for c in range(n):
             gamma, s = w[6 + c], w[6 + n + c]
             # Δs = Jn Δa + ε Δγ - r_s (ε: compliance of the pusher contact), so the γ row gives
             # Δγ = g - γ/(s + εγ) Jn Δa.
             eps = compliance if c == pusher else 0.0
             g = (-r[c_normal + c, col] + gamma * r[6 + c, col]) / (s + eps * gamma)
-            g_gamma[c] = g
+            scratch[c] = g
             base = mu[c] * g - r[6 + n + c, col]
             rs1, rs2 = r[6 + 2 * n + 2 * c, col], r[6 + 2 * n + 2 * c + 1, col]
             for i in range(3):
-                c0[i] = (-r[c_cone + 3 * c + i, col] - cone_a0[c, i] * base
-                         + cone_bt[c, i, 0] * rs1 + cone_bt[c, i, 1] * rs2)
+                scratch[c0_at + i] = (-r[c_cone + 3 * c + i, col] - cone_a0[c, i] * base
+                                      + cone_bt[c, i, 0] * rs1 + cone_bt[c, i, 1] * rs2)
+            c00, c01, c02 = scratch[c0_at], scratch[c0_at + 1], scratch[c0_at + 2]
             for i in range(3):
-                z0[c, i] = q_inverse[c, i, 0] * c0[0] + q_inverse[c, i, 1] * c0[1] + q_inverse[c, i, 2] * c0[2]
+                scratch[z0_at + 3 * c + i] = (q_inverse[c, i, 0] * c00 + q_inverse[c, i, 1] * c01
+                                              + q_inverse[c, i, 2] * c02)
+            z00, z01 = scratch[z0_at + 3 * c], scratch[z0_at + 3 * c + 1]
             for k in range(6):
-                rhs[k] += jn[c, k] * g + jt[c, 0, k] * z0[c, 0] + jt[c, 1, k] * z0[c, 1]
+                scratch[rhs_at + k] += jn[c, k] * g + jt[c, 0, k] * z00 + jt[c, 1, k] * z01
         for j in range(6):
             acc = 0.0
             for k in range(6):
-                acc += h_inverse[j, k] * rhs[k]
-            da[j] = acc
+                acc += h_inverse[j, k] * scratch[rhs_at + k]
+            scratch[da_at + j] = acc
             out[j, col] = acc
         if velocity_only:
             continue
@@ -279,21 +279,22 @@ def solve(w: np.ndarray, n: int, r: np.ndarray, jn: np.ndarray, jt: np.ndarray, 
             t1 = 0.0
             t2 = 0.0
             for k in range(6):
-                jn_da += jn[c, k] * da[k]
-                t1 += jt[c, 0, k] * da[k]
-                t2 += jt[c, 1, k] * da[k]
-            dgamma = g_gamma[c] - ratio[c] * jn_da
+                da_k = scratch[da_at + k]
+                jn_da += jn[c, k] * da_k
+                t1 += jt[c, 0, k] * da_k
+                t2 += jt[c, 1, k] * da_k
+            dgamma = scratch[c] - ratio[c] * jn_da
             out[6 + c, col] = dgamma
             out[6 + n + c, col] = jn_da - r[6 + c, col] + (compliance * dgamma if c == pusher else 0.0)
             for i in range(3):
-                acc = z0[c, i]
+                acc = scratch[z0_at + 3 * c + i]
                 for k in range(6):
-                    acc += q_inv_c[c, i, k] * da[k]
-                z[i] = acc
+                    acc += q_inv_c[c, i, k] * scratch[da_at + k]
+                scratch[z_at + i] = acc
             out[xi0 + 3 * c, col] = mu[c] * dgamma - r[6 + n + c, col]
-            out[xi0 + 3 * c + 1, col] = z[0]
-            out[xi0 + 3 * c + 2, col] = z[1]
-            out[eta0 + 3 * c, col] = z[2]
+            out[xi0 + 3 * c + 1, col] = scratch[z_at]
+            out[xi0 + 3 * c + 2, col] = scratch[z_at + 1]
+            out[eta0 + 3 * c, col] = scratch[z_at + 2]
             out[eta0 + 3 * c + 1, col] = t1 - r[6 + 2 * n + 2 * c, col]
             out[eta0 + 3 * c + 2, col] = t2 - r[6 + 2 * n + 2 * c + 1, col]
 
