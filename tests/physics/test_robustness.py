@@ -50,11 +50,11 @@ def test_compliant_pusher_step_matches_the_numpy_reference():
 
 
 def test_singular_newton_block_is_reported_not_raised():
-    out = np.empty((3, 3))
-    assert not kernels._invert3(np.zeros((3, 3)), out)
-    assert not kernels._invert3(np.array([[1.0, 0.0, 0.0], [0.0, np.nan, 0.0], [0.0, 0.0, 1.0]]), out)
-    assert kernels._invert3(np.diag([2.0, 4.0, 8.0]), out)
-    np.testing.assert_allclose(out, np.diag([0.5, 0.25, 0.125]))
+    out = np.empty(9)
+    assert not kernels._invert3(np.zeros(9), 0, out, 0)
+    assert not kernels._invert3(np.array([[1.0, 0.0, 0.0], [0.0, np.nan, 0.0], [0.0, 0.0, 1.0]]).ravel(), 0, out, 0)
+    assert kernels._invert3(np.diag([2.0, 4.0, 8.0]).ravel(), 0, out, 0)
+    np.testing.assert_allclose(out.reshape(3, 3), np.diag([0.5, 0.25, 0.125]))
 
 
 @pytest.mark.parametrize(("y", "z", "gap", "speed"), [

@@ -88,48 +88,50 @@ def _rotation(q0: float, q1: float, q2: float, q3: float, out: np.ndarray) -> No
     out[2, 2] = 1.0 - 2.0 * (xx + yy)
 
 
-@njit(cache=True)
-def _invert3(m: np.ndarray, out: np.ndarray) -> bool:
-    """Inverse of a 3 × 3 matrix by Gauss-Jordan elimination with partial pivoting (``m`` is destroyed).
-
-    Returns False (``out`` unusable) if a pivot is zero or not finite.
-    """
-    return _gauss_jordan(m, out, 3)
-
-
-@njit(cache=True)
-def _invert6(m: np.ndarray, out: np.ndarray) -> bool:
-    """:func:`_invert3` of a 6 × 6 matrix."""
-    return _gauss_jordan(m, out, 6)
+@njit(cache=True, inline="always")
+def _invert3(a: np.ndarray, a_at: int, out: np.ndarray, out_at: int) -> bool:
+    """Inverse of the 3 × 3 matrix stored row by row in ``a[a_at:a_at + 9]`` (destroyed) into
+    ``out[out_at:out_at + 9]``, by Gauss-Jordan elimination with partial pivoting. Returns False (``out`` unusable)
+    if a pivot is zero or not finite."""
+    return _gauss_jordan(a, a_at, out, out_at, 3)
 
 
 @njit(cache=True, inline="always")
-def _gauss_jordan(a: np.ndarray, out: np.ndarray, size: int) -> bool:
-    """The elimination of :func:`_invert3` and :func:`_invert6` on a ``size`` × ``size`` matrix, inlined into them
-    so that the compiler knows the size and unrolls the loops (the operations and their order are the same)."""
+def _invert6(a: np.ndarray, a_at: int, out: np.ndarray, out_at: int) -> bool:
+    """:func:`_invert3` of a 6 × 6 matrix (36 numbers)."""
+    return _gauss_jordan(a, a_at, out, out_at, 6)
+
+
+@njit(cache=True, inline="always")
+def _gauss_jordan(a: np.ndarray, a_at: int, out: np.ndarray, out_at: int, size: int) -> bool:
+    """The elimination of :func:`_invert3` and :func:`_invert6` on flat row-major storage. Inlined into its callers:
+    the compiler knows the size and unrolls the loops, and a caller without calls and views keeps no reference
+    counts on its arrays."""
     for i in range(size):
         for j in range(size):
-            out[i, j] = 1.0 if i == j else 0.0
+            out[out_at + size * i + j] = 1.0 if i == j else 0.0
     for col in range(size):
         pivot = col
         for row in range(col + 1, size):
-            if abs(a[row, col]) > abs(a[pivot, col]):
+            if abs(a[a_at + size * row + col]) > abs(a[a_at + size * pivot + col]):
                 pivot = row
         if pivot != col:
             for j in range(size):
-                a[col, j], a[pivot, j] = a[pivot, j], a[col, j]
-                out[col, j], out[pivot, j] = out[pivot, j], out[col, j]
-        if not (abs(a[col, col]) > 0.0 and abs(a[col, col]) < np.inf):
+                p_at, c_at = size * pivot + j, size * col + j
+                a[a_at + c_at], a[a_at + p_at] = a[a_at + p_at], a[a_at + c_at]
+                out[out_at + c_at], out[out_at + p_at] = out[out_at + p_at], out[out_at + c_at]
+        diagonal = a[a_at + size * col + col]
+        if not (abs(diagonal) > 0.0 and abs(diagonal) < np.inf):
             return False
-        inv = 1.0 / a[col, col]
+        inv = 1.0 / diagonal
         for j in range(size):
-            a[col, j] *= inv
-            out[col, j] *= inv
+            a[a_at + size * col + j] *= inv
+            out[out_at + size * col + j] *= inv
         for row in range(size):
             if row != col:
-                factor = a[row, col]
+                factor = a[a_at + size * row + col]
                 if factor != 0.0:
                     for j in range(size):
-                        a[row, j] -= factor * a[col, j]
-                        out[row, j] -= factor * out[col, j]
+                        a[a_at + size * row + j] -= factor * a[a_at + size * col + j]
+                        out[out_at + size * row + j] -= factor * out[out_at + size * col + j]
     return True

@@ -214,7 +214,7 @@ def interior_point(w: np.ndarray, n: int, dt: float, kappa: float, settings: np.
                 mu_now += w[xi0 + 3 * c + i] * w[eta0 + 3 * c + i]
         solve(w, n, rhs, jn, jt, mu, ratio, cone_a0, cone_bt, q_inverse, q_inv_c, h_inverse, d_aff, scratch,
               scales[3], pusher)
-        alpha_aff = cone_search(w, d_aff[:, 0], n, 1.0, 1.0)
+        alpha_aff = cone_search(w, d_aff, n, 1.0, 1.0)
         mu_now /= degree * unit
         mu_aff = 0.0
         for c in range(n):
@@ -245,7 +245,7 @@ def interior_point(w: np.ndarray, n: int, dt: float, kappa: float, settings: np.
               pusher)
         tau_ort = max(settings[S_TAU_MIN], 1.0 - max(r_vio, k_vio) ** 2)
         tau_soc = min(settings[S_TAU_SOC_MAX], tau_ort)
-        alpha = cone_search(w, d[:, 0], n, tau_ort, tau_soc)
+        alpha = cone_search(w, d, n, tau_ort, tau_soc)
         new_r, new_k, new_path = r_vio, k_vio, path
         for _ in range(max_backtracks):
             for i in range(size):

@@ -151,7 +151,7 @@ def factorize(w: np.ndarray, n: int, dt: float, scaled: bool, jn: np.ndarray, jt
     otherwise the exact Jacobian ``Arw(η)Δξ + Arw(ξ)Δη`` (implicit gradients). Outputs: ``ratio``
     γ/(s + εγ) (n; ``ε = compliance`` for the pusher contact, index ``pusher``, 0 for the table), ``cone_a0`` (n, 3),
     ``cone_bt`` (n, 3, 2), ``q_inverse`` (n, 3, 3), ``q_inv_c`` (n, 3, 6), ``h_inverse`` (6, 6).
-    ``scratch``: at least 90 numbers.
+    ``scratch``: at least 126 numbers.
 
     Returns
     -------
@@ -160,71 +160,76 @@ def factorize(w: np.ndarray, n: int, dt: float, scaled: bool, jn: np.ndarray, jt
     """
     xi0 = 6 + 2 * n
     eta0 = 6 + 5 * n
-    cone_a = scratch[0:9].reshape((3, 3))
-    cone_b = scratch[9:18].reshape((3, 3))
-    q = scratch[18:27].reshape((3, 3))
-    c_mat = scratch[27:45].reshape((3, 6))
-    h = scratch[45:81].reshape((6, 6))
-    q_one = scratch[81:90].reshape((3, 3))  # one block's inverse, copied into q_inverse[c]
+    # Work space in ``scratch``, row-major and indexed rather than viewed (each view costs reference counts):
+    # the cone blocks A and B (3 × 3) at 0 and 9, the block Q (3 × 3) at 18, C (3 × 6) at 27,
+    # H (6 × 6) at 45, Q⁻¹ at 81, H⁻¹ at 90.
+    a_at, b_at, q_at, c_at, h_at, qi_at, hi_at = 0, 9, 18, 27, 45, 81, 90
     for j in range(6):
         for k in range(6):
-            h[j, k] = md[k] if j == k else 0.0
+            scratch[h_at + 6 * j + k] = md[k] if j == k else 0.0
     ox, oy, oz = w[3], w[4], w[5]
     ix, iy, iz = md[3] * ox, md[4] * oy, md[5] * oz
     # d(ω × Iω)/dω = [ω]× I - [Iω]×
-    h[3, 4] += dt * (-oz * md[4] + iz)
-    h[3, 5] += dt * (oy * md[5] - iy)
-    h[4, 3] += dt * (oz * md[3] - iz)
-    h[4, 5] += dt * (-ox * md[5] + ix)
-    h[5, 3] += dt * (-oy * md[3] + iy)
-    h[5, 4] += dt * (ox * md[4] - ix)
+    scratch[h_at + 6 * 3 + 4] += dt * (-oz * md[4] + iz)
+    scratch[h_at + 6 * 3 + 5] += dt * (oy * md[5] - iy)
+    scratch[h_at + 6 * 4 + 3] += dt * (oz * md[3] - iz)
+    scratch[h_at + 6 * 4 + 5] += dt * (-ox * md[5] + ix)
+    scratch[h_at + 6 * 5 + 3] += dt * (-oy * md[3] + iy)
+    scratch[h_at + 6 * 5 + 4] += dt * (ox * md[4] - ix)
     for c in range(n):
         eps = compliance if c == pusher else 0.0
         ratio[c] = w[6 + c] / (w[6 + n + c] + eps * w[6 + c])
-        if scaled:  # Arw(λ) W⁻¹ and Arw(λ) W, written here (a call with arrays costs reference counts)
+        if scaled:  # Arw(λ) W⁻¹ and Arw(λ) W
             l0, l1, l2 = lam[c, 0], lam[c, 1], lam[c, 2]
             for j in range(3):
-                cone_a[0, j] = l0 * scale_inverse[c, 0, j] + l1 * scale_inverse[c, 1, j] + l2 * scale_inverse[c, 2, j]
-                cone_a[1, j] = l1 * scale_inverse[c, 0, j] + l0 * scale_inverse[c, 1, j]
-                cone_a[2, j] = l2 * scale_inverse[c, 0, j] + l0 * scale_inverse[c, 2, j]
-                cone_b[0, j] = l0 * scale[c, 0, j] + l1 * scale[c, 1, j] + l2 * scale[c, 2, j]
-                cone_b[1, j] = l1 * scale[c, 0, j] + l0 * scale[c, 1, j]
-                cone_b[2, j] = l2 * scale[c, 0, j] + l0 * scale[c, 2, j]
+                scratch[a_at + j] = (l0 * scale_inverse[c, 0, j] + l1 * scale_inverse[c, 1, j]
+                                     + l2 * scale_inverse[c, 2, j])
+                scratch[a_at + 3 + j] = l1 * scale_inverse[c, 0, j] + l0 * scale_inverse[c, 1, j]
+                scratch[a_at + 6 + j] = l2 * scale_inverse[c, 0, j] + l0 * scale_inverse[c, 2, j]
+                scratch[b_at + j] = l0 * scale[c, 0, j] + l1 * scale[c, 1, j] + l2 * scale[c, 2, j]
+                scratch[b_at + 3 + j] = l1 * scale[c, 0, j] + l0 * scale[c, 1, j]
+                scratch[b_at + 6 + j] = l2 * scale[c, 0, j] + l0 * scale[c, 2, j]
         else:
             x0, x1, x2 = w[xi0 + 3 * c], w[xi0 + 3 * c + 1], w[xi0 + 3 * c + 2]
             e0, e1, e2 = w[eta0 + 3 * c], w[eta0 + 3 * c + 1], w[eta0 + 3 * c + 2]
-            cone_a[0, 0], cone_a[0, 1], cone_a[0, 2] = e0, e1, e2
-            cone_a[1, 0], cone_a[1, 1], cone_a[1, 2] = e1, e0, 0.0
-            cone_a[2, 0], cone_a[2, 1], cone_a[2, 2] = e2, 0.0, e0
-            cone_b[0, 0], cone_b[0, 1], cone_b[0, 2] = x0, x1, x2
-            cone_b[1, 0], cone_b[1, 1], cone_b[1, 2] = x1, x0, 0.0
-            cone_b[2, 0], cone_b[2, 1], cone_b[2, 2] = x2, 0.0, x0
+            scratch[a_at], scratch[a_at + 1], scratch[a_at + 2] = e0, e1, e2
+            scratch[a_at + 3], scratch[a_at + 4], scratch[a_at + 5] = e1, e0, 0.0
+            scratch[a_at + 6], scratch[a_at + 7], scratch[a_at + 8] = e2, 0.0, e0
+            scratch[b_at], scratch[b_at + 1], scratch[b_at + 2] = x0, x1, x2
+            scratch[b_at + 3], scratch[b_at + 4], scratch[b_at + 5] = x1, x0, 0.0
+            scratch[b_at + 6], scratch[b_at + 7], scratch[b_at + 8] = x2, 0.0, x0
         for i in range(3):
-            q[i, 0] = cone_a[i, 1]
-            q[i, 1] = cone_a[i, 2]
-            q[i, 2] = cone_b[i, 0]
-            cone_a0[c, i] = cone_a[i, 0]
-            cone_bt[c, i, 0] = cone_b[i, 1]
-            cone_bt[c, i, 1] = cone_b[i, 2]
-        if not _invert3(q, q_one):
+            scratch[q_at + 3 * i] = scratch[a_at + 3 * i + 1]
+            scratch[q_at + 3 * i + 1] = scratch[a_at + 3 * i + 2]
+            scratch[q_at + 3 * i + 2] = scratch[b_at + 3 * i]
+            cone_a0[c, i] = scratch[a_at + 3 * i]
+            cone_bt[c, i, 0] = scratch[b_at + 3 * i + 1]
+            cone_bt[c, i, 1] = scratch[b_at + 3 * i + 2]
+        if not _invert3(scratch, q_at, scratch, qi_at):
             return False
         for i in range(3):
             for j in range(3):
-                q_inverse[c, i, j] = q_one[i, j]
+                q_inverse[c, i, j] = scratch[qi_at + 3 * i + j]
         mr = mu[c] * ratio[c]
         for i in range(3):
             for k in range(6):
-                c_mat[i, k] = (cone_a0[c, i] * mr * jn[c, k]
-                               - cone_bt[c, i, 0] * jt[c, 0, k] - cone_bt[c, i, 1] * jt[c, 1, k])
+                scratch[c_at + 6 * i + k] = (cone_a0[c, i] * mr * jn[c, k]
+                                             - cone_bt[c, i, 0] * jt[c, 0, k] - cone_bt[c, i, 1] * jt[c, 1, k])
         for i in range(3):
             for k in range(6):
-                q_inv_c[c, i, k] = (q_inverse[c, i, 0] * c_mat[0, k] + q_inverse[c, i, 1] * c_mat[1, k]
-                                    + q_inverse[c, i, 2] * c_mat[2, k])
+                q_inv_c[c, i, k] = (q_inverse[c, i, 0] * scratch[c_at + k] + q_inverse[c, i, 1] * scratch[c_at + 6 + k]
+                                    + q_inverse[c, i, 2] * scratch[c_at + 12 + k])
         for j in range(6):
             rj = ratio[c] * jn[c, j]
             for k in range(6):
-                h[j, k] += rj * jn[c, k] - jt[c, 0, j] * q_inv_c[c, 0, k] - jt[c, 1, j] * q_inv_c[c, 1, k]
-    return _invert6(h, h_inverse)
+                scratch[h_at + 6 * j + k] += (rj * jn[c, k] - jt[c, 0, j] * q_inv_c[c, 0, k]
+                                              - jt[c, 1, j] * q_inv_c[c, 1, k])
+    if not _invert6(scratch, h_at, scratch, hi_at):
+        return False
+    for j in range(6):
+        for k in range(6):
+            h_inverse[j, k] = scratch[hi_at + 6 * j + k]
+    return True
 
 
 @njit(cache=True)
@@ -299,19 +304,20 @@ def solve(w: np.ndarray, n: int, r: np.ndarray, jn: np.ndarray, jt: np.ndarray, 
             out[eta0 + 3 * c + 2, col] = t2 - r[6 + 2 * n + 2 * c + 1, col]
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")  # no zero-division check (none can occur): its arrays keep no refcounts
 def cone_search(w: np.ndarray, d: np.ndarray, n: int, tau_orthant: float, tau_soc: float) -> float:
-    """Analytic line search over the orthant pairs and the second-order cones (Dojo Alg. 1)."""
+    """Analytic line search over the orthant pairs and the second-order cones (Dojo Alg. 1) along the direction
+    ``d[:, 0]`` (``d`` of shape (6 + 8n, 1), as :func:`solve` writes it; read in place, not through a view)."""
     ratio = np.inf
     for i in range(6, 6 + 2 * n):
-        if d[i] < 0.0:
-            ratio = min(ratio, -w[i] / d[i])
+        if d[i, 0] < 0.0:
+            ratio = min(ratio, -w[i] / d[i, 0])
     alpha = 1.0 if ratio == np.inf else min(1.0, tau_orthant * ratio)
     worst = 0.0
     for c in range(2 * n):
         base = 6 + 2 * n + 3 * c
         y0, y1, y2 = w[base], w[base + 1], w[base + 2]
-        d0, d1, d2 = d[base], d[base + 1], d[base + 2]
+        d0, d1, d2 = d[base, 0], d[base + 1, 0], d[base + 2, 0]
         nu = max(y0 * y0 - y1 * y1 - y2 * y2, 1e-300)
         sqrt_nu = np.sqrt(nu)
         zeta = y0 * d0 - y1 * d1 - y2 * d2

@@ -222,19 +222,20 @@ def _substeps(theta: np.ndarray, work: np.ndarray, n: int, sub_dt: float, subste
     chosen = np.empty(n, dtype=np.int64)
     scratch = np.empty(SCRATCH_SIZE)
     sub = theta.copy()
-    total = np.zeros((layout.STATE_SIZE, _T))
-    jac = np.empty((layout.STATE_SIZE, _T))
-    chained = np.empty((layout.STATE_SIZE, _T))
+    directional = grad and directions.shape[1] > 0
+    # The whole Jacobian's work arrays, only when it is computed (not along directions, not without gradients).
+    rows, cols = (layout.STATE_SIZE, _T) if grad and not directional else (0, 0)
+    total = np.zeros((rows, cols))
+    jac = np.empty((rows, cols))
+    chained = np.empty((rows, cols))
     columns = wanted.copy()  # the Jacobian columns computed: the wanted ones and the state's
     columns[:layout.STATE_SIZE] = True
     along = directions.copy()  # directional: each sub-step's directions (state rows: the sub-step's start)
-    directional = grad and directions.shape[1] > 0
     first, second = kappa_sim, kappa_sim
     if grad and kappa_grad != kappa_sim:
         first, second = max(kappa_sim, kappa_grad), min(kappa_sim, kappa_grad)
-    if grad:
-        for i in range(layout.STATE_SIZE):
-            total[i, i] = 1.0
+    for i in range(rows):
+        total[i, i] = 1.0
     counters = np.zeros(2, dtype=np.int64)  # iterations, solves that ended on their best iterate
     keep = warm.shape[0] == WARM_SIZE
     stored = np.zeros(WARM_SIZE)
