@@ -8,11 +8,13 @@ validates each block's fit on the next block (held-out 40-step prediction error 
 and with ``--all`` fits all tosses at once. Prints one JSON object: per block the side, its
 standard deviation and 95 % interval, the stop reason and status; the spread of the sides, how
 many lie within 3 % of the measured 0.1048 m, and whether every pair of block intervals overlaps.
-Takes 3-11 s per block on 2 workers, and 37-64 s for all 570 tosses at once (2026-11-27: 37 s, the
+Takes 1-11 s per block on 2 workers, and 14-64 s for all 570 tosses at once (2026-11-27: 37 s, the
 whole benchmark 183 s; 2026-11-28, 11 iterations instead of 13: 64 s, the whole benchmark 357 s on a slower day;
 2026-11-29, the fit's tasks in batches: 52 s, the whole benchmark 294 s; the same fit alone, in alternating
 pairs an hour earlier: 33-38 s in batches, 40-46 s one task per trial; 2026-11-29 afternoon, ties
-differentiated along the tie and trials kept by the workers: 39 s against 45-46 s, the whole benchmark 225 s).
+differentiated along the tie and trials kept by the workers: 39 s against 45-46 s, the whole benchmark 225 s;
+2026-11-29 evening, a faster hour: 18 s, then with fewer reference counts in the kernels and no extension of
+an ending step: 14 s, the whole benchmark 89 s).
 """
 
 from __future__ import annotations
