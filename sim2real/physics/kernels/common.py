@@ -104,9 +104,8 @@ def _invert6(a: np.ndarray, a_at: int, out: np.ndarray, out_at: int) -> bool:
 
 @njit(cache=True, inline="always")
 def _gauss_jordan(a: np.ndarray, a_at: int, out: np.ndarray, out_at: int, size: int) -> bool:
-    """The elimination of :func:`_invert3` and :func:`_invert6` on flat row-major storage. Inlined into its callers:
-    the compiler knows the size and unrolls the loops, and a caller without calls and views keeps no reference
-    counts on its arrays."""
+    """The elimination of :func:`_invert3` and :func:`_invert6` on flat row-major storage (no views: each would cost
+    reference counts). Inlined into them, so that the compiler knows the size and unrolls the loops."""
     for i in range(size):
         for j in range(size):
             out[out_at + size * i + j] = 1.0 if i == j else 0.0
