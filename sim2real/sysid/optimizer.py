@@ -55,7 +55,7 @@ from sim2real.sysid.stopping import (
 LOSSES: tuple[str, ...] = ("linear", "huber", "soft_l1")
 #: Two accepted steps in a row whose actual cost decrease exceeds the Gauss-Newton prediction by this factor
 #: mark a fit that creeps: the second is tried again at twice (and then four times) its length
-#: (:func:`_extended_step`), unless it ends the fit anyway (:func:`_ends_fit`: more evaluations, same answer).
+#: (:func:`_extended_step`), unless it ends the fit anyway (:func:`_ends_fit`).
 EXTEND_RATIO = 1.25
 #: Doublings tried along such a step.
 MAX_EXTENSIONS = 2
