@@ -102,12 +102,10 @@ def violations(r: np.ndarray, w: np.ndarray, n: int, kappa: float, scales: np.nd
 
 # --- Newton system ----------------------------------------------------------------------------
 @njit(cache=True)
-def nt_scaling(w: np.ndarray, n: int, scale: np.ndarray, scale_inverse: np.ndarray, lam: np.ndarray,
-               scratch: np.ndarray) -> None:
+def nt_scaling(w: np.ndarray, n: int, scale: np.ndarray, scale_inverse: np.ndarray, lam: np.ndarray) -> None:
     """Nesterov-Todd scaling of every cone pair of ``w`` (see ``solver.nt_scaling``).
 
-    Outputs ``scale`` W (n, 3, 3), ``scale_inverse`` W⁻¹ (n, 3, 3), ``lam`` λ = W η (n, 3);
-    ``scratch``: unused (kept for the callers' signature).
+    Outputs ``scale`` W (n, 3, 3), ``scale_inverse`` W⁻¹ (n, 3, 3), ``lam`` λ = W η (n, 3).
     """
     xi0 = 6 + 2 * n
     eta0 = 6 + 5 * n
