@@ -34,11 +34,15 @@ converged when it stopped at --max-iterations. Problems, most important first:
   - an undetermined parameter, named with the reason: a 95 % interval covering 90 % or more
     of its bounds, (--jackknife) leave-one-out refits outside its 95 % interval, or no
     standard deviation at all (a direction the data do not fix);
-  - an optimum that depends on the start (see Starts);
+  - an optimum that depends on the start (see Starts); alternative starts none of which could
+    be evaluated (the optimum's independence of the start is unchecked; only some failing is a
+    warning);
   - not converged; a stop on a corner of the bounds (every parameter at a bound) after at
     most 2 iterations; a parameter at a bound;
   - a held-out cost that rose, or a held-out prediction error (final position, yaw, path)
     higher after the fit than before (--validate, --holdout);
+  - (--spread-draws) a calibrated prediction band that holds fewer held-out outcomes than its
+    level, each judged by the calibration from the other held-out trials (binomial p < 0.05);
   - residual rows left out because they depend on degraded solver steps; trials left out.
 Standard deviations, intervals and warnings (e.g. "poorly determined": std above half the
 parameter's scale) quote the same figures: those of the reported intervals, after any jackknife.
@@ -176,11 +180,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="seed of the --holdout choice and of the spread's draws (default 0)")
     parser.add_argument("--spread-draws", type=bounded_int(0, 10_000), default=0, metavar="N",
                         help="with held-out trials: also predict each one's spread under N parameter sets drawn "
-                             "from the fit's uncertainty (as 'replay --spread' does) and say whether its real "
-                             "outcome lies inside (fit.json validation.spread; default 0: off)")
-    parser.add_argument("--start-noise", default="0,0", metavar="MM,DEG",
-                        help="with --spread-draws: measurement noise of the recorded poses (standard deviations "
-                             "of the start's x and y, mm, and heading, deg; default 0,0)")
+                             "from the fit's uncertainty (as 'replay --spread' does), calibrate the prediction "
+                             "band on them (model discrepancy and a conformal quantile; each held-out trial "
+                             "judged by the calibration from the others) and say whether each real outcome lies "
+                             "inside (fit.json validation.spread, which 'replay --spread' then uses; default 0: off)")
+    parser.add_argument("--start-noise", default="auto", metavar="auto|MM,DEG",
+                        help="with --spread-draws: measurement noise of one recorded pose (standard deviations "
+                             "of the box centre's x and y, mm, and heading, deg), or auto (default): measured in "
+                             "each recording")
+    parser.add_argument("--level", type=bounded_float(0.0, 1.0, low_open=True, high_open=True), default=0.9,
+                        metavar="P", help="with --spread-draws: level of the prediction band (default 0.9)")
     parser.add_argument("--jackknife", action="store_true",
                         help="also refit without each trial (one more fit per trial) and widen each 95 %% interval "
                              "to the trial jackknife's where that is wider: for costs with kinks (whole trials that "
@@ -287,8 +296,9 @@ def _deg(value: object) -> str:
     return f"{float(value):.1f}" if isinstance(value, (int, float)) else "?"
 
 
-def _spread_options(args: argparse.Namespace) -> tuple[float, float]:
-    """Check ``--spread-draws`` and ``--start-noise`` before any work; the noise (mm, deg)."""
+def _spread_options(args: argparse.Namespace) -> Any:
+    """Check ``--spread-draws``, ``--start-noise`` and ``--level`` before any work; the start noise
+    (:func:`sim2real.cli.replay_cmd.parse_start_noise`)."""
     from sim2real.cli.replay_cmd import parse_start_noise
     from sim2real.errors import Sim2RealError
 
@@ -297,26 +307,33 @@ def _spread_options(args: argparse.Namespace) -> tuple[float, float]:
         raise Sim2RealError("--spread-draws 1: a spread needs at least 2 draws")
     if args.spread_draws and not (args.validate or args.holdout):
         raise Sim2RealError("--spread-draws needs held-out trials (--validate or --holdout)")
+    if not args.spread_draws and (args.start_noise != "auto" or args.level != 0.9):
+        raise Sim2RealError("--start-noise and --level set the held-out spread: they need --spread-draws N")
     return noise
 
 
-def _with_validation_spread(result: FitResult, records: Any, args: argparse.Namespace,
-                            noise: tuple[float, float]) -> FitResult:
+def _with_validation_spread(result: FitResult, records: Any, args: argparse.Namespace, noise: Any) -> FitResult:
     """``result`` with fit.json ``validation.spread``: each held-out trial's predicted spread under draws
-    from the fit (parameters it did not determine drawn uniformly within their bounds)."""
+    from the fit (parameters it did not determine drawn uniformly within their bounds), its band calibrated
+    on the held-out trials; a band that holds fewer of them than its level is a problem of the fit."""
     from dataclasses import replace
 
     from sim2real.cli.replay_cmd import predict_fit_spread
     from sim2real.sysid.sampling import fit_distribution
+    from sim2real.sysid.spread import band_verdict
     from sim2real.sysid.writeback import fit_document
 
     if not records or not result.validation:
         return result
     dist = fit_distribution(fit_document(result), "the fit", allow_unconverged=True, allow_undetermined=True)
     _log(f"predicted spread: {len(records)} held-out trial(s) x {args.spread_draws} draws from the fit")
-    record = predict_fit_spread(args, dist, result.params, records, args.spread_draws, noise, "the fit", _log)
+    record = predict_fit_spread(args, dist, result.params, records, args.spread_draws, noise, "the fit", _log,
+                                self_calibrate=True)
     _log(f"validation spread: {record['summary']}")
-    return replace(result, validation={**result.validation, "spread": record})
+    problem, warnings = band_verdict(record)
+    return replace(result, validation={**result.validation, "spread": record},
+                   problems=(*result.problems, *([problem] if problem else [])),
+                   warnings=[*result.warnings, *warnings])
 
 
 def run(args: argparse.Namespace) -> int:

@@ -101,12 +101,21 @@ is written on error.
 CSV_EPILOG = """\
 Columns (header row required, any order, extra columns ignored; '#' lines skipped):
   t                              sample time, s (not negative; rows in time order, never backwards)
-  box_x, box_y, box_z            tracked box body origin in the recording frame, m
+and the box pose, 3-D or planar (one of the two per file):
+  box_x, box_y, box_z            3-D: tracked box body origin in the recording frame, m
   box_qw, box_qx, box_qy, box_qz its orientation, unit quaternion w, x, y, z (body -> recording frame)
+  box_x, box_y, box_yaw          planar: its origin in the table plane (the recording frame's x-y
+                                 plane), m, and its heading about z, rad
   pusher_x, pusher_y, pusher_z   optional: pusher point (sphere centre, rod tip) in the recording frame, m
-A row may leave the box or the pusher cells empty (not tracked then). --transform, --box-offset,
-the object options (--box-size, ...), --split and the outlier options work as for 'sim2real import
-bag' (see its --help).
+                                 (beside a planar box pose pusher_z may be left out)
+A planar recording has no height and no tilt: the box rests on the table with its centre at half
+its thickness (box.size_z / 2 of --box-size, which it needs), oriented by the yaw alone, and a
+pusher without pusher_z is put at that height too; --transform and --box-offset must then be level
+(rotations about z). Its trials mark the tilt and flip as unknown (trial.json "import.planar",
+outcome "planar": true, "flipped": null). A file with box_yaw and box_z or quaternion columns is
+refused. A row may leave the box or the pusher cells empty (not tracked then). --transform,
+--box-offset, the object options (--box-size, ...), --split and the outlier options work as for
+'sim2real import bag' (see its --help).
 """
 
 
@@ -177,7 +186,7 @@ def _register_bag(sources: argparse._SubParsersAction) -> None:
 def _register_csv(sources: argparse._SubParsersAction) -> None:
     table = sources.add_parser(
         "csv",
-        help="pose recordings in CSV files (t, box pose, optional pusher position) → trials",
+        help="pose recordings in CSV files (t, 3-D or planar box pose, optional pusher position) → trials",
         description="Convert CSV pose recordings (data not in bags) into trials, like 'sim2real import bag'.",
         epilog=CSV_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     table.add_argument("files", nargs="+", metavar="FILE", help="CSV recording (one or more)")

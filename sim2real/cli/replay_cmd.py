@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sim2real.cli.common import (
+    EXIT_FIT_PROBLEMS,
     EXIT_TRIALS_FAILED,
     add_engine_argument,
     add_executor_arguments,
     add_param_arguments,
+    bounded_float,
     params_from_args,
     red,
 )
@@ -48,17 +51,26 @@ does not converge instead (exit 2, naming trial and step; nothing written).
 
 Predicted spread (--spread FIT.json): each trial is also simulated whole under --draws parameter
 sets drawn from the fit's uncertainty (as 'sim2real sample' draws them; a parameter the fit did
-not determine is drawn uniformly within its bounds, and said so), each with the recorded
-start moved by --start-noise (standard deviations of the centre's x and y, mm, and of the heading,
-deg; default 0,0). The outcome is the final box centre x, y (m, base frame) and the yaw since the
-start (deg); the predicted band of each is the central 95 % of the draws, and the real outcome is
-inside when all three lie in their bands. Printed per trial, summed up ("inside the predicted spread
-in k of n trials"), and written to OUT/spread.json (every draw's outcome too); draws that fail are
-counted, never hidden. The report shows it as a figure.
+not determine is drawn uniformly within its bounds, and said so), each with the recorded start
+moved by its measurement noise (--start-noise: auto, the default, measures it in each recording;
+or MM,DEG: standard deviations of one pose's centre x and y, mm, and heading, deg). The outcome is
+the final box centre x, y (m, base frame) and the yaw since the start (deg). The draws are grouped
+into modes (a push that may turn either way, or flip or not, has two), each with its probability.
+The band at --level (default 0.9) is each mode's box widened by the model's discrepancy and a
+conformal quantile, calibrated on the fit's held-out trials (a fit run with --spread-draws and
+--holdout or --validate keeps that calibration in its fit.json). A fit without one gives the
+parameter-only band (the central share of the draws), said first as NOT CALIBRATED: it holds what
+the parameters and the start leave open, not what the model gets wrong, and real outcomes fall
+outside it more often than its level. The real outcome is inside when all three lie in some
+mode's box. Printed per trial, summed up, and written to OUT/spread.json (the modes, both bands,
+every draw's outcome); draws that fail are counted, never hidden. The report shows it as a figure.
 
-Exit status: 0 every trial replayed; 1 some trials could not be replayed: each is named on
-stderr and in OUT/run.json "failed", the others are written; 2 bad input or no trial could
-be replayed (nothing written).
+Exit status: 0 every trial replayed (and with --spread: a calibrated band that holds the real
+outcomes at its level); 1 some trials could not be replayed: each is named on stderr and in
+OUT/run.json "failed", the others are written; 2 bad input or no trial could be replayed
+(nothing written; --spread's file and options are checked before any replay); 3 with --spread,
+everything written but the band is not calibrated, or it holds fewer real outcomes than its level
+(one-sided binomial p < 0.05), said first.
 """
 
 
@@ -90,8 +102,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     spread = parser.add_argument_group("predictions as distributions (see below)")
     spread.add_argument("--spread", metavar="FIT_JSON", help="draw parameter sets from this fit (fit.json)")
     spread.add_argument("--draws", type=int, default=30, metavar="N", help="parameter sets drawn (default 30)")
-    spread.add_argument("--start-noise", metavar="MM,DEG", default="0,0",
-                        help="start-pose noise: std of the box centre's x and y (mm) and heading (deg) (default 0,0)")
+    spread.add_argument("--start-noise", metavar="auto|MM,DEG", default="auto",
+                        help="measurement noise of one recorded pose: std of the box centre's x and y (mm) and "
+                             "heading (deg), or auto (default): measured in each recording")
+    spread.add_argument("--level", type=bounded_float(0.0, 1.0, low_open=True, high_open=True), default=0.9,
+                        metavar="P",
+                        help="level of the predicted band, in (0, 1) (default 0.9)")
+    spread.add_argument("--allow-unconverged", action="store_true",
+                        help="draw from a fit that did not converge (its covariance does not describe a minimum)")
     spread.add_argument("--seed", type=int, default=0, help="seed of the draws and the start noise (default 0)")
     add_executor_arguments(parser, "the replay of the trials")
     parser.set_defaults(handler=run, uses_engine=True)
@@ -130,65 +148,110 @@ def _replay_all(records: Any, sources: Any, args: argparse.Namespace,
     return done, failed
 
 
-def parse_start_noise(text: str) -> tuple[float, float]:
-    """``--start-noise MM,DEG``: the two standard deviations (mm, deg), finite and >= 0 (one-line error)."""
+def parse_start_noise(text: str) -> Any:
+    """``--start-noise auto|MM,DEG``: :data:`~sim2real.sysid.spread.MEASURED`, or a
+    :class:`~sim2real.sysid.spread.StartNoise` of two finite standard deviations >= 0 (one-line error)."""
     import math
 
     from sim2real.errors import Sim2RealError
+    from sim2real.sysid.spread import MEASURED, StartNoise
 
+    if text.strip() == "auto":
+        return MEASURED
     try:
         mm, deg = (float(v) for v in text.split(","))
     except ValueError:
-        raise Sim2RealError(f"--start-noise '{text}': expected MM,DEG (two numbers)") from None
+        raise Sim2RealError(f"--start-noise '{text}': expected auto or MM,DEG (two numbers)") from None
     if not (mm >= 0 and deg >= 0 and math.isfinite(mm + deg)):
         raise Sim2RealError(f"--start-noise '{text}': standard deviations must be finite and >= 0")
-    return mm, deg
+    return StartNoise(mm / 1000.0, math.radians(deg))
 
 
-def _spread(args: argparse.Namespace, records: Any, params: Any) -> dict[str, Any] | None:
-    """The predicted spread of every trial under draws from ``--spread`` (None without the option)."""
-    if args.spread is None:
-        return None
+def noise_description(noise: Any) -> dict[str, Any]:
+    """The start noise as a spread record keeps it."""
+    import math
+
+    from sim2real.sysid.spread import StartNoise
+
+    if isinstance(noise, StartNoise):
+        return {"measured": False, "position_mm": 1000.0 * noise.position_m, "yaw_deg": math.degrees(noise.yaw_rad)}
+    return {"measured": True}
+
+
+@dataclass(frozen=True)
+class SpreadInputs:
+    """What ``replay --spread`` needs, read and checked before any replay."""
+
+    dist: Any
+    calibration: Any
+    noise: Any
+
+
+def check_spread(args: argparse.Namespace) -> SpreadInputs | None:
+    """Read and check ``--spread`` and its options before any work (None without ``--spread``); options of
+    a spread given without it are an error."""
     from sim2real.errors import Sim2RealError
-    from sim2real.sysid.sampling import read_fit_distribution
+    from sim2real.sysid.fit_file import read_fit_document
+    from sim2real.sysid.sampling import fit_distribution
+    from sim2real.sysid.spread import fit_calibration
 
+    if args.spread is None:
+        defaults = (("--draws", args.draws, 30), ("--start-noise", args.start_noise, "auto"),
+                    ("--level", args.level, 0.9))
+        given = [flag for flag, value, default in defaults if value != default]
+        if given or args.allow_unconverged:
+            raise Sim2RealError(f"{', '.join(given) or '--allow-unconverged'} given without --spread FIT_JSON")
+        return None
     if args.draws < 2:
         raise Sim2RealError(f"--draws {args.draws}: a spread needs at least 2 draws")
-    mm, deg = parse_start_noise(args.start_noise)
-    dist = read_fit_distribution(args.spread, allow_undetermined=True)
+    noise = parse_start_noise(args.start_noise)
+    document = read_fit_document(args.spread)
+    dist = fit_distribution(document, str(args.spread), allow_unconverged=args.allow_unconverged,
+                            allow_undetermined=True)
+    return SpreadInputs(dist, fit_calibration(document, str(args.spread), args.level), noise)
+
+
+def _spread(args: argparse.Namespace, inputs: SpreadInputs | None, records: Any, params: Any) -> dict[str, Any] | None:
+    """The predicted spread of every trial under draws from ``--spread`` (None without the option)."""
+    if inputs is None:
+        return None
     _log(f"predicted spread: {len(records)} trial(s) x {args.draws} draws from {args.spread}")
-    record = predict_fit_spread(args, dist, params, records, args.draws, (mm, deg), str(args.spread), _log)
-    print(record["summary"])
+    record = predict_fit_spread(args, inputs.dist, params, records, args.draws, inputs.noise, str(args.spread),
+                                _log, calibration=inputs.calibration)
     return record
 
 
 def predict_fit_spread(args: argparse.Namespace, dist: Any, params: Any, records: Any, draws: int,
-                       noise: tuple[float, float], source: str, log: Any) -> dict[str, Any]:
+                       noise: Any, source: str, log: Any, calibration: Any = None,
+                       self_calibrate: bool = False) -> dict[str, Any]:
     """Each record's spread under ``draws`` parameter sets from ``dist`` (a fit's distribution), started
-    with ``noise`` (mm, deg) on ``args``' executor, mode, pusher and engine, seeded by ``args.seed``; its
-    record (:func:`sim2real.sysid.spread.spread_record`), logged per trial through ``log``. Shared by
-    ``replay --spread`` and ``fit --spread-draws``."""
-    import math
-
+    with ``noise`` (:func:`parse_start_noise`) on ``args``' executor, mode, pusher and engine, seeded by
+    ``args.seed``, its band at ``args.level`` calibrated by ``calibration`` or (``self_calibrate``) on these
+    records; its record (:func:`sim2real.sysid.spread.spread_record`), logged per trial through ``log``.
+    Shared by ``replay --spread`` and ``fit --spread-draws``."""
     import numpy as np
 
     from sim2real.execution import open_executor
     from sim2real.sysid.data import prepare_trial, recorded_platform
-    from sim2real.sysid.spread import StartNoise, spread_of_fit, spread_record
+    from sim2real.sysid.spread import self_calibration, spread_of_fit, spread_record
 
     dt = float(params["sim.dt"])
     trials = [prepare_trial(r, dt, recorded_platform(r, args.platform)) for r in records]
     with open_executor(args.executor, args.workers, _log) as executor:
         draw, spreads = spread_of_fit(executor, dist, params, trials, draws, np.random.default_rng(args.seed),
-                                      args.mode, args.pusher, args.pusher_shape, args.engine,
-                                      StartNoise(noise[0] / 1000.0, math.radians(noise[1])))
-    record = spread_record(spreads, draw, draws, args.seed, noise[0], noise[1], source)
+                                      args.mode, args.pusher, args.pusher_shape, args.engine, noise)
+    check = self_calibration(spreads, args.level) if self_calibrate else None
+    record = spread_record(spreads, draw, draws, args.seed, noise_description(noise), source, args.level,
+                           calibration=None if self_calibrate else calibration, check=check)
     log_spread(log, record)
     return record
 
 
 def log_spread(log: Any, record: dict[str, Any]) -> None:
-    """One line per trial of a spread record (the undetermined parameters first, when any)."""
+    """One line per trial of a spread record (what the band is first, the undetermined parameters, the modes)."""
+    if record["calibration"] is None:
+        log("the band is NOT CALIBRATED: it holds the draws (parameters and start) only, no model discrepancy; "
+            "a fit run with --spread-draws on held-out trials (--holdout or --validate) calibrates it", alarm=True)
     if record["uniform"]:
         log(f"not determined by the fit, drawn uniformly within their bounds: {', '.join(record['uniform'])}",
             alarm=True)
@@ -196,8 +259,13 @@ def log_spread(log: Any, record: dict[str, Any]) -> None:
         coords = ", ".join(f"{k} real {v['real']:.4g} band [{_fmt(v['band'][0])}, {_fmt(v['band'][1])}]"
                            for k, v in entry["outcome"].items())
         failed = f"; {entry['failed_draws']} draw(s) failed" if entry["failed_draws"] else ""
+        modes = entry["modes"]
+        split = (f"; {len(modes)} modes (" + ", ".join(
+            f"p {m['probability']:.2f} at yaw {m['yaw_deg']['centre']:.3g} deg" for m in modes) + ")"
+                 if len(modes) > 1 else "")
         verdict = {True: "inside", False: "OUTSIDE", None: "no working draw"}[entry["inside"]]
-        log(f"{entry['trial']}: {verdict}: {coords}{failed}", alarm=entry["inside"] is not True)
+        log(f"{entry['trial']}: {verdict}: {coords}{split}{failed}", alarm=entry["inside"] is not True)
+    print(record["summary"])
 
 
 def _fmt(value: float | None) -> str:
@@ -245,6 +313,7 @@ def run(args: argparse.Namespace) -> int:
     if out.exists():
         raise Sim2RealError(f"output directory {out} already exists; choose a new one")
     params = params_from_args(args)
+    inputs = check_spread(args)
     loaded = read_trials(args.bags)
     check_unique_names(loaded.records)
     done, failed = _replay_all(loaded.records, loaded.sources, args, params)
@@ -254,7 +323,7 @@ def run(args: argparse.Namespace) -> int:
     for failure in failures:
         _log(f"FAILED {failure.line()}", alarm=True)
     replayed = {r.record.name for r in done}
-    spread = _spread(args, [record for record in loaded.records if record.name in replayed], params)
+    spread = _spread(args, inputs, [record for record in loaded.records if record.name in replayed], params)
     with removed_on_interrupt(out):
         hard_count = _write(out, done, {
             "mode": "replay", "mirror": args.mode, "pusher": args.pusher,
@@ -272,4 +341,20 @@ def run(args: argparse.Namespace) -> int:
         for failure in failures:
             print(red(f"  {failure.line()}", sys.stdout))
         return EXIT_TRIALS_FAILED
-    return 0
+    return EXIT_FIT_PROBLEMS if spread is not None and band_problem(spread) else 0
+
+
+def band_problem(record: dict[str, Any]) -> str | None:
+    """Why a spread's band cannot be taken at its word: not calibrated, or it holds fewer real outcomes
+    than its level (one-sided binomial p < 0.05); None when neither."""
+    from sim2real.sysid.bands import misses_level
+
+    if record["calibration"] is None:
+        return "the predicted band is not calibrated (parameter-only)"
+    if not record["calibrated"]:
+        return "the predicted band's calibration has too few trials for its level"
+    p = misses_level(record["inside"], record["judged"], record["level"])
+    if p is not None:
+        return (f"the calibrated {100 * record['level']:g} % band holds {record['inside']} of {record['judged']} real "
+                f"outcomes, fewer than its level (binomial p = {p:.2g})")
+    return None

@@ -173,15 +173,8 @@ def run(args: argparse.Namespace) -> int:
 
     import numpy as np
 
-    from sim2real.sysid.sampling import (
-        SAMPLES_CSV,
-        SAMPLES_SCHEMA,
-        describe_method,
-        draw_samples,
-        read_fit_distribution,
-        sample_file_name,
-        write_samples,
-    )
+    from sim2real.sysid.sample_files import SAMPLES_CSV, SAMPLES_SCHEMA, sample_file_name, write_samples
+    from sim2real.sysid.sampling import describe_method, draw_samples, read_fit_distribution
     from sim2real.trials.schema import versions
 
     out = check_out_dir(args.out)

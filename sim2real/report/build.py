@@ -233,22 +233,51 @@ def _prediction_spread_blocks(runs: Sequence[_Run]) -> list[Block]:
         spread = read_json(path, "predicted spread")
         blocks += [Heading(f"Predicted spread: run '{run.label}'"),
                    Paragraph(f"Each trial simulated under {spread.get('draws')} parameter sets drawn from "
-                             f"{Path(str(spread.get('fit'))).name} (start noise {spread.get('start_noise')}); the "
-                             "band of each outcome is the central 95 % of the draws. " + str(spread.get("summary")))]
+                             f"{Path(str(spread.get('fit'))).name} (start noise {spread.get('start_noise')}). "
+                             + _band_words(spread) + " " + str(spread.get("summary")))]
         rows = []
         for trial in spread.get("trials", []):
             out = trial["outcome"]
             rows.append((trial["trial"], *(_band_text(out[key], scale) for key, scale in
                                            (("x_m", 100.0), ("y_m", 100.0), ("yaw_deg", 1.0))),
-                         {True: "yes", False: "NO", None: "n/a"}[trial.get("inside")], str(trial["failed_draws"])))
+                         _modes_text(trial.get("modes") or []),
+                         {True: "yes", False: "NO", None: "n/a"}[trial.get("inside")],
+                         {True: "yes", False: "NO", None: "n/a"}[trial.get("parameter_inside", trial.get("inside"))],
+                         str(trial["failed_draws"])))
         blocks.append(Table(("trial", "x (cm): real [band]", "y (cm): real [band]", "yaw (deg): real [band]",
-                             "inside", "failed draws"), tuple(rows), "Real outcome against the predicted band"))
+                             "modes: probability (yaw, deg)", "inside", "inside the draws alone", "failed draws"),
+                            tuple(rows), "Real outcome against the predicted band"))
         figure = prediction_spread_figure(spread.get("trials", []))
         if figure is not None:
             blocks.append(Figure(f"{FIGURE_PREFIX}{run.label}_spread.png".replace("/", "_"), figure,
-                                 "Predicted final box centres (grey), their 95 % band (rectangle) and the real "
-                                 "one (diamond; hollow when the outcome lies outside)."))
+                                 "Predicted final box centres (grey), the band of each mode (rectangles) and the "
+                                 "real one (diamond; hollow when the outcome lies outside)."))
     return blocks
+
+
+def _band_words(spread: Mapping[str, Any]) -> str:
+    """What a spread's band is made of and how it was calibrated, in words."""
+    level = 100 * float(spread.get("level", 0.95))
+    cal = spread.get("calibration")
+    if not isinstance(cal, Mapping):
+        return (f"The band is the central {level:g} % of the draws (parameter-only, NOT CALIBRATED: it holds what the "
+                "parameters and the start leave open, not the model's discrepancy).")
+    tau = cal.get("discrepancy", {})
+    makeup = spread.get("makeup", {})
+    draws = makeup.get("x_m", {}).get("draws")
+    spread_mm = f"{1000 * draws:.2g} mm" if isinstance(draws, (int, float)) else "n/a"
+    return (f"The band at {level:g} % is each mode's box: its centre ± q √(s² + τ²), with s the spread of the mode's "
+            f"draws (parameters and start; median x {spread_mm}), τ the model's discrepancy estimated on "
+            f"{cal.get('trials')} held-out trial(s) (x {1000 * tau.get('x_m', 0):.2g} mm, "
+            f"y {1000 * tau.get('y_m', 0):.2g} mm, yaw {tau.get('yaw_deg', 0):.2g} deg) and "
+            f"q = {cal.get('quantile', 0):.3g} their split conformal quantile (guaranteed level "
+            f"{100 * cal.get('guaranteed_level', 0):.0f} %).")
+
+
+def _modes_text(modes: Sequence[Mapping[str, Any]]) -> str:
+    if len(modes) < 2:
+        return "one"
+    return ", ".join(f"{m['probability']:.2f} ({m['yaw_deg']['centre']:.0f})" for m in modes)
 
 
 def _band_text(entry: Mapping[str, Any], scale: float) -> str:
@@ -303,6 +332,8 @@ def _outcome_sentence(ns: str, outcome: dict, standard_push: bool = True) -> str
         parts.append(f"max tilt {float(outcome['max_tilt_deg']):.1f}°")
     if isinstance(outcome.get("flipped"), bool):
         parts.append("flipped" if outcome["flipped"] else "not flipped")
+    elif outcome.get("planar") is True:
+        parts.append("tilt and flip unknown (planar recording)")
     if isinstance(outcome.get("touched"), bool):
         parts.append("touched" if outcome["touched"] else "not touched")
     return f"{ns}: " + ", ".join(parts)

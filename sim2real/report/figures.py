@@ -341,7 +341,7 @@ def prediction_spread_figure(trials: Sequence[Mapping[str, Any]], max_trials: in
     """Predicted outcomes of each trial under parameter sets drawn from a fit, against the real one.
 
     One panel per trial: every draw's final box centre (grey points, x and y in cm, base frame), the
-    central 95 % band of each coordinate (the rectangle) and the real final centre (blue diamond,
+    band of each mode (a rectangle each; without modes, the band's hull) and the real final centre (blue diamond,
     filled when the whole outcome, yaw included, lies inside); the title gives the yaw band and the
     real yaw (deg).
 
@@ -365,10 +365,11 @@ def prediction_spread_figure(trials: Sequence[Mapping[str, Any]], max_trials: in
         points = 100 * np.asarray(trial["predicted"], dtype=float)
         outcome = trial["outcome"]
         ax.scatter(points[:, 0], points[:, 1], s=8, color="#999999", alpha=0.6)
-        (x0, x1), (y0, y1) = outcome["x_m"]["band"], outcome["y_m"]["band"]
-        if None not in (x0, x1, y0, y1):
-            ax.add_patch(plt.Rectangle((100 * x0, 100 * y0), 100 * (x1 - x0), 100 * (y1 - y0), fill=False,
-                                       edgecolor="#333333"))
+        boxes = [(m["x_m"]["band"], m["y_m"]["band"]) for m in trial.get("modes") or [] if m["x_m"].get("band")]
+        for (x0, x1), (y0, y1) in boxes or [(outcome["x_m"]["band"], outcome["y_m"]["band"])]:
+            if None not in (x0, x1, y0, y1):
+                ax.add_patch(plt.Rectangle((100 * x0, 100 * y0), 100 * (x1 - x0), 100 * (y1 - y0), fill=False,
+                                           edgecolor="#333333"))
         inside = bool(trial.get("inside"))
         ax.scatter([100 * outcome["x_m"]["real"]], [100 * outcome["y_m"]["real"]], s=40, marker="D",
                    color=PLATFORM_STYLE["real"]["color"], facecolors=None if inside else "none")

@@ -22,7 +22,10 @@
 * :mod:`~sim2real.sysid.writeback` — fitted params YAML + fit.json, written together.
 * :mod:`~sim2real.sysid.replay` — re-simulating recorded trials into sim records.
 * :mod:`~sim2real.sysid.sampling` — parameter sets drawn from a fit's distribution (within bounds,
-  ties kept) for domain randomization; imported on use (``sim2real sample``).
+  ties kept) for domain randomization; imported on use (``sim2real sample``); the samples directory
+  in :mod:`~sim2real.sysid.sample_files`.
+* :mod:`~sim2real.sysid.spread` — trials predicted as distributions under those draws; their modes,
+  model discrepancy and conformal calibration in :mod:`~sim2real.sysid.bands`.
 """
 
 from sim2real.sysid.data import TrialData, box_states, prepare_trial

@@ -41,7 +41,7 @@ from functools import cached_property
 import numpy as np
 
 from sim2real.errors import Sim2RealError
-from sim2real.spatial import conjugate, multiply, skew, to_matrix, to_rotation_vector
+from sim2real.spatial import conjugate, multiply, skew, to_matrix, to_rotation_vector, yaw
 from sim2real.trials import JointReference, PoseSeries, TrialRecord
 from sim2real.trials.trial_object import trial_object
 
@@ -335,6 +335,37 @@ def _scatter(values: np.ndarray) -> float:
     if values.shape[0] < 3:
         return 0.0
     return float(1.4826 * np.median(np.abs(np.diff(values, n=2, axis=0))) / np.sqrt(6.0))
+
+
+def pose_noise(data: TrialData, samples: int = 40) -> tuple[float, float]:
+    """Measurement noise of a trial's recorded box poses, from the recording itself.
+
+    Robust standard deviations from the third differences of the first ``samples`` poses on the
+    grid (white noise of σ gives third differences of σ √20; a pose at rest, a steady motion or a
+    constant acceleration, as in free flight, adds nothing to them).
+
+    Parameters
+    ----------
+    data : TrialData
+    samples : int
+        Leading grid poses used (fewer when the trial is shorter).
+
+    Returns
+    -------
+    (float, float)
+        Position noise per axis (m, pooled over base x and y) and heading noise about world z (rad).
+    """
+    head = min(samples, data.box_position.shape[0])
+    if head < 4:
+        return 0.0, 0.0
+    position = np.asarray(data.box_position[:head, :2], dtype=float)
+    heading = np.unwrap(yaw(continuous_quaternions(data.box_quaternion[:head])))[:, None]
+    return _third_difference_scatter(position), _third_difference_scatter(heading)
+
+
+def _third_difference_scatter(values: np.ndarray) -> float:
+    """Robust noise standard deviation of ``values`` (N, d) from their third differences, pooled."""
+    return float(1.4826 * np.median(np.abs(np.diff(values, n=3, axis=0))) / np.sqrt(20.0))
 
 
 def _outside(offsets: Sequence[np.ndarray], centres: Sequence[np.ndarray],

@@ -31,6 +31,7 @@ from sim2real.execution import Executor, open_executor
 from sim2real.params import ParameterSet
 from sim2real.sysid.data import TrialData, prepare_trial
 from sim2real.sysid.evaluation import FitEvaluator, HeldOut, merge_summaries
+from sim2real.sysid.fitted_objects import trial_objects
 from sim2real.sysid.free import (  # noqa: F401  (Unknowns, parse_bounds: part of this module's interface)
     FreeParameters,
     Unknowns,
@@ -63,6 +64,7 @@ from sim2real.sysid.starts import (
     default_starts,
     run_starts,
     start_points,
+    starts_warnings,
 )
 from sim2real.sysid.status import (
     bound_problems,
@@ -570,6 +572,7 @@ def _result(result: LMResult, start: ParameterSet, free_set: FreeParameters, x0:
         "parameter_count": len(free_set.labels), "evaluations": result.evaluations,
         "objects": {"per_object": sorted(free_set.per_object), "objects": list(free_set.objects),
                     "trials": {t.name: t.object_name for t in prepared.trials}} if free_set.per_object else None,
+        "trial_objects": trial_objects(prepared.trials),
         "loss": settings.loss, "residual_std": unc.residual_std, "strict": spec_.strict,
         "uncertainty": unc.as_dict(),
         "residual_series": _residual_series(prepared.trials, prepared.modes, evaluator.start_results,
@@ -582,7 +585,7 @@ def _result(result: LMResult, start: ParameterSet, free_set: FreeParameters, x0:
         start_values=free_set.expand(x0), std={n: unc.std[g[0]] for g in free_set.unknown_groups for n in g},
         ci95={n: unc.ci95[g[0]] for g in free_set.unknown_groups for n in g}, correlation=unc.correlation,
         trace=[e.as_dict(labels) for e in result.trace], stop_reason=result.stop_reason,
-        warnings=warnings + list(unc.warnings) + ([verdict.warning] if verdict is not None and verdict.warning else []),
+        warnings=warnings + list(unc.warnings) + starts_warnings(verdict),
         data=data_info, cost_start=float(result.trace[0].cost) if cost_start is None else cost_start,
         cost_final=float(result.cost), undetermined=undetermined, status=status, problems=tuple(problems),
         failures=tuple(left_out), solver=_solver_info(evaluator), dropped_rows=evaluator.dropped_rows,

@@ -64,7 +64,7 @@ import numpy as np
 from sim2real.engines import World, make_world
 from sim2real.engines import engine as engine_entry
 from sim2real.errors import Sim2RealError
-from sim2real.params import ParameterSet, spec
+from sim2real.params import ParameterSet
 from sim2real.physics import (
     STATE_SIZE,
     BoxState,
@@ -99,6 +99,7 @@ from sim2real.sysid.residual_types import (  # noqa: F401  (also this module's p
     pose_residual,
     pose_residuals,
 )
+from sim2real.trials.trial_object import object_values
 
 
 @dataclass(frozen=True)
@@ -164,8 +165,7 @@ def step_params(data: TrialData, params: ParameterSet, exact_gradients: bool = F
         The box's recorded start lies inside the table (deeper than :data:`MAX_START_DEPTH`) with
         these parameters: its size or the frames are wrong; the message names the trial.
     """
-    changes: dict[str, float] = {k: v for k, v in data.object_params.items()
-                                 if k not in fitted and params[k] == spec(k).nominal}
+    changes: dict[str, float] = object_values(data.object_params, params, fitted)
     if data.dt_override:
         changes["sim.dt"] = data.dt
     if exact_gradients:

@@ -11,7 +11,7 @@ from sim2real.params import ParameterSet, spec
 from sim2real.sysid.free import FreeParameters, param_scale
 from sim2real.sysid.objects import registry_name
 from sim2real.sysid.runs import TrialFailure
-from sim2real.sysid.starts import start_dependence
+from sim2real.sysid.starts import start_dependence, unevaluated_starts
 from sim2real.sysid.status import (
     NOT_DETERMINED,
     determination_problems,
@@ -138,29 +138,55 @@ def grid_refits(grid: Mapping[str, Any], value: float) -> dict[str, float | None
             for k, v in enumerate(grid.get("leave_one_out", []))}
 
 
+def measured_refits(uncertainty: Mapping[str, Any], name: str, value: float) -> dict[str, float | None]:
+    """The measured jackknife of unknown ``name`` as refits of its fitted ``value``, by the trial left out.
+
+    The leave-one-out refits (``refit_jackknife``) when they hold ``name``, else the grid jackknife's
+    minima when it is ``name``'s (:func:`grid_refits`), else none: what
+    :func:`~sim2real.sysid.status.determination_problems` compares with the interval.
+
+    Parameters
+    ----------
+    uncertainty : mapping
+        fit.json ``data.uncertainty``.
+    name : str
+        The unknown (its first name).
+    value : float
+        Its fitted value, SI unit.
+
+    Returns
+    -------
+    dict of str to float or None
+        Empty without a measured jackknife of ``name``.
+    """
+    refits = uncertainty.get("refit_jackknife") or {}
+    grid = uncertainty.get("grid_jackknife") or {}
+    if (refits.get("values") or {}).get(name) is not None:
+        return dict(zip(refits.get("left_out", []), refits["values"][name], strict=False))
+    if grid.get("parameter") == name:
+        return grid_refits(grid, value)
+    return {}
+
+
 def with_verdicts(result: FitResult) -> FitResult:
     """``result`` with the verdicts that rest on its standard deviations and intervals formed from them.
 
     Call it on the final intervals (after any jackknife): each free parameter whose 95 % interval covers
     essentially its bound range, or whose measured leave-one-out refits or grid minima fall outside
     that interval, is undetermined (a problem, listed first, and in ``undetermined``); another start
-    that ended as low outside the intervals makes the optimum depend on the start (a problem, next);
+    that ended as low outside the intervals makes the optimum depend on the start (a problem, next), and
+    other starts none of which could be evaluated leave that unchecked (a problem, next:
+    :func:`~sim2real.sysid.starts.unevaluated_starts`);
     a parameter whose standard deviation is large against its scale is poorly determined (a warning
     quoting that same standard deviation). Verdicts of an earlier call are replaced, not repeated.
     """
     uncertainty = result.data.get("uncertainty", {})
-    refits = (uncertainty.get("refit_jackknife") or {})
-    grid = uncertainty.get("grid_jackknife") or {}
     determination: list[str] = []
     poorly: list[str] = []
     flagged: list[str] = []
     for group in result.free.unknown_groups:
         name = group[0]
-        measured: dict[str, float | None] = {}
-        if refits.get("values", {}).get(name) is not None:
-            measured = dict(zip(refits.get("left_out", []), refits["values"][name], strict=False))
-        elif grid.get("parameter") == name:
-            measured = grid_refits(grid, result.values[name])
+        measured = measured_refits(uncertainty, name, result.values[name])
         label = name if len(group) == 1 else "=".join(group)
         entry = spec(registry_name(name))
         lines = determination_problems(label, result.values[name], result.ci95.get(name),
@@ -172,19 +198,19 @@ def with_verdicts(result: FitResult) -> FitResult:
         line = poorly_determined(label, std, param_scale(registry_name(name), result.values[name]))
         if line is not None:
             poorly.append(line)
-    starts = start_dependence(result.data.get("starts") or {}, result.ci95)
+    record = result.data.get("starts") or {}
+    starts = [line for line in (start_dependence(record, result.ci95), unevaluated_starts(record)[0]) if line]
     earlier = result.data.get("determination", {})
     stale = {*earlier.get("undetermined", []), *earlier.get("starts", [])}
     previous = [p for p in result.problems if p not in stale]
     no_std_lines = [p for p in previous if p.startswith(NOT_DETERMINED)]  # no standard deviation at all
-    problems = [*determination, *no_std_lines, *([starts] if starts else []),
-                *(p for p in previous if p not in no_std_lines)]
+    problems = [*determination, *no_std_lines, *starts, *(p for p in previous if p not in no_std_lines)]
     warnings = [w for w in result.warnings if w not in set(earlier.get("poorly_determined", []))] + poorly
     no_std = [n for g in result.free.unknown_groups for n in g if result.std.get(g[0]) is None]
     undetermined = tuple(dict.fromkeys([*no_std, *flagged]))
     return dataclasses.replace(result, problems=tuple(problems), warnings=warnings, undetermined=undetermined,
                                data={**result.data, "determination": {"undetermined": determination,
-                                                                      "starts": [starts] if starts else [],
+                                                                      "starts": starts,
                                                                       "poorly_determined": poorly}})
 
 

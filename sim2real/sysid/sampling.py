@@ -1,10 +1,10 @@
 """Parameter sets drawn from a fit, for domain randomization (``sim2real sample``).
 
 A fit report (fit.json, :meth:`sim2real.sysid.fit.FitResult.to_json`) gives, per unknown, the
-fitted value, a standard deviation and a correlation matrix; :func:`read_fit_distribution`
-turns them into a :class:`FitDistribution` (mean ``μ`` (p,), covariance
-``Σ = diag(σ) R diag(σ)`` (p, p), the registry bounds of each unknown, its tied names).
-:func:`draw_samples` draws from it:
+fitted value, a standard deviation, its 95 % interval, the bounds it was fitted within and a
+correlation matrix; :func:`read_fit_distribution` turns them into a :class:`FitDistribution` (mean
+``μ`` (p,), covariance ``Σ = diag(σ) R diag(σ)`` (p, p), the fit's bounds of each unknown, its
+intervals, its tied names). :func:`draw_samples` draws from it:
 
 * ``normal`` (default): ``x = μ + K A z`` with ``z ~ N(0, I_p)`` and ``A Aᵀ = Σ``;
 * ``t``: the multivariate Student's t with the fewest degrees of freedom of the fit's intervals
@@ -13,54 +13,43 @@ turns them into a :class:`FitDistribution` (mean ``μ`` (p,), covariance
   then holds at least the fit's ``ci95`` (before the intervals were clipped to the bounds);
 
 ``K`` is ``--inflate`` (it multiplies standard deviations; the covariance by ``K²``). Draws
-outside the registry bounds of any unknown are rejected and drawn again (the result is the
-distribution truncated to the bounds); a tied name takes its leader's value.
-:func:`write_samples` writes each set as a complete ROS 2 params file plus one table and a
-description.
+outside the bounds of any unknown (the fit's: the registry's, narrowed by its ``--bounds``) are
+rejected and drawn again (the result is the distribution truncated to the bounds); a tied name
+takes its leader's value. Which unknowns the fit did not determine (drawn uniformly within their
+bounds by ``replay --spread``, :func:`undetermined_unknowns`) is the fit's own verdict,
+:func:`sim2real.sysid.status.determination_problems` on each parameter's own 95 % interval.
+:func:`sim2real.sysid.sample_files.write_samples` writes each set as a complete ROS 2 params file plus
+one table and a description.
 """
 
 from __future__ import annotations
 
-import csv
-import json
 import math
 import os
-import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 import numpy as np
+from scipy import stats
 
 from sim2real.errors import Sim2RealError
-from sim2real.filemodes import staging_dir
-from sim2real.params import ParameterSet, save_params, spec
+from sim2real.params import spec
 from sim2real.sysid.fit_file import read_fit_document
 from sim2real.sysid.free import FreeParameters
+from sim2real.sysid.result import measured_refits
+from sim2real.sysid.status import determination_problems
 
 #: Fewest draws looked at before the acceptance rate is judged.
 MIN_JUDGED_DRAWS = 1000
 #: Acceptance rate (inside the bounds) below which sampling gives up: the fitted distribution then
-#: lies mostly outside the registry bounds and its truncation is no longer the fit's distribution.
+#: lies mostly outside its bounds and its truncation is no longer the fit's distribution.
 MIN_ACCEPTANCE = 0.01
 #: Draws per batch at least (the batches are deterministic given the seed).
 MIN_BATCH = 1024
 #: Largest eigenvalue deficit of a correlation matrix still treated as rounding (it is clipped).
 _PSD_TOLERANCE = 1e-8
 DISTRIBUTIONS: tuple[str, ...] = ("normal", "t")
-#: File names inside a samples directory.
-SAMPLES_CSV = "samples.csv"
-SAMPLES_JSON = "samples.json"
-SAMPLES_SCHEMA = "sim2real.samples/1"
-
-
-def sample_file_name(index: int, count: int) -> str:
-    """``sample_0003.yaml``: four digits, more when ``count`` needs them."""
-    width = max(4, len(str(max(count - 1, 0))))
-    return f"sample_{index:0{width}d}.yaml"
-
-
 @dataclass(frozen=True)
 class FitDistribution:
     """The fitted distribution of a fit's unknowns (one per tied group).
@@ -79,7 +68,9 @@ class FitDistribution:
     correlation : ndarray, shape (p, p)
         Correlation matrix (fit.json ``correlation.matrix``), symmetric, unit diagonal.
     lower, upper : ndarray, shape (p,)
-        Registry bounds of each unknown (the intersection over its tied names).
+        Bounds of each unknown: the fit's (fit.json ``bounds``, the registry's narrowed by its
+        ``--bounds``) within the registry's of each tied name; the registry's for a fit.json that does
+        not record them.
     status : str
         The fit's status (``"converged"`` or ``"not converged"``).
     problems : tuple of str
@@ -95,6 +86,16 @@ class FitDistribution:
         The fit's uncertainty method, in words.
     params_file : str or None
         fit.json ``params_file`` (the fitted params YAML as the fit named it).
+    ci95 : ndarray, shape (p, 2), or None
+        Each unknown's own 95 % interval, SI units: fit.json ``ci95`` (after any jackknife, clipped
+        to the bounds); for a fit.json without it, ``std`` times the parameter's own Student's t
+        quantile (``uncertainty.dof``) or else ``quantile``, clipped to the bounds. NaN for an
+        unknown without standard deviation. None: ``quantile`` standard deviations, clipped.
+    refits : tuple of dict, optional
+        Per unknown, its measured jackknife as refits of its value by the trial left out
+        (:func:`sim2real.sysid.result.measured_refits`; empty without one).
+    bounds_source : str
+        Where ``lower`` and ``upper`` come from, in words (for messages).
     """
 
     source: str
@@ -111,6 +112,9 @@ class FitDistribution:
     method: str = ""
     params_file: str | None = None
     dof: float | None = None
+    ci95: np.ndarray | None = None
+    refits: tuple[Mapping[str, float | None], ...] = ()
+    bounds_source: str = "the registry bounds"
 
     @property
     def groups(self) -> tuple[tuple[str, ...], ...]:
@@ -194,7 +198,8 @@ def read_fit_distribution(path: str | os.PathLike[str], allow_unconverged: bool 
     Sim2RealError
         One line: unreadable or invalid JSON, not a fit report, not converged (unless allowed),
         no free parameters, a parameter without standard deviation (not determined by the data),
-        a missing or invalid correlation matrix, values outside the registry bounds.
+        a missing or invalid correlation matrix, invalid bounds or intervals, values outside the
+        bounds.
     """
     return fit_distribution(read_fit_document(path), str(path), allow_unconverged, allow_undetermined)
 
@@ -247,26 +252,87 @@ def fit_distribution(document: Mapping[str, Any], source: str, allow_unconverged
             if _number(values[name], f"values['{name}']", source) != value:
                 raise Sim2RealError(f"{source}: tied parameters {', '.join(group)} have different values")
     correlation = _correlation(correlation_doc["matrix"], len(groups), source, ~np.isfinite(std))
-    lower = np.array([max(spec(n).lower for n in g) for g in groups])
-    upper = np.array([min(spec(n).upper for n in g) for g in groups])
+    lower, upper, narrowed = _bounds(document, groups, source)
+    where = "the fit's bounds" if narrowed else "the registry bounds"
     outside = [g[0] for g, v, lo, hi in zip(groups, mean, lower, upper, strict=True) if not lo <= v <= hi]
     if outside:
-        raise Sim2RealError(f"{source}: fitted values outside the registry bounds: {', '.join(outside)}")
+        raise Sim2RealError(f"{source}: fitted values outside {where}: {', '.join(outside)}")
     uncertainty = (document.get("data") or {}).get("uncertainty") or {}
     clusters = uncertainty.get("clusters", 1)
     quantile = uncertainty.get("quantile", 1.959963984540054)
+    quantile = float(quantile) if isinstance(quantile, (int, float)) else 1.959963984540054
     dofs = uncertainty.get("dof")
-    finite = [float(v) for v in dofs.values() if isinstance(v, (int, float)) and math.isfinite(v) and v > 0] \
-        if isinstance(dofs, dict) else []
+    dofs = dofs if isinstance(dofs, dict) else {}
+    finite = [float(v) for v in dofs.values() if isinstance(v, (int, float)) and math.isfinite(v) and v > 0]
+    intervals = _intervals(document.get("ci95"), groups, mean, std, lower, upper, dofs, quantile, source)
     return FitDistribution(
         source=source, free=free, mean=mean, std=std, correlation=correlation, lower=lower, upper=upper,
         status=status, problems=problems,
         clusters=int(clusters) if isinstance(clusters, int) and clusters >= 1 else 1,
-        quantile=float(quantile) if isinstance(quantile, (int, float)) else 1.959963984540054,
+        quantile=quantile,
         method=str(uncertainty.get("method") or "not recorded (an older fit.json)"),
         params_file=str(document["params_file"]) if isinstance(document.get("params_file"), str) else None,
         dof=min(finite) if finite else None,
+        ci95=intervals,
+        refits=tuple(measured_refits(uncertainty, g[0], float(v)) for g, v in zip(groups, mean, strict=True)),
+        bounds_source=where,
     )
+
+
+def _pair(value: object, what: str, source: str) -> tuple[float, float]:
+    """``[low, high]`` from fit.json, checked: two finite numbers, ``low <= high``."""
+    if not isinstance(value, (list, tuple)) or len(value) != 2:
+        raise Sim2RealError(f"{source}: {what} must be [low, high], got {value!r}")
+    low, high = _number(value[0], what, source), _number(value[1], what, source)
+    if low > high:
+        raise Sim2RealError(f"{source}: {what} [{low:g}, {high:g}] has its low end above its high end")
+    return low, high
+
+
+def _bounds(document: Mapping[str, Any], groups: Sequence[Sequence[str]], source: str
+            ) -> tuple[np.ndarray, np.ndarray, bool]:
+    """Bounds (p,) of each unknown: the fit's (fit.json ``bounds`` of its first name, when recorded) within
+    the registry's of every tied name, and whether the fit's narrowed any of them."""
+    recorded = document.get("bounds") or {}
+    if not isinstance(recorded, dict):
+        raise Sim2RealError(f"{source}: 'bounds' must be an object mapping parameter names to [low, high]")
+    lower = np.array([max(spec(n).lower for n in g) for g in groups])
+    upper = np.array([min(spec(n).upper for n in g) for g in groups])
+    narrowed = False
+    for k, group in enumerate(groups):
+        if recorded.get(group[0]) is None:
+            continue
+        low, high = _pair(recorded[group[0]], f"bounds['{group[0]}']", source)
+        if low > lower[k] or high < upper[k]:
+            narrowed = True
+        lower[k], upper[k] = max(lower[k], low), min(upper[k], high)
+        if lower[k] > upper[k]:
+            raise Sim2RealError(f"{source}: bounds['{group[0]}'] [{low:g}, {high:g}] lie outside the registry "
+                                "bounds")
+    return lower, upper, narrowed
+
+
+def _intervals(ci95_doc: object, groups: Sequence[Sequence[str]], mean: np.ndarray, std: np.ndarray,
+               lower: np.ndarray, upper: np.ndarray, dofs: Mapping[str, Any], quantile: float,
+               source: str) -> np.ndarray:
+    """Each unknown's 95 % interval (p, 2): fit.json ``ci95`` of its first name, else (an older fit.json)
+    ``std`` times its own Student's t quantile (``dofs``) or else the fit-wide ``quantile``, clipped to
+    ``[lower, upper]`` as the fit clips its intervals; NaN without a standard deviation."""
+    if ci95_doc is not None and not isinstance(ci95_doc, dict):
+        raise Sim2RealError(f"{source}: 'ci95' must be an object mapping parameter names to [low, high]")
+    recorded = ci95_doc or {}
+    out = np.full((len(groups), 2), np.nan)
+    for k, group in enumerate(groups):
+        if not math.isfinite(std[k]):
+            continue
+        if recorded.get(group[0]) is not None:
+            out[k] = _pair(recorded[group[0]], f"ci95['{group[0]}']", source)
+            continue
+        dof = dofs.get(group[0])
+        usable = isinstance(dof, (int, float)) and not isinstance(dof, bool) and math.isfinite(dof) and dof > 0
+        half = (float(stats.t.ppf(0.975, dof)) if usable else quantile) * std[k]
+        out[k] = [max(mean[k] - half, lower[k]), min(mean[k] + half, upper[k])]
+    return out
 
 
 def _correlation(matrix: object, p: int, source: str, undetermined: np.ndarray | None = None) -> np.ndarray:
@@ -341,20 +407,42 @@ def _factor(dist: FitDistribution) -> np.ndarray:
 
 
 def undetermined_unknowns(dist: FitDistribution) -> np.ndarray:
-    """Unknowns (p,) bool the fit did not determine: no standard deviation, or a 95 % interval
-    (``quantile`` standard deviations either side) covering :data:`~sim2real.sysid.status.UNDETERMINED_COVERAGE`
-    of the bound range (the fit's own verdict)."""
-    from sim2real.sysid.status import UNDETERMINED_COVERAGE
+    """Unknowns (p,) bool the fit did not determine, by the fit's own verdict.
 
-    span = dist.upper - dist.lower
-    with np.errstate(invalid="ignore", over="ignore"):
-        wide = 2.0 * dist.quantile * dist.std >= UNDETERMINED_COVERAGE * span
-    return ~np.isfinite(dist.std) | wide
+    No standard deviation, or :func:`sim2real.sysid.status.determination_problems` on the unknown's
+    own 95 % interval (``dist.ci95``), the fit's bounds and its measured jackknife (``dist.refits``):
+    an interval covering :data:`~sim2real.sysid.status.UNDETERMINED_COVERAGE` of the bound range, or
+    leave-one-out refits outside it. A :class:`FitDistribution` without ``ci95`` is judged on
+    ``quantile`` standard deviations either side, clipped to the bounds.
+
+    Parameters
+    ----------
+    dist : FitDistribution
+
+    Returns
+    -------
+    ndarray of bool, shape (p,)
+    """
+    out = np.zeros(len(dist.groups), dtype=bool)
+    for k, group in enumerate(dist.groups):
+        if not math.isfinite(dist.std[k]):
+            out[k] = True
+            continue
+        if dist.ci95 is not None:
+            interval = [float(dist.ci95[k, 0]), float(dist.ci95[k, 1])]
+        else:
+            half = dist.quantile * float(dist.std[k])
+            interval = [max(float(dist.mean[k]) - half, float(dist.lower[k])),
+                        min(float(dist.mean[k]) + half, float(dist.upper[k]))]
+        refits = dist.refits[k] if k < len(dist.refits) else None
+        out[k] = bool(determination_problems("=".join(group), float(dist.mean[k]), interval,
+                                             [float(dist.lower[k]), float(dist.upper[k])], refits))
+    return out
 
 
 def draw_samples(dist: FitDistribution, count: int, rng: np.random.Generator, inflate: float = 1.0,
                  distribution: str = "normal", undetermined: str = "refuse") -> SampleDraw:
-    """Draw ``count`` parameter sets inside the registry bounds (rejection of the draws outside).
+    """Draw ``count`` parameter sets inside the bounds (``dist.lower``, ``dist.upper``; rejection of the draws outside).
 
     With ``undetermined="uniform"`` the unknowns the fit did not determine
     (:func:`undetermined_unknowns`) are drawn uniformly within their bounds, independently of the
@@ -419,8 +507,8 @@ def draw_samples(dist: FitDistribution, count: int, rng: np.random.Generator, in
         if judged >= MIN_JUDGED_DRAWS and judged_inside < MIN_ACCEPTANCE * judged:
             worst = int(np.argmax(outside.sum(axis=0)))
             raise Sim2RealError(
-                f"only {judged_inside} of {judged} draws ({100.0 * judged_inside / judged:.2g} %) fall inside the "
-                f"registry bounds (most often outside: {dist.labels[worst]} [{dist.lower[worst]:g}, "
+                f"only {judged_inside} of {judged} draws ({100.0 * judged_inside / judged:.2g} %) fall inside "
+                f"{dist.bounds_source} (most often outside: {dist.labels[worst]} [{dist.lower[worst]:g}, "
                 f"{dist.upper[worst]:g}]); the fitted distribution lies mostly outside them: lower --inflate, "
                 "or refit")
         need = count - accepted
@@ -451,65 +539,7 @@ def describe_method(dist: FitDistribution, draw: SampleDraw) -> str:
     what = ("multivariate normal" if draw.distribution == "normal"
             else f"multivariate Student's t with {draw.dof} degrees of freedom")
     return (f"{what}: mean = the fitted values, scale = {scale} with the fit's correlation matrix; draws outside "
-            "the registry bounds rejected and drawn again (a truncated distribution); tied parameters follow "
+            f"{dist.bounds_source} rejected and drawn again (a truncated distribution); tied parameters follow "
             "their leader; every other parameter at the fit's value" + (
                 f"; not determined by the fit, so drawn uniformly within their bounds: {', '.join(draw.uniform)}"
                 if draw.uniform else ""))
-
-
-def _fmt(value: float) -> str:
-    return repr(float(value))
-
-
-def write_samples(out: str | os.PathLike[str], base: ParameterSet, dist: FitDistribution, draw: SampleDraw,
-                  description: Mapping[str, Any]) -> list[Path]:
-    """Write the sets into the directory ``out``, all or nothing.
-
-    ``out/sample_0000.yaml`` ... (complete ROS 2 params files: ``base`` with the fitted names
-    replaced), ``out/samples.csv`` (columns ``sample`` and the fitted names; one row per set) and
-    ``out/samples.json`` (``description``). The files are written into a temporary directory
-    next to ``out`` and moved into place at the end; ``out`` may exist only as an empty directory.
-
-    Parameters
-    ----------
-    out : path-like
-    base : ParameterSet
-        Values of every parameter the fit did not fit.
-    dist : FitDistribution
-    draw : SampleDraw
-    description : mapping
-        The samples.json object.
-
-    Returns
-    -------
-    list of pathlib.Path
-        The params files written, in sample order.
-    """
-    out = Path(out)
-    names = dist.names
-    count = draw.values.shape[0]
-    out.parent.mkdir(parents=True, exist_ok=True)
-    stage = staging_dir(out.parent, prefix=f".{out.name}.")  # the umask's mode, not mkdtemp's 0700
-    try:
-        files = []
-        with (stage / SAMPLES_CSV).open("w", encoding="utf-8", newline="") as table:
-            writer = csv.writer(table, lineterminator="\n")
-            writer.writerow(["sample", *names])
-            for i, row in enumerate(draw.values):
-                values = dict(zip(names, (float(v) for v in row), strict=True))
-                name = sample_file_name(i, count)
-                header = (f"Sampled by sim2real sample from {dist.source}: set {i} of {count}\n"
-                          f"{draw.distribution} draw, inflate {draw.inflate:g}; see {SAMPLES_JSON}")
-                save_params(stage / name, base.replace(values), header=header)
-                writer.writerow([i, *(_fmt(v) for v in row)])
-                files.append(out / name)
-        with (stage / SAMPLES_JSON).open("w", encoding="utf-8") as handle:
-            json.dump(dict(description), handle, indent=2)
-            handle.write("\n")
-        if out.exists():
-            out.rmdir()  # an empty directory (the caller checked)
-        os.replace(stage, out)
-    except BaseException:
-        shutil.rmtree(stage, ignore_errors=True)
-        raise
-    return files

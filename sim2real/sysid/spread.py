@@ -3,16 +3,24 @@
 A push whose outcome is sensitive (near-central, near a toppling distance) has no honest single
 prediction: the fit's uncertainty and the noise of the measured start move the outcome. Here each
 trial is simulated whole (as :mod:`sim2real.sysid.prediction` does) once per parameter set drawn
-from the fit (:func:`sim2real.sysid.sampling.draw_samples`), optionally with the recorded start
-pose perturbed by measurement noise, and the real outcome is compared with the spread:
+from the fit (:func:`sim2real.sysid.sampling.draw_samples`), with the recorded start pose perturbed
+by its measurement noise, and the real outcome is compared with the prediction:
 
 * the outcome is the final box centre ``x, y`` (m, base frame) and the yaw, the twist about world
   z since the start (deg);
-* the *predicted band* of each coordinate is the central ``level`` (default 95 %) of the draws
-  (empirical quantiles; with N draws its ends are the ``(1 - level) / 2`` quantiles);
-* the real outcome lies *inside* when every coordinate lies in its band;
-* with start noise (the measurement noise of the recorded poses), each draw's start is moved by
-  it and its final outcome gets it too, as the recorded outcome carries it.
+* the draws are grouped into modes (:func:`sim2real.sysid.bands.find_modes`: turn left or right,
+  flip or not), each with its probability;
+* the *band* is every mode's box, widened by the model's discrepancy and a conformal quantile
+  calibrated on trials the fit never saw (:mod:`sim2real.sysid.bands`): from the fit's held-out
+  trials (``fit --spread-draws``, each held-out trial judged by the calibration from the others),
+  or from the fit.json that holds that calibration (``replay --spread``). Without one the band is
+  the draws' central ``level`` (the *parameter-only* band), said as such: it holds what the
+  parameters and the start leave open, not what the model gets wrong;
+* the real outcome lies *inside* when every coordinate lies in some mode's box;
+* start noise (the measurement noise of the recorded poses, :class:`StartNoise`): each draw's start
+  is moved by the error of the recorded start (the noise over the square root of the poses it
+  averages) and its final outcome gets the noise of one pose, as the recorded outcome carries it.
+  :data:`MEASURED` takes both from each recording (:func:`sim2real.sysid.data.pose_noise`).
 
 Draws whose simulation fails are counted and left out of the band (never hidden).
 """
@@ -21,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -28,6 +37,18 @@ import numpy as np
 from sim2real.execution import Executor, Shared
 from sim2real.params import ParameterSet
 from sim2real.spatial import from_axis_angle, multiply
+from sim2real.sysid.bands import (
+    DEFAULT_LEVEL,
+    BandCalibration,
+    Mode,
+    TrialBand,
+    calibrate,
+    conformal_rank,
+    find_modes,
+    leave_one_out,
+    misses_level,
+    trial_band,
+)
 from sim2real.sysid.data import TrialData
 from sim2real.sysid.prediction import simulate_whole
 from sim2real.sysid.tasks import one_line
@@ -41,7 +62,7 @@ COORDINATES: tuple[tuple[str, str], ...] = (("x", "m"), ("y", "m"), ("yaw", "deg
 
 @dataclass(frozen=True)
 class StartNoise:
-    """Measurement noise of a recorded start pose (standard deviations; 0 turns it off).
+    """Measurement noise of the recorded box poses (standard deviations of one pose; 0 turns it off).
 
     Attributes
     ----------
@@ -49,10 +70,42 @@ class StartNoise:
         Of the box centre's ``x`` and ``y``, m.
     yaw_rad : float
         Of its heading about world z, rad.
+    start_samples : int
+        Poses averaged into the recorded start: its error is the noise over their square root.
     """
 
     position_m: float = 0.0
     yaw_rad: float = 0.0
+    start_samples: int = 1
+
+    @property
+    def active(self) -> bool:
+        """Whether any noise is drawn."""
+        return self.position_m > 0 or self.yaw_rad > 0
+
+    def start_std(self) -> np.ndarray:
+        """Standard deviations (3,) of the recorded start: ``dx``, ``dy`` (m) and ``dyaw`` (rad)."""
+        return np.array([self.position_m, self.position_m, self.yaw_rad]) / np.sqrt(max(self.start_samples, 1))
+
+    def outcome_std(self) -> np.ndarray:
+        """Standard deviations (3,) of a recorded outcome: final ``x``, ``y`` (m) and the yaw since the
+        start (deg; two headings, so √2 × the heading noise)."""
+        return np.array([self.position_m, self.position_m, np.sqrt(2.0) * np.degrees(self.yaw_rad)])
+
+
+#: Start noise measured from each recording itself (``--start-noise auto``).
+MEASURED = "measured"
+
+
+def trial_noise(data: TrialData, noise: StartNoise | str) -> StartNoise:
+    """The start noise of one trial: ``noise`` itself, or for :data:`MEASURED` the recording's own
+    pose noise (:func:`sim2real.sysid.data.pose_noise`) with the poses its start averages."""
+    if isinstance(noise, StartNoise):
+        return noise
+    from sim2real.sysid.data import pose_noise
+
+    position, heading = pose_noise(data)
+    return StartNoise(position, heading, max(int(data.start_samples), 1))
 
 
 @dataclass(frozen=True)
@@ -113,41 +166,83 @@ class TrialSpread:
         The same for each draw whose simulation worked (M ≤ N).
     failures : tuple of str
         Why the other draws failed (one line each).
+    noise : StartNoise
+        The measurement noise the draws were given.
     """
 
     name: str
     real: np.ndarray
     predicted: np.ndarray
     failures: tuple[str, ...] = ()
+    noise: StartNoise = StartNoise()
 
-    def band(self, level: float = 0.95) -> np.ndarray:
-        """Central ``level`` band per coordinate, shape (3, 2) (NaN without working draws)."""
+    def band(self, level: float = DEFAULT_LEVEL) -> np.ndarray:
+        """The parameter-only band: the draws' central ``level`` per coordinate, shape (3, 2) (NaN without
+        working draws)."""
         if self.predicted.shape[0] == 0:
             return np.full((3, 2), np.nan)
         tail = 0.5 * (1.0 - level)
         return np.quantile(self.predicted, [tail, 1.0 - tail], axis=0).T
 
-    def inside(self, level: float = 0.95) -> bool | None:
-        """Whether every real coordinate lies in its band (None without working draws)."""
+    def inside(self, level: float = DEFAULT_LEVEL) -> bool | None:
+        """Whether every real coordinate lies in its parameter-only band (None without working draws)."""
         band = self.band(level)
         if not np.all(np.isfinite(band)):
             return None
         return bool(np.all((self.real >= band[:, 0]) & (self.real <= band[:, 1])))
 
-    def as_dict(self, level: float = 0.95) -> dict[str, Any]:
-        """JSON-ready: real outcome, median, band and inside per coordinate (units in the keys)."""
-        band = self.band(level)
+    def modes(self) -> tuple[Mode, ...]:
+        """The modes of the working draws (:func:`sim2real.sysid.bands.find_modes`; empty without any)."""
+        return self._modes
+
+    @cached_property
+    def _modes(self) -> tuple[Mode, ...]:
+        return find_modes(self.predicted)
+
+    def as_dict(self, level: float = DEFAULT_LEVEL, band: TrialBand | None = None) -> dict[str, Any]:
+        """JSON-ready: real outcome, median, band and inside per coordinate (units in the keys).
+
+        ``band`` is the trial's calibrated band: it sets ``band`` and ``inside`` (per coordinate: the
+        hull of its modes' boxes) and the modes; without it both are the parameter-only band's.
+        ``parameter_band`` and ``parameter_inside`` are always the parameter-only ones.
+        """
+        parameter = self.band(level)
+        reported = band.hull() if band is not None else parameter
         median = np.median(self.predicted, axis=0) if self.predicted.shape[0] else np.full(3, np.nan)
         coords = {}
         for k, (name, unit) in enumerate(COORDINATES):
             coords[f"{name}_{unit}"] = {"real": float(self.real[k]), "median": _number(median[k]),
-                                        "band": [_number(band[k, 0]), _number(band[k, 1])],
-                                        "inside": bool(band[k, 0] <= self.real[k] <= band[k, 1])
-                                        if np.all(np.isfinite(band[k])) else None}
-        return {"trial": self.name, "draws": int(self.predicted.shape[0]) + len(self.failures),
-                "failed_draws": len(self.failures), "failures": list(self.failures[:3]),
-                "inside": self.inside(level), "outcome": coords,
-                "predicted": [[float(v) for v in row] for row in self.predicted]}
+                                        "band": [_number(reported[k, 0]), _number(reported[k, 1])],
+                                        "inside": _within(self.real[k], reported[k]),
+                                        "parameter_band": [_number(parameter[k, 0]), _number(parameter[k, 1])]}
+        entry: dict[str, Any] = {
+            "trial": self.name, "draws": int(self.predicted.shape[0]) + len(self.failures),
+            "failed_draws": len(self.failures), "failures": list(self.failures[:3]),
+            "inside": band.inside if band is not None else self.inside(level),
+            "parameter_inside": self.inside(level), "calibrated": band is not None, "outcome": coords,
+            "start_noise": {"position_mm": 1000.0 * self.noise.position_m,
+                            "yaw_deg": float(np.degrees(self.noise.yaw_rad)),
+                            "start_samples": self.noise.start_samples},
+            "predicted": [[float(v) for v in row] for row in self.predicted]}
+        modes = band.modes if band is not None else self.modes()
+        entry["modes"] = [_mode_dict(m, band.boxes[j] if band is not None else None) for j, m in enumerate(modes)]
+        if band is not None:
+            entry.update({"nearest_mode": band.nearest, "score": band.score, "log_score": band.log_score,
+                          "nearest_mode_probability": band.modes[band.nearest].probability})
+        return entry
+
+
+def _within(value: float, interval: np.ndarray) -> bool | None:
+    return bool(interval[0] <= value <= interval[1]) if np.all(np.isfinite(interval)) else None
+
+
+def _mode_dict(mode: Mode, box: np.ndarray | None) -> dict[str, Any]:
+    """One mode of a trial: probability, centre, draws' scale and (calibrated) box per coordinate."""
+    out: dict[str, Any] = {"probability": mode.probability}
+    for k, (name, unit) in enumerate(COORDINATES):
+        out[f"{name}_{unit}"] = {"centre": float(mode.centre[k]), "scale": float(mode.scale[k]),
+                                 "band": None if box is None else [_number(box[k, 0]), _number(box[k, 1])]}
+    return out
 
 
 def _number(value: float) -> float | None:
@@ -156,13 +251,13 @@ def _number(value: float) -> float | None:
 
 def start_shifts(noise: StartNoise, count: int, rng: np.random.Generator) -> np.ndarray:
     """``(count, 3)`` start shifts ``dx, dy`` (m) and ``dyaw`` (rad) drawn from ``noise`` (zeros when off)."""
-    scale = np.array([noise.position_m, noise.position_m, noise.yaw_rad])
-    return rng.standard_normal((count, 3)) * scale
+    return rng.standard_normal((count, 3)) * noise.start_std()
 
 
 def predict_spread(executor: Executor, trials: Sequence[TrialData], parameter_sets: Sequence[ParameterSet],
                    mode: str, pusher: str, pusher_shape: str = "sphere", engine: str = "ours",
-                   noise: StartNoise = StartNoise(), rng: np.random.Generator | None = None) -> list[TrialSpread]:
+                   noise: StartNoise | str = StartNoise(), rng: np.random.Generator | None = None
+                   ) -> list[TrialSpread]:
     """Simulate every trial under every parameter set (and start perturbation); the spread per trial.
 
     Parameters
@@ -174,12 +269,13 @@ def predict_spread(executor: Executor, trials: Sequence[TrialData], parameter_se
         The draws (each complete; a trial's own object values still replace theirs).
     mode, pusher, pusher_shape, engine : str
         As for a replay (:func:`sim2real.sysid.replay.replay`).
-    noise : StartNoise
-        Measurement noise of the recorded poses. Each draw's start is moved by it (each trial and
-        draw gets its own shift), and each draw's final outcome gets it too, as the real one does:
-        ``x`` and ``y`` the position noise, the yaw since the start that of two headings (√2 ×).
+    noise : StartNoise or :data:`MEASURED`
+        Measurement noise of the recorded poses (one for every trial, or each recording's own). Each
+        draw's start is moved by the start's error (each trial and draw gets its own shift), and
+        each draw's final outcome gets one pose's noise, as the real one does
+        (:meth:`StartNoise.outcome_std`).
     rng : numpy.random.Generator, optional
-        Source of the start shifts (required when ``noise`` is not zero).
+        Source of the start shifts (required when there is noise).
 
     Returns
     -------
@@ -187,32 +283,32 @@ def predict_spread(executor: Executor, trials: Sequence[TrialData], parameter_se
         In trial order.
     """
     count = len(parameter_sets)
+    noises = [trial_noise(data, noise) for data in trials]
     shifts = np.zeros((len(trials), count, 3))
-    if noise.position_m > 0 or noise.yaw_rad > 0:
+    if any(n.active for n in noises):
         if rng is None:
             raise ValueError("start noise needs a random generator")
-        shifts = np.stack([start_shifts(noise, count, rng) for _ in trials])
+        shifts = np.stack([start_shifts(n, count, rng) for n in noises])
     shared = [executor.share(t) for t in trials]
     tasks = [SpreadTask(shared[i], params, mode, pusher, pusher_shape, engine, tuple(float(v) for v in shifts[i, j]))
              for i in range(len(trials)) for j, params in enumerate(parameter_sets)]
     results = list(executor.map(run_spread_task, tasks))
-    measured = np.array([noise.position_m, noise.position_m, np.sqrt(2.0) * np.degrees(noise.yaw_rad)])
     spreads = []
     for i, data in enumerate(trials):
         mine = results[i * count:(i + 1) * count]
-        finals = [r for r in mine if isinstance(r, np.ndarray)]
-        if finals and np.any(measured > 0):
-            finals = list(np.array(finals) + rng.standard_normal((len(finals), 3)) * measured)  # type: ignore[union-attr]
+        finals = np.array([r for r in mine if isinstance(r, np.ndarray)]).reshape(-1, 3)
+        if finals.shape[0] and noises[i].active and rng is not None:
+            finals = finals + rng.standard_normal(finals.shape) * noises[i].outcome_std()
         real = final_outcome(data.box_position, data.box_quaternion,
                              [float(parameter_sets[0][f"box.size_{a}"]) for a in "xyz"])
-        spreads.append(TrialSpread(data.name, real, np.array(finals).reshape(-1, 3),
-                                   tuple(r for r in mine if isinstance(r, str))))
+        spreads.append(TrialSpread(data.name, real, finals, tuple(r for r in mine if isinstance(r, str)),
+                                   noises[i]))
     return spreads
 
 
 def spread_of_fit(executor: Executor, dist: Any, params: ParameterSet, trials: Sequence[TrialData], draws: int,
                   rng: np.random.Generator, mode: str, pusher: str, pusher_shape: str = "sphere",
-                  engine: str = "ours", noise: StartNoise = StartNoise()) -> tuple[Any, list[TrialSpread]]:
+                  engine: str = "ours", noise: StartNoise | str = StartNoise()) -> tuple[Any, list[TrialSpread]]:
     """Draw ``draws`` parameter sets from a fit's distribution and predict every trial's spread under them.
 
     Parameters the fit did not determine are drawn uniformly within their bounds
@@ -230,15 +326,196 @@ def spread_of_fit(executor: Executor, dist: Any, params: ParameterSet, trials: S
     return draw, predict_spread(executor, trials, sets, mode, pusher, pusher_shape, engine, noise, rng)
 
 
-def spread_record(spreads: Sequence[TrialSpread], draw: Any, draws: int, seed: int, noise_mm: float,
-                  noise_deg: float, fit: str, level: float = 0.95) -> dict[str, Any]:
-    """The JSON record of a predicted spread (``spread.json``, fit.json ``validation.spread``)."""
-    inside = [s.inside(level) for s in spreads]
-    judged = [v for v in inside if v is not None]
-    summary = (f"the real outcome lies inside the predicted {100 * level:g} % spread in {sum(judged)} of "
-               f"{len(judged)} trial(s)" + (f" ({len(inside) - len(judged)} without a working draw)"
-                                            if len(judged) < len(inside) else ""))
-    return {"format": "sim2real.spread/1", "fit": fit, "draws": draws, "seed": seed,
-            "uniform": list(draw.uniform), "start_noise": {"position_mm": noise_mm, "yaw_deg": noise_deg},
-            "level": level, "summary": summary, "inside": sum(judged), "judged": len(judged),
-            "trials": [s.as_dict(level) for s in spreads]}
+@dataclass(frozen=True)
+class CalibrationCheck:
+    """A band calibrated on the trials it predicts, each judged by the calibration from the others.
+
+    Attributes
+    ----------
+    calibration : BandCalibration or None
+        From every judged trial (what later predictions use); None without judged trials.
+    per_trial : list of BandCalibration or None
+        Per judged trial, the calibration from the others (leave one out).
+    inside, judged : int
+        Judged trials inside their leave-one-out band, and how many were judged.
+    parameter_inside : int
+        Of the judged trials, how many lie inside the parameter-only band.
+    """
+
+    calibration: BandCalibration | None
+    per_trial: list[BandCalibration | None]
+    inside: int
+    judged: int
+    parameter_inside: int
+
+    def as_dict(self, level: float) -> dict[str, Any]:
+        """fit.json ``validation.spread.check``: the counts and, when the band misses its level, the p-value."""
+        p = misses_level(self.inside, self.judged, level)
+        return {"inside": self.inside, "judged": self.judged, "parameter_inside": self.parameter_inside,
+                "misses_level": p is not None, "binomial_p": p}
+
+
+def _judged(spreads: Sequence[TrialSpread]) -> list[int]:
+    return [i for i, s in enumerate(spreads) if s.predicted.shape[0] > 0]
+
+
+def self_calibration(spreads: Sequence[TrialSpread], level: float = DEFAULT_LEVEL) -> CalibrationCheck:
+    """Calibrate a band on ``spreads`` (trials the fit did not see) and judge each by the others."""
+    judged = _judged(spreads)
+    reals = [spreads[i].real for i in judged]
+    modes = [spreads[i].modes() for i in judged]
+    per_trial = leave_one_out(reals, modes, level)
+    inside = sum(trial_band(r, m, c).inside for r, m, c in zip(reals, modes, per_trial, strict=True) if c is not None)
+    return CalibrationCheck(calibrate(reals, modes, level), per_trial, int(inside), len(judged),
+                            sum(bool(spreads[i].inside(level)) for i in judged))
+
+
+def band_makeup(spreads: Sequence[TrialSpread], calibration: BandCalibration | None) -> dict[str, Any]:
+    """What the band is made of, as medians over the trials' most probable modes (units in the keys):
+    the draws' scale (parameters and start), the start's error, the discrepancy and the quantile."""
+    modes = [s.modes()[0] for s in spreads if s.predicted.shape[0]]
+    draws = np.median([m.scale for m in modes], axis=0) if modes else np.full(3, np.nan)
+    start = np.median([s.noise.start_std() for s in spreads], axis=0) if spreads else np.zeros(3)
+    tau = calibration.discrepancy if calibration is not None else np.zeros(3)
+    out: dict[str, Any] = {}
+    for k, (name, unit) in enumerate(COORDINATES):
+        start_k = float(np.degrees(start[k])) if name == "yaw" else float(start[k])
+        out[f"{name}_{unit}"] = {"draws": _number(draws[k]), "start": start_k, "discrepancy": float(tau[k])}
+    out["quantile"] = calibration.quantile if calibration is not None else None
+    return out
+
+
+def spread_record(spreads: Sequence[TrialSpread], draw: Any, draws: int, seed: int, noise: dict[str, Any],
+                  fit: str, level: float = DEFAULT_LEVEL, calibration: BandCalibration | None = None,
+                  check: CalibrationCheck | None = None) -> dict[str, Any]:
+    """The JSON record of a predicted spread (``spread.json``, fit.json ``validation.spread``).
+
+    Parameters
+    ----------
+    spreads : sequence of TrialSpread
+    draw : SampleDraw
+        The parameter sets (its ``uniform`` names are said).
+    draws, seed : int
+    noise : dict
+        The start noise as given (``{"measured": true}`` or ``position_mm`` and ``yaw_deg``).
+    fit : str
+        Where the draws came from.
+    level : float
+        The band's nominal level.
+    calibration : BandCalibration, optional
+        A calibration from other trials (a fit's held-out ones) applied to every trial.
+    check : CalibrationCheck, optional
+        A calibration on these trials themselves (:func:`self_calibration`): each trial is judged by
+        its leave-one-out calibration, and the record keeps the calibration from all for later use.
+    """
+    judged = _judged(spreads)
+    bands: dict[int, TrialBand] = {}
+    for position, i in enumerate(judged):
+        cal = check.per_trial[position] if check is not None else calibration
+        if cal is not None:
+            bands[i] = trial_band(spreads[i].real, spreads[i].modes(), cal)
+    kept = check.calibration if check is not None else calibration
+    entries = [s.as_dict(level, bands.get(i)) for i, s in enumerate(spreads)]
+    inside = [e["inside"] for e in entries]
+    counted = [v for v in inside if v is not None]
+    parameter = [e["parameter_inside"] for e in entries if e["parameter_inside"] is not None]
+    bimodal = [e["trial"] for e in entries if len(e["modes"]) > 1]
+    record: dict[str, Any] = {
+        "format": "sim2real.spread/2", "fit": fit, "draws": draws, "seed": seed, "uniform": list(draw.uniform),
+        "start_noise": noise, "level": level,
+        "calibrated": bool(bands) and len(bands) == len(judged) and kept is not None and kept.calibrated,
+        "calibration": kept.as_dict() if kept is not None else None,
+        "check": check.as_dict(level) if check is not None else None,
+        "makeup": band_makeup(spreads, kept), "inside": sum(counted), "judged": len(counted),
+        "parameter_inside": sum(parameter), "unstable": bimodal,
+        "log_score": float(np.mean([bands[i].log_score for i in bands])) if bands else None,
+        "trials": entries}
+    record["summary"] = spread_summary(record, len(inside) - len(counted))
+    return record
+
+
+def spread_summary(record: dict[str, Any], without_draws: int = 0) -> str:
+    """One line: which band, how many real outcomes it holds, and the parameter-only band's count."""
+    level = 100 * record["level"]
+    judged = record["judged"]
+    tail = f" ({without_draws} without a working draw)" if without_draws else ""
+    unstable = f"; {len(record['unstable'])} trial(s) with several modes" if record["unstable"] else ""
+    cal = record["calibration"]
+    if cal is None:
+        return (f"NOT CALIBRATED: the parameter-only {level:g} % band (the draws alone, no model discrepancy) holds "
+                f"the real outcome in {record['inside']} of {judged} trial(s){tail}{unstable}")
+    how = ("each judged by the calibration from the others" if record.get("check") else
+           f"calibrated on {cal['trials']} held-out trial(s)")
+    line = (f"the calibrated {level:g} % band ({how}) holds the real outcome in {record['inside']} of {judged} "
+            f"trial(s){tail}; the parameter-only band in {record['parameter_inside']}{unstable}")
+    if not record["calibrated"]:
+        return (f"NOT CALIBRATED at {level:g} %: {cal['trials']} calibration trial(s) guarantee "
+                f"{100 * cal['guaranteed_level']:.0f} % ({conformal_minimum(record['level'])} needed); {line}")
+    return line
+
+
+def fit_calibration(document: dict[str, Any], source: str, level: float = DEFAULT_LEVEL) -> BandCalibration | None:
+    """The band calibration a fit.json keeps (``validation.spread.calibration``) at ``level``; None when
+    the fit has none (no held-out spread).
+
+    Raises
+    ------
+    Sim2RealError
+        One line naming ``source`` when the calibration is there but invalid.
+    """
+    from sim2real.errors import Sim2RealError
+
+    validation = document.get("validation")
+    spread = validation.get("spread") if isinstance(validation, dict) else None
+    stored = spread.get("calibration") if isinstance(spread, dict) else None
+    if stored is None:
+        return None
+    try:
+        return BandCalibration.from_dict(stored, f"{source}: validation.spread.calibration").at_level(level)
+    except ValueError as err:
+        raise Sim2RealError(str(err)) from None
+
+
+def band_verdict(record: dict[str, Any]) -> tuple[str | None, list[str]]:
+    """What a fit's held-out spread (calibrated on itself, :func:`self_calibration`) says of the fit.
+
+    Returns
+    -------
+    (str or None, list of str)
+        A problem when the band cannot hold its level: too few held-out trials to calibrate it
+        (split conformal prediction needs :func:`conformal_minimum` of them), or, each held-out trial
+        judged by the calibration from the others, fewer real outcomes inside than the level allows
+        (one-sided binomial p < 0.05). A warning when the parameter-only band misses the level (the
+        model's discrepancy, which the calibrated band carries).
+    """
+    check, cal = record.get("check") or {}, record.get("calibration")
+    level, judged = record["level"], check.get("judged", 0)
+    words = f"{100 * level:g} % prediction band"
+    parameter = f"the parameter-only band (the draws alone) holds {check.get('parameter_inside', 0)} of {judged}"
+    problem = None
+    if cal is None:
+        problem = f"the {words} could not be calibrated: no held-out trial has a working draw"
+    elif not cal["calibrated"]:
+        lower = max((p for p in (0.5, 0.6, 0.7, 0.75, 0.8, 0.85) if conformal_rank(cal["trials"], p) <= cal["trials"]),
+                    default=None)
+        problem = (f"the {words} cannot be calibrated on {cal['trials']} held-out trial(s) ({conformal_minimum(level)} "
+                   f"needed; guaranteed {100 * cal['guaranteed_level']:.0f} %); {parameter}: hold out more trials"
+                   + (f" or ask for --level {lower:g}" if lower is not None else ""))
+    elif check.get("misses_level"):
+        problem = (f"the calibrated {words} holds {check['inside']} of {judged} held-out outcomes (each judged by the "
+                   f"calibration from the others), fewer than its level (binomial p = {check['binomial_p']:.2g})")
+    warnings = []
+    if cal is not None and judged and misses_level(check.get("parameter_inside", 0), judged, level) is not None:
+        tau = cal["discrepancy"]
+        warnings.append(f"{parameter} held-out outcomes, fewer than its level: the model's discrepancy (x "
+                        f"{1000 * tau['x_m']:.3g} mm, y {1000 * tau['y_m']:.3g} mm, yaw {tau['yaw_deg']:.3g} deg) is "
+                        "what the parameters cannot explain; the calibrated band carries it")
+    return problem, warnings
+
+
+def conformal_minimum(level: float) -> int:
+    """Fewest calibration trials for which a split conformal band reaches ``level``."""
+    n = 1
+    while conformal_rank(n, level) > n:
+        n += 1
+    return n

@@ -19,6 +19,11 @@ compares where they end (:func:`compare_starts`):
 The cost tolerance is the larger of 1 % of the chosen cost and the likelihood-ratio threshold of
 one parameter at 95 % (``½ χ²₁(0.95) σ²``, ``σ² = 2 cost / (m − p)``, independent rows).
 
+A start that could not be evaluated (its simulation failed or degraded at the start values) checks
+nothing: when no other start could be, the independence of the optimum from the start, which the
+fit claims by running them, was not checked, and that is a problem; when some could and some could
+not, a warning names those that could not (:func:`unevaluated_starts`).
+
 By default (:func:`default_starts`) a fit with at most :data:`AUTO_MAX_PARAMETERS` unknowns whose
 trials hold at most :data:`AUTO_MAX_STEPS` simulated steps in all runs :data:`AUTO_STARTS` starts
 (the given one and two others); larger problems run one. The rule counts steps, not seconds, so
@@ -339,6 +344,50 @@ def compare_starts(runs: Sequence[StartRun], labels: Sequence[str], lower: np.nd
     return StartsVerdict(chosen, tuple(rivals), warning, record, tuple(runs))
 
 
+#: How the problem line of a multi-start whose other starts could none be evaluated begins.
+UNCHECKED = "the optimum's independence of the start is unchecked:"
+#: Longest reason quoted per start in those lines (the whole one is in fit.json ``data.starts.runs``).
+_REASON_CHARS = 160
+
+
+def unevaluated_starts(record: dict[str, Any]) -> tuple[str | None, str | None]:
+    """What the other starts that could not be evaluated mean for the verdict: ``(problem, warning)``.
+
+    Parameters
+    ----------
+    record : dict
+        fit.json ``data.starts`` (:func:`compare_starts`; ``{"count": 1}`` without other starts).
+
+    Returns
+    -------
+    (str or None, str or None)
+        A problem (:data:`UNCHECKED` ...) when every other start failed: whether the optimum depends
+        on the start was not checked. A warning naming the failed starts when at least one other
+        start was evaluated (the check rests on those). Each names the starts and why, on one line
+        (reasons longer than 160 characters are cut; the whole one is in ``data.starts.runs``).
+        ``(None, None)`` when every start was evaluated.
+    """
+    runs = record.get("runs") or []
+    others = list(enumerate(runs[1:], start=2))
+    failed = [(number, run) for number, run in others if run.get("values") is None]
+    if not failed:
+        return None, None
+    by_reason: dict[str, list[int]] = {}
+    for number, run in failed:
+        reason = " ".join(str(run.get("error") or "no reason recorded").split())
+        if len(reason) > _REASON_CHARS:
+            reason = reason[:_REASON_CHARS - 1].rstrip() + "…"
+        by_reason.setdefault(reason, []).append(number)
+    why = "; ".join(f"{'starts' if len(numbers) > 1 else 'start'} {', '.join(map(str, numbers))}: {reason}"
+                    for reason, numbers in by_reason.items())
+    counted = f"{len(failed)} of {len(others)} alternative start(s) could not be evaluated ({why})"
+    if len(failed) == len(others):
+        return (f"{UNCHECKED} {counted}; only the given start's optimum was found, so whether the optimum "
+                "depends on the start is not known"), None
+    return None, (f"{counted}; the check that the optimum does not depend on the start rests on the "
+                  f"other {len(others) - len(failed)}")
+
+
 def start_dependence(record: dict[str, Any], ci95: dict[str, list[float] | None]) -> str | None:
     """A problem line when a start ended as low as the reported optimum outside its 95 % intervals.
 
@@ -379,3 +428,11 @@ def start_dependence(record: dict[str, Any], ci95: dict[str, list[float] | None]
             f"{record.get('cost_tolerance', 0.0):.3g}), with {', '.join(outside)} (the 95 % interval)"
             + (f"; {len(found) - 1} more start(s) likewise" if len(found) > 1 else "")
             + "; the data do not single out one optimum")
+
+
+def starts_warnings(verdict: StartsVerdict | None) -> list[str]:
+    """The other starts' warnings: an optimum taken from another start, and other starts that could not be
+    evaluated while some could (when none could, :func:`unevaluated_starts` makes it a problem)."""
+    if verdict is None:
+        return []
+    return [w for w in (verdict.warning, unevaluated_starts(verdict.record)[1]) if w]

@@ -7,7 +7,8 @@ more (damping limit), and ``"not converged"`` when it ran out of iterations. Its
 first: parameters the data do not determine (a 95 % interval that covers essentially the
 parameter's whole bound range, or leave-one-out refits that land outside the interval:
 :func:`determination_problems`; no standard deviation at all), an optimum that depends on the
-start (another start as low outside the intervals, :mod:`sim2real.sysid.starts`), not converged,
+start (another start as low outside the intervals, :mod:`sim2real.sysid.starts`) or whose
+independence of the start is unchecked (no other start could be evaluated), not converged,
 a stop on a corner of the bounds after the first steps, parameters at a bound, a held-out cost or
 prediction error that rose, residual rows left out because they depend on degraded solver steps,
 trials left out. ``sim2real fit`` prints them first, fit.json carries them at the top, and the

@@ -1,7 +1,9 @@
 """Write a fit back: the fitted ROS 2 params YAML and its fit.json, together or not at all.
 
 ``--out F.yaml`` gives the params file (complete parameter set under the ``/**`` node key,
-readable by ``sim_node``, ``sim2real simulate --params`` and the launch files); the fit
+readable by ``sim_node``, ``sim2real simulate --params`` and the launch files; when every fitted
+trial carries one and the same object, with that object's box and pusher values where the fit
+simulated them: :mod:`sim2real.sysid.fitted_objects`); the fit
 report goes to the same path with the suffix ``.json`` (``fitted.yaml`` → ``fitted.json``).
 Both are written whatever the fit's status (its ``status`` and ``problems`` say whether to use
 it). Hard solver steps met during the fit go to a folder beside them named after the params
@@ -27,6 +29,7 @@ from sim2real.params import save_params
 from sim2real.physics import save_hard_steps
 from sim2real.sysid.fit import FitResult
 from sim2real.sysid.fit_file import FIT_FORMAT
+from sim2real.sysid.fitted_objects import ObjectFiles, params_objects
 
 PARAMS_SUFFIXES: tuple[str, ...] = (".yaml", ".yml")
 #: Suffix of the folder (beside the params file, named after its stem) of the hard-step reproduction files.
@@ -73,13 +76,27 @@ def _json_safe(value: Any) -> Any:
 
 
 def fit_document(result: FitResult, out: str | os.PathLike[str] | None = None) -> dict[str, Any]:
-    """The fit.json object of ``result`` (non-finite numbers become null), with ``params_file`` and the
-    name of the hard-step folder (``hard_steps.directory``, beside the params file) when ``out`` is given."""
+    """The fit.json object of ``result`` (non-finite numbers become null), with ``params_file``, the
+    name of the hard-step folder (``hard_steps.directory``, beside the params file) and which object
+    the params files hold (``params_object``, :func:`object_files`) when ``out`` is given."""
     document = {"format": FIT_FORMAT, **result.to_json()}
     if out is not None:
         document["params_file"] = str(out)
+        document["params_object"] = object_files(out, result).record
         document["hard_steps"] = {"directory": hard_steps_dir(out).name, **document["hard_steps"]}
     return _json_safe(document)
+
+
+def object_files(out: str | os.PathLike[str], result: FitResult) -> ObjectFiles:
+    """What the params file ``out`` (and a per-object fit's ``<stem>.<OBJECT>.yaml``) hold of the objects
+    the fitted trials carry (fit.json ``data.trial_objects``; :func:`~sim2real.sysid.fitted_objects.params_objects`)."""
+    free = result.free
+    per_object = None
+    if free.per_object:
+        x = np.array([result.values[label] for label in free.labels])
+        per_object = {obj: result.start.replace(free.parameters(x, obj)) for obj in free.objects}
+    return params_objects(out, result.params, result.data.get("trial_objects") or [], set(free.names),
+                          per_object, object_params_path)
 
 
 def object_params_path(out: str | os.PathLike[str], obj: str) -> Path:
@@ -97,17 +114,14 @@ def _check_object_targets(path: Path, result: FitResult) -> None:
             raise Sim2RealError(f"{target} exists and was not written by a fit; choose another --out")
 
 
-def _write_object_params(path: Path, result: FitResult, header: str) -> list[Path]:
-    """One params file per object of a per-object fit: the shared values and that object's (none otherwise)."""
-    free = result.free
-    if not free.per_object:
-        return []
-    x = np.array([result.values[label] for label in free.labels])
+def _write_object_params(path: Path, files: ObjectFiles, header: str) -> list[Path]:
+    """One params file per object of a per-object fit (none otherwise): the shared values and that
+    object's, with its box and pusher values from its trials (``files``: :func:`object_files`)."""
     written = []
-    for obj in free.objects:
+    for obj, (taken, line) in files.per_object.items():
         target = object_params_path(path, obj)
-        save_params(target, result.start.replace(free.parameters(x, obj)),
-                    header=f"{header}\nobject: {obj} (its per-object values and the shared ones)")
+        save_params(target, taken.params,
+                    header=f"{header}\nobject: {obj} (its per-object values and the shared ones)\n{line}")
         written.append(target)
     return written
 
@@ -128,14 +142,15 @@ def write_fit(out: str | os.PathLike[str], result: FitResult) -> tuple[Path, Pat
               f"status: {result.status}; stop reason: {result.stop_reason}; uncertainty in {json_path.name}")
     if result.problems:
         header += "\nPROBLEMS (see " + json_path.name + "):\n" + "\n".join(f"- {p}" for p in result.problems)
+    files = object_files(path, result)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = temp_file(path.parent, prefix=f".{json_path.name}.")  # the umask's mode, not mkstemp's 0600
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             json.dump(document, handle, indent=2)
             handle.write("\n")
-        save_params(path, result.params, header=header)
-        _write_object_params(path, result, header)
+        save_params(path, files.shared.params, header=f"{header}\n{files.header}" if files.header else header)
+        _write_object_params(path, files, header)
         os.replace(tmp, json_path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -196,6 +196,44 @@ def compute_outcome(box_pose: PoseSeries, box_size: Any, touched: bool | None = 
     )
 
 
+PLANAR_KEY = "planar"
+"""Marks a planar recording (box x, y and heading only; :func:`sim2real.trials.csv_import.read_csv_recording`):
+trial.json ``import.planar`` says what the import set (the box centre's height, the pusher's), and the
+recorded platform's outcome carries ``"planar": true`` with its tilt and flip unknown (null)."""
+
+#: Outcome keys a planar recording cannot tell (the tilt, and the face the box rests on).
+TILT_KEYS: tuple[str, ...] = ("max_tilt_deg", "flipped", "up_axis_initial", "up_axis_final")
+
+
+def planar_platforms(meta: Mapping[str, Any]) -> tuple[str, ...]:
+    """The platforms whose box poses in a trial came from a planar recording.
+
+    Parameters
+    ----------
+    meta : mapping
+        trial.json content; a planar import has an ``import.planar`` section (a replay keeps it).
+
+    Returns
+    -------
+    tuple of str
+        ``("real",)`` (an import records the real platform) for a planar recording, else empty.
+    """
+    section = meta.get("import")
+    return ("real",) if isinstance(section, Mapping) and section.get(PLANAR_KEY) else ()
+
+
+def tilt_unknown(outcome: Mapping[str, Any]) -> dict[str, Any]:
+    """An outcome (trial.json form, :meth:`Outcome.as_dict`) of a planar recording: tilt and flip unknown.
+
+    A planar recording holds pure rotations about world z, from which :func:`compute_outcome` would
+    report a tilt of 0 and "not flipped"; that is no measurement. The keys of :data:`TILT_KEYS`
+    become None (null) and ``"planar"`` True; an outcome with an ``"error"`` is returned as it is.
+    """
+    if "error" in outcome:
+        return dict(outcome)
+    return {**outcome, **dict.fromkeys(TILT_KEYS), PLANAR_KEY: True}
+
+
 @dataclass(frozen=True)
 class OutcomeErrors:
     """How far one platform's trial outcome is from another's (e.g. sim from real).

@@ -127,6 +127,15 @@ class Recording:
         Arm joint states.
     notes : dict
         Reader details kept in trial.json ``import`` (e.g. static transforms composed).
+    planar : bool
+        The box poses are planar (x, y and a heading, as a planar-pushing lab records them): ``box``
+        holds them on the recording frame's x-y plane (z = 0) with pure rotations about its z axis.
+        Such a recording cannot tell the box's height or whether it tilted: the import puts the
+        box centre at half the object's thickness (``box.size_z / 2``) and marks the trial's tilt
+        unknown (:data:`sim2real.trials.outcome.PLANAR_KEY`).
+    planar_pusher : bool
+        The pusher positions have no height either (x and y only, z = 0 in ``pusher``): the import
+        puts the pusher point at ``box.size_z / 2`` too.
     """
 
     path: str
@@ -136,6 +145,8 @@ class Recording:
     pusher: PoseSamples | None = None
     joints: JointSamples | None = None
     notes: dict[str, Any] = field(default_factory=dict)
+    planar: bool = False
+    planar_pusher: bool = False
 
 
 MAX_SECONDS = 9_223_372_036
@@ -285,6 +296,52 @@ class ImportSettings:
             raise Sim2RealError("--outlier-angle must be a non-negative number of degrees")
         if not (math.isfinite(self.outlier_jump_m) and self.outlier_jump_m >= 0):
             raise Sim2RealError("--outlier-jump must be a non-negative length in m")
+
+
+# -- planar recordings ----------------------------------------------------------------------------
+def planar_height(settings: ImportSettings) -> float:
+    """Height (m, arm base frame) of a planar recording's box centre: half the object's thickness,
+    ``box.size_z / 2``, the box resting on the table at z = 0 (the import checked there is an object)."""
+    assert settings.object is not None
+    return 0.5 * float(settings.object.parameters["box.size_z"])
+
+
+#: Largest tilt (rad) of ``--transform`` or ``--box-offset`` a planar recording accepts: the rounding
+#: of a typed quaternion, not a measured tilt.
+PLANAR_TILT_TOLERANCE_RAD = 1e-6
+
+
+def _tilt_rad(quaternion: np.ndarray) -> float:
+    """Angle (rad) between the z axis rotated by a unit quaternion (w, x, y, z) and the z axis."""
+    return 2.0 * math.asin(min(1.0, math.hypot(float(quaternion[1]), float(quaternion[2]))))
+
+
+def check_planar(recording: Recording, settings: ImportSettings) -> None:
+    """Refuse a planar recording (:attr:`Recording.planar`) the import cannot place on the table.
+
+    It needs the object (its thickness gives the box centre's height, :func:`planar_height`) and a
+    level ``--transform`` and ``--box-offset``: rotations about z within
+    :data:`PLANAR_TILT_TOLERANCE_RAD`, the offset without a z component.
+
+    Raises
+    ------
+    Sim2RealError
+        One line naming the recording and the option.
+    """
+    if not recording.planar:
+        return
+    where = f"{recording.path}: a planar recording (box x, y and yaw)"
+    if settings.object is None:
+        raise Sim2RealError(f"{where} needs the object (--box-size, --box-mass or --box-density, --pusher-shape, "
+                            f"--pusher-radius): its box rests on the table, its centre at box.size_z / 2")
+    tilt = _tilt_rad(settings.transform.quaternion)
+    if tilt > PLANAR_TILT_TOLERANCE_RAD:
+        raise Sim2RealError(f"{where} lies in the table plane, but --transform tilts that plane by "
+                            f"{math.degrees(tilt):.3g} deg: give a rotation about z only (qx = qy = 0)")
+    offset = settings.box_offset
+    if _tilt_rad(offset.quaternion) > PLANAR_TILT_TOLERANCE_RAD or offset.translation[2] != 0.0:
+        raise Sim2RealError(f"{where}: --box-offset moves the box centre in the table plane only: give x, y "
+                            f"and a rotation about z (z = 0, qx = qy = 0); the centre's height is box.size_z / 2")
 
 
 # -- cleaning -------------------------------------------------------------------------------------

@@ -15,7 +15,10 @@ recording, :func:`import_recordings`:
    outliers (:func:`find_outliers`: ``orientation_flips`` and ``position_jumps``);
 4. maps poses into the experiment (arm base, ``link_base``) frame: the box centre is the tracked pose
    composed with ``box_offset`` (the box centre frame in the tracked body's frame), then everything
-   goes through ``transform`` (the recording frame in the arm base frame);
+   goes through ``transform`` (the recording frame in the arm base frame); a planar recording
+   (``Recording.planar``: x, y and heading, level transforms only) has its box centre put at half the
+   object's thickness, resting on the table, and its trial.json says so (``import.planar``, the real
+   outcome's tilt and flip unknown: :func:`~sim2real.trials.outcome.tilt_unknown`);
 5. writes each trial (``/real/box_pose``, ``/real/pusher_pose``, ``/real/joint_states`` and a
    trial.json with an ``"import"`` section) into a hidden temporary run directory, renamed to the
    output directory only when every trial is written; on any error nothing is left behind.
@@ -40,7 +43,17 @@ import numpy as np
 from sim2real.errors import Sim2RealError
 from sim2real.filemodes import staging_dir
 from sim2real.spatial import normalize
-from sim2real.trials.recording import MIN_BOX_POSES, NS_PER_S, ImportSettings, JointSamples, PoseSamples, Recording
+from sim2real.trials.outcome import PLANAR_KEY
+from sim2real.trials.recording import (
+    MIN_BOX_POSES,
+    NS_PER_S,
+    ImportSettings,
+    JointSamples,
+    PoseSamples,
+    Recording,
+    check_planar,
+    planar_height,
+)
 from sim2real.trials.rigid import RigidTransform, body_offset_poses
 from sim2real.trials.scene import SceneSpec
 from sim2real.trials.schema import BASE_FRAME
@@ -335,13 +348,20 @@ class _ExperimentPoses:
     pusher_quaternion: np.ndarray | None
 
 
-def _experiment_frame(samples: _TrialSamples, settings: ImportSettings) -> _ExperimentPoses:
-    """The box centre (``box_offset``) and pusher tip (``tool_offset``) poses, mapped through ``transform``."""
+def _experiment_frame(samples: _TrialSamples, settings: ImportSettings, recording: Recording) -> _ExperimentPoses:
+    """The box centre (``box_offset``) and pusher tip (``tool_offset``) poses, mapped through ``transform``;
+    a planar recording's box centre (and a pusher without heights) at :func:`planar_height`."""
     box_position, box_quaternion = _experiment_poses(samples.box, settings.box_offset, settings.transform)
+    if recording.planar:
+        box_position = np.array(box_position, dtype=float, copy=True)
+        box_position[:, 2] = planar_height(settings)
     pusher_position = pusher_quaternion = None
     if samples.pusher is not None and samples.pusher.t_ns.shape[0]:
         pusher_position, pusher_quaternion = _experiment_poses(samples.pusher, settings.tool_offset,
                                                                settings.transform)
+        if recording.planar_pusher:
+            pusher_position = np.array(pusher_position, dtype=float, copy=True)
+            pusher_position[:, 2] = planar_height(settings)
     return _ExperimentPoses(box_position, box_quaternion, pusher_position, pusher_quaternion)
 
 
@@ -408,6 +428,11 @@ def _trial_meta(recording: Recording, window: tuple[int, int], settings: ImportS
                                "jump_m": settings.outlier_jump_m},
         **recording.notes,
     }
+    if recording.planar:
+        import_meta[PLANAR_KEY] = {
+            "columns": ["box_x", "box_y", "box_yaw"], "box_z_m": planar_height(settings),
+            "pusher_z_m": planar_height(settings) if recording.planar_pusher and "pusher_pose" in kept else None,
+            "tilt": "unknown"}
     meta = {
         "mode": "import",
         "frame": BASE_FRAME,
@@ -431,7 +456,7 @@ def _write_trial(run_dir: Path, name: str, recording: Recording, window: tuple[i
     if _skip_short(box, recording, window, where, settings, origin_ns, log):
         return None
     samples = _clean_pusher_and_joints(recording, box, window, settings)
-    poses = _experiment_frame(samples, settings)
+    poses = _experiment_frame(samples, settings, recording)
     events = _events(recording, samples, clock)
     start_ns, end_ns = events[0][0], max(e[0] for e in events)
     if start_ns < 0:
@@ -490,6 +515,7 @@ def import_recordings(recordings: Sequence[Recording], out_dir: str | Path,
     check_new_run_dir(out_dir)
     for recording in recordings:
         _check_tool_offset(recording, settings.tool_offset)
+        check_planar(recording, settings)
     say = log or (lambda _line: None)
     parent = out_dir.parent
     parent.mkdir(parents=True, exist_ok=True)

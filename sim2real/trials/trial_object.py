@@ -20,12 +20,12 @@ free parameter) is kept (:func:`sim2real.sysid.residuals.step_params`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from sim2real.errors import Sim2RealError
-from sim2real.params import coerce
+from sim2real.params import coerce, spec
 
 PUSHER_SHAPES: tuple[str, ...] = ("sphere", "rod")
 """Pusher shapes a trial may declare: a sphere, or a vertical rod (a point probe)."""
@@ -119,6 +119,31 @@ def object_from_options(box_size: Sequence[float], pusher_shape: str, pusher_rad
             raise Sim2RealError("--pusher-length is the length of a rod pusher (--pusher-shape rod)")
         parameters["pusher.length"] = float(pusher_length)
     return TrialObject(parameters, pusher_shape, name)
+
+
+def object_values(object_params: Mapping[str, float], params: Mapping[str, float],
+                  fitted: Collection[str] = ()) -> dict[str, float]:
+    """The values of a trial's object that a simulation of it takes in place of ``params``'s.
+
+    An object value replaces the parameter's value when that is still the registry's nominal one and
+    the parameter is not in ``fitted``: a value someone set (a parameter file, ``--set``, a fit's free
+    parameter) is kept (:func:`sim2real.sysid.residuals.step_params`, the params file a fit writes).
+
+    Parameters
+    ----------
+    object_params : mapping of str to float
+        The object's parameters by registry name, SI units (:attr:`TrialObject.parameters`).
+    params : mapping of str to float
+        The parameter values otherwise simulated (a complete set), SI units.
+    fitted : collection of str
+        Names whose value in ``params`` is a fit's, kept whatever it is.
+
+    Returns
+    -------
+    dict of str to float
+        The object values taken, by name.
+    """
+    return {k: float(v) for k, v in object_params.items() if k not in fitted and params[k] == spec(k).nominal}
 
 
 def trial_object(meta: Mapping[str, Any], trial: str) -> TrialObject | None:

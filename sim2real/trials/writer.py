@@ -43,7 +43,7 @@ from sim2real.trials.messages import (
     pose_stamped_cdr,
     shared_typestore,
 )
-from sim2real.trials.outcome import compute_outcome
+from sim2real.trials.outcome import compute_outcome, planar_platforms, tilt_unknown
 from sim2real.trials.records import PLATFORMS, JointReference, PoseSeries, TrialRecord
 from sim2real.trials.schema import (
     BAG_METADATA,
@@ -279,6 +279,7 @@ class TrialBagWriter:
                     touched: Mapping[str, bool | None]) -> dict[str, Any]:
         outcomes = dict(meta.get("outcomes") or {})
         size = box_size_from_meta(meta)
+        planar = planar_platforms(meta)
         for ns in PLATFORMS:
             poses = self.recorded_box_pose(ns)
             if ns not in outcomes and poses is not None:
@@ -286,6 +287,8 @@ class TrialBagWriter:
                     outcomes[ns] = compute_outcome(poses, size, touched.get(ns)).as_dict()
                 except Sim2RealError as err:  # keep the recording; say why there is no outcome
                     outcomes[ns] = {"error": str(err)}
+            if ns in planar and isinstance(outcomes.get(ns), Mapping):  # a planar recording shows no tilt
+                outcomes[ns] = tilt_unknown(outcomes[ns])
         initial = meta.get("initial_distance_m")
         if initial is None:
             for ns in PLATFORMS:
@@ -326,7 +329,9 @@ class TrialBagWriter:
             trial.json keys (``initial_distance_m``, ``mode``, ``mirror``, ``params``,
             ``outcomes``, ``timing``, any extra key). Outcomes missing for a platform that
             recorded box poses are computed with :func:`compute_outcome`, using the box size
-            from ``params`` (or ``object.size_m``, or the nominal size).
+            from ``params`` (or ``object.size_m``, or the nominal size). The platform of a planar
+            recording (``import.planar``) gets its tilt and flip as unknown
+            (:func:`~sim2real.trials.outcome.tilt_unknown`).
         complete : bool
             False marks the trial as interrupted; everything recorded is kept.
         touched : mapping of str to bool, optional

@@ -7,18 +7,23 @@ from collections.abc import Callable
 
 import numpy as np
 import pytest
+from fixtures.failing_starts import REASON, fail_at_other_starts
 from fixtures.pushed_box import NOMINAL, pusher_record
 
+from sim2real.errors import Sim2RealError
 from sim2real.sysid import FitProblem, LMSettings, ResidualSpec, fit_trials, levenberg_marquardt
+from sim2real.sysid.fit import with_verdicts
 from sim2real.sysid.optimizer import LMResult
 from sim2real.sysid.starts import (
     AUTO_MAX_STEPS,
     AUTO_STARTS,
+    UNCHECKED,
     compare_starts,
     default_starts,
     run_starts,
     start_dependence,
     start_points,
+    unevaluated_starts,
 )
 
 LOWER, UPPER = np.array([-2.0]), np.array([2.0])
@@ -149,3 +154,61 @@ def test_a_small_fit_tries_three_starts_by_default_and_one_with_starts_1() -> No
     assert default.ok and default.values["contact.mu_table"] == pytest.approx(0.3, rel=1e-6)
     single = fit_trials(FitProblem([record], NOMINAL, "contact.mu_table", spec=ResidualSpec(horizon=1)), starts=1)
     assert single.data["starts"] == {"count": 1} and single.values == default.values
+
+
+def _failing_below(evaluate: Evaluate, threshold: float, reason: str) -> Evaluate:
+    """``evaluate``, raising ``reason`` at points below ``threshold`` (the simulation fails there)."""
+    def wrapped(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if float(x[0]) < threshold:
+            raise Sim2RealError(reason)
+        return evaluate(x)
+    return wrapped
+
+
+def test_other_starts_none_of_which_could_be_evaluated_leave_the_start_dependence_unchecked() -> None:
+    """Minima as low at +1 and -1; both other starts lie where the simulation fails. The fit has not checked
+    what its starts are for: a problem naming the starts and why, not a silent "no problems"."""
+    def evaluate(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return _noisy_rows(x, (1.0, -1.0), 0.0)
+
+    failing = _failing_below(evaluate, 0.0, "trial 'plate': degraded solver step(s) at the start values")
+    main = levenberg_marquardt(evaluate, np.array([0.6]), LOWER, UPPER, typical=np.array([1.0]))
+    runs = run_starts(main, np.array([0.6]), np.array([[-0.9], [-0.7]]), _optimize(failing), LOWER, UPPER)
+    assert [run.result is None for run in runs] == [False, True, True]
+    verdict = compare_starts(runs, ["k"], LOWER, UPPER, "test")
+    assert start_dependence(verdict.record, {"k": [0.9, 1.1]}) is None  # nothing ended anywhere else
+    problem, warning = unevaluated_starts(verdict.record)
+    assert warning is None and problem is not None and "\n" not in problem
+    assert problem.startswith(f"{UNCHECKED} 2 of 2 alternative start(s) could not be evaluated (starts 2, 3: "
+                              "trial 'plate': degraded solver step(s) at the start values)")
+    # One start that could be evaluated carries the check; the one that could not is a warning.
+    runs = run_starts(main, np.array([0.6]), np.array([[-0.9], [0.9]]), _optimize(failing), LOWER, UPPER)
+    problem, warning = unevaluated_starts(compare_starts(runs, ["k"], LOWER, UPPER, "test").record)
+    assert problem is None and warning is not None
+    assert warning.startswith("1 of 2 alternative start(s) could not be evaluated (start 2: trial 'plate': "
+                              "degraded solver step(s) at the start values); the check that the optimum does "
+                              "not depend on the start rests on the other 1")
+    assert unevaluated_starts({"count": 1}) == (None, None)
+    long = unevaluated_starts({"count": 2, "runs": [{"values": {"k": 1.0}}, {"values": None, "error": "x" * 500}]})
+    assert long[0] is not None and len(long[0]) < 400 and long[0].count("x") < 200
+
+
+def test_a_fit_whose_other_starts_all_fail_has_the_problem_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The probe fit of ``contact.mu_table`` (three starts by default, otherwise ``ok``) with its two other
+    starts failing: not ``ok``, the problem first; with one of them failing, a warning and ``ok``."""
+    problem = FitProblem([pusher_record("probe")], NOMINAL, "contact.mu_table", spec=ResidualSpec(horizon=1))
+    failing = fail_at_other_starts(monkeypatch)
+    result = fit_trials(problem)
+    assert len(failing) == 2 and [run["error"] for run in result.data["starts"]["runs"]] == [None, REASON, REASON]
+    assert not result.ok and result.status == "converged"
+    assert result.problems[0].startswith(f"{UNCHECKED} 2 of 2 alternative start(s) could not be evaluated "
+                                         f"(starts 2, 3: {REASON})")
+    assert len(result.problems) == 1 and not any("alternative start" in w for w in result.warnings)
+    assert with_verdicts(result).problems == result.problems  # formed again, not repeated
+    monkeypatch.undo()
+    fail_at_other_starts(monkeypatch, which=[1])
+    partly = fit_trials(problem)
+    assert partly.ok, partly.problems
+    assert [w for w in partly.warnings if "alternative start" in w] == [
+        f"1 of 2 alternative start(s) could not be evaluated (start 3: {REASON}); the check that the optimum "
+        "does not depend on the start rests on the other 1"]
