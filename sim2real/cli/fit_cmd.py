@@ -190,6 +190,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "each recording")
     parser.add_argument("--level", type=bounded_float(0.0, 1.0, low_open=True, high_open=True), default=0.9,
                         metavar="P", help="with --spread-draws: level of the prediction band (default 0.9)")
+    parser.add_argument("--robust-unstable", action="store_true",
+                        help="after the fit, predict each fitted trial as a spread (--spread-draws N draws, 20 if "
+                             "not given) and fit again without the trials whose predicted outcome has several modes "
+                             "(turns either way, flips or not): their point residuals would pull the fit to one side "
+                             "of a coin toss; says which and how many (fit.json data.unstable)")
     parser.add_argument("--jackknife", action="store_true",
                         help="also refit without each trial (one more fit per trial) and widen each 95 %% interval "
                              "to the trial jackknife's where that is wider: for costs with kinks (whole trials that "
@@ -307,8 +312,10 @@ def _spread_options(args: argparse.Namespace) -> Any:
         raise Sim2RealError("--spread-draws 1: a spread needs at least 2 draws")
     if args.spread_draws and not (args.validate or args.holdout):
         raise Sim2RealError("--spread-draws needs held-out trials (--validate or --holdout)")
-    if not args.spread_draws and (args.start_noise != "auto" or args.level != 0.9):
-        raise Sim2RealError("--start-noise and --level set the held-out spread: they need --spread-draws N")
+    if not args.spread_draws and args.level != 0.9:
+        raise Sim2RealError("--level sets the held-out spread's band: it needs --spread-draws N")
+    if not (args.spread_draws or args.robust_unstable) and args.start_noise != "auto":
+        raise Sim2RealError("--start-noise sets the spreads' start noise: it needs --spread-draws N or --robust-unstable")
     return noise
 
 
@@ -334,6 +341,44 @@ def _with_validation_spread(result: FitResult, records: Any, args: argparse.Name
     return replace(result, validation={**result.validation, "spread": record},
                    problems=(*result.problems, *([problem] if problem else [])),
                    warnings=[*result.warnings, *warnings])
+
+
+def _without_unstable(problem: Any, result: FitResult, args: argparse.Namespace, noise: Any,
+                      settings: Any) -> FitResult:
+    """``--robust-unstable``: the fit again without the fitted trials whose predicted outcome (a spread under
+    draws from ``result``) has several modes, with a warning naming them; ``result`` itself when none has."""
+    from dataclasses import replace
+
+    from sim2real.cli.replay_cmd import noise_description, spread_settings
+    from sim2real.sysid import fit_trials
+    from sim2real.sysid.sampling import fit_distribution
+    from sim2real.sysid.spread import records_spread
+    from sim2real.sysid.writeback import fit_document
+
+    draws = args.spread_draws or 20
+    dist = fit_distribution(fit_document(result), "the fit", allow_unconverged=True, allow_undetermined=True)
+    _log(f"unstable trials: {len(problem.records)} fitted trial(s) x {draws} draws from the fit")
+    record = records_spread(problem.records, dist, result.params, draws, noise, noise_description(noise), "the fit",
+                            spread_settings(args), _log)
+    modes = {t["trial"]: [round(m["probability"], 2) for m in t["modes"]] for t in record["trials"]}
+    unstable = list(record["unstable"])
+    info = {"checked": len(problem.records), "draws": draws, "left_out": unstable,
+            "mode_probabilities": {name: modes[name] for name in unstable}}
+    if not unstable:
+        _log("unstable trials: none (every fitted trial's predicted outcome has one mode)")
+        return replace(result, data={**result.data, "unstable": info})
+    words = ", ".join(f"{name} (modes {'/'.join(f'{p:g}' for p in modes[name])})" for name in unstable)
+    if len(unstable) == len(problem.records):
+        return replace(result, data={**result.data, "unstable": {**info, "left_out": []}},
+                       warnings=[*result.warnings, f"--robust-unstable: every fitted trial is unstable ({words}); "
+                                 "none left out"])
+    _log(f"unstable trials: fitting again without {len(unstable)} of {len(problem.records)}: {words}", alarm=True)
+    kept = problem.only([r.name for r in problem.records if r.name not in set(unstable)])
+    again = fit_trials(kept, settings, executor=args.executor, workers=args.workers, starts=args.starts,
+                       jackknife=args.jackknife, log=_log)
+    warning = (f"--robust-unstable: {len(unstable)} of {len(problem.records)} fitted trial(s) left out of the point "
+               f"residuals, their predicted outcome having several modes: {words}")
+    return replace(again, data={**again.data, "unstable": info}, warnings=[*again.warnings, warning])
 
 
 def run(args: argparse.Namespace) -> int:
@@ -375,6 +420,8 @@ def run(args: argparse.Namespace) -> int:
                          per_object=args.per_object)
     result = fit_trials(problem, settings, executor=args.executor, workers=args.workers, starts=args.starts,
                         jackknife=args.jackknife, log=_log)
+    if args.robust_unstable:
+        result = _without_unstable(problem, result, args, noise, settings)
     if args.spread_draws:
         result = _with_validation_spread(result, held.records if held is not None else [], args, noise)
     with removed_on_interrupt(out, fit_json_path(out)):

@@ -221,28 +221,26 @@ def _spread(args: argparse.Namespace, inputs: SpreadInputs | None, records: Any,
     return record
 
 
+def spread_settings(args: argparse.Namespace) -> Any:
+    """The :class:`~sim2real.sysid.spread.SpreadSettings` of ``replay`` or ``fit`` options."""
+    from sim2real.sysid.spread import SpreadSettings
+
+    return SpreadSettings(args.mode, args.pusher, args.pusher_shape, args.engine, args.platform, args.executor,
+                          args.workers, args.seed, args.level)
+
+
 def predict_fit_spread(args: argparse.Namespace, dist: Any, params: Any, records: Any, draws: int,
                        noise: Any, source: str, log: Any, calibration: Any = None,
                        self_calibrate: bool = False) -> dict[str, Any]:
     """Each record's spread under ``draws`` parameter sets from ``dist`` (a fit's distribution), started
-    with ``noise`` (:func:`parse_start_noise`) on ``args``' executor, mode, pusher and engine, seeded by
-    ``args.seed``, its band at ``args.level`` calibrated by ``calibration`` or (``self_calibrate``) on these
-    records; its record (:func:`sim2real.sysid.spread.spread_record`), logged per trial through ``log``.
-    Shared by ``replay --spread`` and ``fit --spread-draws``."""
-    import numpy as np
+    with ``noise`` (:func:`parse_start_noise`) as ``args`` say (:func:`spread_settings`), its band
+    calibrated by ``calibration`` or (``self_calibrate``) on these records
+    (:func:`sim2real.sysid.spread.records_spread`), logged per trial through ``log``. Shared by
+    ``replay --spread`` and ``fit --spread-draws``."""
+    from sim2real.sysid.spread import records_spread
 
-    from sim2real.execution import open_executor
-    from sim2real.sysid.data import prepare_trial, recorded_platform
-    from sim2real.sysid.spread import self_calibration, spread_of_fit, spread_record
-
-    dt = float(params["sim.dt"])
-    trials = [prepare_trial(r, dt, recorded_platform(r, args.platform)) for r in records]
-    with open_executor(args.executor, args.workers, _log) as executor:
-        draw, spreads = spread_of_fit(executor, dist, params, trials, draws, np.random.default_rng(args.seed),
-                                      args.mode, args.pusher, args.pusher_shape, args.engine, noise)
-    check = self_calibration(spreads, args.level) if self_calibrate else None
-    record = spread_record(spreads, draw, draws, args.seed, noise_description(noise), source, args.level,
-                           calibration=None if self_calibrate else calibration, check=check)
+    record = records_spread(records, dist, params, draws, noise, noise_description(noise), source,
+                            spread_settings(args), _log, calibration, self_calibrate)
     log_spread(log, record)
     return record
 

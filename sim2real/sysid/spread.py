@@ -499,7 +499,8 @@ def band_verdict(record: dict[str, Any]) -> tuple[str | None, list[str]]:
         lower = max((p for p in (0.5, 0.6, 0.7, 0.75, 0.8, 0.85) if conformal_rank(cal["trials"], p) <= cal["trials"]),
                     default=None)
         problem = (f"the {words} cannot be calibrated on {cal['trials']} held-out trial(s) ({conformal_minimum(level)} "
-                   f"needed; guaranteed {100 * cal['guaranteed_level']:.0f} %); {parameter}: hold out more trials"
+                   f"needed; guaranteed {100 * cal['guaranteed_level']:.0f} %); {parameter} held-out outcomes; hold "
+                   "out more trials"
                    + (f" or ask for --level {lower:g}" if lower is not None else ""))
     elif check.get("misses_level"):
         problem = (f"the calibrated {words} holds {check['inside']} of {judged} held-out outcomes (each judged by the "
@@ -519,3 +520,50 @@ def conformal_minimum(level: float) -> int:
     while conformal_rank(n, level) > n:
         n += 1
     return n
+
+
+@dataclass(frozen=True)
+class SpreadSettings:
+    """How the trials of a spread are simulated and judged (as for a replay, :mod:`sim2real.sysid.replay`).
+
+    Attributes
+    ----------
+    mode, pusher, pusher_shape, engine, platform : str
+        What drives each simulation, and which recording of a trial it starts from.
+    executor : str
+        ``"local"`` or ``"ray"``; ``workers`` processes (None: the executor's default).
+    seed : int
+        Of the draws, the start shifts and the outcome noise.
+    level : float
+        The band's nominal level.
+    """
+
+    mode: str = "auto"
+    pusher: str = "auto"
+    pusher_shape: str = "sphere"
+    engine: str = "ours"
+    platform: str = "auto"
+    executor: str = "local"
+    workers: int | None = None
+    seed: int = 0
+    level: float = DEFAULT_LEVEL
+
+
+def records_spread(records: Sequence[Any], dist: Any, params: ParameterSet, draws: int, noise: StartNoise | str,
+                   noise_record: dict[str, Any], source: str, settings: SpreadSettings,
+                   log: Any = None, calibration: BandCalibration | None = None,
+                   self_calibrate: bool = False) -> dict[str, Any]:
+    """Each trial record's spread under ``draws`` parameter sets from ``dist`` (a fit's distribution): its
+    record (:func:`spread_record`), the band calibrated by ``calibration`` or, with ``self_calibrate``, on
+    these records (each judged by the others). ``log`` receives the executor's messages."""
+    from sim2real.execution import open_executor
+    from sim2real.sysid.data import prepare_trial, recorded_platform
+
+    dt = float(params["sim.dt"])
+    trials = [prepare_trial(r, dt, recorded_platform(r, settings.platform)) for r in records]
+    with open_executor(settings.executor, settings.workers, log) as executor:
+        draw, spreads = spread_of_fit(executor, dist, params, trials, draws, np.random.default_rng(settings.seed),
+                                      settings.mode, settings.pusher, settings.pusher_shape, settings.engine, noise)
+    check = self_calibration(spreads, settings.level) if self_calibrate else None
+    return spread_record(spreads, draw, draws, settings.seed, noise_record, source, settings.level,
+                         calibration=None if self_calibrate else calibration, check=check)

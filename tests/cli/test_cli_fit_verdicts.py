@@ -118,3 +118,68 @@ def test_other_starts_that_could_not_be_evaluated_are_a_problem_and_exit_3(
     assert f"fit: warning: {warning}" in err.splitlines()
     document = json.loads(partly.with_suffix(".json").read_text())
     assert document["problems"] == [] and warning in document["warnings"]
+
+
+def test_a_prediction_band_that_cannot_hold_its_level_is_a_problem_and_exit_3(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Four held-out pushes cannot calibrate a 90 % band (split conformal prediction needs 9): the fit says
+    so as a problem (it used to exit 0 with a parameter-only band); at 80 % they can, and the fit keeps the
+    calibration for ``replay --spread``."""
+    run = _run(tmp_path / "run", (0.4, 0.4, 0.4))
+    held = tmp_path / "held"
+    for k, mu in enumerate((0.35, 0.4, 0.45, 0.5)):
+        write_trial(held, friction_push(f"held_{k}", 0.52 + 0.05 * k, mu))
+    write_run_meta(held, {"mode": "imported"})
+    out = tmp_path / "fitted.yaml"
+    common = ["fit", str(run), "--free", "contact.mu_table", "--validate", str(held), "--spread-draws", "4"]
+    code = main([*common, "--out", str(out)])
+    err = capsys.readouterr().err
+    document = json.loads(out.with_suffix(".json").read_text())
+    assert code == 3, document["problems"]
+    problem = ("the 90 % prediction band cannot be calibrated on 4 held-out trial(s) (9 needed; guaranteed 80 %); "
+               "the parameter-only band (the draws alone) holds ")
+    assert any(p.startswith(problem) and p.endswith("held-out outcomes; hold out more trials or ask for --level 0.8")
+               for p in document["problems"]), document["problems"]
+    assert f"fit:   problem: {problem}" in err
+    spread = document["validation"]["spread"]
+    assert spread["calibrated"] is False and spread["calibration"]["trials"] == 4
+    assert spread["check"]["judged"] == 4 and len(spread["calibration"]["scores"]) == 4
+
+    out80 = tmp_path / "fitted80.yaml"
+    assert main([*common, "--level", "0.8", "--out", str(out80)]) == 0
+    spread = json.loads(out80.with_suffix(".json").read_text())["validation"]["spread"]
+    assert spread["calibrated"] is True and spread["calibration"]["guaranteed_level"] == 0.8
+    assert spread["check"]["inside"] >= 3  # each held-out push judged by the other three
+
+
+def test_robust_unstable_fits_again_without_the_trials_predicted_with_several_modes(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The spread of the fitted trials is taken as given here (a trial whose draws split in two: its modes);
+    the fit must leave that trial out of a second fit, say so, and keep the others'."""
+    import sim2real.sysid.spread as spread
+
+    real = spread.records_spread
+    seen: list[list[str]] = []
+
+    def one_unstable(records, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        record = real(records, *args, **kwargs)
+        seen.append([r.name for r in records])
+        for trial in record["trials"]:
+            if trial["trial"] == "push_1":
+                trial["modes"] = [{"probability": 0.6}, {"probability": 0.4}]
+        record["unstable"] = ["push_1"]
+        return record
+
+    monkeypatch.setattr(spread, "records_spread", one_unstable)
+    run = _run(tmp_path / "run", (0.4, 0.4, 0.4))
+    out = tmp_path / "fitted.yaml"
+    code = main(["fit", str(run), "--free", "contact.mu_table", "--robust-unstable", "--out", str(out)])
+    document = json.loads(out.with_suffix(".json").read_text())
+    err = capsys.readouterr().err
+    assert seen == [["push_0", "push_1", "push_2"]]  # the fitted trials, once
+    assert document["data"]["unstable"]["left_out"] == ["push_1"]
+    assert "push_1" not in [t["name"] for t in document["data"]["trials"]]
+    assert any(w.startswith("--robust-unstable: 1 of ") and "push_1 (modes 0.6/0.4)" in w
+               for w in document["warnings"])
+    assert "unstable trials: fitting again without 1 of 3: push_1 (modes 0.6/0.4)" in err
+    assert code == 0, document["problems"]
