@@ -315,7 +315,8 @@ def _spread_options(args: argparse.Namespace) -> Any:
     if not args.spread_draws and args.level != 0.9:
         raise Sim2RealError("--level sets the held-out spread's band: it needs --spread-draws N")
     if not (args.spread_draws or args.robust_unstable) and args.start_noise != "auto":
-        raise Sim2RealError("--start-noise sets the spreads' start noise: it needs --spread-draws N or --robust-unstable")
+        raise Sim2RealError("--start-noise sets the spreads' start noise: it needs --spread-draws N or "
+                            "--robust-unstable")
     return noise
 
 
