@@ -161,7 +161,7 @@ def test_robust_unstable_fits_again_without_the_trials_predicted_with_several_mo
     real = spread.records_spread
     seen: list[list[str]] = []
 
-    def one_unstable(records, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+    def one_unstable(records: list, *args: object, **kwargs: object) -> dict:
         record = real(records, *args, **kwargs)
         seen.append([r.name for r in records])
         for trial in record["trials"]:
