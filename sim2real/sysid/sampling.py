@@ -37,6 +37,7 @@ from sim2real.errors import Sim2RealError
 from sim2real.params import spec
 from sim2real.sysid.fit_file import read_fit_document
 from sim2real.sysid.free import FreeParameters
+from sim2real.sysid.objects import registry_name
 from sim2real.sysid.result import measured_refits
 from sim2real.sysid.status import determination_problems
 
@@ -241,7 +242,7 @@ def fit_distribution(document: Mapping[str, Any], source: str, allow_unconverged
         raise Sim2RealError(f"{source}: no standard deviation for {', '.join(undetermined)} (not determined by the "
                             "data): the fit has no covariance to sample; fix or drop it and refit")
     for name in names:
-        spec(name)
+        spec(registry_name(name))
     mean = np.array([_number(values[g[0]], f"values['{g[0]}']", source) for g in groups])
     std = np.array([math.inf if std_doc.get(g[0]) is None else _number(std_doc[g[0]], f"std['{g[0]}']", source)
                     for g in groups])
@@ -296,8 +297,8 @@ def _bounds(document: Mapping[str, Any], groups: Sequence[Sequence[str]], source
     recorded = document.get("bounds") or {}
     if not isinstance(recorded, dict):
         raise Sim2RealError(f"{source}: 'bounds' must be an object mapping parameter names to [low, high]")
-    lower = np.array([max(spec(n).lower for n in g) for g in groups])
-    upper = np.array([min(spec(n).upper for n in g) for g in groups])
+    lower = np.array([max(spec(registry_name(n)).lower for n in g) for g in groups])
+    upper = np.array([min(spec(registry_name(n)).upper for n in g) for g in groups])
     narrowed = False
     for k, group in enumerate(groups):
         if recorded.get(group[0]) is None:

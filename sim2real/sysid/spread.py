@@ -254,8 +254,9 @@ def start_shifts(noise: StartNoise, count: int, rng: np.random.Generator) -> np.
     return rng.standard_normal((count, 3)) * noise.start_std()
 
 
-def predict_spread(executor: Executor, trials: Sequence[TrialData], parameter_sets: Sequence[ParameterSet],
-                   mode: str, pusher: str, pusher_shape: str = "sphere", engine: str = "ours",
+def predict_spread(executor: Executor, trials: Sequence[TrialData],
+                   parameter_sets: Sequence[ParameterSet] | Sequence[Sequence[ParameterSet]], mode: str,
+                   pusher: str, pusher_shape: str = "sphere", engine: str = "ours",
                    noise: StartNoise | str = StartNoise(), rng: np.random.Generator | None = None
                    ) -> list[TrialSpread]:
     """Simulate every trial under every parameter set (and start perturbation); the spread per trial.
@@ -265,8 +266,9 @@ def predict_spread(executor: Executor, trials: Sequence[TrialData], parameter_se
     executor : Executor
         Runs the ``len(trials) × len(parameter_sets)`` simulations.
     trials : sequence of TrialData
-    parameter_sets : sequence of ParameterSet
-        The draws (each complete; a trial's own object values still replace theirs).
+    parameter_sets : sequence of ParameterSet, or one such sequence per trial
+        The draws (each complete; a trial's own object values still replace theirs); per trial when
+        the draws differ by object (a per-object fit), each trial's sequence as long.
     mode, pusher, pusher_shape, engine : str
         As for a replay (:func:`sim2real.sysid.replay.replay`).
     noise : StartNoise or :data:`MEASURED`
@@ -282,7 +284,9 @@ def predict_spread(executor: Executor, trials: Sequence[TrialData], parameter_se
     list of TrialSpread
         In trial order.
     """
-    count = len(parameter_sets)
+    per_trial = [parameter_sets if isinstance(parameter_sets[0], ParameterSet) else parameter_sets[i]
+                 for i in range(len(trials))]
+    count = len(per_trial[0]) if per_trial else 0
     noises = [trial_noise(data, noise) for data in trials]
     shifts = np.zeros((len(trials), count, 3))
     if any(n.active for n in noises):
@@ -291,7 +295,7 @@ def predict_spread(executor: Executor, trials: Sequence[TrialData], parameter_se
         shifts = np.stack([start_shifts(n, count, rng) for n in noises])
     shared = [executor.share(t) for t in trials]
     tasks = [SpreadTask(shared[i], params, mode, pusher, pusher_shape, engine, tuple(float(v) for v in shifts[i, j]))
-             for i in range(len(trials)) for j, params in enumerate(parameter_sets)]
+             for i in range(len(trials)) for j, params in enumerate(per_trial[i])]
     results = list(executor.map(run_spread_task, tasks))
     spreads = []
     for i, data in enumerate(trials):
@@ -300,7 +304,7 @@ def predict_spread(executor: Executor, trials: Sequence[TrialData], parameter_se
         if finals.shape[0] and noises[i].active and rng is not None:
             finals = finals + rng.standard_normal(finals.shape) * noises[i].outcome_std()
         real = final_outcome(data.box_position, data.box_quaternion,
-                             [float(parameter_sets[0][f"box.size_{a}"]) for a in "xyz"])
+                             [float(per_trial[i][0][f"box.size_{a}"]) for a in "xyz"])
         spreads.append(TrialSpread(data.name, real, finals, tuple(r for r in mine if isinstance(r, str)),
                                    noises[i]))
     return spreads
@@ -322,8 +326,19 @@ def spread_of_fit(executor: Executor, dist: Any, params: ParameterSet, trials: S
     from sim2real.sysid.sampling import draw_samples
 
     draw = draw_samples(dist, draws, rng, undetermined="uniform")
-    sets = [params.replace(dict(zip(dist.names, (float(v) for v in row), strict=True))) for row in draw.values]
+    sets = [[params.replace(trial_values(dist.names, row, data.object_name)) for row in draw.values]
+            for data in trials]
     return draw, predict_spread(executor, trials, sets, mode, pusher, pusher_shape, engine, noise, rng)
+
+
+def trial_values(labels: Sequence[str], row: np.ndarray, obj: str | None) -> dict[str, float]:
+    """One draw's values for a trial of object ``obj``: the shared labels as they are, the per-object labels
+    ``NAME[OBJECT]`` of its own object under their registry name (:mod:`sim2real.sysid.objects`), the
+    other objects' left out."""
+    from sim2real.sysid.objects import label_object, registry_name
+
+    return {registry_name(label): float(v) for label, v in zip(labels, row, strict=True)
+            if label_object(label) in (None, obj)}
 
 
 @dataclass(frozen=True)

@@ -60,3 +60,26 @@ def test_per_object_names_must_be_free_and_trials_labelled(run: Path, tmp_path: 
                  "--out", str(out)]) == 2
     assert "--per-object names contact.mu_table, which is not free" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_a_per_object_fit_predicts_each_trial_as_a_spread_with_its_own_objects_values(
+        run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``replay --spread`` of a per-object fit used to stop at ``unknown parameter 'contact.mu_table[alu]'``."""
+    from sim2real.sysid.spread import trial_values
+
+    labels = ("contact.mu_table[alu]", "contact.mu_table[plastic]", "contact.mu_table[steel]", "contact.mu_pusher")
+    values = {label: mu for label, mu in zip(labels, (0.35, 0.5, 0.2, 0.45), strict=True)}
+    document = {"status": "converged", "problems": [], "values": values, "start_values": values,
+                "std": dict.fromkeys(labels, 0.01), "ci95": {}, "tied": [], "trace": [],
+                "correlation": {"names": list(labels), "matrix": [[float(i == j) for j in range(4)] for i in range(4)]}}
+    fit = tmp_path / "blocks.json"
+    fit.write_text(json.dumps(document))
+    out = tmp_path / "spread"
+    trials = [str(p) for p in sorted(run.iterdir()) if p.is_dir() and p.name.endswith("_00")]
+    assert main(["replay", *trials, "--spread", str(fit), "--draws", "3", "--set", "contact.support_ratio=0.6",
+                 "--out", str(out)]) == 3  # written; the band is not calibrated
+    spread = json.loads((out / "spread.json").read_text())
+    assert spread["judged"] == 3 and all(t["failed_draws"] == 0 for t in spread["trials"])
+    row = [0.35, 0.5, 0.2, 0.45]
+    assert trial_values(labels, row, "steel") == {"contact.mu_table": 0.2, "contact.mu_pusher": 0.45}
+    assert trial_values(labels, row, None) == {"contact.mu_pusher": 0.45}
