@@ -8,12 +8,15 @@ This module turns the draws into a calibrated band:
 
 * **Modes.** The draws of a sensitive push (turn left or right, flip or not) fall into separate
   clusters; a single central interval between them holds neither. :func:`find_modes` splits the
-  draws recursively in two (a least-squares cut started a two-component
-  normal mixture along a coordinate axis or the first principal axis) while the split is real: both parts hold
-  at least :data:`MIN_MODE_SHARE` of the draws, their separation (Ashman's D) is at least
-  :data:`MIN_SEPARATION` and the mixture's density between them falls below :data:`MAX_VALLEY` of
-  its lower peak (a flat but single-peaked spread is not split). Each mode has a probability (its
-  share of the draws), a centre and a scale ``s`` (the standard deviation of its draws) per
+  draws recursively in two while the split is real: along each coordinate axis and the first
+  principal axis (coordinates centred and divided by their standard deviation) the least-squares
+  cut is tried, and the line with the widest empty gap between its two parts is taken when both
+  parts hold at least :data:`MIN_MODE_SHARE` of the draws (and :data:`MIN_MODE_DRAWS`), their
+  separation (Ashman's D) is at least :data:`MIN_SEPARATION`, and the gap is wider than
+  :data:`MIN_GAP` standard deviations of the wider part and than what one cluster of as many normal,
+  uniform or exponential draws shows in all but :data:`NULL_EXCEEDANCE` of samples
+  (:func:`null_gap`): a flat or skewed but single spread is not split. Each mode has a probability
+  (its share of the draws), a centre and a scale ``s`` (the standard deviation of its draws) per
   coordinate.
 * **Discrepancy.** Per coordinate, the part of the prediction error the draws do not explain: the
   least ``τ`` at which the median over calibration trials of ``r² / (s² + τ²)`` is the median of χ²₁
@@ -24,8 +27,8 @@ This module turns the draws into a calibrated band:
   mode in those scales, ``e = min_j max_c |y_c − m_jc| / σ_jc``. With ``n`` exchangeable
   calibration trials (held out of the fit), the band at level ``1 − α`` is every mode's box
   ``m_j ± q σ_j`` with ``q`` the ⌈(n + 1)(1 − α)⌉-th smallest score (split conformal prediction:
-  coverage of a new trial ≥ 1 − α in finite samples). Below ``n = 1/α − 1`` trials that rank does
-  not exist: ``q`` is then the largest score, and the band's guaranteed level is ``n / (n + 1)``,
+  coverage of a new trial ≥ 1 − α in finite samples). Below ``n = (1 − α)/α`` trials (9 for 90 %)
+  that rank does not exist: ``q`` is then the largest score, and the band's guaranteed level is ``n / (n + 1)``,
   said as such (:attr:`BandCalibration.guaranteed_level`).
 * **Check.** Each calibration trial is judged by the calibration from the others (leave one out):
   the count of those inside is the fit's own held-out coverage, compared with its level by a
