@@ -11,6 +11,7 @@ from sim2real.cli.common import bounded_float, bounded_int, check_output_locatio
 
 if TYPE_CHECKING:
     from sim2real.params import ParameterSet
+    from sim2real.sysid.bands import BandCalibration
     from sim2real.sysid.sampling import FitDistribution
 
 #: Most sets one call writes.
@@ -23,7 +24,15 @@ Writes into DIR (which must not exist, or be empty):
                         names replaced by the draw
   samples.csv           one row per set: sample, then the fitted parameter names
   samples.json          method, distribution, seed, inflate, fit file, base params file,
-                        accepted / rejected draws (per parameter), mean, std, correlation, bounds
+                        accepted / rejected draws (per parameter), mean, std, correlation, bounds,
+                        band_calibration: the fit's band calibration (fit.json
+                        validation.spread.calibration: discrepancy tau, conformal scores),
+                        or null, and band_note saying which
+
+Band calibration. The sets hold the parameters' uncertainty only, not the model's discrepancy.
+A fit run with --spread-draws on held-out trials keeps a band calibration; 'sample' copies it
+into samples.json, 'sweep --samples DIR' into sweep.json, and 'report --sweep' widens the
+predicted bands with it. Without one (said on stderr) those predictions are parameter-only.
 
 Distribution. The mean is fit.json "values", the covariance diag(std) R diag(std) from its
 "std" and "correlation" (one unknown per tied group: tied names follow their leader), with
@@ -167,18 +176,40 @@ def _t_note(dist: FitDistribution, distribution: str, inflate: float) -> str | N
             f"narrower than those intervals (--distribution t, or --inflate {ratio:.3g}, to match them)")
 
 
+def fit_band_calibration(document: dict[str, Any], source: str) -> BandCalibration | None:
+    """The band calibration fit.json keeps (``validation.spread.calibration``) at its own level, None
+    without one (:func:`sim2real.sysid.spread.fit_calibration`; one-line error when it is invalid)."""
+    from sim2real.sysid.spread import fit_calibration
+
+    calibration = fit_calibration(document, source)
+    if calibration is None:
+        return None
+    return calibration.at_level(float(document["validation"]["spread"]["calibration"]["level"]))
+
+
 def run(args: argparse.Namespace) -> int:
     """Handler of ``sim2real sample``; exit statuses in the epilog."""
     import secrets
 
     import numpy as np
 
-    from sim2real.sysid.sample_files import SAMPLES_CSV, SAMPLES_SCHEMA, sample_file_name, write_samples
-    from sim2real.sysid.sampling import describe_method, draw_samples, read_fit_distribution
+    from sim2real.sysid.fit_file import read_fit_document
+    from sim2real.sysid.sample_files import (
+        BAND_CALIBRATION_KEY,
+        BAND_NOTE_KEY,
+        SAMPLES_CSV,
+        SAMPLES_SCHEMA,
+        band_note,
+        sample_file_name,
+        write_samples,
+    )
+    from sim2real.sysid.sampling import describe_method, draw_samples, fit_distribution
     from sim2real.trials.schema import versions
 
     out = check_out_dir(args.out)
-    dist = read_fit_distribution(args.fit, allow_unconverged=args.allow_unconverged)
+    document = read_fit_document(args.fit)
+    dist = fit_distribution(document, str(args.fit), allow_unconverged=args.allow_unconverged)
+    calibration = fit_band_calibration(document, str(args.fit))
     base, base_file = base_params(args, dist)
     seed = args.seed if args.seed is not None else secrets.randbits(32)
     draw = draw_samples(dist, args.count, np.random.default_rng(seed), args.inflate, args.distribution)
@@ -205,6 +236,8 @@ def run(args: argparse.Namespace) -> int:
         "bounds": {label: [float(lo), float(hi)] for label, lo, hi in zip(labels, dist.lower, dist.upper, strict=True)},
         "files": {"params_first": sample_file_name(0, args.count),
                   "params_last": sample_file_name(args.count - 1, args.count), "table": SAMPLES_CSV},
+        BAND_CALIBRATION_KEY: calibration.as_dict() if calibration is not None else None,
+        BAND_NOTE_KEY: band_note(calibration),
         "versions": versions(),
     }
     write_samples(out, base, dist, draw, description)
@@ -219,6 +252,7 @@ def run(args: argparse.Namespace) -> int:
             k = labels.index(label)
             _log(f"  {label}: {rejected} draw(s) outside [{dist.lower[k]:g}, {dist.upper[k]:g}]")
     _log(f"other parameters from {base_file}")
+    _log(band_note(calibration))
     _log(f"wrote {out}/: {args.count} params file(s) ({sample_file_name(0, args.count)} ...), {SAMPLES_CSV}, "
          "samples.json")
     return 0

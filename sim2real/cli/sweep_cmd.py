@@ -49,6 +49,11 @@ a re-run whose configuration differs is refused and the differences named. --exe
 
 With --samples, the end prints per distance the flip probability over the samples (with a
 95 % Wilson interval) and the mean and standard deviation of the final distance (final_x).
+The rows hold the parameters' uncertainty only. A --samples directory whose fit kept a band
+calibration (samples.json band_calibration: the model's discrepancy tau, conformal scores)
+passes it on: sweep.json keeps it (band_calibration, or null, and band_note saying which; a
+resumed sweep keeps what it started with), and 'report --sweep' widens the predicted bands
+with it. A CSV table or a grid carries none.
 
 Exit status: 0 every row simulated, no degraded step; 1 some rows could not be simulated
 (their error column says why); 3 some rows have degraded contact steps; 2 bad input or a
@@ -119,8 +124,31 @@ def build_points(args: argparse.Namespace) -> SweepPoints:
     return grid_points(resolve_params(args.params, args.overrides), axes, source)
 
 
-def open_sweep_dir(out: Path, config: dict[str, Any], source: dict[str, Any]) -> bool:
+def band_calibration(args: argparse.Namespace) -> tuple[dict[str, Any] | None, str | None]:
+    """The band calibration of a ``--samples`` directory (its samples.json), JSON-ready, and what it means;
+    ``(None, None)`` for a sweep not over a samples directory.
+
+    Raises
+    ------
+    Sim2RealError
+        An unreadable samples.json or an invalid calibration in it (one line).
+    """
+    from sim2real.sysid.sample_files import band_note, read_band_calibration
+    from sim2real.trials.sweep import SWEEP_JSON
+
+    if not args.samples or not Path(args.samples).is_dir():
+        return None, None
+    calibration = read_band_calibration(args.samples)
+    return ((calibration.as_dict() if calibration is not None else None),
+            band_note(calibration, kept_in=SWEEP_JSON, used_by="report --sweep"))
+
+
+def open_sweep_dir(out: Path, config: dict[str, Any], source: dict[str, Any],
+                   band: tuple[dict[str, Any] | None, str | None] = (None, None)) -> bool:
     """Create the sweep directory with its sweep.json, or check the one there (resume).
+
+    ``band`` is :func:`band_calibration`: a new sweep.json keeps it (``band_calibration``,
+    ``band_note``) for ``report --sweep``; a resumed one keeps what it has.
 
     Returns
     -------
@@ -166,8 +194,10 @@ def open_sweep_dir(out: Path, config: dict[str, Any], source: dict[str, Any]) ->
             raise Sim2RealError(f"--out {out} exists, is not empty and holds no {SWEEP_JSON}; refusing to write "
                                 "into it")
     out.mkdir(parents=True, exist_ok=True)
-    _write_json(meta, {"schema": SWEEP_SCHEMA, "config": config, "source": source, "versions": versions(),
-                       "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+    from sim2real.sysid.sample_files import BAND_CALIBRATION_KEY, BAND_NOTE_KEY
+
+    _write_json(meta, {"schema": SWEEP_SCHEMA, "config": config, "source": source, BAND_CALIBRATION_KEY: band[0],
+                       BAND_NOTE_KEY: band[1], "versions": versions(), "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
     return False
 
 
@@ -203,6 +233,7 @@ def run(args: argparse.Namespace) -> int:
     distances = parse_distances(args.distances)
     experiment = load_experiment_config(args.experiment)
     points = build_points(args)
+    band = band_calibration(args)
     total = len(points.params) * len(distances)
     if total > MAX_ROWS:
         raise Sim2RealError(f"{len(points.params)} points x {len(distances)} distances = {total} rows; "
@@ -216,7 +247,7 @@ def run(args: argparse.Namespace) -> int:
              for i, p in enumerate(points.params) for k, d in enumerate(distances)]
     table = out / OUTCOMES_CSV
     # everything above only reads; from here on DIR is created or checked for resuming
-    resuming = open_sweep_dir(out, config, source)
+    resuming = open_sweep_dir(out, config, source, band)
     done = finished_rows(table, columns, [t.key for t in tasks]) if resuming else set()
     write_header_if_new(table, columns)
     if trials_dir is not None:
@@ -225,6 +256,8 @@ def run(args: argparse.Namespace) -> int:
     _log(f"{len(points.params)} point(s) x {len(distances)} distance(s) = {total} rows"
          + (f"; resuming {out}: {len(done)} done in an earlier run, {len(remaining)} to run" if resuming else "")
          + f"; executor {args.executor}, {args.workers} worker(s)")
+    if band[1] is not None and not resuming:
+        _log(band[1])
     started = time.perf_counter()
     ran = 0
     with (table.open("a", encoding="utf-8", newline="") as handle,

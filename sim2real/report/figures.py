@@ -295,9 +295,10 @@ def residual_figure(series: Mapping[str, Any], title: str = "",
 
 
 def spread_figure(distances: Sequence[float], finals: Sequence[np.ndarray], ranges: Sequence[tuple[float, float]],
-                  real: Sequence[Sequence[float]]) -> bytes:
-    """Final box x per start distance: a sweep's rows (grey) with their central 95 % range (bar) and
-    the real trials (blue diamonds); all in m, plotted in cm.
+                  real: Sequence[Sequence[float]],
+                  bands: Sequence[Sequence[tuple[float, float]]] | None = None) -> bytes:
+    """Final box x per start distance: a sweep's rows (grey) with their central 95 % range (bar), the
+    calibrated band (orange bars, when given) and the real trials (blue diamonds); all in m, plotted in cm.
 
     Parameters
     ----------
@@ -309,6 +310,8 @@ def spread_figure(distances: Sequence[float], finals: Sequence[np.ndarray], rang
         Per distance, the 2.5 and 97.5 % quantiles of ``finals``, m (NaN: none).
     real : sequence of sequence of float
         Per distance, the real trials' final x, m.
+    bands : sequence of sequence of (float, float), optional
+        Per distance, the intervals of the calibrated band of final x, m (one per separate mode).
     """
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(8, 3.8))
@@ -321,12 +324,16 @@ def spread_figure(distances: Sequence[float], finals: Sequence[np.ndarray], rang
         labelled.add(text)
         return text
 
-    for distance, rows, (low, high), reals in zip(distances, finals, ranges, real, strict=True):
+    per_distance = bands if bands is not None else [()] * len(distances)
+    for distance, rows, (low, high), reals, band in zip(distances, finals, ranges, real, per_distance, strict=True):
         x = 100 * distance
         ax.scatter(x + rng.uniform(-0.4, 0.4, len(rows)), 100 * np.asarray(rows), s=6, color="#999999", alpha=0.5,
                    label=label("sweep rows"))
         if np.isfinite(low) and np.isfinite(high):
             ax.plot([x, x], [100 * low, 100 * high], color="#333333", linewidth=3, label=label("sweep 95 % range"))
+        for low_band, high_band in band:
+            ax.plot([x - 0.9, x - 0.9], [100 * low_band, 100 * high_band], color="#dd8452", linewidth=3,
+                    label=label("calibrated band"))
         if len(reals):
             ax.scatter([x + 0.9] * len(reals), [100 * v for v in reals], s=30, marker="D",
                        color=PLATFORM_STYLE["real"]["color"], label=label("real"))

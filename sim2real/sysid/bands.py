@@ -413,15 +413,34 @@ def log_score(real: np.ndarray, modes: Sequence[Mode], discrepancy: np.ndarray) 
     return float(np.logaddexp.reduce(terms))
 
 
+def mode_boxes(modes: Sequence[Mode], calibration: BandCalibration | None) -> np.ndarray:
+    """Every mode's box under ``calibration``, with no real outcome needed (a prediction for a new trial).
+
+    Parameters
+    ----------
+    modes : sequence of Mode
+        Non-empty (:func:`find_modes` of the predicted outcomes).
+    calibration : BandCalibration or None
+        None: unbounded boxes.
+
+    Returns
+    -------
+    ndarray, shape (K, 3, 2)
+        Per mode and coordinate ``[low, high]``: ``centre ± q σ`` with ``σ = √(s² + τ²)``, in m, m, deg
+        (infinite without a calibration).
+    """
+    if calibration is None:
+        return np.stack([np.stack([np.full(3, -np.inf), np.full(3, np.inf)], axis=1) for _ in modes])
+    tau = calibration.discrepancy
+    return np.stack([np.stack([m.centre - calibration.quantile * _sigma(m, tau),
+                               m.centre + calibration.quantile * _sigma(m, tau)], axis=1) for m in modes])
+
+
 def trial_band(real: np.ndarray, modes: Sequence[Mode], calibration: BandCalibration | None) -> TrialBand:
     """The band of one trial with its modes under ``calibration`` (None: unbounded boxes, τ = 0)."""
     tau = calibration.discrepancy if calibration is not None else np.zeros(3)
     nearest, score = nearest_mode(real, modes, tau)
-    if calibration is None:
-        boxes = np.stack([np.stack([np.full(3, -np.inf), np.full(3, np.inf)], axis=1) for _ in modes])
-    else:
-        boxes = np.stack([np.stack([m.centre - calibration.quantile * _sigma(m, tau),
-                                    m.centre + calibration.quantile * _sigma(m, tau)], axis=1) for m in modes])
+    boxes = mode_boxes(modes, calibration)
     inside = bool(np.any(np.all((real >= boxes[:, :, 0]) & (real <= boxes[:, :, 1]), axis=1)))
     return TrialBand(tuple(modes), boxes, nearest, score, inside, log_score(real, modes, tau))
 

@@ -11,14 +11,20 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from sim2real.errors import Sim2RealError
 from sim2real.filemodes import staging_dir
 from sim2real.params import ParameterSet, save_params
+from sim2real.sysid.bands import BandCalibration
 from sim2real.sysid.sampling import FitDistribution, SampleDraw
 
 #: File names inside a samples directory.
 SAMPLES_CSV = "samples.csv"
 SAMPLES_JSON = "samples.json"
 SAMPLES_SCHEMA = "sim2real.samples/1"
+#: Key of samples.json (and of a sweep's sweep.json) holding the fit's band calibration
+#: (:meth:`sim2real.sysid.bands.BandCalibration.as_dict`, or null), and of the sentence that says what it means.
+BAND_CALIBRATION_KEY = "band_calibration"
+BAND_NOTE_KEY = "band_note"
 
 
 def sample_file_name(index: int, count: int) -> str:
@@ -26,6 +32,62 @@ def sample_file_name(index: int, count: int) -> str:
     width = max(4, len(str(max(count - 1, 0))))
     return f"sample_{index:0{width}d}.yaml"
 
+
+def band_note(calibration: BandCalibration | None, kept_in: str = SAMPLES_JSON, used_by: str = "sweep/report") -> str:
+    """What the sets carry of a prediction's uncertainty, and whether the fit's band calibration comes with them.
+
+    Parameters
+    ----------
+    calibration : BandCalibration or None
+        The fit's (fit.json ``validation.spread.calibration``); None when it has none.
+    kept_in, used_by : str
+        The file that keeps it, and what reads it there.
+    """
+    if calibration is None:
+        return ("the fit has no band calibration (no held-out spread: 'fit --spread-draws' with held-out trials "
+                "calibrates one): the sets hold the parameters' uncertainty only, and predictions from them "
+                "(sweep, report --sweep) are parameter-only, without the model's discrepancy")
+    tau = calibration.discrepancy
+    short = "" if calibration.calibrated else (f"; NOT CALIBRATED at its level: {calibration.trials} trial(s) "
+                                               f"guarantee {100 * calibration.guaranteed_level:.0f} %")
+    return (f"the sets hold the parameters' uncertainty only; the fit's calibrated discrepancy τ = x "
+            f"{1000 * tau[0]:.3g} mm, y {1000 * tau[1]:.3g} mm, yaw {tau[2]:.3g} deg ({100 * calibration.level:g} % "
+            f"band, q = {calibration.quantile:.3g} from {calibration.trials} held-out trial(s){short}) is kept in "
+            f"{kept_in} for {used_by}")
+
+
+def read_band_calibration(samples_dir: str | os.PathLike[str]) -> BandCalibration | None:
+    """The band calibration a samples directory keeps (samples.json :data:`BAND_CALIBRATION_KEY`).
+
+    Returns
+    -------
+    BandCalibration or None
+        None when samples.json is missing, or holds none (a fit without one, or written before
+        samples carried it).
+
+    Raises
+    ------
+    Sim2RealError
+        One line naming the file: samples.json is not a JSON object, or its calibration is invalid.
+    """
+    from sim2real.paths import read_text_file
+
+    path = Path(samples_dir) / SAMPLES_JSON
+    if not path.is_file():
+        return None
+    try:
+        document = json.loads(read_text_file(path, SAMPLES_JSON))
+    except ValueError:
+        raise Sim2RealError(f"{path}: not valid JSON") from None
+    if not isinstance(document, dict):
+        raise Sim2RealError(f"{path}: not a samples description (expected a JSON object written by 'sim2real sample')")
+    stored = document.get(BAND_CALIBRATION_KEY)
+    if stored is None:
+        return None
+    try:
+        return BandCalibration.from_dict(stored, f"{path}: {BAND_CALIBRATION_KEY}")
+    except ValueError as err:
+        raise Sim2RealError(str(err)) from None
 
 
 def _fmt(value: float) -> str:

@@ -362,3 +362,90 @@ def test_sweep_over_samples_prints_flip_probability(experiment, tmp_path, capsys
         assert f"flip probability {flips:.3f}" in line
         assert f"{final.mean():.4f} m mean, {final.std(ddof=1):.4f} m std" in line
     assert len(list((tmp_path / "sw" / "trials").glob("point_*/trial_*/trial.json"))) == 6
+
+
+# ------------------------------------------------------------------------------- band calibration (issue 55)
+
+#: A fit's band calibration as fit.json validation.spread.calibration keeps it: 9 held-out trials, level 0.9
+#: (q = the 9th smallest score, 1.8), discrepancy x 20 mm, y 5 mm, yaw 3 deg.
+CALIBRATION = {"level": 0.9, "discrepancy": {"x_m": 0.02, "y_m": 0.005, "yaw_deg": 3.0},
+               "scores": [0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8]}
+
+
+def write_calibrated_fit(directory: Path) -> Path:
+    """A fit.json whose held-out spread kept a band calibration (``fit --spread-draws``)."""
+    from sim2real.sysid.bands import BandCalibration
+
+    stored = BandCalibration.from_dict(CALIBRATION, "test").as_dict()
+    return write_fit(directory, validation={"spread": {"calibration": stored, "level": 0.9}})
+
+
+def test_sample_keeps_the_fits_band_calibration_or_says_it_has_none(tmp_path, capsys):
+    code, _, err = run_cli(capsys, "sample", str(write_calibrated_fit(tmp_path / "cal")), "-n", "2", "--seed", "1",
+                           "--out", str(tmp_path / "s"))
+    assert code == 0, err
+    kept = json.loads((tmp_path / "s" / "samples.json").read_text())
+    assert kept["band_calibration"]["discrepancy"] == CALIBRATION["discrepancy"]
+    assert kept["band_calibration"]["scores"] == CALIBRATION["scores"]
+    assert kept["band_calibration"]["level"] == 0.9 and kept["band_calibration"]["quantile"] == 1.8
+    for text in (err, kept["band_note"]):
+        assert "the sets hold the parameters' uncertainty only" in text
+        assert "τ = x 20 mm, y 5 mm, yaw 3 deg" in text and "kept in samples.json for sweep/report" in text
+    code, _, err = run_cli(capsys, "sample", str(write_fit(tmp_path / "plain")), "-n", "2", "--seed", "1",
+                           "--out", str(tmp_path / "p"))
+    assert code == 0, err
+    plain = json.loads((tmp_path / "p" / "samples.json").read_text())
+    assert plain["band_calibration"] is None
+    assert "the fit has no band calibration" in err and "the fit has no band calibration" in plain["band_note"]
+
+
+def test_sample_refuses_an_invalid_band_calibration(tmp_path, capsys):
+    fit = write_fit(tmp_path / "fit", validation={"spread": {"calibration": {**CALIBRATION, "scores": []}}})
+    code, _, err = run_cli(capsys, "sample", str(fit), "-n", "2", "--out", str(tmp_path / "s"))
+    assert code == 2 and "scores" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "s").exists()
+
+
+def test_calibration_goes_from_fit_through_samples_and_sweep_into_the_report(experiment, tmp_path, capsys):
+    """fit.json (with a calibration) -> samples.json -> sweep.json -> report --sweep: the calibrated band of final x
+    is each mode's centre +- q sqrt(s^2 + tau^2) of the rows (3 rows: one mode, its mean and standard deviation),
+    wider than the rows' parameter-only range."""
+    from fixtures.synthetic_trials import make_trial
+
+    from sim2real.trials import write_run_meta, write_trial
+
+    assert main(["sample", str(write_calibrated_fit(tmp_path / "fit")), "-n", "3", "--seed", "2",
+                 "--out", str(tmp_path / "s")]) == 0
+    capsys.readouterr()
+    code, _, err = run_cli(capsys, "sweep", "--distances", "0.30", "--samples", str(tmp_path / "s"),
+                           "--experiment", str(experiment), "--out", str(tmp_path / "sw"))
+    assert code == 0, err
+    sweep_meta = json.loads((tmp_path / "sw" / "sweep.json").read_text())
+    samples_meta = json.loads((tmp_path / "s" / "samples.json").read_text())
+    assert sweep_meta["band_calibration"] == samples_meta["band_calibration"]
+    assert "kept in sweep.json for report --sweep" in err and "kept in sweep.json" in sweep_meta["band_note"]
+    real = tmp_path / "real"
+    write_run_meta(real, {"mode": "standin"})
+    write_trial(real, make_trial(0, 0.30, sim=False, real_travel=0.15))
+    assert main(["report", str(real), "--sweep", str(tmp_path / "sw"), "--out", str(tmp_path / "report")]) == 0
+    capsys.readouterr()
+    markdown = (tmp_path / "report" / "report.md").read_text()
+    header, rows = read_table(tmp_path / "sw" / "outcomes.csv")
+    final_x = np.array([float(dict(zip(header, r, strict=True))["final_x"]) for r in rows])
+    half = 1.8 * math.sqrt(final_x.std() ** 2 + 0.02 ** 2)
+    low, high = final_x.mean() - half, final_x.mean() + half
+    assert f"[{100 * low:.1f}, {100 * high:.1f}]" in markdown and "calibrated 90 % band" in markdown
+    assert high - low > 2 * 1.8 * 0.02 > np.ptp(final_x)  # wider than the rows' own spread by the discrepancy
+    assert "The final-x band is calibrated" in markdown and "parameter-only (NOT CALIBRATED" not in markdown
+
+
+def test_sweep_over_samples_without_a_calibration_says_so(experiment, tmp_path, capsys):
+    assert main(["sample", str(write_fit(tmp_path / "fit")), "-n", "1", "--seed", "2",
+                 "--out", str(tmp_path / "s")]) == 0
+    capsys.readouterr()
+    code, _, err = run_cli(capsys, "sweep", "--distances", "0.30", "--samples", str(tmp_path / "s"),
+                           "--experiment", str(experiment), "--out", str(tmp_path / "sw"))
+    assert code == 0, err
+    meta = json.loads((tmp_path / "sw" / "sweep.json").read_text())
+    assert meta["band_calibration"] is None and "the fit has no band calibration" in meta["band_note"]
+    assert "the fit has no band calibration" in err
