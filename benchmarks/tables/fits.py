@@ -4,6 +4,7 @@ interval coverage, and the README's headline."""
 from __future__ import annotations
 
 import json
+import statistics
 from collections.abc import Mapping
 
 from benchmarks.tables.format import arrow, earlier, md_table, mm, ms, num, quantity, with_provenance
@@ -105,6 +106,9 @@ def cube_toss_table() -> str | None:
         ("block 95 % intervals that overlap", f"{out['interval_pairs_overlapping']} of {out['interval_pairs']} pairs"),
         ("held-out 40-step position error lower after the fit", f"{out['held_out_improved']} of {len(blocks)} blocks"),
     ]
+    bands = out.get("bands")
+    if isinstance(bands, Mapping):
+        rows += _cube_toss_band_rows(bands)
     whole = out.get("all_tosses")
     if isinstance(whole, Mapping):
         interval = whole.get("side_ci95_m") or (float("nan"), float("nan"))
@@ -112,7 +116,69 @@ def cube_toss_table() -> str | None:
                      f"side {num(whole.get('side_m'), 4)} m (95 %: {num(interval[0], 4)}-{num(interval[1], 4)} m), "
                      f"{whole.get('status')} in {whole.get('iterations')} iterations, "
                      f"{num(whole.get('wall_s'), 2)} s on {out.get('workers')} workers"))
-    return with_provenance(md_table(("measure", "result"), rows), "cube_toss")
+    table = md_table(("measure", "result"), rows)
+    if isinstance(bands, Mapping):
+        table += "\n\n" + _cube_toss_band_blocks(bands)
+    return with_provenance(table, "cube_toss")
+
+
+def _share(part: Mapping, key: str = "inside") -> str:
+    judged = part.get("judged") or 0
+    inside = part.get(key) or 0
+    return f"{inside} of {judged} ({num(100 * inside / judged if judged else None, 3)} %)"
+
+
+def _cube_toss_band_rows(bands: Mapping) -> list[tuple[str, str]]:
+    """The summary rows of benchmarks.cube_toss's calibrated bands (all blocks)."""
+    level, steps = num(100 * bands["level"]), bands["steps"]
+    cal, alone, later = bands["bands"], bands["position_only"], bands["next_block"]
+    outside = cal["outside_per_coordinate"]
+    per_coordinate = [b["bands"]["per_coordinate"] for b in bands.get("per_block") or []]
+
+    def median(axis: str, key: str) -> str:
+        values = [c[axis][key] for c in per_coordinate if c[axis][key] is not None]
+        return num(statistics.median(values) if values else None, 2)
+
+    return [
+        (f"calibrated {level} % band of the held-out {steps}-step outcome (x, y, yaw; fit on 15 tosses of a block, "
+         "band calibrated on the other 15, each judged by the other 14)",
+         f"{_share(cal)} over {bands['blocks']} blocks (target 85-95 %); outside on x {outside['x_mm']}, y "
+         f"{outside['y_mm']}, yaw {outside['yaw_deg']} times; {cal['blocks_missing_level']} blocks below the level "
+         "(binomial p < 0.05)"),
+        (f"parameter-only {level} % band (the draws' central {level} %: parameters and start noise)",
+         _share(cal, "parameter_inside")),
+        ("the calibrated band on x, y alone (yaw not judged)", _share(alone)),
+        ("the next block's held-out 15, by this block's fit and calibration", _share(later)),
+        ("median over blocks of the median band half-width x, y (mm), yaw (deg) against the median error of the "
+         "draws' median",
+         f"{median('x_mm', 'median_half_width')}, {median('y_mm', 'median_half_width')}, "
+         f"{median('yaw_deg', 'median_half_width')} against {median('x_mm', 'median_error')}, "
+         f"{median('y_mm', 'median_error')}, {median('yaw_deg', 'median_error')}"),
+        ("held-out trials whose draws fall into several modes", str(cal["several_modes"])),
+    ]
+
+
+def _cube_toss_band_blocks(bands: Mapping) -> str:
+    """Per block: the calibrated band's counts, discrepancy, quantile, half-width against error, misses."""
+    rows = []
+    for b in bands.get("per_block") or []:
+        cal, alone, later = b["bands"], b["position_only"], b.get("next_block")
+        tau, pc = cal["discrepancy"], cal["per_coordinate"]
+        missed = ", ".join(f"{axis.split('_')[0]} {pc[axis]['outside']}" for axis in ("x_mm", "y_mm", "yaw_deg")
+                           if pc[axis]["outside"]) or "–"
+        rows.append((b["block"], b["tosses"], f"{cal['inside']}/{cal['judged']}",
+                     f"{cal['parameter_inside']}/{cal['judged']}", f"{alone['inside']}/{alone['judged']}", missed,
+                     f"{num(1000 * tau['x_m'], 2)}, {num(1000 * tau['y_m'], 2)}, {num(tau['yaw_deg'], 2)}",
+                     num(cal["quantile"], 3),
+                     ", ".join(num(pc[a]["median_half_width"], 2) for a in ("x_mm", "y_mm", "yaw_deg")),
+                     ", ".join(num(pc[a]["median_error"], 2) for a in ("x_mm", "y_mm", "yaw_deg")),
+                     num(cal["median_position_error_mm"], 2), len(cal["several_modes"]),
+                     f"{later['inside']}/{later['judged']}" if later else "–"))
+    level = num(100 * bands["level"])
+    return md_table(("block", "tosses", f"inside the calibrated {level} % band", "parameter-only", "x, y alone",
+                     "outside on", "discrepancy τ: x, y (mm), yaw (deg)", "quantile q",
+                     "median half-width: x, y (mm), yaw (deg)", "median error: x, y (mm), yaw (deg)",
+                     "median position error (mm)", "trials with modes", "next block's 15"), rows)
 
 
 def headline_table() -> str | None:

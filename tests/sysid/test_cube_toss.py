@@ -139,3 +139,38 @@ def test_tied_sides_are_differentiated_along_the_tie(tmp_path, horizon, engine) 
         assert np.all(scale > 0.0)
         # the tie's column is one central difference along (1, 1, 1) against three along each side
         assert np.all(np.max(np.abs(tied.jacobian - summed), axis=0) <= 1e-4 * scale), data.name
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("tosses", ["0-29", "30-59"])
+def test_calibrated_band_holds_the_held_out_40_step_outcomes_of_a_block(tmp_path, capsys, tosses) -> None:
+    """Issue 55 on real data: a block of 30 tosses, the README's fit on 15 (``--holdout 0.5``'s split), the
+    other 15 tosses' outcome 40 simulated steps after their start state predicted under 30 draws from the fit
+    with each recording's measured start noise; the 90 % band calibrated on those 15, each judged by the
+    calibration from the other 14, holds at least 12 of them (the parameter-only band held 0-1 of 15 per
+    block in benchmarks.cube_toss: without the discrepancy and the conformal quantile this fails)."""
+    from sim2real.execution import LocalExecutor
+
+    records = _tosses(tmp_path, tosses)
+    cut = cube_toss.cut_record(records[0], cube_toss.BAND_STEPS + 2)
+    assert len(cut.platform("real").box_pose) == 42 and len(records[0].platform("real").box_pose) > 42
+    executor = LocalExecutor(2)
+    try:
+        out = cube_toss.block_bands(records, executor, LMSettings().max_iterations, WEIGHTS)
+    finally:
+        executor.close()
+    band = out["bands"]
+    assert len(out["held_out"]) == 15 and not set(out["held_out"]) & set(out["fitted"])
+    assert out["grid_dt_s"] == pytest.approx(1.0 / 148.0, rel=1e-6)  # one simulated step per recorded sample
+    assert out["steps"] == HORIZON and out["poses"] == HORIZON + 2
+    assert band["judged"] == 15 and band["failed_draws"] == 0 and band["calibrated"]
+    assert isinstance(band["parameter_inside"], int) and 0 <= band["parameter_inside"] <= band["judged"]
+    assert all(value > 0 for value in band["discrepancy"].values())
+    with capsys.disabled():
+        print(f"\ncube tosses {tosses}, 40-step outcomes of 15 held-out tosses: calibrated 90 % band "
+              f"{band['inside']}/15 (x, y alone {out['position_only']['inside']}/15), parameter-only "
+              f"{band['parameter_inside']}/15; discrepancy x {1000 * band['discrepancy']['x_m']:.1f} mm, "
+              f"y {1000 * band['discrepancy']['y_m']:.1f} mm, yaw {band['discrepancy']['yaw_deg']:.1f} deg, "
+              f"quantile {band['quantile']:.2f}")
+    assert band["inside"] >= 12, band["outside"]
+    assert out["position_only"]["inside"] >= 12, out["position_only"]["outside"]
