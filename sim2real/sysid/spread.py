@@ -88,9 +88,10 @@ class StartNoise:
         return np.array([self.position_m, self.position_m, self.yaw_rad]) / np.sqrt(max(self.start_samples, 1))
 
     def outcome_std(self) -> np.ndarray:
-        """Standard deviations (3,) of a recorded outcome: final ``x``, ``y`` (m) and the yaw since the
-        start (deg; two headings, so √2 × the heading noise)."""
-        return np.array([self.position_m, self.position_m, np.sqrt(2.0) * np.degrees(self.yaw_rad)])
+        """Standard deviations (3,) of a recorded outcome against a prediction from the same recorded first
+        pose: final ``x``, ``y`` (m) and the yaw since that pose (deg): one pose's noise each (the first
+        pose's noise is shared by both and cancels)."""
+        return np.array([self.position_m, self.position_m, np.degrees(self.yaw_rad)])
 
 
 #: Start noise measured from each recording itself (``--start-noise auto``).
@@ -118,37 +119,52 @@ class SpreadTask:
     pusher: str
     pusher_shape: str
     engine: str
-    start_shift: tuple[float, float, float]  # dx (m), dy (m), dyaw (rad)
+    start_shift: tuple[float, ...]  # (dx (m), dy (m), dyaw (rad)) of the start, then of a second pose
 
 
-def _shifted(data: TrialData, shift: tuple[float, float, float]) -> TrialData:
-    """The trial with its start pose moved by ``(dx, dy, dyaw)`` (the recording itself unchanged)."""
+def _shifted(data: TrialData, shift: tuple[float, ...]) -> TrialData:
+    """The trial with its start moved by ``shift`` (the recording itself unchanged).
+
+    ``shift`` holds ``(dx, dy, dyaw)`` (m, m, rad) twice: a resting start (the mean of the resting poses)
+    moves by the first; a box-only trial, whose rollout starts from its first two poses (the second the
+    pose, both the velocity), has each of them moved by its own, as measurement noise moves them.
+    """
     if not any(shift):
         return data
-    dx, dy, dyaw = shift
-    turn = from_axis_angle(np.array([0.0, 0.0, 1.0]), dyaw)
     if data.start_position is not None and data.start_quaternion is not None:
-        return replace(data, start_position=data.start_position + np.array([dx, dy, 0.0]),
-                       start_quaternion=multiply(turn, data.start_quaternion))
+        return replace(data, start_position=data.start_position + np.array([shift[0], shift[1], 0.0]),
+                       start_quaternion=multiply(_turn(shift[2]), data.start_quaternion))
     position, quaternion = data.box_position.copy(), data.box_quaternion.copy()
-    position[0] += np.array([dx, dy, 0.0])
-    quaternion[0] = multiply(turn, quaternion[0])
+    for k in range(min(2, position.shape[0])):
+        dx, dy, dyaw = shift[3 * k:3 * k + 3]
+        position[k] += np.array([dx, dy, 0.0])
+        quaternion[k] = multiply(_turn(dyaw), quaternion[k])
     return replace(data, box_position=position, box_quaternion=quaternion)
 
 
-def final_outcome(position: np.ndarray, quaternion: np.ndarray, size: Sequence[float]) -> np.ndarray:
-    """``[x (m), y (m), yaw (deg)]`` of a box pose series: its final centre and its twist since the start."""
+def _turn(angle: float) -> np.ndarray:
+    return from_axis_angle(np.array([0.0, 0.0, 1.0]), angle)
+
+
+def final_outcome(position: np.ndarray, quaternion: np.ndarray, size: Sequence[float],
+                  start_quaternion: np.ndarray | None = None) -> np.ndarray:
+    """``[x (m), y (m), yaw (deg)]`` of a box pose series: its final centre and its twist about world z
+    since ``start_quaternion`` (w-x-y-z; default the series' first orientation)."""
+    if start_quaternion is not None:
+        quaternion = np.concatenate([np.asarray(start_quaternion, dtype=float)[None], quaternion[1:]])
     outcome = compute_outcome(PoseSeries(np.arange(position.shape[0], dtype=float), position, quaternion), size)
     return np.array([outcome.final_position[0], outcome.final_position[1], outcome.yaw_deg])
 
 
 def run_spread_task(task: SpreadTask) -> np.ndarray | str:
-    """Simulate one trial whole under one parameter set: its final ``[x, y, yaw]``, or why it failed."""
-    data = _shifted(task.data.get(), task.start_shift)
+    """Simulate one trial whole under one parameter set: its final ``[x, y, yaw]`` (the yaw since the
+    recorded first pose, as the real outcome's), or why it failed."""
+    recorded = task.data.get()
+    data = _shifted(recorded, task.start_shift)
     try:
         box_pose, params = simulate_whole(data, task.params, task.mode, task.pusher, task.pusher_shape, task.engine)
         size = [float(params[f"box.size_{axis}"]) for axis in "xyz"]
-        return final_outcome(box_pose.position, box_pose.quaternion, size)
+        return final_outcome(box_pose.position, box_pose.quaternion, size, recorded.box_quaternion[0])
     except Exception as err:  # one draw's failure is counted, it does not end the others
         return one_line(err)
 
@@ -250,8 +266,9 @@ def _number(value: float) -> float | None:
 
 
 def start_shifts(noise: StartNoise, count: int, rng: np.random.Generator) -> np.ndarray:
-    """``(count, 3)`` start shifts ``dx, dy`` (m) and ``dyaw`` (rad) drawn from ``noise`` (zeros when off)."""
-    return rng.standard_normal((count, 3)) * noise.start_std()
+    """``(count, 6)`` start shifts drawn from ``noise``: ``dx, dy`` (m) and ``dyaw`` (rad) of the start, and
+    again of a box-only trial's second pose (:func:`_shifted`)."""
+    return rng.standard_normal((count, 6)) * np.tile(noise.start_std(), 2)
 
 
 def predict_spread(executor: Executor, trials: Sequence[TrialData],
@@ -288,7 +305,7 @@ def predict_spread(executor: Executor, trials: Sequence[TrialData],
                  for i in range(len(trials))]
     count = len(per_trial[0]) if per_trial else 0
     noises = [trial_noise(data, noise) for data in trials]
-    shifts = np.zeros((len(trials), count, 3))
+    shifts = np.zeros((len(trials), count, 6))
     if any(n.active for n in noises):
         if rng is None:
             raise ValueError("start noise needs a random generator")
