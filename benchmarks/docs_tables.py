@@ -42,6 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # MkDocs loads this file as a hook, outside the package
     sys.path.insert(0, str(ROOT))
 
+from benchmarks.tables.bands import band_modes_table, band_truth_table  # noqa: E402
 from benchmarks.tables.code import inventory_table, parameters_table  # noqa: E402
 from benchmarks.tables.fits import (  # noqa: E402
     basin_table,
@@ -68,6 +69,8 @@ TABLES: dict[str, Table] = {
     "robustness": robustness_table,
     "demo_runs": demo_runs_table,
     "flat_block_truth": flat_block_truth_table,
+    "band_truth": band_truth_table,
+    "band_modes": band_modes_table,
     "basin": basin_table,
     "cube_toss": cube_toss_table,
     "scale": scale_table,
