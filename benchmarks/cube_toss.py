@@ -28,7 +28,7 @@ replaced by 1/148 s, :mod:`sim2real.sysid.data`), and a whole-trial rollout star
 pose 1 (its velocity from poses 0 and 1), as the fit's first 40-step segment does; each held-out toss
 is cut to its first 42 poses, so the spread's outcome is pose 41 (0.277 s after pose 0), exactly
 where that segment ends. The 90 % band is calibrated on the 15 held-out tosses, each judged by the
-calibration from the other 14 (leave one out, :func:`sim2real.sysid.spread.self_calibration`), on
+calibration from the other 14 (leave one out, :func:`sim2real.sysid.spread_calibration.self_calibration`), on
 the spread's coordinates x, y (m) and the yaw since the start (deg), and again on x, y alone
 (``position_only``). The yaw of a tumbling cube is the twist about world z of its rotation from pose
 0 to pose 41, which is well defined for these tosses (their rotations over 41 poses stay below
@@ -124,12 +124,12 @@ def _position_only(spreads: list) -> list:
 def _band_summary(spreads: list, draw: object, level: float, draws: int, seed: int,
                   calibration: object = None) -> dict:
     """The band of ``spreads`` calibrated on themselves, each judged by the calibration from the others (leave
-    one out, :func:`sim2real.sysid.spread.self_calibration`), or by ``calibration`` (from other trials): the
+    one out, :func:`sim2real.sysid.spread_calibration.self_calibration`), or by ``calibration`` (from other trials): the
     counts, the discrepancy and quantile, per coordinate the misses and the median band half-width against the
     median error of the draws' median."""
     import numpy as np
 
-    from sim2real.sysid.spread import self_calibration, spread_record
+    from sim2real.sysid.spread_calibration import self_calibration, spread_record
 
     check = self_calibration(spreads, level) if calibration is None else None
     record = spread_record(spreads, draw, draws, seed, {"measured": True}, "the block's fit", level,
@@ -185,7 +185,8 @@ def block_bands(block: list, executor: Executor, iterations: int, weights: Weigh
 
     from sim2real.sysid.data import prepare_trial
     from sim2real.sysid.sampling import fit_distribution
-    from sim2real.sysid.spread import MEASURED, self_calibration, spread_of_fit
+    from sim2real.sysid.spread import MEASURED, spread_of_fit
+    from sim2real.sysid.spread_calibration import self_calibration
     from sim2real.sysid.writeback import fit_document
 
     fitted, held = _held_out_half(block, seed)

@@ -193,7 +193,7 @@ def check_spread(args: argparse.Namespace) -> SpreadInputs | None:
     from sim2real.errors import Sim2RealError
     from sim2real.sysid.fit_file import read_fit_document
     from sim2real.sysid.sampling import fit_distribution
-    from sim2real.sysid.spread import fit_calibration
+    from sim2real.sysid.spread_calibration import fit_calibration
 
     if args.spread is None:
         defaults = (("--draws", args.draws, 30), ("--start-noise", args.start_noise, "auto"),
@@ -235,9 +235,9 @@ def predict_fit_spread(args: argparse.Namespace, dist: Any, params: Any, records
     """Each record's spread under ``draws`` parameter sets from ``dist`` (a fit's distribution), started
     with ``noise`` (:func:`parse_start_noise`) as ``args`` say (:func:`spread_settings`), its band
     calibrated by ``calibration`` or (``self_calibrate``) on these records
-    (:func:`sim2real.sysid.spread.records_spread`), logged per trial through ``log``. Shared by
+    (:func:`sim2real.sysid.spread_calibration.records_spread`), logged per trial through ``log``. Shared by
     ``replay --spread`` and ``fit --spread-draws``."""
-    from sim2real.sysid.spread import records_spread
+    from sim2real.sysid.spread_calibration import records_spread
 
     record = records_spread(records, dist, params, draws, noise, noise_description(noise), source,
                             spread_settings(args), _log, calibration, self_calibrate)

@@ -178,8 +178,8 @@ def _t_note(dist: FitDistribution, distribution: str, inflate: float) -> str | N
 
 def fit_band_calibration(document: dict[str, Any], source: str) -> BandCalibration | None:
     """The band calibration fit.json keeps (``validation.spread.calibration``) at its own level, None
-    without one (:func:`sim2real.sysid.spread.fit_calibration`; one-line error when it is invalid)."""
-    from sim2real.sysid.spread import fit_calibration
+    without one (:func:`sim2real.sysid.spread_calibration.fit_calibration`; one-line error when it is invalid)."""
+    from sim2real.sysid.spread_calibration import fit_calibration
 
     calibration = fit_calibration(document, source)
     if calibration is None:

@@ -25,7 +25,8 @@
   ties kept) for domain randomization; imported on use (``sim2real sample``); the samples directory
   in :mod:`~sim2real.sysid.sample_files`.
 * :mod:`~sim2real.sysid.spread` — trials predicted as distributions under those draws; their modes,
-  model discrepancy and conformal calibration in :mod:`~sim2real.sysid.bands`.
+  model discrepancy and conformal calibration in :mod:`~sim2real.sysid.bands`; the spread's record and
+  verdicts in :mod:`~sim2real.sysid.spread_calibration`.
 """
 
 from sim2real.sysid.data import TrialData, box_states, prepare_trial

@@ -16,7 +16,7 @@ This module turns the draws into a calibrated band:
   them is wider than :data:`MIN_GAP` standard deviations of the wider part, or (draws lying in
   between) their kernel density dips between the parts' medians by at least :data:`MIN_DIP` of its
   lower peak, each beyond what one cluster of as many normal, uniform or exponential draws shows in
-  all but :data:`NULL_EXCEEDANCE` of samples (:func:`null_thresholds`): a flat or skewed but single
+  all but :data:`NULL_EXCEEDANCE` of samples (:func:`null_thresholds`, :func:`null_limits`): a flat or skewed but single
   spread is not split (:func:`split_test` says why a split is made or not). Each mode has a probability
   (its share of the draws), a centre and a scale ``s`` (the standard deviation of its draws) per
   coordinate.
@@ -159,7 +159,7 @@ def _lines(points: np.ndarray, least: int) -> _Lines:
     return _Lines(gap, dip, separation, valid, threshold, projection)
 
 
-def _density_dip(ordered: np.ndarray, cut: np.ndarray, within: np.ndarray, grid: int = 64) -> np.ndarray:
+def _density_dip(ordered: np.ndarray, cut: np.ndarray, within: np.ndarray, grid: int = 48) -> np.ndarray:
     """``1 − valley / lower peak`` (S, L) of a Gaussian kernel density of ``ordered`` (S, L, m), whose parts
     are its first ``cut + 1`` and the other values: the density at each part's median is its peak (a few
     stray values do not make one), the valley its lowest between them. The bandwidth is Silverman's rule
@@ -173,6 +173,20 @@ def _density_dip(ordered: np.ndarray, cut: np.ndarray, within: np.ndarray, grid:
     density = np.exp(-0.5 * ((at[..., :, None] - ordered[..., None, :]) / bandwidth) ** 2).sum(axis=-1)
     peaks = np.minimum(density[..., 0], density[..., 1])
     return 1.0 - density[..., 2:].min(axis=-1) / np.maximum(peaks, 1e-300)
+
+
+#: Draw counts at which the null limits are computed; a count between two takes the smaller one's
+#: (the limits fall as the count grows, so that is the stricter).
+NULL_COUNTS: tuple[int, ...] = (6, 7, 8, 9, 10, 12, 14, 16, 18, 20, 24, 28, 32, 40, 48, 56, 64, 80, 96, 112, 128, 160,
+                                192, 256, 320, 384, 512)
+
+
+def null_limits(count: int, least: int) -> tuple[float, float]:
+    """:func:`null_thresholds` at the largest of :data:`NULL_COUNTS` not above ``count`` (at ``count``
+    itself below the first or above the last)."""
+    below = [c for c in NULL_COUNTS if c <= count]
+    at = count if not below or count > NULL_COUNTS[-1] else below[-1]
+    return null_thresholds(max(at, 2 * least), least)
 
 
 @lru_cache(maxsize=512)
@@ -198,7 +212,7 @@ def _split(points: np.ndarray, total: int) -> tuple[np.ndarray, np.ndarray] | No
     if points.shape[0] < 2 * least:
         return None
     lines = _lines(points[None], least)
-    gap_limit, dip_limit = null_thresholds(points.shape[0], least)
+    gap_limit, dip_limit = null_limits(points.shape[0], least)
     passing = (lines.valid[0] & (lines.separation[0] >= MIN_SEPARATION)
                & ((lines.gap[0] >= max(MIN_GAP, gap_limit)) | (lines.dip[0] >= max(MIN_DIP, dip_limit))))
     if not np.any(passing):
@@ -222,7 +236,7 @@ def split_test(predicted: np.ndarray) -> dict[str, Any]:
     if not np.any(lines.valid[0]):
         return {}
     best = int(np.argmax(np.where(lines.valid[0], lines.separation[0], -np.inf)))
-    gap_limit, dip_limit = null_thresholds(count, least)
+    gap_limit, dip_limit = null_limits(count, least)
     gap, dip, separation = (float(a[0, best]) for a in (lines.gap, lines.dip, lines.separation))
     needed = {"gap": max(MIN_GAP, gap_limit), "dip": max(MIN_DIP, dip_limit), "separation": MIN_SEPARATION}
     refused = [name for name, bad in (("separation", separation < MIN_SEPARATION),

@@ -133,6 +133,7 @@ def test_the_calibrated_band_widens_each_mode_by_the_discrepancy(tmp_path: Path)
     assert "NOT CALIBRATED" not in markdown
 
 
+@pytest.mark.slow
 def test_without_a_calibration_the_range_is_parameter_only(tmp_path: Path) -> None:
     from sim2real.report.spread import sweep_calibration
 
@@ -161,6 +162,7 @@ def _two_mode_table(path: Path, yaw_rad: float = 0.0, flipped_rows: int = 10) ->
     return path
 
 
+@pytest.mark.slow
 def test_modes_that_split_flip_from_no_flip_are_named(tmp_path: Path) -> None:
     from sim2real.report.spread import sweep_calibration
 
