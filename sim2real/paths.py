@@ -131,20 +131,28 @@ def use_loopback_profile(env: MutableMapping[str, str] | None = None) -> Path | 
 MAX_TEXT_BYTES = 16 * 1024 * 1024
 
 
-def read_text_file(path: str | os.PathLike[str], what: str, max_bytes: int = MAX_TEXT_BYTES) -> str:
-    """The UTF-8 text of a regular file, or a one-line :class:`~sim2real.errors.Sim2RealError`.
+def check_regular_file(path: str | os.PathLike[str], what: str) -> os.stat_result:
+    """Refuse, before it is opened, an input that is missing or not a regular file.
 
-    A FIFO, device or directory is refused before it is opened (opening a FIFO would block
-    until a writer appears), so are files larger than ``max_bytes`` and bytes that are not UTF-8.
+    Opening a FIFO blocks until a writer appears, and a device or socket is no recording: every
+    file a command reads goes through here (or :func:`read_text_file`) first.
 
     Parameters
     ----------
     path : path-like
-        The file.
+        The file (symbolic links are followed).
     what : str
-        What it is, for messages (``"params file"``, ``"trial.json"``, ...).
-    max_bytes : int
-        Size limit (bytes).
+        What it is, for messages (``"bag"``, ``"cube-toss file"``, ...).
+
+    Returns
+    -------
+    os.stat_result
+        The file's status.
+
+    Raises
+    ------
+    Sim2RealError
+        One line: not found, unreadable, a directory, or a FIFO, device or socket.
     """
     import stat
 
@@ -160,6 +168,50 @@ def read_text_file(path: str | os.PathLike[str], what: str, max_bytes: int = MAX
     if not stat.S_ISREG(info.st_mode):
         kind = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file (FIFO, device or socket)"
         raise Sim2RealError(f"{what} {path} is {kind}")
+    return info
+
+
+def check_bag_files(directory: str | os.PathLike[str]) -> None:
+    """Refuse a rosbag2 directory that holds a FIFO, device or socket (its metadata.yaml or a storage
+    file, which the bag reader would block on); sub-directories and regular files pass.
+
+    Raises
+    ------
+    Sim2RealError
+        One line naming the entry.
+    """
+    import stat
+
+    from sim2real.errors import Sim2RealError
+
+    for entry in sorted(Path(directory).iterdir()):
+        try:
+            mode = entry.stat().st_mode
+        except OSError:
+            continue  # a dangling link: the reader names what it misses
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            raise Sim2RealError(f"bag {directory}: {entry.name} is not a regular file (FIFO, device or socket)")
+
+
+def read_text_file(path: str | os.PathLike[str], what: str, max_bytes: int = MAX_TEXT_BYTES) -> str:
+    """The UTF-8 text of a regular file, or a one-line :class:`~sim2real.errors.Sim2RealError`.
+
+    A FIFO, device or directory is refused before it is opened (opening a FIFO would block
+    until a writer appears), so are files larger than ``max_bytes`` and bytes that are not UTF-8.
+
+    Parameters
+    ----------
+    path : path-like
+        The file.
+    what : str
+        What it is, for messages (``"params file"``, ``"trial.json"``, ...).
+    max_bytes : int
+        Size limit (bytes).
+    """
+    from sim2real.errors import Sim2RealError
+
+    path = Path(path)
+    info = check_regular_file(path, what)
     if info.st_size > max_bytes:
         raise Sim2RealError(f"{what} {path} is {info.st_size} bytes, more than the {max_bytes} a {what} may have")
     try:

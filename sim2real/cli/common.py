@@ -6,7 +6,7 @@ import argparse
 import contextlib
 import os
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TextIO
 
@@ -16,7 +16,7 @@ from sim2real.params import ParameterSet
 def add_param_arguments(parser: argparse.ArgumentParser) -> None:
     """Add ``--params FILE`` and repeatable ``--set NAME=VALUE``."""
     parser.add_argument("--params", metavar="FILE",
-                        help="ROS 2 params YAML with simulator parameters (default: nominal values)")
+                        help="ROS 2 params YAML (.yaml or .yml) with simulator parameters (default: nominal values)")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="NAME=VALUE",
                         help="override one parameter, e.g. --set box.mass=0.62 (SI units; repeatable)")
 
@@ -25,18 +25,59 @@ def params_from_args(args: argparse.Namespace) -> ParameterSet:
     """The parameter set selected by ``--params`` and ``--set``."""
     from sim2real.params import resolve_params
 
+    if args.params is not None:
+        check_yaml_name(args.params, "--params")
     return resolve_params(args.params, args.overrides)
 
 
-def parse_name_list(text: str | None) -> list[str]:
-    """Split a comma-separated list of parameter names and check each against the registry."""
+#: Name endings of the ROS 2 params YAML files the options read (``--params``, ``--experiment``, ``--world``, ...).
+YAML_SUFFIXES: tuple[str, ...] = (".yaml", ".yml")
+
+
+def check_yaml_name(path: str | os.PathLike[str], option: str) -> Path:
+    """Refuse, before reading it, a file given where a YAML file (ROS 2 params, experiment, world) is expected
+    whose name does not end in ``.yaml`` or ``.yml`` (``--params fit.txt``, ``--params fit.json``: most likely
+    the wrong file).
+
+    Raises
+    ------
+    Sim2RealError
+        One line naming ``option`` and the file.
+    """
+    from sim2real.errors import Sim2RealError
+
+    path = Path(path)
+    if path.suffix.lower() not in YAML_SUFFIXES:
+        raise Sim2RealError(f"{option} {path}: expected a YAML file (.yaml or .yml), as every params, experiment "
+                            f"and world file is; rename it if it is one")
+    return path
+
+
+def parse_name_list(text: str | None, option: str = "--grad") -> list[str]:
+    """Split a comma-separated list of parameter names and check each against the registry.
+
+    None (the option not given) is no name; an empty list or an empty entry (``--grad ,,``,
+    ``a,,b``) is refused, as is a name given twice.
+
+    Raises
+    ------
+    Sim2RealError
+        One line naming ``option``.
+    """
+    from sim2real.errors import Sim2RealError
     from sim2real.params import spec
 
-    if not text:
+    if text is None:
         return []
-    names = [part.strip() for part in text.split(",") if part.strip()]
+    names = [part.strip() for part in text.split(",")]
+    if not any(names):
+        raise Sim2RealError(f"{option} {text!r} names no parameter; give NAME[,NAME...] or leave {option} out")
+    if not all(names):
+        raise Sim2RealError(f"{option} {text!r} has an empty entry between commas")
     for name in names:
         spec(name)
+        if names.count(name) > 1:
+            raise Sim2RealError(f"{option}: parameter '{name}' is given twice")
     return names
 
 
@@ -142,6 +183,36 @@ def removed_on_interrupt(*outputs: str | os.PathLike[str]) -> Iterator[None]:
                 else:
                     entry.unlink(missing_ok=True)
         raise
+
+
+def check_given_once(paths: Sequence[str], what: str,
+                     key: Callable[[str], str] = os.path.realpath) -> None:
+    """Refuse an input given twice (also as another spelling of the same path, or a link to it): a run
+    compared with itself, a recording imported twice as two trials.
+
+    Parameters
+    ----------
+    paths : sequence of str
+        The inputs as given.
+    what : str
+        What each is, for messages (``"run directory"``, ``"bag"``).
+    key : callable
+        The identity of an input (default: its real path).
+
+    Raises
+    ------
+    Sim2RealError
+        Naming the input and both spellings.
+    """
+    from sim2real.errors import Sim2RealError
+
+    seen: dict[str, str] = {}
+    for given in paths:
+        identity = key(given)
+        if identity in seen:
+            also = f" (as {seen[identity]} and {given})" if seen[identity] != given else ""
+            raise Sim2RealError(f"{what} {given} is given twice{also}; give each {what} once")
+        seen[identity] = given
 
 
 def check_output_file(path: str | os.PathLike[str], force: bool, ours: Callable[[Path], bool],

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from sim2real.cli.common import bounded_float, bounded_int
+from sim2real.cli.common import bounded_float, bounded_int, check_yaml_name
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -22,7 +22,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="command port (default 502, which needs root; the SDK can be pointed at another one)")
     parser.add_argument("--world", metavar="F", help="YAML with arm.servo_tau, arm.command_delay, "
                         "arm.max_joint_acc, arm.initial_joints (default: nominal parameters, zero joints)")
-    parser.add_argument("--version-string", default=None, help="answer to the firmware-version query")
+    parser.add_argument("--version-string", default=None, metavar="AXIS,TYPE,ROBOT_SN,BOX_SN,vX.Y.Z",
+                        help="answer to the firmware-version query, in the controller's format (default "
+                        "6,6,XI1303000000,AC1303000000,v2.6.107); another axis count or an old version tests a "
+                        "driver's refusal, text in another format is refused here")
     parser.add_argument("--latency", type=bounded_float(0.0, 10.0), default=0.0, metavar="S",
                         help="added reply latency (s)")
     parser.add_argument("--stall-at", type=bounded_float(0.0, 1e6), metavar="T",
@@ -42,18 +45,26 @@ def run(args: argparse.Namespace) -> int:
     """Start the emulator and serve until interrupted."""
     import threading
 
+    from sim2real.errors import Sim2RealError
     from sim2real.hardware.emulator import XArmEmulator
     from sim2real.hardware.emulator_config import DEFAULT_VERSION, EmulatorConfig, FaultConfig
+    from sim2real.hardware.protocol import parse_version
     from sim2real.hardware.world_file import EmulatedArm, load_world_file
     from sim2real.params import ParameterSet
     from sim2real.physics.servo import ServoParams
 
-    arm = (load_world_file(args.world) if args.world
+    if args.version_string is not None and parse_version(args.version_string.encode("utf-8")) is None:
+        raise Sim2RealError(f"--version-string {args.version_string!r} is not an xArm version string: give "
+                            f"AXIS,TYPE,ROBOT_SN,BOX_SN,vMAJOR.MINOR.PATCH, e.g. {DEFAULT_VERSION}")
+    if args.world is not None:
+        check_yaml_name(args.world, "--world")
+    arm = (load_world_file(args.world) if args.world is not None
            else EmulatedArm(ServoParams.from_params(ParameterSet.nominal()), (0.0,) * 6))
     faults = FaultConfig(latency=args.latency, stall_at=args.stall_at, stall_duration=args.stall_duration,
                          drop_at=args.drop_at, error_at=args.error_at, error_code=args.error_code)
     config = EmulatorConfig(host=args.host, command_port=args.port, servo=arm.servo,
-                            initial_joints=arm.initial_joints, version=args.version_string or DEFAULT_VERSION,
+                            initial_joints=arm.initial_joints,
+                            version=DEFAULT_VERSION if args.version_string is None else args.version_string,
                             faults=faults)
     with XArmEmulator(config) as emulator:
         ports = ", ".join(str(p) for p in config.report_ports)

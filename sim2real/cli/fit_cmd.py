@@ -328,7 +328,7 @@ def _with_validation_spread(result: FitResult, records: Any, args: argparse.Name
 
     from sim2real.cli.replay_cmd import predict_fit_spread
     from sim2real.sysid.sampling import fit_distribution
-    from sim2real.sysid.spread import band_verdict
+    from sim2real.sysid.spread_calibration import band_verdict
     from sim2real.sysid.writeback import fit_document
 
     if not records or not result.validation:
@@ -353,7 +353,7 @@ def _without_unstable(problem: Any, result: FitResult, args: argparse.Namespace,
     from sim2real.cli.replay_cmd import noise_description, spread_settings
     from sim2real.sysid import fit_trials
     from sim2real.sysid.sampling import fit_distribution
-    from sim2real.sysid.spread import records_spread
+    from sim2real.sysid.spread_calibration import records_spread
     from sim2real.sysid.writeback import fit_document
 
     draws = args.spread_draws or 20
@@ -405,6 +405,9 @@ def run(args: argparse.Namespace) -> int:
     loaded = read_trials(args.bags)
     loaded, held, split = hold_out(loaded, read_trials(args.validate) if args.validate else None, args.holdout,
                                    args.seed)
+    from sim2real.sysid.writeback import check_per_object_outputs  # before the fit: its outputs can be written
+
+    check_per_object_outputs(out, args.per_object, loaded.records)
     if split is not None:
         _log(f"--holdout {args.holdout:g} (seed {args.seed}): {len(split.records)} of "
              f"{len(split.records) + len(loaded.records)} trials held out: "

@@ -35,7 +35,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                            "sim2real/data/cube_toss/README.md gives the format)")
     cube.add_argument("--out", required=True, metavar="DIR", help="run directory to create (must not exist)")
     cube.add_argument("--tosses", metavar="SPEC",
-                      help="tosses to import, e.g. '0-19,100' (inclusive ranges; default: all)")
+                      help="tosses to import, e.g. '0-19,100' (inclusive ranges, each toss once; default: all)")
     cube.set_defaults(handler=run_cube_toss)
     _register_bag(sources)
     _register_csv(sources)
@@ -56,6 +56,13 @@ Pose sources (--box-pose, --pusher-pose):
                     paths of the position and optionally of a quaternion, scalar first; e.g. a robot's
                     Cartesian log in mm without a header: --pusher-pose /arm/log:x,y,z,q0,qx,qy,qz
                     --units /arm/log=mm --frame /arm/log=base_link --stamp-field /arm/log=clock
+A box pose source without a quaternion (TOPIC:X,Y,Z) cannot show a tilt or a flip, and is refused unless
+--planar says the box cannot tilt: the trials are then planar recordings, as a planar CSV's (see
+'sim2real import csv --help'): the box rests on the table, its centre at box.size_z / 2 (--box-size is
+needed), --transform and --box-offset must be level, and trial.json "import.planar" and the real
+outcome record the tilt, the flip and the heading (yaw_deg) as unknown (null), never as 0. The poses
+written carry one constant orientation (none was recorded), so fit such trials with
+--weights orientation=0. A bag given twice (also as a directory and its metadata.yaml) is refused.
 A pose in a frame other than the recording frame is composed with the static transforms linking
 the two: those on /tf_static, and /tf transforms that never change (ROS 1's static publishers put
 them on /tf); dynamic /tf chains are not composed (an error names the frame).
@@ -129,13 +136,15 @@ def _add_common_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, metavar="DIR", help="run directory to create (absent or empty)")
     parser.add_argument("--transform", metavar="x,y,z,qw,qx,qy,qz",
                         help="the recording frame in the arm base frame (T_base_recording): p_base = R(q) p + "
-                             "(x, y, z); m and a unit quaternion, w first (default: identity)")
+                             "(x, y, z); m (each within 100 m) and a unit quaternion, w first (default: identity)")
     parser.add_argument("--tool-offset", metavar="x,y,z[,qw,qx,qy,qz]",
-                        help="the pusher point in the tracked pusher body's frame, m (e.g. a probe tip 0,0,0.17 "
-                             "beyond a logged flange; needs the pusher's orientation) (default: 0,0,0)")
+                        help="the pusher point in the tracked pusher body's frame, m, each within 10 m (e.g. a "
+                             "probe tip 0,0,0.17 beyond a logged flange; needs the pusher's orientation) "
+                             "(default: 0,0,0)")
     parser.add_argument("--box-offset", metavar="x,y,z[,qw,qx,qy,qz]",
-                        help="the box geometric centre in the tracked box body's frame, m (e.g. a mocap origin "
-                             "on the lid: 0,0,-0.105); optionally the box axes' rotation (default: 0,0,0)")
+                        help="the box geometric centre in the tracked box body's frame, m, each within 10 m (e.g. "
+                             "a mocap origin on the lid: 0,0,-0.105); optionally the box axes' rotation "
+                             "(default: 0,0,0)")
     parser.add_argument("--split", default="none", metavar="none|gaps:SECONDS|windows:FILE",
                         help="cut each recording into trials (default: none, one trial per recording)")
     parser.add_argument("--outlier-angle", type=float, default=OUTLIER_ANGLE_DEG, metavar="DEG",
@@ -150,7 +159,8 @@ def _add_common_options(parser: argparse.ArgumentParser) -> None:
     thing.add_argument("--pusher-shape", choices=("sphere", "rod"), help="a sphere, or a vertical rod (a point probe)")
     thing.add_argument("--pusher-radius", type=float, metavar="M", help="pusher sphere or rod radius, m")
     thing.add_argument("--pusher-length", type=float, metavar="M", help="rod length above its tip, m (rod only)")
-    thing.add_argument("--object", metavar="NAME", help="object label (e.g. steel): per-object fits group by it")
+    thing.add_argument("--object", metavar="NAME",
+                       help="object label (e.g. steel, not empty): per-object fits group by it")
 
 
 def _register_bag(sources: argparse._SubParsersAction) -> None:
@@ -162,9 +172,9 @@ def _register_bag(sources: argparse._SubParsersAction) -> None:
                     "'fit' and 'report' read.",
         epilog=BAG_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     bag.add_argument("bags", nargs="+", metavar="BAG",
-                     help="rosbag2 directory, .mcap or .db3 file, or ROS 1 .bag file (one or more)")
+                     help="rosbag2 directory, .mcap or .db3 file, or ROS 1 .bag file (one or more, each once)")
     bag.add_argument("--box-pose", required=True, metavar="SOURCE", help="the tracked box body: TOPIC, tf:FRAME or "
-                     "TOPIC:X,Y,Z[,QW,QX,QY,QZ] (see below)")
+                     "TOPIC:X,Y,Z[,QW,QX,QY,QZ] (see below; without the quaternion only with --planar)")
     bag.add_argument("--pusher-pose", metavar="SOURCE", help="the tracked pusher point (sphere centre or rod tip)")
     bag.add_argument("--joint-states", metavar="TOPIC",
                      help="sensor_msgs/JointState of the xArm (joints joint1..joint6; rad, rad/s, N m)")
@@ -179,6 +189,10 @@ def _register_bag(sources: argparse._SubParsersAction) -> None:
                      help="a stream's frame in the recording frame (m, unit quaternion w first)")
     bag.add_argument("--clock", choices=("header", "receive"), default="header",
                      help="sample times: header stamps (default) or receive (bag log) times")
+    bag.add_argument("--planar", action="store_true",
+                     help="the box cannot tilt: accept a --box-pose of positions only (TOPIC:X,Y,Z), which is "
+                          "refused without it, and record the trials' tilt, flip and heading as unknown (the box "
+                          "rests on the table at box.size_z / 2; needs the object; see below)")
     _add_common_options(bag)
     bag.set_defaults(handler=run_bag)
 
@@ -189,7 +203,7 @@ def _register_csv(sources: argparse._SubParsersAction) -> None:
         help="pose recordings in CSV files (t, 3-D or planar box pose, optional pusher position) → trials",
         description="Convert CSV pose recordings (data not in bags) into trials, like 'sim2real import bag'.",
         epilog=CSV_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    table.add_argument("files", nargs="+", metavar="FILE", help="CSV recording (one or more)")
+    table.add_argument("files", nargs="+", metavar="FILE", help="CSV recording (one or more, each once)")
     _add_common_options(table)
     table.set_defaults(handler=run_csv)
 
@@ -237,9 +251,9 @@ def _settings(args: argparse.Namespace, clock: str = "header") -> ImportSettings
     from sim2real.trials.recording import ImportSettings, parse_split
     from sim2real.trials.rigid import RigidTransform, parse_offset, parse_transform
 
-    transform = parse_transform(args.transform) if args.transform else RigidTransform()
-    offset = parse_offset(args.box_offset) if args.box_offset else RigidTransform()
-    tool = parse_offset(args.tool_offset, "--tool-offset") if args.tool_offset else RigidTransform()
+    transform = parse_transform(args.transform) if args.transform is not None else RigidTransform()
+    offset = parse_offset(args.box_offset) if args.box_offset is not None else RigidTransform()
+    tool = parse_offset(args.tool_offset, "--tool-offset") if args.tool_offset is not None else RigidTransform()
     return ImportSettings(clock=clock, transform=transform, box_offset=offset, split=parse_split(args.split),
                           outlier_angle_rad=math.radians(args.outlier_angle), outlier_jump_m=args.outlier_jump,
                           tool_offset=tool, object=_object(args))
@@ -283,25 +297,38 @@ def _written(count: int, out: object, settings: ImportSettings) -> int:
     return 0
 
 
+def _bag_identity(path: str) -> str:
+    """The bag a path names, for telling a bag given twice: a rosbag2 directory and its metadata.yaml are one."""
+    import os
+
+    return os.path.realpath(os.path.dirname(path) if os.path.basename(path) == "metadata.yaml" else path)
+
+
 def run_bag(args: argparse.Namespace) -> int:
     """Import ROS 1/2 bags; one line per trial on stderr; the run directory on stdout."""
     from pathlib import Path
 
-    from sim2real.cli.common import check_output_location, removed_on_interrupt
+    from sim2real.cli.common import check_given_once, check_output_location, removed_on_interrupt
     from sim2real.trials.bag_import import BagSelection, parse_pose_source, read_bag
     from sim2real.trials.bag_sources import StreamOptionText, stream_options
     from sim2real.trials.recording_import import check_new_run_dir, import_recordings
 
     out = check_output_location(args.out)
     check_new_run_dir(out)
+    check_given_once(args.bags, "bag", key=_bag_identity)
     settings = _settings(args, args.clock)
+    if args.planar:
+        from sim2real.trials.recording import check_planar_settings
+
+        check_planar_settings(settings, "--planar: a planar recording (box positions only)")
     box = parse_pose_source(args.box_pose, "--box-pose")
     pusher = parse_pose_source(args.pusher_pose, "--pusher-pose") if args.pusher_pose else None
     if pusher is not None and pusher.key == box.key:
         raise Sim2RealError(f"--box-pose and --pusher-pose name the same source {box.key}")
     options, frame = stream_options(StreamOptionText(args.frame, args.units, args.stamp_field, args.stream_transform),
                                     [s for s in (box, pusher) if s is not None])
-    selection = BagSelection(box=box, pusher=pusher, joint_states=args.joint_states, frame=frame, streams=options)
+    selection = BagSelection(box=box, pusher=pusher, joint_states=args.joint_states, frame=frame, streams=options,
+                             planar=args.planar)
     recordings = [read_bag(Path(bag), selection) for bag in args.bags]
     with removed_on_interrupt(out):
         trials = import_recordings(recordings, out, settings, log=_log)
@@ -310,12 +337,13 @@ def run_bag(args: argparse.Namespace) -> int:
 
 def run_csv(args: argparse.Namespace) -> int:
     """Import CSV pose recordings; one line per trial on stderr; the run directory on stdout."""
-    from sim2real.cli.common import check_output_location, removed_on_interrupt
+    from sim2real.cli.common import check_given_once, check_output_location, removed_on_interrupt
     from sim2real.trials.csv_import import read_csv_recording
     from sim2real.trials.recording_import import check_new_run_dir, import_recordings
 
     out = check_output_location(args.out)
     check_new_run_dir(out)
+    check_given_once(args.files, "CSV recording")
     settings = _settings(args)
     recordings = [read_csv_recording(path) for path in args.files]
     with removed_on_interrupt(out):

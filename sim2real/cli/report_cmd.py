@@ -98,17 +98,9 @@ def check_distinct_runs(run_dirs: list[str]) -> None:
     Sim2RealError
         Naming the directory and both spellings.
     """
-    import os
+    from sim2real.cli.common import check_given_once
 
-    from sim2real.errors import Sim2RealError
-
-    seen: dict[str, str] = {}
-    for given in run_dirs:
-        key = os.path.realpath(given)
-        if key in seen:
-            also = f" (as {seen[key]} and {given})" if seen[key] != given else ""
-            raise Sim2RealError(f"run directory {given} is given twice{also}; give each run once")
-        seen[key] = given
+    check_given_once(run_dirs, "run directory")
 
 
 def parse_truth(items: list[str]) -> dict[str, float]:

@@ -52,7 +52,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="closed: each platform runs the PD law on its own states (default); commands: the "
                         "sim receives the real platform's PD commands verbatim")
     parser.add_argument("--distances", metavar="D1,D2,...",
-                        help="start distances of the box in m (default: the experiment file's)")
+                        help="start distances of the box in m, comma-separated, no empty entry (default: the "
+                        "experiment file's)")
     parser.add_argument("--experiment", metavar="FILE", help="experiment params file (default config/experiment.yaml)")
     parser.add_argument("--robot-ip", default=None, metavar="IPV4",
                         help="xArm controller address, required for --mode real and mirror (no default: sim2real "
@@ -63,11 +64,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "the route's stand-in plays the lab's hardware")
     parser.add_argument("--controller", default=None, metavar="NAME",
                         help="--via ros2_control: the lab's forward velocity controller (default "
-                        f"{DEFAULT_CONTROLLER}; commands go to /NAME/commands as std_msgs/Float64MultiArray)")
+                        f"{DEFAULT_CONTROLLER}; commands go to /NAME/commands as std_msgs/Float64MultiArray): a ROS 2 "
+                        "name of letters, digits and underscores, '/' between parts, none starting with a digit")
     parser.add_argument("--controller-joints", default=None, metavar="J1,...,J6",
                         help="--via ros2_control: the controller's joints in its command order (default "
                         "joint1,...,joint6; /joint_states is read by name)")
-    parser.add_argument("--world", metavar="FILE", help="reality stand-in world file (default config/standin.yaml)")
+    parser.add_argument("--world", metavar="FILE",
+                        help="reality stand-in world file, YAML (default config/standin.yaml; read before anything "
+                        "starts, as the stand-in will)")
     parser.add_argument("--standin-host", default="127.0.0.2", help="loopback address of the emulated xArm")
     parser.add_argument("--standin-port", type=int, default=0, metavar="PORT",
                         help="command port of the emulated xArm (default 0: a free port)")
@@ -89,13 +93,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Handler of ``sim2real run``."""
     import re
-    from pathlib import Path
 
-    from sim2real.cli.common import check_output_location
+    from sim2real.cli.common import check_output_location, check_yaml_name
     from sim2real.errors import Sim2RealError
     from sim2real.hardware.address import require_robot_address
-    from sim2real.nodes.routes import parse_joints, route
+    from sim2real.nodes.routes import check_controller_name, parse_joints, route
     from sim2real.nodes.runner import check_loopback_ip, run_experiment
+    from sim2real.paths import check_regular_file
     from sim2real.trials.experiment import parse_distances
 
     # Every argument and file first: nothing may fail after the experiment ran.
@@ -121,6 +125,8 @@ def run(args: argparse.Namespace) -> int:
         raise Sim2RealError(f"--via {args.via} applies to a real platform; --mode sim has none")
     if (args.controller is not None or args.controller_joints is not None) and args.via != "ros2_control":
         raise Sim2RealError("--controller and --controller-joints apply to --via ros2_control only")
+    if args.controller is not None:
+        check_controller_name(args.controller)
     joints = parse_joints(args.controller_joints)
     if args.live is not None:
         check_live(args.live)
@@ -130,20 +136,20 @@ def run(args: argparse.Namespace) -> int:
     if args.experiment is not None:
         from sim2real.control import load_experiment_config
 
-        load_experiment_config(Path(args.experiment))
+        load_experiment_config(check_yaml_name(args.experiment, "--experiment"))
+    if args.world is not None:
+        check_world(args.world, args.mode)
+    if args.mocap is not None:
+        if args.mode not in ("real", "mirror"):
+            raise Sim2RealError("--mocap applies to --mode real and mirror only")
+        check_regular_file(check_yaml_name(args.mocap, "--mocap"), "mocap file")
+    if not 0 <= args.standin_port <= 65535:
+        raise Sim2RealError(f"--standin-port must be in 0..65535, got {args.standin_port}")
+    params = params_from_args(args)
 
     if not os.environ.get("ROS_AUTOMATIC_DISCOVERY_RANGE"):
         os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
         print("sim2real: warning: ROS_AUTOMATIC_DISCOVERY_RANGE was unset; using LOCALHOST", file=sys.stderr)
-    if args.mode != "standin" and args.world:
-        raise Sim2RealError("--world applies to --mode standin only")
-    if args.mocap and args.mode not in ("real", "mirror"):
-        raise Sim2RealError("--mocap applies to --mode real and mirror only")
-    if args.mocap and not os.path.isfile(args.mocap):
-        raise Sim2RealError(f"mocap file not found: {args.mocap}")
-    if not 0 <= args.standin_port <= 65535:
-        raise Sim2RealError(f"--standin-port must be in 0..65535, got {args.standin_port}")
-    params = params_from_args(args)
     paths = run_experiment(args.mode, args.distances, params, args.out, mirror=args.mirror, engine=args.engine,
                            experiment_file=args.experiment, robot_ip=args.robot_ip, world_file=args.world,
                            standin_host=args.standin_host, standin_port=args.standin_port,
@@ -152,6 +158,20 @@ def run(args: argparse.Namespace) -> int:
                            progress=lambda line: print(line, flush=True))
     print(f"{len(paths)} trial(s) recorded in {args.out}")
     return max(report_recordings(paths), report_solver(paths))
+
+
+def check_world(path: str, mode: str) -> None:
+    """Read the ``--world`` file as the stand-in will, before any process starts: a bad value (a negative
+    time constant, an unknown key) is one line and exit 2, not a child that dies at start (exit 5)."""
+    from sim2real.cli.common import check_yaml_name
+    from sim2real.errors import Sim2RealError
+    from sim2real.hardware.standin import load_standin
+
+    if mode != "standin":
+        raise Sim2RealError("--world applies to --mode standin only")
+    if not path.strip():
+        raise Sim2RealError("--world must name a stand-in world file")
+    load_standin(check_yaml_name(path, "--world"))
 
 
 def check_live(address: str) -> None:

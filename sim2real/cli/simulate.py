@@ -22,6 +22,7 @@ from sim2real.cli.common import (
     add_engine_argument,
     add_param_arguments,
     check_output_location,
+    check_yaml_name,
     finite_float,
     params_from_args,
     parse_name_list,
@@ -56,7 +57,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_param_arguments(parser)
     parser.add_argument("--grad", metavar="NAMES",
                         help="comma-separated parameters to differentiate the final pose by, e.g. "
-                        "contact.mu_table,box.mass")
+                        "contact.mu_table,box.mass (each once; an empty list or entry is refused)")
     parser.add_argument("--out", metavar="BAG",
                         help="write the trajectory as a rosbag2 (mcap) directory with /sim/box_pose")
     parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
@@ -188,6 +189,8 @@ def _distance_mode(args: argparse.Namespace) -> dict[str, Any]:
             raise Sim2RealError(f"--out {out} already exists; refusing to overwrite it")
         check_output_location(out)
         check_trial_name(out.name)
+    if args.experiment is not None:
+        check_yaml_name(args.experiment, "--experiment")
     experiment = load_experiment_config(args.experiment)
     trial = run_standard_trial(args.distance, params, names, experiment=experiment, strict=args.strict,
                                engine=args.engine)

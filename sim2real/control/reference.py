@@ -143,6 +143,9 @@ def load_experiment_config(path: str | os.PathLike[str] | None = None) -> Experi
         raise Sim2RealError(f"{path}: {err}") from None
     except Sim2RealError as err:
         raise Sim2RealError(f"{path}: {err}") from None
+    if "distances" in section and not distances:
+        raise Sim2RealError(f"{path}: distances is empty; give start distances in m (e.g. [0.30, 0.45]) or leave "
+                            f"the key out")
     for distance in distances:
         if not (math.isfinite(distance) and 0.0 < distance < 1.5):
             raise Sim2RealError(f"{path}: start distance {distance} m is outside (0, 1.5) m")

@@ -23,6 +23,7 @@ Imports no rclpy (the CLI checks its arguments against these routes before ROS s
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -75,6 +76,43 @@ class RouteOptions:
     robot_port: int = 502
     controller: str | None = None
     joints: tuple[str, ...] = XARM6_JOINTS
+
+    def __post_init__(self) -> None:
+        if self.controller is not None:
+            check_controller_name(self.controller)
+
+
+#: A ROS 2 name relative to the root: tokens of letters, digits and underscores, none starting with a
+#: digit, joined by single slashes (``/<controller>/commands`` must be a valid topic name).
+_CONTROLLER_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(/[A-Za-z_][A-Za-z0-9_]*)*")
+
+
+def check_controller_name(name: str, option: str = "--controller") -> str:
+    """Refuse a controller name that makes no valid ROS 2 topic ``/<name>/commands``, before anything starts.
+
+    Parameters
+    ----------
+    name : str
+        The ros2_control controller name (e.g. ``xarm6_velo_controller``, or ``arm/velocity_controller``).
+    option : str
+        The option that gave it, for messages.
+
+    Returns
+    -------
+    str
+        ``name``.
+
+    Raises
+    ------
+    Sim2RealError
+        One line: the ROS 2 name rules (letters, digits, underscores and single inner slashes; no token
+        starting with a digit).
+    """
+    if not _CONTROLLER_NAME.fullmatch(name):
+        raise Sim2RealError(f"{option} {name!r} is not a ROS 2 controller name: use letters, digits and "
+                            f"underscores, with '/' between parts, none starting with a digit (e.g. "
+                            f"{DEFAULT_CONTROLLER})")
+    return name
 
 
 @dataclass(frozen=True)

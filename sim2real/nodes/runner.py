@@ -284,8 +284,8 @@ def _node_sections(mode: str, params: ParameterSet, config: ExperimentConfig, *,
     Raises
     ------
     Sim2RealError
-        An unknown route, a bad ``live`` address or controller joints, or no robot address where a
-        real arm is driven over the SDK.
+        An unknown route, a bad ``live`` address, controller name or controller joints, a bad stand-in
+        world file (``standin`` mode), or no robot address where a real arm is driven over the SDK.
     """
     sim_values = params_overrides(params)
     real_route = route(via)
@@ -308,6 +308,9 @@ def _node_sections(mode: str, params: ParameterSet, config: ExperimentConfig, *,
     if "real" in platforms_of(mode):
         sections.update(real_route.parameters(options, standin_host if mode == "standin" else None, standin_port))
     if mode == "standin":
+        from sim2real.hardware.standin import load_standin
+
+        load_standin(world_file or None)  # as the stand-in will read it: a bad file stops the run before it starts
         sections[real_route.standin] = {
             **sections.get(real_route.standin, {}), "world_file": str(world_file or ""),
             "initial_joints": [float(x) for x in _start_joints(params, config.push)]}

@@ -231,11 +231,14 @@ class HardStep:
     @classmethod
     def load(cls, path: str | Path) -> HardStep:
         """Read a file written by :meth:`save`."""
+        from sim2real.paths import read_text_file
+
         path = Path(path)
-        if not path.is_file():
+        if not path.exists():
             raise Sim2RealError(f"hard-step file {path} does not exist")
+        text = read_text_file(path, "hard-step file")
         try:
-            data = json.loads(path.read_text())
+            data = json.loads(text)
         except (OSError, json.JSONDecodeError) as err:
             raise Sim2RealError(f"cannot read hard-step file {path}: {err}") from None
         if not isinstance(data, dict):

@@ -200,11 +200,10 @@ def parse_scenario(document: Any, source: str = "scenario") -> Scenario:
 
 def load_scenario(path: str | Path) -> Scenario:
     """Read and validate a scenario YAML file."""
+    from sim2real.paths import read_text_file
+
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as err:
-        raise Sim2RealError(f"cannot read scenario {path}: {err.strerror or err}") from None
+    text = read_text_file(path, "scenario")  # a FIFO or device refused unopened, not read (it would block)
     try:
         document = yaml.safe_load(text)
     except yaml.YAMLError as err:

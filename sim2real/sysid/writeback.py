@@ -18,8 +18,9 @@ import glob
 import json
 import math
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -30,6 +31,9 @@ from sim2real.physics import save_hard_steps
 from sim2real.sysid.fit import FitResult
 from sim2real.sysid.fit_file import FIT_FORMAT
 from sim2real.sysid.fitted_objects import ObjectFiles, params_objects
+
+if TYPE_CHECKING:
+    from sim2real.trials.records import TrialRecord
 
 PARAMS_SUFFIXES: tuple[str, ...] = (".yaml", ".yml")
 #: Suffix of the folder (beside the params file, named after its stem) of the hard-step reproduction files.
@@ -106,12 +110,75 @@ def object_params_path(out: str | os.PathLike[str], obj: str) -> Path:
     return path.with_name(f"{path.stem}.{safe}{path.suffix}")
 
 
-def _check_object_targets(path: Path, result: FitResult) -> None:
-    """Refuse before writing anything when an object's params file exists and no fit wrote it."""
-    for obj in result.free.objects if result.free.per_object else ():
+def check_object_targets(out: str | os.PathLike[str], objects: Sequence[str]) -> None:
+    """Refuse the per-object params files of ``objects`` (:func:`object_params_path`) that cannot be written:
+    two objects whose names give one file (``a/b`` and ``a_b`` both ``OUT.a_b.yaml``: one object's values
+    would be lost), or a file that exists and no fit wrote (nor a FIFO or other non-regular file).
+
+    Raises
+    ------
+    Sim2RealError
+        One line naming the objects or the file.
+    """
+    path = Path(out)
+    owners: dict[Path, str] = {}
+    for obj in sorted(set(objects)):
         target = object_params_path(path, obj)
-        if target.exists() and "Fitted by sim2real fit" not in target.read_text(errors="replace")[:200]:
-            raise Sim2RealError(f"{target} exists and was not written by a fit; choose another --out")
+        if target in owners:
+            raise Sim2RealError(f"--per-object: the objects '{owners[target]}' and '{obj}' would both be written to "
+                                f"{target}: rename one (trial.json \"object\" \"name\") so that the names differ "
+                                f"in letters, digits, '-' or '_'")
+        owners[target] = obj
+        if target.is_symlink() or target.exists():
+            if not target.is_file():
+                raise Sim2RealError(f"{target} (object '{obj}' of --per-object) exists and is not a regular file; "
+                                    f"choose another --out")
+            with target.open("rb") as handle:
+                head = handle.read(200).decode("utf-8", "replace")
+            if "Fitted by sim2real fit" not in head:
+                raise Sim2RealError(f"{target} (object '{obj}' of --per-object) exists and was not written by a fit; "
+                                    f"choose another --out")
+
+
+def check_per_object_outputs(out: str | os.PathLike[str], per_object: str | Sequence[str] | None,
+                             records: Sequence[TrialRecord]) -> None:
+    """Before a per-object fit starts: the per-object params files its trials' object labels name can be
+    written (:func:`check_object_targets`), so that no fit runs to its end only to be refused.
+
+    Parameters
+    ----------
+    out : path-like
+        The fit's ``--out`` params file.
+    per_object : str or sequence of str or None
+        ``--per-object`` names; nothing is checked without them.
+    records : sequence of TrialRecord
+        The trials to fit; their object labels (trial.json ``"object"`` ``"name"``) name the files. A trial
+        whose object cannot be read is left to the fit, which names it.
+
+    Raises
+    ------
+    Sim2RealError
+        As :func:`check_object_targets`.
+    """
+    if not per_object:
+        return
+    from sim2real.trials.trial_object import trial_object
+
+    labels = []
+    for record in records:
+        try:
+            obj = trial_object(record.meta, record.name)
+        except Sim2RealError:
+            continue
+        if obj is not None and obj.name:
+            labels.append(obj.name)
+    check_object_targets(out, labels)
+
+
+def _check_object_targets(path: Path, result: FitResult) -> None:
+    """Refuse before writing anything what :func:`check_object_targets` refuses of the fit's objects."""
+    if result.free.per_object:
+        check_object_targets(path, result.free.objects)
 
 
 def _write_object_params(path: Path, files: ObjectFiles, header: str) -> list[Path]:

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from sim2real.errors import Sim2RealError
+from sim2real.paths import check_bag_files, check_regular_file
 from sim2real.trials.bag_sources import (
     POSE_MSGTYPES,
     PoseSource,
@@ -72,6 +73,10 @@ class BagSelection:
         The recording frame (default: the frame of the first box pose).
     streams : dict of str to StreamOptions
         Options of the pose streams by source key (topic or ``tf:FRAME``); absent: defaults.
+    planar : bool
+        The box cannot tilt (``--planar``): a box source of positions only is then read as a planar
+        recording (:attr:`Recording.planar`: its tilt and heading unknown). Without it such a
+        source is refused, and with it a source that gives the orientation is refused.
     """
 
     box: PoseSource
@@ -79,6 +84,18 @@ class BagSelection:
     joint_states: str | None = None
     frame: str | None = None
     streams: dict[str, StreamOptions] = field(default_factory=dict)
+    planar: bool = False
+
+    def __post_init__(self) -> None:
+        box = f"{self.box.option} {self.box.describe()}"
+        if not self.box.has_orientation and not self.planar:
+            raise Sim2RealError(f"{box} gives the box's position only, so a tilted or flipped box would be recorded "
+                                f"as never tilted: name its quaternion fields too (TOPIC:X,Y,Z,QW,QX,QY,QZ), or "
+                                f"pass --planar if the box cannot tilt (its tilt and heading are then recorded as "
+                                f"unknown)")
+        if self.planar and self.box.has_orientation:
+            raise Sim2RealError(f"--planar is for a box source of positions only, and {box} gives the box's "
+                                f"orientation (its tilt is measured): leave --planar out")
 
     def options(self, source: PoseSource) -> StreamOptions:
         """The options of ``source`` (defaults when none were given)."""
@@ -86,17 +103,21 @@ class BagSelection:
 
 
 def _bag_path(path: Path) -> tuple[Path, str]:
-    """The path AnyReader opens and the bag format (``rosbag1``, ``rosbag2/mcap``, ``rosbag2/sqlite3``)."""
+    """The path AnyReader opens and the bag format (``rosbag1``, ``rosbag2/mcap``, ``rosbag2/sqlite3``);
+    a FIFO, device or socket (as the bag or among a rosbag2 directory's files) is refused: reading it
+    would block."""
     if not path.exists():
         raise Sim2RealError(f"bag {path} does not exist")
     if path.is_file() and path.name == "metadata.yaml":
         path = path.parent
     if path.is_dir():
+        check_bag_files(path)
         if not (path / "metadata.yaml").is_file():
             raise Sim2RealError(f"{path} is not a rosbag2 directory (no metadata.yaml); give a rosbag2 directory, "
                                 f"a .mcap or .db3 file, or a ROS 1 .bag file")
         storage = "mcap" if any(path.glob("*.mcap*")) else "sqlite3" if any(path.glob("*.db3*")) else "unknown"
         return path, f"rosbag2/{storage}"
+    check_regular_file(path, "bag")
     suffix = path.suffix
     if suffix == ".bag":
         return path, "rosbag1"
@@ -367,7 +388,8 @@ class _ReadState:
                                          np.array(j["position"]).reshape(-1, 6), np.array(j["velocity"]).reshape(-1, 6),
                                          np.array(j["effort"]).reshape(-1, 6), self.selection.joint_states)
         pusher = samples[self.selection.pusher.key] if self.selection.pusher is not None else None
-        return Recording(bag, fmt, frame, samples[self.selection.box.key], pusher, joint_samples, notes)
+        return Recording(bag, fmt, frame, samples[self.selection.box.key], pusher, joint_samples, notes,
+                         planar=self.selection.planar)
 
 
 def _options_note(options: StreamOptions) -> dict[str, Any]:

@@ -88,12 +88,12 @@ def parse_pose_source(text: str, option: str) -> PoseSource:
         if not frame:
             raise Sim2RealError(f"{option} '{text}': tf:FRAME needs a child frame name")
         return PoseSource("tf", frame, option)
-    topic, _, spec = text.partition(":")
+    topic, colon, spec = text.partition(":")
     topic = topic.strip()
     if not topic:
         raise Sim2RealError(f"{option} needs a topic, TOPIC:X,Y,Z[,QW,QX,QY,QZ] or tf:FRAME")
     topic = topic if topic.startswith("/") else f"/{topic}"
-    if not spec:
+    if not colon:
         return PoseSource("topic", topic, option)
     paths = tuple(part.strip() for part in spec.split(","))
     if len(paths) not in (3, 7) or not all(paths):

@@ -20,6 +20,7 @@ import numpy as np
 
 from sim2real.errors import Sim2RealError
 from sim2real.filemodes import staging_dir
+from sim2real.paths import check_regular_file
 from sim2real.trials.scene import SceneSpec
 from sim2real.trials.writer import TrialBagWriter, write_run_meta
 
@@ -90,8 +91,9 @@ def load_cube_tosses(path: str | Path) -> CubeTossData:
         Missing or unreadable file, missing keys, inconsistent shapes or offsets.
     """
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise Sim2RealError(f"cube-toss file {path} does not exist")
+    check_regular_file(path, "cube-toss file")
     try:
         with np.load(path, allow_pickle=False) as data:
             missing = [key for key in REQUIRED_KEYS if key not in data.files]
@@ -137,7 +139,9 @@ def load_cube_tosses(path: str | Path) -> CubeTossData:
 def parse_selection(spec: str | None, count: int) -> list[int]:
     """Parse a toss selection such as ``"0-19,100"`` into sorted unique indices in ``[0, count)``.
 
-    ``None`` or ``"all"`` selects every toss. Ranges are inclusive.
+    ``None`` or ``"all"`` selects every toss. Ranges are inclusive (``0-0`` is toss 0). An empty entry,
+    a range that runs backwards and a toss selected twice (``0-0,0-0``, ``0-5,3``) are refused: the
+    selection would not say what was meant.
     """
     if spec is None or spec.strip().lower() == "all":
         return list(range(count))
@@ -156,6 +160,10 @@ def parse_selection(spec: str | None, count: int) -> list[int]:
             raise Sim2RealError(f"bad toss selection '{spec}': range {item} runs backwards")
         if lo < 0 or hi >= count:
             raise Sim2RealError(f"bad toss selection '{spec}': {item} is outside 0-{count - 1}")
+        again = chosen.intersection(range(lo, hi + 1))
+        if again:
+            raise Sim2RealError(f"bad toss selection '{spec}': {item} selects toss {min(again)} again; "
+                                f"give each toss once")
         chosen.update(range(lo, hi + 1))
     return sorted(chosen)
 

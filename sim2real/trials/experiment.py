@@ -106,9 +106,20 @@ def missing_matches(required: dict[str, tuple[str, ...]], reports: dict[str, dic
 
 
 def parse_distances(text: str | Sequence[float]) -> tuple[float, ...]:
-    """Start distances (m) from ``"0.30,0.45"`` or a sequence; each in (0, 1.5)."""
+    """Start distances (m) from ``"0.30,0.45"`` or a sequence; each in (0, 1.5).
+
+    Raises
+    ------
+    Sim2RealError
+        No distance, an empty entry (``0.3,,0.4``, a comma at an end), a value that is not a number or
+        is outside (0, 1.5) m.
+    """
     if isinstance(text, str):
-        parts = [p.strip() for p in text.split(",") if p.strip()]
+        parts = [p.strip() for p in text.split(",")]
+        if any(parts) and not all(parts):
+            raise Sim2RealError(f"distances '{text}' have an empty entry; give numbers in m separated by single "
+                                f"commas, e.g. 0.30,0.45")
+        parts = [p for p in parts if p]
         try:
             values = tuple(float(p) for p in parts)
         except ValueError:

@@ -203,6 +203,8 @@ recorded platform's outcome carries ``"planar": true`` with its tilt and flip un
 
 #: Outcome keys a planar recording cannot tell (the tilt, and the face the box rests on).
 TILT_KEYS: tuple[str, ...] = ("max_tilt_deg", "flipped", "up_axis_initial", "up_axis_final")
+#: Outcome keys a planar recording of box positions only (``import bag --planar``) cannot tell either.
+HEADING_KEYS: tuple[str, ...] = ("yaw_deg",)
 
 
 def planar_platforms(meta: Mapping[str, Any]) -> tuple[str, ...]:
@@ -222,16 +224,27 @@ def planar_platforms(meta: Mapping[str, Any]) -> tuple[str, ...]:
     return ("real",) if isinstance(section, Mapping) and section.get(PLANAR_KEY) else ()
 
 
-def tilt_unknown(outcome: Mapping[str, Any]) -> dict[str, Any]:
+def heading_unknown(meta: Mapping[str, Any]) -> bool:
+    """Whether a trial's planar recording holds no heading either (box positions only, ``import bag
+    --planar``: trial.json ``import.planar.heading`` is ``"unknown"``)."""
+    section = meta.get("import")
+    planar = section.get(PLANAR_KEY) if isinstance(section, Mapping) else None
+    return isinstance(planar, Mapping) and planar.get("heading") == "unknown"
+
+
+def tilt_unknown(outcome: Mapping[str, Any], heading: bool = True) -> dict[str, Any]:
     """An outcome (trial.json form, :meth:`Outcome.as_dict`) of a planar recording: tilt and flip unknown.
 
     A planar recording holds pure rotations about world z, from which :func:`compute_outcome` would
     report a tilt of 0 and "not flipped"; that is no measurement. The keys of :data:`TILT_KEYS`
-    become None (null) and ``"planar"`` True; an outcome with an ``"error"`` is returned as it is.
+    become None (null) and ``"planar"`` True; without a recorded ``heading`` (a constant orientation,
+    :func:`heading_unknown`) the keys of :data:`HEADING_KEYS` too. An outcome with an ``"error"`` is
+    returned as it is.
     """
     if "error" in outcome:
         return dict(outcome)
-    return {**outcome, **dict.fromkeys(TILT_KEYS), PLANAR_KEY: True}
+    unknown = TILT_KEYS if heading else TILT_KEYS + HEADING_KEYS
+    return {**outcome, **dict.fromkeys(unknown), PLANAR_KEY: True}
 
 
 @dataclass(frozen=True)

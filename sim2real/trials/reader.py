@@ -11,6 +11,7 @@ import numpy as np
 from rosbags.rosbag2 import Reader
 
 from sim2real.errors import Sim2RealError
+from sim2real.paths import check_bag_files
 from sim2real.trials.jsonio import read_json
 from sim2real.trials.messages import NS_PER_S, reorder_joints, shared_typestore, stamp_to_ns
 from sim2real.trials.records import (
@@ -48,6 +49,8 @@ def _bag_dir(path: Path) -> Path:
             path = path.parent
         else:
             raise Sim2RealError(f"{path} is not a rosbag2 directory (expected a directory with {BAG_METADATA})")
+    if path.is_dir():
+        check_bag_files(path)
     if not (path / BAG_METADATA).is_file():
         if any(path.glob("*.mcap")):
             raise Sim2RealError(f"bag {path} has no {BAG_METADATA}: the recording was not closed (killed?)")

@@ -129,10 +129,12 @@ class Recording:
         Reader details kept in trial.json ``import`` (e.g. static transforms composed).
     planar : bool
         The box poses are planar (x, y and a heading, as a planar-pushing lab records them): ``box``
-        holds them on the recording frame's x-y plane (z = 0) with pure rotations about its z axis.
+        holds them on the recording frame's x-y plane (z = 0) with pure rotations about its z axis;
+        or, for a box source of positions only that the user declared planar (``import bag
+        --planar``; ``box.has_orientation`` False), positions whose height is ignored and no heading.
         Such a recording cannot tell the box's height or whether it tilted: the import puts the
         box centre at half the object's thickness (``box.size_z / 2``) and marks the trial's tilt
-        unknown (:data:`sim2real.trials.outcome.PLANAR_KEY`).
+        (and a missing heading) unknown (:data:`sim2real.trials.outcome.PLANAR_KEY`).
     planar_pusher : bool
         The pusher positions have no height either (x and y only, z = 0 in ``pusher``): the import
         puts the pusher point at ``box.size_z / 2`` too.
@@ -330,7 +332,26 @@ def check_planar(recording: Recording, settings: ImportSettings) -> None:
     """
     if not recording.planar:
         return
-    where = f"{recording.path}: a planar recording (box x, y and yaw)"
+    what = "box x, y and yaw" if recording.box.has_orientation else "--planar, box positions only"
+    check_planar_settings(settings, f"{recording.path}: a planar recording ({what})")
+
+
+def check_planar_settings(settings: ImportSettings, where: str) -> None:
+    """The part of :func:`check_planar` that needs no recording (``import bag --planar`` runs it before
+    reading any bag): the object and level ``--transform`` and ``--box-offset``.
+
+    Parameters
+    ----------
+    settings : ImportSettings
+        The import's settings.
+    where : str
+        What is planar, opening each message.
+
+    Raises
+    ------
+    Sim2RealError
+        One line naming ``where`` and the option.
+    """
     if settings.object is None:
         raise Sim2RealError(f"{where} needs the object (--box-size, --box-mass or --box-density, --pusher-shape, "
                             f"--pusher-radius): its box rests on the table, its centre at box.size_z / 2")

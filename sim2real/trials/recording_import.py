@@ -428,9 +428,10 @@ def _trial_meta(recording: Recording, window: tuple[int, int], settings: ImportS
                                "jump_m": settings.outlier_jump_m},
         **recording.notes,
     }
-    if recording.planar:
+    if recording.planar:  # a planar CSV's x, y and yaw; or a bag's positions only (--planar), no heading either
+        read = {"columns": ["box_x", "box_y", "box_yaw"]} if recording.box.has_orientation else {"heading": "unknown"}
         import_meta[PLANAR_KEY] = {
-            "columns": ["box_x", "box_y", "box_yaw"], "box_z_m": planar_height(settings),
+            **read, "box_z_m": planar_height(settings),
             "pusher_z_m": planar_height(settings) if recording.planar_pusher and "pusher_pose" in kept else None,
             "tilt": "unknown"}
     meta = {

@@ -121,14 +121,35 @@ def _unit_quaternion(values: Sequence[float], option: str, text: str) -> np.ndar
     return q / norm
 
 
+#: Largest translation component (m) of a frame transform (``--transform``, ``--stream-transform``): a
+#: tracking system's frame lies within a lab, not kilometres from the arm (1e308 is a typo, not a frame).
+MAX_TRANSFORM_M = 100.0
+#: Largest translation component (m) of an offset fixed to a tracked body (``--box-offset``, ``--tool-offset``).
+MAX_OFFSET_M = 10.0
+
+
+def _bounded(values: Sequence[float], bound: float, option: str, text: str) -> np.ndarray:
+    """The translation ``values[:3]`` (m), each component within ``bound``."""
+    translation = np.array(values[:3], dtype=float)
+    worst = float(np.max(np.abs(translation)))
+    if worst > bound:
+        raise Sim2RealError(f"{option} '{text}': a translation of {worst:.6g} m; each of x, y, z must be within "
+                            f"{bound:g} m (the values are in m)")
+    return translation
+
+
 def parse_transform(text: str, option: str = "--transform") -> RigidTransform:
-    """Parse ``x,y,z,qw,qx,qy,qz`` (m; unit quaternion, w first) into a :class:`RigidTransform`."""
+    """Parse ``x,y,z,qw,qx,qy,qz`` (m, each within :data:`MAX_TRANSFORM_M`; unit quaternion, w first) into
+    a :class:`RigidTransform`."""
     values = _numbers(text, (7,), option, "x,y,z,qw,qx,qy,qz (m and a unit quaternion, w first)")
-    return RigidTransform(np.array(values[:3]), _unit_quaternion(values[3:], option, text))
+    translation = _bounded(values, MAX_TRANSFORM_M, option, text)
+    return RigidTransform(translation, _unit_quaternion(values[3:], option, text))
 
 
 def parse_offset(text: str, option: str = "--box-offset") -> RigidTransform:
-    """Parse ``x,y,z`` (m) or ``x,y,z,qw,qx,qy,qz`` (with the box axes' rotation) into a transform."""
+    """Parse ``x,y,z`` (m, each within :data:`MAX_OFFSET_M`) or ``x,y,z,qw,qx,qy,qz`` (with the box axes'
+    rotation) into a transform."""
     values = _numbers(text, (3, 7), option, "x,y,z in m (optionally followed by qw,qx,qy,qz)")
+    translation = _bounded(values, MAX_OFFSET_M, option, text)
     q = _unit_quaternion(values[3:], option, text) if len(values) == 7 else _IDENTITY_Q
-    return RigidTransform(np.array(values[:3]), q)
+    return RigidTransform(translation, q)

@@ -106,10 +106,13 @@ def object_from_options(box_size: Sequence[float], pusher_shape: str, pusher_rad
     Raises
     ------
     Sim2RealError
-        Neither or both of mass and density, a length for a sphere, values out of range.
+        Neither or both of mass and density, a length for a sphere, values out of range, an empty label.
     """
     if (box_mass is None) == (box_density is None):
         raise Sim2RealError("give the box's mass (--box-mass KG) or its density (--box-density KG/M3), one of them")
+    if name is not None and not name.strip():
+        raise Sim2RealError(f"the object label (--object) {name!r} is empty: give a name such as steel, or leave "
+                            f"--object out")
     sx, sy, sz = (float(v) for v in box_size)
     mass = float(box_mass) if box_mass is not None else float(box_density) * sx * sy * sz  # type: ignore[arg-type]
     parameters = {"box.size_x": sx, "box.size_y": sy, "box.size_z": sz, "box.mass": mass,

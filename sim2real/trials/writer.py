@@ -43,7 +43,7 @@ from sim2real.trials.messages import (
     pose_stamped_cdr,
     shared_typestore,
 )
-from sim2real.trials.outcome import compute_outcome, planar_platforms, tilt_unknown
+from sim2real.trials.outcome import compute_outcome, heading_unknown, planar_platforms, tilt_unknown
 from sim2real.trials.records import PLATFORMS, JointReference, PoseSeries, TrialRecord
 from sim2real.trials.schema import (
     BAG_METADATA,
@@ -288,7 +288,7 @@ class TrialBagWriter:
                 except Sim2RealError as err:  # keep the recording; say why there is no outcome
                     outcomes[ns] = {"error": str(err)}
             if ns in planar and isinstance(outcomes.get(ns), Mapping):  # a planar recording shows no tilt
-                outcomes[ns] = tilt_unknown(outcomes[ns])
+                outcomes[ns] = tilt_unknown(outcomes[ns], heading=not heading_unknown(meta))
         initial = meta.get("initial_distance_m")
         if initial is None:
             for ns in PLATFORMS:
