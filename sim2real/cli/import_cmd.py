@@ -28,7 +28,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="the real ContactNets cube tosses (NPZ) → one trial per toss",
         description="Write one trial per toss: /real/box_pose (geometry_msgs/PoseStamped, surface frame, m) at "
         "the recorded 148 Hz sample times, and trial.json with the cube's measured side and mass under "
-        "'object' and the data source and licence under 'source'. Nothing is written on error.",
+        "'object' and the data source and licence under 'source'. A toss whose cube starts inside the surface "
+        "(its lowest corner more than --scene-tolerance below z = 0) refuses the import, unless --force "
+        "imports it flagged (see 'sim2real import bag --help', scene checks). Nothing is written on error.",
     )
     cube.add_argument("npz", metavar="NPZ", nargs="?", default=None,
                       help="the tosses' NPZ file (default: the 570 real ContactNets tosses shipped with sim2real, "
@@ -36,6 +38,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     cube.add_argument("--out", required=True, metavar="DIR", help="run directory to create (must not exist)")
     cube.add_argument("--tosses", metavar="SPEC",
                       help="tosses to import, e.g. '0-19,100' (inclusive ranges, each toss once; default: all)")
+    _add_scene_options(cube)
     cube.set_defaults(handler=run_cube_toss)
     _register_bag(sources)
     _register_csv(sources)
@@ -99,10 +102,25 @@ not an outlier), or whose position lies more than --outlier-jump from both neigh
 agree, is dropped; so are samples with NaN values or a repeated time stamp. The counts are printed
 per trial and kept in trial.json "import.outliers".
 
+Scene checks (every trial, against its object, before anything is written; a trial without the
+object options cannot be checked). The box's start (the mean of its poses while it rests before the
+push, else its first pose) may not put its lowest corner more than --scene-tolerance below the table
+top (z = 0), nor, for a push (a trial with a pusher pose or joint states), more than that above it;
+the pusher (a sphere of --pusher-radius about its point, or a rod: a capsule of that radius from its
+tip up --pusher-length) may not start inside the box by more than the tolerance (the median over its
+first 5 samples, against the box as an oriented box at each instant), and must come within the
+tolerance + 3 mm of the box surface at some sample over the trial (touching it, give or take the
+calibration of markers and offsets and a tap between two samples; frames wrong by centimetres stay
+far outside). Box-only trials (a toss) get the first check alone; a planar box rests on the table by
+construction and gets the pusher checks. A failing trial refuses the import in one line (the trial,
+the check, its numbers in mm; with several, how many and each briefly), exit 2, nothing written.
+--force imports such trials anyway: a warning per trial, and the problems with their numbers in its
+trial.json "import.scene_checks.problems", which 'sim2real report' and 'replay' show.
+
 Output: OUT/<trial>/ (a rosbag2 with /real/box_pose, /real/pusher_pose, /real/joint_states and
 trial.json with an "import" section: source, clock, transforms, offsets, window, outliers, static
-transforms taken from /tf, stream timing) and OUT/run.json. OUT must not exist or be empty; nothing
-is written on error.
+transforms taken from /tf, stream timing, scene checks) and OUT/run.json. OUT must not exist or be
+empty; nothing is written on error.
 """
 
 CSV_EPILOG = """\
@@ -121,8 +139,8 @@ pusher without pusher_z is put at that height too; --transform and --box-offset 
 (rotations about z). Its trials mark the tilt and flip as unknown (trial.json "import.planar",
 outcome "planar": true, "flipped": null). A file with box_yaw and box_z or quaternion columns is
 refused. A row may leave the box or the pusher cells empty (not tracked then). --transform,
---box-offset, the object options (--box-size, ...), --split and the outlier options work as for
-'sim2real import bag' (see its --help).
+--box-offset, the object options (--box-size, ...), --split, the outlier options and the scene
+checks (--scene-tolerance, --force) work as for 'sim2real import bag' (see its --help).
 """
 
 
@@ -130,6 +148,30 @@ refused. A row may leave the box or the pusher cells empty (not tracked then). -
 #: DEFAULT_OUTLIER_JUMP_M of sim2real.trials.recording, not imported here to keep --help fast).
 OUTLIER_ANGLE_DEG = 30.0
 OUTLIER_JUMP_M = 0.03
+#: Default of --scene-tolerance, mm (DEFAULT_SCENE_TOLERANCE_M of sim2real.trials.scene_checks, in mm).
+SCENE_TOLERANCE_MM = 2.0
+
+
+def _tolerance_mm(text: str) -> float:
+    """argparse type of ``--scene-tolerance``: a positive, finite length in mm."""
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"expected a positive, finite length in mm, got {text!r}")
+    return value
+
+
+def _add_scene_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--scene-tolerance", type=_tolerance_mm, default=SCENE_TOLERANCE_MM, metavar="MM",
+                        help="how far, mm, a box start may lie in or above the table and a pusher start inside the "
+                             f"box before the scene is refused as not physical (default {SCENE_TOLERANCE_MM:g})")
+    parser.add_argument("--force", action="store_true",
+                        help="import trials that fail the scene checks anyway, flagged in their trial.json "
+                             "(import.scene_checks) with a warning")
 
 
 def _add_common_options(parser: argparse.ArgumentParser) -> None:
@@ -161,6 +203,7 @@ def _add_common_options(parser: argparse.ArgumentParser) -> None:
     thing.add_argument("--pusher-length", type=float, metavar="M", help="rod length above its tip, m (rod only)")
     thing.add_argument("--object", metavar="NAME",
                        help="object label (e.g. steel, not empty): per-object fits group by it")
+    _add_scene_options(parser)
 
 
 def _register_bag(sources: argparse._SubParsersAction) -> None:
@@ -235,7 +278,9 @@ def run_cube_toss(args: argparse.Namespace) -> int:
     npz = cube_toss_npz() if args.npz is None else args.npz
     try:
         with removed_on_interrupt(args.out):
-            trials = import_cube_tosses(npz, args.out, args.tosses, progress=progress)
+            trials = import_cube_tosses(npz, args.out, args.tosses, progress=progress,
+                                        scene_tolerance_m=args.scene_tolerance / 1000.0, force=args.force,
+                                        log=_log)
     finally:
         if bar is not None:
             bar.close()
@@ -256,7 +301,8 @@ def _settings(args: argparse.Namespace, clock: str = "header") -> ImportSettings
     tool = parse_offset(args.tool_offset, "--tool-offset") if args.tool_offset is not None else RigidTransform()
     return ImportSettings(clock=clock, transform=transform, box_offset=offset, split=parse_split(args.split),
                           outlier_angle_rad=math.radians(args.outlier_angle), outlier_jump_m=args.outlier_jump,
-                          tool_offset=tool, object=_object(args))
+                          tool_offset=tool, object=_object(args), scene_tolerance_m=args.scene_tolerance / 1000.0,
+                          force=args.force)
 
 
 OBJECT_OPTIONS = ("box_size", "box_mass", "box_density", "pusher_shape", "pusher_radius", "pusher_length", "object")
@@ -292,7 +338,7 @@ def _written(count: int, out: object, settings: ImportSettings) -> int:
     """Say what was written (stdout) and, when the trials carry no object, what that means (stderr)."""
     if settings.object is None:
         _log("no object given (--box-size, --box-mass, --pusher-shape, --pusher-radius): the trials cannot be "
-             "replayed or fitted until their trial.json has an \"object\"")
+             "replayed or fitted until their trial.json has an \"object\", and their scenes were not checked")
     print(f"wrote {count} trials to {out}")
     return 0
 

@@ -301,6 +301,18 @@ def _write(out: Path, done: list[ReplayResult], run_meta: dict[str, Any],
     return hard_count
 
 
+def _log_scene_flags(records: Any) -> None:
+    """One line per trial imported with ``--force`` although its scene is not physical (it is replayed all the
+    same: the simulation shows what such a start does)."""
+    from sim2real.trials.scene_checks import scene_problems
+
+    for record in records:
+        problems = scene_problems(record.meta)
+        if problems:
+            _log(f"{record.name}: imported with --force although its scene is not physical: {'; '.join(problems)}",
+                 alarm=True)
+
+
 def run(args: argparse.Namespace) -> int:
     """Handler of ``sim2real replay``: replay every trial, write the ones that worked, name the others."""
     from sim2real.cli.common import check_output_location, removed_on_interrupt
@@ -314,6 +326,7 @@ def run(args: argparse.Namespace) -> int:
     inputs = check_spread(args)
     loaded = read_trials(args.bags)
     check_unique_names(loaded.records)
+    _log_scene_flags(loaded.records)
     done, failed = _replay_all(loaded.records, loaded.sources, args, params)
     failures = list(loaded.failures) + failed
     if not done:

@@ -34,10 +34,7 @@ from sim2real.report.figures import (
     safe_name,
 )
 from sim2real.report.fit_sections import fit_status_lines, fits_blocks
-from sim2real.report.fit_tables import (
-    FitSummary,
-    read_fit,
-)
+from sim2real.report.fit_tables import FitSummary, read_fit
 from sim2real.report.objects import object_blocks
 from sim2real.report.pairing import Pairing, pair_runs
 from sim2real.report.spread import spread_blocks
@@ -58,6 +55,7 @@ from sim2real.sysid.spread import SPREAD_JSON
 from sim2real.trials import TrialRecord, read_run, read_run_meta
 from sim2real.trials.coverage import starved_platforms
 from sim2real.trials.jsonio import read_json
+from sim2real.trials.scene_checks import scene_problems
 
 REPORT_HTML = "report.html"
 REPORT_MD = "report.md"
@@ -156,6 +154,11 @@ def _input_blocks(runs: Sequence[_Run], fits: Sequence[FitSummary]) -> list[Bloc
         Table(("run", "directory", "trials", "platforms (trials)", "mode", "mirror", "incomplete"),
               tuple(rows), css_class="inputs"),
     ]
+    for run in runs:  # every flagged trial, also those past --max-trial-figures
+        flagged = [f"{t.name} ({'; '.join(scene_problems(t.meta))})" for t in run.trials if scene_problems(t.meta)]
+        if flagged:
+            blocks.append(Alert(f"Run '{run.label}': {len(flagged)} trial(s) imported with --force although their "
+                                f"scene is not physical: {', '.join(flagged)}."))
     kinds = {ns for run in runs for t in run.trials for ns in t.platforms}
     if kinds == {"real"}:
         blocks.append(Note("Real recordings only: there is nothing simulated to compare with; sim columns are empty."))
@@ -392,6 +395,8 @@ def _trial_blocks(runs: Sequence[_Run], tables: Sequence[ExperimentTable], max_t
             for ns, description in starved_platforms(trial.meta).items():
                 blocks.append(Alert(f"The {ns} control loop was starved during this trial ({description}): its "
                                     "push is not the one the PD law describes."))
+            for problem in scene_problems(trial.meta):
+                blocks.append(Alert(f"Imported with --force although its scene is not physical: {problem}."))
             tallies = solver_tallies(trial)
             if tallies:
                 text = "Solver: " + "; ".join(f"{ns} {describe_tally(t)}" for ns, t in tallies.items()) + "."

@@ -58,8 +58,8 @@ from sim2real.errors import InputError, Sim2RealError
 from sim2real.model import load_arm
 from sim2real.params import ParameterSet
 from sim2real.physics import Capsule, Sphere
-from sim2real.spatial import to_matrix
 from sim2real.sysid.data import TrialData
+from sim2real.trials.scene_checks import box_lowest_z
 from sim2real.trials.schema import REFERENCE_TOPIC
 
 #: Modes a fit (whole trials) or replay may ask for.
@@ -341,13 +341,12 @@ def check_start_above_table(data: TrialData, params: ParameterSet) -> None:
     """
     position = data.start_position if data.start_position is not None else data.box_position[0]
     quaternion = data.start_quaternion if data.start_quaternion is not None else data.box_quaternion[0]
-    half = 0.5 * np.array([float(params[f"box.size_{axis}"]) for axis in "xyz"])
-    row_z = to_matrix(quaternion / np.linalg.norm(quaternion))[2]  # world z of each body axis
-    lowest = float(position[2]) - float(np.abs(row_z) @ half)
+    size = np.array([float(params[f"box.size_{axis}"]) for axis in "xyz"])
+    lowest = float(box_lowest_z(position, quaternion, size))  # the geometry of the import's scene checks
     depth = float(params["contact.table_height"]) - lowest
     if depth > MAX_START_DEPTH:
         raise Sim2RealError(
             f"trial '{data.name}': the box starts {1000 * depth:.1f} mm inside the table (centre at "
-            f"z = {1000 * float(position[2]):.1f} mm, box {1000 * 2 * half[0]:.1f} x {1000 * 2 * half[1]:.1f} x "
-            f"{1000 * 2 * half[2]:.1f} mm): check its size (trial.json \"object\" or --set) and the frames of the "
+            f"z = {1000 * float(position[2]):.1f} mm, box {1000 * size[0]:.1f} x {1000 * size[1]:.1f} x "
+            f"{1000 * size[2]:.1f} mm): check its size (trial.json \"object\" or --set) and the frames of the "
             f"import (--transform, --box-offset)")

@@ -3,7 +3,10 @@
 Each toss becomes one trial directory ``toss_<id>`` holding ``/real/box_pose`` at the recorded
 148 Hz sample times (frame: the landing surface, z up, surface near z = 0; no arm), and a
 trial.json with the cube's measured parameters under ``"object"``, its first-sample
-velocities under ``"initial_state"`` and the data source and licence under ``"source"``.
+velocities under ``"initial_state"``, the data source and licence under ``"source"`` and the
+scene check under ``"import"`` (``scene_checks``): a toss starts in the air, so only a cube
+starting inside the surface is refused (:mod:`sim2real.trials.scene_checks`, ``sunken``; the 570
+shipped tosses start 15-172 mm above it).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from sim2real.errors import Sim2RealError
 from sim2real.filemodes import staging_dir
 from sim2real.paths import check_regular_file
 from sim2real.trials.scene import SceneSpec
+from sim2real.trials.scene_checks import DEFAULT_SCENE_TOLERANCE_M, SCENE_CHECKS_KEY, SceneSamples, check_trials
 from sim2real.trials.writer import TrialBagWriter, write_run_meta
 
 SURFACE_FRAME = "cube_toss_surface"
@@ -173,8 +177,26 @@ def toss_trial_name(index: int) -> str:
     return f"toss_{index:03d}"
 
 
-def _write_toss(run_dir: Path, data: CubeTossData, index: int, npz_path: Path) -> Path:
-    rows = slice(int(data.offsets[index]), int(data.offsets[index + 1]))
+def _toss_rows(data: CubeTossData, index: int) -> slice:
+    return slice(int(data.offsets[index]), int(data.offsets[index + 1]))
+
+
+def _scenes(data: CubeTossData, indices: list[int], tolerance_m: float, force: bool,
+            log: Callable[[str], None]) -> dict[str, dict[str, Any]]:
+    """The scene check of every selected toss (the cube may not start inside the surface), before any is
+    written: the ``import.scene_checks`` record per trial name; raises for a failing toss unless ``force``."""
+    scenes = []
+    for index in indices:
+        rows = _toss_rows(data, index)
+        scenes.append((toss_trial_name(index), SceneSamples(data.t[rows], data.position[rows], data.quaternion[rows])))
+    side = float(data.object_meta["side_m"])
+    return check_trials(scenes, {f"box.size_{a}": side for a in "xyz"}, None, tolerance_m, force, log,
+                        hint="check the file's frame (the landing surface at z = 0) and cube_side_m")
+
+
+def _write_toss(run_dir: Path, data: CubeTossData, index: int, npz_path: Path,
+                scene: dict[str, Any] | None = None) -> Path:
+    rows = _toss_rows(data, index)
     t = data.t[rows]
     times_ns = np.round(t * 1e9).astype(np.int64)
     writer = TrialBagWriter(run_dir, toss_trial_name(index), start_ns=0, frame_id=SURFACE_FRAME)
@@ -200,6 +222,7 @@ def _write_toss(run_dir: Path, data: CubeTossData, index: int, npz_path: Path) -
             "frame": SURFACE_FRAME + " (z up, landing surface near z = 0; no arm)",
             "timing": {"start_ns": 0, "end_ns": int(times_ns[-1]), "wall_s": float(t[-1])},
             "source": {**SOURCE_NOTE, "file": str(npz_path), "toss_id": index},
+            **({"import": {SCENE_CHECKS_KEY: scene}} if scene is not None else {}),
         }
         return writer.close(meta, complete=True)
     except BaseException:
@@ -208,7 +231,9 @@ def _write_toss(run_dir: Path, data: CubeTossData, index: int, npz_path: Path) -
 
 
 def import_cube_tosses(npz_path: str | Path, out_dir: str | Path, selection: str | None = None,
-                       progress: Callable[[int, int], None] | None = None) -> list[Path]:
+                       progress: Callable[[int, int], None] | None = None,
+                       scene_tolerance_m: float = DEFAULT_SCENE_TOLERANCE_M, force: bool = False,
+                       log: Callable[[str], None] | None = None) -> list[Path]:
     """Convert selected tosses into a run directory of trials; all or nothing.
 
     Parameters
@@ -221,6 +246,12 @@ def import_cube_tosses(npz_path: str | Path, out_dir: str | Path, selection: str
         Toss selection (see :func:`parse_selection`); default all.
     progress : callable, optional
         Called as ``progress(done, total)`` after each toss.
+    scene_tolerance_m : float
+        How far (m) a cube may start below the surface before the toss is refused (``sunken``).
+    force : bool
+        Import a refused toss anyway, flagged in its trial.json (``import.scene_checks.problems``).
+    log : callable, optional
+        Receives a warning line per toss so flagged.
 
     Returns
     -------
@@ -232,13 +263,14 @@ def import_cube_tosses(npz_path: str | Path, out_dir: str | Path, selection: str
         raise Sim2RealError(f"output directory {out_dir} already exists; choose a new one")
     data = load_cube_tosses(npz_path)
     indices = parse_selection(selection, data.n_tosses)
+    scenes = _scenes(data, indices, scene_tolerance_m, force, log or (lambda _line: None))
     parent = out_dir.parent
     parent.mkdir(parents=True, exist_ok=True)
     tmp_run = staging_dir(parent, prefix=f".{out_dir.name}.", suffix=".partial")
     try:
         written = []
         for k, index in enumerate(indices):
-            written.append(_write_toss(tmp_run, data, index, Path(npz_path)))
+            written.append(_write_toss(tmp_run, data, index, Path(npz_path), scenes.get(toss_trial_name(index))))
             if progress is not None:
                 progress(k + 1, len(indices))
         write_run_meta(tmp_run, {"mode": "cube_toss", "source": {**SOURCE_NOTE, "file": str(npz_path)},

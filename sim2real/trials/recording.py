@@ -17,6 +17,7 @@ import numpy as np
 from sim2real.errors import Sim2RealError
 from sim2real.trials.records import N_JOINTS
 from sim2real.trials.rigid import RigidTransform
+from sim2real.trials.scene_checks import DEFAULT_SCENE_TOLERANCE_M, check_tolerance
 from sim2real.trials.trial_object import TrialObject
 
 NS_PER_S = 1_000_000_000
@@ -279,7 +280,13 @@ class ImportSettings:
         below a logged tool flange. Needs the pusher's orientation.
     object : TrialObject or None
         The pushed object and the pusher, stored in every trial (``trial.json`` ``"object"``);
-        None stores nothing (such a trial cannot be replayed or fitted until one is added).
+        None stores nothing (such a trial cannot be replayed or fitted until one is added), and
+        the scene checks cannot run.
+    scene_tolerance_m : float
+        Tolerance of the scene checks (:mod:`sim2real.trials.scene_checks`), m, positive.
+    force : bool
+        Import trials that fail the scene checks, flagged in their trial.json
+        (``import.scene_checks.problems``), instead of refusing the import.
     """
 
     clock: str = "header"
@@ -290,6 +297,8 @@ class ImportSettings:
     outlier_jump_m: float = DEFAULT_OUTLIER_JUMP_M
     tool_offset: RigidTransform = field(default_factory=RigidTransform)
     object: TrialObject | None = None
+    scene_tolerance_m: float = DEFAULT_SCENE_TOLERANCE_M
+    force: bool = False
 
     def __post_init__(self) -> None:
         if self.clock not in CLOCKS:
@@ -298,6 +307,7 @@ class ImportSettings:
             raise Sim2RealError("--outlier-angle must be a non-negative number of degrees")
         if not (math.isfinite(self.outlier_jump_m) and self.outlier_jump_m >= 0):
             raise Sim2RealError("--outlier-jump must be a non-negative length in m")
+        check_tolerance(self.scene_tolerance_m)
 
 
 # -- planar recordings ----------------------------------------------------------------------------

@@ -12,14 +12,18 @@ recording, :func:`import_recordings`:
 3. in each trial and stream, drops samples with a non-finite value or a zero quaternion (``invalid``;
    for joint states a non-finite position or velocity, while a non-finite effort is written as 0),
    samples that repeat the time stamp of the one before (``duplicate_stamps``), and single-sample
-   outliers (:func:`find_outliers`: ``orientation_flips`` and ``position_jumps``);
+   outliers (:func:`~sim2real.trials.cleaning.find_outliers`: ``orientation_flips`` and ``position_jumps``);
 4. maps poses into the experiment (arm base, ``link_base``) frame: the box centre is the tracked pose
    composed with ``box_offset`` (the box centre frame in the tracked body's frame), then everything
    goes through ``transform`` (the recording frame in the arm base frame); a planar recording
    (``Recording.planar``: x, y and heading, level transforms only) has its box centre put at half the
    object's thickness, resting on the table, and its trial.json says so (``import.planar``, the real
    outcome's tilt and flip unknown: :func:`~sim2real.trials.outcome.tilt_unknown`);
-5. writes each trial (``/real/box_pose``, ``/real/pusher_pose``, ``/real/joint_states`` and a
+5. checks every trial's scene against its object before writing any (:mod:`sim2real.trials.scene_checks`:
+   the box starts on the table, not in it nor above it, and the pusher starts outside the box and comes
+   within reach of it): a failing trial refuses the import, unless ``force`` keeps it, flagged in its
+   trial.json (``import.scene_checks``);
+6. writes each trial (``/real/box_pose``, ``/real/pusher_pose``, ``/real/joint_states`` and a
    trial.json with an ``"import"`` section) into a hidden temporary run directory, renamed to the
    output directory only when every trial is written; on any error nothing is left behind.
 
@@ -42,7 +46,7 @@ import numpy as np
 
 from sim2real.errors import Sim2RealError
 from sim2real.filemodes import staging_dir
-from sim2real.spatial import normalize
+from sim2real.trials.cleaning import CleanPoses, clean_poses, unique_time_order
 from sim2real.trials.outcome import PLANAR_KEY
 from sim2real.trials.recording import (
     MIN_BOX_POSES,
@@ -56,108 +60,9 @@ from sim2real.trials.recording import (
 )
 from sim2real.trials.rigid import RigidTransform, body_offset_poses
 from sim2real.trials.scene import SceneSpec
+from sim2real.trials.scene_checks import SCENE_CHECKS_KEY, SceneSamples, check_trials
 from sim2real.trials.schema import BASE_FRAME
 from sim2real.trials.writer import TrialBagWriter, write_run_meta
-
-
-def quaternion_angle(q1: np.ndarray, q2: np.ndarray) -> np.ndarray:
-    """Rotation angle between orientations, rad in [0, π]; ``q`` and ``-q`` are the same orientation.
-
-    Parameters
-    ----------
-    q1, q2 : numpy.ndarray, shape (..., 4)
-        Unit quaternions (w, x, y, z).
-
-    Returns
-    -------
-    numpy.ndarray, shape (...)
-    """
-    dot = np.abs(np.sum(np.asarray(q1, float) * np.asarray(q2, float), axis=-1))
-    return 2.0 * np.arccos(np.clip(dot, 0.0, 1.0))
-
-
-def find_outliers(position: np.ndarray, quaternion: np.ndarray, angle_rad: float,
-                  jump_m: float) -> tuple[np.ndarray, np.ndarray]:
-    """Single-sample outliers of a pose stream.
-
-    A sample ``k`` (not the first or last) is an *orientation flip* when its orientation differs
-    from both neighbours by more than ``angle_rad`` while the neighbours agree within
-    ``angle_rad`` (a quaternion's sign is not a difference: ``q`` and ``-q`` agree); it is a
-    *position jump* when it lies more than ``jump_m`` from both neighbours while they lie within
-    ``jump_m`` of each other. Runs of two or more bad samples are not detected.
-
-    Parameters
-    ----------
-    position : numpy.ndarray, shape (N, 3)
-        m, in time order.
-    quaternion : numpy.ndarray, shape (N, 4)
-        Unit quaternions (w, x, y, z), in time order.
-    angle_rad : float
-        Orientation threshold, rad; 0 disables the test.
-    jump_m : float
-        Position threshold, m; 0 disables the test.
-
-    Returns
-    -------
-    tuple of numpy.ndarray of bool, shape (N,) each
-        Orientation flips and position jumps (a sample may be both).
-    """
-    n = position.shape[0]
-    flips = np.zeros(n, dtype=bool)
-    jumps = np.zeros(n, dtype=bool)
-    if n < 3:
-        return flips, jumps
-    if angle_rad > 0:
-        before = quaternion_angle(quaternion[1:-1], quaternion[:-2])
-        after = quaternion_angle(quaternion[1:-1], quaternion[2:])
-        across = quaternion_angle(quaternion[:-2], quaternion[2:])
-        flips[1:-1] = (before > angle_rad) & (after > angle_rad) & (across <= angle_rad)
-    if jump_m > 0:
-        before = np.linalg.norm(position[1:-1] - position[:-2], axis=1)
-        after = np.linalg.norm(position[1:-1] - position[2:], axis=1)
-        across = np.linalg.norm(position[:-2] - position[2:], axis=1)
-        jumps[1:-1] = (before > jump_m) & (after > jump_m) & (across <= jump_m)
-    return flips, jumps
-
-
-def _order(t_ns: np.ndarray, receive_ns: np.ndarray) -> tuple[np.ndarray, int]:
-    """Indices in time order without repeated time stamps (the first received kept), and the count dropped."""
-    order = np.lexsort((receive_ns, t_ns))
-    keep = np.ones(order.shape[0], dtype=bool)
-    keep[1:] = np.diff(t_ns[order]) != 0
-    return order[keep], int(np.count_nonzero(~keep))
-
-
-@dataclass(frozen=True)
-class _CleanPoses:
-    t_ns: np.ndarray          # (M,) chosen clock
-    receive_ns: np.ndarray    # (M,)
-    position: np.ndarray      # (M, 3) recording frame
-    quaternion: np.ndarray    # (M, 4) unit
-    counts: dict[str, int]
-
-
-def clean_poses(samples: PoseSamples, index: np.ndarray, clock: str, angle_rad: float,
-                jump_m: float) -> _CleanPoses:
-    """The samples ``index`` of a stream, in time order, without invalid, repeated and outlier samples.
-
-    Returns the kept samples (quaternions normalised) and the counts of what was dropped:
-    ``invalid``, ``duplicate_stamps``, ``orientation_flips``, ``position_jumps``.
-    """
-    t_all = samples.stamp_ns if clock == "header" else samples.receive_ns
-    position, quaternion = samples.position[index], samples.quaternion[index]
-    norms = np.linalg.norm(quaternion, axis=1)
-    valid = np.all(np.isfinite(position), axis=1) & np.all(np.isfinite(quaternion), axis=1) & (norms > 1e-9)
-    index = index[valid]
-    order, duplicates = _order(t_all[index], samples.receive_ns[index])
-    index = index[order]
-    position = samples.position[index]
-    quaternion = normalize(samples.quaternion[index])
-    flips, jumps = find_outliers(position, quaternion, angle_rad, jump_m)
-    keep = ~(flips | jumps)
-    counts = {"orientation_flips": int(np.count_nonzero(flips)), "position_jumps": int(np.count_nonzero(jumps)),
-              "invalid": int(np.count_nonzero(~valid)), "duplicate_stamps": duplicates}
-    return _CleanPoses(t_all[index][keep], samples.receive_ns[index][keep], position[keep], quaternion[keep], counts)
 
 
 # -- segmentation ---------------------------------------------------------------------------------
@@ -252,7 +157,7 @@ def _counts_text(counts: dict[str, int]) -> str:
     return ", ".join(parts) if parts else "none"
 
 
-def _experiment_poses(clean: _CleanPoses, offset: RigidTransform,
+def _experiment_poses(clean: CleanPoses, offset: RigidTransform,
                       transform: RigidTransform) -> tuple[np.ndarray, np.ndarray]:
     position, quaternion = body_offset_poses(clean.position, clean.quaternion, offset)
     return transform.apply_poses(position, quaternion)
@@ -263,8 +168,8 @@ class _TrialSamples:
     """One trial window's cleaned samples: box and pusher poses (recording frame), and the indices (K,) of the
     joint states kept, in time order, with the counts of those dropped (``invalid``, ``duplicate_stamps``)."""
 
-    box: _CleanPoses
-    pusher: _CleanPoses | None
+    box: CleanPoses
+    pusher: CleanPoses | None
     joints_index: np.ndarray | None
     joint_counts: dict[str, int]
 
@@ -278,7 +183,7 @@ def _window_label(recording: Recording, window_index: int, settings: ImportSetti
     return f"{recording.path}: window {window_index}" if settings.split.kind != "none" else recording.path
 
 
-def _skip_short(box: _CleanPoses, recording: Recording, window: tuple[int, int], where: str,
+def _skip_short(box: CleanPoses, recording: Recording, window: tuple[int, int], where: str,
                 settings: ImportSettings, origin_ns: int, log: Callable[[str], None]) -> bool:
     """Whether the window keeps too few box poses for a trial (then logged), raising when the whole
     recording is the one window (``--split none``)."""
@@ -301,11 +206,11 @@ def _clean_joints(joints: JointSamples, window: tuple[int, int], clock: str) -> 
     index = _in_window(_clock(joints, clock), window)
     finite = np.all(np.isfinite(joints.position[index]) & np.isfinite(joints.velocity[index]), axis=1)
     index = index[finite]
-    order, duplicates = _order(_clock(joints, clock)[index], joints.receive_ns[index])
+    order, duplicates = unique_time_order(_clock(joints, clock)[index], joints.receive_ns[index])
     return index[order], {"invalid": int(np.count_nonzero(~finite)), "duplicate_stamps": duplicates}
 
 
-def _clean_pusher_and_joints(recording: Recording, box: _CleanPoses, window: tuple[int, int],
+def _clean_pusher_and_joints(recording: Recording, box: CleanPoses, window: tuple[int, int],
                              settings: ImportSettings) -> _TrialSamples:
     """The window's cleaned pusher poses and joint states beside its cleaned ``box`` poses."""
     clock = settings.clock
@@ -445,11 +350,31 @@ def _trial_meta(recording: Recording, window: tuple[int, int], settings: ImportS
     return meta
 
 
-def _write_trial(run_dir: Path, name: str, recording: Recording, window: tuple[int, int], window_index: int,
-                 settings: ImportSettings, origin_ns: int,
-                 log: Callable[[str], None]) -> ImportedTrial | None:
-    """Clean, write and log one trial window of ``recording`` into ``run_dir``/``name``; None (logged) when the
-    window keeps too few box poses."""
+@dataclass(frozen=True)
+class _PlannedTrial:
+    """One trial window ready to write: its name, recording and window (ns on the chosen clock), the
+    recording's first sample (ns), how messages name it, its cleaned samples, its poses in the base frame and
+    its sorted samples to write (:func:`_events`, at least one)."""
+
+    name: str
+    recording: Recording
+    window: tuple[int, int]
+    origin_ns: int
+    where: str
+    samples: _TrialSamples
+    poses: _ExperimentPoses
+    events: list[_Event]
+
+    @property
+    def span_ns(self) -> tuple[int, int]:
+        """The trial's first and last sample, ns on the chosen clock."""
+        return self.events[0][0], max(e[0] for e in self.events)
+
+
+def _plan_trial(name: str, recording: Recording, window: tuple[int, int], window_index: int,
+                settings: ImportSettings, origin_ns: int, log: Callable[[str], None]) -> _PlannedTrial | None:
+    """Clean one trial window of ``recording`` and map it into the base frame; None (logged) when the window
+    keeps too few box poses."""
     clock = settings.clock
     box = clean_poses(recording.box, _in_window(_clock(recording.box, clock), window), clock,
                       settings.outlier_angle_rad, settings.outlier_jump_m)
@@ -457,36 +382,82 @@ def _write_trial(run_dir: Path, name: str, recording: Recording, window: tuple[i
     if _skip_short(box, recording, window, where, settings, origin_ns, log):
         return None
     samples = _clean_pusher_and_joints(recording, box, window, settings)
-    poses = _experiment_frame(samples, settings, recording)
     events = _events(recording, samples, clock)
-    start_ns, end_ns = events[0][0], max(e[0] for e in events)
-    if start_ns < 0:
-        raise Sim2RealError(f"{where}: time stamps before 1970 ({start_ns} ns); the trial start must be >= 0")
+    if events[0][0] < 0:
+        raise Sim2RealError(f"{where}: time stamps before 1970 ({events[0][0]} ns); the trial start must be >= 0")
+    return _PlannedTrial(name, recording, window, origin_ns, where, samples,
+                         _experiment_frame(samples, settings, recording), events)
 
-    writer = TrialBagWriter(run_dir, name, start_ns=start_ns, frame_id=BASE_FRAME)
+
+def _scene_samples(plan: _PlannedTrial) -> SceneSamples:
+    """What the scene checks read of a planned trial: its base-frame poses, s since its start; a push when it
+    has pusher samples or joint states."""
+    start_ns = plan.span_ns[0]
+    pusher, poses = plan.samples.pusher, plan.poses
+    pusher_t = (pusher.t_ns - start_ns) / NS_PER_S if pusher is not None and poses.pusher_position is not None else None
+    joints = plan.samples.joints_index is not None and plan.samples.joints_index.shape[0] > 0
+    return SceneSamples((plan.samples.box.t_ns - start_ns) / NS_PER_S, poses.box_position, poses.box_quaternion,
+                        pusher_t, poses.pusher_position, push=pusher_t is not None or joints)
+
+
+def _write_trial(run_dir: Path, plan: _PlannedTrial, settings: ImportSettings, scene: dict[str, Any] | None,
+                 log: Callable[[str], None]) -> ImportedTrial:
+    """Write and log one planned trial into ``run_dir``, with its scene-check record (None: not checked)."""
+    recording, samples, events = plan.recording, plan.samples, plan.events
+    start_ns, end_ns = plan.span_ns
+    writer = TrialBagWriter(run_dir, plan.name, start_ns=start_ns, frame_id=BASE_FRAME)
     try:
         has_joints = samples.joints_index is not None and recording.joints is not None
         scene_params = settings.object.parameters if settings.object is not None else None
         writer.write_scene(SceneSpec.from_params(["real"], ["real"] if has_joints else [], params=scene_params),
                            t_ns=min(start_ns, min(e[4] for e in events)))
-        _write_events(writer, events, poses, recording, samples.joints_index)
+        _write_events(writer, events, plan.poses, recording, samples.joints_index)
         kept, outliers, sources = _series_summary(recording, samples)
-        meta = _trial_meta(recording, window, settings, origin_ns, start_ns, end_ns, kept, outliers, sources)
+        meta = _trial_meta(recording, plan.window, settings, plan.origin_ns, start_ns, end_ns, kept, outliers,
+                           sources)
+        if scene is not None:
+            meta["import"][SCENE_CHECKS_KEY] = scene
         path = writer.close(meta, complete=True)
     except BaseException:
         writer.abort()
         raise
-    trial = ImportedTrial(name, path, kept, outliers, (end_ns - start_ns) / NS_PER_S)
+    trial = ImportedTrial(plan.name, path, kept, outliers, (end_ns - start_ns) / NS_PER_S)
     streams = "; ".join(f"{series} {count}" for series, count in kept.items())
     cleaned = "; ".join(f"{series} {_counts_text(counts)}" for series, counts in outliers.items())
-    log(f"{where}: trial {name}: {trial.duration_s:.3f} s, samples: {streams}; dropped: {cleaned}")
+    log(f"{plan.where}: trial {plan.name}: {trial.duration_s:.3f} s, samples: {streams}; dropped: {cleaned}")
     return trial
+
+
+def _plan_all(recordings: Sequence[Recording], settings: ImportSettings,
+              log: Callable[[str], None]) -> list[_PlannedTrial]:
+    """Every trial of every recording, named (unique) and cleaned, nothing written; a recording without any
+    trial is an error."""
+    plans: list[_PlannedTrial] = []
+    taken: set[str] = set()
+    for recording in recordings:
+        origin = recording_origin_ns(recording, settings.clock)
+        stem = recording_stem(recording.path)
+        before = len(plans)
+        for index, window in enumerate(trial_windows(recording, settings)):
+            name = _unique(stem if settings.split.kind == "none" else f"{stem}_{index:02d}", taken)
+            plan = _plan_trial(name, recording, window, index, settings, origin, log)
+            if plan is not None:
+                plans.append(plan)
+            else:
+                taken.discard(name)
+        if len(plans) == before:
+            raise Sim2RealError(f"{recording.path}: no trial with at least {MIN_BOX_POSES} box poses "
+                                f"(split {settings.split.spec})")
+    return plans
 
 
 def import_recordings(recordings: Sequence[Recording], out_dir: str | Path,
                       settings: ImportSettings, log: Callable[[str], None] | None = None,
                       run_meta: dict[str, Any] | None = None) -> list[ImportedTrial]:
     """Write the trials of every recording into a new run directory; all or nothing.
+
+    Every trial is cleaned and its scene checked (:func:`~sim2real.trials.scene_checks.check_trials`, with
+    ``settings.object``) before the first is written.
 
     Parameters
     ----------
@@ -495,9 +466,9 @@ def import_recordings(recordings: Sequence[Recording], out_dir: str | Path,
     out_dir : path
         Run directory to create; it may exist only as an empty directory.
     settings : ImportSettings
-        Clock, transforms, split and outlier thresholds.
+        Clock, transforms, split, outlier thresholds, object, scene tolerance and ``force``.
     log : callable, optional
-        Receives one line per trial (and per skipped segment).
+        Receives one line per trial (and per skipped segment, and per trial flagged by ``force``).
     run_meta : dict, optional
         Extra run.json keys.
 
@@ -509,8 +480,8 @@ def import_recordings(recordings: Sequence[Recording], out_dir: str | Path,
     Raises
     ------
     Sim2RealError
-        Existing non-empty output, a recording that yields no trial, or any write error; the
-        output directory is then left as it was.
+        Existing non-empty output, a recording that yields no trial, a scene that is not physical
+        (without ``force``) or any write error; the output directory is then left as it was.
     """
     out_dir = Path(out_dir)
     check_new_run_dir(out_dir)
@@ -518,34 +489,21 @@ def import_recordings(recordings: Sequence[Recording], out_dir: str | Path,
         _check_tool_offset(recording, settings.tool_offset)
         check_planar(recording, settings)
     say = log or (lambda _line: None)
+    plans = _plan_all(recordings, settings, say)
+    obj = settings.object
+    scenes = check_trials([(plan.name, _scene_samples(plan)) for plan in plans], obj and obj.parameters,
+                          obj and obj.pusher_shape, settings.scene_tolerance_m, settings.force, say)
     parent = out_dir.parent
     parent.mkdir(parents=True, exist_ok=True)
     tmp_run = staging_dir(parent, prefix=f".{out_dir.name}.", suffix=".partial")
-    trials: list[ImportedTrial] = []
     try:
-        taken: set[str] = set()
-        for recording in recordings:
-            windows = trial_windows(recording, settings)
-            origin = recording_origin_ns(recording, settings.clock)
-            stem = recording_stem(recording.path)
-            written = 0
-            for index, window in enumerate(windows):
-                name = stem if settings.split.kind == "none" else f"{stem}_{index:02d}"
-                name = _unique(name, taken)
-                trial = _write_trial(tmp_run, name, recording, window, index, settings, origin, say)
-                if trial is not None:
-                    trials.append(trial)
-                    written += 1
-                else:
-                    taken.discard(name)
-            if not written:
-                raise Sim2RealError(f"{recording.path}: no trial with at least {MIN_BOX_POSES} box poses "
-                                    f"(split {settings.split.spec})")
+        trials = [_write_trial(tmp_run, plan, settings, scenes.get(plan.name), say) for plan in plans]
         write_run_meta(tmp_run, {
             "mode": "import",
             "import": {"sources": [str(Path(r.path).resolve()) for r in recordings], "clock": settings.clock,
                        "split": settings.split.spec, "transform": settings.transform.as_dict(),
-                       "box_offset": settings.box_offset.as_dict()},
+                       "box_offset": settings.box_offset.as_dict(), "scene_tolerance_m": settings.scene_tolerance_m,
+                       "scene_flagged": [name for name, record in scenes.items() if record["problems"]]},
             "trials": [t.name for t in trials],
             **(run_meta or {}),
         })

@@ -199,6 +199,11 @@ CASES: dict[str, tuple[Callable[[Path], list[str]], str]] = {
     "bag_transform_huge": (lambda p: _bag_import(p, "--transform", "1e300,0,0,1,0,0,0", *OBJECT),
                            "must be within 100 m"),
     "bag_object_label_empty": (lambda p: _bag_import(p, *OBJECT, "--object", ""), "label (--object) '' is empty"),
+    # issue 57: a scene that cannot be real (the box 95 mm in the air, the probe 35 mm short of it), refused at import
+    "bag_scene_not_physical": (lambda p: _bag_import(p, "--pusher-pose", "/probe/pose", *OBJECT),
+                               "trial 'push': the box starts 95.0 mm above the table"),
+    "bag_scene_tolerance_negative": (lambda p: _bag_import(p, *OBJECT, "--scene-tolerance", "-2"),
+                                     "expected a positive, finite length in mm"),
     "bag_given_twice": (_bag_twice, "is given twice"),
     "csv_given_twice": (_csv_twice, "is given twice"),
     "params_file_not_yaml": (_params_txt, "expected a YAML file (.yaml or .yml)"),

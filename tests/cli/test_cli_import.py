@@ -81,3 +81,38 @@ def test_bad_files_and_existing_output(tmp_path: Path, capsys: pytest.CaptureFix
     assert main(["import", "cube-toss", str(offsets), "--out", str(out)]) == 2
     assert "already exists" in capsys.readouterr().err
     assert list(out.iterdir()) == []
+
+
+def test_every_shipped_toss_passes_the_scene_check() -> None:
+    """The cube starts in the air in every toss: none is refused as starting inside the surface (``sunken``,
+    the one check a box-only trial gets), so ``import cube-toss`` still imports all 570."""
+    from sim2real.trials.cube_toss import _scenes, load_cube_tosses
+
+    data = load_cube_tosses(NPZ)
+    records = _scenes(data, list(range(data.n_tosses)), 0.002, False, print)
+    assert len(records) == 570 and all(r["checks"] == ["sunken"] and r["problems"] == [] for r in records.values())
+
+
+def test_a_toss_starting_inside_the_surface_is_refused_unless_forced(tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    side = 0.1
+    z = np.array([0.2, 0.15, 0.1, 0.02, 0.03, 0.04])  # toss 1 starts 30 mm inside the surface
+    npz = tmp_path / "tosses.npz"
+    np.savez(npz, t=np.tile([0.0, 0.01, 0.02], 2), position=np.stack([np.zeros(6), np.zeros(6), z], axis=1),
+             quaternion=np.tile([1.0, 0.0, 0.0, 0.0], (6, 1)), traj_offsets=np.array([0, 3, 6]),
+             cube_side_m=np.float64(side))
+    out = tmp_path / "out"
+    assert main(["import", "cube-toss", str(npz), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err == ("sim2real: error: trial 'toss_001': the box starts 30.0 mm inside the table (its lowest corner; "
+                   "tolerance 2.0 mm): a box cannot start inside the table; check the file's frame (the landing "
+                   "surface at z = 0) and cube_side_m, or --force to import it flagged\n")
+    assert not out.exists()
+    assert main(["import", "cube-toss", str(npz), "--out", str(out), "--scene-tolerance", "31"]) == 0
+    capsys.readouterr()
+    forced = tmp_path / "forced"
+    assert main(["import", "cube-toss", str(npz), "--out", str(forced), "--force"]) == 0
+    assert "import: WARNING: trial toss_001 imported flagged (--force)" in capsys.readouterr().err
+    problems = read_trial(forced / "toss_001").meta["import"]["scene_checks"]["problems"]
+    assert [p["check"] for p in problems] == ["sunken"] and problems[0]["value_m"] == pytest.approx(0.03)
+    assert read_trial(forced / "toss_000").meta["import"]["scene_checks"]["problems"] == []

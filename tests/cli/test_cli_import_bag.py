@@ -26,8 +26,8 @@ from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 from sim2real.cli import import_cmd, main
 from sim2real.spatial import conjugate, from_axis_angle, multiply, rotate
 from sim2real.trials import read_run
+from sim2real.trials.cleaning import find_outliers
 from sim2real.trials.recording import DEFAULT_OUTLIER_ANGLE_DEG, DEFAULT_OUTLIER_JUMP_M
-from sim2real.trials.recording_import import find_outliers
 from sim2real.trials.rigid import RigidTransform, parse_transform
 
 T0_NS = 1_700_000_000_000_000_000
@@ -81,7 +81,8 @@ def make_truth() -> Truth:
     body_quaternion[FLIP_K] = multiply(body_quaternion[FLIP_K], np.array([0.0, 1.0, 0.0, 0.0]))  # 180° flip
     body_position[JUMP_K] += np.array([0.0, 0.12, 0.0])
     body_quaternion[SIGN_K] *= -1.0
-    pusher_position = np.stack([0.28 + 0.07 * smooth, np.zeros_like(s), np.full_like(s, 0.10)], axis=1)
+    # the probe closes in on the box and touches its -x face at the end of each push (0.5 mm gap)
+    pusher_position = np.stack([0.28 + 0.095 * smooth, np.zeros_like(s), np.full_like(s, 0.10)], axis=1)
     pusher_mocap, pusher_q_mocap = mocap_from_base.apply_poses(pusher_position, np.tile([1.0, 0, 0, 0], (s.size, 1)))
     joints = np.stack([0.1 * (j + 1) * smooth for j in range(6)], axis=1)
     return Truth(stamp, receive, box_position, box_quaternion, stamp + 2_000_000, receive + 4_000_000,

@@ -87,11 +87,12 @@ def test_planar_recording_rests_on_the_table_turned_by_its_yaw_alone(tmp_path: P
 
 
 def test_a_recorded_pusher_height_is_kept(tmp_path: Path) -> None:
-    path = _planar_csv(tmp_path / "push.csv", pusher_z=0.003)
+    # the probe tip 3 mm above the table in the arm base frame: below the recording frame's origin (SHIFT z)
+    path = _planar_csv(tmp_path / "push.csv", pusher_z=0.003 - SHIFT[2])
     out = tmp_path / "run"
     assert main(["import", "csv", str(path), "--transform", TRANSFORM_ARG, *OBJECT_ARGS, "--out", str(out)]) == 0
     (trial,) = read_run(out)
-    np.testing.assert_allclose(trial.platforms["real"].pusher_pose.position[:, 2], 0.003 + SHIFT[2], atol=1e-12)
+    np.testing.assert_allclose(trial.platforms["real"].pusher_pose.position[:, 2], 0.003, atol=1e-12)
     np.testing.assert_array_equal(trial.platforms["real"].box_pose.position[:, 2], np.full(N, SIZE[2] / 2))
     assert trial.meta["import"]["planar"]["pusher_z_m"] is None  # recorded, not set
 

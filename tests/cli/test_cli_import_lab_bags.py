@@ -230,7 +230,10 @@ def test_a_trial_without_its_object_is_refused_by_replay_naming_it(lab_bag: Path
 def test_a_box_that_would_start_inside_the_table_is_refused(lab_bag: Path, tmp_path: Path,
                                                             capsys: pytest.CaptureFixture[str]) -> None:
     tall = [v if v != ",".join(f"{s:g}" for s in SIZE) else "0.099,0.099,0.21" for v in OBJECT]
-    assert _import(lab_bag, tmp_path / "run", *PROBE, *tall) == 0
+    # the import refuses this scene itself (the box 100 mm inside the table); --force keeps it, to test replay's check
+    assert _import(lab_bag, tmp_path / "run", *PROBE, *tall) == 2
+    assert "100.2 mm inside the table" in _error(capsys) and not (tmp_path / "run").exists()
+    assert _import(lab_bag, tmp_path / "run", *PROBE, *tall, "--force") == 0
     (trial,) = read_run(tmp_path / "run")
     assert main(["replay", str(tmp_path / "run" / trial.name), "--out", str(tmp_path / "replayed")]) == 2
     line = _error(capsys)
