@@ -22,8 +22,10 @@ from fixtures.synthetic_trials import make_trial
 
 from sim2real.trials import write_run_meta, write_trial
 
-#: Every test here may start ROS 2 (in a child): its own domain and log directory.
-pytestmark = pytest.mark.usefixtures("ros_env")
+#: The commands here may import ROS 2 in a child but run nothing real-time: their own domain and log
+#: directory, in the ``children`` tier (beside the serial tiers in ``make test``, at idle priority: an
+#: interrupt then lands at other moments of the start-up, which is what the test is about).
+pytestmark = pytest.mark.usefixtures("ros_child_env")
 
 ROOT = Path(__file__).resolve().parents[2]
 #: Bound on any one command after its interrupt (s): a guard against hangs.
