@@ -8,18 +8,17 @@ heavy dependencies inside the handler so that ``sim2real --help`` stays fast.
 
 from __future__ import annotations
 
-import _thread
 import argparse
-import functools
 import importlib
 import signal
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from sim2real import __version__
 from sim2real.errors import Sim2RealError
+from sim2real.interrupts import redeliver_interrupts
 
 # Subcommand modules, in the order --help lists them. Only built commands appear here.
 COMMANDS: tuple[str, ...] = (
@@ -82,8 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # SIGTERM unwinds like Ctrl-C, and an interrupt from here on ends in one line, not a traceback.
     terminated: list[int] = []
     previous = _terminate_as_interrupt(terminated)
-    previous_hook = sys.unraisablehook
-    sys.unraisablehook = functools.partial(_redeliver_interrupt, previous_hook)
+    previous_hook = redeliver_interrupts()
     try:
         return _run(argv)
     except KeyboardInterrupt:
@@ -119,25 +117,6 @@ def _run(argv: Sequence[str] | None) -> int:
     except Sim2RealError as err:
         print(f"sim2real: error: {err}", file=sys.stderr)
         return err.exit_status
-
-
-#: Delay (s) before an interrupt that could not be raised is delivered again (see _redeliver_interrupt).
-REDELIVER_AFTER_S = 0.01
-
-
-def _redeliver_interrupt(previous_hook: Callable[[Any], object], unraisable: Any) -> None:
-    """``sys.unraisablehook`` of a running command: an interrupt that landed where Python cannot
-    raise it (a ctypes callback, e.g. numba's compiler notifying its cache; a ``__del__``) is not
-    printed as "Exception ignored" with a traceback and lost, but delivered again
-    (:func:`_thread.interrupt_main`) a moment later, from a timer thread, once this hook and the
-    callback have returned, to unwind the command like any Ctrl-C. Any other unraisable exception
-    goes to ``previous_hook``."""
-    if isinstance(unraisable.exc_value, KeyboardInterrupt):
-        timer = threading.Timer(REDELIVER_AFTER_S, _thread.interrupt_main)
-        timer.daemon = True
-        timer.start()
-        return
-    previous_hook(unraisable)
 
 
 def _ignore_interrupts() -> None:

@@ -15,14 +15,23 @@ interpreters: their physics steps would otherwise hold the GIL of the real arm's
 
 from __future__ import annotations
 
-import argparse
-import ctypes
 import os
 import signal
 import sys
-from collections.abc import Callable, Sequence
-from pathlib import Path
-from typing import Any
+
+# The parent starts this interpreter with SIGINT ignored, so that a Ctrl-C in the terminal (which reaches
+# every process of the group) during the interpreter's own start-up leaves no traceback; from here on a
+# stop signal raises KeyboardInterrupt, which ``__main__`` below (while this module's imports run) and the
+# nodes (once they run) turn into a quiet stop. So nothing above ``main`` imports more than this.
+if __name__ == "__main__":
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from pathlib import Path
+    from typing import Any
 
 #: Node names this module can start, with the module and class of each.
 NODE_NAMES = ("sim_node", "sim_pd_controller", "xarm_node", "standin_world", "mocap_bridge", "ros2_control_arm",
@@ -80,6 +89,8 @@ def follow_parent(parent_pid: int) -> bool:
         The process that started this one (checked after the request, which closes the race
         of a parent dying in between).
     """
+    import ctypes
+
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
@@ -88,10 +99,27 @@ def follow_parent(parent_pid: int) -> bool:
     return os.getppid() == parent_pid
 
 
+def _ready_signal(path: Path) -> Callable[[], None]:
+    """What tells the parent that every node is built: create ``path``. When the parent's run directory
+    is gone, the run was stopped meanwhile (the parent removes it as it ends): a stop, not an error."""
+    def ready() -> None:
+        try:
+            path.touch()
+        except FileNotFoundError:
+            raise KeyboardInterrupt from None
+    return ready
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: once the nodes ran, ends the process with its status (0 after SIGINT or SIGTERM, 2
     when a node cannot start as configured: one line on stderr, the parent reports the exit);
     returns 0 when the parent was already gone (nothing started)."""
+    import argparse
+    from pathlib import Path
+
+    from sim2real.interrupts import redeliver_interrupts
+
+    redeliver_interrupts()  # one that lands in a destructor while the nodes load is not lost either
     from sim2real.nodes.process import end_process, run_nodes, split_ros_args
 
     argv = list(sys.argv if argv is None else argv)
@@ -107,9 +135,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     # The physics thread and the DDS callbacks share the GIL with the emulator's socket
     # threads: hand it over every 0.5 ms instead of 5 ms so that replies are not held up.
     sys.setswitchinterval(0.0005)
-    ready = args.ready_file.touch if args.ready_file is not None else None
+    ready = _ready_signal(args.ready_file) if args.ready_file is not None else None
     end_process(run_nodes([node_factory(name) for name in args.nodes], argv, "sim2real.nodes.group", ready=ready))
 
 
+#: Exit status of a group stopped by a signal before its nodes were built (128 + SIGINT, as a shell says).
+STOPPED_AT_START = 130
+
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:  # SIGINT or SIGTERM while importing, before the nodes could take the stop over
+        os._exit(STOPPED_AT_START)  # nothing started: no traceback, no finalization; the parent reports the stop

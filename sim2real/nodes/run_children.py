@@ -36,7 +36,7 @@ class _Child:
 
     @classmethod
     def start(cls, names: list[str], params_files: list[Path], workdir: Path, namespace: str = "") -> _Child:
-        """Start ``names`` in a new interpreter (SIGINT at its default, same environment), which
+        """Start ``names`` in a new interpreter (SIGINT raising from its first line on, same environment), which
         ends when this process dies (``--parent-pid``; call from the main thread, since the
         kernel ties that to the thread that started the child)."""
         ready = workdir / f"{'+'.join(names)}.ready"
@@ -49,7 +49,9 @@ class _Child:
         niceness = SIM_NICENESS if "sim_node" in names else 0
 
         def prepare() -> None:
-            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            # Ignored until the group's first line takes it (sim2real.nodes.group): a Ctrl-C during the
+            # interpreter's start-up is then no traceback; the parent stops its children itself.
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
             if niceness:
                 os.nice(niceness)
         # The SDK prints to stdout; keep the parent's stdout for its progress lines.

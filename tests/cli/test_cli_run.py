@@ -300,3 +300,36 @@ def test_a_starved_real_platform_is_never_recorded_as_a_complete_healthy_trial(t
         else:
             last = err.strip().splitlines()[-1]
             assert last.startswith("sim2real: error:") and "xArm" in last, err[-2000:]
+
+
+#: Moments (s after the run's first child process appeared) of a terminal's Ctrl-C, which reaches every process
+#: of the foreground group: while the children import and build their nodes (a traceback per child, before).
+START_UP_INTERRUPTS = (0.2, 1.0, 2.5)
+
+
+@pytest.mark.parametrize("after", START_UP_INTERRUPTS)
+def test_ctrl_c_to_the_whole_group_during_start_up_is_one_line_and_exit_130(tmp_path, env, after):
+    """Ctrl-C in a terminal signals the run and each of its children at once; during their start-up the
+    output is the run's one line ``sim2real: interrupted`` with exit 130, and no child prints a traceback."""
+    experiment = tmp_path / "experiment.yaml"
+    experiment.write_text(EXPERIMENT)
+    process = subprocess.Popen([sys.executable, "-m", "sim2real", "run", "--mode", "standin", "--experiment",
+                                str(experiment), "--standin-host", f"127.0.0.{90 + os.getpid() % 10}", "--out",
+                                str(tmp_path / "run")], env=env, cwd=ROOT, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True,
+                               preexec_fn=lambda: (signal.signal(signal.SIGINT, signal.SIG_DFL), os.setpgrp()))
+    try:
+        deadline = time.monotonic() + 120
+        while not _children(process.pid):
+            assert process.poll() is None and time.monotonic() < deadline, process.communicate()
+            time.sleep(0.02)
+        time.sleep(after)
+        os.killpg(process.pid, signal.SIGINT)
+        out, _ = process.communicate(timeout=60)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    assert "Traceback" not in out and "Exception ignored" not in out, out[-4000:]
+    assert process.returncode == 130, out[-2000:]
+    assert out.rstrip().splitlines()[-1] == "sim2real: interrupted", out[-2000:]
