@@ -187,6 +187,25 @@ def fit_band_calibration(document: dict[str, Any], source: str) -> BandCalibrati
     return calibration.at_level(float(document["validation"]["spread"]["calibration"]["level"]))
 
 
+def refuse_per_object(dist: FitDistribution, source: str) -> None:
+    """Refuse a fit with per-object unknowns (``NAME[OBJECT]``): a sample is one parameter set for every trial,
+    and splitting a draw into one file per object is not built (said, rather than an unknown-parameter error).
+
+    Raises
+    ------
+    InputError
+        Naming the per-object unknowns.
+    """
+    from sim2real.errors import InputError
+    from sim2real.sysid.objects import label_object
+
+    per_object = [label for label in dist.labels if label_object(label) is not None]
+    if per_object:
+        raise InputError(f"{source}: the fit has per-object parameters ({', '.join(per_object)}); 'sample' "
+                         "writes one parameter set per draw and cannot sample per-object fits yet: fit each "
+                         "object's trials on their own (one run directory per object) and sample each fit")
+
+
 def run(args: argparse.Namespace) -> int:
     """Handler of ``sim2real sample``; exit statuses in the epilog."""
     import secrets
@@ -209,6 +228,7 @@ def run(args: argparse.Namespace) -> int:
     out = check_out_dir(args.out)
     document = read_fit_document(args.fit)
     dist = fit_distribution(document, str(args.fit), allow_unconverged=args.allow_unconverged)
+    refuse_per_object(dist, str(args.fit))
     calibration = fit_band_calibration(document, str(args.fit))
     base, base_file = base_params(args, dist)
     seed = args.seed if args.seed is not None else secrets.randbits(32)

@@ -116,6 +116,15 @@ def _fit_per_object_beside_own_file(p: Path) -> list[str]:
     return _fit_per_object(p, "steel", "alu")
 
 
+def _sample_per_object(p: Path) -> list[str]:
+    """``sample`` of a per-object fit (made here, outside the snapshot: the fit is not the bad input)."""
+    fit = p.parent / "fit"
+    fit.mkdir()
+    made = _run(fit, *_fit_per_object(fit, "steel", "alu"))
+    assert (fit / "fitted.json").is_file(), made.stderr[-2000:]
+    return ["sample", str(fit / "fitted.json"), "-n", "4", "--allow-unconverged", "--out", "samples"]
+
+
 def _experiment(p: Path, distances: str) -> str:
     (p / "experiment.yaml").write_text(f"experiment:\n  ros__parameters:\n    distances: {distances}\n")
     return "experiment.yaml"
@@ -156,6 +165,7 @@ CASES: dict[str, tuple[Callable[[Path], list[str]], str]] = {
     # 2. per-object outputs: checked before the fit
     "fit_per_object_names_collide": (lambda p: _fit_per_object(p, "a/b", "a_b"), "would both be written to"),
     "fit_per_object_beside_own_file": (_fit_per_object_beside_own_file, "was not written by a fit"),
+    "sample_per_object_fit": (_sample_per_object, "cannot sample per-object fits yet"),
     # 3. FIFOs are no bags, trials, tosses or files
     "import_bag_fifo_mcap": (lambda p: ["import", "bag", _fifo(p, "push.mcap"), "--box-pose", "/box/pose",
                                         "--out", "imported"], "not a regular file"),
