@@ -15,7 +15,8 @@ slow down; the driver runs on the other CPUs. Each fault is run in two columns:
 
 Per fault and column, over ``--repeats`` runs (ranges are [min, max]; times are ms from the
 fault's onset as the emulator saw it: stall: the stalled request arrived; drop: connections
-closed; error: raised; latency: the first delayed reply):
+closed; error: raised; latency: the first delayed reply, which for the ``_at_connection`` rows is
+the driver's first request, the firmware probe of ``connect()``):
 
 * ``detected``: runs in which the driver latched the expected fault kind; ``kinds``: what it
   reported; ``false_faults``: runs faulted before the fault was injected (a healthy link faulted);
@@ -29,6 +30,10 @@ closed; error: raised; latency: the first delayed reply):
   runs in which a nonzero command took effect after the detection (one sent before it, on a slow link);
 * ``reaccelerated``: runs in which the commanded velocity became nonzero again after it had
   been zero after the detection (a stale or queued command resumed motion; must be 0);
+* ``motion_commands``: motion commands the driver sent in the run (before its fault: after it none
+  leave); ``never_commanded``: runs in which it sent none (a link slow at connection faults in
+  ``start()``, before the first); ``first_motion_to_zero_ms``: from the first motion command's bytes
+  leaving the driver to the controller's commanded velocity zero for good (runs that sent one);
 * ``final_mode_state``: the controller after the driver's ``stop()``;
 * ``cpu_wait_ms``: how long the driver's own threads waited runnable for a CPU per run.
 
@@ -88,6 +93,10 @@ FAULTS: dict[str, FaultConfig] = {
     "dropped_link": FaultConfig(drop_at=0.3),
     "latency_15ms": FaultConfig(latency=0.015, latency_at=0.3),
     "latency_60ms": FaultConfig(latency=0.06, latency_at=0.3),
+    # A link already slow at connection (every request delayed from the first on): the driver faults in
+    # start(), from its start-up exchanges, and the arm is never commanded to move.
+    "latency_15ms_at_connection": FaultConfig(latency=0.015),
+    "latency_30ms_at_connection": FaultConfig(latency=0.03),
 }
 #: Fault kinds each injected fault may be reported as (a 60 ms latency is a stall at 35 ms).
 EXPECTED = {"controller": {"controller_error"}, "stall": {"stall"}, "dropped": {"disconnected"},
@@ -240,6 +249,12 @@ def _figures(driver: XArmDriver, rec: Recording, onset: float | None, expected: 
     zero_after = next((t for t, speed in rec.commands if t >= fault.at and speed == 0.0), None)
     out["reaccelerated"] = zero_after is not None and any(start > zero_after for start, _ in stretches)
     out["motion_started_after_detection"] = any(start >= fault.at for start, _ in stretches)
+    moving = [r for r in driver.sent_commands() if r.moves]
+    out["motion_commands"] = len(moving)
+    first_at = moving[0].wire_at if moving else None
+    zero_at = max((end for _, end in stretches), default=None)
+    if first_at is not None and zero_at is not None and math.isfinite(zero_at):
+        out["first_motion_to_zero_ms"] = round((max(zero_at, first_at) - first_at) * 1e3, 1)
     if onset is None:
         return out
     ms = lambda t: None if t is None else round((t - onset) * 1e3, 1)  # noqa: E731
@@ -371,8 +386,11 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
         "sent_after_detection": sum(values("sent_after_detection")),
         "reaccelerated": sum(bool(v) for v in values("reaccelerated")),
         "motion_started_after_detection": sum(bool(v) for v in values("motion_started_after_detection")),
+        "never_commanded": sum(r.get("motion_commands") == 0 for r in runs),
+        "motion_commands": _span(values("motion_commands")),
         "refused_after_fault": _span(values("refused_after_fault"))}
-    for name in ("detect_ms", "stop_sent_ms", "zero_command_ms", "still_ms", "stale_moving_ms", "cpu_wait_ms"):
+    for name in ("detect_ms", "stop_sent_ms", "zero_command_ms", "still_ms", "stale_moving_ms", "cpu_wait_ms",
+                 "first_motion_to_zero_ms"):
         summary[name] = _span(values(name))
     return summary
 

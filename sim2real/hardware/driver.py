@@ -26,7 +26,10 @@ hides a silent controller nor looks like one. The faults:
   the link releases later. Judged by a supervisor thread as the stall goes on, and again by the
   caller when the reply arrives (a supervisor that got no CPU meanwhile cannot let it pass);
 * **latency**: even the fastest of the last ``latency_window`` round trips took longer than
-  ``latency_budget`` (a slow link delays every exchange);
+  ``latency_budget`` (a slow link delays every exchange). Judged from :meth:`XArmDriver.start`'s
+  first exchange on (its start-up exchanges fill the window before any motion command leaves), so
+  a link already slow at connection latches this fault in ``start()``, and the arm is never
+  commanded to move;
 * **disconnected**: the controller closed the link; **timeout**: the SDK gave up waiting
   (``command_timeout``);
 * **controller_error**, **not_ready**, **rejected**, **sdk**: what the controller or SDK said;
@@ -224,29 +227,32 @@ class XArmDriver(_Connection, _Supervision):
     def start(self) -> None:
         """Enable the motors, set the configured mode and state 0, start the supervisor.
 
+        The link is judged from the first exchange here on: the round trips (kernel time) of
+        ``motion_enable``, ``set_mode``, ``set_state(0)`` and ``get_state`` (and of further state
+        reads while the window is short) fill the ``latency_window`` before any motion command can
+        leave, so the first command is judged with a full window. A link already slower than
+        ``latency_budget`` at connection latches its ``latency`` fault here, before the arm was
+        ever commanded to move: the gate closes, the stop goes out (also over a second
+        connection), and this method returns without starting the stream; the first read or
+        command then raises :class:`HardwareError`, as after a latency fault while streaming (a
+        node reports it as any link fault). A start-up exchange is never a stall: nothing moves
+        yet, and a state change may keep the controller busy; the joint-state read that ends
+        ``start()`` is judged for a stall as every later exchange is.
+
         Raises
         ------
         HardwareError
-            The controller refused or reported an error.
+            The controller refused or reported an error, or it did not become ready.
         """
         if self._arm is None:
             raise Sim2RealError("xArm driver: connect() before start()")
         self._raise_if_faulted()
-        cfg = self.config
         with self._io:
-            self._check(self._arm.motion_enable(True), "motion_enable")
-            self._check(self._arm.set_mode(cfg.mode), f"set_mode({cfg.mode})")
-            self._check(self._arm.set_state(0), "set_state(0)")
-            deadline = time.monotonic() + 1.0
-            while self._arm.mode != cfg.mode and time.monotonic() < deadline:
-                time.sleep(0.005)
-            code, state = self._arm.get_state()
-            self._check(code, "get_state")
-            if state not in (1, 2):
-                self._latch(Fault("not_ready", f"xArm at {self.where} did not become ready after start: "
-                                               f"state {state} ({state_name(state)})"))
+            self._round_trips.clear()  # this run's link, judged from its first start-up exchange
+            self._enable()
+            if self._fault is not None and self._fault.kind == "latency":
+                return  # the arm was never commanded to move; the next call raises the fault
             self._raise_if_faulted()
-            self._round_trips.clear()
             self._running = True
             self._supervisor_stop.clear()
             self._watchdog = threading.Thread(target=self._supervise, name="xarm-supervisor", daemon=True)
@@ -260,6 +266,26 @@ class XArmDriver(_Connection, _Supervision):
             self._last_fresh_at = self._last_send_at = time.monotonic()
             self._zero_sent = True
         self._guard.install()
+
+    def _enable(self) -> None:
+        """The start-up exchanges (the caller holds ``self._io``): motors on, the configured mode,
+        state 0, a ready check, and the latency window filled; ends at the first latched fault."""
+        cfg = self.config
+        for what, call, arg in (("motion_enable", self._arm.motion_enable, True),
+                                (f"set_mode({cfg.mode})", self._arm.set_mode, cfg.mode),
+                                ("set_state(0)", self._arm.set_state, 0)):
+            self._check(self._start_up(what, call, arg), what)
+            if self._fault is not None:
+                return
+        deadline = time.monotonic() + 1.0
+        while self._arm.mode != cfg.mode and time.monotonic() < deadline:
+            time.sleep(0.005)
+        code, state = self._start_up("get_state", self._arm.get_state)
+        self._check(code, "get_state")
+        if self._fault is None and state not in (1, 2):
+            self._latch(Fault("not_ready", f"xArm at {self.where} did not become ready after start: "
+                                           f"state {state} ({state_name(state)})"))
+        self._judge_link_at_start()
 
     def stop(self) -> None:
         """Stop the arm, leave it in a safe mode (mode 0, state 4) and disconnect. Idempotent.

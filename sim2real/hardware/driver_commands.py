@@ -5,6 +5,9 @@ SDK return codes turned into faults, motion commands clamped and sent.
 
 * ``_exchange``: one SDK call under the supervisor's eye; a reply later than the stall budget
   latches a ``stall``, any other round trip feeds the ``latency`` window;
+* ``_start_up`` and ``_judge_link_at_start``: the exchanges of ``start()`` feed the same window
+  (never a stall: nothing moves yet), filled before any motion command can leave, so a link
+  already too slow at connection latches its ``latency`` fault before the arm is commanded at all;
 * ``_check``: an SDK return code as a latched fault (``disconnected``, ``timeout``,
   ``controller_error``, ``not_ready``, ``rejected``, ``sdk``);
 * ``_send``: clamp a joint-velocity command ((6,) rad/s) to the velocity limit and away from
@@ -43,14 +46,15 @@ class _Commands(_StopPath):
 
     # --- exchanges -----------------------------------------------------------------------
     def _exchange(self, what: str, call: Callable[..., _T], *args: Any, started: float | None = None,
-                  **kwargs: Any) -> tuple[_T, float, float, PendingRequest | None]:
+                  judge_stall: bool = True, **kwargs: Any) -> tuple[_T, float, float, PendingRequest | None]:
         """Run one SDK exchange under the supervisor's eye; returns (result, sent_at, replied_at, written).
 
         The caller holds ``self._io``; ``started`` (monotonic s) is the send time if the caller
         took it already. ``written`` is the request this exchange wrote to the socket (None when
         nothing left: the gate refused it, or the SDK failed before writing). A reply that came too
         late for the stall budget latches a stall here (the supervisor may not have had a CPU
-        meanwhile); otherwise its round trip feeds the latency judgement.
+        meanwhile); otherwise its round trip feeds the latency judgement. With ``judge_stall``
+        False (the start-up exchanges) every measured round trip feeds the latency judgement only.
         """
         gate = self._gate
         before = gate.mine() if gate is not None else None
@@ -65,16 +69,17 @@ class _Commands(_StopPath):
         request = gate.mine() if gate is not None else None
         written = request if request is not None and request is not before else None
         if gate is not None and written is not None and not gate.closed:
-            self._judge_reply(what, written, replied_at)
+            self._judge_reply(what, written, replied_at, judge_stall)
         return result, sent_at, replied_at, written
 
-    def _judge_reply(self, what: str, request: PendingRequest, replied_at: float) -> None:
-        """A reply later than the stall budget latches a stall; any other feeds the latency window."""
+    def _judge_reply(self, what: str, request: PendingRequest, replied_at: float, judge_stall: bool = True) -> None:
+        """A reply later than the stall budget latches a stall (unless not ``judge_stall``); any
+        other feeds the latency window."""
         round_trip = self._round_trip(request, replied_at)
         if round_trip is None:
             return
         budget = self.config.stall_budget
-        if round_trip > budget:
+        if judge_stall and round_trip > budget:
             self._latch(Fault("stall", f"the xArm link stalled: the reply to {what} came {round_trip * 1e3:.0f} ms "
                                        f"after the request left this host (limit {budget * 1e3:.0f} ms)"))
         else:
@@ -91,6 +96,10 @@ class _Commands(_StopPath):
         return (request.answered_at or replied_at) - request.written_at
 
     def _note_round_trip(self, what: str, round_trip: float) -> None:
+        """Add one round trip (s, kernel time) to the latency window; once the window holds
+        ``latency_window`` of them, latch a ``latency`` fault when even the fastest is over
+        ``latency_budget``. Judged at every exchange from then on (a sliding window): from
+        ``start()``'s first exchanges on, so the first motion command already has a full window."""
         cfg = self.config
         self._round_trips.append(round_trip)
         if len(self._round_trips) == cfg.latency_window:
@@ -99,6 +108,27 @@ class _Commands(_StopPath):
                 self._latch(Fault("latency", f"the xArm link is too slow: even the fastest of the last "
                                              f"{cfg.latency_window} exchanges took {fastest * 1e3:.1f} ms (limit "
                                              f"{cfg.latency_budget * 1e3:.0f} ms; last: {what})"))
+
+    def _start_up(self, what: str, call: Callable[..., _T], *args: Any) -> _T:
+        """One exchange of ``start()`` (the caller holds ``self._io``); returns the SDK's result.
+
+        Its round trip (kernel time) feeds the latency window like any other, so that the link is
+        judged before the first motion command; it is never a stall: nothing moves yet, and the
+        controller's own work on a state change (``motion_enable``, ``set_state``) may take longer
+        than a motion command's budget. A link slow for all of a window's exchanges is slow."""
+        result, _, _, _ = self._exchange(what, call, *args, judge_stall=False)
+        return result
+
+    def _judge_link_at_start(self) -> None:
+        """State reads until the latency window is full (at most ``latency_window`` of them), when
+        the start-up exchanges left it short: a round trip not measurable (another thread's request
+        left after it), or a window longer than them. The caller holds ``self._io``."""
+        cfg = self.config
+        for _ in range(cfg.latency_window):
+            if len(self._round_trips) >= cfg.latency_window or self._fault is not None:
+                return
+            code, _ = self._start_up("get_state", self._arm.get_state)
+            self._check(code, "get_state")
 
     def _check(self, code: int, what: str) -> None:
         """Turn an SDK return code into a latched fault (no-op for success and warnings)."""

@@ -73,9 +73,13 @@ class DriverConfig:
         (kernel time, from the request leaving to the reply arriving) took longer, the link
         itself is slow: a ``latency`` fault. A healthy loopback or lab link answers in ~1 ms;
         10 ms keeps a 100 Hz read+command loop on pace. The kernel's clock has the resolution of
-        its tick (1-4 ms).
+        its tick (1-4 ms). Judged from ``start()``'s first exchange on: its start-up exchanges
+        (``motion_enable``, ``set_mode``, ``set_state(0)``, ``get_state``) fill the window before
+        any motion command, so a link already this slow at connection faults in ``start()`` and
+        the arm is never commanded to move.
     latency_window : int
-        Number of consecutive exchanges in the latency judgement.
+        Number of consecutive exchanges in the latency judgement (a sliding window: judged at
+        every exchange once full; ``start()`` reads the state until it is full).
     stop_timeout : float
         Connect and reply deadline (s) of the stop sent over a fresh connection.
     second_link_stop : bool

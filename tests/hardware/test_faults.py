@@ -298,6 +298,9 @@ CHILD = textwrap.dedent("""
     import numpy as np
     from sim2real.hardware import DriverConfig, XArmDriver
     host, port, rounds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    def say(*words):  # one write a line: the SDK logs to stdout from its threads, also between print()'s writes
+        sys.stdout.write(" ".join(str(word) for word in words) + chr(10))
+        sys.stdout.flush()
     for k in range(rounds):
         sys.stdin.readline()  # the parent's go: the arm rests and was checked
         try:
@@ -305,17 +308,17 @@ CHILD = textwrap.dedent("""
             # its process waited for a CPU must not end the round as a stall before the signal arrives.
             with XArmDriver(DriverConfig(ip=host, command_port=port, max_round_trip=5.0, latency_budget=5.0)) as driver:
                 driver.start()
-                print("ready", k, flush=True)
+                say("ready", k)
                 while True:
                     driver.read_joint_states()
                     driver.send_velocity(np.full(6, 0.3), stamp=time.monotonic())
                     time.sleep(0.01)
         except KeyboardInterrupt:
-            print("stopped SIGINT", k, flush=True)
+            say("stopped SIGINT", k)
         except SystemExit as exit:
-            print("stopped SIGTERM", k, exit.code, flush=True)
+            say("stopped SIGTERM", k, exit.code)
         except Exception as err:
-            print("error", k, type(err).__name__, str(err).replace(chr(10), " "), flush=True)
+            say("error", k, type(err).__name__, str(err).replace(chr(10), " "))
 """)
 
 
@@ -372,11 +375,14 @@ HANGING_CHILD = textwrap.dedent("""
     from sim2real.hardware import DriverConfig, XArmDriver
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
     host, port = sys.argv[1], int(sys.argv[2])
+    def say(*words):  # one write a line: the SDK logs to stdout from its threads, also between print()'s writes
+        sys.stdout.write(" ".join(str(word) for word in words) + chr(10))
+        sys.stdout.flush()
     # A thread that never ends and is no daemon (a library's, say): the interpreter waits for it at exit.
     threading.Thread(target=threading.Event().wait, name="never-ends").start()
     with XArmDriver(DriverConfig(ip=host, command_port=port, max_round_trip=5.0, latency_budget=5.0)) as driver:
         driver.start()
-        print("streaming", flush=True)
+        say("streaming")
         while True:
             driver.read_joint_states()
             driver.send_velocity(np.full(6, 0.3), stamp=time.monotonic())
@@ -426,17 +432,20 @@ STARVED_CHILD = textwrap.dedent("""
     import numpy as np
     from sim2real.hardware import DriverConfig, HardwareError, XArmDriver
     host, port, cycles = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    def say(*words):  # one write a line: the SDK logs to stdout from its threads, also between print()'s writes
+        sys.stdout.write(" ".join(str(word) for word in words) + chr(10))
+        sys.stdout.flush()
     with XArmDriver(DriverConfig(ip=host, command_port=port)) as driver:
         driver.start()
-        print("ready", flush=True)
+        say("ready")
         try:
             for k in range(cycles):
                 driver.read_joint_states()
                 driver.send_velocity(0.2 * np.sin(0.05 * k) * np.ones(6), stamp=time.monotonic())
                 time.sleep(0.01)
-            print("ok", driver.status().watchdog_trips, flush=True)
+            say("ok", driver.status().watchdog_trips)
         except HardwareError as err:
-            print("fault", err.fault.kind, str(err).replace(chr(10), " "), flush=True)
+            say("fault", err.fault.kind, str(err).replace(chr(10), " "))
 """)
 
 
