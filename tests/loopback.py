@@ -15,11 +15,15 @@ import os
 import socket
 import tempfile
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from sim2real.errors import Sim2RealError
 from sim2real.hardware import EmulatorConfig, XArmEmulator
+from sim2real.hardware import protocol as wire
 
 #: Report ports every emulator listens on (fixed by the vendor SDK).
 REPORT_PORTS: tuple[int, ...] = (30001, 30002, 30003)
@@ -131,3 +135,25 @@ def refused_address() -> tuple[str, int, socket.socket]:
         host, port = sock.getsockname()
         return host, port, sock
     raise RuntimeError("no loopback address to bind")
+
+
+@dataclass
+class RequestLog:
+    """Every request the emulator executed: (time, register, params); and every change of the
+    velocity it commanded: (time, largest joint speed). Pass it as ``on_request`` and its
+    :meth:`on_command` as the emulator's ``on_command``."""
+
+    entries: list[tuple[float, int, bytes]] = field(default_factory=list)
+    commands: list[tuple[float, float]] = field(default_factory=list)
+
+    def __call__(self, t: float, register: int, params: bytes) -> None:
+        self.entries.append((t, register, params))
+
+    def on_command(self, t: float, command: np.ndarray) -> None:
+        self.commands.append((t, float(np.max(np.abs(command)))))
+
+
+def moves(register: int, params: bytes) -> bool:
+    """Whether a request commands motion (a nonzero joint velocity or a servo target)."""
+    return register == wire.Register.MOVE_SERVOJ or (
+        register == wire.Register.VC_SET_JOINTV and bool(np.any(wire.unpack_floats(params, 6))))

@@ -155,7 +155,7 @@ def _input_blocks(runs: Sequence[_Run], fits: Sequence[FitSummary]) -> list[Bloc
               tuple(rows), css_class="inputs"),
     ]
     for run in runs:  # every flagged trial, also those past --max-trial-figures
-        flagged = [f"{t.name} ({'; '.join(scene_problems(t.meta))})" for t in run.trials if scene_problems(t.meta)]
+        flagged = [f"{t.name} ({'; '.join(problems)})" for t in run.trials if (problems := scene_problems(t.meta))]
         if flagged:
             blocks.append(Alert(f"Run '{run.label}': {len(flagged)} trial(s) imported with --force although their "
                                 f"scene is not physical: {', '.join(flagged)}."))

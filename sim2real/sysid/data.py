@@ -42,7 +42,13 @@ import numpy as np
 from sim2real.errors import Sim2RealError
 from sim2real.spatial import conjugate, multiply, skew, to_matrix, to_rotation_vector, yaw
 from sim2real.trials import JointReference, PoseSeries, TrialRecord
-from sim2real.trials.resting import continuous_quaternions, resting_joints, resting_start
+from sim2real.trials.resting import (
+    continuous_quaternions,
+    interpolate,
+    interpolate_quaternions,
+    resting_joints,
+    resting_start,
+)
 from sim2real.trials.trial_object import trial_object
 
 #: Relative tolerance for treating a pose recording as uniformly sampled.
@@ -179,16 +185,6 @@ class TrialData:
         return rotation, omega_world, d_states
 
 
-def _interp(t_new: np.ndarray, t: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """Column-wise linear interpolation of ``values`` (N, d) at ``t_new`` (M,)."""
-    return np.stack([np.interp(t_new, t, values[:, j]) for j in range(values.shape[1])], axis=1)
-
-
-def _interp_quaternion(t_new: np.ndarray, t: np.ndarray, quaternion: np.ndarray) -> np.ndarray:
-    q = _interp(t_new, t, continuous_quaternions(quaternion))
-    return q / np.linalg.norm(q, axis=1, keepdims=True)
-
-
 def _strictly_increasing(t: np.ndarray, what: str, name: str) -> None:
     if t.shape[0] >= 2 and np.any(np.diff(t) <= 0.0):
         raise Sim2RealError(f"trial '{name}': {what} time stamps are not strictly increasing")
@@ -317,13 +313,13 @@ def _prepare_recorded(record: TrialRecord, dt: float, platform: str) -> TrialDat
         index = np.searchsorted(commands.t, t[:-1] + 0.5 * dt, side="right") - 1
         command = np.where((index >= 0)[:, None], commands.velocity[np.clip(index, 0, None)], 0.0)
     pusher_position, gap = _pusher_on_grid(t, pusher, dt, f"/{ns}/pusher_pose")
-    joint_position = _interp(t, joints.t, joints.position)
+    joint_position = interpolate(t, joints.t, joints.position)
     arm_start = resting_joints(joint_position, command) if command is not None else None
     return TrialData(
         name=record.name, kind="arm", dt=dt, t=t, **_start_fields(poses, float(t[0])),
-        box_position=_interp(t, poses.t, poses.position),
-        box_quaternion=continuous_quaternions(_interp_quaternion(t, poses.t, poses.quaternion)),
-        joint_position=joint_position, joint_velocity=_interp(t, joints.t, joints.velocity),
+        box_position=interpolate(t, poses.t, poses.position),
+        box_quaternion=continuous_quaternions(interpolate_quaternions(t, poses.t, poses.quaternion)),
+        joint_position=joint_position, joint_velocity=interpolate(t, joints.t, joints.velocity),
         command=command, reference=record.reference, platform=ns,
         pusher_position=pusher_position, pusher_gap=gap,
         **({"start_joints": arm_start[0], "start_joint_samples": arm_start[1]} if arm_start else {}),
@@ -359,7 +355,7 @@ def _pusher_on_grid(t: np.ndarray, pusher: PoseSeries | None, dt: float,
     if pusher.t[0] > t[0] + dt or pusher.t[-1] < t[-1] - dt:
         return None, (f"{topic} covers {pusher.t[0]:.3f}-{pusher.t[-1]:.3f} s, not the fitted span "
                       f"{t[0]:.3f}-{t[-1]:.3f} s")
-    return _interp(t, pusher.t, pusher.position), ""
+    return interpolate(t, pusher.t, pusher.position), ""
 
 
 def _prepare_pusher_trial(record: TrialRecord, ns: str, poses: PoseSeries, pusher: PoseSeries,
@@ -370,9 +366,9 @@ def _prepare_pusher_trial(record: TrialRecord, ns: str, poses: PoseSeries, pushe
     t = _grid(t0, t_end, dt, record.name, "box and pusher poses")
     return TrialData(
         name=record.name, kind="pusher", dt=dt, t=t, **_start_fields(poses, float(t[0])),
-        box_position=_interp(t, poses.t, poses.position),
-        box_quaternion=continuous_quaternions(_interp_quaternion(t, poses.t, poses.quaternion)),
-        reference=record.reference, platform=ns, pusher_position=_interp(t, pusher.t, pusher.position),
+        box_position=interpolate(t, poses.t, poses.position),
+        box_quaternion=continuous_quaternions(interpolate_quaternions(t, poses.t, poses.quaternion)),
+        reference=record.reference, platform=ns, pusher_position=interpolate(t, pusher.t, pusher.position),
     )
 
 
@@ -385,8 +381,8 @@ def _prepare_box_trial(name: str, poses: PoseSeries, dt: float, ns: str = "real"
     else:
         steps = int(np.floor((poses.t[-1] - poses.t[0]) / dt + 1e-6))
         t = poses.t[0] + dt * np.arange(steps + 1)
-        position = _interp(t, poses.t, poses.position)
-        quaternion = continuous_quaternions(_interp_quaternion(t, poses.t, poses.quaternion))
+        position = interpolate(t, poses.t, poses.position)
+        quaternion = continuous_quaternions(interpolate_quaternions(t, poses.t, poses.quaternion))
         step, override = dt, False
     if t.shape[0] < _MIN_POINTS:
         raise Sim2RealError(f"trial '{name}': the box pose has fewer than {_MIN_POINTS} samples (truncated?)")

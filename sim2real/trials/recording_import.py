@@ -368,7 +368,7 @@ class _PlannedTrial:
     @property
     def span_ns(self) -> tuple[int, int]:
         """The trial's first and last sample, ns on the chosen clock."""
-        return self.events[0][0], max(e[0] for e in self.events)
+        return self.events[0][0], self.events[-1][0]  # the events are sorted by time
 
 
 def _plan_trial(name: str, recording: Recording, window: tuple[int, int], window_index: int,

@@ -43,6 +43,19 @@ def continuous_quaternions(quaternion: np.ndarray) -> np.ndarray:
     return out
 
 
+def interpolate(t_new: np.ndarray, t: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Column-wise linear interpolation of ``values`` (N, d) sampled at ``t`` (N,, increasing) at ``t_new``
+    (M,), held at the ends; returns (M, d)."""
+    return np.stack([np.interp(t_new, t, values[:, j]) for j in range(values.shape[1])], axis=1)
+
+
+def interpolate_quaternions(t_new: np.ndarray, t: np.ndarray, quaternion: np.ndarray) -> np.ndarray:
+    """Orientations (N, 4) (w, x, y, z) sampled at ``t`` at the times ``t_new`` (M,): normalised linear
+    interpolation of the sign-continuous series, held at the ends; returns (M, 4) unit quaternions."""
+    q = interpolate(t_new, t, continuous_quaternions(quaternion))
+    return q / np.linalg.norm(q, axis=1, keepdims=True)
+
+
 def resting_start(poses: PoseSeries, t_start: float) -> tuple[np.ndarray, np.ndarray, int] | None:
     """The box's pose at rest before it first moves: the mean of the leading resting poses.
 

@@ -50,7 +50,7 @@ from sim2real.errors import Sim2RealError
 from sim2real.params import spec
 from sim2real.spatial import to_matrix
 from sim2real.trials.records import PoseSeries
-from sim2real.trials.resting import continuous_quaternions, resting_start
+from sim2real.trials.resting import interpolate, interpolate_quaternions, resting_start
 
 DEFAULT_SCENE_TOLERANCE_M = 0.002
 """Default tolerance of the scene checks, m (``--scene-tolerance``, in mm on the command line)."""
@@ -253,12 +253,10 @@ def _segment_distance(start: np.ndarray, axis: np.ndarray, length: float, size: 
 
 
 def _box_at(t: np.ndarray, scene: SceneSamples) -> tuple[np.ndarray, np.ndarray]:
-    """The box pose at times ``t`` (K,) s: positions (K, 3) interpolated linearly, orientations (K, 4) by
-    normalised linear interpolation (held at the ends)."""
-    q = continuous_quaternions(scene.box_quaternion)
-    position = np.stack([np.interp(t, scene.box_t, scene.box_position[:, j]) for j in range(3)], axis=1)
-    quaternion = np.stack([np.interp(t, scene.box_t, q[:, j]) for j in range(4)], axis=1)
-    return position, quaternion / np.linalg.norm(quaternion, axis=1, keepdims=True)
+    """The box pose at times ``t`` (K,) s: positions (K, 3) and unit quaternions (K, 4), interpolated
+    (:func:`~sim2real.trials.resting.interpolate`, held at the ends)."""
+    return (interpolate(t, scene.box_t, scene.box_position),
+            interpolate_quaternions(t, scene.box_t, scene.box_quaternion))
 
 
 def box_start(scene: SceneSamples) -> tuple[np.ndarray, np.ndarray]:

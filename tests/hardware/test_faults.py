@@ -33,14 +33,13 @@ import subprocess
 import sys
 import textwrap
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 from children import LineReader, default_sigint
-from loopback import start_emulator
+from loopback import RequestLog, moves, start_emulator
 
 from sim2real.hardware import DriverConfig, Fault, FaultConfig, HardwareError, XArmDriver, XArmEmulator, link_timing
 from sim2real.hardware import protocol as wire
@@ -59,19 +58,6 @@ EXIT_WITHIN = 5.0
 LENIENT_LINK: dict[str, Any] = {"max_round_trip": 5.0, "latency_budget": 5.0}
 
 
-@dataclass
-class RequestLog:
-    """Every request the emulator executed: (time, register, params); and every change of the
-    velocity it commanded: (time, largest joint speed)."""
-
-    entries: list[tuple[float, int, bytes]] = field(default_factory=list)
-    commands: list[tuple[float, float]] = field(default_factory=list)
-
-    def __call__(self, t: float, register: int, params: bytes) -> None:
-        self.entries.append((t, register, params))
-
-    def on_command(self, t: float, command: np.ndarray) -> None:
-        self.commands.append((t, float(np.max(np.abs(command)))))
 
 
 def _is_stop(register: int, params: bytes) -> bool:
@@ -79,10 +65,6 @@ def _is_stop(register: int, params: bytes) -> bool:
         register == wire.Register.VC_SET_JOINTV and not np.any(wire.unpack_floats(params, 6)))
 
 
-def _moves(register: int, params: bytes) -> bool:
-    """Whether a request commands motion (a nonzero joint velocity or a servo target)."""
-    return register == wire.Register.MOVE_SERVOJ or (
-        register == wire.Register.VC_SET_JOINTV and bool(np.any(wire.unpack_floats(params, 6))))
 
 
 def _motion_after(drv: XArmDriver, at: float) -> list[Any]:
@@ -288,7 +270,7 @@ def test_no_motion_command_leaves_after_the_latch() -> None:
             drv.stop()
     assert fault is not None and fault.kind == "stall" and refused == 21, (fault, refused)
     stopped_at = next(t for t, r, p in log.entries if r == wire.Register.SET_STATE and p[:1] == b"\x04")
-    assert not [(t, r) for t, r, p in log.entries if t >= stopped_at and _moves(r, p)]
+    assert not [(t, r) for t, r, p in log.entries if t >= stopped_at and moves(r, p)]
     assert all(speed == 0.0 for t, speed in log.commands if t >= stopped_at), log.commands
     assert not _motion_after(drv, fault.at), _motion_after(drv, fault.at)
 

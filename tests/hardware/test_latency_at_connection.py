@@ -28,14 +28,12 @@ from __future__ import annotations
 import math
 import re
 import time
-from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
-from loopback import start_emulator
+from loopback import RequestLog, moves, start_emulator
 
 from sim2real.hardware import DriverConfig, FaultConfig, HardwareError, XArmDriver
-from sim2real.hardware import protocol as wire
 from sim2real.physics.servo import ServoParams
 
 PORT = 5033
@@ -49,25 +47,8 @@ CYCLES = 300
 TICK_MS = 5.0
 
 
-@dataclass
-class RequestLog:
-    """Every request the emulator executed: (time, register, params); and every change of the
-    velocity it commanded: (time, largest joint speed)."""
-
-    entries: list[tuple[float, int, bytes]] = field(default_factory=list)
-    commands: list[tuple[float, float]] = field(default_factory=list)
-
-    def __call__(self, t: float, register: int, params: bytes) -> None:
-        self.entries.append((t, register, params))
-
-    def on_command(self, t: float, command: np.ndarray) -> None:
-        self.commands.append((t, float(np.max(np.abs(command)))))
 
 
-def _moves(register: int, params: bytes) -> bool:
-    """Whether a request commands motion (a nonzero joint velocity or a servo target)."""
-    return register == wire.Register.MOVE_SERVOJ or (
-        register == wire.Register.VC_SET_JOINTV and bool(np.any(wire.unpack_floats(params, 6))))
 
 
 @pytest.mark.parametrize("latency", [0.015, 0.03], ids=["15ms", "30ms"])
@@ -102,7 +83,7 @@ def test_a_link_slow_from_the_connection_faults_at_start_and_never_moves_the_arm
     assert fastest_ms >= latency * 1e3 - TICK_MS, fault.message  # the link's latency, measured
     # Never commanded to move: by the driver's record, by what reached the controller, by what it executed.
     assert not [r for r in drv.sent_commands() if r.moves], drv.sent_commands()
-    assert not [(t, r) for t, r, p in log.entries if _moves(r, p)]
+    assert not [(t, r) for t, r, p in log.entries if moves(r, p)]
     assert all(speed == 0.0 for _, speed in log.commands), log.commands
     # Stopped by the driver itself (before its caller's stop()), and left in mode 0, state 4.
     assert drv.stop_sent_at is not None and drv.stop_sent_at >= fault.at
