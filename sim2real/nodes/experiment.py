@@ -4,9 +4,10 @@ For each start distance: home the real arm to the push start, have the box place
 stand-in places it on ``experiment/box_request``; in ``real``/``mirror`` mode the operator
 places it and confirms with the ``experiment/box_placed`` service, std_srvs/Trigger), wait
 until the measured box pose is within ``start_tolerance`` of the requested start, reset the
-sim to the measured state, publish the push reference stamped ``lead_time`` ahead, wait
-until every platform reported past its end, and close the trial (events for the
-``recorder`` on ``experiment/trial_event``; it answers on ``recorder/trial_written``).
+sim to the measured state (``sim`` mode: once its PD controller holds the start pose),
+publish the push reference stamped ``lead_time`` ahead, wait until every platform reported
+past its end, and close the trial (events for the ``recorder`` on
+``experiment/trial_event``; it answers on ``recorder/trial_written``).
 
 The node exits when every trial is recorded (status 0), the run failed (status 1, one
 logged line) or a signal stopped it before its trials were done (status 130), so a launch can
@@ -157,6 +158,9 @@ class ExperimentNode(LeanNode):
                              lambda m, ns=ns: self._on_joints(ns, m), callback_group=group)
             subscribe_stream(self, streams, PoseStamped, f"{ns}/box_pose",
                              lambda m, ns=ns: self._on_box(ns, m), callback_group=group)
+        self._sim_command: np.ndarray | None = None  # reference position of the latest sim command (_hold_sim)
+        if "real" not in self.platforms:
+            subscribe_stream(self, streams, JointState, "sim/joint_command", self._on_sim_command, callback_group=group)
         self.create_subscription(String, TRIAL_WRITTEN_TOPIC, self._on_written, LATCHED_QOS, callback_group=group)
         self._graph: dict[str, dict[str, int]] = {}
         self.required = required_matches(self.platforms, self.mirror)
@@ -176,6 +180,11 @@ class ExperimentNode(LeanNode):
         q, v, _ = joint_arrays(msg)
         with self._lock:
             self._joints[ns] = (ns_of(msg.header.stamp), q, v)
+
+    def _on_sim_command(self, msg: JointState) -> None:
+        q_ref, _, _ = joint_arrays(msg)
+        with self._lock:
+            self._sim_command = q_ref
 
     def _on_box(self, ns: str, msg: PoseStamped) -> None:
         position, quaternion = pose_arrays(msg)
@@ -313,6 +322,26 @@ class ExperimentNode(LeanNode):
         position = np.mean([s[1] for s in samples], axis=0)
         return resting_pose(position, samples[-1][2], self.params)
 
+    def _hold_sim(self, q: np.ndarray) -> None:
+        """Sim only: have the sim's PD controller hold ``q`` (6,) rad before the sim is reset there.
+
+        Until it gets a new reference the controller tracks the last one, whose end is the last
+        push's end: between the reset and the trial's reference it would drive the arm from the
+        start into the newly placed box (a starved experiment thread let it push the second
+        trial's box 3.8 mm before the trial's first sample). The hold is known to have arrived
+        when a command carries ``q`` as its reference position.
+        """
+        with self._lock:
+            self._sim_command = None
+        hold = trajectory_msg(now_ns(self), return_trajectory(q, q, rate_hz=self.push.rate_hz))  # q to q: a hold
+        self._pub_reference.publish(hold)
+
+        def holding() -> bool:
+            with self._lock:
+                return self._sim_command is not None and bool(np.allclose(self._sim_command, q, rtol=0, atol=1e-9))
+        self._wait(holding, 10.0, "the sim's PD controller to hold the start pose",
+                   retry=lambda: self._pub_reference.publish(hold))
+
     def _reset_sim(self, q: np.ndarray, position: np.ndarray, quaternion: np.ndarray) -> None:
         asked_ns = now_ns(self)
         reset = String(data=json.dumps({
@@ -336,6 +365,8 @@ class ExperimentNode(LeanNode):
             start = (requested, (1.0, 0.0, 0.0, 0.0)) if self.replay is None else self.replay.box_pose
             position, quaternion = resting_pose(*start, self.params)
         if "sim" in self.platforms:
+            if "real" not in self.platforms:
+                self._hold_sim(q_start)
             self._reset_sim(q_start, position, quaternion)
         window = TrialWindow.plan(index, distance, now_ns(self), self.reference, self.lead_time)
         meta = {"initial_distance_m": distance, "mode": self.mode, "mirror": self.mirror, "engine": self.engine,
