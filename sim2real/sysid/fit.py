@@ -457,7 +457,7 @@ def _other_starts(evaluator: FitEvaluator, main: LMResult, x0: np.ndarray, lower
         return levenberg_marquardt(evaluator, x_start, lower, upper, settings, None, typical, stop_when,
                                    clusters=lambda: evaluator.rows_per_trial)
 
-    runs = run_starts(main, x0, others, optimize, lower, upper, log, labels)
+    runs = run_starts(main, x0, others, optimize, lower, upper, log, labels, typical)
     return compare_starts(runs, labels, lower, upper, rule)
 
 

@@ -19,10 +19,12 @@ compares where they end (:func:`compare_starts`):
 The cost tolerance is the larger of 1 % of the chosen cost and the likelihood-ratio threshold of
 one parameter at 95 % (``½ χ²₁(0.95) σ²``, ``σ² = 2 cost / (m − p)``, independent rows).
 
-A start that could not be evaluated (its simulation failed or degraded at the start values) checks
-nothing: when no other start could be, the independence of the optimum from the start, which the
-fit claims by running them, was not checked, and that is a problem; when some could and some could
-not, a warning names those that could not (:func:`unevaluated_starts`).
+A start that cannot be evaluated (its simulation failed or degraded at the start values) is moved
+halfway towards the given start and tried again, twice at most, while it stays a quarter scale away
+from it. One that still could not be evaluated checks nothing: when no other start could be, the
+independence of the optimum from the start, which the fit claims by running them, was not checked,
+and that is a problem; when some could and some could not, a warning names those that could not
+(:func:`unevaluated_starts`).
 
 By default (:func:`default_starts`) a fit with at most :data:`AUTO_MAX_PARAMETERS` unknowns whose
 trials hold at most :data:`AUTO_MAX_STEPS` simulated steps in all runs :data:`AUTO_STARTS` starts
@@ -52,6 +54,8 @@ AUTO_STARTS = 3
 AUTO_MAX_STEPS = 6000
 #: Half-width of the box the other starts are drawn from, in parameter scales around the given start.
 START_BOX_SCALES = 2.0
+#: How often a start that cannot be evaluated is moved halfway towards the given start and tried again.
+START_RETRIES = 2
 #: Optima closer than this fraction of the bound range (and than their 95 % intervals) are the same.
 SAME_OPTIMUM_FRACTION = 0.01
 #: Costs within this fraction of the chosen one (or the likelihood-ratio threshold) are as low.
@@ -199,14 +203,26 @@ def _joined(x: np.ndarray, cost: float, optima: Sequence[tuple[int, LMResult, np
 Optimize = Callable[[np.ndarray, Callable[[np.ndarray, float], str | None]], LMResult]
 
 
+def _toward(point: np.ndarray, x0: np.ndarray, typical: np.ndarray | None) -> np.ndarray | None:
+    """The point halfway from ``point`` (p,) to the given start ``x0`` (p,), or None when it would lie
+    within a quarter scale of ``x0`` in every coordinate (it would check nothing the given start does not)."""
+    closer = 0.5 * (point + x0)
+    if typical is None or np.all(np.abs(closer - x0) < 0.25 * typical):
+        return None
+    return closer
+
+
 def run_starts(main: LMResult, x0: np.ndarray, others: np.ndarray, optimize: Optimize, lower: np.ndarray,
                upper: np.ndarray, log: Callable[[str], None] | None = None,
-               labels: Sequence[str] = ()) -> list[StartRun]:
+               labels: Sequence[str] = (), typical: np.ndarray | None = None) -> list[StartRun]:
     """Run the optimizer from each of ``others`` and record where each ended.
 
     A run whose iterate reaches the optimum of an earlier run (within that optimum's
     :func:`optimum_tolerance` and not clearly below its cost) is stopped there and marked
-    ``joined``: it would end at that optimum.
+    ``joined``: it would end at that optimum. A start that cannot be evaluated (its simulation
+    degraded at the start values: seen on a thin plate at low support and high table friction)
+    is moved halfway towards ``x0``, up to :data:`START_RETRIES` times while it stays a quarter
+    scale (``typical``) away from ``x0``; the run records the point it was evaluated at.
 
     Parameters
     ----------
@@ -225,6 +241,8 @@ def run_starts(main: LMResult, x0: np.ndarray, others: np.ndarray, optimize: Opt
         Receives one line per start.
     labels : sequence of str
         Names of the unknowns, for the log.
+    typical : ndarray, shape (p,), optional
+        The parameter scales (:func:`start_points`); without them a start is not moved.
 
     Returns
     -------
@@ -242,25 +260,35 @@ def run_starts(main: LMResult, x0: np.ndarray, others: np.ndarray, optimize: Opt
         return None if run is None else f"reached the optimum of start {run + 1}"
 
     for k, start in enumerate(others, start=2):
-        try:
-            result = optimize(np.array(start, dtype=float), stop_when)
-        except FitAbortedError:
-            raise
-        except Sim2RealError as err:
-            runs.append(StartRun(np.array(start, dtype=float), None, " ".join(str(err).split())))
-            if log is not None:
-                log(f"start {k}/{len(others) + 1} ({_values(labels, start)}): could not be evaluated "
-                    f"({runs[-1].error})")
+        point, result = np.array(start, dtype=float), None
+        for attempt in range(START_RETRIES + 1):
+            try:
+                result = optimize(point, stop_when)
+                break
+            except FitAbortedError:
+                raise
+            except Sim2RealError as err:
+                error = " ".join(str(err).split())
+                closer = _toward(point, x0, typical)
+                retry = attempt < START_RETRIES and closer is not None
+                if log is not None:
+                    log(f"start {k}/{len(others) + 1} ({_values(labels, point)}): could not be evaluated "
+                        f"({error})" + ("; trying halfway towards the given start" if retry else ""))
+                if not retry:
+                    break
+                point = closer  # type: ignore[assignment]
+        if result is None:
+            runs.append(StartRun(point, None, error))
             continue
         joined = (_joined(result.x, result.cost, optima) if result.stop_reason.startswith("reached the optimum")
                   else None)
-        runs.append(StartRun(np.array(start, dtype=float), result, joined=joined))
+        runs.append(StartRun(point, result, joined=joined))
         if joined is None:
             optima.append((len(runs) - 1, result, optimum_tolerance(result, lower, upper)))
         if log is not None:
             where = (f"reached the optimum of start {joined + 1}" if joined is not None else
                      f"ended at {_values(labels, result.x)} ({result.stop_reason})")
-            log(f"start {k}/{len(others) + 1} ({_values(labels, start)}): cost {result.cost:.6g} after "
+            log(f"start {k}/{len(others) + 1} ({_values(labels, point)}): cost {result.cost:.6g} after "
                 f"{result.trace[-1].iteration} iteration(s), {where}")
     return runs
 

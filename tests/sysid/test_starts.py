@@ -193,13 +193,59 @@ def test_other_starts_none_of_which_could_be_evaluated_leave_the_start_dependenc
     assert long[0] is not None and len(long[0]) < 400 and long[0].count("x") < 200
 
 
+def test_a_start_that_cannot_be_evaluated_is_moved_halfway_towards_the_given_one() -> None:
+    """The simulation fails below -1.5: the start at -1.9 is tried at -0.65 (halfway to 0.6) and ends at the
+    minimum at -1, as low as the given start's: the optimum depends on the start, which the unmoved start
+    could not tell. Moved twice at most, and never to within a quarter scale of the given start."""
+    def evaluate(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return _noisy_rows(x, (1.0, -1.0), 0.0)
+
+    def run(threshold: float, start: float) -> tuple[list, list[str]]:
+        lines: list[str] = []
+        failing = _failing_below(evaluate, threshold, "trial 'plate': degraded solver step(s)")
+        runs = run_starts(main, np.array([0.6]), np.array([[start]]), _optimize(failing), LOWER, UPPER,
+                          lines.append, ["k"], typical=np.array([1.0]))
+        return runs, lines
+
+    main = levenberg_marquardt(evaluate, np.array([0.6]), LOWER, UPPER, typical=np.array([1.0]))
+    runs, lines = run(-1.5, -1.9)
+    assert runs[1].result is not None and runs[1].start[0] == pytest.approx(-0.65)
+    assert lines[0] == ("start 2/2 (k = -1.9): could not be evaluated (trial 'plate': degraded solver step(s)); "
+                        "trying halfway towards the given start")
+    assert lines[1].startswith("start 2/2 (k = -0.65): cost")
+    verdict = compare_starts(runs, ["k"], LOWER, UPPER, "test")
+    assert verdict.as_low == (1,) and unevaluated_starts(verdict.record) == (None, None)
+    assert verdict.record["runs"][1]["start"] == {"k": pytest.approx(-0.65)}
+    # Failing everywhere below 0.55: -1.9, -0.65, -0.025, then given up (two moves).
+    runs, lines = run(0.55, -1.9)
+    assert runs[1].result is None and runs[1].start[0] == pytest.approx(-0.025) and len(lines) == 3
+    assert lines[-1] == "start 2/2 (k = -0.025): could not be evaluated (trial 'plate': degraded solver step(s))"
+    # From 0.2, halfway (0.4) is within a quarter scale of 0.6: not moved.
+    runs, lines = run(0.55, 0.2)
+    assert runs[1].result is None and runs[1].start[0] == pytest.approx(0.2) and len(lines) == 1
+
+
+def test_a_fit_evaluates_a_failing_start_at_its_moved_point(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The probe fit with its first other start failing at its own values only: it is evaluated halfway
+    towards the given start, and the fit is ``ok`` without a word about unevaluated starts."""
+    problem = FitProblem([pusher_record("probe")], NOMINAL, "contact.mu_table", spec=ResidualSpec(horizon=1))
+    failing = fail_at_other_starts(monkeypatch, which=[0], moved_too=False)
+    result = fit_trials(problem)
+    runs = result.data["starts"]["runs"]
+    assert len(failing) == 1
+    assert [run["error"] for run in runs] == [None, None, None], runs
+    halfway = 0.5 * (failing[0][0] + NOMINAL["contact.mu_table"])  # towards the given start
+    assert runs[1]["start"]["contact.mu_table"] == pytest.approx(halfway)
+    assert result.ok and not any("alternative start" in w for w in result.warnings)
+
+
 def test_a_fit_whose_other_starts_all_fail_has_the_problem_first(monkeypatch: pytest.MonkeyPatch) -> None:
     """The probe fit of ``contact.mu_table`` (three starts by default, otherwise ``ok``) with its two other
     starts failing: not ``ok``, the problem first; with one of them failing, a warning and ``ok``."""
     problem = FitProblem([pusher_record("probe")], NOMINAL, "contact.mu_table", spec=ResidualSpec(horizon=1))
     failing = fail_at_other_starts(monkeypatch)
     result = fit_trials(problem)
-    assert len(failing) == 2 and [run["error"] for run in result.data["starts"]["runs"]] == [None, REASON, REASON]
+    assert len(failing) == 6 and [run["error"] for run in result.data["starts"]["runs"]] == [None, REASON, REASON]
     assert not result.ok and result.status == "converged"
     assert result.problems[0].startswith(f"{UNCHECKED} 2 of 2 alternative start(s) could not be evaluated "
                                          f"(starts 2, 3: {REASON})")
