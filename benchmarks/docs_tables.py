@@ -52,6 +52,7 @@ from benchmarks.tables.fits import (  # noqa: E402
     flat_block_truth_table,
     headline_table,
 )
+from benchmarks.tables.frames import frames_truth_table  # noqa: E402
 from benchmarks.tables.runs import demo_runs_table, faults_table, hardware_table, robustness_table  # noqa: E402
 from benchmarks.tables.speed import optimizer_table, scale_table, speed_table  # noqa: E402
 from benchmarks.tables.store import DOCS, run_benchmark  # noqa: E402
@@ -71,6 +72,7 @@ TABLES: dict[str, Table] = {
     "flat_block_truth": flat_block_truth_table,
     "band_truth": band_truth_table,
     "band_modes": band_modes_table,
+    "frames_truth": frames_truth_table,
     "basin": basin_table,
     "cube_toss": cube_toss_table,
     "scale": scale_table,

@@ -25,6 +25,7 @@ COMMANDS: tuple[str, ...] = (
     "demo_cmd",
     "params_cmd",
     "import_cmd",
+    "calibrate_cmd",
     "report_cmd",
     "simulate",
     "emulate_cmd",

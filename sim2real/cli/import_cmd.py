@@ -165,6 +165,35 @@ def _tolerance_mm(text: str) -> float:
     return value
 
 
+def _delay_s(text: str) -> float:
+    """A box stream delay in s: finite, within :data:`~sim2real.trials.frame_calibration.MAX_DELAY_S`."""
+    import math
+
+    from sim2real.trials.frames_file import MAX_DELAY_S
+
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and abs(value) <= MAX_DELAY_S):
+        raise argparse.ArgumentTypeError(f"expected a delay in s within ±{MAX_DELAY_S:g}, got {text!r}")
+    return value
+
+
+def _frames(args: argparse.Namespace) -> tuple[str | None, str | None, float]:
+    """``(--box-transform, --box-offset, box delay)``: the options, or the ``--frames`` file's (not both)."""
+    from sim2real.errors import Sim2RealError
+    from sim2real.trials.frames_file import read_frames_file
+
+    if args.frames is None:
+        return args.box_transform, args.box_offset, args.box_delay or 0.0
+    given = [option for option, value in (("--box-transform", args.box_transform), ("--box-offset", args.box_offset),
+                                          ("--box-delay", args.box_delay)) if value is not None]
+    if given:
+        raise Sim2RealError(f"--frames sets {', '.join(given)} already: give one or the other")
+    return read_frames_file(args.frames)
+
+
 def _add_scene_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scene-tolerance", type=_tolerance_mm, default=SCENE_TOLERANCE_MM, metavar="MM",
                         help="how far, mm, a box start may lie in or above the table and a pusher start inside the "
@@ -187,6 +216,15 @@ def _add_common_options(parser: argparse.ArgumentParser) -> None:
                         help="the box geometric centre in the tracked box body's frame, m, each within 10 m (e.g. "
                              "a mocap origin on the lid: 0,0,-0.105); optionally the box axes' rotation "
                              "(default: 0,0,0)")
+    parser.add_argument("--box-transform", metavar="x,y,z,qw,qx,qy,qz",
+                        help="a correction of the box stream alone in the arm base frame, after --transform "
+                             "(T_base_corrected; 'sim2real calibrate' estimates it; default: identity)")
+    parser.add_argument("--box-delay", type=_delay_s, default=None, metavar="SECONDS",
+                        help="the box stream's delay: a box pose stamped s was the box at s - SECONDS (default 0; "
+                             "'sim2real calibrate' estimates it)")
+    parser.add_argument("--frames", metavar="FILE",
+                        help="a frames file of 'sim2real calibrate': its --box-transform, --box-offset and "
+                             "--box-delay (not with those options; --transform stays as you give it)")
     parser.add_argument("--split", default="none", metavar="none|gaps:SECONDS|windows:FILE",
                         help="cut each recording into trials (default: none, one trial per recording)")
     parser.add_argument("--outlier-angle", type=float, default=OUTLIER_ANGLE_DEG, metavar="DEG",
@@ -296,13 +334,15 @@ def _settings(args: argparse.Namespace, clock: str = "header") -> ImportSettings
     from sim2real.trials.recording import ImportSettings, parse_split
     from sim2real.trials.rigid import RigidTransform, parse_offset, parse_transform
 
+    box_text, offset_text, delay = _frames(args)
     transform = parse_transform(args.transform) if args.transform is not None else RigidTransform()
-    offset = parse_offset(args.box_offset) if args.box_offset is not None else RigidTransform()
+    box = parse_transform(box_text, "--box-transform") if box_text is not None else RigidTransform()
+    offset = parse_offset(offset_text) if offset_text is not None else RigidTransform()
     tool = parse_offset(args.tool_offset, "--tool-offset") if args.tool_offset is not None else RigidTransform()
     return ImportSettings(clock=clock, transform=transform, box_offset=offset, split=parse_split(args.split),
                           outlier_angle_rad=math.radians(args.outlier_angle), outlier_jump_m=args.outlier_jump,
                           tool_offset=tool, object=_object(args), scene_tolerance_m=args.scene_tolerance / 1000.0,
-                          force=args.force)
+                          force=args.force, box_transform=box, box_delay_s=delay)
 
 
 OBJECT_OPTIONS = ("box_size", "box_mass", "box_density", "pusher_shape", "pusher_radius", "pusher_length", "object")

@@ -287,6 +287,13 @@ class ImportSettings:
     force : bool
         Import trials that fail the scene checks, flagged in their trial.json
         (``import.scene_checks.problems``), instead of refusing the import.
+    box_transform : RigidTransform
+        A correction of the box stream alone in the arm base frame, applied after ``transform``
+        (``T_base_base'``: the tracking frame's offset from the arm's that ``sim2real calibrate``
+        estimates; the pusher and the joints keep ``transform``).
+    box_delay_s : float
+        The box stream's delay, s: a box pose stamped ``s`` (on either clock) was the box at
+        ``s - box_delay_s`` (``sim2real calibrate`` estimates it); its samples are moved back by it.
     """
 
     clock: str = "header"
@@ -299,6 +306,8 @@ class ImportSettings:
     object: TrialObject | None = None
     scene_tolerance_m: float = DEFAULT_SCENE_TOLERANCE_M
     force: bool = False
+    box_transform: RigidTransform = field(default_factory=RigidTransform)
+    box_delay_s: float = 0.0
 
     def __post_init__(self) -> None:
         if self.clock not in CLOCKS:

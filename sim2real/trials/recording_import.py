@@ -33,6 +33,7 @@ its first kept sample on the chosen clock.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import re
@@ -254,9 +255,11 @@ class _ExperimentPoses:
 
 
 def _experiment_frame(samples: _TrialSamples, settings: ImportSettings, recording: Recording) -> _ExperimentPoses:
-    """The box centre (``box_offset``) and pusher tip (``tool_offset``) poses, mapped through ``transform``;
+    """The box centre (``box_offset``) and pusher tip (``tool_offset``) poses, mapped through ``transform`` (the
+    box then through ``box_transform``);
     a planar recording's box centre (and a pusher without heights) at :func:`planar_height`."""
-    box_position, box_quaternion = _experiment_poses(samples.box, settings.box_offset, settings.transform)
+    box_position, box_quaternion = _experiment_poses(samples.box, settings.box_offset,
+                                                     settings.box_transform.compose(settings.transform))
     if recording.planar:
         box_position = np.array(box_position, dtype=float, copy=True)
         box_position[:, 2] = planar_height(settings)
@@ -322,6 +325,8 @@ def _trial_meta(recording: Recording, window: tuple[int, int], settings: ImportS
         "recording_frame": recording.frame,
         "transform": {"from": recording.frame, "to": BASE_FRAME, **settings.transform.as_dict()},
         "box_offset": settings.box_offset.as_dict(),
+        "box_transform": settings.box_transform.as_dict(),
+        "box_delay_s": settings.box_delay_s,
         "tool_offset": settings.tool_offset.as_dict(),
         "split": settings.split.spec,
         "window_s": [(max(window[0], start_ns) - origin_ns) / NS_PER_S,
@@ -485,6 +490,7 @@ def import_recordings(recordings: Sequence[Recording], out_dir: str | Path,
     """
     out_dir = Path(out_dir)
     check_new_run_dir(out_dir)
+    recordings = [box_delayed(recording, settings.box_delay_s) for recording in recordings]
     for recording in recordings:
         _check_tool_offset(recording, settings.tool_offset)
         check_planar(recording, settings)
@@ -502,7 +508,9 @@ def import_recordings(recordings: Sequence[Recording], out_dir: str | Path,
             "mode": "import",
             "import": {"sources": [str(Path(r.path).resolve()) for r in recordings], "clock": settings.clock,
                        "split": settings.split.spec, "transform": settings.transform.as_dict(),
-                       "box_offset": settings.box_offset.as_dict(), "scene_tolerance_m": settings.scene_tolerance_m,
+                       "box_offset": settings.box_offset.as_dict(), "box_delay_s": settings.box_delay_s,
+                       "box_transform": settings.box_transform.as_dict(),
+                       "scene_tolerance_m": settings.scene_tolerance_m,
                        "scene_flagged": [name for name, record in scenes.items() if record["problems"]]},
             "trials": [t.name for t in trials],
             **(run_meta or {}),
@@ -513,6 +521,16 @@ def import_recordings(recordings: Sequence[Recording], out_dir: str | Path,
         shutil.rmtree(tmp_run, ignore_errors=True)
         raise
     return [ImportedTrial(t.name, out_dir / t.name, t.samples, t.outliers, t.duration_s) for t in trials]
+
+
+def box_delayed(recording: Recording, delay_s: float) -> Recording:
+    """``recording`` with its box samples moved ``delay_s`` back on both clocks (unchanged at 0)."""
+    if delay_s == 0.0:
+        return recording
+    shift = np.int64(round(delay_s * NS_PER_S))
+    box = dataclasses.replace(recording.box, stamp_ns=recording.box.stamp_ns - shift,
+                              receive_ns=recording.box.receive_ns - shift)
+    return dataclasses.replace(recording, box=box)
 
 
 def _check_tool_offset(recording: Recording, offset: RigidTransform) -> None:

@@ -1,0 +1,125 @@
+"""The frames file of ``sim2real calibrate``: the import options that apply its corrections.
+
+A frames file (YAML, format :data:`FRAMES_FORMAT`) holds ``box_transform``, ``box_offset`` (as
+``--box-transform`` and ``--box-offset`` take them) and ``box_delay_s``, which ``import bag|csv --frames
+FILE`` applies to the box stream alone, and under ``calibration`` the estimates
+(:class:`~sim2real.trials.frame_calibration.FrameCalibration`), the residuals and the frames the trials
+had been imported with. Frames: arm base frame; m, s.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sim2real.errors import Sim2RealError
+from sim2real.spatial import from_axis_angle, rotate
+from sim2real.trials.frame_calibration import FrameCalibration
+from sim2real.trials.records import TrialRecord
+from sim2real.trials.rigid import RigidTransform
+
+#: Format tag of a frames file.
+FRAMES_FORMAT = "sim2real.frames/1"
+
+
+@dataclass(frozen=True)
+class ImportFrames:
+    """What an import applied to the box stream alone (trial.json ``import``): ``--box-transform``,
+    ``--box-offset`` and the box stream's delay (``--transform`` moves the pusher too: the calibration
+    leaves it alone)."""
+
+    box_transform: RigidTransform
+    box_offset: RigidTransform
+    box_delay_s: float
+
+    @classmethod
+    def of_trial(cls, record: TrialRecord) -> ImportFrames:
+        """The frames a trial was imported with (identity and 0 for a trial that was not imported)."""
+        section = record.meta.get("import") or {}
+
+        def transform(key: str) -> RigidTransform:
+            data = section.get(key) or {}
+            return RigidTransform(data.get("translation_m", (0.0, 0.0, 0.0)),
+                                  data.get("quaternion_wxyz", (1.0, 0.0, 0.0, 0.0)))
+        return cls(transform("box_transform"), transform("box_offset"), float(section.get("box_delay_s", 0.0)))
+
+    def same_as(self, other: ImportFrames) -> bool:
+        mine = (*self.box_transform.translation, *self.box_transform.quaternion, *self.box_offset.translation,
+                *self.box_offset.quaternion, self.box_delay_s)
+        theirs = (*other.box_transform.translation, *other.box_transform.quaternion, *other.box_offset.translation,
+                  *other.box_offset.quaternion, other.box_delay_s)
+        return bool(np.allclose(mine, theirs, rtol=0.0, atol=1e-12))
+
+
+def corrected_frames(frames: ImportFrames, calibration: FrameCalibration) -> ImportFrames:
+    """The import frames that apply ``calibration``'s corrections at import: the turn and shift composed
+    in front of ``--box-transform`` (arm base frame), the origin offset behind ``--box-offset`` (the
+    box's axes), the delay added to the box stream's."""
+    values = calibration.applied()
+    turn = from_axis_angle(np.array([0.0, 0.0, 1.0]), values["dyaw_rad"])
+    shift = np.array([values["dx_m"], values["dy_m"], values["dz_m"]])
+    correction = RigidTransform(calibration.pivot + shift - rotate(turn, calibration.pivot), turn)
+    origin = RigidTransform(np.array([values["ox_m"], values["oy_m"], 0.0]))
+    return ImportFrames(correction.compose(frames.box_transform), frames.box_offset.compose(origin),
+                        frames.box_delay_s + values["delay_s"])
+
+
+def _option(transform: RigidTransform) -> str:
+    return ",".join(f"{v:.9g}" for v in (*transform.translation, *transform.quaternion))
+
+
+def frames_document(calibration: FrameCalibration, imported: ImportFrames) -> dict[str, Any]:
+    """The frames file: the import options that apply the calibration, and what it found."""
+    frames = corrected_frames(imported, calibration)
+    return {
+        "format": FRAMES_FORMAT,
+        "box_transform": _option(frames.box_transform),
+        "box_offset": _option(frames.box_offset),
+        "box_delay_s": float(frames.box_delay_s),
+        "calibration": {
+            "trials": calibration.trials,
+            "pivot_m": [float(v) for v in calibration.pivot],
+            "contact_samples": calibration.contact_samples,
+            "corrections": {name: c.as_dict() for name, c in calibration.corrections.items()},
+            "residuals": {"before": calibration.before.as_dict(), "after": calibration.after.as_dict()},
+            "imported_with": {"box_transform": _option(imported.box_transform),
+                              "box_offset": _option(imported.box_offset), "box_delay_s": imported.box_delay_s},
+        },
+    }
+
+
+def read_frames_file(path: str | Path) -> tuple[str, str, float]:
+    """``(box_transform, box_offset, box_delay_s)`` of a frames file (the first two as the import options
+    take them).
+
+    Raises
+    ------
+    Sim2RealError
+        Not a readable frames file: one line naming the file and what is wrong.
+    """
+    import yaml
+
+    if not Path(path).is_file():
+        raise Sim2RealError(f"--frames {path}: not a file")
+    try:
+        document = yaml.safe_load(Path(path).read_text())
+    except (OSError, yaml.YAMLError, UnicodeDecodeError) as err:
+        raise Sim2RealError(f"--frames {path}: cannot read it ({' '.join(str(err).split())[:200]})") from None
+    if not isinstance(document, dict) or document.get("format") != FRAMES_FORMAT:
+        raise Sim2RealError(f"--frames {path}: not a frames file (format {FRAMES_FORMAT}, written by sim2real "
+                            "calibrate)")
+    try:
+        delay = float(document["box_delay_s"])
+        transform, offset = str(document["box_transform"]), str(document["box_offset"])
+    except (KeyError, TypeError, ValueError):
+        raise Sim2RealError(f"--frames {path}: needs box_transform, box_offset and box_delay_s") from None
+    if not np.isfinite(delay) or abs(delay) > MAX_DELAY_S:
+        raise Sim2RealError(f"--frames {path}: box_delay_s {delay!r} is not a delay within ±{MAX_DELAY_S:g} s")
+    return transform, offset, delay
+
+
+#: Largest box stream delay a frames file or ``--box-delay`` may hold, s.
+MAX_DELAY_S = 10.0
