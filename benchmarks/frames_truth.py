@@ -1,10 +1,10 @@
 """``sim2real calibrate`` on known truth: frames and a box clock off by hidden amounts (issue 57).
 
 Per seed, eight slow pushes of a plate by a rod (``tests/fixtures/framed_pushes.py``: 5-15 cm/s over
-12 cm, the engine's physics) are written as CSV recordings whose tracking frame is shifted by 1-15 mm
-and turned by up to 2° against the arm's, whose box height is off by up to ±20 mm, whose tracking
-origin sits up to 20 mm off the plate's centre in each of its axes, and whose box stream is 0-80 ms
-late, with 0.3 mm / 5 mrad of motion-capture noise. As a user would::
+12 cm, the engine's physics; every fourth on the plate's -y side) are written as CSV recordings whose
+tracking frame is shifted by 1-15 mm and turned by up to 2° against the arm's, whose box height is off
+by −60 to +20 mm, whose tracking origin sits up to 20 mm off the plate's centre in each of its axes,
+and whose box stream is 0-80 ms late, with 0.3 mm / 5 mrad of motion-capture noise. As a user would::
 
     sim2real import csv REC... --box-size ... --force --out raw     # frames as recorded: flagged
     sim2real calibrate raw --out frames.yaml
@@ -12,8 +12,8 @@ late, with 0.3 mm / 5 mrad of motion-capture noise. As a user would::
 
 Reported per seed and as medians over the seeds: each correction's error against the hidden value
 (the shift converted to the calibration's own pivot), whether its 95 % interval holds the hidden value,
-whether it was determined (the pushes meet the plate's -x face: its origin offset along the face, ``oy``,
-is not determined unless a push meets another face), whether the calibrated import passes the scene
+whether it was determined (a push meets one face: the origin offset along it is determined by pushes on
+another face), whether the calibrated import passes the scene
 checks without ``--force``, and the calibrate command's wall time. Targets (issue 57): errors within
 1 mm, 0.2° and 5 ms (median over 10 seeds); intervals holding the hidden values in at least 9 of 10.
 
