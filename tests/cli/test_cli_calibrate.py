@@ -151,3 +151,24 @@ def test_a_box_delay_moves_the_box_samples_back(recorded, tmp_path) -> None:
     # Times are from the trial's start: the box samples moved 50 ms earlier against the pusher's.
     shift = (box_b.t - pusher_b.t[0]) - (box_a.t - pusher_a.t[0])
     np.testing.assert_allclose(shift, -0.05, atol=1e-6)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("ros1", [True, False], ids=["ros1_bag", "ros2_mcap"])
+def test_calibrate_bags_as_a_lab_records_them(ros1: bool, tmp_path: Path) -> None:
+    """The same pushes (seed 1) as ROS 1 bags and as ROS 2 mcap bags of PoseStamped topics: imported as
+    recorded, calibrated, imported again with --frames: the hidden frames recovered and the scene physical."""
+    bags, hidden = framed_pushes.write_bags(tmp_path / "bags", 1, ros1)
+    options = ["--box-pose", framed_pushes.BOX_TOPIC, "--pusher-pose", framed_pushes.PUSHER_TOPIC,
+               *framed_pushes.OBJECT_OPTIONS]
+    assert main(["import", "bag", *map(str, bags), *options, "--force", "--out", str(tmp_path / "raw")]) == 0
+    frames = tmp_path / "frames.yaml"
+    assert main(["calibrate", str(tmp_path / "raw"), "--out", str(frames)]) == 0
+    document = yaml.safe_load(frames.read_text())
+    truth = framed_pushes.at_pivot(hidden, document["calibration"]["pivot_m"])
+    for name, tolerance in TOLERANCE.items():
+        c = document["calibration"]["corrections"][name]
+        assert c["determined"] and abs(c["value"] - truth[name]) <= tolerance, (name, c, truth[name])
+    assert main(["import", "bag", *map(str, bags), *options, "--frames", str(frames), "--out",
+                 str(tmp_path / "calibrated")]) == 0
+    assert all(not r.meta["import"]["scene_checks"]["problems"] for r in read_run(tmp_path / "calibrated"))
