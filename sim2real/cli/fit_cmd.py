@@ -43,7 +43,8 @@ converged when it stopped at --max-iterations. Problems, most important first:
     higher after the fit than before (--validate, --holdout);
   - (--spread-draws) a calibrated prediction band that holds fewer held-out outcomes than its
     level, each judged by the calibration from the other held-out trials (binomial p < 0.05);
-  - residual rows left out because they depend on degraded solver steps; trials left out.
+  - residual rows left out because they depend on degraded solver steps; trials left out;
+  - fitted or held-out trials imported with --force although their scene is not physical.
 Standard deviations, intervals and warnings (e.g. "poorly determined": std above half the
 parameter's scale) quote the same figures: those of the reported intervals, after any jackknife.
 
@@ -344,6 +345,39 @@ def _with_validation_spread(result: FitResult, records: Any, args: argparse.Name
                    warnings=[*result.warnings, *warnings])
 
 
+def _flagged(records: Any) -> list[str]:
+    """Names of the trials imported with ``--force`` although their scene is not physical."""
+    from sim2real.trials.scene_checks import scene_problems
+
+    return [record.name for record in records if scene_problems(record.meta)]
+
+
+def _log_scene_flags(records: Any) -> None:
+    """One line per trial imported with ``--force`` although its scene is not physical, before the fit."""
+    from sim2real.trials.scene_checks import scene_problems
+
+    for record in records:
+        problems = scene_problems(record.meta)
+        if problems:
+            _log(f"WARNING {record.name}: imported with --force although its scene is not physical: "
+                 f"{'; '.join(problems)}")
+
+
+def _with_scene_verdict(result: FitResult, fitted: Any, held: Any) -> FitResult:
+    """A problem (exit 3) when fitted or held-out trials were imported with ``--force`` although their scene is
+    not physical: the fitted values, or the validation, rest on a scene that cannot be real."""
+    names = [*_flagged(fitted), *(f"{name} (held out)" for name in _flagged(held))]
+    if not names:
+        return result
+    shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+    problem = (f"{len(names)} trial(s) imported with --force although their scene is not physical ({shown}): the "
+               "fit rests on scenes that cannot be real; correct the frames (sim2real calibrate, import --frames) "
+               "and import them again")
+    from dataclasses import replace
+
+    return replace(result, problems=(*result.problems, problem))
+
+
 def _without_unstable(problem: Any, result: FitResult, args: argparse.Namespace, noise: Any,
                       settings: Any) -> FitResult:
     """``--robust-unstable``: the fit again without the fitted trials whose predicted outcome (a spread under
@@ -416,6 +450,7 @@ def run(args: argparse.Namespace) -> int:
     if held is not None:
         failures += [replace(f, stage="validation") for f in held.failures]
 
+    _log_scene_flags([*loaded.records, *(held.records if held is not None else ())])
     spec = ResidualSpec(horizon=horizon, weights=weights, mode=args.mode, pusher=args.pusher, strict=args.strict,
                         pusher_shape=args.pusher_shape, engine=args.engine)
     problem = FitProblem(loaded.records, start, free, spec=spec, bounds=bounds, platform=args.platform,
@@ -428,6 +463,7 @@ def run(args: argparse.Namespace) -> int:
         result = _without_unstable(problem, result, args, noise, settings)
     if args.spread_draws:
         result = _with_validation_spread(result, held.records if held is not None else [], args, noise)
+    result = _with_scene_verdict(result, loaded.records, held.records if held is not None else ())
     with removed_on_interrupt(out, fit_json_path(out)):
         params_path, json_path = write_fit(out, result)
     print_summary(result, params_path, json_path)

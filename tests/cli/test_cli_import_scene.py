@@ -219,6 +219,28 @@ def test_report_and_replay_name_the_flagged_trials(tmp_path: Path, capsys: pytes
     assert scene_problems(replayed)  # a replay keeps the flag
 
 
+def test_a_fit_on_flagged_trials_says_so_first_and_exits_3(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Fitted (or held-out) trials imported with --force although their scene is not physical: a warning per
+    trial before the fit, and a problem naming them (exit 3): the answer rests on scenes that cannot be real."""
+    paths = [_csv(tmp_path / "good.csv"), _csv(tmp_path / "floating.csv", FLOATING), _csv(tmp_path / "other.csv")]
+    run = tmp_path / "run"
+    assert _import(paths, run, "--force") == 0
+    capsys.readouterr()
+    out = tmp_path / "fit.yaml"
+    assert main(["fit", str(run / "good"), str(run / "floating"), "--free", "contact.mu_table", "--max-iterations",
+                 "2", "--starts", "1", "--validate", str(run / "other"), "--out", str(out)]) == 3
+    err = capsys.readouterr().err
+    warning = err.index("fit: WARNING floating: imported with --force although its scene is not physical")
+    assert warning < err.index("fit: iteration  0")
+    problems = json.loads(out.with_suffix(".json").read_text())["problems"]
+    assert any(p.startswith("1 trial(s) imported with --force although their scene is not physical (floating)")
+               for p in problems), problems
+    assert main(["fit", str(run / "good"), str(run / "other"), "--free", "contact.mu_table", "--max-iterations", "2",
+                 "--starts", "1", "--out", str(tmp_path / "clean.yaml")]) in (0, 3)
+    clean = json.loads((tmp_path / "clean.json").read_text())["problems"]
+    assert not any("imported with --force" in p for p in clean)
+
+
 def test_box_only_trials_get_the_sunken_check_only(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     thrown = _csv(tmp_path / "toss.csv", Scene(box_dz=0.3), pusher=False)  # 30 cm up: a toss, not a push
     assert _import([thrown], tmp_path / "run") == 0
