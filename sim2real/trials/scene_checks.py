@@ -70,8 +70,8 @@ CHECKS: tuple[str, ...] = ("sunken", "floating", "pusher_inside", "out_of_reach"
 
 #: What to look at, per check (the importers' options).
 HINTS: dict[str, str] = {
-    "sunken": "check --box-size, --transform and --box-offset",
-    "floating": "check --transform, --box-offset and --box-size",
+    "sunken": "check --box-size, --transform and --box-offset (sim2real calibrate estimates the box's frame)",
+    "floating": "check --transform, --box-offset and --box-size (sim2real calibrate estimates the box's frame)",
     "pusher_inside": "check --pusher-radius, --tool-offset and the pusher's frame",
     "out_of_reach": "check --transform, --tool-offset and --pusher-pose",
 }

@@ -105,10 +105,10 @@ AWAY = Scene(gap=0.030)
 BAD = {
     "floating": (FLOATING, "trial 'push': the box starts 10.0 mm above the table (its lowest corner; tolerance "
                  "2.0 mm): a push starts with the box on the table; check --transform, --box-offset and "
-                 "--box-size, or --force to import it flagged"),
+                 "--box-size (sim2real calibrate estimates the box's frame), or --force to import it flagged"),
     "sunken": (SUNKEN, "trial 'push': the box starts 61.0 mm inside the table (its lowest corner; tolerance "
-               "2.0 mm): a box cannot start inside the table; check --box-size, --transform and --box-offset, or "
-               "--force to import it flagged"),
+               "2.0 mm): a box cannot start inside the table; check --box-size, --transform and --box-offset "
+               "(sim2real calibrate estimates the box's frame), or --force to import it flagged"),
     "pusher_inside": (INSIDE, "trial 'push': the sphere pusher starts 8.0 mm inside the box (median of its first "
                       "5 samples; tolerance 2.0 mm): it would push the box away before the trial begins; check "
                       "--pusher-radius, --tool-offset and the pusher's frame, or --force to import it flagged"),
