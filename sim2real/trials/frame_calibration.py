@@ -191,7 +191,7 @@ class Residuals:
     penetration_max : float
         Deepest penetration of the pusher into the box over the contact samples (≥ 0).
     rest_height : list of float
-        Per trial, the resting box's lowest corner above the table top.
+        Per trial, the resting box's bottom face above the table top (:func:`_resting_bottom`).
     """
 
     contact_median: float
@@ -229,8 +229,13 @@ class FrameCalibration:
     trials: list[str] = field(default_factory=list)
 
     def applied(self) -> dict[str, float]:
-        """The values applied: each determined correction's estimate, 0 for the others."""
-        return {name: (c.value if c.determined else 0.0) for name, c in self.corrections.items()}
+        """The values applied: each determined correction's estimate, 0 for the others (``gap_m``, a nuisance,
+        is never applied)."""
+        return _applied(self.corrections)
+
+
+def _applied(corrections: dict[str, Correction]) -> dict[str, float]:
+    return {name: (c.value if c.determined and name != "gap_m" else 0.0) for name, c in corrections.items()}
 
 
 def _pivot(trials: Sequence[CalibrationTrial]) -> np.ndarray:
@@ -545,7 +550,6 @@ def calibrate_frames(trials: Sequence[CalibrationTrial]) -> FrameCalibration:
     dz = -float(np.mean(rest))
     dz_std = float(np.std(rest, ddof=1) / np.sqrt(rest.size))
     corrections["dz_m"] = _correction("dz_m", dz, dz_std, rest.size - 1, None)
-    applied = {name: (c.value if c.determined else 0.0) for name, c in corrections.items()}
     return FrameCalibration(corrections, pivot, residuals(trials, kept, {}, pivot),
-                            residuals(trials, kept, applied, pivot), sum(c.index.size for c in kept),
+                            residuals(trials, kept, _applied(corrections), pivot), sum(c.index.size for c in kept),
                             [t.name for t in trials])
