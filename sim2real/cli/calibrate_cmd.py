@@ -25,7 +25,7 @@ Frames as recorded may fail the import's scene checks (a box floating above the 
 them with --force to calibrate them.
 
 Example:
-  sim2real import bag rec/*.bag --box-pose /vicon/block --pusher-pose /probe ... --out runs/as_recorded
+  sim2real import bag rec/*.bag --box-pose /vicon/block --pusher-pose /probe ... --force --out runs/as_recorded
   sim2real calibrate runs/as_recorded --out frames.yaml
   sim2real import bag rec/*.bag --box-pose /vicon/block --pusher-pose /probe ... --frames frames.yaml \\
       --out runs/calibrated
