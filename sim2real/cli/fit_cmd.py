@@ -345,28 +345,20 @@ def _with_validation_spread(result: FitResult, records: Any, args: argparse.Name
                    warnings=[*result.warnings, *warnings])
 
 
-def _flagged(records: Any) -> list[str]:
-    """Names of the trials imported with ``--force`` although their scene is not physical."""
-    from sim2real.trials.scene_checks import scene_problems
-
-    return [record.name for record in records if scene_problems(record.meta)]
-
-
 def _log_scene_flags(records: Any) -> None:
     """One line per trial imported with ``--force`` although its scene is not physical, before the fit."""
-    from sim2real.trials.scene_checks import scene_problems
+    from sim2real.trials.scene_checks import flagged_trials
 
-    for record in records:
-        problems = scene_problems(record.meta)
-        if problems:
-            _log(f"WARNING {record.name}: imported with --force although its scene is not physical: "
-                 f"{'; '.join(problems)}")
+    for name, problems in flagged_trials(records):
+        _log(f"WARNING {name}: imported with --force although its scene is not physical: {'; '.join(problems)}")
 
 
 def _with_scene_verdict(result: FitResult, fitted: Any, held: Any) -> FitResult:
     """A problem (exit 3) when fitted or held-out trials were imported with ``--force`` although their scene is
     not physical: the fitted values, or the validation, rest on a scene that cannot be real."""
-    names = [*_flagged(fitted), *(f"{name} (held out)" for name in _flagged(held))]
+    from sim2real.trials.scene_checks import flagged_trials
+
+    names = [*(name for name, _ in flagged_trials(fitted)), *(f"{name} (held out)" for name, _ in flagged_trials(held))]
     if not names:
         return result
     shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")

@@ -166,7 +166,7 @@ def _tolerance_mm(text: str) -> float:
 
 
 def _delay_s(text: str) -> float:
-    """A box stream delay in s: finite, within :data:`~sim2real.trials.frame_calibration.MAX_DELAY_S`."""
+    """A box stream delay in s: finite, within :data:`~sim2real.trials.frames_file.MAX_DELAY_S`."""
     import math
 
     from sim2real.trials.frames_file import MAX_DELAY_S

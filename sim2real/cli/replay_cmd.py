@@ -304,13 +304,10 @@ def _write(out: Path, done: list[ReplayResult], run_meta: dict[str, Any],
 def _log_scene_flags(records: Any) -> None:
     """One line per trial imported with ``--force`` although its scene is not physical (it is replayed all the
     same: the simulation shows what such a start does)."""
-    from sim2real.trials.scene_checks import scene_problems
+    from sim2real.trials.scene_checks import flagged_trials
 
-    for record in records:
-        problems = scene_problems(record.meta)
-        if problems:
-            _log(f"{record.name}: imported with --force although its scene is not physical: {'; '.join(problems)}",
-                 alarm=True)
+    for name, problems in flagged_trials(records):
+        _log(f"{name}: imported with --force although its scene is not physical: {'; '.join(problems)}", alarm=True)
 
 
 def run(args: argparse.Namespace) -> int:

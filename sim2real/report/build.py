@@ -55,7 +55,7 @@ from sim2real.sysid.spread import SPREAD_JSON
 from sim2real.trials import TrialRecord, read_run, read_run_meta
 from sim2real.trials.coverage import starved_platforms
 from sim2real.trials.jsonio import read_json
-from sim2real.trials.scene_checks import scene_problems
+from sim2real.trials.scene_checks import flagged_trials, scene_problems
 
 REPORT_HTML = "report.html"
 REPORT_MD = "report.md"
@@ -155,7 +155,7 @@ def _input_blocks(runs: Sequence[_Run], fits: Sequence[FitSummary]) -> list[Bloc
               tuple(rows), css_class="inputs"),
     ]
     for run in runs:  # every flagged trial, also those past --max-trial-figures
-        flagged = [f"{t.name} ({'; '.join(problems)})" for t in run.trials if (problems := scene_problems(t.meta))]
+        flagged = [f"{name} ({'; '.join(problems)})" for name, problems in flagged_trials(run.trials)]
         if flagged:
             blocks.append(Alert(f"Run '{run.label}': {len(flagged)} trial(s) imported with --force although their "
                                 f"scene is not physical: {', '.join(flagged)}."))

@@ -150,6 +150,11 @@ class CalibrationTrial:
         """The pusher's horizontal velocity (M, 3) m/s (:func:`_velocity`)."""
         return _velocity(self.pusher_t, self.pusher_position)
 
+    @functools.cached_property
+    def box_speed(self) -> np.ndarray:
+        """The box's horizontal speed (N,) m/s (:func:`_speed`)."""
+        return _speed(self.box.t, self.box.position)
+
     @property
     def size(self) -> list[float]:
         return [self.params["box.size_x"], self.params["box.size_y"], self.params["box.size_z"]]
@@ -378,7 +383,7 @@ def _contact_samples(trial: CalibrationTrial, pivot: np.ndarray, values: dict[st
     or stop the speeds mix moving and resting samples), and the pusher within ``window`` of the pushed face's
     plane (all at the corrections ``values``)."""
     values = values or {}
-    box_speed = _speed(trial.box.t, trial.box.position)
+    box_speed = trial.box_speed
     when = trial.box.t - values.get("delay_s", 0.0)
     pusher_speed = np.linalg.norm(interpolate(when, trial.pusher_t, trial.pusher_velocity), axis=1)
     moving = (box_speed > MOVING_M_S) & (pusher_speed > MOVING_M_S)

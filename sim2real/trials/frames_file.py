@@ -39,12 +39,8 @@ class ImportFrames:
     def of_trial(cls, record: TrialRecord) -> ImportFrames:
         """The frames a trial was imported with (identity and 0 for a trial that was not imported)."""
         section = record.meta.get("import") or {}
-
-        def transform(key: str) -> RigidTransform:
-            data = section.get(key) or {}
-            return RigidTransform(data.get("translation_m", (0.0, 0.0, 0.0)),
-                                  data.get("quaternion_wxyz", (1.0, 0.0, 0.0, 0.0)))
-        return cls(transform("box_transform"), transform("box_offset"), float(section.get("box_delay_s", 0.0)))
+        return cls(RigidTransform.from_dict(section.get("box_transform")),
+                   RigidTransform.from_dict(section.get("box_offset")), float(section.get("box_delay_s", 0.0)))
 
     def same_as(self, other: ImportFrames) -> bool:
         mine = (*self.box_transform.translation, *self.box_transform.quaternion, *self.box_offset.translation,

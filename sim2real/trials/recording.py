@@ -357,7 +357,7 @@ def check_planar(recording: Recording, settings: ImportSettings) -> None:
 
 def check_planar_settings(settings: ImportSettings, where: str) -> None:
     """The part of :func:`check_planar` that needs no recording (``import bag --planar`` runs it before
-    reading any bag): the object and level ``--transform`` and ``--box-offset``.
+    reading any bag): the object and level ``--transform``, ``--box-transform`` and ``--box-offset``.
 
     Parameters
     ----------
@@ -377,6 +377,10 @@ def check_planar_settings(settings: ImportSettings, where: str) -> None:
     tilt = _tilt_rad(settings.transform.quaternion)
     if tilt > PLANAR_TILT_TOLERANCE_RAD:
         raise Sim2RealError(f"{where} lies in the table plane, but --transform tilts that plane by "
+                            f"{math.degrees(tilt):.3g} deg: give a rotation about z only (qx = qy = 0)")
+    tilt = _tilt_rad(settings.box_transform.quaternion)
+    if tilt > PLANAR_TILT_TOLERANCE_RAD:
+        raise Sim2RealError(f"{where} lies in the table plane, but --box-transform tilts it by "
                             f"{math.degrees(tilt):.3g} deg: give a rotation about z only (qx = qy = 0)")
     offset = settings.box_offset
     if _tilt_rad(offset.quaternion) > PLANAR_TILT_TOLERANCE_RAD or offset.translation[2] != 0.0:

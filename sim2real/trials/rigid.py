@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -74,6 +75,12 @@ class RigidTransform:
         """``{"translation_m": [x, y, z], "quaternion_wxyz": [w, x, y, z]}`` for trial.json."""
         return {"translation_m": [float(v) for v in self.translation],
                 "quaternion_wxyz": [float(v) for v in self.quaternion]}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> RigidTransform:
+        """The transform of :meth:`as_dict`'s form; the identity for None or an empty mapping."""
+        data = data or {}
+        return cls(data.get("translation_m", (0.0, 0.0, 0.0)), data.get("quaternion_wxyz", (1.0, 0.0, 0.0, 0.0)))
 
 
 def body_offset_poses(position: np.ndarray, quaternion: np.ndarray,

@@ -388,6 +388,12 @@ def scene_problems(meta: Mapping[str, Any]) -> list[str]:
     return [str(p.get("text", p.get("check", "?"))) if isinstance(p, Mapping) else str(p) for p in problems]
 
 
+def flagged_trials(records: Sequence[Any]) -> list[tuple[str, list[str]]]:
+    """``(name, problems)`` of each trial record imported with ``--force`` although its scene is not physical."""
+    flagged = [(record.name, scene_problems(record.meta)) for record in records]
+    return [(name, problems) for name, problems in flagged if problems]
+
+
 def scene_error(failed: Sequence[tuple[str, Sequence[SceneProblem]]], total: int,
                 hint: str | None = None) -> str:
     """The one-line refusal of an import whose trials fail the scene checks.

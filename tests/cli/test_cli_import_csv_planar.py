@@ -128,6 +128,8 @@ PLANAR_ROWS = ["0,0.4,0,0.1", "0.01,0.41,0,0.1", "0.02,0.42,0,0.1"]
     ("t,box_x,box_y,box_yaw", PLANAR_ROWS, ["--no-object"], "a planar recording (box x, y and yaw) needs the object"),
     ("t,box_x,box_y,box_yaw", PLANAR_ROWS, ["--transform", "0,0,0,0.9950042,0.0998334,0,0"],
      "--transform tilts that plane by 11.5 deg"),
+    ("t,box_x,box_y,box_yaw", PLANAR_ROWS, ["--box-transform", "0,0,0,0.9950042,0.0998334,0,0"],
+     "--box-transform tilts it by 11.5 deg"),
     ("t,box_x,box_y,box_yaw", PLANAR_ROWS, ["--box-offset", "0.01,0,-0.005"],
      "--box-offset moves the box centre in the table plane only"),
 ])
