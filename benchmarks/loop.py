@@ -23,7 +23,9 @@ import os
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -39,21 +41,38 @@ HOST = "127.0.0.71"
 PERIOD = 0.01
 
 
+def _phase(ticks: np.ndarray) -> np.ndarray:
+    """``|phase|`` (s) of each tick (s, increasing) against the best 100 Hz grid through them."""
+    phase = ticks - ticks[0] - np.round((ticks - ticks[0]) / PERIOD) * PERIOD
+    return np.abs(phase - np.median(phase))
+
+
 def loop_figures(ticks: np.ndarray, commanded: int) -> dict[str, float]:
     """Rate and jitter of one trial's loop ticks (s, increasing) with ``commanded`` PD commands."""
-    periods = np.diff(ticks)
-    phase = ticks - ticks[0] - np.round((ticks - ticks[0]) / PERIOD) * PERIOD
-    phase -= np.median(phase)
+    periods = np.abs(np.diff(ticks) - PERIOD)
     return {"rate_hz": float((len(ticks) - 1) / (ticks[-1] - ticks[0])),
-            "period_jitter_p50_ms": float(np.percentile(np.abs(periods - PERIOD), 50) * 1e3),
-            "period_jitter_p99_ms": float(np.percentile(np.abs(periods - PERIOD), 99) * 1e3),
-            "period_jitter_max_ms": float(np.max(np.abs(periods - PERIOD)) * 1e3),
-            "phase_jitter_p99_ms": float(np.percentile(np.abs(phase), 99) * 1e3),
-            "ticks": len(ticks), "commanded_share": float(commanded / len(ticks))}
+            "period_jitter_p50_ms": float(np.percentile(periods, 50) * 1e3),
+            "period_jitter_p99_ms": float(np.percentile(periods, 99) * 1e3),
+            "period_jitter_max_ms": float(np.max(periods) * 1e3),
+            "phase_jitter_p99_ms": float(np.percentile(_phase(ticks), 99) * 1e3),
+            "ticks": len(ticks), "commanded_share": float(commanded / len(ticks)),
+            "duration_s": float(ticks[-1] - ticks[0])}
 
 
-def run(out: Path) -> dict[str, object]:
-    """One stand-in run into ``out``; the figures over all its trials."""
+@dataclass(frozen=True)
+class LoopRun:
+    """One stand-in run: per trial its figures (:func:`loop_figures`, with its name) and tick stamps (s), the
+    PD commands and watchdog gaps (trial.json ``loop_health``) over its trials, and its wall time (s)."""
+
+    trials: list[dict[str, Any]]
+    stamps: list[np.ndarray]
+    commanded: int
+    watchdog_gaps: int
+    wall_s: float
+
+
+def run(out: Path) -> LoopRun:
+    """One stand-in run into ``out``; the figures of its trials."""
     from sim2real.nodes.runner import run_experiment
     from sim2real.params import load_params
     from sim2real.paths import config_file
@@ -66,42 +85,33 @@ def run(out: Path) -> dict[str, object]:
     run_experiment("standin", None, load_params(config_file("params.yaml")), out, experiment_file=experiment,
                    standin_host=HOST, progress=lambda line: print(line, file=sys.stderr), timeout=300)
     wall = time.monotonic() - started
-    trials, ticks, periods, phases, commanded, gaps = [], [], [], [], 0, 0
-    for record in read_run(out):
-        real = record.platforms["real"]
-        gaps += int((record.meta.get("loop_health") or {}).get("real", {}).get("watchdog_gaps", 0))
-        stamps = real.joint_states.t
-        figures = loop_figures(stamps, len(real.joint_command))
-        trials.append({"trial": record.name, **figures})
-        periods.append(np.abs(np.diff(stamps) - PERIOD))
-        phase = stamps - stamps[0] - np.round((stamps - stamps[0]) / PERIOD) * PERIOD
-        phases.append(np.abs(phase - np.median(phase)))
-        ticks.append(len(stamps))
-        commanded += len(real.joint_command)
-        duration = stamps[-1] - stamps[0]
-        trials[-1]["duration_s"] = float(duration)
-    return {"trials": trials, "ticks": ticks, "periods": periods, "phases": phases, "commanded": commanded,
-            "watchdog_gaps": gaps, "wall_s": wall}
+    records = read_run(out)
+    reals = [record.platforms["real"] for record in records]
+    stamps = [real.joint_states.t for real in reals]
+    trials = [{"trial": record.name, **loop_figures(ticks, len(real.joint_command))}
+              for record, real, ticks in zip(records, reals, stamps, strict=True)]
+    gaps = sum(int((record.meta.get("loop_health") or {}).get("real", {}).get("watchdog_gaps", 0))
+               for record in records)
+    return LoopRun(trials, stamps, sum(len(real.joint_command) for real in reals), gaps, wall)
 
 
-def summary(runs: list[dict[str, object]]) -> dict[str, object]:
-    """The figures over every trial of ``runs`` (each what :func:`run` returned)."""
-    trials = [t for r in runs for t in r["trials"]]  # type: ignore[attr-defined]
-    ticks = [n for r in runs for n in r["ticks"]]  # type: ignore[attr-defined]
-    all_periods = np.concatenate([p for r in runs for p in r["periods"]])  # type: ignore[attr-defined]
-    all_phases = np.concatenate([p for r in runs for p in r["phases"]])  # type: ignore[attr-defined]
-    total_time = sum(t["duration_s"] for t in trials)
+def summary(runs: list[LoopRun]) -> dict[str, object]:
+    """The figures over every trial of ``runs``."""
+    trials = [t for r in runs for t in r.trials]
+    stamps = [ticks for r in runs for ticks in r.stamps]
+    periods = np.concatenate([np.abs(np.diff(ticks) - PERIOD) for ticks in stamps])
+    phases = np.concatenate([_phase(ticks) for ticks in stamps])
     return {
         "runs": len(runs),
-        "rate_hz": float(sum(n - 1 for n in ticks) / total_time),
+        "rate_hz": float(sum(len(ticks) - 1 for ticks in stamps) / sum(t["duration_s"] for t in trials)),
         "slowest_trial_rate_hz": float(min(t["rate_hz"] for t in trials)),
-        "jitter_p99_ms": float(np.percentile(all_periods, 99) * 1e3),
-        "jitter_p50_ms": float(np.percentile(all_periods, 50) * 1e3),
-        "jitter_max_ms": float(np.max(all_periods) * 1e3),
-        "phase_jitter_p99_ms": float(np.percentile(all_phases, 99) * 1e3),
-        "commanded_share": float(sum(int(r["commanded"]) for r in runs) / sum(ticks)),  # type: ignore[call-overload]
-        "watchdog_gaps": int(sum(int(r["watchdog_gaps"]) for r in runs)),  # type: ignore[call-overload]
-        "run_wall_s": [float(r["wall_s"]) for r in runs],  # type: ignore[arg-type]
+        "jitter_p99_ms": float(np.percentile(periods, 99) * 1e3),
+        "jitter_p50_ms": float(np.percentile(periods, 50) * 1e3),
+        "jitter_max_ms": float(np.max(periods) * 1e3),
+        "phase_jitter_p99_ms": float(np.percentile(phases, 99) * 1e3),
+        "commanded_share": float(sum(r.commanded for r in runs) / sum(len(ticks) for ticks in stamps)),
+        "watchdog_gaps": sum(r.watchdog_gaps for r in runs),
+        "run_wall_s": [r.wall_s for r in runs],
         "trials": trials,
     }
 

@@ -5,6 +5,10 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sim2real.trials.frame_calibration import Residuals
 
 EPILOG = """\
 Reads imported trials (import bag / import csv) that share their import frames, and estimates from
@@ -59,11 +63,10 @@ def _shown(name: str, value: float) -> str:
     return f"{1e3 * value:.2f} mm"
 
 
-def _residual_line(label: str, residuals: object) -> str:
-    r = residuals  # a Residuals
-    rest = [1e3 * h for h in r.rest_height]  # type: ignore[attr-defined]
-    return (f"{label}: contact distance median {1e3 * r.contact_median:.2f} mm, 95 % {1e3 * r.contact_p95:.2f} mm, "  # type: ignore[attr-defined]
-            f"deepest penetration {1e3 * r.penetration_max:.2f} mm; resting box bottom above the table "  # type: ignore[attr-defined]
+def _residual_line(label: str, r: Residuals) -> str:
+    rest = [1e3 * h for h in r.rest_height]
+    return (f"{label}: contact distance median {1e3 * r.contact_median:.2f} mm, 95 % {1e3 * r.contact_p95:.2f} mm, "
+            f"deepest penetration {1e3 * r.penetration_max:.2f} mm; resting box bottom above the table "
             f"{min(rest):.2f} to {max(rest):.2f} mm")
 
 
@@ -83,8 +86,8 @@ def run(args: argparse.Namespace) -> int:
     if out.exists():
         raise Sim2RealError(f"--out {out} exists; choose a new file")
     loaded = read_trials(args.bags)
-    for failure in loaded.failures:
-        raise Sim2RealError(f"cannot read {failure.line()}")
+    if loaded.failures:
+        raise Sim2RealError(f"cannot read {loaded.failures[0].line()}")
     check_unique_names(loaded.records)
     frames = [ImportFrames.of_trial(record) for record in loaded.records]
     for record, frame in zip(loaded.records, frames, strict=True):

@@ -167,17 +167,10 @@ def _tolerance_mm(text: str) -> float:
 
 def _delay_s(text: str) -> float:
     """A box stream delay in s: finite, within :data:`~sim2real.trials.frames_file.MAX_DELAY_S`."""
-    import math
-
+    from sim2real.cli.common import bounded_float
     from sim2real.trials.frames_file import MAX_DELAY_S
 
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and abs(value) <= MAX_DELAY_S):
-        raise argparse.ArgumentTypeError(f"expected a delay in s within ±{MAX_DELAY_S:g}, got {text!r}")
-    return value
+    return bounded_float(-MAX_DELAY_S, MAX_DELAY_S)(text)
 
 
 def _frames(args: argparse.Namespace) -> tuple[str | None, str | None, float]:

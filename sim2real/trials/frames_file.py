@@ -23,6 +23,8 @@ from sim2real.trials.rigid import RigidTransform
 
 #: Format tag of a frames file.
 FRAMES_FORMAT = "sim2real.frames/1"
+#: Largest box stream delay a frames file or ``--box-delay`` may hold, s.
+MAX_DELAY_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -98,11 +100,13 @@ def read_frames_file(path: str | Path) -> tuple[str, str, float]:
     """
     import yaml
 
+    from sim2real.paths import read_text_file
+
     if not Path(path).is_file():
         raise Sim2RealError(f"--frames {path}: not a file")
     try:
-        document = yaml.safe_load(Path(path).read_text())
-    except (OSError, yaml.YAMLError, UnicodeDecodeError) as err:
+        document = yaml.safe_load(read_text_file(path, "frames file"))
+    except yaml.YAMLError as err:
         raise Sim2RealError(f"--frames {path}: cannot read it ({' '.join(str(err).split())[:200]})") from None
     if not isinstance(document, dict) or document.get("format") != FRAMES_FORMAT:
         raise Sim2RealError(f"--frames {path}: not a frames file (format {FRAMES_FORMAT}, written by sim2real "
@@ -116,6 +120,3 @@ def read_frames_file(path: str | Path) -> tuple[str, str, float]:
         raise Sim2RealError(f"--frames {path}: box_delay_s {delay!r} is not a delay within ±{MAX_DELAY_S:g} s")
     return transform, offset, delay
 
-
-#: Largest box stream delay a frames file or ``--box-delay`` may hold, s.
-MAX_DELAY_S = 10.0
