@@ -60,7 +60,8 @@ from sim2real.control.reference import JointTrajectory, PushConfig, plan_push
 from sim2real.control.sim_platform import box_at_distance
 from sim2real.model.arm import load_arm
 from sim2real.params import ParameterSet
-from sim2real.physics import BoxWorld, rollout
+from sim2real.physics import BoxWorld
+from sim2real.sim import rollout
 from sim2real.spatial import from_rotation_vector, multiply, normalize
 from sim2real.sysid import FitProblem, LMSettings, ResidualSpec, Weights, fit_trials
 from sim2real.trials import JointSeries, PlatformRecord, PoseSeries, TrialRecord, read_trial

@@ -38,8 +38,9 @@ from collections.abc import Callable
 import numpy as np
 
 from sim2real.params import ParameterSet
-from sim2real.physics import DIFFERENTIABLE_PARAMS, BoxState, BoxWorld, WarmStart
-from sim2real.physics.trajectory import Trajectory
+from sim2real.physics import DIFFERENTIABLE_PARAMS, BoxWorld, WarmStart
+from sim2real.sim import BoxState
+from sim2real.sim.trajectory import Trajectory
 
 SPEED = 0.05  # m/s
 PUSH_HEIGHT = 0.08  # m
@@ -92,7 +93,7 @@ def _mujoco_scene():
 def _interface_timings(engine: str, repeats: int) -> dict[str, object]:
     """One engine through :func:`sim2real.engines.make_world`: step, step + Jacobian, rollout + sensitivities."""
     from sim2real.engines import make_world
-    from sim2real.physics import Sphere, rollout
+    from sim2real.sim import Sphere, rollout
 
     world = make_world(engine, PARAMS, Sphere(0.02))
     _, state, start, end = _our_scene()

@@ -77,7 +77,7 @@ from benchmarks.xarm import watchdog_reaction
 from sim2real.hardware import DriverConfig, EmulatorConfig, FaultConfig, HardwareError, XArmDriver, XArmEmulator
 from sim2real.hardware import protocol as wire
 from sim2real.params import ParameterSet
-from sim2real.physics.servo import ServoParams
+from sim2real.sim.servo import ServoParams
 
 HOST, PORT = "127.0.0.71", 5025
 SPEED = 0.4

@@ -6,7 +6,7 @@ a vertical rod of radius 3.1 mm (``pusher_shape="rod"``: a capsule from the tip 
 0.1 m/s (``--speed``) for a 45 cm stroke after touching, at a lateral offset ``e`` (world y) of 0-5 mm from
 the plate's centre line. The pusher path is played back as ``sim2real replay`` plays a recorded one
 (:func:`~sim2real.sysid.inputs.pusher_primitive`, :func:`~sim2real.sysid.inputs.pusher_placement`,
-:func:`~sim2real.engines.make_world`, :func:`~sim2real.physics.rollout`).
+:func:`~sim2real.engines.make_world`, :func:`~sim2real.sim.rollout`).
 
 Candidates: the nominal parameters, then one change each (the probe speed; a centre-of-mass offset,
 ``box.com_y`` across and ``box.com_x`` along the push, which moves the centre of pressure and of friction
@@ -43,9 +43,10 @@ import numpy as np
 from sim2real.engines import make_world
 from sim2real.errors import Sim2RealError
 from sim2real.params import ParameterSet
-from sim2real.physics import BoxState, SolverSettings, rollout
-from sim2real.physics.box import uniform_support_ratio
-from sim2real.physics.constants import GRAVITY
+from sim2real.physics import SolverSettings
+from sim2real.sim import BoxState, rollout
+from sim2real.sim.box import uniform_support_ratio
+from sim2real.sim.constants import GRAVITY
 from sim2real.spatial import to_matrix, yaw
 from sim2real.sysid.inputs import pusher_placement, pusher_primitive
 

@@ -78,7 +78,8 @@ from sim2real.errors import Sim2RealError
 from sim2real.hardware.standin import load_standin
 from sim2real.model import load_arm
 from sim2real.params import ParameterSet
-from sim2real.physics import BoxState, BoxWorld, rollout
+from sim2real.physics import BoxWorld
+from sim2real.sim import BoxState, rollout
 from sim2real.spatial import conjugate, from_axis_angle, multiply, tilt, to_matrix, to_rotation_vector
 
 #: Default cube-toss recording (shipped with the package).

@@ -15,7 +15,8 @@ import numpy as np
 from benchmarks.robustness_families.tally import CaseResult, Cases, Tally, run_cases
 from sim2real.control.sim_platform import TOUCH_DISTANCE
 from sim2real.params import ParameterSet
-from sim2real.physics import BoxState, BoxWorld, HardStep, SolveLog, SolveSummary
+from sim2real.physics import BoxWorld, HardStep
+from sim2real.sim import BoxState, SolveLog, SolveSummary
 from sim2real.spatial import from_axis_angle, to_matrix
 
 #: Seed-stream tag of the family (scenario i draws from [seed, tag, i]).

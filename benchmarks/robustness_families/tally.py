@@ -15,7 +15,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from sim2real.physics import HardStep, SolveSummary
+from sim2real.physics import HardStep
+from sim2real.sim import SolveSummary
 
 #: Exception messages printed to stderr per family.
 MAX_PRINTED_ERRORS = 5

@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     from sim2real.hardware.protocol import parse_version
     from sim2real.hardware.world_file import EmulatedArm, load_world_file
     from sim2real.params import ParameterSet
-    from sim2real.physics.servo import ServoParams
+    from sim2real.sim.servo import ServoParams
 
     if args.version_string is not None and parse_version(args.version_string.encode("utf-8")) is None:
         raise Sim2RealError(f"--version-string {args.version_string!r} is not an xArm version string: give "

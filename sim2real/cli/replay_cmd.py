@@ -277,7 +277,7 @@ def _write(out: Path, done: list[ReplayResult], run_meta: dict[str, Any],
     import shutil
 
     from sim2real.filemodes import staging_dir
-    from sim2real.physics import save_hard_steps
+    from sim2real.sim import save_hard_steps
     from sim2real.trials import write_run_meta, write_trial
 
     out.parent.mkdir(parents=True, exist_ok=True)

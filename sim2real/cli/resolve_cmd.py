@@ -35,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
 
     from sim2real.physics import kernels
     from sim2real.physics.ladder import HardStep, solve_step
-    from sim2real.physics.outcome import StepOutcome
+    from sim2real.sim.outcome import StepOutcome
 
     problems = [(path, HardStep.load(path)) for path in args.files]  # every file read before any work
     worst = StepOutcome.CONVERGED

@@ -217,7 +217,7 @@ def report_solver(paths: list[Any]) -> int:
     """Print each trial's contact-solve tally when any step needed the ladder; 3 if any is degraded, else 0."""
     from pathlib import Path
 
-    from sim2real.physics import SolveSummary
+    from sim2real.sim import SolveSummary
 
     status = 0
     for path, meta in _trial_metas(paths):

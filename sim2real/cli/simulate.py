@@ -128,7 +128,7 @@ def _load_scenario(path: str) -> Scenario:
 
 def _save_hard_steps(args: argparse.Namespace, out: Path | None, hard_steps: Any, summary: dict[str, Any]) -> None:
     """Write the run's hard steps into ``out/hard_steps`` and ``--save-hard-steps``; list them in the summary."""
-    from sim2real.physics import save_hard_steps
+    from sim2real.sim import save_hard_steps
 
     if not hard_steps:
         return
@@ -147,7 +147,7 @@ def _write_bag(out: Path, result: Any) -> None:
     with ``/tf`` and markers for 3D viewers."""
     import time
 
-    from sim2real.physics.shapes import placement_pose
+    from sim2real.sim.shapes import placement_pose
     from sim2real.trials import SceneSpec
     from sim2real.trials.writer import TrialBagWriter
 
@@ -221,7 +221,7 @@ def _select_mode(args: argparse.Namespace) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Simulate and print the outcome."""
-    from sim2real.physics import SolveSummary
+    from sim2real.sim import SolveSummary
 
     if args.save_hard_steps:
         check_output_location(args.save_hard_steps, "--save-hard-steps")

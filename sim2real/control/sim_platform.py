@@ -6,7 +6,7 @@ Every control period ``dt`` (10 ms, ``sim.dt``):
    command ``u_k`` (:mod:`sim2real.control.pd`), or, in ``commands`` mirroring and replay,
    ``u_k`` is taken verbatim from a given command stream;
 2. the servo model advances the joints over ``[t_k, t_k+1]`` under the delayed commands
-   (:mod:`sim2real.physics.servo`);
+   (:mod:`sim2real.sim.servo`);
 3. forward kinematics places the pusher sphere at ``t_k+1``;
 4. the contact engine steps the box with the pusher moving from its ``t_k`` to its
    ``t_k+1`` position.
@@ -30,9 +30,9 @@ from sim2real.control.reference import JointTrajectory
 from sim2real.errors import Sim2RealError
 from sim2real.model import ArmModel, load_arm
 from sim2real.params import ParameterSet
-from sim2real.physics import BoxState, HardStep, SolveLog, SolverSettings, SolveSummary, Sphere
-from sim2real.physics.servo import ServoParams, delay_split, servo_step
-from sim2real.physics.warm_start import WarmStart
+from sim2real.physics import SolverSettings
+from sim2real.sim import BoxState, Reproduction, SolveLog, SolveSummary, Sphere
+from sim2real.sim.servo import ServoParams, delay_split, servo_step
 
 FloatArray = NDArray[np.float64]
 
@@ -81,7 +81,7 @@ class ArmTrialResult:
         Contact-solve outcome class of every step (:class:`~sim2real.physics.StepOutcome` codes).
     solve : SolveSummary
         Their tally and worst violations.
-    hard_steps : tuple of HardStep
+    hard_steps : tuple of Reproduction
         Reproduction records of the first recovered or degraded steps.
     """
 
@@ -102,7 +102,7 @@ class ArmTrialResult:
     d_joint_position: FloatArray | None = None
     outcomes: NDArray[np.int8] = field(default_factory=lambda: np.zeros(0, dtype=np.int8))
     solve: SolveSummary = field(default_factory=SolveSummary)
-    hard_steps: tuple[HardStep, ...] = ()
+    hard_steps: tuple[Reproduction, ...] = ()
 
 
 def box_at_distance(distance: float, params: ParameterSet) -> BoxState:
@@ -180,7 +180,7 @@ class SimPlatform:
         self.q = np.array(initial_q, dtype=float)
         self.v = np.zeros(6)
         self.box = initial_box
-        self._warm = WarmStart()  # this trial's previous contact solution
+        self._warm = self.world.new_warm_start()  # this trial's previous contact solution
         self.pusher = self.arm.pusher_position(self.q)
         self.touched = False
         self.min_pusher_distance = np.inf

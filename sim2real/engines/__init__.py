@@ -1,24 +1,10 @@
-"""Simulation engines behind one interface (:class:`World`): ours (hard contact) and MuJoCo (soft contact).
+"""The engines by name (:data:`ENGINES`), what each can do, and :func:`make_world`: ours and MuJoCo's.
 
-The registry (names, capabilities) imports no engine: :class:`World` and the engines' modules load
-when first used, so that naming engines (``--help``, argument checks) stays fast.
+Every engine implements the contract of :mod:`sim2real.sim` (:class:`~sim2real.sim.world.World`). The
+registry (names, capabilities) imports no engine: the engines' modules load when a world is first built,
+so that naming engines (``--help``, argument checks) stays fast.
 """
-
-from __future__ import annotations
-
-from typing import TYPE_CHECKING, Any
 
 from sim2real.engines.registry import ENGINES, Engine, check_engine, differentiable, engine, make_world
 
-if TYPE_CHECKING:
-    from sim2real.engines.base import World
-
-__all__ = ["ENGINES", "Engine", "World", "check_engine", "differentiable", "engine", "make_world"]
-
-
-def __getattr__(name: str) -> Any:
-    if name == "World":
-        from sim2real.engines.base import World
-
-        return World
-    raise AttributeError(f"module 'sim2real.engines' has no attribute '{name}'")
+__all__ = ["ENGINES", "Engine", "check_engine", "differentiable", "engine", "make_world"]

@@ -22,7 +22,7 @@ velocity are set at the start of every step from the placements at the start and
 (velocity = displacement / ``dt``): the box feels the pusher's true motion and hardly moves it.
 
 Gradients are finite differences. A rollout with sensitivities differentiates whole rollouts
-(:func:`~sim2real.physics.rollout.rollout` asks :attr:`MujocoWorld.gradient_method`); a single
+(:func:`~sim2real.sim.rollout.rollout` asks :attr:`MujocoWorld.gradient_method`); a single
 :meth:`MujocoWorld.step` with ``grad`` (one-step residuals, the mirrored arm) differentiates that step:
 state, pusher placement, and parameters (models with the perturbed parameter, built once per world).
 """
@@ -38,15 +38,15 @@ import numpy as np
 
 from sim2real.errors import Sim2RealError
 from sim2real.params import ParameterSet, names, spec
-from sim2real.physics.box import box_inertia, table_distance
-from sim2real.physics.constants import GRAVITY
-from sim2real.physics.errors import SimulationError
-from sim2real.physics.outcome import StepOutcome
-from sim2real.physics.shapes import Capsule, Sphere, placement_pose
-from sim2real.physics.state import STATE_SIZE, BoxState
-from sim2real.physics.trajectory import Trajectory, advance_each
-from sim2real.physics.warm_start import WarmStart
-from sim2real.physics.world import ContactInfo, StepResult, checked_step_inputs
+from sim2real.sim.box import box_inertia, table_distance
+from sim2real.sim.constants import GRAVITY
+from sim2real.sim.errors import SimulationError
+from sim2real.sim.outcome import StepOutcome
+from sim2real.sim.shapes import Capsule, Sphere, placement_pose
+from sim2real.sim.state import STATE_SIZE, BoxState
+from sim2real.sim.step import ContactInfo, StepResult, checked_step_inputs
+from sim2real.sim.trajectory import Trajectory
+from sim2real.sim.world import advance_each
 from sim2real.spatial import to_matrix
 
 try:  # MuJoCo is an optional dependency: ``pip install sim2real[mujoco]``
@@ -157,7 +157,7 @@ class _Sim:
 
 @dataclass
 class MujocoWorld:
-    """Box, table and pusher in MuJoCo, with fixed parameters (the :class:`~sim2real.engines.World` interface).
+    """Box, table and pusher in MuJoCo, with fixed parameters (the :class:`~sim2real.sim.World` interface).
 
     Attributes
     ----------
@@ -277,12 +277,16 @@ class MujocoWorld:
     def advance(self, traj: Trajectory, first: int, last: int, running: np.ndarray | None = None,
                 running0: np.ndarray | None = None) -> None:
         """Steps ``first .. last - 1`` of ``traj`` in place, one :meth:`step` each (the ``World`` interface;
-        :func:`~sim2real.physics.trajectory.advance_each`)."""
+        :func:`~sim2real.sim.world.advance_each`)."""
         advance_each(self, traj, first, last, running, running0)
+
+    def new_warm_start(self) -> None:
+        """None: each step sets MuJoCo's state from its arguments alone (the ``World`` interface)."""
+        return None
 
     def step(self, state: BoxState, pusher_start: np.ndarray | None = None, pusher_end: np.ndarray | None = None,
              grad: bool = False, param_names: Sequence[str] = (), step_index: int | None = None,
-             warm_start: WarmStart | None = None) -> StepResult:
+             warm_start: object | None = None) -> StepResult:
         """Advance the box by ``sim.dt`` (``sim.substeps`` MuJoCo steps); the contract of ``BoxWorld.step``.
 
         ``warm_start`` is accepted and ignored: each step sets MuJoCo's state from ``state`` alone.

@@ -9,13 +9,14 @@ from typing import TYPE_CHECKING
 from sim2real.errors import Sim2RealError
 
 if TYPE_CHECKING:  # the engines' own modules load only when a world is built: `--help` stays fast
-    from sim2real.engines.base import World
     from sim2real.params import ParameterSet
     from sim2real.physics.settings import SolverSettings
-    from sim2real.physics.shapes import Capsule, Sphere
+    from sim2real.sim.shapes import Capsule, Sphere
+    from sim2real.sim.world import World
 
 #: A world factory: parameters, pusher shape (or None), solver settings of our engine.
 WorldFactory = Callable[["ParameterSet", "Sphere | Capsule | None", "SolverSettings"], "World"]
+
 
 def _ours(params: ParameterSet, pusher: Sphere | Capsule | None, settings: SolverSettings) -> World:
     from sim2real.physics.world import BoxWorld
@@ -41,11 +42,11 @@ def _mujoco_differentiable() -> tuple[str, ...]:
     return MUJOCO_DIFFERENTIABLE
 
 
-def _ours_warm_up(params: ParameterSet) -> None:
+def _ours_warm_up(params: ParameterSet, gradients: bool = False) -> None:
     from sim2real.physics.warmup import warm_up
     from sim2real.physics.world import BoxWorld
 
-    warm_up(BoxWorld.from_params(params), float(params["pusher.radius"]))
+    warm_up(BoxWorld.from_params(params), float(params["pusher.radius"]), gradients=gradients)
 
 
 @dataclass(frozen=True)
@@ -68,8 +69,9 @@ class Engine:
     jacobian : str
         How a fit's Jacobian is formed with it (fit.json ``data.jacobian``).
     warm_up : callable or None
-        Prepares the engine before a real-time duty (compiles kernels); None when there is nothing
-        to prepare.
+        ``warm_up(params, gradients=False)`` prepares the engine before a real-time duty or a worker's first
+        task (compiles kernels; with ``gradients`` also those of the derivatives); None when there is
+        nothing to prepare.
     """
 
     factory: WorldFactory
@@ -77,7 +79,7 @@ class Engine:
     differentiable: Callable[[], tuple[str, ...]]
     differentiates_arm: bool = False
     jacobian: str = ""
-    warm_up: Callable[[ParameterSet], None] | None = None
+    warm_up: Callable[..., None] | None = None
 
 
 #: Registry: name -> entry; the first is the default.

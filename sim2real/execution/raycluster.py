@@ -102,13 +102,14 @@ def _local_runtime_env() -> dict[str, str]:
 
 
 def warm_worker() -> None:
-    """Worker start-up hook: load (or compile) the engine's kernels before the first task."""
+    """Worker start-up hook: every registered engine prepared (kernels loaded or compiled) before the first task."""
+    from sim2real.engines import ENGINES
     from sim2real.params import ParameterSet
-    from sim2real.physics.warmup import warm_up
-    from sim2real.physics.world import BoxWorld
 
     params = ParameterSet.nominal()
-    warm_up(BoxWorld.from_params(params), float(params["pusher.radius"]), gradients=True)
+    for entry in ENGINES.values():
+        if entry.warm_up is not None:
+            entry.warm_up(params, gradients=True)
 
 
 @dataclass(frozen=True)

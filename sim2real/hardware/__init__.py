@@ -9,7 +9,7 @@
   gate (``link_timing``), Ctrl-C and SIGTERM handling (``signal_guard``), bounded exit after a
   signal (``exit_deadline``), first contact (``probe``).
 * :class:`XArmEmulator` (``emulator``): a loopback controller the unmodified SDK talks to,
-  with the servo model of :mod:`sim2real.physics.servo` and fault injection; its configuration
+  with the servo model of :mod:`sim2real.sim.servo` and fault injection; its configuration
   (``emulator_config``) and its state machine and joint physics (``emulator_arm``).
 
 Never imports rclpy.

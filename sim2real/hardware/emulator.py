@@ -5,7 +5,7 @@ configurable, see :attr:`EmulatorConfig.command_port`) and on the report ports 3
 (normal, 5 Hz), 30002 (rich, 5 Hz) and 30003 (real, 100 Hz), and speaks the protocol of
 :mod:`sim2real.hardware.protocol`.
 
-Joint motion follows :mod:`sim2real.physics.servo` with the emulator's own true servo
+Joint motion follows :mod:`sim2real.sim.servo` with the emulator's own true servo
 parameters: velocity commands (mode 4) go into a delayed :class:`CommandHistory` and the
 joints are advanced exactly with :func:`advance_servo`; servo_j targets (mode 1) are
 tracked by a velocity command: the target's own speed (feed-forward, from the last two

@@ -22,7 +22,7 @@ import numpy as np
 
 from sim2real.hardware import protocol as wire
 from sim2real.hardware.emulator_config import N_JOINTS, CommandHook, EmulatedState, EmulatorConfig, FloatArray
-from sim2real.physics.servo import CommandHistory, advance_servo
+from sim2real.sim.servo import CommandHistory, advance_servo
 
 LOG = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from numpy.typing import NDArray
 from sim2real.errors import Sim2RealError
 from sim2real.hardware import protocol as wire
 from sim2real.hardware.limits import XARM6_JOINT_LIMITS
-from sim2real.physics.servo import ServoParams
+from sim2real.sim.servo import ServoParams
 
 FloatArray = NDArray[np.float64]
 

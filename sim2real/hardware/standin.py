@@ -37,8 +37,8 @@ from sim2real.model import ArmModel, load_arm
 from sim2real.params import ParameterSet, load_params
 from sim2real.params.registry import coerce, names
 from sim2real.params.yaml_io import read_node_section
-from sim2real.physics import BoxState, BoxWorld, SolveLog
-from sim2real.physics.warm_start import WarmStart
+from sim2real.physics import BoxWorld
+from sim2real.sim import BoxState, SolveLog
 from sim2real.spatial import from_rotation_vector, multiply, normalize, to_matrix
 
 FloatArray = NDArray[np.float64]
@@ -205,7 +205,7 @@ class StandinWorld:
         self.dt = self.world.dt
         self.quiet_margin = float(quiet_margin)
         self.box = initial_box
-        self._warm = WarmStart()  # the previous contact solution of the current placement
+        self._warm = self.world.new_warm_start()  # the previous contact solution of the current placement
         self.steps = 0
         self.solver_steps = 0
         self._lock = threading.Lock()
@@ -235,7 +235,7 @@ class StandinWorld:
             pos = np.array([position[0] + error[0], position[1] + error[1], position[2]])
             quat = np.array([np.cos(heading / 2), 0.0, 0.0, np.sin(heading / 2)])
             self.box = BoxState.at_rest(pos, quat)
-            self._warm.reset()
+            self._warm = self.world.new_warm_start()
             self.log = SolveLog("standin")
             return self.box
 

@@ -22,7 +22,7 @@ from sim2real.errors import Sim2RealError
 from sim2real.hardware.limits import XARM6_JOINT_LIMITS
 from sim2real.params import ParameterSet, coerce
 from sim2real.params.yaml_io import read_yaml
-from sim2real.physics.servo import ServoParams
+from sim2real.sim.servo import ServoParams
 
 
 @dataclass(frozen=True)

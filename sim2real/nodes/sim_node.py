@@ -72,8 +72,8 @@ from sim2real.nodes.common import (
     report_matches,
 )
 from sim2real.nodes.process import run_node
-from sim2real.physics import BoxState
 from sim2real.physics.warmup import compile_with_progress
+from sim2real.sim import BoxState
 from sim2real.trials.experiment import requested_box_pose, start_joints
 
 

@@ -39,9 +39,9 @@ from sim2real.hardware import EmulatorConfig, XArmEmulator
 from sim2real.hardware.standin import MocapModel, MocapReport, StandinWorld, load_standin
 from sim2real.nodes.common import BOX_REQUEST_TOPIC, STREAM_QOS, LeanNode, SolveReporter, now_ns, pose_arrays, pose_msg
 from sim2real.nodes.process import run_node
-from sim2real.physics import BoxState
-from sim2real.physics.servo import ServoParams
 from sim2real.physics.warmup import compile_with_progress, warm_up
+from sim2real.sim import BoxState
+from sim2real.sim.servo import ServoParams
 from sim2real.trials.experiment import requested_box_pose, resting_pose, start_joints
 
 

@@ -1,9 +1,9 @@
-"""Physical constants of the engine (SI units), shared by the compiled kernels, the MuJoCo engine and the tests."""
+"""Constants of our engine's contact model (SI units), shared by its compiled kernels and the tests' oracle.
+
+Gravity, the same for every engine, is :data:`sim2real.sim.constants.GRAVITY`.
+"""
 
 from __future__ import annotations
-
-GRAVITY = 9.81
-"""Standard gravity, m/s², along world -z."""
 
 #: Smallest friction coefficient used in the cone equation ``ξ₁ = μγ``: at μ = 0 the cone pair has no
 #: interior, so frictionless contacts are simulated with this (negligible) friction instead.

@@ -16,14 +16,14 @@ ones added:
    a decade at a time to the requested κ.
 
 A step solved by any of these meets every tolerance at the requested κ: outcome ``RECOVERED``.
-If none does, the answer is ``DEGRADED`` (:mod:`sim2real.physics.outcome`):
+If none does, the answer is ``DEGRADED`` (:mod:`sim2real.sim.outcome`):
 
 5. ``relaxed-kappa`` — the solution at a relaxed central-path value (1e-6, then 1e-4: a slightly
    softer contact, with every equality row still satisfied);
 6. ``best-iterate`` — the iterate with the lowest violation that the solver found (in one step,
    and in four sub-steps; the better of the two).
 
-In strict mode a step that would be degraded raises :class:`~sim2real.physics.errors.SimulationError`
+In strict mode a step that would be degraded raises :class:`~sim2real.sim.errors.SimulationError`
 instead, naming the step, the rungs tried and their violations.
 
 A step that needed the ladder carries a :class:`HardStep`: everything needed to solve it again
@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,11 +44,11 @@ import numpy as np
 from sim2real.errors import Sim2RealError
 from sim2real.params import spec
 from sim2real.physics import kernels
-from sim2real.physics.errors import SimulationError
 from sim2real.physics.layout import PARAMS_OFFSET, PUSHER_END_SLICE, PUSHER_START_SLICE, THETA_PARAMS, THETA_SIZE
-from sim2real.physics.outcome import StepOutcome
 from sim2real.physics.settings import SolverSettings
 from sim2real.physics.warm_start import WarmStart
+from sim2real.sim.errors import SimulationError
+from sim2real.sim.outcome import StepOutcome
 
 #: Format tag of hard-step files.
 HARD_STEP_FORMAT = "sim2real.hard_step/1"
@@ -244,21 +243,6 @@ class HardStep:
         if not isinstance(data, dict):
             raise Sim2RealError(f"hard-step file {path} does not hold a JSON object")
         return cls.from_dict(data)
-
-
-def save_hard_steps(directory: str | Path, hard_steps: Sequence[HardStep], prefix: str = "") -> list[Path]:
-    """Write hard steps as ``<directory>/<prefix>step_<index>.json`` (new names only); returns the paths."""
-    directory = Path(directory)
-    paths = []
-    for number, hard in enumerate(hard_steps):
-        index = hard.step_index if hard.step_index is not None else number
-        path = directory / f"{prefix}step_{index:05d}.json"
-        suffix = 1
-        while path.exists():
-            path = directory / f"{prefix}step_{index:05d}_{suffix}.json"
-            suffix += 1
-        paths.append(hard.save(path))
-    return paths
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ be ``2 * half_length`` apart within :data:`CAPSULE_LENGTH_TOL`; in between they 
       waypoints: [[t, x1, y1, z1, x2, y2, z2], ...]
 
 The box's velocities are those at the instant ``t = 0``; the rollout starts with a half step
-(:func:`~sim2real.physics.rollout.staggered_start`), so a sliding or flying box follows the closed form
+(:func:`~sim2real.sim.rollout.staggered_start`), so a sliding or flying box follows the closed form
 to second order in ``dt``. ``velocities: step_before`` reads them as the engine reads its own states
 (the velocity over the step before ``t = 0``, as a saved hard step or a state rebuilt from poses
 holds them) and starts without the half step.
@@ -43,12 +43,12 @@ import yaml
 
 from sim2real.errors import Sim2RealError
 from sim2real.params import ParameterSet
-from sim2real.physics.box import table_distance
-from sim2real.physics.rollout import Rollout, rollout
 from sim2real.physics.settings import SolverSettings
-from sim2real.physics.shapes import Capsule, Sphere
-from sim2real.physics.state import BoxState
 from sim2real.physics.world import BoxWorld
+from sim2real.sim.box import table_distance
+from sim2real.sim.rollout import Rollout, rollout
+from sim2real.sim.shapes import Capsule, Sphere
+from sim2real.sim.state import BoxState
 from sim2real.spatial import to_matrix, yaw, yaw_gradient
 
 _TOP_KEYS = {"duration", "dt", "box", "pusher"}

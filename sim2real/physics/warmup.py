@@ -17,8 +17,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from sim2real.physics.state import BoxState
 from sim2real.physics.world import BoxWorld
+from sim2real.sim.state import BoxState
 
 
 def warm_up(world: BoxWorld, pusher_radius: float, gradients: bool = False) -> None:
@@ -48,7 +48,7 @@ def warm_up(world: BoxWorld, pusher_radius: float, gradients: bool = False) -> N
 def _advance(world: BoxWorld, box: BoxState, start: np.ndarray, end: np.ndarray, names: tuple[str, ...]) -> None:
     """Two steps through ``world.advance`` (the compiled loop of rollouts and fits), with ``names``'
     sensitivities and the start's."""
-    from sim2real.physics.trajectory import Trajectory
+    from sim2real.sim.trajectory import Trajectory
 
     traj = Trajectory.empty(2, np.array([start, end, 2.0 * end - start]), names, initial_grad=bool(names))
     traj.states[0] = box.as_vector()

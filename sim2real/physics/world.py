@@ -1,151 +1,31 @@
-"""The box world: one free box, the table, an optional kinematic pusher; steps and their gradients."""
+"""Our engine's box world (the :class:`~sim2real.sim.world.World` contract): one free box, the table, an
+optional kinematic pusher; steps and their implicit gradients, and runs of steps in one compiled loop."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from sim2real.errors import Sim2RealError
-from sim2real.params import ParameterSet, spec
+from sim2real.params import ParameterSet
 from sim2real.physics import kernels
-from sim2real.physics.errors import SimulationError
 from sim2real.physics.ladder import HardStep, settings_vector, solve_step
 from sim2real.physics.layout import PARAMS_OFFSET, PUSHER_END_SLICE, PUSHER_START_SLICE, THETA_PARAMS, THETA_SIZE
-from sim2real.physics.outcome import StepOutcome
 from sim2real.physics.settings import SolverSettings
-from sim2real.physics.shapes import Capsule, Sphere
-from sim2real.physics.state import BoxState
 from sim2real.physics.warm_start import WarmStart
-
-if TYPE_CHECKING:
-    from sim2real.physics.trajectory import Trajectory
+from sim2real.sim.outcome import StepOutcome
+from sim2real.sim.shapes import Capsule, Sphere
+from sim2real.sim.state import STATE_SIZE, BoxState
+from sim2real.sim.step import ContactInfo, StepResult, checked_step_inputs
+from sim2real.sim.trajectory import Trajectory, start_derivatives
+from sim2real.sim.world import advance_each
 
 #: Parameters a step can be differentiated with respect to.
 DIFFERENTIABLE_PARAMS: tuple[str, ...] = THETA_PARAMS
 
-__all__ = ["DIFFERENTIABLE_PARAMS", "BoxWorld", "ContactInfo", "SimulationError", "StepResult"]
-
-
-@dataclass(frozen=True)
-class ContactInfo:
-    """Contact summary of one step.
-
-    Attributes
-    ----------
-    active : int
-        Contacts carrying a normal impulse above 1e-3 m g dt.
-    table_distance : float
-        Lowest box corner above the table at the end of the step, m (negative = penetration).
-    pusher_distance : float
-        Pusher-box signed distance at the end of the step, m (``inf`` without pusher).
-    pusher_force : float
-        Mean pusher-box normal force over the step, N.
-    in_solve : int
-        Contacts in the step's solve (the others were far from touching); -1 when the engine does not say.
-    """
-
-    active: int
-    table_distance: float
-    pusher_distance: float
-    pusher_force: float
-    in_solve: int = -1
-
-
-@dataclass(frozen=True)
-class StepResult:
-    """Outcome of :meth:`BoxWorld.step`.
-
-    Attributes
-    ----------
-    state : BoxState
-        State at the end of the step (solved at ``contact.kappa_sim``, hard contact).
-    contacts : ContactInfo
-    iterations : int
-        Interior-point iterations (all central-path targets, all sub-steps).
-    violation : tuple of float
-        (residual violation, complementarity violation) of the final solve, scaled.
-    d_state : ndarray (13, 13) or None
-        d next state / d state (raw quaternion components; their radial direction has no effect).
-    d_pusher_start, d_pusher_end : ndarray (13, 3) or (13, 6), or None
-        d next state / d pusher placement at the start / end of the step (m world): the sphere's
-        centre (13, 3), or the capsule's two segment end points (13, 6).
-    d_params : ndarray (13, p) or None
-        d next state / d parameter, in the order asked for.
-    param_names : tuple of str
-    smoothed_state : ndarray (13,) or None
-        With gradients: the next state at ``contact.kappa_grad``, the point the gradients belong to.
-    outcome : StepOutcome
-        Converged, recovered (by the escalation ladder) or degraded (see :mod:`sim2real.physics.ladder`).
-    rung : str
-        The ladder rung that produced the answer (``"first"`` when converged).
-    kappa : float
-        Central-path value of ``state`` (larger than ``contact.kappa_sim`` only when degraded).
-    problem : HardStep or None
-        For a recovered or degraded step: the step, ready to be saved and re-solved.
-    """
-
-    state: BoxState
-    contacts: ContactInfo
-    iterations: int
-    violation: tuple[float, float]
-    d_state: np.ndarray | None = None
-    d_pusher_start: np.ndarray | None = None
-    d_pusher_end: np.ndarray | None = None
-    d_params: np.ndarray | None = None
-    param_names: tuple[str, ...] = ()
-    smoothed_state: np.ndarray | None = field(default=None, repr=False)
-    outcome: StepOutcome = StepOutcome.CONVERGED
-    rung: str = "first"
-    kappa: float = 0.0
-    problem: HardStep | None = field(default=None, repr=False)
-
-
-def checked_step_inputs(engine: str, differentiable: Sequence[str], pusher: Sphere | Capsule | None,
-                        param_names: Sequence[str], pusher_start: np.ndarray | None, pusher_end: np.ndarray | None,
-                        step_index: int | None = None
-                        ) -> tuple[tuple[str, ...], np.ndarray | None, np.ndarray | None]:
-    """The arguments of a world's ``step`` checked: parameter names, and the pusher placements flattened.
-
-    Returns
-    -------
-    names : tuple of str
-    start, end : ndarray (3,) or (6,), or None
-        Both None when the step has no pusher.
-
-    Raises
-    ------
-    Sim2RealError
-        An unknown or non-differentiable name (``engine`` names the engine in the message), one placement
-        without the other, a placement without a pusher shape, a placement of the wrong size or not finite.
-    """
-    names = tuple(param_names)
-    for name in names:
-        spec(name)
-        if name not in differentiable:
-            raise Sim2RealError(f"parameter '{name}' is not differentiable by {engine} "
-                                f"(choose from {', '.join(differentiable)})")
-    with_pusher = pusher_start is not None or pusher_end is not None
-    if not with_pusher:
-        return names, None, None
-    if pusher_start is None or pusher_end is None:
-        raise Sim2RealError("give both pusher_start and pusher_end, or neither")
-    if pusher is None:
-        raise Sim2RealError("this world has no pusher shape, but a pusher placement was given")
-    size = pusher.placement_size
-    placements = []
-    for label, placement in (("pusher_start", pusher_start), ("pusher_end", pusher_end)):
-        if np.size(placement) != size:
-            raise Sim2RealError(f"{label} of a {type(pusher).__name__.lower()} pusher must have "
-                                f"{size} numbers (m, world), got shape {np.shape(placement)}")
-        flat = np.asarray(placement, dtype=float).ravel()
-        if not np.isfinite(flat).all():
-            where = f" at step {step_index}" if step_index is not None else ""
-            raise Sim2RealError(f"{label}{where} is not finite: {flat.tolist()}")
-        placements.append(flat)
-    return names, placements[0], placements[1]
+__all__ = ["DIFFERENTIABLE_PARAMS", "BoxWorld", "advance_compiled"]
 
 
 @dataclass(frozen=True)
@@ -197,7 +77,7 @@ class BoxWorld:
         shape = Sphere(float(params["pusher.radius"])) if pusher == "sphere" else pusher
         return cls(params, shape, settings or SolverSettings())  # type: ignore[arg-type]
 
-    #: Registry name and gradient method (the :class:`~sim2real.engines.World` interface).
+    #: Registry name and gradient method (the :class:`~sim2real.sim.World` interface).
     engine = "ours"
     gradient_method = "implicit"
     differentiable = DIFFERENTIABLE_PARAMS
@@ -224,21 +104,35 @@ class BoxWorld:
 
     def advance(self, traj: Trajectory, first: int, last: int, running: np.ndarray | None = None,
                 running0: np.ndarray | None = None) -> None:
-        """Steps ``first .. last - 1`` of ``traj`` in place (the :class:`~sim2real.engines.World` interface).
+        """Steps ``first .. last - 1`` of ``traj`` in place (the :class:`~sim2real.sim.World` interface).
 
         The steps the escalation ladder's first rung solves run in one compiled call
         (:func:`~sim2real.physics.kernels.steps_kernel`), each other step through :meth:`step`: the result
         is that of calling :meth:`step` for every step with ``traj.warm``. ``running`` (13, P) and
         ``running0`` (13, 13) are the derivatives of ``traj.states[first]`` (default zero and identity),
-        updated in place. See :func:`sim2real.physics.trajectory.advance_compiled`.
+        updated in place. See :func:`sim2real.physics.world.advance_compiled`.
         """
-        from sim2real.physics.trajectory import advance_compiled
-
         advance_compiled(self, traj, first, last, running, running0)
+
+    def _theta(self, state: BoxState, start: np.ndarray | None, end: np.ndarray | None) -> np.ndarray:
+        """The step's problem vector θ (:mod:`sim2real.physics.layout`): the state, the pusher placements
+        (flattened (3,) or (6,), m, world; a sphere's padded with zeros; both None: no pusher) and the parameters."""
+        theta = np.empty(THETA_SIZE)
+        theta[0:13] = state.as_vector()
+        theta[13:PARAMS_OFFSET] = 0.0
+        if start is not None and end is not None:
+            theta[PUSHER_START_SLICE.start:PUSHER_START_SLICE.start + start.size] = start
+            theta[PUSHER_END_SLICE.start:PUSHER_END_SLICE.start + end.size] = end
+        theta[PARAMS_OFFSET:] = self._params_theta
+        return theta
+
+    def new_warm_start(self) -> WarmStart:
+        """An empty memory of a trajectory's previous contact solution (see :mod:`sim2real.physics.warm_start`)."""
+        return WarmStart()
 
     def step(self, state: BoxState, pusher_start: np.ndarray | None = None, pusher_end: np.ndarray | None = None,
              grad: bool = False, param_names: Sequence[str] = (), step_index: int | None = None,
-             warm_start: WarmStart | None = None) -> StepResult:
+             warm_start: object | None = None) -> StepResult:
         """Advance the box by one time step ``sim.dt``.
 
         The numerical work runs in one compiled call (:func:`~sim2real.physics.kernels.step_kernel`).
@@ -260,9 +154,9 @@ class BoxWorld:
         step_index : int, optional
             Used in error messages only.
         warm_start : WarmStart, optional
-            The trajectory's memory of its previous step: the solve starts from that step's solution
-            and leaves its own there (see :mod:`sim2real.physics.warm_start`). None: a cold start, the
-            step a pure function of its arguments.
+            The trajectory's memory of its previous step (from :meth:`new_warm_start`): the solve starts
+            from that step's solution and leaves its own there (see :mod:`sim2real.physics.warm_start`).
+            None: a cold start, the step a pure function of its arguments.
 
         Returns
         -------
@@ -279,32 +173,17 @@ class BoxWorld:
         Sim2RealError
             For bad arguments (wrong shapes, non-finite pusher placement).
         """
+        warm = _own_warm_start(warm_start)
         names, start_placement, end_placement = checked_step_inputs(
             "the engine", DIFFERENTIABLE_PARAMS, self.pusher, param_names, pusher_start, pusher_end, step_index)
         with_pusher = start_placement is not None
         capsule = isinstance(self.pusher, Capsule)
-        theta = np.empty(THETA_SIZE)
-        theta[0:3] = state.position
-        theta[3:7] = state.quaternion
-        theta[7:10] = state.linear_velocity
-        theta[10:13] = state.angular_velocity
-        if with_pusher:
-            assert start_placement is not None and end_placement is not None
-            size = start_placement.size
-            start, end = PUSHER_START_SLICE.start, PUSHER_END_SLICE.start
-            theta[start:start + size] = start_placement
-            theta[end:end + size] = end_placement
-            if not capsule:
-                theta[PUSHER_START_SLICE.start + 3:PUSHER_START_SLICE.stop] = 0.0
-                theta[PUSHER_END_SLICE.start + 3:PUSHER_END_SLICE.stop] = 0.0
-        else:
-            theta[13:PARAMS_OFFSET] = 0.0
-        theta[PARAMS_OFFSET:] = self._params_theta
+        theta = self._theta(state, start_placement, end_placement)
         dt, substeps, kappa_sim, kappa_grad = self._step_constants
         problem = HardStep(theta, dt, substeps, with_pusher, capsule, kappa_sim, kappa_grad, grad, self.settings,
                            step_index=step_index)
         solution = solve_step(problem, strict=self.settings.strict, first_vector=self._settings_vector,
-                              warm=warm_start)
+                              warm=warm)
         info = solution.info
         if solution.outcome != StepOutcome.CONVERGED:
             problem = problem.with_context(outcome=solution.outcome.label, rung=solution.rung.name,
@@ -336,3 +215,77 @@ class BoxWorld:
             d_pusher_end=jacobian[:, end_cols].copy() if with_pusher else np.zeros((13, size)),
             d_params=jacobian[:, param_cols].copy(), param_names=names, smoothed_state=solution.smoothed_state,
             **ladder)
+
+
+def _own_warm_start(warm_start: object | None) -> WarmStart | None:
+    """``warm_start`` as our engine's :class:`WarmStart` (None stays None); another engine's memory is refused."""
+    if warm_start is None or isinstance(warm_start, WarmStart):
+        return warm_start
+    raise Sim2RealError(f"warm_start must come from this engine's new_warm_start(), got {type(warm_start).__name__}")
+
+
+#: Stand-ins for the arrays of a run without pusher or without derivatives (the compiled loop's types).
+_NO_PATH = np.zeros((1, 3))
+_NO_SENS = np.zeros((0, STATE_SIZE, 0))
+_NO_RUNNING = np.zeros((STATE_SIZE, 0))
+_NO_SENS0 = np.zeros((0, STATE_SIZE, STATE_SIZE))
+_NO_RUNNING0 = np.zeros((STATE_SIZE, STATE_SIZE))
+
+
+def advance_compiled(world: BoxWorld, traj: Trajectory, first: int, last: int, running: np.ndarray | None = None,
+                     running0: np.ndarray | None = None) -> None:
+    """Our engine's :func:`advance_each`: the compiled loop runs the steps the ladder's first rung solves, and
+    each step it hands back goes through ``world.step`` (the whole ladder); the same states, derivatives,
+    outcomes and warm starts as :func:`advance_each`, without the per-step Python work.
+
+    Raises
+    ------
+    Sim2RealError
+        A parameter the world cannot differentiate, a pusher path without a pusher, or a placement that is
+        not finite (before any step is run).
+    SimulationError
+        In strict mode, for a step that would be degraded (from ``world.step``).
+    """
+    running, running0 = start_derivatives(traj, running, running0)
+    warm = _own_warm_start(traj.warm)
+    if warm is None:
+        traj.warm = warm = WarmStart()
+    for name in traj.names:
+        if name not in world.differentiable:
+            raise Sim2RealError(f"parameter '{name}' is not differentiable by the engine")
+    path = _checked_path(world, traj, first, last)
+    theta = np.empty(THETA_SIZE)
+    theta[PARAMS_OFFSET:] = world._params_theta
+    param_cols = np.array([PARAMS_OFFSET + THETA_PARAMS.index(n) for n in traj.names], dtype=np.int64)
+    sens, run = (traj.sens, running) if traj.sens is not None else (_NO_SENS, _NO_RUNNING)
+    sens0, run0 = (traj.sens0, running0) if traj.sens0 is not None else (_NO_SENS0, _NO_RUNNING0)
+    dt, substeps, kappa_sim, kappa_grad = world._step_constants
+    t = first
+    while t < last:
+        stop = kernels.steps_kernel(theta, path, t, last, dt, substeps, traj.path is not None,
+                                    isinstance(world.pusher, Capsule), kappa_sim, kappa_grad, traj.grad,
+                                    world._settings_vector, param_cols, traj.columns, traj.states, sens, run, sens0,
+                                    run0, traj.records, warm.buffer)
+        traj.outcomes[t:stop] = 0
+        traj.log.converged(stop - t)
+        if stop == last:
+            return
+        advance_each(world, traj, stop, stop + 1, running, running0)
+        t = stop + 1
+
+
+def _checked_path(world: BoxWorld, traj: Trajectory, first: int, last: int) -> np.ndarray:
+    """The pusher path as the compiled loop reads it (rows ``first .. last`` finite), or a stand-in."""
+    if traj.path is None:
+        return _NO_PATH
+    if world.pusher is None:
+        raise Sim2RealError("this world has no pusher shape, but a pusher path was given")
+    path = np.ascontiguousarray(traj.path, dtype=float)
+    if path.ndim != 2 or path.shape[1] != world.pusher.placement_size:
+        raise Sim2RealError(f"the pusher path must have {world.pusher.placement_size} numbers per row (m, world), "
+                            f"got shape {path.shape}")
+    bad = np.flatnonzero(~np.isfinite(path[first:last + 1]).all(axis=1))
+    if bad.size:
+        row = first + int(bad[0])
+        raise Sim2RealError(f"the pusher placement at step boundary {row} is not finite: {path[row].tolist()}")
+    return path

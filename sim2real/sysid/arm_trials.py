@@ -18,10 +18,7 @@ from sim2real.control.sim_platform import (
 from sim2real.errors import Sim2RealError
 from sim2real.model import load_arm
 from sim2real.params import ParameterSet
-from sim2real.physics import (
-    BoxState,
-    SolveSummary,
-)
+from sim2real.sim import BoxState, SolveSummary
 from sim2real.sysid.data import TrialData
 from sim2real.sysid.residual_types import MAX_HARD_STEPS
 

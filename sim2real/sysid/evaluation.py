@@ -23,7 +23,7 @@ from scipy import stats
 from sim2real.errors import Sim2RealError
 from sim2real.execution import Executor, Shared
 from sim2real.params import ParameterSet
-from sim2real.physics import SolveSummary
+from sim2real.sim import SolveSummary
 from sim2real.sysid.data import TrialData
 from sim2real.sysid.optimizer import FitAbortedError, TraceEntry, loss_weights
 from sim2real.sysid.residuals import MAX_HARD_STEPS, ResidualSpec, TrialResiduals

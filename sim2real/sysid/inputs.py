@@ -57,7 +57,7 @@ import numpy as np
 from sim2real.errors import InputError, Sim2RealError
 from sim2real.model import load_arm
 from sim2real.params import ParameterSet
-from sim2real.physics import Capsule, Sphere
+from sim2real.sim import Capsule, Sphere
 from sim2real.sysid.data import TrialData
 from sim2real.trials.scene_checks import box_lowest_z
 from sim2real.trials.schema import REFERENCE_TOPIC
@@ -275,7 +275,7 @@ def pusher_primitive(params: ParameterSet, shape: str) -> Sphere | Capsule:
     Returns
     -------
     Sphere or Capsule
-        The rod is a :class:`~sim2real.physics.shapes.Capsule` of half length ``pusher.length / 2``.
+        The rod is a :class:`~sim2real.sim.shapes.Capsule` of half length ``pusher.length / 2``.
     """
     radius = float(params["pusher.radius"])
     if shape == "rod":

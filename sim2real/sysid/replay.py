@@ -37,7 +37,8 @@ from sim2real.control.sim_platform import ArmTrialResult
 from sim2real.engines import make_world
 from sim2real.errors import Sim2RealError
 from sim2real.params import ParameterSet
-from sim2real.physics import BoxState, SolverSettings, SolveSummary, rollout
+from sim2real.physics import SolverSettings
+from sim2real.sim import BoxState, SolveSummary, rollout
 from sim2real.sysid.arm_trials import arm_solve, simulate_recorded_arm
 from sim2real.sysid.data import TrialData, box_states, prepare_trial, recorded_platform
 from sim2real.sysid.inputs import (

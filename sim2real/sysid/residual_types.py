@@ -19,9 +19,7 @@ from sim2real.control.sim_platform import (
 from sim2real.engines import check_engine, differentiable
 from sim2real.engines import engine as engine_entry
 from sim2real.errors import Sim2RealError
-from sim2real.physics import (
-    SolveSummary,
-)
+from sim2real.sim import SolveSummary
 from sim2real.spatial import conjugate, left_matrix
 from sim2real.sysid.data import TrialData
 from sim2real.sysid.inputs import (

@@ -61,21 +61,14 @@ from typing import Any
 
 import numpy as np
 
-from sim2real.engines import World, make_world
 from sim2real.engines import engine as engine_entry
+from sim2real.engines import make_world
 from sim2real.errors import Sim2RealError
 from sim2real.params import ParameterSet
-from sim2real.physics import (
-    STATE_SIZE,
-    BoxState,
-    SolveLog,
-    SolverSettings,
-    SolveSummary,
-    StepOutcome,
-    rollout,
-)
-from sim2real.physics.servo import ServoParams, delay_split, servo_step
-from sim2real.physics.trajectory import Trajectory
+from sim2real.physics import SolverSettings
+from sim2real.sim import STATE_SIZE, BoxState, SolveLog, SolveSummary, StepOutcome, World, rollout
+from sim2real.sim.servo import ServoParams, delay_split, servo_step
+from sim2real.sim.trajectory import Trajectory
 from sim2real.sysid.arm_trials import arm_solve, simulate_recorded_arm
 from sim2real.sysid.data import TrialData, box_states
 from sim2real.sysid.inputs import (

@@ -27,7 +27,7 @@ import numpy as np
 from sim2real.errors import Sim2RealError
 from sim2real.filemodes import temp_file
 from sim2real.params import save_params
-from sim2real.physics import save_hard_steps
+from sim2real.sim import save_hard_steps
 from sim2real.sysid.fit import FitResult
 from sim2real.sysid.fit_file import FIT_FORMAT
 from sim2real.sysid.fitted_objects import ObjectFiles, params_objects

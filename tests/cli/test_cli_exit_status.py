@@ -16,7 +16,7 @@ from sim2real.errors import (
     SolverError,
 )
 from sim2real.model.ik import UnreachableError
-from sim2real.physics.errors import SimulationError
+from sim2real.sim.errors import SimulationError
 from sim2real.sysid.inputs import TrialInputError
 
 

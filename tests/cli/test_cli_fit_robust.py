@@ -16,8 +16,9 @@ import pytest
 from sim2real.cli import main
 from sim2real.control.sim_platform import box_at_distance
 from sim2real.params import ParameterSet
-from sim2real.physics import BoxWorld, HardStep, StepOutcome, rollout
-from sim2real.physics.trajectory import advance_each
+from sim2real.physics import BoxWorld, HardStep
+from sim2real.sim import StepOutcome, rollout
+from sim2real.sim.world import advance_each
 from sim2real.trials import JointSeries, PlatformRecord, PoseSeries, TrialRecord, read_trial, write_trial
 
 NOMINAL = ParameterSet.nominal()

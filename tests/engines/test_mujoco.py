@@ -14,10 +14,10 @@ from children import HANG_GUARD_S
 from fixtures import planar_pushes as pushes
 
 from sim2real.cli import main
-from sim2real.engines import ENGINES, World, make_world
+from sim2real.engines import ENGINES, make_world
 from sim2real.params import ParameterSet
-from sim2real.physics import BoxState, Capsule, Sphere, rollout
-from sim2real.physics.constants import GRAVITY
+from sim2real.sim import BoxState, Capsule, Sphere, World, rollout
+from sim2real.sim.constants import GRAVITY
 from sim2real.spatial import from_axis_angle, tilt
 
 pytest.importorskip("mujoco")

@@ -41,7 +41,7 @@ from sim2real.hardware import (
     emulator,
 )
 from sim2real.hardware import protocol as wire
-from sim2real.physics.servo import CommandHistory, ServoParams, advance_servo
+from sim2real.sim.servo import CommandHistory, ServoParams, advance_servo
 
 PORT = 5021  # unprivileged command port; report ports stay 30001-30003 on each 127.0.0.N
 TRUE_SERVO = ServoParams(tau=0.04, delay=0.012)

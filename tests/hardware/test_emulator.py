@@ -14,7 +14,7 @@ from loopback import start_emulator
 
 from sim2real.hardware import EmulatorConfig, FaultConfig, XArmEmulator
 from sim2real.hardware import protocol as wire
-from sim2real.physics.servo import ServoParams
+from sim2real.sim.servo import ServoParams
 
 PORT = 5025
 _HOSTS = (f"127.0.0.{n}" for n in itertools.count(80))

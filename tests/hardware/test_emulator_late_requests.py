@@ -17,7 +17,7 @@ import pytest
 from sim2real.hardware import EmulatorConfig
 from sim2real.hardware import protocol as wire
 from sim2real.hardware.emulator_arm import TRAIL_S, ArmCore
-from sim2real.physics.servo import ServoParams
+from sim2real.sim.servo import ServoParams
 
 DELAY = 0.02
 SPEED = np.array([0.4, -0.3, 0.2, 0.0, 0.1, 0.0])

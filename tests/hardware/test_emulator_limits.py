@@ -14,7 +14,7 @@ import pytest
 
 from sim2real.hardware import EmulatorConfig
 from sim2real.hardware.emulator_arm import ArmCore
-from sim2real.physics.servo import ServoParams
+from sim2real.sim.servo import ServoParams
 
 LIMIT = 0.15
 SPEED = 0.8

@@ -43,7 +43,7 @@ from loopback import RequestLog, moves, start_emulator
 
 from sim2real.hardware import DriverConfig, Fault, FaultConfig, HardwareError, XArmDriver, XArmEmulator, link_timing
 from sim2real.hardware import protocol as wire
-from sim2real.physics.servo import ServoParams
+from sim2real.sim.servo import ServoParams
 
 PORT = 5027
 SERVO = ServoParams(tau=0.03, delay=0.01)

@@ -34,7 +34,7 @@ import pytest
 from loopback import RequestLog, moves, start_emulator
 
 from sim2real.hardware import DriverConfig, FaultConfig, HardwareError, XArmDriver
-from sim2real.physics.servo import ServoParams
+from sim2real.sim.servo import ServoParams
 
 PORT = 5033
 SERVO = ServoParams(tau=0.03, delay=0.01)

@@ -17,7 +17,7 @@ from children import console_script, default_sigint
 from loopback import start_emulator
 
 from sim2real.nodes.runner import STANDIN_LINK
-from sim2real.physics.servo import ServoParams
+from sim2real.sim.servo import ServoParams
 
 PORT = 5031
 ROOT = Path(__file__).resolve().parents[2]

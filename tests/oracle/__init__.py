@@ -11,7 +11,6 @@ from __future__ import annotations
 import numpy as np
 
 from sim2real.params import ParameterSet
-from sim2real.physics import BoxState
 from sim2real.physics.layout import (
     PARAMS_OFFSET,
     PUSHER_END_SLICE,
@@ -22,6 +21,7 @@ from sim2real.physics.layout import (
     THETA_PARAMS,
     THETA_SIZE,
 )
+from sim2real.sim import BoxState
 
 
 def problem_vector(params: ParameterSet, state: BoxState, start: np.ndarray | None = None,

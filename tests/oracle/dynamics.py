@@ -19,8 +19,7 @@ import numpy as np
 
 from oracle.geometry import capsule_contact, sphere_contact, table_contacts
 from sim2real.physics import layout
-from sim2real.physics.box import box_inertia
-from sim2real.physics.constants import GRAVITY, MIN_FRICTION, PUSHER_CONTACT_FREQUENCY
+from sim2real.physics.constants import MIN_FRICTION, PUSHER_CONTACT_FREQUENCY
 from sim2real.physics.layout import (  # re-exported: the layout of θ lives in sim2real.physics.layout
     PUSHER_END_SLICE,
     PUSHER_START_SLICE,
@@ -28,6 +27,8 @@ from sim2real.physics.layout import (  # re-exported: the layout of θ lives in 
     SPHERE_START_SLICE,
     STATE_SLICE,
 )
+from sim2real.sim.box import box_inertia
+from sim2real.sim.constants import GRAVITY
 from sim2real.spatial import from_rotation_vector, multiply, skew, to_matrix
 
 

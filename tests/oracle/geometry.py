@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim2real.physics.box import box_corners_body
 from sim2real.physics.constants import CONTACT_BAND
+from sim2real.sim.box import box_corners_body
 
 
 @dataclass(frozen=True)

@@ -72,3 +72,72 @@ def test_every_package_is_documented_and_imports_only_what_its_row_allows() -> N
 def test_nothing_in_the_package_imports_the_tests_oracle() -> None:
     offenders = [str(p.relative_to(ROOT)) for p in PACKAGE.rglob("*.py") if {"oracle", "tests"} & _imports(p)]
     assert offenders == []
+
+
+def _module_name(path: Path) -> str:
+    """``sim2real/sysid/fit.py`` -> ``sim2real.sysid.fit``; a package's ``__init__.py`` names the package."""
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _module_imports(path: Path, modules: set[str]) -> set[str]:
+    """The package's modules ``path`` imports at any depth (deferred and type-checking imports included):
+    ``from a.b import c`` imports ``a.b.c`` when that is a module, else ``a.b``."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        targets: list[str] = []
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            targets = [f"{node.module}.{alias.name}" if f"{node.module}.{alias.name}" in modules else node.module
+                       for alias in node.names]
+        found |= {t for t in targets if t in modules}
+    return found
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str]:
+    """One import cycle of ``graph`` (module -> modules it imports), or [] when there is none."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str]:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                return [*path[path.index(nxt):], nxt]
+            if nxt not in state and (found := visit(nxt)):
+                return found
+        path.pop()
+        state[node] = 2
+        return []
+
+    for start in sorted(graph):
+        if start not in state and (found := visit(start)):
+            return found
+    return []
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """Module -> the package's modules it imports. A package's own ``__init__`` re-exporting its modules is
+    not an edge back to the package from those modules (the face imports the rooms, not the reverse)."""
+    paths = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+    modules = set(paths)
+    return {name: _module_imports(path, modules) - {name} for name, path in paths.items()}
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == ["a", "b", "c", "a"]
+    assert _cycle({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_cycle_between_modules_of_the_package() -> None:
+    assert _cycle(_import_graph()) == []
+
+
+def test_the_engine_contract_and_mujoco_import_no_module_of_our_engine() -> None:
+    graph = _import_graph()
+    offenders = sorted(f"{name} imports {target}" for name, targets in graph.items()
+                       if name.startswith("sim2real.sim") or name == "sim2real.engines.mujoco_world"
+                       for target in targets if target.startswith("sim2real.physics"))
+    assert offenders == []

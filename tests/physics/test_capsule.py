@@ -7,9 +7,10 @@ from oracle.dynamics import problem_data
 from oracle.geometry import capsule_box_distance, segment_box_parameters, sphere_box_distance
 
 from sim2real.params import ParameterSet
-from sim2real.physics import BoxState, BoxWorld, Capsule, SolverSettings, Sphere, kernels, rollout
+from sim2real.physics import BoxWorld, SolverSettings, kernels
 from sim2real.physics.constants import CONTACT_BAND
 from sim2real.physics.layout import PARAMS_OFFSET, THETA_PARAMS
+from sim2real.sim import BoxState, Capsule, Sphere, rollout
 from sim2real.spatial import from_axis_angle, to_matrix
 
 HALF = np.array([0.055, 0.065, 0.105])  # nominal box, m

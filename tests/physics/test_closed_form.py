@@ -4,9 +4,10 @@ import numpy as np
 import pytest
 
 from sim2real.params import ParameterSet
-from sim2real.physics import BoxState, BoxWorld, rollout
-from sim2real.physics.box import uniform_support_ratio
-from sim2real.physics.constants import GRAVITY
+from sim2real.physics import BoxWorld
+from sim2real.sim import BoxState, rollout
+from sim2real.sim.box import uniform_support_ratio
+from sim2real.sim.constants import GRAVITY
 from sim2real.spatial import from_axis_angle, tilt, yaw
 
 MU = 0.5
@@ -144,7 +145,7 @@ def test_a_box_tipping_about_its_edge_accelerates_as_its_inertia_scale_says(scal
 def test_a_rounded_box_rests_on_its_faces_and_reaches_lower_on_its_edges(edge_radius):
     """Flat on a face the centre sits half a size above the table whatever the rounding; turned 45° onto
     an edge it sits ``r + √2 (s/2 - r)`` above it (the rounded edge is an arc of radius r)."""
-    from sim2real.physics.box import table_distance
+    from sim2real.sim.box import table_distance
 
     params = PARAMS.replace({"box.edge_radius": edge_radius})
     world = BoxWorld.from_params(params)

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from sim2real.params import ParameterSet
-from sim2real.physics import DIFFERENTIABLE_PARAMS, BoxState, BoxWorld, SolverSettings, rollout
+from sim2real.physics import DIFFERENTIABLE_PARAMS, BoxWorld, SolverSettings
+from sim2real.sim import BoxState, rollout
 from sim2real.spatial import from_axis_angle
 
 KAPPA = 1e-3  # forward solve at κ_grad too, so finite differences see the same (smoothed) map

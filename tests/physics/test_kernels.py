@@ -9,7 +9,8 @@ from oracle.dynamics import next_state, problem_data
 from oracle.solver import interior_point
 
 from sim2real.params import ParameterSet
-from sim2real.physics import BoxState, BoxWorld, SolverSettings, kernels, rollout
+from sim2real.physics import BoxWorld, SolverSettings, kernels
+from sim2real.sim import BoxState, rollout
 from sim2real.spatial import from_axis_angle, multiply, to_matrix
 
 PARAMS = ParameterSet.nominal().replace({"contact.mu_table": 0.5, "contact.mu_pusher": 0.3,

@@ -18,8 +18,9 @@ from oracle.dynamics import next_state, problem_data
 from oracle.solver import SolverFailureError, interior_point
 
 from sim2real.params import ParameterSet
-from sim2real.physics import BoxState, BoxWorld, Capsule, SolverSettings, kernels
-from sim2real.physics.outcome import StepOutcome
+from sim2real.physics import BoxWorld, SolverSettings, kernels
+from sim2real.sim import BoxState, Capsule
+from sim2real.sim.outcome import StepOutcome
 from sim2real.spatial import from_rotation_vector, rotate, to_matrix
 
 HALF = np.array([0.055, 0.065, 0.105])  # nominal box, m

@@ -18,20 +18,11 @@ import pytest
 from sim2real.cli import main
 from sim2real.errors import Sim2RealError
 from sim2real.params import ParameterSet
-from sim2real.physics import (
-    BoxState,
-    BoxWorld,
-    HardStep,
-    SimulationError,
-    SolveLog,
-    SolverSettings,
-    StepOutcome,
-    rollout,
-    solve_step,
-)
+from sim2real.physics import BoxWorld, HardStep, SolverSettings, solve_step
 from sim2real.physics.ladder import LADDER
 from sim2real.physics.layout import PARAMS_OFFSET, THETA_PARAMS
-from sim2real.physics.outcome import SolveSummary
+from sim2real.sim import BoxState, SimulationError, SolveLog, StepOutcome, rollout
+from sim2real.sim.solve_log import SolveSummary
 
 CORPUS = sorted((Path(__file__).parents[1] / "corpus" / "hard_steps").glob("*.json"))
 RECORDED = {"converged": StepOutcome.CONVERGED, "recovered": StepOutcome.RECOVERED, "degraded": StepOutcome.DEGRADED}

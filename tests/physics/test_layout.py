@@ -39,7 +39,8 @@ sys.modules["sim2real.physics.layout"] = module
 exec(compile(source, str(path), "exec"), module.__dict__)
 import numpy as np
 from sim2real.params import ParameterSet
-from sim2real.physics import BoxState, BoxWorld
+from sim2real.physics import BoxWorld
+from sim2real.sim import BoxState
 from sim2real.spatial import from_axis_angle
 params = ParameterSet.nominal().replace({"contact.mu_table": 0.45, "contact.mu_pusher": 0.3, "box.com_x": 0.01,
                                          "box.com_y": -0.008, "box.com_z": -0.02, "contact.support_ratio": 0.7,

@@ -6,8 +6,9 @@ from oracle.dynamics import next_state, problem_data
 from oracle.solver import interior_point
 
 from sim2real.params import ParameterSet
-from sim2real.physics import BoxState, BoxWorld, SolverSettings, kernels, layout
+from sim2real.physics import BoxWorld, SolverSettings, kernels, layout
 from sim2real.physics.constants import PUSHER_CONTACT_FREQUENCY
+from sim2real.sim import BoxState
 from sim2real.spatial import from_axis_angle
 
 NOMINAL = ParameterSet.nominal()

@@ -4,7 +4,8 @@ import numpy as np
 from oracle.solver import cone_product, nt_scaling
 
 from sim2real.params import ParameterSet
-from sim2real.physics import BoxState, BoxWorld
+from sim2real.physics import BoxWorld
+from sim2real.sim import BoxState
 
 # A step of a whole arm trial (pusher sphere 4 cm high, 3 cm off-centre) in which the box slides and
 # spins on four bottom corners at ω_z = -1.25 rad/s while the pusher closes in. The solver used to

@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 
 from sim2real.params import ParameterSet
-from sim2real.physics import BoxState, BoxWorld, Capsule, SolverSettings, rollout
-from sim2real.physics.box import uniform_support_ratio
-from sim2real.physics.constants import GRAVITY
+from sim2real.physics import BoxWorld, SolverSettings
+from sim2real.sim import BoxState, Capsule, rollout
+from sim2real.sim.box import uniform_support_ratio
+from sim2real.sim.constants import GRAVITY
 from sim2real.spatial import from_axis_angle, yaw
 
 SIZE = (0.12, 0.08, 0.0095)

@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 from sim2real.params import ParameterSet
-from sim2real.physics import BoxState, BoxWorld, SolverSettings, rollout
-from sim2real.physics.constants import GRAVITY
+from sim2real.physics import BoxWorld, SolverSettings
+from sim2real.sim import BoxState, rollout
+from sim2real.sim.constants import GRAVITY
 from sim2real.spatial import from_axis_angle, tilt
 
 MU = 0.5

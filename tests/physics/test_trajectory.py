@@ -14,8 +14,10 @@ import pytest
 
 from sim2real.errors import Sim2RealError
 from sim2real.params import ParameterSet
-from sim2real.physics import BoxState, BoxWorld, SolverSettings, StepOutcome
-from sim2real.physics.trajectory import Trajectory, advance_each
+from sim2real.physics import BoxWorld, SolverSettings
+from sim2real.sim import BoxState, StepOutcome
+from sim2real.sim.trajectory import Trajectory
+from sim2real.sim.world import advance_each
 
 PARAMS = ParameterSet.nominal().replace({"contact.mu_table": 0.5, "pusher.radius": 0.02})
 NAMES = ("contact.mu_table", "box.mass", "box.com_z")

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from sim2real.params import ParameterSet
-from sim2real.physics import BoxState, BoxWorld, WarmStart, rollout
+from sim2real.physics import BoxWorld, WarmStart
+from sim2real.sim import BoxState, rollout
 
 PARAMS = ParameterSet.nominal().replace({"contact.mu_table": 0.5, "pusher.radius": 0.02})
 SPEED = 0.05  # m/s

@@ -16,7 +16,8 @@ import pytest
 from sim2real.cli import main
 from sim2real.control.sim_platform import box_at_distance
 from sim2real.params import ParameterSet
-from sim2real.physics import BoxWorld, Capsule, rollout
+from sim2real.physics import BoxWorld
+from sim2real.sim import Capsule, rollout
 from sim2real.sysid import ResidualSpec, prepare_trial, trial_residuals
 from sim2real.sysid.inputs import pusher_placement
 from sim2real.trials import JointSeries, PlatformRecord, PoseSeries, TrialRecord, read_trial, write_trial

@@ -17,9 +17,10 @@ import pytest
 from fixtures.pushed_box import HIDDEN, NOMINAL, OTHER_ROBOT_Q, data, pusher_record
 
 from sim2real.errors import Sim2RealError
-from sim2real.physics import BoxState, BoxWorld, StepOutcome, StepResult
-from sim2real.physics.trajectory import advance_each
+from sim2real.physics import BoxWorld
 from sim2real.physics.warm_start import WarmStart
+from sim2real.sim import BoxState, StepOutcome, StepResult
+from sim2real.sim.world import advance_each
 from sim2real.sysid import (
     FitProblem,
     LMSettings,

@@ -10,8 +10,9 @@ import numpy as np
 from numba import njit
 
 from sim2real.physics import layout
-from sim2real.physics.constants import GRAVITY, MIN_FRICTION, PUSHER_CONTACT_FREQUENCY
+from sim2real.physics.constants import MIN_FRICTION, PUSHER_CONTACT_FREQUENCY
 from sim2real.physics.kernels.common import _PE, _PS, _SMALL_ANGLE, CONTACT_BAND, _rotation
+from sim2real.sim.constants import GRAVITY
 
 
 # --- geometry and problem data ----------------------------------------------------------------

@@ -10,7 +10,7 @@ import numpy as np
 from numba import njit
 
 from sim2real.physics import layout
-from sim2real.physics.constants import GRAVITY, MIN_FRICTION
+from sim2real.physics.constants import MIN_FRICTION
 from sim2real.physics.kernels.common import _MASS_COLUMN, _PE, _PS, _T, SCRATCH_SIZE, THETA_STEP, _rotation
 from sim2real.physics.kernels.contact import (
     compact_contacts,
@@ -20,6 +20,7 @@ from sim2real.physics.kernels.contact import (
     pusher_box_distance,
 )
 from sim2real.physics.kernels.newton import equality_residual, factorize, solve
+from sim2real.sim.constants import GRAVITY
 
 
 # --- implicit gradients -----------------------------------------------------------------------

@@ -10,7 +10,7 @@ import numpy as np
 from numba import njit
 
 from sim2real.physics import layout
-from sim2real.physics.constants import GRAVITY, MIN_FRICTION
+from sim2real.physics.constants import MIN_FRICTION
 from sim2real.physics.kernels.common import (
     _PE,
     _PS,
@@ -57,6 +57,7 @@ from sim2real.physics.kernels.contact import (
 )
 from sim2real.physics.kernels.gradients import directional_jacobian, implicit_jacobian
 from sim2real.physics.kernels.iteration import _finite, initial_iterate, interior_point, warm_iterate
+from sim2real.sim.constants import GRAVITY
 
 
 # --- the resting shortcut ---------------------------------------------------------------------

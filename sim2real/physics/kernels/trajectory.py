@@ -28,10 +28,13 @@ from sim2real.physics.kernels.common import (
 )
 from sim2real.physics.kernels.iteration import _finite
 from sim2real.physics.kernels.step import step_kernel
-
-#: Layout of the per-step record of :func:`steps_kernel` (``records`` rows).
-R_ITERATIONS, R_ACTIVE, R_TABLE_DISTANCE, R_PUSHER_DISTANCE, R_PUSHER_IMPULSE = 0, 1, 2, 3, 4
-RECORD_SIZE = 5
+from sim2real.sim.trajectory import (
+    R_ACTIVE,
+    R_ITERATIONS,
+    R_PUSHER_DISTANCE,
+    R_PUSHER_IMPULSE,
+    R_TABLE_DISTANCE,
+)
 
 
 @njit(cache=True)
@@ -100,7 +103,7 @@ def steps_kernel(theta: np.ndarray, path: np.ndarray, first: int, last: int, dt:
         Likewise d state / d initial state (``sens0`` of shape (0, 13, 13): not tracked).
     records : ndarray (T, RECORD_SIZE)
         Per step: iterations, active contacts, table and pusher distance at the end (m), pusher normal
-        impulse (N s).
+        impulse (N s) (layout ``R_*`` of :mod:`sim2real.sim.trajectory`).
     warm : ndarray (WARM_SIZE,)
         The trajectory's warm-start buffer (see :func:`step_kernel`).
 

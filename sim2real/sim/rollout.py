@@ -29,15 +29,15 @@ import numpy as np
 
 from sim2real.errors import Sim2RealError
 from sim2real.params import spec
-from sim2real.physics.constants import GRAVITY
-from sim2real.physics.ladder import HardStep
-from sim2real.physics.outcome import SolveSummary
-from sim2real.physics.state import STATE_SIZE, BoxState
-from sim2real.physics.trajectory import Trajectory
-from sim2real.physics.world import ContactInfo
+from sim2real.sim.constants import GRAVITY
+from sim2real.sim.solve_log import SolveSummary
+from sim2real.sim.state import STATE_SIZE, BoxState
+from sim2real.sim.step import ContactInfo
+from sim2real.sim.trajectory import Trajectory
 
-if TYPE_CHECKING:  # the interface every engine's world offers (ours: physics.world.BoxWorld)
-    from sim2real.engines.base import World as BoxWorld
+if TYPE_CHECKING:
+    from sim2real.sim.outcome import Reproduction
+    from sim2real.sim.world import World
 
 
 @dataclass(frozen=True)
@@ -60,11 +60,11 @@ class Rollout:
     initial_sensitivities : ndarray (T+1, 13, 13) or None
         d states / d initial state, when asked for.
     outcomes : ndarray (T,) int8
-        Outcome class of every step (:class:`~sim2real.physics.outcome.StepOutcome` codes).
+        Outcome class of every step (:class:`~sim2real.sim.outcome.StepOutcome` codes).
     solve : SolveSummary
         Their tally and worst violations.
-    hard_steps : tuple of HardStep
-        Reproduction records of the first recovered or degraded steps.
+    hard_steps : tuple of Reproduction
+        The engine's records of the first recovered or degraded steps.
     """
 
     times: np.ndarray
@@ -76,7 +76,7 @@ class Rollout:
     initial_sensitivities: np.ndarray | None = None
     outcomes: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int8))
     solve: SolveSummary = field(default_factory=SolveSummary)
-    hard_steps: tuple[HardStep, ...] = ()
+    hard_steps: tuple[Reproduction, ...] = ()
 
     def state(self, index: int) -> BoxState:
         """The state at step ``index`` as a :class:`BoxState`."""
@@ -98,18 +98,18 @@ class _Start:
     shifted: bool
 
 
-def staggered_start(world: BoxWorld, initial: BoxState, pusher_start: np.ndarray | None = None,
+def staggered_start(world: World, initial: BoxState, pusher_start: np.ndarray | None = None,
                     pusher_end: np.ndarray | None = None, grad_names: Sequence[str] = (),
                     grad: bool = False) -> _Start:
     """Turn a state with instantaneous velocities into the engine's reading (velocity over the step before).
 
     Parameters
     ----------
-    world : BoxWorld
+    world : World
     initial : BoxState
         Velocities at the instant ``t = 0`` (m/s and rad/s, world).
     pusher_start, pusher_end : ndarray (3,) or (6,), or None
-        Pusher placement over the first step (as in :meth:`BoxWorld.step`).
+        Pusher placement over the first step (as in :meth:`World.step`).
     grad_names : sequence of str
         Parameters to differentiate the shifted start with respect to.
     grad : bool
@@ -145,14 +145,14 @@ def staggered_start(world: BoxWorld, initial: BoxState, pusher_start: np.ndarray
     return _Start(BoxState.from_vector(x), d_state, d_params, True)
 
 
-def rollout(world: BoxWorld, initial: BoxState, pusher_path: np.ndarray | None = None, steps: int | None = None,
+def rollout(world: World, initial: BoxState, pusher_path: np.ndarray | None = None, steps: int | None = None,
             grad_names: Sequence[str] = (), initial_grad: bool = False, context: str = "",
             instantaneous_start: bool = False) -> Rollout:
     """Simulate ``T`` steps of ``world.dt``.
 
     Parameters
     ----------
-    world : BoxWorld
+    world : World
     initial : BoxState
     pusher_path : ndarray (T+1, 3) or (T+1, 6), or None
         Pusher placement at every step boundary, m, world: the sphere's centre (3) or the capsule's
@@ -225,13 +225,13 @@ def rollout(world: BoxWorld, initial: BoxState, pusher_path: np.ndarray | None =
 ROLLOUT_FD_STEP = 1e-4
 
 
-def _rollout_differences(world: BoxWorld, initial: BoxState, path: np.ndarray | None, count: int,
+def _rollout_differences(world: World, initial: BoxState, path: np.ndarray | None, count: int,
                          names: tuple[str, ...], initial_grad: bool, context: str,
                          instantaneous_start: bool) -> Rollout:
     """A rollout whose sensitivities are central differences of whole rollouts (engines without implicit
     gradients, e.g. MuJoCo: chaining finite-difference step Jacobians compounds their kinks)."""
 
-    def run(w: BoxWorld, start: BoxState) -> Rollout:
+    def run(w: World, start: BoxState) -> Rollout:
         return rollout(w, start, path, steps=count, context=context, instantaneous_start=instantaneous_start)
 
     base = run(world, initial)

@@ -1,43 +1,22 @@
-"""How steps ended: the outcome classes of a solve and their per-trial tally.
-
-A step always returns a state (see :mod:`sim2real.physics.ladder`); its outcome says how much to
-trust it:
-
-* ``CONVERGED`` — the first solve met every tolerance at the requested central-path value κ;
-* ``RECOVERED`` — a later rung of the escalation ladder (more iterations, sub-steps, a relaxed
-  continuation target re-tightened to κ) met every tolerance at the requested κ: as exact as a
-  converged step, only dearer;
-* ``DEGRADED`` — no rung converged at the requested κ: the state is the solution at a relaxed κ
-  (softer contact) or the best iterate found; its violations are recorded and it is flagged
-  wherever it is used (trial.json, fit.json, the report, the console summary).
-"""
+"""The tally of a run's step outcomes (:class:`SolveSummary`), the log that keeps it (:class:`SolveLog`), and the
+reproduction files of its hard steps (:func:`save_hard_steps`)."""
 
 from __future__ import annotations
 
-import enum
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from sim2real.sim.outcome import Reproduction, StepOutcome
+
 if TYPE_CHECKING:
-    from sim2real.physics.ladder import HardStep
+    from sim2real.sim.step import StepResult
 
 #: Hard steps kept per log for reproduction files (the tally counts every step).
 MAX_HARD_STEPS = 20
-
-
-class StepOutcome(enum.IntEnum):
-    """Outcome class of one step (ordered: larger is worse)."""
-
-    CONVERGED = 0
-    RECOVERED = 1
-    DEGRADED = 2
-
-    @property
-    def label(self) -> str:
-        """Lower-case name, as written in trial.json and reports."""
-        return self.name.lower()
 
 
 @dataclass(frozen=True)
@@ -139,10 +118,10 @@ class SolveLog:
         self._worst_key: tuple[int, float] = (0, -1.0)
         self._worst_step: int | None = None
         self._rungs: dict[str, int] = {}
-        self.hard_steps: list[HardStep] = []
+        self.hard_steps: list[Reproduction] = []
 
-    def record(self, result: Any, step_index: int | None = None) -> None:
-        """Count one :class:`~sim2real.physics.world.StepResult` (its ``outcome``, ``rung``, ``problem``)."""
+    def record(self, result: StepResult, step_index: int | None = None) -> None:
+        """Count one :class:`~sim2real.sim.step.StepResult` (its ``outcome``, ``rung``, ``problem``)."""
         outcome = StepOutcome(result.outcome)
         index = len(self._outcomes) if step_index is None else int(step_index)
         self._outcomes.append(int(outcome))
@@ -156,13 +135,12 @@ class SolveLog:
         else:
             self._degraded += 1
             self._worst_residual = max(self._worst_residual, residual)
-            self._worst_complementarity = max(self._worst_complementarity, complementarity,
-                                              float(getattr(result, "kappa", 0.0)))
+            self._worst_complementarity = max(self._worst_complementarity, complementarity, float(result.kappa))
         key = (int(outcome), residual)
         if key > self._worst_key:
             self._worst_key = key
             self._worst_step = index
-        problem = getattr(result, "problem", None)
+        problem = result.problem
         if problem is not None and len(self.hard_steps) < MAX_HARD_STEPS:
             self.hard_steps.append(problem.with_context(context=self.context, step_index=index))
 
@@ -180,3 +158,18 @@ class SolveLog:
         steps = len(self._outcomes)
         return SolveSummary(steps, steps - self._recovered - self._degraded, self._recovered, self._degraded,
                             self._worst_residual, self._worst_complementarity, self._worst_step, dict(self._rungs))
+
+
+def save_hard_steps(directory: str | Path, hard_steps: Sequence[Reproduction], prefix: str = "") -> list[Path]:
+    """Write reproduction records as ``<directory>/<prefix>step_<index>.json`` (new names only); returns the paths."""
+    directory = Path(directory)
+    paths = []
+    for number, hard in enumerate(hard_steps):
+        index = hard.step_index if hard.step_index is not None else number
+        path = directory / f"{prefix}step_{index:05d}.json"
+        suffix = 1
+        while path.exists():
+            path = directory / f"{prefix}step_{index:05d}_{suffix}.json"
+            suffix += 1
+        paths.append(hard.save(path))
+    return paths

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from sim2real.physics.servo import CommandHistory, ServoParams, advance_servo, delay_split, servo_step
+from sim2real.sim.servo import CommandHistory, ServoParams, advance_servo, delay_split, servo_step
 
 
 def _run(u: np.ndarray, tau: float, delay: float, dt: float, n: int, servo: ServoParams | None = None):
