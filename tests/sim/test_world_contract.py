@@ -19,7 +19,7 @@ def _pushed(world: World) -> Trajectory:
     box = BoxState.at_rest([0.4, 0.0, float(half[2])])
     radius = float(world.params["pusher.radius"])
     start = np.array([0.4 - half[0] - radius, 0.0, float(half[2])])
-    path = np.array([start + [0.002 * k, 0.0, 0.0] for k in range(4)])
+    path = np.array([start + np.array([0.002 * k, 0.0, 0.0]) for k in range(4)])
     traj = Trajectory.empty(3, path)
     traj.states[0] = box.as_vector()
     advance_each(world, traj, 0, 3)
