@@ -61,6 +61,7 @@ PYTEST := ROS_LOG_DIR=$$(mktemp -d) $(PYTEST_CMD)
 check: venv
 	@start=$$(date +%s); \
 	$(BIN)/ruff check sim2real tests benchmarks launch setup.py && \
+	$(BIN)/mypy sim2real && \
 	$(PYTEST) -n 2 --durations=5 -m "not ($(SERIAL_TIERS) or slow or children)"; status=$$?; \
 	echo "make check: $$(( $$(date +%s) - start )) s, exit $$status"; exit $$status
 
@@ -83,9 +84,10 @@ test: $(PACKAGES)
 	( $(BIN)/python -m sim2real.physics.warmup > $$warm 2>&1; echo "exit $$?" >> $$warm ) & warm_pid=$$!; \
 	$(MAKE) --no-print-directory browser || exit 1; \
 	$(BIN)/ruff check sim2real tests benchmarks launch setup.py || exit 1; \
+	$(BIN)/mypy sim2real || exit 1; \
 	$(MAKE) --no-print-directory docs || exit 1; \
 	wait $$warm_pid; cat $$warm; grep -q '^exit 0$$' $$warm || exit 1; rm -f $$warm; touch $(STAMP); \
-	echo "=== set up in $$(( $$(date +%s) - start )) s (browser, lint, docs; the engine compiled beside them) ==="; \
+	echo "=== set up in $$(( $$(date +%s) - start )) s (browser, lint, type check, docs; the engine compiled beside them) ==="; \
 	log=$$(mktemp); \
 	echo "=== computing tiers: two workers at idle priority ($(IDLE_PRIORITY)), output below when done ==="; \
 	( $(IDLE_PRIORITY) env ROS_LOG_DIR=$$(mktemp -d) $(PYTEST_CMD) -n 2 --durations=10 \
@@ -119,6 +121,7 @@ docs: $(PACKAGES)
 
 lint: $(PACKAGES)
 	$(BIN)/ruff check sim2real tests benchmarks launch setup.py
+	$(BIN)/mypy sim2real
 
 bench: venv
 	@for b in benchmarks/*.py; do m=$$(basename $$b .py); [ "$$m" = "__init__" ] && continue; \

@@ -1,7 +1,8 @@
 """Permissions of the files and directories sim2real writes: the user's umask, as ``open`` gives.
 
-Outputs are written atomically: into a temporary file (:func:`tempfile.mkstemp`) or a staging
-directory (:func:`tempfile.mkdtemp`) that is then renamed to its final name. Those two create
+Outputs are written atomically (:func:`staged_file`, :func:`write_text_atomic`, :func:`staging_dir`): into a
+temporary file (:func:`tempfile.mkstemp`) or a staging directory (:func:`tempfile.mkdtemp`) that is then renamed
+to its final name. Those two create
 mode 0600 and 0700 whatever the umask, and a rename keeps the mode, so without a correction
 ``trial.json``, ``run.json``, a fitted params file or a report folder could be read by nobody
 but their owner (a node started as another user, a colleague, a web server). The helpers here
@@ -14,7 +15,10 @@ from __future__ import annotations
 import os
 import tempfile
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import TextIO
 
 _UMASK_LOCK = threading.Lock()
 
@@ -85,6 +89,32 @@ def temp_file(directory: str | os.PathLike[str], prefix: str, suffix: str = "") 
     fd, name = tempfile.mkstemp(prefix=prefix, suffix=suffix, dir=directory)
     follow_umask(fd)
     return fd, Path(name)
+
+
+@contextmanager
+def staged_file(path: str | os.PathLike[str]) -> Iterator[TextIO]:
+    """Write a text file atomically: a hidden temporary sibling of ``path`` (UTF-8, the umask's mode), open for
+    the ``with`` block, renamed to ``path`` when the block ends without an error and deleted when it raises.
+
+    Readers see the old file or the whole new one, never a part; other files written inside the block come
+    before this one, so ``path`` appearing can mark a set of outputs complete.
+    """
+    path = Path(path)
+    fd, tmp = temp_file(path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            yield handle
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def write_text_atomic(path: str | os.PathLike[str], text: str) -> Path:
+    """Write ``text`` to ``path`` atomically (see :func:`staged_file`); returns the path."""
+    with staged_file(path) as handle:
+        handle.write(text)
+    return Path(path)
 
 
 def staging_dir(directory: str | os.PathLike[str], prefix: str, suffix: str = "") -> Path:

@@ -195,8 +195,8 @@ def push_profile(push: PushConfig) -> tuple[FloatArray, FloatArray, FloatArray]:
 
     moving = (t > push.pre_time) & (t < push.pre_time + move_time)
     x = push.start_x + travel_at(s)
-    xdot = np.where(moving, speed_at(s), 0.0)
-    return t, x, xdot
+    xdot = np.where(moving, speed_at(s), 0.0).astype(np.float64, copy=False)
+    return t.astype(np.float64, copy=False), x, xdot
 
 
 @dataclass(frozen=True)

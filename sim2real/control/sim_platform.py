@@ -238,6 +238,8 @@ class SimPlatform:
         if grad:
             # The arm does not depend on the box's or the contact's parameters: for those columns the
             # pusher's sensitivity is zero, and the arm's Jacobian is not needed at all without others.
+            assert result.d_state is not None and result.d_pusher_start is not None and result.d_pusher_end is not None
+            assert result.d_params is not None
             s_pusher = pusher_jacobian @ s_q if needs_jacobian else np.zeros((3, p))
             s_box = (result.d_state @ self.s_box + result.d_pusher_start @ self._s_pusher
                      + result.d_pusher_end @ s_pusher)
@@ -256,7 +258,7 @@ class _TrialLog:
     """
 
     def __init__(self, platform: SimPlatform, n_steps: int, p: int) -> None:
-        self.t = np.arange(n_steps + 1) * platform.dt
+        self.t = (np.arange(n_steps + 1) * platform.dt).astype(np.float64, copy=False)
         self.joint_position = np.empty((n_steps + 1, 6))
         self.joint_velocity = np.empty((n_steps + 1, 6))
         self.command = np.zeros((n_steps, 6))
@@ -269,9 +271,16 @@ class _TrialLog:
         self.joint_position[0], self.joint_velocity[0] = platform.q, platform.v
         self.pusher[0], self.box[0] = platform.pusher, platform.box.as_vector()
 
-    def arrays(self) -> dict[str, FloatArray | None]:
-        """The arrays by the :class:`ArmTrialResult` field names."""
-        return dict(vars(self))
+    def result(self, platform: SimPlatform, stop_reason: str) -> ArmTrialResult:
+        """The trial's result: these arrays and what ``platform`` kept (contact extremes, outcomes)."""
+        return ArmTrialResult(
+            t=self.t, joint_position=self.joint_position, joint_velocity=self.joint_velocity, command=self.command,
+            reference_position=self.reference_position, reference_velocity=self.reference_velocity,
+            pusher=self.pusher, box=self.box, d_box=self.d_box, d_joint_position=self.d_joint_position,
+            touched=platform.touched, min_pusher_distance=float(platform.min_pusher_distance),
+            min_table_distance=float(platform.min_table_distance), stop_reason=stop_reason,
+            grad_names=platform.grad_names, outcomes=platform.log.outcomes, solve=platform.log.summary(),
+            hard_steps=tuple(platform.log.hard_steps))
 
     def record(self, k: int, platform: SimPlatform) -> None:
         """Store the platform's state after tick ``k`` in row ``k + 1``."""
@@ -380,8 +389,4 @@ def simulate_arm_trial(params: ParameterSet, reference: JointTrajectory, initial
         platform.step(u, d_command)
         log.record(k, platform)
 
-    return ArmTrialResult(
-        **log.arrays(), touched=platform.touched, min_pusher_distance=float(platform.min_pusher_distance),
-        min_table_distance=float(platform.min_table_distance), stop_reason=driver.stop_reason, grad_names=grad_names,
-        outcomes=platform.log.outcomes, solve=platform.log.summary(), hard_steps=tuple(platform.log.hard_steps),
-    )
+    return log.result(platform, driver.stop_reason)

@@ -30,7 +30,7 @@ state, pusher placement, and parameters (models with the perturbed parameter, bu
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -80,7 +80,7 @@ def _require_mujoco() -> Any:
     return mujoco
 
 
-def _fmt(values: Sequence[float]) -> str:
+def _fmt(values: Iterable[float]) -> str:
     return " ".join(repr(float(v)) for v in values)
 
 
@@ -316,10 +316,9 @@ class MujocoWorld:
             return StepResult(state=state, contacts=contacts, iterations=iterations, violation=(math.inf, math.inf),
                               param_names=names, outcome=StepOutcome.DEGRADED, rung="mujoco")
         contacts = self._contacts(self._main, nxt)
-        result = {"state": BoxState._from_engine(nxt), "contacts": contacts, "iterations": iterations,
-                  "violation": (0.0, 0.0), "param_names": names, "rung": "mujoco"}
+        next_state = BoxState._from_engine(nxt)
         if not grad:
-            return StepResult(**result)
+            return StepResult(next_state, contacts, iterations, (0.0, 0.0), param_names=names, rung="mujoco")
         d_state = np.empty((STATE_SIZE, STATE_SIZE))
         for j in range(STATE_SIZE):
             h = FD_STEP * max(1.0, abs(x[j]))
@@ -350,5 +349,5 @@ class MujocoWorld:
             up = self._advance(self._perturbed_sim(name, hi), x, start, end)[0]
             down = self._advance(self._perturbed_sim(name, lo), x, start, end)[0]
             d_params[:, k] = (up - down) / (hi - lo)
-        return StepResult(**result, d_state=d_state, d_pusher_start=d_start, d_pusher_end=d_end, d_params=d_params,
-                          smoothed_state=nxt)
+        return StepResult(next_state, contacts, iterations, (0.0, 0.0), d_state=d_state, d_pusher_start=d_start,
+                          d_pusher_end=d_end, d_params=d_params, param_names=names, smoothed_state=nxt, rung="mujoco")

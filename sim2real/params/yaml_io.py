@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import math
 import os
-import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,7 @@ from typing import Any
 import yaml
 
 from sim2real.errors import Sim2RealError
-from sim2real.filemodes import follow_umask
+from sim2real.filemodes import write_text_atomic
 from sim2real.params.registry import PARAMETERS, ParameterSet, coerce, spec
 
 DEFAULT_NODE_KEY = "/**"
@@ -293,16 +292,7 @@ def save_params(path: str | os.PathLike[str], params: Mapping[str, float], node_
     body = yaml.safe_dump(document, sort_keys=False, default_flow_style=False)
     comment = "".join(f"# {line}\n" for line in header.splitlines()) if header else ""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        follow_umask(fd)  # mkstemp creates 0600; a params file is read by nodes of other users too
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(comment + body)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    return write_text_atomic(path, comment + body)  # the umask's mode: nodes of other users read it too
 
 
 def parse_override(text: str) -> tuple[str, float | int]:

@@ -198,12 +198,13 @@ class BoxWorld:
         iterations = solution.iterations
         violation = solution.violation
         next_state = BoxState._from_engine(solution.next_state)
-        ladder = {"outcome": solution.outcome, "rung": solution.rung.name, "kappa": solution.kappa,
-                  "problem": problem if solution.outcome != StepOutcome.CONVERGED else None}
+        hard = problem if solution.outcome != StepOutcome.CONVERGED else None
         if not grad:
             return StepResult(state=next_state, contacts=contacts, iterations=iterations, violation=violation,
-                              param_names=names, **ladder)
+                              param_names=names, outcome=solution.outcome, rung=solution.rung.name,
+                              kappa=solution.kappa, problem=hard)
         jacobian = solution.jacobian
+        assert jacobian is not None  # a solve asked for gradients returns them
         param_cols = [PARAMS_OFFSET + THETA_PARAMS.index(n) for n in names]
         size = 6 if capsule else 3
         start_cols = slice(PUSHER_START_SLICE.start, PUSHER_START_SLICE.start + size)
@@ -214,7 +215,7 @@ class BoxWorld:
             d_pusher_start=jacobian[:, start_cols].copy() if with_pusher else np.zeros((13, size)),
             d_pusher_end=jacobian[:, end_cols].copy() if with_pusher else np.zeros((13, size)),
             d_params=jacobian[:, param_cols].copy(), param_names=names, smoothed_state=solution.smoothed_state,
-            **ladder)
+            outcome=solution.outcome, rung=solution.rung.name, kappa=solution.kappa, problem=hard)
 
 
 def _own_warm_start(warm_start: object | None) -> WarmStart | None:
@@ -257,8 +258,12 @@ def advance_compiled(world: BoxWorld, traj: Trajectory, first: int, last: int, r
     theta = np.empty(THETA_SIZE)
     theta[PARAMS_OFFSET:] = world._params_theta
     param_cols = np.array([PARAMS_OFFSET + THETA_PARAMS.index(n) for n in traj.names], dtype=np.int64)
-    sens, run = (traj.sens, running) if traj.sens is not None else (_NO_SENS, _NO_RUNNING)
-    sens0, run0 = (traj.sens0, running0) if traj.sens0 is not None else (_NO_SENS0, _NO_RUNNING0)
+    sens, run = _NO_SENS, _NO_RUNNING
+    if traj.sens is not None and running is not None:  # start_derivatives gives both or neither
+        sens, run = traj.sens, running
+    sens0, run0 = _NO_SENS0, _NO_RUNNING0
+    if traj.sens0 is not None and running0 is not None:
+        sens0, run0 = traj.sens0, running0
     dt, substeps, kappa_sim, kappa_grad = world._step_constants
     t = first
     while t < last:

@@ -45,7 +45,8 @@ class Reproduction(Protocol):
         The step's index in its run (None: not known).
     """
 
-    step_index: int | None
+    @property
+    def step_index(self) -> int | None: ...
 
     def with_context(self, **changes: Any) -> Reproduction:
         """A copy with ``context`` (where the step comes from), ``step_index``, ``outcome``, ``rung`` or

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from sim2real.errors import Sim2RealError
 
@@ -12,7 +13,7 @@ STATE_SIZE = 13
 """Length of :meth:`BoxState.as_vector`: position 3, quaternion 4, linear velocity 3, angular velocity 3."""
 
 
-def _vector(name: str, value: object, size: int) -> np.ndarray:
+def _vector(name: str, value: ArrayLike, size: int) -> np.ndarray:
     array = np.array(value, dtype=float).reshape(-1)
     if array.shape != (size,):
         raise Sim2RealError(f"box state '{name}' must have {size} numbers, got shape {np.shape(value)}")
@@ -84,6 +85,6 @@ class BoxState:
         return state
 
     @classmethod
-    def at_rest(cls, position: np.ndarray, quaternion: np.ndarray = (1.0, 0.0, 0.0, 0.0)) -> BoxState:
+    def at_rest(cls, position: ArrayLike, quaternion: ArrayLike = (1.0, 0.0, 0.0, 0.0)) -> BoxState:
         """A motionless box at ``position`` (m, world) with orientation ``quaternion`` (w, x, y, z)."""
         return cls(np.asarray(position, dtype=float), np.asarray(quaternion, dtype=float))

@@ -120,7 +120,8 @@ def record_step(traj: Trajectory, t: int, result: StepResult, dt: float, running
     if traj.sens is not None and running is not None and result.d_state is not None:
         chained = result.d_state @ running
         if traj.names:
-            np.add.at(chained, (slice(None), traj.columns), result.d_params)  # names sharing a column add up
+            assert result.d_params is not None  # a step asked for derivatives returns them
+            np.add.at(chained.T, traj.columns, result.d_params.T)  # names sharing a column add up
         running[:, :] = chained
         traj.sens[t + 1] = chained
     if traj.sens0 is not None and running0 is not None and result.d_state is not None:

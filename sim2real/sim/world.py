@@ -45,11 +45,20 @@ class World(Protocol):
         Parameters :meth:`step` can differentiate with respect to.
     """
 
-    params: ParameterSet
-    pusher: Sphere | Capsule | None
-    engine: str
-    gradient_method: str
-    differentiable: tuple[str, ...]
+    @property
+    def params(self) -> ParameterSet: ...
+
+    @property
+    def pusher(self) -> Sphere | Capsule | None: ...
+
+    @property
+    def engine(self) -> str: ...
+
+    @property
+    def gradient_method(self) -> str: ...
+
+    @property
+    def differentiable(self) -> tuple[str, ...]: ...
 
     @property
     def dt(self) -> float:

@@ -196,7 +196,8 @@ def null_thresholds(count: int, least: int) -> tuple[float, float]:
     over normal, uniform and exponential (skewed) draws (:data:`NULL_SAMPLES` of each, three coordinates,
     a fixed seed)."""
     rng = np.random.default_rng(20261201 + count)
-    gaps, dips = [], []
+    gaps: list[float] = []
+    dips: list[float] = []
     for draw in (rng.standard_normal, rng.random, rng.standard_exponential):
         lines = _lines(draw((NULL_SAMPLES, count, 3)), least)
         for statistic, out in ((lines.gap, gaps), (lines.dip, dips)):

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 
@@ -322,11 +323,11 @@ def _prepare_recorded(record: TrialRecord, dt: float, platform: str) -> TrialDat
         joint_position=joint_position, joint_velocity=interpolate(t, joints.t, joints.velocity),
         command=command, reference=record.reference, platform=ns,
         pusher_position=pusher_position, pusher_gap=gap,
-        **({"start_joints": arm_start[0], "start_joint_samples": arm_start[1]} if arm_start else {}),
+        start_joints=arm_start[0] if arm_start else None, start_joint_samples=arm_start[1] if arm_start else 1,
     )
 
 
-def _start_fields(poses: PoseSeries, t_start: float) -> dict[str, object]:
+def _start_fields(poses: PoseSeries, t_start: float) -> dict[str, Any]:
     """:class:`TrialData`'s ``start_*`` fields from :func:`resting_start` (empty: the first pose)."""
     start = resting_start(poses, t_start)
     if start is None:

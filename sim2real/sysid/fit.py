@@ -347,11 +347,12 @@ def _checked_inputs(problem: FitProblem) -> _FitInputs:
     if "pusher.length" in names:
         raise Sim2RealError("pusher.length cannot be fitted: it places the rod (the pusher path given to the "
                             "engine), which has no simulator gradient; set it with --set pusher.length=L")
-    sources = list(problem.sources) if problem.sources is not None else [None] * len(records)
+    sources: list[str | None] = list(problem.sources) if problem.sources is not None else [None] * len(records)
     prepared = _prepare(records, sources, start, platform, spec_, names, "inputs")
     validation = problem.validation
-    held = _prepare(validation, list(problem.validation_sources or [None] * len(validation)), start, platform,
-                    spec_, (), "validation")
+    held_sources: list[str | None] = ([*problem.validation_sources] if problem.validation_sources
+                                      else [None] * len(validation))
+    held = _prepare(validation, held_sources, start, platform, spec_, (), "validation")
     left_out = list(problem.failures) + prepared.failures + held.failures
     if not prepared.trials:
         raise_all_failed(left_out, "no trial can be fitted")
@@ -490,7 +491,7 @@ def _predictions(executor: Any, evaluator: FitEvaluator, held_out: HeldOut, star
     """fit.json ``validation.prediction``: whole-trial prediction errors of the training and the
     held-out trials at the start values and at the fitted values ``x`` (p,) (each trial with its
     object's values; :mod:`sim2real.sysid.prediction`)."""
-    blocks = {}
+    blocks: dict[str, Any] = {}
     for label, shared, trials in (("training", evaluator.shared_trials, evaluator.trials),
                                   ("validation", held_out.shared_trials, held_out.trials)):
         before = predict(executor, shared, start, spec_.mode, spec_.pusher, spec_.pusher_shape, spec_.engine)

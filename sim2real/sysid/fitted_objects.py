@@ -156,6 +156,7 @@ def params_objects(out: str | Path, params: ParameterSet, objects: Sequence[Mapp
     files: dict[str, tuple[ObjectParams, str]] = {}
     entries = [{**dict(o), "params_file": None} for o in objects]
     for label, set_ in (per_object or {}).items():
+        assert object_path is not None  # checked above
         mine = [k for k, o in enumerate(objects) if o.get("parameters") and o.get("name") == label]
         if len(mine) == 1:
             obj = objects[mine[0]]
@@ -178,6 +179,7 @@ def params_objects(out: str | Path, params: ParameterSet, objects: Sequence[Mapp
                   f"file holds none of their box and pusher values (its values are the start's), each trial simulates "
                   f"its own (trial.json \"object\")")
         if files:
+            assert object_path is not None  # files are written only for per-object sets
             header += "; each object's values: " + ", ".join(
                 Path(object_path(out, label)).name for label in files)
         if bare:

@@ -341,7 +341,7 @@ def check_start_above_table(data: TrialData, params: ParameterSet) -> None:
     """
     position = data.start_position if data.start_position is not None else data.box_position[0]
     quaternion = data.start_quaternion if data.start_quaternion is not None else data.box_quaternion[0]
-    size = np.array([float(params[f"box.size_{axis}"]) for axis in "xyz"])
+    size = tuple(float(params[f"box.size_{axis}"]) for axis in "xyz")
     lowest = float(box_lowest_z(position, quaternion, size))  # the geometry of the import's scene checks
     depth = float(params["contact.table_height"]) - lowest
     if depth > MAX_START_DEPTH:

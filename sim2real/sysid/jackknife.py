@@ -149,7 +149,8 @@ def with_refit_jackknife(result: Any, jackknife: RefitJackknife) -> Any:
     uncertainty = dict(result.data.get("uncertainty", {}))
     uncertainty["refit_jackknife"] = jackknife.as_dict()
     std, ci95 = dict(result.std), dict(result.ci95)
-    widened, kept = [], []
+    widened: list[str] = []
+    kept: list[str] = []
     refits = len(jackknife.trials) - len(jackknife.failures)
     dof = dict(uncertainty.get("dof", {}))
     for name, jk_std in jackknife.std.items():

@@ -224,13 +224,13 @@ def loss_weights(residuals: np.ndarray, loss: str, scale: float) -> tuple[float,
 
 Evaluate = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
 Progress = Callable[[TraceEntry], None]
+Evaluated = tuple[np.ndarray, np.ndarray, np.ndarray, float, np.ndarray]  #: x (p,), r (m,), J (m, p), cost, w (m,)
 
 
 def _snap_to_bounds(evaluate: Evaluate, x: np.ndarray, cost: float, g: np.ndarray, lower: np.ndarray,
-                    upper: np.ndarray, settings: LMSettings) -> tuple[np.ndarray, ...] | None:
-    """The end point with the unknowns that stopped
-    :data:`~sim2real.sysid.damped_step.BOUND_MARGIN` short of a bound, pushed there by the gradient ``g``
-    (p,), put on the bound, when that costs no more (``(x, r, J, cost, w)``, else None)."""
+                    upper: np.ndarray, settings: LMSettings) -> Evaluated | None:
+    """The end point with the unknowns that stopped :data:`~sim2real.sysid.damped_step.BOUND_MARGIN` short of a
+    bound, pushed there by the gradient ``g`` (p,), put on the bound, when that costs no more (else None)."""
     on_lower, on_upper = at_bounds(x, lower, upper)
     outward = (on_lower & (g > 0.0) & (x > lower)) | (on_upper & (g < 0.0) & (x < upper))
     if not np.any(outward):

@@ -467,7 +467,7 @@ def _box_segment_rollouts(rows: _Rows, data: TrialData, world: World, cols: _Col
             sens = (result.initial_sensitivities[i] @ init if result.initial_sensitivities is not None
                     else np.zeros((STATE_SIZE, cols.p)))
             if engine_cols:
-                np.add.at(sens, (slice(None), engine_cols), result.sensitivities[i])  # tied names add up
+                np.add.at(sens.T, engine_cols, result.sensitivities[i].T)  # tied names add up
             rows.add_pose(result.states[i], sens, data, start + i, weights, first_bad is not None and i >= first_bad)
 
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -296,8 +296,7 @@ def predict_spread(executor: Executor, trials: Sequence[TrialData],
     list of TrialSpread
         In trial order.
     """
-    per_trial = [parameter_sets if isinstance(parameter_sets[0], ParameterSet) else parameter_sets[i]
-                 for i in range(len(trials))]
+    per_trial = _per_trial(parameter_sets, len(trials))
     count = len(per_trial[0]) if per_trial else 0
     noises = [trial_noise(data, noise) for data in trials]
     shifts = np.zeros((len(trials), count, 6))
@@ -320,6 +319,14 @@ def predict_spread(executor: Executor, trials: Sequence[TrialData],
         spreads.append(TrialSpread(data.name, real, finals, tuple(r for r in mine if isinstance(r, str)),
                                    noises[i]))
     return spreads
+
+
+def _per_trial(parameter_sets: Sequence[ParameterSet] | Sequence[Sequence[ParameterSet]],
+               trials: int) -> list[Sequence[ParameterSet]]:
+    """The draws of each of ``trials`` trials: the one sequence for all, or each trial's own."""
+    if parameter_sets and isinstance(parameter_sets[0], ParameterSet):
+        return [cast("Sequence[ParameterSet]", parameter_sets)] * trials
+    return [cast("Sequence[ParameterSet]", parameter_sets[i]) for i in range(trials)]
 
 
 def spread_of_fit(executor: Executor, dist: Any, params: ParameterSet, trials: Sequence[TrialData], draws: int,
@@ -362,7 +369,7 @@ class SpreadSettings:
     mode, pusher, pusher_shape, engine, platform : str
         What drives each simulation, and which recording of a trial it starts from.
     executor : str
-        ``"local"`` or ``"ray"``; ``workers`` processes (None: the executor's default).
+        ``"local"`` or ``"ray"``; ``workers`` processes (1: this process).
     seed : int
         Of the draws, the start shifts and the outcome noise.
     level : float
@@ -375,6 +382,6 @@ class SpreadSettings:
     engine: str = "ours"
     platform: str = "auto"
     executor: str = "local"
-    workers: int | None = None
+    workers: int = 1
     seed: int = 0
     level: float = DEFAULT_LEVEL

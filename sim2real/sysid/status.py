@@ -104,7 +104,7 @@ def poorly_determined(label: str, std: float | None, scale: float) -> str | None
 
 
 def determination_problems(label: str, value: float, ci95: Sequence[float] | None, bounds: Sequence[float],
-                           refits: Mapping[str, Sequence[float | None]] | None = None) -> list[str]:
+                           refits: Mapping[str, float | None] | None = None) -> list[str]:
     """Why a parameter with an interval is undetermined, one line per reason (empty when it is determined).
 
     Parameters
@@ -117,7 +117,7 @@ def determination_problems(label: str, value: float, ci95: Sequence[float] | Non
         The 95 % interval the fit reports (None: no standard deviation, said elsewhere).
     bounds : [lower, upper]
         The fit's bounds of the parameter (the registry's, narrowed by ``--bounds``).
-    refits : mapping of str to sequence of float or None, optional
+    refits : mapping of str to float or None, optional
         A measured jackknife: the value of each leave-one-out refit (or grid minimum), by the trial
         left out (None where a refit failed).
 

@@ -87,9 +87,14 @@ def cluster_gradients(jacobian: np.ndarray, weighted_residuals: np.ndarray, size
 class _Iterate(Protocol):
     """What :func:`stalled` reads of a trace entry (:class:`~sim2real.sysid.optimizer.TraceEntry`)."""
 
-    cost: float
-    accepted: bool
-    x: tuple[float, ...]
+    @property
+    def cost(self) -> float: ...
+
+    @property
+    def accepted(self) -> bool: ...
+
+    @property
+    def x(self) -> tuple[float, ...]: ...
 
 
 def stalled(trace: Sequence[_Iterate], free: np.ndarray, sigma: np.ndarray | None) -> bool:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from sim2real.errors import Sim2RealError
-from sim2real.filemodes import temp_file
+from sim2real.filemodes import staged_file
 from sim2real.params import save_params
 from sim2real.sim import save_hard_steps
 from sim2real.sysid.fit import FitResult
@@ -99,7 +99,7 @@ def object_files(out: str | os.PathLike[str], result: FitResult) -> ObjectFiles:
     if free.per_object:
         x = np.array([result.values[label] for label in free.labels])
         per_object = {obj: result.start.replace(free.parameters(x, obj)) for obj in free.objects}
-    return params_objects(out, result.params, result.data.get("trial_objects") or [], set(free.names),
+    return params_objects(Path(out), result.params, result.data.get("trial_objects") or [], set(free.names),
                           per_object, object_params_path)
 
 
@@ -211,17 +211,11 @@ def write_fit(out: str | os.PathLike[str], result: FitResult) -> tuple[Path, Pat
         header += "\nPROBLEMS (see " + json_path.name + "):\n" + "\n".join(f"- {p}" for p in result.problems)
     files = object_files(path, result)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = temp_file(path.parent, prefix=f".{json_path.name}.")  # the umask's mode, not mkstemp's 0600
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(document, handle, indent=2)
-            handle.write("\n")
+    with staged_file(json_path) as handle:  # fit.json appears last, when the params files are written
+        json.dump(document, handle, indent=2)
+        handle.write("\n")
         save_params(path, files.shared.params, header=f"{header}\n{files.header}" if files.header else header)
         _write_object_params(path, files, header)
-        os.replace(tmp, json_path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
     write_hard_steps(path, result)
     return path, json_path
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -39,19 +38,9 @@ def write_json_atomic(path: Path, content: Mapping[str, Any]) -> Path:
 
     The file gets the mode the umask asks for (0644 under umask 022), not mkstemp's 0600.
     """
-    from sim2real.filemodes import temp_file
+    from sim2real.filemodes import write_text_atomic
 
-    path = Path(path)
-    text = json.dumps(jsonable(content), indent=2) + "\n"
-    fd, tmp_name = temp_file(path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp_name, path)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
-    return path
+    return write_text_atomic(path, json.dumps(jsonable(content), indent=2) + "\n")
 
 
 def read_json(path: Path, what: str) -> dict[str, Any]:

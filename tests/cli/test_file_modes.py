@@ -66,3 +66,18 @@ def test_fit_and_report_outputs_follow_the_umask(tmp_path: Path, umask: int) -> 
     files = [fitted, fitted.with_suffix(".json"), *sorted(report.iterdir())]
     assert {f.name: oct(_mode(f)) for f in files} == {f.name: oct(file_mode) for f in files}
     assert oct(_mode(report)) == oct(dir_mode)
+
+
+def test_a_staged_file_appears_whole_or_not_at_all(tmp_path: Path) -> None:
+    from sim2real.filemodes import staged_file, write_text_atomic
+
+    target = write_text_atomic(tmp_path / "out.json", "old\n")
+    with pytest.raises(RuntimeError), staged_file(target) as handle:
+        handle.write("half of the new")
+        raise RuntimeError("failed late")
+    assert target.read_text() == "old\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.json"]  # no temporary file left
+    with staged_file(target) as handle:
+        handle.write("new\n")
+        assert target.read_text() == "old\n"  # nothing visible before the block ends
+    assert target.read_text() == "new\n"
