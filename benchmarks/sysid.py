@@ -153,8 +153,8 @@ def _problem(executor: Any, name: str, description: str, records: Sequence[Trial
     setup = unknowns(free_set, start)
     start, x0, lower, upper, typical = setup.start, setup.x0, setup.lower, setup.upper, setup.typical
     trials, failures = usable_trials(records, start, spec_, free_set.names)
-    evaluator = FitEvaluator(executor, trials, start, free_set.parameters, free_set.place_groups, free_set.names,
-                             free_set.name_groups, spec_)
+    evaluator = FitEvaluator(executor, trials, start, free_set.parameters, free_set.place_groups, free_set.columns,
+                             spec_)
     left_out = [f.name for f in failures + evaluator.start(x0)]
     if not evaluator.start_results:
         raise Sim2RealError(f"{name}: no trial can be fitted ({', '.join(left_out)})")

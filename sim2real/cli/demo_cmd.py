@@ -277,11 +277,11 @@ def _run_steps(args: argparse.Namespace, out: Path, grid: tuple[str, list[float]
     if failed_attempts:
         print(f"  (the experiment ran {len(failed_attempts) + 1} times: "
               + "; ".join(f"attempt {i + 1} failed: {reason}" for i, reason in enumerate(failed_attempts)) + ")")
-    left_out = check.get("experiment", {}).get("left_out") or []  # type: ignore[union-attr]
+    left_out = check.get("experiment", {}).get("left_out") or []
     if left_out:
         print(_red(f"  {len(left_out)} recorded trial(s) left out, not standard pushes: "
                    + "; ".join(entry["reason"] for entry in left_out)))
-    starved = check.get("experiment", {}).get("starved") or []  # type: ignore[union-attr]
+    starved = check.get("experiment", {}).get("starved") or []
     if starved:
         print(_red(f"  {len(starved)} trial(s) with a starved real control loop (a busy machine; fitted, and "
                    "screened before the box stage): "
@@ -296,8 +296,8 @@ def _run_steps(args: argparse.Namespace, out: Path, grid: tuple[str, list[float]
     print()
     if "mean_gap_m" in check:
         gaps = check["mean_gap_m"]
-        print(f"mean sim-vs-real final-distance gap: {gaps['before'] * 100:.2f} cm before the fit, "  # type: ignore[index]
-              f"{gaps['after'] * 100:.2f} cm after")  # type: ignore[index]
+        print(f"mean sim-vs-real final-distance gap: {gaps['before'] * 100:.2f} cm before the fit, "
+              f"{gaps['after'] * 100:.2f} cm after")
     print(f"report: {report.html}")
     print(f"demo check: {check_path}")
     print(f"demo finished in {time.perf_counter() - start:.0f} s")

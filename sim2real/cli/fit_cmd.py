@@ -19,6 +19,8 @@ from sim2real.cli.common import (
 )
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from sim2real.sysid import FitResult
 
 EPILOG = """\
@@ -227,7 +229,7 @@ def _log(message: str, alarm: bool = False) -> None:
     print(f"fit: {red(message, sys.stderr) if alarm else message}", file=sys.stderr, flush=True)
 
 
-def print_summary(result: FitResult, params_path: object, json_path: object) -> None:
+def print_summary(result: FitResult, params_path: Path, json_path: Path) -> None:
     """The console summary on stderr: status and problems first (red on a terminal), then the rest."""
     if result.ok:
         _log(f"status: {result.status}, no problems")
@@ -460,7 +462,7 @@ def run(args: argparse.Namespace) -> int:
         params_path, json_path = write_fit(out, result)
     print_summary(result, params_path, json_path)
     if args.json:
-        print(json.dumps(fit_document(result, params_path), indent=2))
+        print(json.dumps(fit_document(result, params_path).to_json(), indent=2))
     if result.failures:
         return EXIT_TRIALS_FAILED
     return 0 if result.ok else EXIT_FIT_PROBLEMS

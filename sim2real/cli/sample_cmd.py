@@ -12,6 +12,7 @@ from sim2real.cli.common import bounded_float, bounded_int, check_output_locatio
 if TYPE_CHECKING:
     from sim2real.params import ParameterSet
     from sim2real.sysid.bands import BandCalibration
+    from sim2real.sysid.fit_file import FitDocument
     from sim2real.sysid.sampling import FitDistribution
 
 #: Most sets one call writes.
@@ -176,7 +177,7 @@ def _t_note(dist: FitDistribution, distribution: str, inflate: float) -> str | N
             f"narrower than those intervals (--distribution t, or --inflate {ratio:.3g}, to match them)")
 
 
-def fit_band_calibration(document: dict[str, Any], source: str) -> BandCalibration | None:
+def fit_band_calibration(document: FitDocument, source: str) -> BandCalibration | None:
     """The band calibration fit.json keeps (``validation.spread.calibration``) at its own level, None
     without one (:func:`sim2real.sysid.spread_calibration.fit_calibration`; one-line error when it is invalid)."""
     from sim2real.sysid.spread_calibration import fit_calibration
@@ -184,7 +185,8 @@ def fit_band_calibration(document: dict[str, Any], source: str) -> BandCalibrati
     calibration = fit_calibration(document, source)
     if calibration is None:
         return None
-    return calibration.at_level(float(document["validation"]["spread"]["calibration"]["level"]))
+    assert document.validation is not None  # fit_calibration found the calibration there
+    return calibration.at_level(float(document.validation["spread"]["calibration"]["level"]))
 
 
 def refuse_per_object(dist: FitDistribution, source: str) -> None:

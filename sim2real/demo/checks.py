@@ -224,7 +224,7 @@ def recording_problems(records: Sequence[TrialRecord]) -> list[str]:
             problems.append(f"trial {record.name} is incomplete")
             continue
         real, reference = record.platforms.get("real"), record.reference
-        if real is None or reference is None or len(real.joint_states) == 0:
+        if real is None or reference is None or real.joint_states is None or len(real.joint_states) == 0:
             problems.append(f"trial {record.name} has no real joint states or no reference")
             continue
         states = real.joint_states
@@ -237,7 +237,7 @@ def recording_problems(records: Sequence[TrialRecord]) -> list[str]:
                             f"(limit {MAX_TRACKING_ERROR:g}: the control loop lost its pace)")
         box = real.box_pose
         span = 5  # samples, 50 ms at 100 Hz
-        if len(box) > span:
+        if box is not None and len(box) > span:
             speed = float(np.max(np.linalg.norm(box.position[span:] - box.position[:-span], axis=1)
                                  / np.maximum(box.t[span:] - box.t[:-span], 1e-9)))
             if speed > MAX_BOX_SPEED:

@@ -35,6 +35,7 @@ from sim2real.errors import RunFailedError, Sim2RealError
 if TYPE_CHECKING:
     from sim2real.report.build import ReportPaths
     from sim2real.sysid import FitResult
+    from sim2real.sysid.inputs import ReplayMode
     from sim2real.trials import TrialRecord
 
 
@@ -81,7 +82,7 @@ class DemoOptions:
     validation_distances: tuple[float, ...]
     servo_free: str
     box_free: str
-    box_mode: str
+    box_mode: ReplayMode
     grid: tuple[str, list[float]] | None
     max_iterations: int
     standin_host: str
@@ -356,7 +357,10 @@ def run_demo(options: DemoOptions, out: Path, hidden: dict[str, float], ui: Demo
     recording = record_experiment(options, before_dir, ui)
     recorded, failed_attempts = recording.trials, recording.failed_attempts
     ui.detail(f"{len(recorded)} usable trials recorded in {before_dir} ({time.perf_counter() - t0:.0f} s)")
-    records, sources, held, held_sources = [], [], [], []
+    records: list[TrialRecord] = []
+    held: list[TrialRecord] = []
+    sources: list[str] = []
+    held_sources: list[str] = []
     for record, path in ((r, str(before_dir / r.name)) for r in recorded):
         trials, where = ((held, held_sources) if is_held_out(record, options.validation_distances)
                          else (records, sources))

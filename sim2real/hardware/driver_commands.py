@@ -24,7 +24,7 @@ import math
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import numpy as np
 
@@ -234,7 +234,7 @@ class _Commands(_StopPath):
         return what, target, self._exchange(what, self._arm.set_servo_angle_j, target.tolist(), is_radian=True,
                                             started=started)
 
-    def _not_sent(self, code: int, what: str) -> None:
+    def _not_sent(self, code: int, what: str) -> NoReturn:
         """A command that never left (the gate refused it, or the SDK failed before writing): raise."""
         if self._gate is None or not self._gate.closed:
             self._check(code, what)

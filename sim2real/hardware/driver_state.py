@@ -25,7 +25,7 @@ import collections
 import logging
 import threading
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sim2real.hardware.driver_types import CommandRecord, DriverConfig, Fault, FloatArray, Preflight
 from sim2real.hardware.link_timing import RunQueueDelay, SendGate
@@ -80,6 +80,12 @@ class _DriverState:
     _second_stop: threading.Thread | None
     stop_sent_at: float | None
 
-    # --- properties of XArmDriver ---
-    where: str  # "ip:port" of the controller
-    connected: bool
+    # --- properties of XArmDriver (read-only there: declared here as properties, for the checker only) ---
+    if TYPE_CHECKING:
+        @property
+        def where(self) -> str:  # "ip:port" of the controller
+            ...
+
+        @property
+        def connected(self) -> bool:
+            ...

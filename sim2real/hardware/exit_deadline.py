@@ -20,7 +20,7 @@ class ExitDeadline:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._signum = signal.SIGINT
+        self._signum: int = signal.SIGINT
         self._seconds = math.inf
         self._registered = False
 

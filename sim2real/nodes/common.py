@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import warnings
+from collections.abc import MutableMapping
 from typing import Any
 
 import numpy as np
@@ -63,7 +64,7 @@ HARD_STEP_TOPIC = "{ns}/hard_step"
 SOLVER_STATUS_EVERY = 25
 
 
-def ensure_localhost(env: dict[str, str] | None = None, warn: bool = True) -> None:
+def ensure_localhost(env: MutableMapping[str, str] | None = None, warn: bool = True) -> None:
     """Keep DDS discovery on loopback: set ``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST`` if unset.
 
     ``ROS_LOCALHOST_ONLY`` is ignored by this ROS release, so it does not count.

@@ -40,12 +40,13 @@ Parameters (type, default: meaning, unit); config/experiment.yaml holds the stan
 from __future__ import annotations
 
 import collections
+import functools
 import json
 import threading
 import time
 from dataclasses import fields
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from geometry_msgs.msg import PoseStamped
@@ -115,7 +116,8 @@ class ExperimentNode(LeanNode):
         self.engine = str(self.declare_parameter("engine", "ours").value)  # the sim platform's, for the records
         self.distances = parse_distances(list(self.declare_parameter("distances", [0.30]).value))
         self.tolerance = float(self.declare_parameter("start_tolerance", 0.01).value)
-        push_values = {f.name: float(self.declare_parameter(f"push.{f.name}", float(f.default)).value)
+        # every PushConfig field has a plain float default (none is MISSING or a factory)
+        push_values = {f.name: float(self.declare_parameter(f"push.{f.name}", float(cast(float, f.default))).value)
                        for f in fields(PushConfig)}
         self.push = PushConfig(**push_values)
         self.lead_time = float(self.declare_parameter("lead_time", 0.3).value)
@@ -154,10 +156,10 @@ class ExperimentNode(LeanNode):
         self.hardware_fault = False  # the run stopped on a fault the real arm's driver reported
         group = ReentrantCallbackGroup()
         for ns in self.platforms:
-            subscribe_stream(self, streams, JointState, f"{ns}/joint_states",
-                             lambda m, ns=ns: self._on_joints(ns, m), callback_group=group)
-            subscribe_stream(self, streams, PoseStamped, f"{ns}/box_pose",
-                             lambda m, ns=ns: self._on_box(ns, m), callback_group=group)
+            subscribe_stream(self, streams, JointState, f"{ns}/joint_states", functools.partial(self._on_joints, ns),
+                             callback_group=group)
+            subscribe_stream(self, streams, PoseStamped, f"{ns}/box_pose", functools.partial(self._on_box, ns),
+                             callback_group=group)
         self._sim_command: np.ndarray | None = None  # reference position of the latest sim command (_hold_sim)
         if "real" not in self.platforms:
             subscribe_stream(self, streams, JointState, "sim/joint_command", self._on_sim_command, callback_group=group)
@@ -362,7 +364,8 @@ class ExperimentNode(LeanNode):
             position, quaternion = self._place_real(requested)
             q_start = self._latest_joints("real")[1]  # type: ignore[index]
         else:
-            start = (requested, (1.0, 0.0, 0.0, 0.0)) if self.replay is None else self.replay.box_pose
+            start: tuple[np.ndarray, np.ndarray] = ((requested, np.array([1.0, 0.0, 0.0, 0.0])) if self.replay is None
+                                                    else self.replay.box_pose)
             position, quaternion = resting_pose(*start, self.params)
         if "sim" in self.platforms:
             if "real" not in self.platforms:

@@ -25,7 +25,7 @@ dependency is installed with ``pip install 'sim2real[live]'``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -39,6 +39,9 @@ from sim2real.trials.scene import (
     frame,
     static_transforms,
 )
+
+if TYPE_CHECKING:
+    from foxglove.websocket import WebSocketServer
 
 
 def parse_live_address(text: str) -> tuple[str, int]:
@@ -126,7 +129,8 @@ class FoxgloveLive:
         self.spec = spec
         self.context = foxglove.Context()
         try:
-            self.server = foxglove.start_server(name="sim2real", host=host, port=int(port), context=self.context)
+            self.server: WebSocketServer | None = foxglove.start_server(name="sim2real", host=host, port=int(port),
+                                                                        context=self.context)
         except Exception as err:  # the SDK's own error type: cannot bind, say
             raise Sim2RealError(f"--live {host}:{port}: the Foxglove server could not start: {err}") from None
         self.port = int(self.server.port)

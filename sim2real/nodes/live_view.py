@@ -29,6 +29,8 @@ Parameters (type, default: meaning, unit)::
 
 from __future__ import annotations
 
+import functools
+
 from geometry_msgs.msg import PoseStamped
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
@@ -68,7 +70,8 @@ class LiveViewNode(LeanNode):
 
     def __init__(self, name: str = "live_view", streams: StreamHub | None = None, **kwargs: object) -> None:
         super().__init__(name, **kwargs)  # type: ignore[arg-type]
-        platforms = [str(p) for p in self.declare_parameter("platforms", ["real", "sim"]).value]
+        declared: list[str] = self.declare_parameter("platforms", ["real", "sim"]).value
+        platforms = [str(p) for p in declared]
         unknown = sorted(set(platforms) - {"real", "sim"})
         if unknown or not platforms:
             raise ValueError(f"parameter platforms must list real and/or sim, got {platforms}")
@@ -94,13 +97,11 @@ class LiveViewNode(LeanNode):
             self.create_timer(1.0, lambda: self.live.scene(now_ns(self)) if self.live else None)
             self.live.scene(now_ns(self))
         for ns in platforms:
-            subscribe_stream(self, streams, JointState, f"{ns}/joint_states",
-                             lambda msg, ns=ns: self._on_joints(ns, msg))
+            subscribe_stream(self, streams, JointState, f"{ns}/joint_states", functools.partial(self._on_joints, ns))
             if self.live is not None:
-                subscribe_stream(self, streams, PoseStamped, f"{ns}/box_pose",
-                                 lambda msg, ns=ns: self._on_box(ns, msg))
+                subscribe_stream(self, streams, PoseStamped, f"{ns}/box_pose", functools.partial(self._on_box, ns))
                 subscribe_stream(self, streams, PoseStamped, f"{ns}/pusher_pose",
-                                 lambda msg, ns=ns: self._on_pusher(ns, msg))
+                                 functools.partial(self._on_pusher, ns))
 
     def _due(self, ns: str, stream: str, stamp_ns: int) -> bool:
         """Whether a message of ``stream`` stamped ``stamp_ns`` is due (``rate_hz``); a stamp that went

@@ -272,6 +272,7 @@ def run_nodes(factories: Sequence[Callable[[], Node]], argv: Sequence[str], name
     from rclpy.exceptions import ParameterException
     from rclpy.signals import SignalHandlerOptions
 
+    start_errors: tuple[type[BaseException], ...] = (*CONFIG_ERRORS, ParameterException, RuntimeError)
     deadline = _CloseDeadline(name)
     defaulted_range = not os.environ.get("ROS_AUTOMATIC_DISCOVERY_RANGE")
     ensure_localhost(warn=False)  # said once the nodes run: an error stays one line
@@ -283,7 +284,7 @@ def run_nodes(factories: Sequence[Callable[[], Node]], argv: Sequence[str], name
             rclpy.init(args=list(argv), signal_handler_options=SignalHandlerOptions.NO)
             for factory in factories:
                 nodes.append(factory())
-        except (*CONFIG_ERRORS, ParameterException, RuntimeError) as err:
+        except start_errors as err:
             return config_error(name, err)
         if defaulted_range:
             nodes[0].get_logger().info("ROS_AUTOMATIC_DISCOVERY_RANGE was unset; using LOCALHOST "

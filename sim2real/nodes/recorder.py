@@ -38,6 +38,7 @@ Parameters (type, default: meaning, unit)::
 from __future__ import annotations
 
 import collections
+import functools
 import json
 import threading
 import time
@@ -110,7 +111,7 @@ class RecorderNode(LeanNode):
             for series in PLATFORM_TOPICS:
                 msg_type = JointState if series in ("joint_states", "joint_command") else PoseStamped
                 subscribe_stream(self, streams, msg_type, f"{ns}/{series}",
-                                 lambda msg, ns=ns, series=series: self._on_data(ns, series, msg))
+                                 functools.partial(self._on_data, ns, series))
         self._solver: dict[str, dict[str, Any]] = {}
         self._hard_steps: dict[str, list[dict[str, Any]]] = {"real": [], "sim": []}
         for ns in ("real", "sim"):

@@ -60,7 +60,8 @@ class Ros2ControlStandinNode(StandinWorldNode):
         super().__init__(name, **kwargs)
         controller = str(self.declare_parameter("controller", DEFAULT_CONTROLLER).value)
         self.joints = parse_joints(list(self.declare_parameter("joints", list(XARM6_JOINTS)).value))
-        extra = [str(j) for j in self.declare_parameter("extra_joints", [""]).value if str(j)]
+        declared: list[str] = self.declare_parameter("extra_joints", [""]).value
+        extra = [str(j) for j in declared if str(j)]
         self.update_rate = float(self.declare_parameter("update_rate", 150.0).value)
         self.auto_stop = float(self.declare_parameter("auto_stop", 1.0).value)
         if not self.update_rate > 0.0:

@@ -90,7 +90,7 @@ class SimNode(LeanNode):
         self.engine = str(self.declare_parameter("engine", "ours").value)
         check_engine(self.engine)
         initial_distance = float(self.declare_parameter("initial_distance", 0.40).value)
-        initial = list(self.declare_parameter("initial_joints", [0.0]).value)
+        initial: list[float] = list(self.declare_parameter("initial_joints", [0.0]).value)
         self.params = declare_sim_params(self)
         self.arm = load_arm(self.params)
         self.dt = float(self.params["sim.dt"])
@@ -111,9 +111,12 @@ class SimNode(LeanNode):
         self._pub_pusher = self.create_publisher(PoseStamped, "sim/pusher_pose", STREAM_QOS)
         prepare = engine_entry(self.engine).warm_up
         if prepare is not None:
+            def say(line: str) -> None:  # the logger's info() returns a bool; say() returns nothing
+                self.get_logger().info(line)
+
             # A first start after an install compiles the engine (minutes on a busy machine): say so, with
             # progress, rather than stay silent while the experiment waits for this platform.
-            compile_with_progress(say=lambda line: self.get_logger().info(line))
+            compile_with_progress(say=say)
             prepare(self.params)
         self._solver = SolveReporter(self, "sim")
         self._reset(np.asarray(initial, float), box)

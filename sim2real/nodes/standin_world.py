@@ -53,7 +53,7 @@ class StandinWorldNode(LeanNode):
         world_file = str(self.declare_parameter("world_file", "").value)
         host = str(self.declare_parameter("host", "127.0.0.2").value)
         port = int(self.declare_parameter("command_port", 502).value)
-        initial = list(self.declare_parameter("initial_joints", [0.0]).value)
+        initial: list[float] = list(self.declare_parameter("initial_joints", [0.0]).value)
         initial_distance = float(self.declare_parameter("initial_distance", 0.40).value)
         self.config = load_standin(world_file or None)
         truth = self.config.params
@@ -63,7 +63,11 @@ class StandinWorldNode(LeanNode):
             initial = list(start_joints(self.world.arm, load_experiment_config().push,
                                         float(truth["contact.table_height"])))
         self.mocap = MocapModel(self.config.mocap)
-        compile_with_progress(say=lambda line: self.get_logger().info(line))  # a first start: say so
+
+        def say(line: str) -> None:  # the logger's info() returns a bool; say() returns nothing
+            self.get_logger().info(line)
+
+        compile_with_progress(say=say)  # a first start: say so
         warm_up(self.world.world, float(truth["pusher.radius"]))
         # Map the emulator's monotonic clock onto ROS time once (both advance at the same rate:
         # NTP slews CLOCK_MONOTONIC as it slews the system clock).

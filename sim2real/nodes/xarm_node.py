@@ -87,10 +87,14 @@ class XArmNode(LeanNode):
         connect_wait = float(self.declare_parameter("connect_wait", 10.0).value)
         # Link budgets of the driver (s; see DriverConfig): a slow stand-in process may get wider ones.
         defaults = DriverConfig(ip="127.0.0.1")
-        link = {name: float(self.declare_parameter(f"link.{name}", getattr(defaults, name)).value)
-                for name in ("max_round_trip", "latency_budget", "command_timeout", "watchdog_timeout",
-                             "command_duration")}
-        self.driver = XArmDriver(DriverConfig(ip=ip, command_port=port, mode=mode, report_type=report_type, **link))
+
+        def link(name: str) -> float:
+            return float(self.declare_parameter(f"link.{name}", getattr(defaults, name)).value)
+
+        self.driver = XArmDriver(DriverConfig(
+            ip=ip, command_port=port, mode=mode, report_type=report_type, max_round_trip=link("max_round_trip"),
+            latency_budget=link("latency_budget"), command_timeout=link("command_timeout"),
+            watchdog_timeout=link("watchdog_timeout"), command_duration=link("command_duration")))
         preflight = self._connect(connect_wait)
         self.get_logger().info(preflight.summary())
         self.driver.start()

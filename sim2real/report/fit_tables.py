@@ -7,7 +7,7 @@ angles in degrees.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,7 +16,7 @@ import numpy as np
 
 from sim2real.errors import Sim2RealError
 from sim2real.report.cells import degrees, mm, number_or_none
-from sim2real.sysid.fit_file import read_fit_document
+from sim2real.sysid.fit_file import FitDocument, read_fit_document
 
 FIT_KEYS: tuple[str, ...] = ("values", "std", "ci95", "correlation", "start_values", "trace")
 #: fit.json keys shown in their own places (not among the "Fit details").
@@ -107,92 +107,64 @@ class FitSummary:
         return jk_std is not None and std is not None and math.isclose(std, jk_std, rel_tol=1e-9, abs_tol=0.0)
 
 
-def _number_map(raw: Any) -> dict[str, float] | None:
-    if not isinstance(raw, Mapping):
-        return None
-    out = {str(k): float(v) for k, v in raw.items() if number_or_none(v) is not None}
-    return out
+def _section(raw: Any) -> Mapping[str, Any]:
+    """``raw`` if it is a mapping (a JSON object), else an empty one."""
+    return raw if isinstance(raw, Mapping) else {}
 
 
 def read_fit(path: str | Path) -> FitSummary:
-    """Read a fit.json tolerantly (see :class:`FitSummary`).
+    """Read a fit.json leniently (:func:`~sim2real.sysid.fit_file.read_fit_document`): a field of the wrong type
+    is shown as missing, not refused (see :class:`FitSummary`).
 
     Raises
     ------
     Sim2RealError
-        The file cannot be read, is not a JSON object, or has no ``values`` mapping.
+        The file cannot be read, is not a fit report, or has no ``values`` mapping.
     """
-    content = read_fit_document(path)
-    missing: list[str] = []
-    values = _number_map(content.get("values"))
-    if not values:
+    unusable: list[str] = []
+    return fit_summary(read_fit_document(path, unusable), str(path), unusable)
+
+
+def fit_summary(document: FitDocument, path: str, unusable: Sequence[str] = ()) -> FitSummary:
+    """What the report shows of a fit report (see :class:`FitSummary`); ``path`` names it, ``unusable`` lists
+    the fields read as absent because their type was wrong."""
+    if not document.values:
         raise Sim2RealError(f"fit file {path} has no 'values' mapping of parameter names to numbers")
-    std = _number_map(content.get("std"))
-    if std is None:
-        missing.append("std")
-    start = _number_map(content.get("start_values"))
-    if start is None:
-        missing.append("start_values")
-    ci95: dict[str, tuple[float, float]] = {}
-    raw_ci = content.get("ci95")
-    if isinstance(raw_ci, Mapping):
-        for name, bounds in raw_ci.items():
-            if (isinstance(bounds, (list, tuple)) and len(bounds) == 2
-                    and all(number_or_none(b) is not None for b in bounds)):
-                ci95[str(name)] = (float(bounds[0]), float(bounds[1]))
-    else:
-        missing.append("ci95")
+    missing = [key for key, value in (("std", document.std), ("start_values", document.start_values),
+                                      ("ci95", document.ci95)) if value is None]
     names: tuple[str, ...] = ()
     matrix = np.zeros((0, 0))
-    raw_corr = content.get("correlation")
-    if isinstance(raw_corr, Mapping) and isinstance(raw_corr.get("names"), list):
-        try:
-            candidate = np.array(raw_corr.get("matrix"), dtype=float)
-            if candidate.shape == (len(raw_corr["names"]),) * 2:
-                names, matrix = tuple(str(n) for n in raw_corr["names"]), candidate
-        except (TypeError, ValueError):
-            pass
+    corr = document.correlation
+    if corr is not None and len(corr.matrix) == len(corr.names) and all(len(r) == len(corr.names) for r in corr.matrix):
+        names = corr.names
+        matrix = np.array([[np.nan if v is None else v for v in row] for row in corr.matrix], dtype=float)
+        matrix = matrix.reshape(len(names), len(names))
     if not names:
         missing.append("correlation")
-    trace: list[dict[str, Any]] = []
-    raw_trace = content.get("trace")
-    if isinstance(raw_trace, list):
-        for k, item in enumerate(raw_trace):
-            if isinstance(item, Mapping) and number_or_none(item.get("cost")) is not None:
-                entry = dict(item)
-                entry.setdefault("iteration", k)
-                trace.append(entry)
+    trace = [{**item, "iteration": item.get("iteration", k)} for k, item in enumerate(document.trace)
+             if number_or_none(item.get("cost")) is not None]
     if not trace:
         missing.append("trace")
-    raw_warnings = content.get("warnings")
-    warnings = tuple(str(w) for w in raw_warnings) if isinstance(raw_warnings, list) else ()
-    extras = {k: v for k, v in content.items()
+    missing += [key for key in unusable if key not in missing]
+    extras = {k: v for k, v in document.to_json().items()
               if k not in _SHOWN_KEYS and isinstance(v, (str, int, float, bool))}
-    status = content.get("status") if isinstance(content.get("status"), str) else None
-    raw_problems = content.get("problems")
-    problems = tuple(str(p) for p in raw_problems) if isinstance(raw_problems, list) else ()
-    solver = {k: v for k, v in (content.get("solver") or {}).items() if isinstance(v, Mapping)} \
-        if isinstance(content.get("solver"), Mapping) else {}
-    dropped = content.get("dropped_rows")
-    validation = content.get("validation")
-    prediction = validation.get("prediction") if isinstance(validation, Mapping) else None
-    data = content.get("data") if isinstance(content.get("data"), Mapping) else {}
-    uncertainty = data.get("uncertainty") if isinstance(data.get("uncertainty"), Mapping) else {}
-    method = uncertainty.get("method")
-    jackknife = uncertainty.get("grid_jackknife")
+    data, uncertainty = document.data, document.uncertainty
+    prediction = (document.validation or {}).get("prediction")
+    method, jackknife = uncertainty.get("method"), uncertainty.get("grid_jackknife")
     count = data.get("parameter_count")
     if not isinstance(count, int) or isinstance(count, bool) or count < 0:
-        count = len(names) if names else len(values)
-    series = data.get("residual_series")
-    trials = data.get("trials")
-    return FitSummary(str(path), values, std or {}, ci95, start or {}, names, matrix, tuple(trace), warnings,
-                      extras, tuple(missing), status, problems, solver,
-                      int(dropped) if isinstance(dropped, int) and not isinstance(dropped, bool) else 0,
-                      dict(prediction) if isinstance(prediction, Mapping) else {},
-                      method if isinstance(method, str) and method.strip() else None,
-                      dict(jackknife) if isinstance(jackknife, Mapping) else {}, count,
-                      dict(series) if isinstance(series, Mapping) and isinstance(series.get("trials"), list) else {},
-                      tuple(dict(t) for t in trials if isinstance(t, Mapping)) if isinstance(trials, list) else ())
+        count = len(names) if names else len(document.values)
+    series, trials = data.get("residual_series"), data.get("trials")
+    return FitSummary(
+        path, document.values, {k: v for k, v in (document.std or {}).items() if v is not None},
+        {k: v for k, v in (document.ci95 or {}).items() if v is not None}, document.start_values or {}, names, matrix,
+        tuple(trace), document.warnings, extras, tuple(missing), document.status, document.problems,
+        {k: v for k, v in document.solver.items() if isinstance(v, Mapping)}, document.dropped_rows,
+        dict(prediction) if isinstance(prediction, Mapping) else {},
+        method if isinstance(method, str) and method.strip() else None,
+        dict(jackknife) if isinstance(jackknife, Mapping) else {}, count,
+        dict(series) if isinstance(series, Mapping) and isinstance(series.get("trials"), list) else {},
+        tuple(dict(t) for t in trials if isinstance(t, Mapping)) if isinstance(trials, list) else ())
 
 
 def _before_after(before: str, after: str) -> str:
@@ -213,11 +185,11 @@ def prediction_rows(fit: FitSummary) -> tuple[list[str], list[list[str]]]:
         block = fit.prediction.get(label)
         if not isinstance(block, Mapping):
             continue
-        before = block.get("start") if isinstance(block.get("start"), Mapping) else {}
-        after = block.get("final") if isinstance(block.get("final"), Mapping) else {}
-        rms = block.get("horizon_rms") if isinstance(block.get("horizon_rms"), Mapping) else {}
-        rms_before = rms.get("start") if isinstance(rms.get("start"), Mapping) else {}
-        rms_after = rms.get("final") if isinstance(rms.get("final"), Mapping) else {}
+        before = _section(block.get("start"))
+        after = _section(block.get("final"))
+        rms = _section(block.get("horizon_rms"))
+        rms_before = _section(rms.get("start"))
+        rms_after = _section(rms.get("final"))
         count = str(after.get("trials", "—"))
         if after.get("failed"):
             count += f" ({after['failed']} failed)"
@@ -301,8 +273,8 @@ def trial_rms_rows(fit: FitSummary) -> tuple[list[str], list[list[str]]]:
     header = ["trial", *(f"RMS {title}" for _, title, _ in present)]
     rows = []
     for trial in fit.trials:
-        start = trial.get("rms_start") if isinstance(trial.get("rms_start"), Mapping) else {}
-        final = trial.get("rms_final") if isinstance(trial.get("rms_final"), Mapping) else {}
+        start = _section(trial.get("rms_start"))
+        final = _section(trial.get("rms_final"))
         cells = [str(trial.get("name", "?"))]
         for key, _, factor in present:
             a, b = number_or_none(start.get(key)), number_or_none(final.get(key))

@@ -148,7 +148,7 @@ def _explicit(labels: Sequence[str], before: str | None, after: str | None) -> P
 
 
 def _by_label(labels: Sequence[str]) -> Pair | None:
-    words = [(_WORD.match(label).group(1).lower() if _WORD.match(label) else None) for label in labels]
+    words = [(match.group(1).lower() if (match := _WORD.match(label)) else None) for label in labels]
     if words.count("before") == 1 and words.count("after") == 1:
         return Pair(words.index("before"), words.index("after"), "by their labels")
     return None

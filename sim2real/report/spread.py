@@ -247,8 +247,9 @@ def spread_rows(sweep: dict[float, SweepOutcomes], table: ExperimentTable,
         if (not row.complete or not row.standard_push or row.start_m is None or row.real_final_m is None
                 or not distances):
             continue
-        nearest = min(distances, key=lambda d: abs(d - row.start_m))
-        if abs(nearest - row.start_m) <= MATCH_TOLERANCE:
+        start_m = row.start_m
+        nearest = min(distances, key=lambda d: abs(d - start_m))
+        if abs(nearest - start_m) <= MATCH_TOLERANCE:
             matched[nearest].append((row.real_final_m, bool(row.real_flip)))
     for distance, outcomes in sweep.items():
         finals, flips = outcomes.final[:, 0], outcomes.flipped
@@ -334,6 +335,7 @@ def _table(rows: Sequence[SpreadRow], calibration: BandCalibration | None) -> Ta
         if calibration is not None and count:
             inside += f" ({row.parameter_inside}/{count})"
         body.append((*cells, str(count), f"{row.real_flips}/{count}" if count else "—", real, inside))
+    header: tuple[str, ...]
     if calibration is None:
         header = ("start (cm)", "sweep rows", "predicted flip probability [95 %]", "modes: probability (final x, cm)",
                   "predicted final x, cm: median [95 % range, parameter-only]", "real trials", "real flips",

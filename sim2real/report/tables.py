@@ -356,11 +356,11 @@ def experiment_table(label: str, trials: Sequence[TrialRecord],
     if not table.has("sim"):
         notes.append("No sim-platform box poses: sim final positions, sim-vs-real errors and flip agreement are "
                      "not available.")
-    other = [r.trial for r in rows if not r.standard_push]
-    if other and table.standard_pushes:
-        notes.append(f"Not the standard push along x from the arm base: {', '.join(other)}; their x columns are "
+    not_standard = [r.trial for r in rows if not r.standard_push]
+    if not_standard and table.standard_pushes:
+        notes.append(f"Not the standard push along x from the arm base: {', '.join(not_standard)}; their x columns are "
                      "left empty and they are compared by the final position, yaw and path errors only.")
-    elif other:
+    elif not_standard:
         notes.append("No trial is the standard push along x from the arm base (e.g. recordings imported from "
                      "another lab): the x-distance columns are left out; trials are compared by the final "
                      "position, yaw and path errors.")

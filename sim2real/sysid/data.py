@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -56,6 +56,10 @@ from sim2real.trials.trial_object import trial_object
 _UNIFORM_TOLERANCE = 0.05
 #: Fewest grid points a trial must give (one pose before, one step, one pose after).
 _MIN_POINTS = 3
+
+
+#: What a trial records: the arm (joint states, commands), a pusher's poses, or a box alone (a toss).
+TrialKind = Literal["arm", "pusher", "box"]
 
 
 @dataclass(frozen=True)
@@ -114,7 +118,7 @@ class TrialData:
     """
 
     name: str
-    kind: str
+    kind: TrialKind
     dt: float
     t: np.ndarray
     box_position: np.ndarray

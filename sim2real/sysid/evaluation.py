@@ -25,6 +25,7 @@ from sim2real.execution import Executor, Shared
 from sim2real.params import ParameterSet
 from sim2real.sim import SolveSummary
 from sim2real.sysid.data import TrialData
+from sim2real.sysid.objects import ColumnMap
 from sim2real.sysid.optimizer import FitAbortedError, TraceEntry, loss_weights
 from sim2real.sysid.residuals import MAX_HARD_STEPS, ResidualSpec, TrialResiduals
 from sim2real.sysid.runs import TrialFailure
@@ -61,25 +62,22 @@ class FitEvaluator:
         ``x -> {name: value}`` for every involved registry name.
     place_columns : callable
         A trial's Jacobian columns (one per group of tied names) → per unknown.
-    names : tuple of str
-        Registry names differentiated.
-    columns : tuple of int
-        The group (the trial's Jacobian column) of each of ``names``: tied names are differentiated
-        together, along the direction that moves them all (one engine direction instead of one per name).
+    columns : ColumnMap
+        The registry names differentiated and the group (the trial's Jacobian column) of each: tied names are
+        differentiated together, along the direction that moves them all (one engine direction instead of one
+        per name).
     spec : ResidualSpec
         How trials are compared (its ``strict`` ends the fit at the first failure).
     """
 
     def __init__(self, executor: Executor, trials: Sequence[TrialData], start: ParameterSet,
-                 expand: Expand, place_columns: Place, names: tuple[str, ...], columns: tuple[int, ...],
-                 spec: ResidualSpec) -> None:
+                 expand: Expand, place_columns: Place, columns: ColumnMap, spec: ResidualSpec) -> None:
         self._executor = executor
         self.trials: list[TrialData] = list(trials)
         self._shared = {id(t): executor.share(t) for t in self.trials}  # sent to the workers once
         self._start = start
         self._expand = expand
         self._place = place_columns
-        self._names = names
         self._columns = columns
         self._spec = spec
         self._masks: list[np.ndarray] = []
@@ -97,8 +95,8 @@ class FitEvaluator:
 
     def _run(self, x: np.ndarray, trials: Sequence[TrialData]) -> list[TrialResiduals | TaskFailure]:
         params = {obj: self._start.replace(self._expand(x, obj)) for obj in {t.object_name for t in trials}}
-        return evaluate_tasks(self._executor, [TrialTask(self._shared[id(t)], params[t.object_name], self._names,
-                                                         self._spec, self._columns) for t in trials])
+        return evaluate_tasks(self._executor, [TrialTask(self._shared[id(t)], params[t.object_name], self._spec,
+                                                         self._columns) for t in trials])
 
     def _keep_hard_steps(self, results: Sequence[TrialResiduals]) -> None:
         for res in results:
@@ -323,7 +321,7 @@ class HeldOut:
 
     def _run(self, x: np.ndarray) -> list[TrialResiduals | TaskFailure]:
         params = {obj: self._start.replace(self._expand(x, obj)) for obj in {t.object_name for t in self.trials}}
-        return evaluate_tasks(self._executor, [TrialTask(self._shared[id(t)], params[t.object_name], (), self._spec)
+        return evaluate_tasks(self._executor, [TrialTask(self._shared[id(t)], params[t.object_name], self._spec)
                                                for t in self.trials])
 
     def start(self, x0: np.ndarray) -> list[TrialFailure]:

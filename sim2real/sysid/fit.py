@@ -377,7 +377,7 @@ def _fit_on(executor: Executor, inputs: _FitInputs, settings: LMSettings, starts
     free_set, spec_, prepared, setup = inputs.free_set, inputs.spec_, inputs.prepared, inputs.setup
     start, x0, lower, upper, left_out = setup.start, setup.x0, setup.lower, setup.upper, inputs.left_out
     evaluator = FitEvaluator(executor, prepared.trials, start, free_set.parameters, free_set.place_groups,
-                             free_set.names, free_set.name_groups, spec_)
+                             free_set.columns, spec_)
     start_failures = evaluator.start(x0)
     left_out += start_failures
     if not evaluator.start_results:

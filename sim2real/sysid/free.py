@@ -15,7 +15,7 @@ import numpy as np
 
 from sim2real.errors import Sim2RealError
 from sim2real.params import ParameterSet, spec
-from sim2real.sysid.objects import ObjectLayout, object_label, parse_per_object, registry_name
+from sim2real.sysid.objects import ColumnMap, ObjectLayout, object_label, parse_per_object, registry_name
 
 
 @dataclass(frozen=True)
@@ -133,9 +133,9 @@ class FreeParameters:
                 for n in self.groups[g]}
 
     @property
-    def name_groups(self) -> tuple[int, ...]:
-        """The group of each of :attr:`names` (a trial's Jacobian column when ties are differentiated together)."""
-        return self.layout.name_groups
+    def columns(self) -> ColumnMap:
+        """A trial's Jacobian columns: each involved registry name in its group's (:attr:`ObjectLayout.columns`)."""
+        return self.layout.columns
 
     def place_groups(self, jacobian: np.ndarray, obj: str | None = None) -> np.ndarray:
         """A trial's columns per group (m, len(groups)) → per unknown (m, p)."""

@@ -52,6 +52,8 @@ Pusher shapes (``--pusher-shape``, for the recorded pusher pose)
 
 from __future__ import annotations
 
+from typing import Literal, get_args
+
 import numpy as np
 
 from sim2real.errors import InputError, Sim2RealError
@@ -62,14 +64,20 @@ from sim2real.sysid.data import TrialData
 from sim2real.trials.scene_checks import box_lowest_z
 from sim2real.trials.schema import REFERENCE_TOPIC
 
+#: How a trial is simulated in a fit (whole trials) or a replay (module docstring).
+ReplayMode = Literal["auto", "commands", "closed", "kinematic", "pusher"]
+#: Where a played-back pusher comes from (``--pusher``).
+PusherSource = Literal["auto", "recorded", "arm"]
+#: The pusher's shape (``--pusher-shape``, module docstring).
+PusherShape = Literal["sphere", "rod"]
 #: Modes a fit (whole trials) or replay may ask for.
-MODES: tuple[str, ...] = ("auto", "commands", "closed", "kinematic", "pusher")
+MODES: tuple[ReplayMode, ...] = get_args(ReplayMode)
 #: Modes in which the arm and its pusher are simulated.
-SIMULATED_ARM_MODES: tuple[str, ...] = ("commands", "closed")
+SIMULATED_ARM_MODES: tuple[ReplayMode, ...] = ("commands", "closed")
 #: ``--pusher`` choices.
-PUSHER_SOURCES: tuple[str, ...] = ("auto", "recorded", "arm")
+PUSHER_SOURCES: tuple[PusherSource, ...] = get_args(PusherSource)
 #: ``--pusher-shape`` choices (module docstring).
-PUSHER_SHAPES: tuple[str, ...] = ("sphere", "rod")
+PUSHER_SHAPES: tuple[PusherShape, ...] = get_args(PusherShape)
 
 
 class TrialInputError(InputError):

@@ -18,6 +18,7 @@ import itertools
 import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -71,6 +72,69 @@ def parse_per_object(text: str | Sequence[str] | None, groups: Sequence[Sequence
         if inside and len(inside) != len(group):
             raise Sim2RealError(f"tied parameters {'='.join(group)} must all be per object or all shared")
     return names
+
+
+@dataclass(frozen=True)
+class ColumnMap:
+    """The Jacobian column of each differentiated registry name: ``column[i]`` holds d residuals / d ``names[i]``,
+    and names sharing a column add up (the derivative along a tie, e.g. a cube's three tied sides).
+
+    Built once per fit from its free set (:attr:`ObjectLayout.columns`: one column per group of tied names)
+    and handed down to each trial's residuals, the engine's trajectory (``Trajectory.columns``) and back up
+    to the Jacobian (:meth:`ObjectLayout.place_groups` puts a trial's columns on the unknowns).
+
+    Attributes
+    ----------
+    names : tuple of str
+        Differentiated registry names.
+    column : tuple of int
+        The column of each (covering 0 .. p-1).
+    """
+
+    names: tuple[str, ...]
+    column: tuple[int, ...]
+
+    @classmethod
+    def of(cls, names: Sequence[str], columns: Sequence[int] | None) -> ColumnMap:
+        """``columns`` (one per name, covering 0 .. p-1; None: one column per name), checked."""
+        names = tuple(names)
+        column = tuple(range(len(names))) if columns is None else tuple(int(c) for c in columns)
+        if len(column) != len(names) or (column and set(column) != set(range(max(column) + 1))):
+            raise Sim2RealError(f"gradient columns {list(column)} do not place the {len(names)} name(s) "
+                                f"{', '.join(names)} on columns 0, 1, ... (one per name, none empty)")
+        return cls(names, column)
+
+    @property
+    def p(self) -> int:
+        """Jacobian columns."""
+        return max(self.column) + 1 if self.column else 0
+
+    def where(self, name: str) -> int | None:
+        """The column of ``name`` (None when it is not differentiated)."""
+        return self.column[self.names.index(name)] if name in self.names else None
+
+    def subset(self, available: Sequence[str]) -> tuple[tuple[str, ...], list[int]]:
+        """The names among ``available`` (in this order) and their columns."""
+        chosen = tuple(n for n in self.names if n in available)
+        return chosen, [self.column[self.names.index(n)] for n in chosen]
+
+    @cached_property
+    def _placement(self) -> np.ndarray | None:
+        """``(len(names), p)`` 0/1 matrix from names to columns; None when each name has its own column
+        in order (placing is then the identity)."""
+        if self.column == tuple(range(len(self.names))):
+            return None
+        place = np.zeros((len(self.names), self.p))
+        place[np.arange(len(self.names)), self.column] = 1.0
+        return place
+
+    def placed(self, per_name: np.ndarray) -> np.ndarray:
+        """Derivatives per name ``(..., len(names))`` in the Jacobian's columns ``(..., p)`` (ties summed)."""
+        return per_name if self._placement is None else per_name @ self._placement
+
+
+#: The map of a residual evaluation without a Jacobian.
+NO_GRADIENTS = ColumnMap((), ())
 
 
 @dataclass(frozen=True)
@@ -155,6 +219,11 @@ class ObjectLayout:
         """
         index = self._index(obj if self.per_object else None)
         return {name: float(x[index[g]]) for g, group in enumerate(self.groups) for name in group}
+
+    @property
+    def columns(self) -> ColumnMap:
+        """Each of :attr:`names` in its group's column: the map of every trial's Jacobian columns."""
+        return ColumnMap(self.names, self.name_groups)
 
     @property
     def name_groups(self) -> tuple[int, ...]:

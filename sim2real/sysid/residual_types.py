@@ -27,6 +27,9 @@ from sim2real.sysid.inputs import (
     PUSHER_SHAPES,
     PUSHER_SOURCES,
     SIMULATED_ARM_MODES,
+    PusherShape,
+    PusherSource,
+    ReplayMode,
     check_pusher_shape,
     mode_pusher_source,
     resolve_mode,
@@ -133,11 +136,11 @@ class ResidualSpec:
 
     horizon: int | None = 1
     weights: Weights = Weights()
-    mode: str = "auto"
+    mode: ReplayMode = "auto"
     exact_gradients: bool = True
-    pusher: str = "auto"
+    pusher: PusherSource = "auto"
     strict: bool = False
-    pusher_shape: str = "sphere"
+    pusher_shape: PusherShape = "sphere"
     engine: str = "ours"
 
     def __post_init__(self) -> None:

@@ -55,8 +55,6 @@ per sample, horizons ``N`` only).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -81,6 +79,7 @@ from sim2real.sysid.inputs import (
     resolve_pusher,
     trial_shape,
 )
+from sim2real.sysid.objects import ColumnMap
 from sim2real.sysid.residual_types import (  # noqa: F401  (also this module's public names)
     COM_PARAMS,
     GROUPS,
@@ -93,53 +92,6 @@ from sim2real.sysid.residual_types import (  # noqa: F401  (also this module's p
     pose_residuals,
 )
 from sim2real.trials.trial_object import object_values
-
-
-@dataclass(frozen=True)
-class _Columns:
-    """The Jacobian column of each differentiated name: ``column[i]`` holds d residuals / d ``names[i]``,
-    and names sharing a column add up (the derivative along a tie, e.g. a cube's three tied sides)."""
-
-    names: tuple[str, ...]
-    column: tuple[int, ...]
-
-    @classmethod
-    def of(cls, names: Sequence[str], columns: Sequence[int] | None) -> _Columns:
-        """``columns`` (one per name, covering 0 .. p-1; None: one column per name), checked."""
-        names = tuple(names)
-        column = tuple(range(len(names))) if columns is None else tuple(int(c) for c in columns)
-        if len(column) != len(names) or (column and set(column) != set(range(max(column) + 1))):
-            raise Sim2RealError(f"gradient columns {list(column)} do not place the {len(names)} name(s) "
-                                f"{', '.join(names)} on columns 0, 1, ... (one per name, none empty)")
-        return cls(names, column)
-
-    @property
-    def p(self) -> int:
-        """Jacobian columns."""
-        return max(self.column) + 1 if self.column else 0
-
-    def where(self, name: str) -> int | None:
-        """The column of ``name`` (None when it is not differentiated)."""
-        return self.column[self.names.index(name)] if name in self.names else None
-
-    def subset(self, available: Sequence[str]) -> tuple[tuple[str, ...], list[int]]:
-        """The names among ``available`` (in this order) and their columns."""
-        chosen = tuple(n for n in self.names if n in available)
-        return chosen, [self.column[self.names.index(n)] for n in chosen]
-
-    @cached_property
-    def _placement(self) -> np.ndarray | None:
-        """``(len(names), p)`` 0/1 matrix from names to columns; None when each name has its own column
-        in order (placing is then the identity)."""
-        if self.column == tuple(range(len(self.names))):
-            return None
-        place = np.zeros((len(self.names), self.p))
-        place[np.arange(len(self.names)), self.column] = 1.0
-        return place
-
-    def placed(self, per_name: np.ndarray) -> np.ndarray:
-        """Derivatives per name ``(..., len(names))`` in the Jacobian's columns ``(..., p)`` (ties summed)."""
-        return per_name if self._placement is None else per_name @ self._placement
 
 
 def step_params(data: TrialData, params: ParameterSet, exact_gradients: bool = False,
@@ -281,8 +233,14 @@ def trial_residuals(data: TrialData, params: ParameterSet, grad_names: Sequence[
         the trial lacks, or (strict mode) a step that does not converge; the message names
         the trial.
     """
-    names = tuple(grad_names)
-    cols = _Columns.of(names, columns)
+    return residuals_of(data, params, ColumnMap.of(grad_names, columns), spec)
+
+
+def residuals_of(data: TrialData, params: ParameterSet, cols: ColumnMap, spec: ResidualSpec = ResidualSpec()
+                 ) -> TrialResiduals:
+    """:func:`trial_residuals` with the Jacobian's columns given as one :class:`ColumnMap` (a fit's, built once
+    from its free set by :attr:`~sim2real.sysid.objects.ObjectLayout.columns`)."""
+    names = cols.names
     mode = spec.resolved_mode(data)
     available = available_gradients(data.kind, spec.horizon, mode, spec.engine)
     for name in names:
@@ -316,7 +274,7 @@ def trial_residuals(data: TrialData, params: ParameterSet, grad_names: Sequence[
     return rows.build(data.name, firsts, bool(names))
 
 
-def _whole_trial(rows: _Rows, data: TrialData, params: ParameterSet, cols: _Columns, spec: ResidualSpec,
+def _whole_trial(rows: _Rows, data: TrialData, params: ParameterSet, cols: ColumnMap, spec: ResidualSpec,
                  mode: str, settings: SolverSettings) -> None:
     """One rollout of the whole trial in the resolved ``mode``."""
     if mode == "box":
@@ -341,7 +299,7 @@ def _moves_start(names: Sequence[str]) -> bool:
     return any(name in COM_PARAMS for name in names)
 
 
-def _initial_sensitivity(cols: _Columns, d_com: np.ndarray) -> np.ndarray:
+def _initial_sensitivity(cols: ColumnMap, d_com: np.ndarray) -> np.ndarray:
     """d start state / d parameters (13, p): the centre-of-mass offsets move the state rebuilt from poses
     (``d_com`` (13, 3), per body-frame axis)."""
     sens = np.zeros((13, cols.p))
@@ -371,7 +329,7 @@ def first_degraded_state(outcomes: np.ndarray | None) -> int | None:
     return int(degraded[0]) + 1 if degraded.size else None
 
 
-def _box_segments(rows: _Rows, data: TrialData, params: ParameterSet, cols: _Columns, horizon: int,
+def _box_segments(rows: _Rows, data: TrialData, params: ParameterSet, cols: ColumnMap, horizon: int,
                   weights: Weights, pusher: np.ndarray | None, shape: str, settings: SolverSettings,
                   engine: str = "ours") -> None:
     """Teacher-forced segments of ``horizon`` steps (box); segments start at k = 1, 1 + N, ...
@@ -411,7 +369,7 @@ def _box_segments(rows: _Rows, data: TrialData, params: ParameterSet, cols: _Col
                        weights, np.concatenate(degraded))
 
 
-def _joint_segments(rows: _Rows, data: TrialData, params: ParameterSet, cols: _Columns, horizon: int,
+def _joint_segments(rows: _Rows, data: TrialData, params: ParameterSet, cols: ColumnMap, horizon: int,
                     weights: Weights) -> None:
     """Teacher-forced servo segments: joints from the recorded state under the recorded commands."""
     if weights.joint_position == 0.0 and weights.joint_velocity == 0.0:
@@ -448,7 +406,7 @@ def _joint_segments(rows: _Rows, data: TrialData, params: ParameterSet, cols: _C
                          weights.joint_velocity * s_v if p else None, 3)
 
 
-def _box_segment_rollouts(rows: _Rows, data: TrialData, world: World, cols: _Columns,
+def _box_segment_rollouts(rows: _Rows, data: TrialData, world: World, cols: ColumnMap,
                           engine_names: tuple[str, ...], engine_cols: list[int], horizon: int, weights: Weights,
                           pusher: np.ndarray | None, states: np.ndarray, d_com: np.ndarray) -> None:
     """:func:`_box_segments` for engines without implicit gradients: each segment is one rollout, its
@@ -471,7 +429,7 @@ def _box_segment_rollouts(rows: _Rows, data: TrialData, world: World, cols: _Col
             rows.add_pose(result.states[i], sens, data, start + i, weights, first_bad is not None and i >= first_bad)
 
 
-def _box_rollout(rows: _Rows, data: TrialData, params: ParameterSet, cols: _Columns,
+def _box_rollout(rows: _Rows, data: TrialData, params: ParameterSet, cols: ColumnMap,
                  weights: Weights, settings: SolverSettings, engine: str = "ours") -> None:
     """Whole box-only trial: one rollout from the state rebuilt from the first two poses."""
     world = make_world(engine, params, None, settings)
@@ -492,7 +450,7 @@ def _box_rollout(rows: _Rows, data: TrialData, params: ParameterSet, cols: _Colu
         rows.add_pose(result.states[j], sens, data, j + 1, weights, first_bad is not None and j >= first_bad)
 
 
-def _pusher_rollout(rows: _Rows, data: TrialData, params: ParameterSet, cols: _Columns, weights: Weights,
+def _pusher_rollout(rows: _Rows, data: TrialData, params: ParameterSet, cols: ColumnMap, weights: Weights,
                     path: np.ndarray, shape: str, settings: SolverSettings, engine: str = "ours") -> None:
     """Whole trial with a played-back pusher: one rollout from the resting start (:meth:`TrialData.start_box`).
 
@@ -510,7 +468,7 @@ def _pusher_rollout(rows: _Rows, data: TrialData, params: ParameterSet, cols: _C
         rows.add_pose(result.states[k], sens, data, k, weights, first_bad is not None and k >= first_bad)
 
 
-def _arm_trial(rows: _Rows, data: TrialData, params: ParameterSet, cols: _Columns,
+def _arm_trial(rows: _Rows, data: TrialData, params: ParameterSet, cols: ColumnMap,
                weights: Weights, mode: str, strict: bool) -> None:
     """Whole arm trial: the simulated platform from rest, box residuals and joint positions at every tick."""
     result = simulate_recorded_arm(data, params, mode, cols.names, strict)

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sim2real.params import ParameterSet, spec
+from sim2real.sysid.fit_file import FIT_FORMAT, FitDocument, json_safe
 from sim2real.sysid.free import FreeParameters, param_scale
 from sim2real.sysid.objects import registry_name
 from sim2real.sysid.runs import TrialFailure
@@ -96,12 +97,16 @@ class FitResult:
         """Converged, with no problem at all."""
         return self.status == "converged" and not self.problems
 
+    def document(self) -> FitDocument:
+        """The fit.json document of this result (the params file's name, which object it holds and the hard
+        steps' folder are added by :func:`sim2real.sysid.writeback.fit_document`), checked by its reader."""
+        return FitDocument.from_json(json_safe({"format": FIT_FORMAT, **self.to_json()}), "the fit")
+
     def to_json(self) -> dict[str, Any]:
-        """The fit.json object: ``status`` and ``problems`` first, then ``values``, ``start_values``,
-        ``std``, ``ci95``, ``correlation``, ``trace``, ``stop_reason``, ``warnings``, ``data``,
-        ``versions``, ``tied``, ``undetermined``, ``cost``, ``failures``, ``solver``,
-        ``dropped_rows``, ``validation``, ``hard_steps`` (their count; the directory is added by
-        :func:`sim2real.sysid.writeback.fit_document`), ``bounds``."""
+        """The fields of fit.json (:meth:`document` adds the format tag first): ``status`` and ``problems``
+        first, then ``values``, ``start_values``, ``std``, ``ci95``, ``correlation``, ``trace``,
+        ``stop_reason``, ``warnings``, ``data``, ``versions``, ``tied``, ``undetermined``, ``cost``,
+        ``failures``, ``solver``, ``dropped_rows``, ``validation``, ``hard_steps`` (their count), ``bounds``."""
         return {
             "status": self.status, "problems": list(self.problems),
             "values": self.values, "start_values": self.start_values, "std": self.std, "ci95": self.ci95,

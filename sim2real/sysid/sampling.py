@@ -33,9 +33,9 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from sim2real.errors import Sim2RealError
+from sim2real.errors import DataError, Sim2RealError
 from sim2real.params import spec
-from sim2real.sysid.fit_file import read_fit_document
+from sim2real.sysid.fit_file import FitDocument, read_fit_document
 from sim2real.sysid.free import FreeParameters
 from sim2real.sysid.objects import registry_name
 from sim2real.sysid.result import measured_refits
@@ -166,18 +166,14 @@ def _number(value: object, what: str, source: str) -> float:
     return float(value)
 
 
-def _free(document: Mapping[str, Any], labels: Sequence[str], source: str) -> FreeParameters:
-    """The fit's unknowns from fit.json ``free.tied`` and the correlation's labels (one per unknown)."""
-    tied = document.get("tied") or []
+def _free(document: FitDocument, labels: Sequence[str], source: str) -> FreeParameters:
+    """The fit's unknowns from fit.json ``tied`` and the correlation's labels (one per unknown)."""
+    tied = document.others.get("tied") or []
     if not isinstance(tied, list) or not all(isinstance(g, list) and g for g in tied):
-        raise Sim2RealError(f"{source}: 'tied' must be a list of lists of parameter names")
+        raise DataError(f"{source}: 'tied' must be a list of lists of parameter names")
     by_leader = {str(g[0]): tuple(str(n) for n in g) for g in tied}
-    groups = []
-    for label in labels:
-        if not isinstance(label, str):
-            raise Sim2RealError(f"{source}: correlation names must be parameter names, got {label!r}")
-        groups.append(tuple(label.split("=")) if "=" in label else by_leader.get(label, (label,)))
-    return FreeParameters(tuple(groups))
+    return FreeParameters(tuple(tuple(label.split("=")) if "=" in label else by_leader.get(label, (label,))
+                                for label in labels))
 
 
 def read_fit_distribution(path: str | os.PathLike[str], allow_unconverged: bool = False,
@@ -205,38 +201,33 @@ def read_fit_distribution(path: str | os.PathLike[str], allow_unconverged: bool 
     return fit_distribution(read_fit_document(path), str(path), allow_unconverged, allow_undetermined)
 
 
-def fit_distribution(document: Mapping[str, Any], source: str, allow_unconverged: bool = False,
+def fit_distribution(document: FitDocument, source: str, allow_unconverged: bool = False,
                      allow_undetermined: bool = False) -> FitDistribution:
-    """A :class:`FitDistribution` from a fit.json object (:func:`read_fit_distribution` reads it from a
-    file; a fit in memory gives it by :func:`sim2real.sysid.writeback.fit_document`). ``source`` names
-    it in errors."""
-    missing = [key for key in ("status", "values", "std") if key not in document]
+    """A :class:`FitDistribution` from a fit report (:func:`read_fit_distribution` reads it from a file; a fit in
+    memory gives it by :func:`sim2real.sysid.writeback.fit_document`). ``source`` names it in errors."""
+    missing = [key for key, value in (("status", document.status), ("std", document.std)) if value is None]
     if missing:
-        raise Sim2RealError(f"{source}: not a fit report (no {', '.join(repr(k) for k in missing)})")
-    status = str(document["status"])
-    problems = tuple(str(p) for p in document.get("problems") or [])
+        raise DataError(f"{source}: not a fit report (no {', '.join(repr(k) for k in missing)})")
+    status, problems = str(document.status), document.problems
     if status != "converged" and not allow_unconverged:
         reason = next((p for p in problems if p.startswith("not converged")), f"status '{status}'")
         raise Sim2RealError(f"{source}: the fit did not converge ({reason.split(';')[0]}); its values are where it "
                             "stopped, not a minimum, and its covariance does not describe them; refit, or pass "
                             "--allow-unconverged")
-    values, std_doc = document["values"], document["std"]
-    if not isinstance(values, dict) or not isinstance(std_doc, dict):
-        raise Sim2RealError(f"{source}: 'values' and 'std' must be objects mapping parameter names to numbers")
+    values, std_doc = document.values, document.std or {}
     if not values:
         raise Sim2RealError(f"{source}: the fit has no free parameters; there is nothing to sample")
-    correlation_doc = document.get("correlation")
-    if not isinstance(correlation_doc, dict) or "names" not in correlation_doc or "matrix" not in correlation_doc:
-        raise Sim2RealError(f"{source}: no covariance: 'correlation' with 'names' and 'matrix' is missing")
-    labels = correlation_doc["names"]
-    if not isinstance(labels, list) or not labels:
-        raise Sim2RealError(f"{source}: no covariance: 'correlation.names' is empty")
+    if document.correlation is None:
+        raise DataError(f"{source}: no covariance: 'correlation' with 'names' and 'matrix' is missing")
+    labels = document.correlation.names
+    if not labels:
+        raise DataError(f"{source}: no covariance: 'correlation.names' is empty")
     free = _free(document, labels, source)
     groups = free.groups
     names = [n for g in groups for n in g]
     if sorted(names) != sorted(values) or len(set(names)) != len(names):
-        raise Sim2RealError(f"{source}: the correlation names ({', '.join(labels)}) do not match the fitted "
-                            f"values ({', '.join(values)})")
+        raise DataError(f"{source}: the correlation names ({', '.join(labels)}) do not match the fitted "
+                        f"values ({', '.join(values)})")
     undetermined = [n for g in groups for n in g[:1] if std_doc.get(n) is None]
     if undetermined and not allow_undetermined:
         raise Sim2RealError(f"{source}: no standard deviation for {', '.join(undetermined)} (not determined by the "
@@ -252,27 +243,27 @@ def fit_distribution(document: Mapping[str, Any], source: str, allow_unconverged
         for name in group[1:]:
             if _number(values[name], f"values['{name}']", source) != value:
                 raise Sim2RealError(f"{source}: tied parameters {', '.join(group)} have different values")
-    correlation = _correlation(correlation_doc["matrix"], len(groups), source, ~np.isfinite(std))
-    lower, upper, narrowed = _bounds(document, groups, source)
+    correlation = _correlation(document.correlation.matrix, len(groups), source, ~np.isfinite(std))
+    lower, upper, narrowed = _bounds(document.bounds, groups, source)
     where = "the fit's bounds" if narrowed else "the registry bounds"
     outside = [g[0] for g, v, lo, hi in zip(groups, mean, lower, upper, strict=True) if not lo <= v <= hi]
     if outside:
         raise Sim2RealError(f"{source}: fitted values outside {where}: {', '.join(outside)}")
-    uncertainty = (document.get("data") or {}).get("uncertainty") or {}
+    uncertainty = document.uncertainty
     clusters = uncertainty.get("clusters", 1)
     quantile = uncertainty.get("quantile", 1.959963984540054)
     quantile = float(quantile) if isinstance(quantile, (int, float)) else 1.959963984540054
     dofs = uncertainty.get("dof")
     dofs = dofs if isinstance(dofs, dict) else {}
     finite = [float(v) for v in dofs.values() if isinstance(v, (int, float)) and math.isfinite(v) and v > 0]
-    intervals = _intervals(document.get("ci95"), groups, mean, std, lower, upper, dofs, quantile, source)
+    intervals = _intervals(document.ci95 or {}, groups, mean, std, lower, upper, dofs, quantile, source)
     return FitDistribution(
         source=source, free=free, mean=mean, std=std, correlation=correlation, lower=lower, upper=upper,
         status=status, problems=problems,
         clusters=int(clusters) if isinstance(clusters, int) and clusters >= 1 else 1,
         quantile=quantile,
         method=str(uncertainty.get("method") or "not recorded (an older fit.json)"),
-        params_file=str(document["params_file"]) if isinstance(document.get("params_file"), str) else None,
+        params_file=document.params_file,
         dof=min(finite) if finite else None,
         ci95=intervals,
         refits=tuple(measured_refits(uncertainty, g[0], float(v)) for g, v in zip(groups, mean, strict=True)),
@@ -290,13 +281,10 @@ def _pair(value: object, what: str, source: str) -> tuple[float, float]:
     return low, high
 
 
-def _bounds(document: Mapping[str, Any], groups: Sequence[Sequence[str]], source: str
+def _bounds(recorded: Mapping[str, tuple[float, float]], groups: Sequence[Sequence[str]], source: str
             ) -> tuple[np.ndarray, np.ndarray, bool]:
     """Bounds (p,) of each unknown: the fit's (fit.json ``bounds`` of its first name, when recorded) within
     the registry's of every tied name, and whether the fit's narrowed any of them."""
-    recorded = document.get("bounds") or {}
-    if not isinstance(recorded, dict):
-        raise Sim2RealError(f"{source}: 'bounds' must be an object mapping parameter names to [low, high]")
     lower = np.array([max(spec(registry_name(n)).lower for n in g) for g in groups])
     upper = np.array([min(spec(registry_name(n)).upper for n in g) for g in groups])
     narrowed = False
@@ -308,20 +296,16 @@ def _bounds(document: Mapping[str, Any], groups: Sequence[Sequence[str]], source
             narrowed = True
         lower[k], upper[k] = max(lower[k], low), min(upper[k], high)
         if lower[k] > upper[k]:
-            raise Sim2RealError(f"{source}: bounds['{group[0]}'] [{low:g}, {high:g}] lie outside the registry "
-                                "bounds")
+            raise DataError(f"{source}: bounds['{group[0]}'] [{low:g}, {high:g}] lie outside the registry bounds")
     return lower, upper, narrowed
 
 
-def _intervals(ci95_doc: object, groups: Sequence[Sequence[str]], mean: np.ndarray, std: np.ndarray,
-               lower: np.ndarray, upper: np.ndarray, dofs: Mapping[str, Any], quantile: float,
+def _intervals(recorded: Mapping[str, tuple[float, float] | None], groups: Sequence[Sequence[str]], mean: np.ndarray,
+               std: np.ndarray, lower: np.ndarray, upper: np.ndarray, dofs: Mapping[str, Any], quantile: float,
                source: str) -> np.ndarray:
     """Each unknown's 95 % interval (p, 2): fit.json ``ci95`` of its first name, else (an older fit.json)
     ``std`` times its own Student's t quantile (``dofs``) or else the fit-wide ``quantile``, clipped to
     ``[lower, upper]`` as the fit clips its intervals; NaN without a standard deviation."""
-    if ci95_doc is not None and not isinstance(ci95_doc, dict):
-        raise Sim2RealError(f"{source}: 'ci95' must be an object mapping parameter names to [low, high]")
-    recorded = ci95_doc or {}
     out = np.full((len(groups), 2), np.nan)
     for k, group in enumerate(groups):
         if not math.isfinite(std[k]):
@@ -336,11 +320,11 @@ def _intervals(ci95_doc: object, groups: Sequence[Sequence[str]], mean: np.ndarr
     return out
 
 
-def _correlation(matrix: object, p: int, source: str, undetermined: np.ndarray | None = None) -> np.ndarray:
+def _correlation(matrix: Sequence[Sequence[float | None]], p: int, source: str,
+                 undetermined: np.ndarray | None = None) -> np.ndarray:
     """A checked (p, p) correlation matrix from fit.json ``correlation.matrix``; rows and columns of
     ``undetermined`` unknowns (p,) bool are taken as uncorrelated (their entries may be missing)."""
-    if (not isinstance(matrix, list) or len(matrix) != p
-            or not all(isinstance(row, list) and len(row) == p for row in matrix)):
+    if len(matrix) != p or not all(len(row) == p for row in matrix):
         raise Sim2RealError(f"{source}: no covariance: 'correlation.matrix' must be {p} x {p}")
     if undetermined is not None and np.any(undetermined):
         matrix = [[(1.0 if i == j else 0.0) if undetermined[i] or undetermined[j] else v

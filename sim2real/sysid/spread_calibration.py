@@ -25,6 +25,7 @@ from sim2real.sysid.bands import (
     misses_level,
     trial_band,
 )
+from sim2real.sysid.fit_file import FitDocument
 from sim2real.sysid.spread import COORDINATES, SpreadSettings, StartNoise, TrialSpread, spread_of_fit
 
 
@@ -157,7 +158,7 @@ def spread_summary(record: dict[str, Any], without_draws: int = 0) -> str:
     return line
 
 
-def fit_calibration(document: dict[str, Any], source: str, level: float = DEFAULT_LEVEL) -> BandCalibration | None:
+def fit_calibration(document: FitDocument, source: str, level: float = DEFAULT_LEVEL) -> BandCalibration | None:
     """The band calibration a fit.json keeps (``validation.spread.calibration``) at ``level``; None when
     the fit has none (no held-out spread).
 
@@ -168,8 +169,8 @@ def fit_calibration(document: dict[str, Any], source: str, level: float = DEFAUL
     """
     from sim2real.errors import Sim2RealError
 
-    validation = document.get("validation")
-    spread = validation.get("spread") if isinstance(validation, dict) else None
+    validation = document.validation
+    spread = validation.get("spread") if validation is not None else None
     stored = spread.get("calibration") if isinstance(spread, dict) else None
     if stored is None:
         return None

@@ -17,19 +17,19 @@ from sim2real.errors import Sim2RealError
 from sim2real.execution import Executor, Shared
 from sim2real.params import ParameterSet
 from sim2real.sysid.data import TrialData
-from sim2real.sysid.residuals import ResidualSpec, TrialResiduals, trial_residuals
+from sim2real.sysid.objects import NO_GRADIENTS, ColumnMap
+from sim2real.sysid.residuals import ResidualSpec, TrialResiduals, residuals_of
 
 
 @dataclass(frozen=True)
 class TrialTask:
-    """Inputs of one trial's residual evaluation (``columns``: the Jacobian column of each of ``grad_names``,
-    tied names sharing one; None: one per name; :func:`~sim2real.sysid.residuals.trial_residuals`)."""
+    """Inputs of one trial's residual evaluation (``columns``: the differentiated names and their Jacobian
+    columns; empty: residuals only; :func:`~sim2real.sysid.residuals.residuals_of`)."""
 
     data: Shared[TrialData]
     params: ParameterSet
-    grad_names: tuple[str, ...]
     spec: ResidualSpec
-    columns: tuple[int, ...] | None = None
+    columns: ColumnMap = NO_GRADIENTS
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,7 @@ def run_task(task: TrialTask) -> TrialResiduals | TaskFailure:
     """Evaluate one task (the unit of work handed to executors); failures are returned, not raised."""
     data = task.data.get()
     try:
-        return trial_residuals(data, task.params, task.grad_names, task.spec, task.columns)
+        return residuals_of(data, task.params, task.columns, task.spec)
     except Exception as err:  # one trial's failure of any kind must not end the others
         return TaskFailure(data.name, one_line(err))
 

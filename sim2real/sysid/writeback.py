@@ -14,13 +14,13 @@ different outputs in one folder never mix their steps; one reproduction file eac
 
 from __future__ import annotations
 
+import dataclasses
 import glob
 import json
-import math
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -29,7 +29,7 @@ from sim2real.filemodes import staged_file
 from sim2real.params import save_params
 from sim2real.sim import save_hard_steps
 from sim2real.sysid.fit import FitResult
-from sim2real.sysid.fit_file import FIT_FORMAT
+from sim2real.sysid.fit_file import FitDocument
 from sim2real.sysid.fitted_objects import ObjectFiles, params_objects
 
 if TYPE_CHECKING:
@@ -67,28 +67,16 @@ def hard_steps_dir(out: str | os.PathLike[str]) -> Path:
     return path.with_name(path.stem + HARD_STEPS_SUFFIX)
 
 
-def _json_safe(value: Any) -> Any:
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {str(k): _json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_json_safe(v) for v in value]
-    if hasattr(value, "item") and callable(value.item):  # NumPy scalars
-        return _json_safe(value.item())
-    return value
-
-
-def fit_document(result: FitResult, out: str | os.PathLike[str] | None = None) -> dict[str, Any]:
-    """The fit.json object of ``result`` (non-finite numbers become null), with ``params_file``, the
-    name of the hard-step folder (``hard_steps.directory``, beside the params file) and which object
-    the params files hold (``params_object``, :func:`object_files`) when ``out`` is given."""
-    document = {"format": FIT_FORMAT, **result.to_json()}
-    if out is not None:
-        document["params_file"] = str(out)
-        document["params_object"] = object_files(out, result).record
-        document["hard_steps"] = {"directory": hard_steps_dir(out).name, **document["hard_steps"]}
-    return _json_safe(document)
+def fit_document(result: FitResult, out: str | os.PathLike[str] | None = None) -> FitDocument:
+    """The fit.json document of ``result``, with ``params_file``, the name of the hard-step folder
+    (``hard_steps.directory``, beside the params file) and which object the params files hold (``params_object``,
+    :func:`object_files`) when ``out`` is given."""
+    document = result.document()
+    if out is None:
+        return document
+    hard_steps = {"directory": hard_steps_dir(out).name, **dict(document.others.get("hard_steps") or {})}
+    return dataclasses.replace(document, params_file=str(out), params_object=object_files(out, result).record,
+                               others={**document.others, "hard_steps": hard_steps})
 
 
 def object_files(out: str | os.PathLike[str], result: FitResult) -> ObjectFiles:
@@ -212,7 +200,7 @@ def write_fit(out: str | os.PathLike[str], result: FitResult) -> tuple[Path, Pat
     files = object_files(path, result)
     path.parent.mkdir(parents=True, exist_ok=True)
     with staged_file(json_path) as handle:  # fit.json appears last, when the params files are written
-        json.dump(document, handle, indent=2)
+        json.dump(document.to_json(), handle, indent=2)
         handle.write("\n")
         save_params(path, files.shared.params, header=f"{header}\n{files.header}" if files.header else header)
         _write_object_params(path, files, header)

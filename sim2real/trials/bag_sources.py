@@ -23,6 +23,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any
 
+import numpy as np
+
 from sim2real.errors import Sim2RealError
 from sim2real.trials.rigid import RigidTransform, parse_transform
 
@@ -276,7 +278,7 @@ def constant_transforms(samples: Mapping[str, list[tuple[str, tuple[float, ...]]
             continue
         first = items[0][1]
         if all(max(abs(a - b) for a, b in zip(values, first, strict=True)) <= tolerance for _, values in items):
-            static[child] = (items[0][0], RigidTransform(first[:3], first[3:]))
+            static[child] = (items[0][0], RigidTransform(np.array(first[:3]), np.array(first[3:])))
     return static
 
 

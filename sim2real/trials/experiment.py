@@ -157,7 +157,7 @@ def return_trajectory(q_from: FloatArray, q_to: FloatArray, max_speed: float = 0
     span = float(np.max(np.abs(q_to - q_from)))
     duration = max(min_duration, np.pi * span / (2.0 * max_speed))
     dt = 1.0 / rate_hz
-    t = np.arange(round((duration + hold) / dt) + 1) * dt
+    t = np.arange(round((duration + hold) / dt) + 1, dtype=float) * dt
     tau = np.clip(t / duration, 0.0, 1.0)
     s = 0.5 * (1.0 - np.cos(np.pi * tau))
     sdot = np.where(t < duration, 0.5 * np.pi / duration * np.sin(np.pi * tau), 0.0)
@@ -314,10 +314,10 @@ class TrialWindow:
                 "start_ns": self.start_ns, "end_ns": self.end_ns}
 
     @classmethod
-    def from_dict(cls, data: dict[str, object]) -> TrialWindow:
+    def from_dict(cls, data: Mapping[str, Any]) -> TrialWindow:
         """Inverse of :meth:`as_dict`."""
-        return cls(int(data["index"]), float(data["distance"]), str(data["trial"]),  # type: ignore[arg-type]
-                   int(data["start_ns"]), int(data["end_ns"]))  # type: ignore[arg-type]
+        return cls(int(data["index"]), float(data["distance"]), str(data["trial"]),
+                   int(data["start_ns"]), int(data["end_ns"]))
 
 
 def recorded_outcomes(trial_dir: Path, platforms: Sequence[str]) -> dict[str, Mapping[str, Any] | None]:

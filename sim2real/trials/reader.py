@@ -138,7 +138,7 @@ def read_trial(path: str | Path, require: Iterable[str] = ()) -> TrialRecord:
                 if connection.msgtype != expected:
                     raise Sim2RealError(f"bag {bag}: topic {connection.topic} has type {connection.msgtype}, "
                                         f"expected {expected}")
-                msg = typestore.deserialize_cdr(raw, connection.msgtype)
+                msg: Any = typestore.deserialize_cdr(raw, connection.msgtype)  # the message class of msgtype
                 if connection.topic == REFERENCE_TOPIC:
                     reference_msg = msg
                 else:

@@ -497,8 +497,9 @@ def import_recordings(recordings: Sequence[Recording], out_dir: str | Path,
     say = log or (lambda _line: None)
     plans = _plan_all(recordings, settings, say)
     obj = settings.object
-    scenes = check_trials([(plan.name, _scene_samples(plan)) for plan in plans], obj and obj.parameters,
-                          obj and obj.pusher_shape, settings.scene_tolerance_m, settings.force, say)
+    scenes = check_trials([(plan.name, _scene_samples(plan)) for plan in plans],
+                          obj.parameters if obj is not None else None, obj.pusher_shape if obj is not None else None,
+                          settings.scene_tolerance_m, settings.force, say)
     parent = out_dir.parent
     parent.mkdir(parents=True, exist_ok=True)
     tmp_run = staging_dir(parent, prefix=f".{out_dir.name}.", suffix=".partial")

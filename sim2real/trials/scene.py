@@ -359,7 +359,7 @@ def _marker(ts: Typestore, stamp_ns: int, frame_id: str, ns: str, marker_id: int
             scale: Sequence[float], color: Sequence[float], position: Sequence[float] = (0.0, 0.0, 0.0),
             text: str = "") -> Any:
     types = ts.types
-    marker_type = types["visualization_msgs/msg/Marker"]
+    marker_type: Any = types["visualization_msgs/msg/Marker"]  # generated: its constants (ADD, CUBE, ...) too
     px, py, pz = (float(v) for v in position)
     pose = types["geometry_msgs/msg/Pose"](position=types["geometry_msgs/msg/Point"](x=px, y=py, z=pz),
                                            orientation=_quaternion(ts, (1.0, 0.0, 0.0, 0.0)))

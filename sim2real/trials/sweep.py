@@ -29,7 +29,7 @@ import shutil
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, SupportsFloat
 
 import numpy as np
 
@@ -243,21 +243,21 @@ def samples_points(source: str | os.PathLike[str], base: ParameterSet | None,
     if clash:
         raise Sim2RealError(f"--set {clash[0]} would replace a sampled parameter; drop it")
     columns = [header.index(n) for n in names]
-    points = []
+    sampled: list[ParameterSet] = []
     base = base or ParameterSet.nominal()
     for line, row in enumerate(rows, start=2):
         if len(row) != len(header):
             raise Sim2RealError(f"{path}: line {line} has {len(row)} fields, the header {len(header)}")
         try:
             values = {n: float(row[c]) for n, c in zip(names, columns, strict=True)}
-            points.append(base.replace(values))
+            sampled.append(base.replace(values))
         except (ValueError, Sim2RealError) as err:
             raise Sim2RealError(f"{path}: line {line}: {' '.join(str(err).split())}") from None
-    if not points:
+    if not sampled:
         raise Sim2RealError(f"{path}: no rows")
-    if len(points) > MAX_ROWS:
-        raise Sim2RealError(f"{path}: {len(points)} rows; at most {MAX_ROWS}")
-    return SweepPoints(tuple(names), tuple(points), {"samples": str(path.resolve())})
+    if len(sampled) > MAX_ROWS:
+        raise Sim2RealError(f"{path}: {len(sampled)} rows; at most {MAX_ROWS}")
+    return SweepPoints(tuple(names), tuple(sampled), {"samples": str(path.resolve())})
 
 
 def header(names: Sequence[str]) -> list[str]:
@@ -265,7 +265,7 @@ def header(names: Sequence[str]) -> list[str]:
     return [*KEY_COLUMNS, *names, *OUTCOME_COLUMNS]
 
 
-def _fmt(value: float) -> str:
+def _fmt(value: SupportsFloat) -> str:
     """Full precision, so that a resumed table equals an uninterrupted one byte for byte."""
     return repr(float(value))
 

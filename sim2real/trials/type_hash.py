@@ -21,13 +21,17 @@ import hashlib
 import json
 from collections.abc import Mapping
 from io import BytesIO
-from typing import Any, ClassVar, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from rosbags.interfaces import ConnectionExtRosbag2, Nodetype
 from rosbags.rosbag2 import StoragePlugin
 from rosbags.rosbag2 import Writer as _RosbagsWriter
 from rosbags.rosbag2.storage_mcap import Channel, McapWriter, write_channel, write_string
 from rosbags.typesys.store import Typestore
+
+if TYPE_CHECKING:
+    from rosbags.interfaces.typing import FieldDesc
+    from rosbags.rosbag2.writer import StorageWriter
 
 RIHS01_PREFIX = "RIHS01_"
 #: Field type ids of type_description_interfaces/msg/FieldType (REP 2011) for the primitive types;
@@ -44,7 +48,7 @@ ARRAY_OFFSET, BOUNDED_SEQUENCE_OFFSET, SEQUENCE_OFFSET = 48, 96, 144
 #: differs from rosidl's for std_msgs/msg/Char, rmw_dds_common/msg/Gid, ...).
 MSG_ALIASES: Mapping[str, str] = {"char": "uint8"}
 #: The member rosidl gives a message without fields (e.g. std_msgs/msg/Empty).
-EMPTY_MEMBER = ("structure_needs_at_least_one_member", (Nodetype.BASE, ("uint8", 0)))
+EMPTY_MEMBER: tuple[str, FieldDesc] = ("structure_needs_at_least_one_member", (Nodetype.BASE, ("uint8", 0)))
 #: The MCAP channel metadata key of the hash (rosbag2_storage_mcap).
 CHANNEL_HASH_KEY = "topic_type_hash"
 
@@ -153,7 +157,7 @@ class Writer(_RosbagsWriter):
     """``rosbags.rosbag2.Writer`` whose topics carry this module's RIHS01 hash in metadata.yaml
     (``type_description_hash``) and, for MCAP, in the channel metadata (``topic_type_hash``)."""
 
-    STORAGE_PLUGINS: ClassVar[Mapping[StoragePlugin, Any]] = {**_RosbagsWriter.STORAGE_PLUGINS,
+    STORAGE_PLUGINS: Mapping[StoragePlugin, type[StorageWriter]] = {**_RosbagsWriter.STORAGE_PLUGINS,
                                                                StoragePlugin.MCAP: _HashingMcapWriter}
 
     def add_connection(self, topic: str, msgtype: str, *, typestore: Typestore | None = None,

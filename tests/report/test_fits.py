@@ -192,7 +192,7 @@ def test_fit_json_holds_the_residual_series_against_time(tmp_path: Path,
     assert max(first["final"]) < 0.5 * max(first["start"])  # the fit moved toward the hidden friction
     # in fit.json, and the report draws it
     path = tmp_path / "fit.json"
-    path.write_text(json.dumps(fit_document(result)))
+    path.write_text(json.dumps(fit_document(result).to_json()))
     assert read_fit(path).residual_series["trials"][1]["name"] == "b"
     # teacher-forced segments start one sample later; long trials are thinned to the cap
     monkeypatch.setattr(fit_module, "RESIDUAL_SERIES_POINTS", 12)

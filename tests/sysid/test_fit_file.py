@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from sim2real.errors import Sim2RealError
+from sim2real.errors import DataError, Sim2RealError
 from sim2real.report import read_fit
-from sim2real.sysid.fit_file import FIT_FORMAT, read_fit_document
+from sim2real.sysid.fit_file import FIT_FORMAT, FitDocument, read_fit_document
 from sim2real.sysid.sampling import read_fit_distribution
 
 FIT = {"status": "converged", "problems": [], "values": {"contact.mu_table": 0.42},
@@ -28,7 +28,7 @@ def _write(tmp_path: Path, **extra: object) -> Path:
 def test_the_tagged_and_the_older_untagged_fit_json_are_read_by_every_reader(tmp_path: Path) -> None:
     for extra in ({"format": FIT_FORMAT}, {}):
         path = _write(tmp_path, **extra)
-        assert read_fit_document(path)["values"] == FIT["values"]
+        assert read_fit_document(path).values == FIT["values"]
         assert read_fit(path).values == FIT["values"]
         assert read_fit_distribution(path).mean.tolist() == [0.42]
 
@@ -56,3 +56,32 @@ def test_a_fit_writes_its_format_first(tmp_path: Path) -> None:
                  "--out", str(tmp_path / "fit.yaml")]) in (0, 3)
     document = json.loads((tmp_path / "fit.json").read_text())
     assert next(iter(document)) == "format" and document["format"] == FIT_FORMAT
+
+
+@pytest.mark.parametrize(("field", "value", "expected"), [
+    ("values", {"contact.mu_table": "0.42"}, "'values' must be an object of parameter names to numbers"),
+    ("std", [0.01], "'std' must be an object of parameter names to numbers or null"),
+    ("ci95", {"contact.mu_table": [0.4]}, "'ci95' must be an object of parameter names to [low, high] or null"),
+    ("correlation", {"names": ["contact.mu_table"], "matrix": "1"}, "'correlation' must be an object with 'names'"),
+    ("dropped_rows", -1, "'dropped_rows' must be a count"),
+    ("problems", "none", "'problems' must be a list of strings"),
+])
+def test_a_field_of_the_wrong_type_is_refused_naming_it(tmp_path: Path, field: str, value: object,
+                                                                         expected: str) -> None:
+    path = _write(tmp_path, **{field: value})
+    readers = [read_fit_document, read_fit_distribution] + ([read_fit] if field == "values" else [])
+    for reader in readers:
+        with pytest.raises(DataError) as caught:
+            reader(path)
+        assert expected in str(caught.value) and str(path) in str(caught.value) and "\n" not in str(caught.value)
+    if field != "values":  # the report shows what it can and lists the field as missing
+        assert field in read_fit(path).missing
+
+
+def test_the_document_of_a_file_is_written_back_as_it_was_read(tmp_path: Path) -> None:
+    path = _write(tmp_path, format=FIT_FORMAT, versions={"sim2real": "x"}, tied=[], bounds={"contact.mu_table": [0, 2]})
+    document = read_fit_document(path)
+    again = FitDocument.from_json(document.to_json(), "again")
+    assert again == document
+    written = document.to_json()
+    assert written["versions"] == {"sim2real": "x"} and written["bounds"] == {"contact.mu_table": [0.0, 2.0]}

@@ -15,6 +15,7 @@ from scipy import stats
 
 from sim2real.sysid import FitProblem, ResidualSpec, fit_trials
 from sim2real.sysid.fit import with_verdicts
+from sim2real.sysid.fit_file import FitDocument
 from sim2real.sysid.jackknife import RefitJackknife, with_refit_jackknife
 from sim2real.sysid.sampling import draw_samples, fit_distribution, undetermined_unknowns
 from sim2real.sysid.status import UNDETERMINED_COVERAGE
@@ -47,7 +48,7 @@ def _interval(value: float, std: float, dof: float, low: float, high: float) -> 
 
 
 def _uniform(document: dict[str, Any]) -> tuple[str, ...]:
-    dist = fit_distribution(document, "test", allow_undetermined=True)
+    dist = fit_distribution(FitDocument.from_json(document, "test"), "test", allow_undetermined=True)
     draw = draw_samples(dist, 50, np.random.default_rng(0), undetermined="uniform")
     assert draw.uniform == tuple(label for label, u in zip(dist.labels, undetermined_unknowns(dist), strict=True)
                                  if u)
@@ -88,7 +89,7 @@ def test_an_own_interval_over_the_bounds_is_drawn_uniformly_within_the_fit_bound
     # them: drawn uniformly within them, not within the registry's [0, 2].
     narrowed = _document(values, std, {"contact.mu_table": 30.0}, {"contact.mu_table": [0.5, 1.3]},
                          {"contact.mu_table": [0.5, 1.3]})
-    dist = fit_distribution(narrowed, "test", allow_undetermined=True)
+    dist = fit_distribution(FitDocument.from_json(narrowed, "test"), "test", allow_undetermined=True)
     assert (dist.lower[0], dist.upper[0]) == (0.5, 1.3)
     draw = draw_samples(dist, 500, np.random.default_rng(1), undetermined="uniform")
     assert draw.uniform == ("contact.mu_table",)
