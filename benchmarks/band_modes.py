@@ -25,9 +25,9 @@ block, so that sub-millimetre offsets decide between two outcomes about 160° of
 Per scene (a probe travel and a number of draws) reported: the modes of ``spread.json`` (probability,
 centre, scale), the predicted probability of each turn direction (the modes' probabilities, and the share
 of draws) beside the realities' frequency, the mean log score of the realities under the predicted mixture
-(:func:`sim2real.sysid.bands.log_score`, no discrepancy: the model is right here) beside that of one normal
-fitted to all draws, and for each reality its nearest mode (:func:`sim2real.sysid.bands.nearest_mode`) and
-whether that mode turns the way the reality did. Where :func:`~sim2real.sysid.bands.find_modes` finds
+(:func:`sim2real.sysid.prediction.bands.log_score`, no discrepancy: the model is right here) beside that of one normal
+fitted to all draws, and for each reality its nearest mode (:func:`sim2real.sysid.prediction.bands.nearest_mode`) and
+whether that mode turns the way the reality did. Where :func:`~sim2real.sysid.prediction.bands.find_modes` finds
 one mode, the reason: its best cut's empty gap (in standard deviations of the wider part) against the
 least it asks (``max(MIN_GAP, null_gap)``), and Ashman's D against ``MIN_SEPARATION``. The scenes: the
 fixture's 0.12 m travel (the block turns by an amount the offset sets, one mode is right) and 0.45, 0.6 and
@@ -59,8 +59,8 @@ from fixtures import flat_blocks, planar_pushes
 
 from sim2real.cli import main as cli
 from sim2real.params import ParameterSet
-from sim2real.sysid import bands
-from sim2real.sysid.spread import final_outcome
+from sim2real.sysid.prediction import bands
+from sim2real.sysid.prediction.spread import final_outcome
 from sim2real.trials.trial_object import TrialObject
 
 #: The probe line passes this far beside the centre of mass (m): the block turns right (yaw < 0) more often.
@@ -145,8 +145,8 @@ def _modes(entry: dict[str, Any]) -> list[bands.Mode]:
 
 
 def why_one_mode(predicted: np.ndarray) -> dict[str, Any]:
-    """The split :func:`sim2real.sysid.bands.find_modes` considered first, and which of its tests refused it
-    (:func:`sim2real.sysid.bands.split_test`)."""
+    """The split :func:`sim2real.sysid.prediction.bands.find_modes` considered first, and which of its tests refused it
+    (:func:`sim2real.sysid.prediction.bands.split_test`)."""
     test = bands.split_test(predicted)
     yaw = np.sort(predicted[:, 2])
     count = predicted.shape[0]

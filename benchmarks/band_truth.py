@@ -58,7 +58,7 @@ from fixtures import planar_pushes
 
 from sim2real.cli import main as cli
 from sim2real.spatial import from_axis_angle, multiply, rotate
-from sim2real.sysid import bands
+from sim2real.sysid.prediction import bands
 from sim2real.trials import PlatformRecord, PoseSeries, TrialRecord, read_trial, write_trial
 from sim2real.trials.trial_object import TrialObject
 
@@ -273,7 +273,7 @@ def summary(seeds: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def ideal_reference(calibration: int, test: int, repeats: int = 4000, seed: int = 0) -> dict[str, float]:
-    """The same band (:func:`sim2real.sysid.bands.calibrate` on ``calibration`` trials, judged on ``test``)
+    """The same band (:func:`sim2real.sysid.prediction.bands.calibrate` on ``calibration`` trials, judged on ``test``)
     when the model is right but for independent normal errors beyond the draws: its coverage and the median
     over repeats of its position half-width over the median position error (what a band that is neither too
     wide nor too narrow shows here: the box spans three coordinates, q is a high rank of few scores)."""

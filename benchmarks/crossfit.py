@@ -4,7 +4,7 @@ Known truth: the planar pushes of ``tests/fixtures/planar_pushes.py`` (a rod pus
 training and three held-out pushes, mocap noise 0.3 mm / 0.3°), made once by our engine (μ_table 0.25,
 μ_pusher 0.45, support ratio 0.6) and once by MuJoCo (μ_table 0.25, μ_pusher 0.45, contact with a smooth
 onset: impedance 0.01 over 2 mm). Each set is fitted by both engines from the nominal values
-(:func:`sim2real.sysid.compare.compare_engines`, whole trials, the rod played back): ours frees both
+(:func:`sim2real.sysid.prediction.compare.compare_engines`, whole trials, the rod played back): ours frees both
 frictions and the support ratio, MuJoCo both frictions. A fit by the engine that made the data shows
 what the fit can do; a fit by the other engine shows model mismatch, the figure a lab wants.
 
@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from fixtures import planar_pushes as pushes
 
 from sim2real.sysid import LMSettings, ResidualSpec
-from sim2real.sysid.compare import compare_engines
+from sim2real.sysid.prediction.compare import compare_engines
 from sim2real.trials import read_trial
 
 SMOOTH = {"mujoco.impedance_min": 0.01, "mujoco.impedance_width": 0.002}

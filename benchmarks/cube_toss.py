@@ -20,15 +20,15 @@ an ending step: 14 s, the whole benchmark 89 s).
 Calibrated prediction bands (``bands``; ``--no-bands`` skips them; 7-15 s per block on 2 workers, 193 s of the whole
 benchmark's 571 s on 2026-12-01, a machine loaded by another benchmark):
 per block the same fit on half of it (``sim2real fit --holdout 0.5``'s split, seed ``--band-seed``),
-then each held-out toss's 40-step outcome predicted as a spread (:mod:`sim2real.sysid.spread`) under
+then each held-out toss's 40-step outcome predicted as a spread (:mod:`sim2real.sysid.prediction.spread`) under
 ``--band-draws`` parameter sets drawn from that fit, with each recording's measured start noise. The
 40-step outcome is the box pose 40 simulated steps after the toss's start state: the tosses are
 sampled uniformly at 148 Hz, so a box-only trial's step is the sample interval (``sim.dt`` is
-replaced by 1/148 s, :mod:`sim2real.sysid.data`), and a whole-trial rollout starts from the state at
+replaced by 1/148 s, :mod:`sim2real.sysid.problem.data`), and a whole-trial rollout starts from the state at
 pose 1 (its velocity from poses 0 and 1), as the fit's first 40-step segment does; each held-out toss
 is cut to its first 42 poses, so the spread's outcome is pose 41 (0.277 s after pose 0), exactly
 where that segment ends. The 90 % band is calibrated on the 15 held-out tosses, each judged by the
-calibration from the other 14 (leave one out, :func:`sim2real.sysid.spread_calibration.self_calibration`), on
+calibration from the other 14 (leave one out, :func:`sim2real.sysid.prediction.spread_calibration.self_calibration`), on
 the spread's coordinates x, y (m) and the yaw since the start (deg), and again on x, y alone
 (``position_only``). The yaw of a tumbling cube is the twist about world z of its rotation from pose
 0 to pose 41, which is well defined for these tosses (their rotations over 41 poses stay below
@@ -57,7 +57,7 @@ from sim2real.data import cube_toss_npz
 from sim2real.execution import Executor, LocalExecutor
 from sim2real.params import ParameterSet
 from sim2real.sysid import FitProblem, LMSettings, ResidualSpec, Weights, fit_trials
-from sim2real.sysid.bands import misses_level
+from sim2real.sysid.prediction.bands import misses_level
 from sim2real.trials import PoseSeries, TrialRecord, read_trial
 from sim2real.trials.cube_toss import import_cube_tosses, load_cube_tosses
 
@@ -124,12 +124,12 @@ def _position_only(spreads: list) -> list:
 def _band_summary(spreads: list, draw: object, level: float, draws: int, seed: int,
                   calibration: object = None) -> dict:
     """The band of ``spreads`` calibrated on themselves, each judged by the calibration from the others (leave
-    one out, :func:`sim2real.sysid.spread_calibration.self_calibration`), or by ``calibration`` (from other trials): the
-    counts, the discrepancy and quantile, per coordinate the misses and the median band half-width against the
-    median error of the draws' median."""
+    one out, :func:`sim2real.sysid.prediction.spread_calibration.self_calibration`), or by ``calibration`` (from
+    other trials): the counts, the discrepancy and quantile, per coordinate the misses and the median band
+    half-width against the median error of the draws' median."""
     import numpy as np
 
-    from sim2real.sysid.spread_calibration import self_calibration, spread_record
+    from sim2real.sysid.prediction.spread_calibration import self_calibration, spread_record
 
     check = self_calibration(spreads, level) if calibration is None else None
     record = spread_record(spreads, draw, draws, seed, {"measured": True}, "the block's fit", level,
@@ -164,7 +164,7 @@ def _band_summary(spreads: list, draw: object, level: float, draws: int, seed: i
 
 def _held_out_half(block: list, seed: int) -> tuple[list, list]:
     """The fitted and the held-out half of a block: ``sim2real fit --holdout 0.5 --seed SEED``'s split."""
-    from sim2real.sysid.runs import LoadedTrials, split_holdout
+    from sim2real.sysid.problem.runs import LoadedTrials, split_holdout
 
     fitted, held = split_holdout(LoadedTrials(tuple(block), tuple(r.name for r in block), ()), 0.5, seed)
     return list(fitted.records), list(held.records)
@@ -183,11 +183,11 @@ def block_bands(block: list, executor: Executor, iterations: int, weights: Weigh
     """
     import numpy as np
 
-    from sim2real.sysid.data import prepare_trial
-    from sim2real.sysid.sampling import fit_distribution
-    from sim2real.sysid.spread import MEASURED, spread_of_fit
-    from sim2real.sysid.spread_calibration import self_calibration
-    from sim2real.sysid.writeback import fit_document
+    from sim2real.sysid.files.writeback import fit_document
+    from sim2real.sysid.prediction.sampling import fit_distribution
+    from sim2real.sysid.prediction.spread import MEASURED, spread_of_fit
+    from sim2real.sysid.prediction.spread_calibration import self_calibration
+    from sim2real.sysid.problem.data import prepare_trial
 
     fitted, held = _held_out_half(block, seed)
     start = ParameterSet.nominal().replace(START)

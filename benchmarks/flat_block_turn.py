@@ -5,7 +5,7 @@ a vertical rod of radius 3.1 mm (``pusher_shape="rod"``: a capsule from the tip 
 4 mm above the table, starts 5 mm behind the plate's -x face and moves in a straight line along +x at
 0.1 m/s (``--speed``) for a 45 cm stroke after touching, at a lateral offset ``e`` (world y) of 0-5 mm from
 the plate's centre line. The pusher path is played back as ``sim2real replay`` plays a recorded one
-(:func:`~sim2real.sysid.inputs.pusher_primitive`, :func:`~sim2real.sysid.inputs.pusher_placement`,
+(:func:`~sim2real.sysid.problem.inputs.pusher_primitive`, :func:`~sim2real.sysid.problem.inputs.pusher_placement`,
 :func:`~sim2real.engines.make_world`, :func:`~sim2real.sim.rollout`).
 
 Candidates: the nominal parameters, then one change each (the probe speed; a centre-of-mass offset,
@@ -48,7 +48,7 @@ from sim2real.sim import BoxState, rollout
 from sim2real.sim.box import uniform_support_ratio
 from sim2real.sim.constants import GRAVITY
 from sim2real.spatial import to_matrix, yaw
-from sim2real.sysid.inputs import pusher_placement, pusher_primitive
+from sim2real.sysid.problem.inputs import pusher_placement, pusher_primitive
 
 #: The plate (steel-like block of the recordings) and the probe.
 STEEL = {"box.size_x": 0.099, "box.size_y": 0.099, "box.size_z": 0.0095, "box.mass": 0.73}

@@ -6,7 +6,7 @@ The trials are the standard push (config/experiment.yaml) at the five standard d
 simulated with hidden values of arm.servo_tau, arm.command_delay and contact.mu_table.
 
 With ``--compare-trf`` (the default) it also compares our bounded Levenberg-Marquardt
-(:func:`sim2real.sysid.optimizer.levenberg_marquardt`, what ``fit_trials`` runs) with
+(:func:`sim2real.sysid.solve.optimizer.levenberg_marquardt`, what ``fit_trials`` runs) with
 ``scipy.optimize.least_squares(method="trf", x_scale="jac")`` on the same residual and
 implicit-gradient Jacobian callable, built as ``fit_trials`` builds it (free parameters, ties,
 bounds, left-out trials), on two problems: the standard pushes above (horizon 1, from nominal)
@@ -51,10 +51,10 @@ from sim2real.sysid import (
     levenberg_marquardt,
     prepare_trial,
 )
-from sim2real.sysid.evaluation import FitEvaluator
-from sim2real.sysid.fit import unknowns, usable_trials
-from sim2real.sysid.optimizer import FitAbortedError
-from sim2real.sysid.residuals import trial_residuals
+from sim2real.sysid.residuals.trial import trial_residuals
+from sim2real.sysid.solve.evaluation import FitEvaluator
+from sim2real.sysid.solve.fit import unknowns, usable_trials
+from sim2real.sysid.solve.optimizer import FitAbortedError
 from sim2real.trials import TrialRecord, read_trial
 from sim2real.trials.cube_toss import import_cube_tosses
 from sim2real.trials.standard_trial import run_standard_trial

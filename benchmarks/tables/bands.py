@@ -80,7 +80,7 @@ def band_modes_table() -> str | None:
 
 
 def _refusal(why: dict) -> str:
-    """Which tests refused a split, with their figures (:func:`sim2real.sysid.bands.split_test`)."""
+    """Which tests refused a split, with their figures (:func:`sim2real.sysid.prediction.bands.split_test`)."""
     needed, parts = why["needed"], []
     if "gap and dip" in why["refused_by"]:
         parts.append(f"gap {num(why['gap'], 3)} < {num(needed['gap'], 3)} and dip {num(why['dip'], 2)} < "

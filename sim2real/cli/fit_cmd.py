@@ -262,7 +262,7 @@ def print_summary(result: FitResult, params_path: Path, json_path: Path) -> None
     for line in prediction_lines(result.validation):
         _log(line)
     if result.hard_steps:
-        from sim2real.sysid.writeback import hard_steps_dir
+        from sim2real.sysid.files.writeback import hard_steps_dir
 
         _log(f"{len(result.hard_steps)} hard solver step(s) saved under {hard_steps_dir(params_path)}/")
     _log(f"wrote {params_path} and {json_path}")
@@ -330,9 +330,9 @@ def _with_validation_spread(result: FitResult, records: Any, args: argparse.Name
     from dataclasses import replace
 
     from sim2real.cli.replay_cmd import predict_fit_spread
-    from sim2real.sysid.sampling import fit_distribution
-    from sim2real.sysid.spread_calibration import band_verdict
-    from sim2real.sysid.writeback import fit_document
+    from sim2real.sysid.files.writeback import fit_document
+    from sim2real.sysid.prediction.sampling import fit_distribution
+    from sim2real.sysid.prediction.spread_calibration import band_verdict
 
     if not records or not result.validation:
         return result
@@ -380,9 +380,9 @@ def _without_unstable(problem: Any, result: FitResult, args: argparse.Namespace,
 
     from sim2real.cli.replay_cmd import noise_description, spread_settings
     from sim2real.sysid import fit_trials
-    from sim2real.sysid.sampling import fit_distribution
-    from sim2real.sysid.spread_calibration import records_spread
-    from sim2real.sysid.writeback import fit_document
+    from sim2real.sysid.files.writeback import fit_document
+    from sim2real.sysid.prediction.sampling import fit_distribution
+    from sim2real.sysid.prediction.spread_calibration import records_spread
 
     draws = args.spread_draws or 20
     dist = fit_distribution(fit_document(result), "the fit", allow_unconverged=True, allow_undetermined=True)
@@ -417,8 +417,8 @@ def run(args: argparse.Namespace) -> int:
 
     from sim2real.cli.common import check_output_file, is_fit_report, is_sim2real_params_file, removed_on_interrupt
     from sim2real.sysid import FitProblem, FreeParameters, LMSettings, ResidualSpec, Weights, fit_trials, parse_bounds
-    from sim2real.sysid.runs import hold_out, read_trials
-    from sim2real.sysid.writeback import check_out_path, fit_document, fit_json_path, write_fit
+    from sim2real.sysid.files.writeback import check_out_path, fit_document, fit_json_path, write_fit
+    from sim2real.sysid.problem.runs import hold_out, read_trials
 
     out = check_out_path(args.out)
     check_output_file(out, args.force, is_sim2real_params_file)
@@ -433,7 +433,7 @@ def run(args: argparse.Namespace) -> int:
     loaded = read_trials(args.bags)
     loaded, held, split = hold_out(loaded, read_trials(args.validate) if args.validate else None, args.holdout,
                                    args.seed)
-    from sim2real.sysid.writeback import check_per_object_outputs  # before the fit: its outputs can be written
+    from sim2real.sysid.files.writeback import check_per_object_outputs  # before the fit: its outputs can be written
 
     check_per_object_outputs(out, args.per_object, loaded.records)
     if split is not None:

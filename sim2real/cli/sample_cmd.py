@@ -11,9 +11,9 @@ from sim2real.cli.common import bounded_float, bounded_int, check_output_locatio
 
 if TYPE_CHECKING:
     from sim2real.params import ParameterSet
-    from sim2real.sysid.bands import BandCalibration
-    from sim2real.sysid.fit_file import FitDocument
-    from sim2real.sysid.sampling import FitDistribution
+    from sim2real.sysid.files.fit_file import FitDocument
+    from sim2real.sysid.prediction.bands import BandCalibration
+    from sim2real.sysid.prediction.sampling import FitDistribution
 
 #: Most sets one call writes.
 MAX_SAMPLES = 100_000
@@ -178,9 +178,9 @@ def _t_note(dist: FitDistribution, distribution: str, inflate: float) -> str | N
 
 
 def fit_band_calibration(document: FitDocument, source: str) -> BandCalibration | None:
-    """The band calibration fit.json keeps (``validation.spread.calibration``) at its own level, None
-    without one (:func:`sim2real.sysid.spread_calibration.fit_calibration`; one-line error when it is invalid)."""
-    from sim2real.sysid.spread_calibration import fit_calibration
+    """The band calibration fit.json keeps (``validation.spread.calibration``) at its own level, None without one
+    (:func:`sim2real.sysid.prediction.spread_calibration.fit_calibration`; one-line error when it is invalid)."""
+    from sim2real.sysid.prediction.spread_calibration import fit_calibration
 
     calibration = fit_calibration(document, source)
     if calibration is None:
@@ -199,7 +199,7 @@ def refuse_per_object(dist: FitDistribution, source: str) -> None:
         Naming the per-object unknowns.
     """
     from sim2real.errors import InputError
-    from sim2real.sysid.objects import label_object
+    from sim2real.sysid.problem.objects import label_object
 
     per_object = [label for label in dist.labels if label_object(label) is not None]
     if per_object:
@@ -214,8 +214,8 @@ def run(args: argparse.Namespace) -> int:
 
     import numpy as np
 
-    from sim2real.sysid.fit_file import read_fit_document
-    from sim2real.sysid.sample_files import (
+    from sim2real.sysid.files.fit_file import read_fit_document
+    from sim2real.sysid.files.sample_files import (
         BAND_CALIBRATION_KEY,
         BAND_NOTE_KEY,
         SAMPLES_CSV,
@@ -224,7 +224,7 @@ def run(args: argparse.Namespace) -> int:
         sample_file_name,
         write_samples,
     )
-    from sim2real.sysid.sampling import describe_method, draw_samples, fit_distribution
+    from sim2real.sysid.prediction.sampling import describe_method, draw_samples, fit_distribution
     from sim2real.trials.schema import versions
 
     out = check_out_dir(args.out)

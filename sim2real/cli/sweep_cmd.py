@@ -133,7 +133,7 @@ def band_calibration(args: argparse.Namespace) -> tuple[dict[str, Any] | None, s
     Sim2RealError
         An unreadable samples.json or an invalid calibration in it (one line).
     """
-    from sim2real.sysid.sample_files import band_note, read_band_calibration
+    from sim2real.sysid.files.sample_files import band_note, read_band_calibration
     from sim2real.trials.sweep import SWEEP_JSON
 
     if not args.samples or not Path(args.samples).is_dir():
@@ -194,7 +194,7 @@ def open_sweep_dir(out: Path, config: dict[str, Any], source: dict[str, Any],
             raise Sim2RealError(f"--out {out} exists, is not empty and holds no {SWEEP_JSON}; refusing to write "
                                 "into it")
     out.mkdir(parents=True, exist_ok=True)
-    from sim2real.sysid.sample_files import BAND_CALIBRATION_KEY, BAND_NOTE_KEY
+    from sim2real.sysid.files.sample_files import BAND_CALIBRATION_KEY, BAND_NOTE_KEY
 
     _write_json(meta, {"schema": SWEEP_SCHEMA, "config": config, "source": source, BAND_CALIBRATION_KEY: band[0],
                        BAND_NOTE_KEY: band[1], "versions": versions(), "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")})

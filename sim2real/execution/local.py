@@ -41,7 +41,7 @@ class Kept(Generic[T]):
     worker keeps the first copy it receives under :attr:`token` and returns that one ever after.
 
     A fit evaluates every trial at each iteration; a trial computes what depends on its recording
-    alone once and caches it (:attr:`~sim2real.sysid.data.TrialData.pose_kinematics`). Without keeping,
+    alone once and caches it (:attr:`~sim2real.sysid.problem.data.TrialData.pose_kinematics`). Without keeping,
     each task's fresh copy computed it again: 6 % of the workers' time in a fit of 570 cube tosses.
     Kept values are read, never changed, by tasks (as with one worker, where every task gets the
     parent's object).

@@ -51,7 +51,7 @@ from sim2real.report.tables import (
     side_by_side_rows_text,
     trial_outcomes,
 )
-from sim2real.sysid.spread import SPREAD_JSON
+from sim2real.sysid.prediction.spread import SPREAD_JSON
 from sim2real.trials import TrialRecord, read_run, read_run_meta
 from sim2real.trials.coverage import starved_platforms
 from sim2real.trials.jsonio import read_json

@@ -394,7 +394,7 @@ def prediction_spread_figure(trials: Sequence[Mapping[str, Any]], max_trials: in
 def engine_comparison_figure(rows: Sequence[Mapping[str, Any]]) -> bytes:
     """Held-out errors per engine at the start and fitted values, and each fit's wall time; PNG.
 
-    ``rows``: :meth:`sim2real.sysid.compare.EngineFit.row` of each engine (``engine``, ``fit_wall_s``,
+    ``rows``: :meth:`sim2real.sysid.prediction.compare.EngineFit.row` of each engine (``engine``, ``fit_wall_s``,
     ``held_out_start`` and ``held_out_final`` with ``final_position_m``, ``yaw_deg``, ``trajectory_rms_m``).
     """
     plt = _pyplot()

@@ -16,7 +16,7 @@ import numpy as np
 
 from sim2real.errors import Sim2RealError
 from sim2real.report.cells import degrees, mm, number_or_none
-from sim2real.sysid.fit_file import FitDocument, read_fit_document
+from sim2real.sysid.files.fit_file import FitDocument, read_fit_document
 
 FIT_KEYS: tuple[str, ...] = ("values", "std", "ci95", "correlation", "start_values", "trace")
 #: fit.json keys shown in their own places (not among the "Fit details").
@@ -113,7 +113,7 @@ def _section(raw: Any) -> Mapping[str, Any]:
 
 
 def read_fit(path: str | Path) -> FitSummary:
-    """Read a fit.json leniently (:func:`~sim2real.sysid.fit_file.read_fit_document`): a field of the wrong type
+    """Read a fit.json leniently (:func:`~sim2real.sysid.files.fit_file.read_fit_document`): a field of the wrong type
     is shown as missing, not refused (see :class:`FitSummary`).
 
     Raises

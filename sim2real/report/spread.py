@@ -10,9 +10,9 @@ and how many real final distances fell inside the predicted band.
 The sweep's rows hold only what the parameters leave open, not the model's discrepancy. When the
 sweep keeps the fit's band calibration (sweep.json ``band_calibration``, copied from samples.json by
 ``sweep --samples DIR``, from fit.json by ``sample``), the band is the calibrated one of
-:mod:`sim2real.sysid.bands`: the rows' outcomes ``[final x (m), final y (m), yaw since the start
-(deg)]`` fall into modes (:func:`~sim2real.sysid.bands.find_modes`), each widened to
-``centre ± q √(s² + τ²)`` (:func:`~sim2real.sysid.bands.mode_boxes`), at the calibration's level.
+:mod:`sim2real.sysid.prediction.bands`: the rows' outcomes ``[final x (m), final y (m), yaw since the start
+(deg)]`` fall into modes (:func:`~sim2real.sysid.prediction.bands.find_modes`), each widened to
+``centre ± q √(s² + τ²)`` (:func:`~sim2real.sysid.prediction.bands.mode_boxes`), at the calibration's level.
 Without one the band is the central 95 % of the rows (the 2.5 and 97.5 % quantiles, which assume
 nothing about their shape), said to be parameter-only. Real trials are judged on their final x
 (the run's experiment table holds the final x of a standard push). Positions are the box centre in
@@ -35,8 +35,8 @@ from sim2real.report.cells import cm
 from sim2real.report.document import Block, Figure, Heading, Note, Paragraph, Table
 from sim2real.report.figures import spread_figure
 from sim2real.report.tables import ExperimentTable
-from sim2real.sysid.bands import BandCalibration, Mode, find_modes, mode_boxes, nearest_mode
-from sim2real.sysid.sample_files import BAND_CALIBRATION_KEY
+from sim2real.sysid.files.sample_files import BAND_CALIBRATION_KEY
+from sim2real.sysid.prediction.bands import BandCalibration, Mode, find_modes, mode_boxes, nearest_mode
 from sim2real.trials.sweep import OUTCOMES_CSV, SWEEP_JSON, DistanceSummary
 
 #: Largest |measured start − sweep distance| for a real trial to count at that distance, m.

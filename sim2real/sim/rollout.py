@@ -7,7 +7,7 @@ orientation alike on the quaternion manifold), and the new velocity follows from
 step's impulses: this is the leapfrog (Störmer-Verlet) scheme in Dojo's variational form, second-order
 accurate in positions, when the velocity a state carries is read as the velocity *over the step
 before it*, ``(x_k - x_{k-1}) / dt``. That is how the engine's states are to be read, and how
-:func:`~sim2real.sysid.data.box_states` rebuilds states from recorded poses.
+:func:`~sim2real.sysid.problem.data.box_states` rebuilds states from recorded poses.
 
 A velocity measured *at* an instant (a scenario's start, a box set sliding at 1 m/s) is half a step
 off that reading. Taken as it is, it costs a first-order error (a box sliding from ``v0`` stops

@@ -1,48 +1,42 @@
-"""System identification: recorded trials in, fitted simulator parameters out.
+"""System identification: recorded trials in, fitted simulator parameters out, and what they predict.
 
-* :mod:`~sim2real.sysid.data` — recordings resampled onto the simulator's grid; box states
-  rebuilt from poses for teacher forcing.
-* :mod:`~sim2real.sysid.inputs` — what drives the simulator (mode, pusher source), checked
-  against the topics a trial recorded.
-* :mod:`~sim2real.sysid.residuals` — weighted pose and joint residuals with Jacobians from
-  the simulator's implicit gradients (one-step, N-step segments, whole trials); rows that
-  depend on degraded solver steps flagged; what they are asked for and return in
-  :mod:`~sim2real.sysid.residual_types`; whole arm trials simulated in :mod:`~sim2real.sysid.arm_trials`.
-* :mod:`~sim2real.sysid.optimizer` — Gauss-Newton / Levenberg-Marquardt with bounds and
-  robust losses; its damped step (determined directions, trust radius, statistical stop) in
-  :mod:`~sim2real.sysid.damped_step`.
-* :mod:`~sim2real.sysid.evaluation` — many trials as one residual vector; trials failing at the
-  start left out; trial steps that fail or degrade rejected; held-out cost.
-* :mod:`~sim2real.sysid.uncertainty` — covariance, intervals, correlations, identifiability.
-* :mod:`~sim2real.sysid.status` — converged or not, and the problems a user must see.
-* :mod:`~sim2real.sysid.runs` — reading many trials tolerantly; :class:`TrialFailure`.
-* :mod:`~sim2real.sysid.problem` — :class:`FitProblem`: the trials, unknowns and residual spec of a fit.
-* :mod:`~sim2real.sysid.fit` — :func:`fit_trials` solves a :class:`FitProblem` → :class:`FitResult` (the
-  fit.json object).
-* :mod:`~sim2real.sysid.writeback` — fitted params YAML + fit.json, written together.
-* :mod:`~sim2real.sysid.replay` — re-simulating recorded trials into sim records.
-* :mod:`~sim2real.sysid.sampling` — parameter sets drawn from a fit's distribution (within bounds,
-  ties kept) for domain randomization; imported on use (``sim2real sample``); the samples directory
-  in :mod:`~sim2real.sysid.sample_files`.
-* :mod:`~sim2real.sysid.spread` — trials predicted as distributions under those draws; their modes,
-  model discrepancy and conformal calibration in :mod:`~sim2real.sysid.bands`; the spread's record and
-  verdicts in :mod:`~sim2real.sysid.spread_calibration`.
+By concern, each a subpackage:
+
+* :mod:`~sim2real.sysid.problem` — what a fit is asked: trials on the simulator's grid (``data``), what drives
+  the simulator (``inputs``), the unknowns (``free``, ``objects``: ties, per-object values, the Jacobian's
+  column map), :class:`FitProblem` (``fit_problem``), trials read tolerantly (``runs``).
+* :mod:`~sim2real.sysid.residuals` — weighted pose and joint residuals with Jacobians from the simulator's
+  implicit gradients (``trial``: one-step, N-step segments, whole trials; rows that depend on degraded solver
+  steps flagged), what they are asked and return (``types``), whole arm trials (``arm_trials``), per-trial
+  tasks (``tasks``).
+* :mod:`~sim2real.sysid.solve` — Gauss-Newton / Levenberg-Marquardt with bounds and robust losses
+  (``optimizer``, ``damped_step``, ``stopping``), many trials as one residual vector (``evaluation``),
+  several starts (``starts``, ``multistart``), :func:`fit_trials` → :class:`FitResult` (``fit``, ``result``).
+* :mod:`~sim2real.sysid.uncertainty` — covariance, intervals, correlations, identifiability (``covariance``),
+  measured jackknives (``jackknife``), converged or not and the problems a user must see (``status``).
+* :mod:`~sim2real.sysid.prediction` — replays (``replay``), whole-trial prediction errors (``whole_trials``),
+  parameter sets drawn from a fit (``sampling``), trials predicted as distributions (``spread``) with modes,
+  model discrepancy and calibrated bands (``bands``, ``spread_calibration``), engines compared (``compare``).
+* :mod:`~sim2real.sysid.files` — fit.json's typed document and reader (``fit_file``), the params YAML written
+  with it (``writeback``, ``fitted_objects``), the samples directory (``sample_files``).
+
+This package's face exports what a caller of a fit needs.
 """
 
-from sim2real.sysid.data import TrialData, box_states, prepare_trial
-from sim2real.sysid.fit import FitResult, FreeParameters, fit_trials, parse_bounds, prepare_trials
-from sim2real.sysid.inputs import resolve_mode, resolve_pusher
-from sim2real.sysid.optimizer import LMResult, LMSettings, levenberg_marquardt
-from sim2real.sysid.problem import FitProblem
-from sim2real.sysid.residuals import (
+from sim2real.sysid.problem.data import TrialData, box_states, prepare_trial
+from sim2real.sysid.problem.fit_problem import FitProblem
+from sim2real.sysid.problem.inputs import resolve_mode, resolve_pusher
+from sim2real.sysid.problem.runs import LoadedTrials, TrialFailure, read_trials
+from sim2real.sysid.residuals.trial import (
     ResidualSpec,
     TrialResiduals,
     Weights,
     finite_difference_jacobian,
     trial_residuals,
 )
-from sim2real.sysid.runs import LoadedTrials, TrialFailure, read_trials
-from sim2real.sysid.uncertainty import Uncertainty, summarize_uncertainty
+from sim2real.sysid.solve.fit import FitResult, FreeParameters, fit_trials, parse_bounds, prepare_trials
+from sim2real.sysid.solve.optimizer import LMResult, LMSettings, levenberg_marquardt
+from sim2real.sysid.uncertainty.covariance import Uncertainty, summarize_uncertainty
 
 __all__ = [
     "FitProblem", "FitResult", "FreeParameters", "LMResult", "LMSettings", "LoadedTrials", "ResidualSpec", "TrialData",

@@ -251,7 +251,7 @@ def tilt_unknown(outcome: Mapping[str, Any], heading: bool = True) -> dict[str, 
 class OutcomeErrors:
     """How far one platform's trial outcome is from another's (e.g. sim from real).
 
-    The whole-trial prediction errors of a fit (:mod:`sim2real.sysid.prediction`) and the
+    The whole-trial prediction errors of a fit (:mod:`sim2real.sysid.prediction.whole_trials`) and the
     sim-vs-real columns of the report are these numbers. NaN (flip: None) where an outcome lacks
     what the number needs.
 

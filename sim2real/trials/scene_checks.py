@@ -30,7 +30,7 @@ check) is checked against its object (box size, pusher shape and radius) first:
 The box start is the one replay and fit simulate: for a push the mean of the poses while the box
 rested before it (:func:`~sim2real.trials.resting.resting_start`), else the first pose; the lowest
 corner is :func:`box_lowest_z`, the geometry replay's own refusal uses
-(:func:`sim2real.sysid.inputs.check_start_above_table`). A planar recording's box is placed at
+(:func:`sim2real.sysid.problem.inputs.check_start_above_table`). A planar recording's box is placed at
 ``box.size_z / 2``, level: it passes the first two checks by construction, and keeps the others.
 
 Frames and units: arm base frame (table top at ``contact.table_height``, z = 0 unless the trial's object

@@ -15,7 +15,7 @@ keys in the section are kept as information (the cube tosses' inertia and nomina
 
 These are the trial's measured facts; a simulation of the trial takes them in place of the
 parameters' *nominal* values, while a value someone set (a parameter file, ``--set``, a fit's
-free parameter) is kept (:func:`sim2real.sysid.residuals.step_params`).
+free parameter) is kept (:func:`sim2real.sysid.residuals.trial.step_params`).
 """
 
 from __future__ import annotations
@@ -130,7 +130,7 @@ def object_values(object_params: Mapping[str, float], params: Mapping[str, float
 
     An object value replaces the parameter's value when that is still the registry's nominal one and
     the parameter is not in ``fitted``: a value someone set (a parameter file, ``--set``, a fit's free
-    parameter) is kept (:func:`sim2real.sysid.residuals.step_params`, the params file a fit writes).
+    parameter) is kept (:func:`sim2real.sysid.residuals.trial.step_params`, the params file a fit writes).
 
     Parameters
     ----------

@@ -316,7 +316,7 @@ def test_the_box_stage_leaves_out_a_push_whose_recorded_pusher_left_the_pd_law_p
 
     from sim2real.demo.pipeline import _undisturbed, screen_pushes
     from sim2real.params import ParameterSet
-    from sim2real.sysid.replay import replay_trial
+    from sim2real.sysid.prediction.replay import replay_trial
 
     def pd_law_trial(index: int, distance: float) -> TrialRecord:
         """A synthetic trial whose real platform is the PD law's closed-loop push at the nominal values."""

@@ -17,7 +17,7 @@ from sim2real.errors import (
 )
 from sim2real.model.ik import UnreachableError
 from sim2real.sim.errors import SimulationError
-from sim2real.sysid.inputs import TrialInputError
+from sim2real.sysid.problem.inputs import TrialInputError
 
 
 @pytest.mark.parametrize(("error", "status"), [

@@ -156,7 +156,7 @@ def test_robust_unstable_fits_again_without_the_trials_predicted_with_several_mo
         tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     """The spread of the fitted trials is taken as given here (a trial whose draws split in two: its modes);
     the fit must leave that trial out of a second fit, say so, and keep the others'."""
-    import sim2real.sysid.spread_calibration as spread
+    import sim2real.sysid.prediction.spread_calibration as spread
 
     real = spread.records_spread
     seen: list[list[str]] = []

@@ -23,7 +23,7 @@ from scipy import stats
 
 from sim2real.cli import main
 from sim2real.params import ParameterSet, load_params, save_params
-from sim2real.sysid.sampling import draw_samples, read_fit_distribution
+from sim2real.sysid.prediction.sampling import draw_samples, read_fit_distribution
 
 #: z of a two-sided false-alarm probability of 1e-6 per check.
 Z = float(stats.norm.ppf(1 - 0.5e-6))
@@ -374,7 +374,7 @@ CALIBRATION = {"level": 0.9, "discrepancy": {"x_m": 0.02, "y_m": 0.005, "yaw_deg
 
 def write_calibrated_fit(directory: Path) -> Path:
     """A fit.json whose held-out spread kept a band calibration (``fit --spread-draws``)."""
-    from sim2real.sysid.bands import BandCalibration
+    from sim2real.sysid.prediction.bands import BandCalibration
 
     stored = BandCalibration.from_dict(CALIBRATION, "test").as_dict()
     return write_fit(directory, validation={"spread": {"calibration": stored, "level": 0.9}})

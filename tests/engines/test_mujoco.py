@@ -122,7 +122,7 @@ def test_the_fit_through_mujoco_recovers_its_own_hidden_frictions(tmp_path: Path
 
 
 def test_the_mujoco_fit_refuses_to_differentiate_the_simulated_arm() -> None:
-    from sim2real.sysid.residuals import available_gradients
+    from sim2real.sysid.residuals.trial import available_gradients
 
     assert available_gradients("arm", None, "commands", "mujoco") == ()
     assert "contact.support_ratio" not in available_gradients("pusher", None, "pusher", "mujoco")

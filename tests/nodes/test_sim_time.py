@@ -20,7 +20,7 @@ import pytest
 from rosbags.rosbag2 import Reader
 
 from sim2real.params import ParameterSet
-from sim2real.sysid.replay import replay
+from sim2real.sysid.prediction.replay import replay
 from sim2real.trials import PoseSeries, compute_outcome, read_trial, write_trial
 from sim2real.trials.standard_trial import run_standard_trial
 

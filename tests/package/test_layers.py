@@ -75,7 +75,7 @@ def test_nothing_in_the_package_imports_the_tests_oracle() -> None:
 
 
 def _module_name(path: Path) -> str:
-    """``sim2real/sysid/fit.py`` -> ``sim2real.sysid.fit``; a package's ``__init__.py`` names the package."""
+    """``sim2real/sysid/fit.py`` -> ``sim2real.sysid.solve.fit``; a package's ``__init__.py`` names the package."""
     parts = list(path.relative_to(ROOT).with_suffix("").parts)
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 

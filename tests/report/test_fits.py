@@ -18,13 +18,13 @@ import pytest
 from fixtures.pushed_box import NOMINAL, data, pusher_record
 from fixtures.synthetic_trials import make_trial
 
-import sim2real.sysid.fit as fit_module
+import sim2real.sysid.solve.fit as fit_module
 from sim2real.cli import main
 from sim2real.errors import Sim2RealError
 from sim2real.report import build_report, read_fit
 from sim2real.report.figures import MAX_RESIDUAL_TRIALS, residual_figure
 from sim2real.sysid import FitProblem, LMSettings, ResidualSpec, Weights, fit_trials, trial_residuals
-from sim2real.sysid.writeback import fit_document
+from sim2real.sysid.files.writeback import fit_document
 from sim2real.trials import write_run_meta, write_trial
 
 

@@ -95,7 +95,7 @@ CALIBRATION = {"level": 0.9, "discrepancy": {"x_m": 0.1, "y_m": 0.004, "yaw_deg"
 
 def _keep_calibration(sweep: Path, calibration: dict | None = CALIBRATION) -> Path:
     """sweep.json as ``sweep --samples DIR`` writes it over samples whose fit kept ``calibration``."""
-    from sim2real.sysid.bands import BandCalibration
+    from sim2real.sysid.prediction.bands import BandCalibration
 
     stored = BandCalibration.from_dict(calibration, "test").as_dict() if calibration is not None else None
     (sweep / "sweep.json").write_text(json.dumps({"schema": "sim2real.sweep/1", "config": {},

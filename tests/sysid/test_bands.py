@@ -1,4 +1,4 @@
-"""Calibrated prediction bands (:mod:`sim2real.sysid.bands`): modes, discrepancy, conformal coverage.
+"""Calibrated prediction bands (:mod:`sim2real.sysid.prediction.bands`): modes, discrepancy, conformal coverage.
 
 The statistics are checked over many seeds: a calibrated band must hold a new trial at its level
 (split conformal prediction guarantees at least the level for exchangeable trials, and at most the
@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim2real.sysid.bands import (
+from sim2real.sysid.prediction.bands import (
     BandCalibration,
     calibrate,
     conformal_rank,

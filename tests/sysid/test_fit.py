@@ -25,8 +25,8 @@ from sim2real.sysid import (
     prepare_trial,
     trial_residuals,
 )
-from sim2real.sysid.optimizer import STOP_STATISTICAL
-from sim2real.sysid.replay import platform_from_arm_result
+from sim2real.sysid.prediction.replay import platform_from_arm_result
+from sim2real.sysid.solve.optimizer import STOP_STATISTICAL
 from sim2real.trials import JointReference, TrialRecord
 
 NOMINAL = ParameterSet.nominal()

@@ -9,8 +9,8 @@ import pytest
 
 from sim2real.errors import DataError, Sim2RealError
 from sim2real.report import read_fit
-from sim2real.sysid.fit_file import FIT_FORMAT, FitDocument, read_fit_document
-from sim2real.sysid.sampling import read_fit_distribution
+from sim2real.sysid.files.fit_file import FIT_FORMAT, FitDocument, read_fit_document
+from sim2real.sysid.prediction.sampling import read_fit_distribution
 
 FIT = {"status": "converged", "problems": [], "values": {"contact.mu_table": 0.42},
        "start_values": {"contact.mu_table": 0.5}, "std": {"contact.mu_table": 0.01},

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from sim2real.params import ParameterSet
-from sim2real.sysid import multistart
-from sim2real.sysid.residual_types import TrialResiduals
-from sim2real.sysid.residuals import ResidualSpec
+from sim2real.sysid.residuals.trial import ResidualSpec
+from sim2real.sysid.residuals.types import TrialResiduals
+from sim2real.sysid.solve import multistart
 
 HIDDEN = -0.06
 DEGRADED_AT = -0.02
@@ -68,7 +68,7 @@ def _with_irreproducible_trial(trial: str, params: ParameterSet, *_args: object)
 def test_the_grid_ranks_with_the_fits_loss(monkeypatch: pytest.MonkeyPatch) -> None:
     """Under least squares the one irreproducible push decides the best point; under Huber's loss the eight
     others do, and each point's cost is that loss's (so the fit that starts there minimises the same)."""
-    from sim2real.sysid.optimizer import loss_weights
+    from sim2real.sysid.solve.optimizer import loss_weights
 
     monkeypatch.setattr(multistart, "prepare_trials", lambda records, params, platform: list(records))
     monkeypatch.setattr(multistart, "trial_residuals", _with_irreproducible_trial)

@@ -16,7 +16,7 @@ from test_validation import probe_push
 from sim2real.cli import main
 from sim2real.errors import Sim2RealError
 from sim2real.sysid import FitProblem, ResidualSpec, fit_trials
-from sim2real.sysid.jackknife import RefitJackknife, refit_jackknife, with_refit_jackknife
+from sim2real.sysid.uncertainty.jackknife import RefitJackknife, refit_jackknife, with_refit_jackknife
 from sim2real.trials import TrialRecord, write_run_meta, write_trial
 
 

@@ -65,7 +65,7 @@ def test_per_object_names_must_be_free_and_trials_labelled(run: Path, tmp_path: 
 def test_a_per_object_fit_predicts_each_trial_as_a_spread_with_its_own_objects_values(
         run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """``replay --spread`` of a per-object fit used to stop at ``unknown parameter 'contact.mu_table[alu]'``."""
-    from sim2real.sysid.spread import trial_values
+    from sim2real.sysid.prediction.spread import trial_values
 
     labels = ("contact.mu_table[alu]", "contact.mu_table[plastic]", "contact.mu_table[steel]", "contact.mu_pusher")
     values = {label: mu for label, mu in zip(labels, (0.35, 0.5, 0.2, 0.45), strict=True)}

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sim2real.errors import Sim2RealError
-from sim2real.sysid.objects import ObjectLayout, label_object, parse_per_object, registry_name
+from sim2real.sysid.problem.objects import ObjectLayout, label_object, parse_per_object, registry_name
 
 GROUPS = (("contact.mu_table",), ("contact.mu_pusher",), ("box.com_x", "box.com_y"))
 TRIALS = [("steel_1", "steel"), ("alu_1", "alu"), ("steel_2", "steel"), ("pp_1", "plastic")]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim2real.sysid.damped_step import BOUND_MARGIN
-from sim2real.sysid.optimizer import MAX_EXTENSIONS, LMSettings, TraceEntry, _extended_step, levenberg_marquardt
-from sim2real.sysid.stopping import STALL_FRACTION, STALL_WINDOW, stalled
+from sim2real.sysid.solve.damped_step import BOUND_MARGIN
+from sim2real.sysid.solve.optimizer import MAX_EXTENSIONS, LMSettings, TraceEntry, _extended_step, levenberg_marquardt
+from sim2real.sysid.solve.stopping import STALL_FRACTION, STALL_WINDOW, stalled
 
 
 def _quadratic(minimum: float, calls: list[float]):
@@ -90,7 +90,7 @@ def test_a_zigzag_within_a_quarter_standard_deviation_stalls_but_a_crawl_or_a_fa
 def _creeping_step(negligible: bool, decrease: float) -> tuple[int, float]:
     """Accept a step from x = 0 to 1 on ½ (x - 4)² after a step that also beat its prediction (both gain
     ratios above EXTEND_RATIO); returns the evaluations the acceptance spent and where it left x."""
-    from sim2real.sysid.optimizer import EXTEND_RATIO, _accept, _LMProblem, _LMState, _Proposal
+    from sim2real.sysid.solve.optimizer import EXTEND_RATIO, _accept, _LMProblem, _LMState, _Proposal
 
     calls: list[float] = []
     evaluate = _quadratic(4.0, calls)

@@ -19,7 +19,7 @@ from sim2real.params import ParameterSet
 from sim2real.physics import BoxWorld
 from sim2real.sim import Capsule, rollout
 from sim2real.sysid import ResidualSpec, prepare_trial, trial_residuals
-from sim2real.sysid.inputs import pusher_placement
+from sim2real.sysid.problem.inputs import pusher_placement
 from sim2real.trials import JointSeries, PlatformRecord, PoseSeries, TrialRecord, read_trial, write_trial
 
 #: The hidden truth of the recording: table friction, and a thin, long rod.

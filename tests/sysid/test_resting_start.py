@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from sim2real.spatial import from_rotation_vector, multiply
-from sim2real.sysid.data import prepare_trial, resting_start
+from sim2real.sysid.problem.data import prepare_trial, resting_start
 from sim2real.trials import PoseSeries, TrialRecord
 from sim2real.trials.records import PlatformRecord
 

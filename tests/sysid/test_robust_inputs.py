@@ -30,7 +30,7 @@ from sim2real.sysid import (
     resolve_pusher,
     trial_residuals,
 )
-from sim2real.sysid.replay import replay
+from sim2real.sysid.prediction.replay import replay
 from sim2real.trials import PoseSeries, TrialRecord
 
 # -- what a mode needs ----------------------------------------------------------------------------

@@ -14,12 +14,12 @@ from fixtures.pushed_box import NOMINAL, friction_push
 from scipy import stats
 
 from sim2real.sysid import FitProblem, ResidualSpec, fit_trials
-from sim2real.sysid.fit import with_verdicts
-from sim2real.sysid.fit_file import FitDocument
-from sim2real.sysid.jackknife import RefitJackknife, with_refit_jackknife
-from sim2real.sysid.sampling import draw_samples, fit_distribution, undetermined_unknowns
-from sim2real.sysid.status import UNDETERMINED_COVERAGE
-from sim2real.sysid.writeback import fit_document
+from sim2real.sysid.files.fit_file import FitDocument
+from sim2real.sysid.files.writeback import fit_document
+from sim2real.sysid.prediction.sampling import draw_samples, fit_distribution, undetermined_unknowns
+from sim2real.sysid.solve.fit import with_verdicts
+from sim2real.sysid.uncertainty.jackknife import RefitJackknife, with_refit_jackknife
+from sim2real.sysid.uncertainty.status import UNDETERMINED_COVERAGE
 
 
 def _document(values: dict[str, float], std: dict[str, float], dof: dict[str, float],

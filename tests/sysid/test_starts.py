@@ -12,9 +12,9 @@ from fixtures.pushed_box import NOMINAL, pusher_record
 
 from sim2real.errors import Sim2RealError
 from sim2real.sysid import FitProblem, LMSettings, ResidualSpec, fit_trials, levenberg_marquardt
-from sim2real.sysid.fit import with_verdicts
-from sim2real.sysid.optimizer import LMResult
-from sim2real.sysid.starts import (
+from sim2real.sysid.solve.fit import with_verdicts
+from sim2real.sysid.solve.optimizer import LMResult
+from sim2real.sysid.solve.starts import (
     AUTO_MAX_STEPS,
     AUTO_STARTS,
     UNCHECKED,

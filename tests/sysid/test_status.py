@@ -15,9 +15,9 @@ import pytest
 from fixtures.pushed_box import NOMINAL, friction_push, pusher_record
 
 from sim2real.sysid import FitProblem, ResidualSpec, fit_trials
-from sim2real.sysid.fit import with_verdicts
-from sim2real.sysid.jackknife import RefitJackknife, with_refit_jackknife
-from sim2real.sysid.status import UNDETERMINED_COVERAGE, corner_problem, determination_problems
+from sim2real.sysid.solve.fit import with_verdicts
+from sim2real.sysid.uncertainty.jackknife import RefitJackknife, with_refit_jackknife
+from sim2real.sysid.uncertainty.status import UNDETERMINED_COVERAGE, corner_problem, determination_problems
 
 
 def test_an_interval_over_the_whole_bound_range_is_a_problem_named_first() -> None:
@@ -115,7 +115,7 @@ def test_grid_minima_are_judged_as_moves_of_the_grid_estimator() -> None:
     can sit a fraction of a grid step away. Minima that agree with each other but all lie that offset from
     the fitted value are a determined parameter (a CI run flagged such a box height "undetermined": every
     minimum 0.26 mm from the fitted value, within 0.17 mm of each other)."""
-    from sim2real.sysid.multistart import GridPoint, grid_jackknife, with_jackknife
+    from sim2real.sysid.solve.multistart import GridPoint, grid_jackknife, with_jackknife
 
     records = [friction_push(f"p{k}", speed, 0.3) for k, speed in enumerate((0.45, 0.5, 0.6))]
     fitted = fit_trials(FitProblem(records, NOMINAL, "contact.mu_table", spec=ResidualSpec(horizon=1)))

@@ -1,9 +1,9 @@
-"""Per-trial tasks travel to the executor in batches (:func:`sim2real.sysid.tasks.batches`): every task once,
+"""Per-trial tasks travel to the executor in batches (:func:`sim2real.sysid.residuals.tasks.batches`): every task once,
 in order, the batches' sizes within one of each other, a few per worker."""
 
 import pytest
 
-from sim2real.sysid.tasks import BATCHES_PER_WORKER, batches
+from sim2real.sysid.residuals.tasks import BATCHES_PER_WORKER, batches
 
 
 @pytest.mark.parametrize("count, parallelism", [(0, 2), (1, 2), (5, 2), (12, 2), (570, 2), (571, 8), (40, 1)])

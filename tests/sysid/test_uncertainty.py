@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim2real.sysid.multistart import GridPoint, grid_jackknife
-from sim2real.sysid.uncertainty import summarize_uncertainty
+from sim2real.sysid.solve.multistart import GridPoint, grid_jackknife
+from sim2real.sysid.uncertainty.covariance import summarize_uncertainty
 
 TRUTH = np.array([0.3, -0.2])
 

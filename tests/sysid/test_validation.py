@@ -18,10 +18,10 @@ from fixtures.pushed_box import HIDDEN, NOMINAL, friction_push, pushed_box
 from sim2real.cli import main
 from sim2real.errors import Sim2RealError
 from sim2real.sysid import FitProblem, LMSettings, ResidualSpec, fit_trials
-from sim2real.sysid.evaluation import HeldOut
-from sim2real.sysid.optimizer import STOP_STATISTICAL, levenberg_marquardt
-from sim2real.sysid.prediction import rising_metrics
-from sim2real.sysid.runs import LoadedTrials, split_holdout
+from sim2real.sysid.prediction.whole_trials import rising_metrics
+from sim2real.sysid.problem.runs import LoadedTrials, split_holdout
+from sim2real.sysid.solve.evaluation import HeldOut
+from sim2real.sysid.solve.optimizer import STOP_STATISTICAL, levenberg_marquardt
 from sim2real.trials import PlatformRecord, PoseSeries, TrialRecord, write_run_meta, write_trial
 
 
@@ -134,7 +134,7 @@ def test_a_held_out_rise_must_stand_out_from_the_trial_to_trial_scatter() -> Non
 
 
 def test_a_degraded_step_at_the_fitted_values_does_not_hide_a_held_out_rise() -> None:
-    from sim2real.sysid.residual_types import TrialResiduals
+    from sim2real.sysid.residuals.types import TrialResiduals
 
     held = HeldOut(None, [], NOMINAL, lambda x: {}, None, "linear", 1.0)  # type: ignore[arg-type]
     rows = np.arange(50)
