@@ -51,13 +51,13 @@ from sim2real.sysid import (
     levenberg_marquardt,
     prepare_trial,
 )
+from sim2real.sysid.prediction.standard_trial import run_standard_trial
 from sim2real.sysid.residuals.trial import trial_residuals
 from sim2real.sysid.solve.evaluation import FitEvaluator
 from sim2real.sysid.solve.fit import unknowns, usable_trials
 from sim2real.sysid.solve.optimizer import FitAbortedError
 from sim2real.trials import TrialRecord, read_trial
 from sim2real.trials.cube_toss import import_cube_tosses
-from sim2real.trials.standard_trial import run_standard_trial
 
 FREE = ("arm.servo_tau", "arm.command_delay", "contact.mu_table")
 HIDDEN = {"arm.servo_tau": 0.065, "arm.command_delay": 0.011, "contact.mu_table": 0.35}

@@ -3,7 +3,7 @@
 Modes: ``SCENARIO.yaml`` (a free box and an optional kinematic pusher path, see
 :mod:`sim2real.physics.scenario`), or ``--distance D``: the standard arm trial of
 ``config/experiment.yaml`` with the box at D m from the arm base (see
-:mod:`sim2real.trials.standard_trial`). Modes plug into :data:`MODES`.
+:mod:`sim2real.sysid.prediction.standard_trial`). Modes plug into :data:`MODES`.
 """
 
 from __future__ import annotations
@@ -173,9 +173,9 @@ def _distance_mode(args: argparse.Namespace) -> dict[str, Any]:
     from sim2real.control import load_experiment_config
     from sim2real.control.sim_platform import ENGINE_PARAMS, PD_PARAMS, SERVO_PARAMS
     from sim2real.engines import engine
+    from sim2real.sysid.prediction.standard_trial import run_standard_trial
     from sim2real.trials import write_trial
     from sim2real.trials.schema import check_trial_name
-    from sim2real.trials.standard_trial import run_standard_trial
 
     params = params_from_args(args)
     names = parse_name_list(args.grad)

@@ -16,7 +16,7 @@ from sim2real.cli.common import (
 )
 
 if TYPE_CHECKING:
-    from sim2real.trials.sweep import SweepPoints
+    from sim2real.sysid.prediction.sweep import SweepPoints
 
 #: Exit status when every row was simulated but some have degraded contact steps (as ``simulate``).
 EXIT_DEGRADED = 3
@@ -101,7 +101,7 @@ def build_points(args: argparse.Namespace) -> SweepPoints:
     """
     from sim2real.errors import Sim2RealError
     from sim2real.params import parse_override, resolve_params
-    from sim2real.trials.sweep import GridAxis, grid_points, samples_points
+    from sim2real.sysid.prediction.sweep import GridAxis, grid_points, samples_points
 
     overrides = dict(parse_override(text) for text in args.overrides)
     source: dict[str, Any] = {"params": str(Path(args.params).resolve()) if args.params else None,
@@ -134,7 +134,7 @@ def band_calibration(args: argparse.Namespace) -> tuple[dict[str, Any] | None, s
         An unreadable samples.json or an invalid calibration in it (one line).
     """
     from sim2real.sysid.files.sample_files import band_note, read_band_calibration
-    from sim2real.trials.sweep import SWEEP_JSON
+    from sim2real.sysid.prediction.sweep import SWEEP_JSON
 
     if not args.samples or not Path(args.samples).is_dir():
         return None, None
@@ -164,8 +164,8 @@ def open_sweep_dir(out: Path, config: dict[str, Any], source: dict[str, Any],
     import json
 
     from sim2real.errors import Sim2RealError
+    from sim2real.sysid.prediction.sweep import SWEEP_JSON, SWEEP_SCHEMA, config_differences
     from sim2real.trials.schema import versions
-    from sim2real.trials.sweep import SWEEP_JSON, SWEEP_SCHEMA, config_differences
 
     check_output_location(out)
     meta = out / SWEEP_JSON
@@ -215,7 +215,7 @@ def run(args: argparse.Namespace) -> int:
     from sim2real.control import load_experiment_config
     from sim2real.errors import Sim2RealError
     from sim2real.execution import open_executor
-    from sim2real.trials.sweep import (
+    from sim2real.sysid.prediction.sweep import (
         MAX_ROWS,
         OUTCOMES_CSV,
         PARTIAL_DIR,
@@ -280,7 +280,7 @@ def _finish(table: Path, distances: tuple[float, ...], samples: bool) -> int:
     """Print the per-distance summary (with --samples) and count failed and degraded rows for the exit status."""
     import csv
 
-    from sim2real.trials.sweep import summarize_by_distance
+    from sim2real.sysid.prediction.sweep import summarize_by_distance
 
     if samples:
         for summary in summarize_by_distance(table, distances):

@@ -37,7 +37,7 @@ from sim2real.report.figures import spread_figure
 from sim2real.report.tables import ExperimentTable
 from sim2real.sysid.files.sample_files import BAND_CALIBRATION_KEY
 from sim2real.sysid.prediction.bands import BandCalibration, Mode, find_modes, mode_boxes, nearest_mode
-from sim2real.trials.sweep import OUTCOMES_CSV, SWEEP_JSON, DistanceSummary
+from sim2real.sysid.prediction.sweep import OUTCOMES_CSV, SWEEP_JSON, DistanceSummary
 
 #: Largest |measured start − sweep distance| for a real trial to count at that distance, m.
 MATCH_TOLERANCE = 0.015

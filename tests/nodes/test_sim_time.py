@@ -21,8 +21,8 @@ from rosbags.rosbag2 import Reader
 
 from sim2real.params import ParameterSet
 from sim2real.sysid.prediction.replay import replay
+from sim2real.sysid.prediction.standard_trial import run_standard_trial
 from sim2real.trials import PoseSeries, compute_outcome, read_trial, write_trial
-from sim2real.trials.standard_trial import run_standard_trial
 
 NS_PER_S = 1_000_000_000
 

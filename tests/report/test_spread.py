@@ -13,8 +13,8 @@ from fixtures.synthetic_trials import make_trial
 from sim2real.cli import main
 from sim2real.report import experiment_table
 from sim2real.report.spread import read_sweep, spread_rows
+from sim2real.sysid.prediction.sweep import OUTCOME_COLUMNS
 from sim2real.trials import read_run, write_run_meta, write_trial
-from sim2real.trials.sweep import OUTCOME_COLUMNS
 
 SHORT_EXPERIMENT = """\
 /**:

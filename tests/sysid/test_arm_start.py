@@ -15,10 +15,10 @@ from dataclasses import replace
 import numpy as np
 
 from benchmarks.coverage import JOINT_NOISE, NOMINAL, _noisy_joints, _probe_reference
+from sim2real.sysid.prediction.standard_trial import run_standard_trial
 from sim2real.sysid.problem.data import prepare_trial, resting_joints
 from sim2real.sysid.residuals.trial import GROUPS, ResidualSpec, trial_residuals
 from sim2real.trials import PlatformRecord, TrialRecord
-from sim2real.trials.standard_trial import run_standard_trial
 
 DT = float(NOMINAL["sim.dt"])
 

@@ -11,7 +11,7 @@ import pytest
 from sim2real.control import load_experiment_config, plan_push
 from sim2real.model import load_arm
 from sim2real.params import ParameterSet
-from sim2real.trials.standard_trial import run_standard_trial
+from sim2real.sysid.prediction.standard_trial import run_standard_trial
 
 # start distance m -> (real flipped, real final distance m), Dojo Table IV
 PUBLISHED = {

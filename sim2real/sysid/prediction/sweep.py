@@ -2,7 +2,7 @@
 
 A sweep is the product of *points* (complete parameter sets: one, a grid over some
 parameters, or sets drawn by ``sim2real sample``) and start *distances*; each (point,
-distance) pair is one *row*: the standard push of :func:`~sim2real.trials.standard_trial.run_standard_trial`,
+distance) pair is one *row*: the standard push of :func:`~sim2real.sysid.prediction.standard_trial.run_standard_trial`,
 exactly as ``sim2real simulate --distance D`` runs it, reduced to its outcome.
 
 Rows go to ``outcomes.csv`` one line at a time, in task order (points outer, distances inner),
@@ -38,7 +38,7 @@ from sim2real.errors import Sim2RealError
 from sim2real.model import load_arm
 from sim2real.params import ParameterSet, coerce, load_params, spec
 from sim2real.spatial import yaw
-from sim2real.trials.standard_trial import DISTANCE_RANGE, run_standard_trial
+from sim2real.sysid.prediction.standard_trial import DISTANCE_RANGE, run_standard_trial
 
 OUTCOMES_CSV = "outcomes.csv"
 SWEEP_JSON = "sweep.json"
