@@ -105,32 +105,54 @@ def missing_matches(required: dict[str, tuple[str, ...]], reports: dict[str, dic
     return missing
 
 
-def parse_distances(text: str | Sequence[float]) -> tuple[float, ...]:
-    """Start distances (m) from ``"0.30,0.45"`` or a sequence; each in (0, 1.5).
+#: Start distances the experiment takes (m, open interval): anything its IK may reach on a table.
+EXPERIMENT_DISTANCES: tuple[float, float] = (0.0, 1.5)
+
+
+def parse_distances(text: str | Sequence[float], within: tuple[float, float] = EXPERIMENT_DISTANCES,
+                    closed: bool = False, unique: bool = False, what: str = "distances") -> tuple[float, ...]:
+    """Start distances (m) from ``"0.30,0.45"`` or a sequence: the one grammar of ``--distances`` everywhere.
+
+    Parameters
+    ----------
+    text : str or sequence of float
+        Numbers in m separated by single commas (spaces allowed), or the numbers.
+    within : (float, float)
+        The range each must lie in (m): open unless ``closed``.
+    unique : bool
+        Refuse a distance given twice (a sweep's table is keyed by it).
+    what : str
+        Names the option in errors.
 
     Raises
     ------
     Sim2RealError
-        No distance, an empty entry (``0.3,,0.4``, a comma at an end), a value that is not a number or
-        is outside (0, 1.5) m.
+        No distance, an empty entry (``0.3,,0.4``, a comma at an end), a value that is not a finite number or
+        is outside the range, or (``unique``) a repeated value.
     """
     if isinstance(text, str):
         parts = [p.strip() for p in text.split(",")]
         if any(parts) and not all(parts):
-            raise Sim2RealError(f"distances '{text}' have an empty entry; give numbers in m separated by single "
+            raise Sim2RealError(f"{what} '{text}' have an empty entry; give numbers in m separated by single "
                                 f"commas, e.g. 0.30,0.45")
         parts = [p for p in parts if p]
         try:
             values = tuple(float(p) for p in parts)
         except ValueError:
-            raise Sim2RealError(f"distances must be comma-separated numbers in m, got '{text}'") from None
+            raise Sim2RealError(f"{what} must be comma-separated numbers in m, got '{text}'") from None
     else:
         values = tuple(float(v) for v in text)
     if not values:
-        raise Sim2RealError("no start distance given")
+        raise Sim2RealError(f"{what} names no start distance")
+    low, high = within
     for value in values:
-        if not (np.isfinite(value) and 0.0 < value < 1.5):
-            raise Sim2RealError(f"start distance {value} m is outside (0, 1.5) m")
+        inside = low <= value <= high if closed else low < value < high
+        if not (np.isfinite(value) and inside):
+            interval = f"[{low:g}, {high:g}]" if closed else f"({low:g}, {high:g})"
+            raise Sim2RealError(f"start distance {value:g} m is outside {interval} m")
+    if unique and len(set(values)) != len(values):
+        repeated = next(v for v in values if values.count(v) > 1)
+        raise Sim2RealError(f"{what}: {repeated:g} is given twice")
     return values
 
 

@@ -39,6 +39,7 @@ from sim2real.model import load_arm
 from sim2real.params import ParameterSet, coerce, load_params, spec
 from sim2real.spatial import yaw
 from sim2real.sysid.prediction.standard_trial import DISTANCE_RANGE, run_standard_trial
+from sim2real.trials.experiment import parse_distances as experiment_distances
 
 OUTCOMES_CSV = "outcomes.csv"
 SWEEP_JSON = "sweep.json"
@@ -59,30 +60,15 @@ SAMPLES_CSV = "samples.csv"
 
 
 def parse_distances(text: str) -> tuple[float, ...]:
-    """``"0.3,0.35"`` → ``(0.3, 0.35)`` (m), each inside the push workspace, none twice.
+    """``"0.3,0.35"`` → ``(0.3, 0.35)`` (m), each inside the push workspace (:data:`DISTANCE_RANGE`), none twice:
+    the grammar of :func:`sim2real.trials.experiment.parse_distances`.
 
     Raises
     ------
     Sim2RealError
-        Empty list, a value that is not a finite number, outside the workspace, or repeated.
+        Empty list or entry, a value that is not a finite number, outside the workspace, or repeated.
     """
-    distances: list[float] = []
-    for part in (p.strip() for p in text.split(",")):
-        if not part:
-            continue
-        try:
-            value = float(part)
-        except ValueError:
-            raise Sim2RealError(f"--distances: '{part}' is not a number") from None
-        if not math.isfinite(value) or not DISTANCE_RANGE[0] <= value <= DISTANCE_RANGE[1]:
-            raise Sim2RealError(f"--distances: {part} m is outside the push workspace "
-                                f"({DISTANCE_RANGE[0]:g} to {DISTANCE_RANGE[1]:g} m)")
-        if value in distances:
-            raise Sim2RealError(f"--distances: {part} is given twice")
-        distances.append(value)
-    if not distances:
-        raise Sim2RealError("--distances names no distance")
-    return tuple(distances)
+    return experiment_distances(text, within=DISTANCE_RANGE, closed=True, unique=True, what="--distances")
 
 
 @dataclass(frozen=True)
