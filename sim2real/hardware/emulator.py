@@ -63,6 +63,7 @@ from collections.abc import Callable
 import numpy as np
 
 from sim2real.errors import Sim2RealError
+from sim2real.fixed_rate import FixedRate
 from sim2real.hardware import protocol as wire
 from sim2real.hardware.emulator_arm import MOTOR_OFF_ERRORS, ArmCore
 from sim2real.hardware.emulator_config import (
@@ -422,7 +423,7 @@ class XArmEmulator:
         period = 1.0 / wire.REPORT_RATES[port]
 
         def send_reports(conn: socket.socket) -> None:
-            next_at = time.monotonic()
+            ticks = FixedRate(period, self._stop, catch_up=0.0)
             while not self._stop.is_set():
                 with self._lock:
                     self._core.advance(time.monotonic())
@@ -432,11 +433,7 @@ class XArmEmulator:
                     efforts=np.zeros(N_JOINTS), tcp_pose=self._tcp_pose(snap.q), enabled=snap.enabled,
                     error_code=snap.error_code, warn_code=snap.warn_code))
                 conn.sendall(packet)
-                next_at += period
-                delay = next_at - time.monotonic()
-                if delay < 0.0:
-                    next_at = time.monotonic()
-                elif self._stop.wait(delay):
+                if not ticks.next():
                     return
 
         return send_reports
@@ -444,7 +441,7 @@ class XArmEmulator:
     def _tick_loop(self) -> None:
         period = 1.0 / self.config.tick_rate
         faults = self.config.faults
-        next_at = time.monotonic()
+        ticks = FixedRate(period, self._stop, catch_up=0.0)
         while not self._stop.is_set():
             drop = False
             with self._lock:
@@ -473,11 +470,7 @@ class XArmEmulator:
                     self._on_tick(now, q, v)
                 except Exception:
                     LOG.exception("emulator tick hook failed")
-            next_at += period
-            delay = next_at - time.monotonic()
-            if delay < 0.0:
-                next_at = time.monotonic()
-            elif self._stop.wait(delay):
+            if not ticks.next():
                 return
 
     def _tcp_pose(self, q: FloatArray) -> FloatArray:

@@ -73,6 +73,7 @@ from std_msgs.msg import Float64MultiArray, String
 from trajectory_msgs.msg import JointTrajectory as JointTrajectoryMsg
 
 from sim2real.control import CommandLimits, PDGains, ReferenceTracker, Workspace
+from sim2real.fixed_rate import FixedRate
 from sim2real.hardware.limits import XARM6_JOINT_LIMITS
 from sim2real.model import load_arm
 from sim2real.nodes.common import (
@@ -225,15 +226,8 @@ class Ros2ControlArmNode(Node):
 
     # --- the loop -------------------------------------------------------------------------
     def _run_loop(self) -> None:
-        period = 1.0 / self.rate
-        deadline = time.monotonic()
-        while not self._stop_loop.is_set():
-            deadline += period
-            delay = deadline - time.monotonic()
-            if delay < -period:  # fell behind by more than a tick: skip, don't burst
-                deadline = time.monotonic()
-            elif delay > 0 and self._stop_loop.wait(delay):
-                break
+        ticks = FixedRate(1.0 / self.rate, self._stop_loop)
+        while ticks.next():
             if not self.context.ok():
                 break
             try:

@@ -32,13 +32,13 @@ Parameters (type, default: meaning, unit), beside those of ``standin_world``::
 from __future__ import annotations
 
 import threading
-import time
 
 import numpy as np
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
+from sim2real.fixed_rate import FixedRate
 from sim2real.nodes.common import JOINT_NAMES, FloatArray, now_ns, time_msg
 from sim2real.nodes.process import run_node
 from sim2real.nodes.routes import DEFAULT_CONTROLLER, XARM6_JOINTS, parse_joints
@@ -105,15 +105,8 @@ class Ros2ControlStandinNode(StandinWorldNode):
 
     # --- controller_manager update cycle -------------------------------------------------------
     def _run_cycle(self) -> None:
-        period = 1.0 / self.update_rate
-        deadline = time.monotonic()
-        while not self._stop_cycle.is_set():
-            deadline += period
-            delay = deadline - time.monotonic()
-            if delay < -period:
-                deadline = time.monotonic()
-            elif delay > 0 and self._stop_cycle.wait(delay):
-                return
+        ticks = FixedRate(1.0 / self.update_rate, self._stop_cycle)
+        while ticks.next():
             if not self.context.ok():
                 return
             state = self.emulator.snapshot()  # read()

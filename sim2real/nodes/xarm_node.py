@@ -52,6 +52,7 @@ from trajectory_msgs.msg import JointTrajectory as JointTrajectoryMsg
 
 from sim2real.control import CommandLimits, PDGains, ReferenceTracker, Workspace
 from sim2real.errors import Sim2RealError
+from sim2real.fixed_rate import FixedRate
 from sim2real.hardware import DriverConfig, Preflight, XArmDriver, require_robot_address
 from sim2real.model import load_arm
 from sim2real.nodes.common import (
@@ -133,14 +134,8 @@ class XArmNode(LeanNode):
                 time.sleep(0.5)
 
     def _run_loop(self) -> None:
-        deadline = time.monotonic()
-        while not self._stop_loop.is_set():
-            deadline += self._period
-            delay = deadline - time.monotonic()
-            if delay < -self._period:  # fell behind by more than a tick: skip, don't burst
-                deadline = time.monotonic()
-            elif delay > 0 and self._stop_loop.wait(delay):
-                break
+        ticks = FixedRate(self._period, self._stop_loop)  # a tick more than a period late skips, never bursts
+        while ticks.next():
             if not self.context.ok():  # shutting down (e.g. Ctrl-C): publishers are gone
                 break
             try:

@@ -11,7 +11,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "sim2real"
 #: Small modules any layer may use (the architecture page says so).
-SHARED = {"errors", "paths", "filemodes", "process_deadline"}
+SHARED = {"errors", "paths", "filemodes", "process_deadline", "fixed_rate"}
 ROW = re.compile(r"^\| `sim2real\.(?P<name>\w+)` \| .* \| (?P<imports>[^|]*) \|$")
 
 
