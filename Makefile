@@ -128,4 +128,4 @@ bench: venv
 	  echo "# benchmarks.$$m" >&2; ROS_LOG_DIR=$$(mktemp -d) $(BIN)/python -m benchmarks.$$m --json || exit 1; done
 
 clean:
-	rm -rf build install log site .pytest_cache .ruff_cache $(OUT)
+	rm -rf build install log site .pytest_cache .ruff_cache .mypy_cache $(OUT)

@@ -130,6 +130,11 @@ but their cost is rougher: allow more iterations (30-40).
 """
 
 
+def per_object_names(text: str | None) -> tuple[str, ...]:
+    """``--per-object`` as names (comma-separated; empty entries skipped); () without the option."""
+    return tuple(name.strip() for name in (text or "").split(",") if name.strip())
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``fit`` subcommand."""
     parser = subparsers.add_parser(
@@ -450,7 +455,7 @@ def run(args: argparse.Namespace) -> int:
     problem = FitProblem(loaded.records, start, free, spec=spec, bounds=bounds, platform=args.platform,
                          sources=loaded.sources, validation=held.records if held is not None else (),
                          validation_sources=held.sources if held is not None else None, failures=failures,
-                         per_object=args.per_object)
+                         per_object=per_object_names(args.per_object))
     result = fit_trials(problem, settings, executor=args.executor, workers=args.workers, starts=args.starts,
                         jackknife=args.jackknife, log=_log)
     if args.robust_unstable:

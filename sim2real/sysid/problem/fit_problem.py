@@ -46,8 +46,8 @@ class FitProblem:
         Where each held-out record came from.
     failures : sequence of TrialFailure
         Trials the caller could not read; carried into the result.
-    per_object : str or sequence of str, optional
-        Free names fitted with one value per object (the trials' object labels,
+    per_object : tuple of str
+        Registry names (free) fitted with one value per object (the trials' object labels,
         :mod:`sim2real.sysid.problem.objects`); the others are shared by every trial. Held-out trials of an
         object without its own values are left out (named).
     """
@@ -62,9 +62,11 @@ class FitProblem:
     validation: Sequence[TrialRecord] = ()
     validation_sources: Sequence[str] | None = None
     failures: Sequence[TrialFailure] = ()
-    per_object: str | Sequence[str] | None = None
+    per_object: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        if isinstance(self.per_object, str):  # a name list is a tuple; one string would be read letter by letter
+            raise InputError(f"per_object must be a tuple of names, got the string {self.per_object!r}")
         for records, sources, what in ((self.records, self.sources, "sources"),
                                        (self.validation, self.validation_sources, "validation_sources")):
             if sources is not None and len(sources) != len(records):

@@ -287,7 +287,7 @@ def fit_trials(problem: FitProblem, settings: LMSettings | None = None, *, execu
         free_set = inputs.free_set
         refit_problem = dataclasses.replace(
             problem.only(fitted_names), start=inputs.start.replace(free_set.shared(start_x)),
-            free=FreeParameters(free_set.groups), per_object=sorted(free_set.per_object), validation=(),
+            free=FreeParameters(free_set.groups), per_object=tuple(sorted(free_set.per_object)), validation=(),
             validation_sources=None, failures=())
         if log is not None:
             log(f"jackknife: {len(fitted_names)} leave-one-out refits on {executor.label}")
