@@ -85,3 +85,26 @@ def test_the_document_of_a_file_is_written_back_as_it_was_read(tmp_path: Path) -
     assert again == document
     written = document.to_json()
     assert written["versions"] == {"sim2real": "x"} and written["bounds"] == {"contact.mu_table": [0.0, 2.0]}
+
+
+def test_an_interval_with_an_end_not_known_is_read_as_no_interval(tmp_path: Path) -> None:
+    """A fit whose interval came out non-finite writes it as [null, null]: read as no interval, not refused (the
+    fit's own document is read back by the same reader when it is written)."""
+    path = _write(tmp_path, ci95={"contact.mu_table": [None, None]})
+    assert read_fit_document(path).ci95 == {"contact.mu_table": None}
+    assert read_fit(path).ci95 == {}
+
+
+def test_a_result_field_its_reader_would_refuse_is_left_out_with_a_warning_not_the_fit_lost() -> None:
+    import dataclasses
+
+    from fixtures.pushed_box import NOMINAL, pusher_record
+
+    from sim2real.sysid import FitProblem, LMSettings, ResidualSpec, fit_trials
+
+    result = fit_trials(FitProblem([pusher_record("probe")], NOMINAL, "contact.mu_table",
+                                   spec=ResidualSpec(horizon=1)), settings=LMSettings(max_iterations=2))
+    broken = dataclasses.replace(result, trace="not a list")  # type: ignore[arg-type]
+    document = broken.document()
+    assert document.values == result.values and document.trace == ()
+    assert any("trace left out" in w for w in document.warnings)

@@ -239,9 +239,10 @@ class _Fields:
         value = self._get(key)
         if value is None:
             return None
-        if not isinstance(value, Mapping) or not all(v is None or _is_pair(v) for v in value.values()):
+        if not isinstance(value, Mapping) or not all(v is None or _is_pair(v, missing=True) for v in value.values()):
             return self._bad(key, "an object of parameter names to [low, high] or null", None)
-        return {str(k): None if v is None else (float(v[0]), float(v[1])) for k, v in value.items()}
+        # an interval with an end not known (a non-finite number is written as null) is no interval
+        return {str(k): None if v is None or None in v else (float(v[0]), float(v[1])) for k, v in value.items()}
 
     def bounds(self) -> dict[str, Interval]:
         value = self._get("bounds")
@@ -273,8 +274,10 @@ def _is_number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _is_pair(value: object) -> bool:
-    return isinstance(value, (list, tuple)) and len(value) == 2 and all(_is_number(v) for v in value)
+def _is_pair(value: object, missing: bool = False) -> bool:
+    """Two numbers (``missing``: or nulls)."""
+    return (isinstance(value, (list, tuple)) and len(value) == 2
+            and all(_is_number(v) or (missing and v is None) for v in value))
 
 
 def _shown(value: object) -> str:

@@ -99,8 +99,17 @@ class FitResult:
 
     def document(self) -> FitDocument:
         """The fit.json document of this result (the params file's name, which object it holds and the hard
-        steps' folder are added by :func:`sim2real.sysid.files.writeback.fit_document`), checked by its reader."""
-        return FitDocument.from_json(json_safe({"format": FIT_FORMAT, **self.to_json()}), "the fit")
+        steps' folder are added by :func:`sim2real.sysid.files.writeback.fit_document`), checked by its reader.
+
+        A field its reader would refuse is left out with a warning rather than lose the fit that was computed.
+        """
+        unusable: list[str] = []
+        document = FitDocument.from_json(json_safe({"format": FIT_FORMAT, **self.to_json()}), "the fit", unusable)
+        if not unusable:
+            return document
+        note = (f"fit.json: {', '.join(unusable)} left out: not of the type its format says (a sim2real bug; "
+                "please report it)")
+        return dataclasses.replace(document, warnings=(*document.warnings, note))
 
     def to_json(self) -> dict[str, Any]:
         """The fields of fit.json (:meth:`document` adds the format tag first): ``status`` and ``problems``
