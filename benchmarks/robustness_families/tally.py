@@ -98,7 +98,7 @@ Cases = Iterator[tuple[str, Callable[[], CaseResult], tuple[str, ...]]]
 def capture_failed_steps(sink: list[HardStep] | None) -> Iterator[None]:
     """Record the problem of every engine step whose solve raises into ``sink`` (None: do nothing).
 
-    The engine's :class:`~sim2real.physics.SimulationError` names the step but does not carry its
+    The engine's :class:`~sim2real.sim.SimulationError` names the step but does not carry its
     problem, so the solve called by ``BoxWorld.step`` is wrapped for the duration (benchmark only).
     """
     from sim2real.physics import world as world_module

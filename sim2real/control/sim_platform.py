@@ -78,7 +78,7 @@ class ArmTrialResult:
     d_joint_position : ndarray, shape (T+1, 6, p) or None
         d joint positions / d parameters.
     outcomes : ndarray, shape (T,), int8
-        Contact-solve outcome class of every step (:class:`~sim2real.physics.StepOutcome` codes).
+        Contact-solve outcome class of every step (:class:`~sim2real.sim.StepOutcome` codes).
     solve : SolveSummary
         Their tally and worst violations.
     hard_steps : tuple of Reproduction

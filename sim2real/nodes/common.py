@@ -233,7 +233,7 @@ class LeanNode(Node):
 
 
 class SolveReporter:
-    """Publishes a platform's :class:`~sim2real.physics.SolveLog` on :data:`SOLVER_STATUS_TOPIC` and
+    """Publishes a platform's :class:`~sim2real.sim.SolveLog` on :data:`SOLVER_STATUS_TOPIC` and
     :data:`HARD_STEP_TOPIC` (see there for when).
 
     Parameters

@@ -239,7 +239,7 @@ def run_scenario(scenario: Scenario, params: ParameterSet, grad_names: Sequence[
         ``summary`` holds ``final.box_position`` (3), ``final.box_quaternion`` (4), ``final.yaw_rad``,
         ``flipped``, ``max_tilt_deg``, ``min_signed_distance_m`` (box-table, whole run),
         ``min_pusher_distance_m``, ``max_pusher_force_n``, ``steps``, ``dt``, ``wall_s``, ``iterations``
-        ``solver`` (the step outcome tally, see :class:`~sim2real.physics.SolveSummary`) and with
+        ``solver`` (the step outcome tally, see :class:`~sim2real.sim.SolveSummary`) and with
         ``grad_names`` ``gradients[name] = {"box_position": (3), "yaw": float}``.
 
     Raises

@@ -101,7 +101,6 @@ class BoxWorld:
         """Half edge lengths of the box, m, body frame, shape (3,)."""
         return 0.5 * np.array([self.params["box.size_x"], self.params["box.size_y"], self.params["box.size_z"]])
 
-
     def advance(self, traj: Trajectory, first: int, last: int, running: np.ndarray | None = None,
                 running0: np.ndarray | None = None) -> None:
         """Steps ``first .. last - 1`` of ``traj`` in place (the :class:`~sim2real.sim.World` interface).

@@ -146,8 +146,9 @@ def fit_summary(document: FitDocument, path: str, unusable: Sequence[str] = ()) 
     if not trace:
         missing.append("trace")
     missing += [key for key in unusable if key not in missing]
-    extras = {k: v for k, v in document.to_json().items()
-              if k not in _SHOWN_KEYS and isinstance(v, (str, int, float, bool))}
+    top = {"format": document.format, "stop_reason": document.stop_reason, "params_file": document.params_file,
+           **document.others}  # the top-level fields not shown elsewhere (fit.json's order)
+    extras = {k: v for k, v in top.items() if k not in _SHOWN_KEYS and isinstance(v, (str, int, float, bool))}
     data, uncertainty = document.data, document.uncertainty
     prediction = (document.validation or {}).get("prediction")
     method, jackknife = uncertainty.get("method"), uncertainty.get("grid_jackknife")

@@ -12,13 +12,13 @@ written as ``null``.
 from __future__ import annotations
 
 import json
-import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from sim2real.errors import DataError
+from sim2real.trials.jsonio import jsonable
 
 #: fit.json's format tag (``"format"``); the number counts incompatible changes.
 FIT_FORMAT = "sim2real.fit/1"
@@ -120,7 +120,7 @@ class FitDocument:
         if self.params_object is not None:
             document["params_object"] = self.params_object
         document.update(self.others)
-        return json_safe(document)
+        return jsonable(document)
 
     @classmethod
     def from_json(cls, document: object, source: str, unusable: list[str] | None = None) -> FitDocument:
@@ -284,21 +284,6 @@ def _shown(value: object) -> str:
     """A short form of a wrong value for an error line."""
     text = json.dumps(value) if isinstance(value, (str, int, float, bool, type(None))) else type(value).__name__
     return text if len(text) <= 60 else text[:57] + "..."
-
-
-def json_safe(value: Any) -> Any:
-    """``value`` with non-finite floats as None, tuples as lists, paths as strings and NumPy scalars as Python's."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, Mapping):
-        return {str(k): json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [json_safe(v) for v in value]
-    if isinstance(value, os.PathLike):
-        return os.fspath(value)
-    if hasattr(value, "item") and callable(value.item):  # NumPy scalars
-        return json_safe(value.item())
-    return value
 
 
 def read_fit_document(path: str | os.PathLike[str], unusable: list[str] | None = None) -> FitDocument:

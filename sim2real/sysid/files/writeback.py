@@ -67,15 +67,17 @@ def hard_steps_dir(out: str | os.PathLike[str]) -> Path:
     return path.with_name(path.stem + HARD_STEPS_SUFFIX)
 
 
-def fit_document(result: FitResult, out: str | os.PathLike[str] | None = None) -> FitDocument:
+def fit_document(result: FitResult, out: str | os.PathLike[str] | None = None,
+                 files: ObjectFiles | None = None) -> FitDocument:
     """The fit.json document of ``result``, with ``params_file``, the name of the hard-step folder
-    (``hard_steps.directory``, beside the params file) and which object the params files hold (``params_object``,
-    :func:`object_files`) when ``out`` is given."""
+    (``hard_steps.directory``, beside the params file) and which object the params files hold (``params_object``:
+    ``files``, else :func:`object_files`) when ``out`` is given."""
     document = result.document()
     if out is None:
         return document
+    files = files if files is not None else object_files(out, result)
     hard_steps = {"directory": hard_steps_dir(out).name, **dict(document.others.get("hard_steps") or {})}
-    return dataclasses.replace(document, params_file=str(out), params_object=object_files(out, result).record,
+    return dataclasses.replace(document, params_file=str(out), params_object=files.record,
                                others={**document.others, "hard_steps": hard_steps})
 
 
@@ -193,12 +195,12 @@ def write_fit(out: str | os.PathLike[str], result: FitResult) -> tuple[Path, Pat
     path = check_out_path(out)
     json_path = fit_json_path(path)
     _check_object_targets(path, result)
-    document = fit_document(result, path)
+    files = object_files(path, result)
+    document = fit_document(result, path, files)
     header = (f"Fitted by sim2real fit: {', '.join(result.free.names)}\n"
               f"status: {result.status}; stop reason: {result.stop_reason}; uncertainty in {json_path.name}")
     if result.problems:
         header += "\nPROBLEMS (see " + json_path.name + "):\n" + "\n".join(f"- {p}" for p in result.problems)
-    files = object_files(path, result)
     path.parent.mkdir(parents=True, exist_ok=True)
     with staged_file(json_path) as handle:  # fit.json appears last, when the params files are written
         json.dump(document.to_json(), handle, indent=2)

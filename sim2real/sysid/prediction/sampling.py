@@ -51,6 +51,8 @@ MIN_BATCH = 1024
 #: Largest eigenvalue deficit of a correlation matrix still treated as rounding (it is clipped).
 _PSD_TOLERANCE = 1e-8
 DISTRIBUTIONS: tuple[str, ...] = ("normal", "t")
+
+
 @dataclass(frozen=True)
 class FitDistribution:
     """The fitted distribution of a fit's unknowns (one per tied group).

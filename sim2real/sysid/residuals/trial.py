@@ -30,7 +30,7 @@ Horizons
 Solver outcomes
 ---------------
 Every engine step reports whether it converged, was recovered by the escalation ladder or is
-*degraded* (:class:`sim2real.physics.StepOutcome`). Residual rows that depend on a degraded
+*degraded* (:class:`sim2real.sim.StepOutcome`). Residual rows that depend on a degraded
 step — the box rows at and after it within the same segment or rollout — are flagged in
 :attr:`TrialResiduals.dropped`; the fit leaves them out. The outcome tally and the first hard
 steps (reproduction records) come with the residuals.
@@ -316,7 +316,7 @@ def first_degraded_state(outcomes: np.ndarray | None) -> int | None:
     Parameters
     ----------
     outcomes : ndarray, shape (T,) or None
-        :class:`~sim2real.physics.StepOutcome` code per step.
+        :class:`~sim2real.sim.StepOutcome` code per step.
 
     Returns
     -------

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sim2real.params import ParameterSet, spec
-from sim2real.sysid.files.fit_file import FIT_FORMAT, FitDocument, json_safe
+from sim2real.sysid.files.fit_file import FIT_FORMAT, FitDocument
 from sim2real.sysid.problem.free import FreeParameters, param_scale
 from sim2real.sysid.problem.objects import registry_name
 from sim2real.sysid.problem.runs import TrialFailure
@@ -19,6 +19,7 @@ from sim2real.sysid.uncertainty.status import (
     poorly_determined,
 )
 from sim2real.trials import versions
+from sim2real.trials.jsonio import jsonable
 
 
 @dataclass(frozen=True)
@@ -104,7 +105,7 @@ class FitResult:
         A field its reader would refuse is left out with a warning rather than lose the fit that was computed.
         """
         unusable: list[str] = []
-        document = FitDocument.from_json(json_safe({"format": FIT_FORMAT, **self.to_json()}), "the fit", unusable)
+        document = FitDocument.from_json(jsonable({"format": FIT_FORMAT, **self.to_json()}), "the fit", unusable)
         if not unusable:
             return document
         note = (f"fit.json: {', '.join(unusable)} left out: not of the type its format says (a sim2real bug; "
