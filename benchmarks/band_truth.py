@@ -154,36 +154,58 @@ def band_figures(spread: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def one_seed(seed: int) -> dict[str, Any]:
-    """Data, fit and test spread of one seed (see the module docstring)."""
+#: How the band is calibrated: on the held-out calibration set (split), or by cross-fitting the
+#: training and calibration sets together in :data:`FOLDS` folds (both fitted).
+PROTOCOLS = ("split", "cross")
+FOLDS = 5
+
+
+def fit_arguments(runs: dict[str, Path], protocol: str) -> list[str]:
+    """The fit's trials and calibration options of ``protocol``."""
+    if protocol == "split":
+        return [str(runs["train"]), "--validate", str(runs["cal"])]
+    return [str(runs["train"]), str(runs["cal"]), "--cross-fit", str(FOLDS)]
+
+
+def one_seed(seed: int, protocols: tuple[str, ...] = ("split",)) -> list[dict[str, Any]]:
+    """Data of one seed, then per protocol its fit and test spread (see the module docstring)."""
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         clock = time.perf_counter()
         runs, hidden = write_seed(root, seed)
         generate_s = time.perf_counter() - clock
-        out = root / "fit.yaml"
-        clock = time.perf_counter()
-        code = _quiet("fit", str(runs["train"]), "--free", FREE, "--horizon", "trial", "--max-iterations", "40",
-                      "--validate", str(runs["cal"]), "--spread-draws", str(DRAWS), "--level", str(LEVEL),
-                      "--seed", str(seed), "--out", str(out))
-        fit_s = time.perf_counter() - clock
-        report = json.loads(out.with_suffix(".json").read_text()) if out.with_suffix(".json").is_file() else {}
-        clock = time.perf_counter()
-        replay = _quiet("replay", str(runs["test"]), "--spread", str(out.with_suffix(".json")), "--draws",
-                        str(DRAWS), "--level", str(LEVEL), "--seed", str(seed), "--out", str(root / "spread"))
-        replay_s = time.perf_counter() - clock
-        spread_file = root / "spread" / "spread.json"
-        spread = json.loads(spread_file.read_text()) if spread_file.is_file() else {}
+        return [_protocol(root / protocol, runs, hidden, seed, protocol, generate_s) for protocol in protocols]
+
+
+def _protocol(root: Path, runs: dict[str, Path], hidden: dict[str, Any], seed: int, protocol: str,
+              generate_s: float) -> dict[str, Any]:
+    """Fit and test spread of one seed's data under ``protocol``."""
+    root.mkdir()
+    out = root / "fit.yaml"
+    clock = time.perf_counter()
+    code = _quiet("fit", *fit_arguments(runs, protocol), "--free", FREE, "--horizon", "trial",
+                  "--max-iterations", "40", "--spread-draws", str(DRAWS), "--level", str(LEVEL),
+                  "--seed", str(seed), "--out", str(out))
+    fit_s = time.perf_counter() - clock
+    report = json.loads(out.with_suffix(".json").read_text()) if out.with_suffix(".json").is_file() else {}
+    clock = time.perf_counter()
+    replay = _quiet("replay", str(runs["test"]), "--spread", str(out.with_suffix(".json")), "--draws",
+                    str(DRAWS), "--level", str(LEVEL), "--seed", str(seed), "--out", str(root / "spread"))
+    replay_s = time.perf_counter() - clock
+    spread_file = root / "spread" / "spread.json"
+    spread = json.loads(spread_file.read_text()) if spread_file.is_file() else {}
     in_fit = (report.get("validation") or {}).get("spread") or {}
     calibration = in_fit.get("calibration") or {}
     tau = calibration.get("discrepancy") or {}
     entry = {
-        "seed": seed, "hidden": {"frame": hidden["frame"],
-                                 "mu_table_range": [min(v for m in hidden["mu_table"].values() for v in m),
-                                                    max(v for m in hidden["mu_table"].values() for v in m)]},
+        "seed": seed, "protocol": protocol,
+        "hidden": {"frame": hidden["frame"],
+                   "mu_table_range": [min(v for m in hidden["mu_table"].values() for v in m),
+                                      max(v for m in hidden["mu_table"].values() for v in m)]},
         "fit": {"exit": code, "status": report.get("status"), "problems": report.get("problems"),
                 "values": {n: (report.get("values") or {}).get(n) for n in FREE.split(",")},
                 "std": {n: (report.get("std") or {}).get(n) for n in FREE.split(",")},
+                "calibration_trials": calibration.get("trials"),
                 "calibration_check": in_fit.get("check"),
                 "calibration_parameter_inside": (in_fit.get("check") or {}).get("parameter_inside"),
                 "discrepancy": {"x_mm": 1e3 * tau["x_m"], "y_mm": 1e3 * tau["y_m"], "yaw_deg": tau["yaw_deg"]}
@@ -196,7 +218,7 @@ def one_seed(seed: int) -> dict[str, Any]:
                  "bands": band_figures(spread) if spread else None},
         "generate_s": round(generate_s, 2), "fit_s": round(fit_s, 2), "replay_s": round(replay_s, 2)}
     test = entry["test"]
-    print(f"seed {seed}: fit exit {code} ({fit_s:.0f} s), test inside {test['inside']}/{test['judged']} "
+    print(f"seed {seed} ({protocol}): fit exit {code} ({fit_s:.0f} s), test inside {test['inside']}/{test['judged']} "
           f"(parameter-only {test['parameter_inside']}), tau {entry['fit']['discrepancy']}", file=sys.stderr,
           flush=True)
     return entry
@@ -298,15 +320,25 @@ def run() -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object (the default output)")
     parser.add_argument("--seeds", type=int, default=20, help="seeds 0..N-1 (default 20)")
     parser.add_argument("--workers", type=int, default=2, help="processes, one seed each (default 2)")
+    parser.add_argument("--protocols", default=",".join(PROTOCOLS),
+                        help=f"comma-separated, of {', '.join(PROTOCOLS)} (default both)")
     args = parser.parse_args()
+    protocols = [p for p in args.protocols.split(",") if p]
+    if not protocols or any(p not in PROTOCOLS for p in protocols):
+        parser.error(f"--protocols: of {', '.join(PROTOCOLS)}")
     started = time.perf_counter()
     with ProcessPoolExecutor(max_workers=max(1, args.workers)) as pool:
-        seeds = list(pool.map(one_seed, range(args.seeds)))
+        results = [entry for entries in pool.map(one_seed, range(args.seeds), [tuple(protocols)] * args.seeds)
+                   for entry in entries]
     truth = {**planar_pushes.TRUTH, "mu_table_spread": MU_SPREAD, "frame_shift_mm": SHIFT_MM,
              "frame_turn_deg": TURN_DEG, "noise_mm_deg": [1e3 * NOISE_M, math.degrees(NOISE_RAD)]}
-    print(json.dumps({"benchmark": "band_truth", "truth": truth, "summary": summary(seeds),
-                      "ideal_normal_reference": ideal_reference(SETS["cal"], SETS["test"]),
-                      "wall_s": round(time.perf_counter() - started, 1), "per_seed": seeds}, indent=2))
+    calibration_trials = {"split": SETS["cal"], "cross": SETS["train"] + SETS["cal"]}
+    by_protocol = {p: [r for r in results if r["protocol"] == p] for p in protocols}
+    print(json.dumps({"benchmark": "band_truth", "truth": truth, "folds": FOLDS,
+                      "summary": {p: summary(seeds) for p, seeds in by_protocol.items()},
+                      "ideal_normal_reference": {p: ideal_reference(calibration_trials[p], SETS["test"])
+                                                 for p in protocols},
+                      "wall_s": round(time.perf_counter() - started, 1), "per_seed": by_protocol}, indent=2))
 
 
 if __name__ == "__main__":

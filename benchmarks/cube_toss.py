@@ -132,7 +132,7 @@ def _band_summary(spreads: list, draw: object, level: float, draws: int, seed: i
     from sim2real.sysid.prediction.spread_calibration import self_calibration, spread_record
 
     check = self_calibration(spreads, level) if calibration is None else None
-    record = spread_record(spreads, draw, draws, seed, {"measured": True}, "the block's fit", level,
+    record = spread_record(spreads, draw.uniform, draws, seed, {"measured": True}, "the block's fit", level,
                            calibration=calibration, check=check)
     entries = [e for e in record["trials"] if e["inside"] is not None]
     kept = record["calibration"]

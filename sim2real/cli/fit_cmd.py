@@ -66,6 +66,14 @@ centres over the trial, m), flip agreement, and the RMS position error over the 
 position, yaw or path error that is higher at the fitted values than at the start values (by
 more than 1 % and than the printed precision, 0.1 mm or 0.1 deg) is a problem.
 
+Bands: --spread-draws N predicts trials the fit did not see as spreads (N parameter sets drawn from
+its uncertainty, the start moved by its measured noise) and calibrates a prediction band on them
+(model discrepancy and a conformal quantile, fit.json validation.spread; 'replay --spread' uses
+it). They are the held-out trials (--validate, --holdout) and, with --cross-fit K, the fitted
+trials too: dealt into K folds (with --seed), each fold predicted by the fit repeated without it,
+started at the fitted values (K more fits). A 90 % band needs 9 such trials, 95 % needs 19: a
+small set reaches them only by cross-fitting.
+
 Starts: the fit runs from the given start and, with --starts N, from N - 1 others: Halton points
 in the box of two parameter scales (max(|value|, 1 % of the bound range)) around the start,
 inside the bounds. Default: N = 3 for p <= 4 unknowns when the fitted trials hold at most 6000
@@ -192,6 +200,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "band on them (model discrepancy and a conformal quantile; each held-out trial "
                              "judged by the calibration from the others) and say whether each real outcome lies "
                              "inside (fit.json validation.spread, which 'replay --spread' then uses; default 0: off)")
+    parser.add_argument("--cross-fit", type=bounded_int(2, 100_000), default=None, metavar="K",
+                        help="with --spread-draws: also calibrate the band on the fitted trials themselves, each "
+                             "predicted by a fit without it: the fitted trials are dealt into K folds (with "
+                             "--seed), the fit is repeated without each fold (from the fitted values) and the "
+                             "fold's trials are predicted by that fit; pooled with any held-out trials (K fits "
+                             "more; K = the number of fitted trials leaves one out; see Bands below)")
     parser.add_argument("--start-noise", default="auto", metavar="auto|MM,DEG",
                         help="with --spread-draws: measurement noise of one recorded pose (standard deviations "
                              "of the box centre's x and y, mm, and heading, deg), or auto (default): measured in "
@@ -318,8 +332,13 @@ def _spread_options(args: argparse.Namespace) -> Any:
     noise = parse_start_noise(args.start_noise)
     if args.spread_draws == 1:
         raise Sim2RealError("--spread-draws 1: a spread needs at least 2 draws")
-    if args.spread_draws and not (args.validate or args.holdout):
-        raise Sim2RealError("--spread-draws needs held-out trials (--validate or --holdout)")
+    if args.cross_fit is not None and not args.spread_draws:
+        raise Sim2RealError("--cross-fit calibrates the prediction band: it needs --spread-draws N")
+    if args.cross_fit is not None and args.per_object:
+        raise Sim2RealError("--cross-fit with --per-object is not supported: a fold could hold an object's only "
+                            "trials; calibrate on held-out trials (--validate, --holdout) instead")
+    if args.spread_draws and not (args.validate or args.holdout or args.cross_fit):
+        raise Sim2RealError("--spread-draws needs held-out trials (--validate or --holdout) or --cross-fit K")
     if not args.spread_draws and args.level != 0.9:
         raise Sim2RealError("--level sets the held-out spread's band: it needs --spread-draws N")
     if not (args.spread_draws or args.robust_unstable) and args.start_noise != "auto":
@@ -328,28 +347,81 @@ def _spread_options(args: argparse.Namespace) -> Any:
     return noise
 
 
-def _with_validation_spread(result: FitResult, records: Any, args: argparse.Namespace, noise: Any) -> FitResult:
+def _with_validation_spread(result: FitResult, problem: Any, records: Any, args: argparse.Namespace, noise: Any,
+                            settings: Any) -> FitResult:
     """``result`` with fit.json ``validation.spread``: each held-out trial's predicted spread under draws
-    from the fit (parameters it did not determine drawn uniformly within their bounds), its band calibrated
-    on the held-out trials; a band that holds fewer of them than its level is a problem of the fit."""
+    from the fit (parameters it did not determine drawn uniformly within their bounds) and, with
+    ``--cross-fit K``, each fitted trial's under draws from a fit without it; the band calibrated on all
+    of them; a band that holds fewer of them than its level is a problem of the fit."""
     from dataclasses import replace
 
-    from sim2real.cli.replay_cmd import predict_fit_spread
+    from sim2real.cli.replay_cmd import log_spread, noise_description, spread_settings
+    from sim2real.execution import open_executor
     from sim2real.sysid.files.writeback import fit_document
     from sim2real.sysid.prediction.sampling import fit_distribution
-    from sim2real.sysid.prediction.spread_calibration import band_verdict
+    from sim2real.sysid.prediction.spread_calibration import (
+        band_verdict,
+        records_spreads,
+        self_calibration,
+        spread_record,
+    )
 
-    if not records or not result.validation:
+    records = list(records) if result.validation else []
+    if not records and args.cross_fit is None:
         return result
     dist = fit_distribution(fit_document(result), "the fit", allow_unconverged=True, allow_undetermined=True)
-    _log(f"predicted spread: {len(records)} held-out trial(s) x {args.spread_draws} draws from the fit")
-    record = predict_fit_spread(args, dist, result.params, records, args.spread_draws, noise, "the fit", _log,
-                                self_calibrate=True)
+    spread = spread_settings(args)
+    uniform: list[str] = []
+    spreads: list[Any] = []
+    cross = None
+    with open_executor(args.executor, args.workers, _log) as executor:
+        if records:
+            _log(f"predicted spread: {len(records)} held-out trial(s) x {args.spread_draws} draws from the fit")
+            draw, spreads = records_spreads(executor, records, dist, result.params, args.spread_draws, noise, spread)
+            uniform += draw.uniform
+        if args.cross_fit is not None:
+            cross = _cross_fit(result, problem, args, noise, settings, executor)
+            spreads += cross.spreads
+            uniform += [name for name in cross.uniform if name not in uniform]
+    check = self_calibration(spreads, args.level)
+    record = spread_record(spreads, uniform, args.spread_draws, args.seed, noise_description(noise),
+                           "the fit" if cross is None else "the fit (held-out trials) and its fold fits (fitted "
+                           "trials)", args.level, check=check, cross_fit=cross.as_dict() if cross else None)
+    log_spread(_log, record)
     _log(f"validation spread: {record['summary']}")
-    problem, warnings = band_verdict(record)
-    return replace(result, validation={**result.validation, "spread": record},
-                   problems=(*result.problems, *([problem] if problem else [])),
+    problem_line, warnings = band_verdict(record)
+    if cross is not None:
+        warnings += [f"--cross-fit: fold {k + 1}'s fit (without {', '.join(fold.held_out)}) is "
+                     f"{fold.status}{': ' + '; '.join(fold.problems) if fold.status == 'failed' else ''}; its "
+                     "trials are " + ("not predicted" if fold.status == "failed" else "predicted by it")
+                     for k, fold in enumerate(cross.folds) if fold.status != "converged"]
+    return replace(result, validation={**(result.validation or {}), "spread": record},
+                   problems=(*result.problems, *([problem_line] if problem_line else [])),
                    warnings=[*result.warnings, *warnings])
+
+
+def _cross_fit(result: FitResult, problem: Any, args: argparse.Namespace, noise: Any, settings: Any,
+               executor: Any) -> Any:
+    """``--cross-fit K``: the fitted trials' out-of-sample spreads
+    (:func:`sim2real.sysid.prediction.cross_fit.cross_fit`), each fold refitted from the fitted values."""
+    import functools
+
+    from sim2real.cli.replay_cmd import spread_settings
+    from sim2real.sysid import fit_trials
+    from sim2real.sysid.prediction.cross_fit import cross_fit
+
+    unstable = (result.data.get("unstable") or {}).get("left_out", [])  # --robust-unstable's, not fitted again
+    left_out = {failure.name for failure in result.failures} | set(unstable)
+    fitted = [record.name for record in problem.records if record.name not in left_out]
+    folds = min(args.cross_fit, len(fitted))
+    if folds < args.cross_fit:
+        _log(f"--cross-fit {args.cross_fit}: {len(fitted)} trial(s) were fitted; {folds} folds (one trial each)",
+             alarm=True)
+    _log(f"cross-fit: {folds} fold fits of {len(fitted)} fitted trial(s), then {args.spread_draws} draws per "
+         "left-out trial")
+    fit = functools.partial(fit_trials, settings=settings, executor=executor, starts=1)
+    return cross_fit(problem, fitted, result.params, fit, executor, args.spread_draws, noise, spread_settings(args),
+                     folds, _log)
 
 
 def _log_scene_flags(records: Any) -> None:
@@ -461,7 +533,8 @@ def run(args: argparse.Namespace) -> int:
     if args.robust_unstable:
         result = _without_unstable(problem, result, args, noise, settings)
     if args.spread_draws:
-        result = _with_validation_spread(result, held.records if held is not None else [], args, noise)
+        result = _with_validation_spread(result, problem, held.records if held is not None else [], args, noise,
+                                         settings)
     result = _with_scene_verdict(result, loaded.records, held.records if held is not None else ())
     with removed_on_interrupt(out, fit_json_path(out)):
         params_path, json_path = write_fit(out, result)

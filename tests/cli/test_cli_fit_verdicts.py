@@ -138,8 +138,9 @@ def test_a_prediction_band_that_cannot_hold_its_level_is_a_problem_and_exit_3(
     assert code == 3, document["problems"]
     problem = ("the 90 % prediction band cannot be calibrated on 4 held-out trial(s) (9 needed; guaranteed 80 %); "
                "the parameter-only band (the draws alone) holds ")
-    assert any(p.startswith(problem) and p.endswith("held-out outcomes; hold out more trials or ask for --level 0.8")
-               for p in document["problems"]), document["problems"]
+    advice = ("held-out outcomes; hold out more trials, or calibrate on the fitted ones too (--cross-fit K), or ask "
+              "for --level 0.8")
+    assert any(p.startswith(problem) and p.endswith(advice) for p in document["problems"]), document["problems"]
     assert f"fit:   problem: {problem}" in err
     spread = document["validation"]["spread"]
     assert spread["calibrated"] is False and spread["calibration"]["trials"] == 4

@@ -84,8 +84,8 @@ def test_a_calibrated_fit_widens_the_band_by_its_discrepancy_and_quantile(
     assert main(["replay", *pushes, "--spread", str(fit), "--draws", "6", "--level", "0.8",
                  "--out", str(out)]) == 0
     captured = capsys.readouterr()
-    assert ("the calibrated 80 % band (calibrated on 19 held-out trial(s)) holds the real outcome in 2 of 2"
-            in captured.out)
+    assert ("the calibrated 80 % band (calibrated on 19 trial(s) held out of the fit that predicted them) holds the "
+            "real outcome in 2 of 2" in captured.out)
     spread = json.loads((out / "spread.json").read_text())
     assert spread["calibrated"] is True and spread["calibration"]["level"] == 0.8
     quantile = spread["calibration"]["quantile"]

@@ -19,7 +19,7 @@ SEEDS = (0, 1)
 
 @pytest.fixture(scope="module")
 def seeds() -> list[dict]:
-    return [band_truth.one_seed(seed) for seed in SEEDS]
+    return [band_truth.one_seed(seed)[0] for seed in SEEDS]
 
 
 @pytest.mark.slow

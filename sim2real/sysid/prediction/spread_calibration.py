@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from sim2real.execution import Executor
 from sim2real.params import ParameterSet
 from sim2real.sysid.files.fit_file import FitDocument
 from sim2real.sysid.prediction.bands import (
@@ -89,16 +90,17 @@ def band_makeup(spreads: Sequence[TrialSpread], calibration: BandCalibration | N
     return out
 
 
-def spread_record(spreads: Sequence[TrialSpread], draw: Any, draws: int, seed: int, noise: dict[str, Any],
-                  fit: str, level: float = DEFAULT_LEVEL, calibration: BandCalibration | None = None,
-                  check: CalibrationCheck | None = None) -> dict[str, Any]:
+def spread_record(spreads: Sequence[TrialSpread], uniform: Sequence[str], draws: int, seed: int,
+                  noise: dict[str, Any], fit: str, level: float = DEFAULT_LEVEL,
+                  calibration: BandCalibration | None = None, check: CalibrationCheck | None = None,
+                  cross_fit: dict[str, Any] | None = None) -> dict[str, Any]:
     """The JSON record of a predicted spread (``spread.json``, fit.json ``validation.spread``).
 
     Parameters
     ----------
     spreads : sequence of TrialSpread
-    draw : SampleDraw
-        The parameter sets (its ``uniform`` names are said).
+    uniform : sequence of str
+        Names the draws took uniformly within their bounds (not determined by the fit).
     draws, seed : int
     noise : dict
         The start noise as given (``{"measured": true}`` or ``position_mm`` and ``yaw_deg``).
@@ -111,6 +113,9 @@ def spread_record(spreads: Sequence[TrialSpread], draw: Any, draws: int, seed: i
     check : CalibrationCheck, optional
         A calibration on these trials themselves (:func:`self_calibration`): each trial is judged by
         its leave-one-out calibration, and the record keeps the calibration from all for later use.
+    cross_fit : dict, optional
+        :meth:`~sim2real.sysid.prediction.cross_fit.CrossFit.as_dict` when some of ``spreads`` are
+        fitted trials predicted by fits without them (said in the summary).
     """
     judged = _judged(spreads)
     bands: dict[int, TrialBand] = {}
@@ -125,7 +130,7 @@ def spread_record(spreads: Sequence[TrialSpread], draw: Any, draws: int, seed: i
     parameter = [e["parameter_inside"] for e in entries if e["parameter_inside"] is not None]
     bimodal = [e["trial"] for e in entries if len(e["modes"]) > 1]
     record: dict[str, Any] = {
-        "format": "sim2real.spread/2", "fit": fit, "draws": draws, "seed": seed, "uniform": list(draw.uniform),
+        "format": "sim2real.spread/2", "fit": fit, "draws": draws, "seed": seed, "uniform": list(uniform),
         "start_noise": noise, "level": level,
         "calibrated": bool(bands) and len(bands) == len(judged) and kept is not None and kept.calibrated,
         "calibration": kept.as_dict() if kept is not None else None,
@@ -134,6 +139,8 @@ def spread_record(spreads: Sequence[TrialSpread], draw: Any, draws: int, seed: i
         "parameter_inside": sum(parameter), "unstable": bimodal,
         "log_score": float(np.mean([bands[i].log_score for i in bands])) if bands else None,
         "trials": entries}
+    if cross_fit is not None:
+        record["cross_fit"] = cross_fit
     record["summary"] = spread_summary(record, len(inside) - len(counted))
     return record
 
@@ -148,8 +155,13 @@ def spread_summary(record: dict[str, Any], without_draws: int = 0) -> str:
     if cal is None:
         return (f"NOT CALIBRATED: the parameter-only {level:g} % band (the draws alone, no model discrepancy) holds "
                 f"the real outcome in {record['inside']} of {judged} trial(s){tail}{unstable}")
+    cross = record.get("cross_fit")
     how = ("each judged by the calibration from the others" if record.get("check") else
-           f"calibrated on {cal['trials']} held-out trial(s)")
+           f"calibrated on {cal['trials']} trial(s) held out of the fit that predicted them")
+    if cross is not None:
+        how = (f"{cross['trials']} fitted trial(s) predicted by {cross['folds']} fold fits without them"
+               + (f" and {cal['trials'] - cross['trials']} held-out trial(s)" if cal["trials"] > cross["trials"]
+                  else "") + f"; {how}")
     line = (f"the calibrated {level:g} % band ({how}) holds the real outcome in {record['inside']} of {judged} "
             f"trial(s){tail}; the parameter-only band in {record['parameter_inside']}{unstable}")
     if not record["calibrated"]:
@@ -202,10 +214,11 @@ def band_verdict(record: dict[str, Any]) -> tuple[str | None, list[str]]:
     elif not cal["calibrated"]:
         lower = max((p for p in (0.5, 0.6, 0.7, 0.75, 0.8, 0.85) if conformal_rank(cal["trials"], p) <= cal["trials"]),
                     default=None)
+        more = ("record more trials" if record.get("cross_fit") else
+                "hold out more trials, or calibrate on the fitted ones too (--cross-fit K)")
         problem = (f"the {words} cannot be calibrated on {cal['trials']} held-out trial(s) ({conformal_minimum(level)} "
-                   f"needed; guaranteed {100 * cal['guaranteed_level']:.0f} %); {parameter} held-out outcomes; hold "
-                   "out more trials"
-                   + (f" or ask for --level {lower:g}" if lower is not None else ""))
+                   f"needed; guaranteed {100 * cal['guaranteed_level']:.0f} %); {parameter} held-out outcomes; {more}"
+                   + (f", or ask for --level {lower:g}" if lower is not None else ""))
     elif check.get("misses_level"):
         problem = (f"the calibrated {words} holds {check['inside']} of {judged} held-out outcomes (each judged by the "
                    f"calibration from the others), fewer than its level (binomial p = {check['binomial_p']:.2g})")
@@ -234,13 +247,21 @@ def records_spread(records: Sequence[Any], dist: Any, params: ParameterSet, draw
     record (:func:`spread_record`), the band calibrated by ``calibration`` or, with ``self_calibrate``, on
     these records (each judged by the others). ``log`` receives the executor's messages."""
     from sim2real.execution import open_executor
+
+    with open_executor(settings.executor, settings.workers, log) as executor:
+        draw, spreads = records_spreads(executor, records, dist, params, draws, noise, settings)
+    check = self_calibration(spreads, settings.level) if self_calibrate else None
+    return spread_record(spreads, draw.uniform, draws, settings.seed, noise_record, source, settings.level,
+                         calibration=None if self_calibrate else calibration, check=check)
+
+
+def records_spreads(executor: Executor, records: Sequence[Any], dist: Any, params: ParameterSet, draws: int,
+                    noise: StartNoise | str, settings: SpreadSettings) -> tuple[Any, list[TrialSpread]]:
+    """Each trial record's spread under ``draws`` parameter sets from ``dist`` on an open ``executor``:
+    the draw (:class:`~sim2real.sysid.prediction.sampling.SampleDraw`) and one spread per record."""
     from sim2real.sysid.problem.data import prepare_trial, recorded_platform
 
     dt = float(params["sim.dt"])
     trials = [prepare_trial(r, dt, recorded_platform(r, settings.platform)) for r in records]
-    with open_executor(settings.executor, settings.workers, log) as executor:
-        draw, spreads = spread_of_fit(executor, dist, params, trials, draws, np.random.default_rng(settings.seed),
-                                      settings.mode, settings.pusher, settings.pusher_shape, settings.engine, noise)
-    check = self_calibration(spreads, settings.level) if self_calibrate else None
-    return spread_record(spreads, draw, draws, settings.seed, noise_record, source, settings.level,
-                         calibration=None if self_calibrate else calibration, check=check)
+    return spread_of_fit(executor, dist, params, trials, draws, np.random.default_rng(settings.seed), settings.mode,
+                         settings.pusher, settings.pusher_shape, settings.engine, noise)

@@ -1,0 +1,108 @@
+"""``sim2real fit --cross-fit K``: the prediction band calibrated on the fitted trials themselves, each
+predicted by a fit on the other folds (issue 55: a small real set cannot spare the held-out trials a
+split calibration needs)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from fixtures.pushed_box import friction_push
+
+from sim2real.cli import main
+from sim2real.errors import InputError
+from sim2real.sysid.prediction.cross_fit import fold_groups
+from sim2real.trials import write_run_meta, write_trial
+
+FRICTIONS = (0.36, 0.42, 0.38, 0.45, 0.4, 0.34)
+
+
+def _run(path: Path, frictions: tuple[float, ...], first: int = 0) -> Path:
+    """Probe pushes at 0.5, 0.53, ... m/s of boxes with these table frictions (one trial each)."""
+    for k, mu in enumerate(frictions):
+        write_trial(path, friction_push(f"push_{first + k}", 0.5 + 0.03 * (first + k), mu))
+    write_run_meta(path, {"mode": "imported"})
+    return path
+
+
+def test_folds_deal_every_trial_once_and_follow_the_seed() -> None:
+    names = [f"t{k}" for k in range(7)]
+    groups = fold_groups(names, 3, seed=4)
+    assert sorted(n for g in groups for n in g) == sorted(names)
+    assert sorted(len(g) for g in groups) == [2, 2, 3]
+    assert fold_groups(names, 3, seed=4) == groups
+    assert fold_groups(names, 3, seed=5) != groups
+    assert [len(g) for g in fold_groups(names, 7, seed=0)] == [1] * 7  # leave one out
+    for folds in (1, 8):
+        with pytest.raises(InputError, match=f"--cross-fit {folds}: needs 2 to 7 folds"):
+            fold_groups(names, folds, seed=0)
+
+
+def test_cross_fit_calibrates_on_every_fitted_trial_predicted_without_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Six pushes, no held-out trial: three fold fits of four pushes each predict the other two. The band is
+    calibrated on all six (80 %: rank 6 of 6), each fold fit's values are its own, and replay uses the
+    calibration for a new push."""
+    run = _run(tmp_path / "run", FRICTIONS)
+    out = tmp_path / "fitted.yaml"
+    code = main(["fit", str(run), "--free", "contact.mu_table", "--spread-draws", "4", "--cross-fit", "3",
+                 "--level", "0.8", "--out", str(out)])
+    err = capsys.readouterr().err
+    document = json.loads(out.with_suffix(".json").read_text())
+    assert code in (0, 3), err
+    spread = document["validation"]["spread"]
+    cross = spread["cross_fit"]
+    assert cross["folds"] == 3 and cross["trials"] == 6
+    held = [name for fold in cross["fold_fits"] for name in fold["held_out"]]
+    assert sorted(held) == [f"push_{k}" for k in range(6)]
+    assert sorted(t["trial"] for t in spread["trials"]) == sorted(held)
+    assert spread["calibration"]["trials"] == 6 and spread["calibrated"] is True
+    assert spread["check"]["judged"] == 6
+    # A fold fit saw four of the six pushes: its friction is not the full fit's.
+    full = document["values"]["contact.mu_table"]
+    values = [fold["values"]["contact.mu_table"] for fold in cross["fold_fits"]]
+    assert all(fold["status"] == "converged" for fold in cross["fold_fits"])
+    assert all(abs(v - full) > 1e-6 for v in values), (full, values)
+    assert "6 fitted trial(s) predicted by 3 fold fits without them" in spread["summary"]
+    assert "fit: cross-fit: fold 3/3: fitted without " in err
+
+    new = _run(tmp_path / "new", (0.41,), first=6)
+    assert main(["replay", str(new), "--spread", str(out.with_suffix(".json")), "--draws", "4", "--level", "0.8",
+                 "--out", str(tmp_path / "replayed")]) in (0, 3)
+    replayed = json.loads((tmp_path / "replayed" / "spread.json").read_text())
+    assert replayed["calibrated"] is True and replayed["calibration"]["trials"] == 6
+
+
+def test_cross_fit_pools_the_held_out_trials(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = _run(tmp_path / "run", FRICTIONS[:4])
+    held = _run(tmp_path / "held", FRICTIONS[4:], first=4)
+    out = tmp_path / "fitted.yaml"
+    main(["fit", str(run), "--free", "contact.mu_table", "--validate", str(held), "--spread-draws", "4",
+          "--cross-fit", "2", "--level", "0.8", "--out", str(out)])
+    capsys.readouterr()
+    spread = json.loads(out.with_suffix(".json").read_text())["validation"]["spread"]
+    assert spread["calibration"]["trials"] == 6 and spread["cross_fit"]["trials"] == 4
+    assert {t["trial"] for t in spread["trials"]} == {f"push_{k}" for k in range(6)}
+    assert "and 2 held-out trial(s)" in spread["summary"]
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (["--cross-fit", "3"], "--cross-fit calibrates the prediction band: it needs --spread-draws N"),
+    (["--cross-fit", "1", "--spread-draws", "4"], "argument --cross-fit: must be in [2, 100000], got 1"),
+    (["--cross-fit", "3", "--spread-draws", "4", "--per-object", "contact.mu_table"],
+     "--cross-fit with --per-object is not supported"),
+])
+def test_bad_cross_fit_options_are_one_line_before_any_work(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], message: str) -> None:
+    run = _run(tmp_path / "run", FRICTIONS[:2])
+    out = tmp_path / "fitted.yaml"
+    try:
+        code = main(["fit", str(run), "--free", "contact.mu_table", *extra, "--out", str(out)])
+    except SystemExit as exit_:  # argparse's own check
+        code = exit_.code
+    assert code == 2
+    err = capsys.readouterr().err
+    assert message in err, err
+    assert not out.exists() and not out.with_suffix(".json").exists()
+
