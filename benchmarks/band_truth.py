@@ -26,8 +26,9 @@ in the trials (no ``--set``)::
 outcomes inside the calibrated 90 % band and inside the parameter-only band (``spread.json`` per
 trial ``inside`` and ``parameter_inside``), the fit's own leave-one-out check on its calibration
 trials, the median band half-width and full width of ``x`` and ``y`` beside the median prediction
-error ``|real - median|`` (a 90 % band of a normal error has a half-width of 2.44 median errors, a
-full width of 4.88: a half-width beyond 3 median errors is called vacuous), the discrepancy τ and
+error ``|real - median|`` per coordinate and the median distance of the real final centre from the
+draws' median one (a 90 % band of a normal error has a half-width of 2.44 median errors, a full width
+of 4.88: a half-width beyond 3 median errors is called vacuous), the discrepancy τ and
 quantile q, the fit's exit status and problems, and wall times. Target: the calibrated band holds
 85-95 % of the test outcomes over the seeds, the parameter-only band far fewer.
 
@@ -134,6 +135,9 @@ def band_figures(spread: dict[str, Any]) -> dict[str, Any]:
     """Per coordinate of the position (x, y pooled) and of the yaw: the median calibrated band half-width and
     width, parameter-only width, and the median prediction error |real - median| over the trials."""
     out: dict[str, Any] = {}
+    distances = [math.hypot(t["outcome"]["x_m"]["real"] - t["outcome"]["x_m"]["median"],
+                            t["outcome"]["y_m"]["real"] - t["outcome"]["y_m"]["median"])
+                 for t in spread["trials"] if t["outcome"]["x_m"]["median"] is not None]
     for label, keys in (("position_m", ("x_m", "y_m")), ("yaw_deg", ("yaw_deg",))):
         widths, parameter, errors = [], [], []
         for trial in spread["trials"]:
@@ -151,6 +155,10 @@ def band_figures(spread: dict[str, Any]) -> dict[str, Any]:
         out[label] = {"median_width": width, "median_half_width": width / 2,
                       "median_parameter_width": statistics.median(parameter), "median_error": error,
                       "half_width_over_error": width / 2 / error if error > 0 else None}
+        if label == "position_m" and distances:
+            distance = statistics.median(distances)
+            out[label].update({"median_distance_error": distance,
+                               "half_width_over_distance_error": width / 2 / distance if distance > 0 else None})
     return out
 
 
@@ -263,6 +271,12 @@ def summary(seeds: list[dict[str, Any]]) -> dict[str, Any]:
             pooled[label] = {"median_half_width": half, "median_width": 2 * half, "median_error": error,
                              "median_parameter_width": statistics.median(f["median_parameter_width"] for f in figures),
                              "half_width_over_error": statistics.median(ratios) if ratios else None}
+            distance = [f["half_width_over_distance_error"] for f in figures
+                        if f.get("half_width_over_distance_error") is not None]
+            if distance:
+                pooled[label]["median_distance_error"] = statistics.median(f["median_distance_error"] for f in figures
+                                                                           if "median_distance_error" in f)
+                pooled[label]["half_width_over_distance_error"] = statistics.median(distance)
     taus = [s["fit"]["discrepancy"] for s in seeds if s["fit"]["discrepancy"]]
     share = _share(inside, judged)
     parameter_share = _share(parameter, judged)
@@ -303,7 +317,7 @@ def ideal_reference(calibration: int, test: int, repeats: int = 4000, seed: int 
     scale, error = np.array([5e-4, 5e-4, 0.5]), np.array([2e-3, 2e-3, 2.0])
     spread = np.sqrt(scale ** 2 + error ** 2)
     mode = bands.Mode(1.0, np.zeros(3), scale)
-    inside, ratios = [], []
+    inside, ratios, distance = [], [], []
     for _ in range(repeats):
         reals = list(rng.standard_normal((calibration, 3)) * spread)
         cal = bands.calibrate(reals, [[mode]] * calibration, LEVEL)
@@ -311,8 +325,9 @@ def ideal_reference(calibration: int, test: int, repeats: int = 4000, seed: int 
         outcomes = rng.standard_normal((test, 3)) * spread
         inside += list(np.all(np.abs(outcomes) <= half, axis=1))
         ratios.append(float(half[0] / np.median(np.abs(outcomes[:, :2]))))
+        distance.append(float(half[0] / np.median(np.hypot(outcomes[:, 0], outcomes[:, 1]))))
     return {"coverage": float(np.mean(inside)), "position_half_width_over_error": float(np.median(ratios)),
-            "repeats": repeats}
+            "position_half_width_over_distance_error": float(np.median(distance)), "repeats": repeats}
 
 
 def run() -> None:

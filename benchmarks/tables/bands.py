@@ -39,10 +39,14 @@ def _protocol_sentence(protocol: str, summary: dict, ideal: dict) -> str:
             f"({_pct(summary['test_parameter_inside_share'])}); the fits' own leave-one-out check on their "
             f"calibration trials {summary['calibration_check_inside']} of {summary['calibration_check_judged']}. "
             f"Median half-width against median error |real − median|: position {half} mm against {error} mm (a "
-            f"median {num(position['half_width_over_error'], 2)} errors per seed; full width {width} mm, the draws' "
-            f"alone {draws} mm), yaw {num(yaw['median_half_width'], 2)}° against {num(yaw['median_error'], 2)}°. The "
-            f"same band with the model right but for normal errors would hold {_pct(ideal['coverage'])} at a median "
-            f"{num(ideal['position_half_width_over_error'], 2)} errors. Fit exit statuses "
+            f"median {num(position['half_width_over_error'], 2)} errors per seed; "
+            f"{num(position.get('half_width_over_distance_error'), 2)} median distances of the real final centre "
+            f"from the predicted one, {num(1e3 * position['median_distance_error'], 2)} mm; full width {width} mm, "
+            f"the draws' alone {draws} mm), yaw {num(yaw['median_half_width'], 2)}° against "
+            f"{num(yaw['median_error'], 2)}°. The same band with the model right but for normal errors would hold "
+            f"{_pct(ideal['coverage'])} at a median "
+            f"{num(ideal['position_half_width_over_error'], 2)} errors "
+            f"({num(ideal['position_half_width_over_distance_error'], 2)} distances). Fit exit statuses "
             + ", ".join(f"{code}: {count}" for code, count in summary["fits_exit"].items())
             + (f"; problems named: {kinds}" if kinds else "") + ".")
 
