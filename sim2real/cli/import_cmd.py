@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from sim2real.errors import Sim2RealError
 
 if TYPE_CHECKING:
+    from sim2real.trials.frames_file import FrameUncertainty
     from sim2real.trials.recording import ImportSettings
     from sim2real.trials.trial_object import TrialObject
 
@@ -173,13 +174,14 @@ def _delay_s(text: str) -> float:
     return bounded_float(-MAX_DELAY_S, MAX_DELAY_S)(text)
 
 
-def _frames(args: argparse.Namespace) -> tuple[str | None, str | None, float]:
-    """``(--box-transform, --box-offset, box delay)``: the options, or the ``--frames`` file's (not both)."""
+def _frames(args: argparse.Namespace) -> tuple[str | None, str | None, float, FrameUncertainty | None]:
+    """``(--box-transform, --box-offset, box delay, frame uncertainty)``: the options (no uncertainty), or the
+    ``--frames`` file's (not both)."""
     from sim2real.errors import Sim2RealError
     from sim2real.trials.frames_file import read_frames_file
 
     if args.frames is None:
-        return args.box_transform, args.box_offset, args.box_delay or 0.0
+        return args.box_transform, args.box_offset, args.box_delay or 0.0, None
     given = [option for option, value in (("--box-transform", args.box_transform), ("--box-offset", args.box_offset),
                                           ("--box-delay", args.box_delay)) if value is not None]
     if given:
@@ -327,7 +329,7 @@ def _settings(args: argparse.Namespace, clock: str = "header") -> ImportSettings
     from sim2real.trials.recording import ImportSettings, parse_split
     from sim2real.trials.rigid import RigidTransform, parse_offset, parse_transform
 
-    box_text, offset_text, delay = _frames(args)
+    box_text, offset_text, delay, uncertainty = _frames(args)
     transform = parse_transform(args.transform) if args.transform is not None else RigidTransform()
     box = parse_transform(box_text, "--box-transform") if box_text is not None else RigidTransform()
     offset = parse_offset(offset_text) if offset_text is not None else RigidTransform()
@@ -335,7 +337,7 @@ def _settings(args: argparse.Namespace, clock: str = "header") -> ImportSettings
     return ImportSettings(clock=clock, transform=transform, box_offset=offset, split=parse_split(args.split),
                           outlier_angle_rad=math.radians(args.outlier_angle), outlier_jump_m=args.outlier_jump,
                           tool_offset=tool, object=_object(args), scene_tolerance_m=args.scene_tolerance / 1000.0,
-                          force=args.force, box_transform=box, box_delay_s=delay)
+                          force=args.force, box_transform=box, box_delay_s=delay, frame_uncertainty=uncertainty)
 
 
 OBJECT_OPTIONS = ("box_size", "box_mass", "box_density", "pusher_shape", "pusher_radius", "pusher_length", "object")

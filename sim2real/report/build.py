@@ -269,9 +269,20 @@ def _band_words(spread: Mapping[str, Any]) -> str:
     makeup = spread.get("makeup", {})
     draws = makeup.get("x_m", {}).get("draws")
     spread_mm = f"{1000 * draws:.2g} mm" if isinstance(draws, (int, float)) else "n/a"
+    frame = makeup.get("x_m", {}).get("frame")
+    framed = (f"; the tracking frame drawn from its calibration's uncertainty, median x {1000 * frame:.2g} mm"
+              if isinstance(frame, (int, float)) and frame > 0 else "")
+    cross = spread.get("cross_fit")
+    if isinstance(cross, Mapping):  # a fit's own spread, cross-fitted
+        seen = (f"trial(s) each predicted by a fit that did not see it ({cross['trials']} fitted trial(s) by "
+                f"{cross['folds']} fold fits)")
+    elif spread.get("check") is not None:  # a fit's own spread on its held-out trials
+        seen = "held-out trial(s)"
+    else:  # a replay with a fit's calibration (held out, or cross-fitted)
+        seen = "trial(s) each predicted by a fit that did not see it"
     return (f"The band at {level:g} % is each mode's box: its centre ± q √(s² + τ²), with s the spread of the mode's "
-            f"draws (parameters and start; median x {spread_mm}), τ the model's discrepancy estimated on "
-            f"{cal.get('trials')} held-out trial(s) (x {1000 * tau.get('x_m', 0):.2g} mm, "
+            f"draws (parameters and start{framed}; median x {spread_mm}), τ the model's discrepancy estimated on "
+            f"{cal.get('trials')} {seen} (x {1000 * tau.get('x_m', 0):.2g} mm, "
             f"y {1000 * tau.get('y_m', 0):.2g} mm, yaw {tau.get('yaw_deg', 0):.2g} deg) and "
             f"q = {cal.get('quantile', 0):.3g} their split conformal quantile (guaranteed level "
             f"{100 * cal.get('guaranteed_level', 0):.0f} %).")

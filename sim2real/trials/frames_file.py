@@ -2,7 +2,9 @@
 
 A frames file (YAML, format :data:`FRAMES_FORMAT`) holds ``box_transform``, ``box_offset`` (as
 ``--box-transform`` and ``--box-offset`` take them) and ``box_delay_s``, which ``import bag|csv --frames
-FILE`` applies to the box stream alone, and under ``calibration`` the estimates
+FILE`` applies to the box stream alone, ``frame_uncertainty`` (what the calibration leaves unknown of
+the tracking frame's planar offset, :class:`FrameUncertainty`, which the import keeps in each trial and
+spreads draw from), and under ``calibration`` the estimates
 (:class:`~sim2real.trials.frame_calibration.FrameCalibration`), the residuals and the frames the trials
 had been imported with. Frames: arm base frame; m, s.
 """
@@ -52,6 +54,60 @@ class ImportFrames:
         return bool(np.allclose(mine, theirs, rtol=0.0, atol=1e-12))
 
 
+#: The frame corrections whose uncertainty a trial keeps (:class:`FrameUncertainty`), in its order.
+UNCERTAIN_CORRECTIONS = ("dx_m", "dy_m", "dyaw_rad")
+
+
+@dataclass(frozen=True)
+class FrameUncertainty:
+    """What is left unknown of the tracking frame after a calibration: the standard deviations of its
+    planar offset (trial.json ``import.frame_uncertainty``; spreads draw the offset from them).
+
+    Attributes
+    ----------
+    std : ndarray, shape (3,)
+        Of ``dx`` (m), ``dy`` (m) and ``dyaw`` (rad): the tracking frame turned by ``dyaw`` about
+        ``pivot``, then shifted by (``dx``, ``dy``), in the arm base frame.
+    pivot : ndarray, shape (3,)
+        The point the turn is about, m, base frame.
+    """
+
+    std: np.ndarray
+    pivot: np.ndarray
+
+    def as_dict(self) -> dict[str, Any]:
+        """trial.json ``import.frame_uncertainty`` (units in the keys)."""
+        return {**{f"{name}_std": float(v) for name, v in zip(UNCERTAIN_CORRECTIONS, self.std, strict=True)},
+                "pivot_m": [float(v) for v in self.pivot]}
+
+    @classmethod
+    def from_dict(cls, document: Any, source: str) -> FrameUncertainty:
+        """Read :meth:`as_dict` back; a one-line :class:`Sim2RealError` naming ``source`` when invalid."""
+        try:
+            std = np.array([float(document[f"{name}_std"]) for name in UNCERTAIN_CORRECTIONS])
+            pivot = np.array([float(v) for v in document["pivot_m"]])
+        except (KeyError, TypeError, ValueError):
+            names = ", ".join(f"{name}_std" for name in UNCERTAIN_CORRECTIONS)
+            raise Sim2RealError(f"{source}: frame_uncertainty needs {names} and pivot_m (3 numbers)") from None
+        if pivot.shape != (3,) or not (np.all(np.isfinite(std)) and np.all(std >= 0) and np.all(np.isfinite(pivot))):
+            raise Sim2RealError(f"{source}: frame_uncertainty holds a standard deviation that is not finite and >= 0, "
+                                "or a pivot that is not 3 finite numbers")
+        return cls(std, pivot)
+
+    @classmethod
+    def of_trial(cls, meta: dict[str, Any], name: str) -> FrameUncertainty | None:
+        """The frame uncertainty trial.json keeps (``import.frame_uncertainty``); None without one."""
+        section = meta.get("import")
+        stored = section.get("frame_uncertainty") if isinstance(section, dict) else None
+        return None if stored is None else cls.from_dict(stored, f"trial '{name}'")
+
+    @classmethod
+    def of_calibration(cls, calibration: FrameCalibration) -> FrameUncertainty:
+        """The standard deviations of a calibration's planar frame corrections."""
+        return cls(np.array([calibration.corrections[name].std for name in UNCERTAIN_CORRECTIONS]),
+                   np.asarray(calibration.pivot, dtype=float))
+
+
 def corrected_frames(frames: ImportFrames, calibration: FrameCalibration) -> ImportFrames:
     """The import frames that apply ``calibration``'s corrections at import: the turn and shift composed
     in front of ``--box-transform`` (arm base frame), the origin offset behind ``--box-offset`` (the
@@ -77,6 +133,7 @@ def frames_document(calibration: FrameCalibration, imported: ImportFrames) -> di
         "box_transform": _option(frames.box_transform),
         "box_offset": _option(frames.box_offset),
         "box_delay_s": float(frames.box_delay_s),
+        "frame_uncertainty": FrameUncertainty.of_calibration(calibration).as_dict(),
         "calibration": {
             "trials": calibration.trials,
             "pivot_m": [float(v) for v in calibration.pivot],
@@ -89,9 +146,9 @@ def frames_document(calibration: FrameCalibration, imported: ImportFrames) -> di
     }
 
 
-def read_frames_file(path: str | Path) -> tuple[str, str, float]:
-    """``(box_transform, box_offset, box_delay_s)`` of a frames file (the first two as the import options
-    take them).
+def read_frames_file(path: str | Path) -> tuple[str, str, float, FrameUncertainty | None]:
+    """``(box_transform, box_offset, box_delay_s, frame_uncertainty)`` of a frames file (the first two as the
+    import options take them; the last None in a file written before it was kept).
 
     Raises
     ------
@@ -118,5 +175,7 @@ def read_frames_file(path: str | Path) -> tuple[str, str, float]:
         raise Sim2RealError(f"--frames {path}: needs box_transform, box_offset and box_delay_s") from None
     if not np.isfinite(delay) or abs(delay) > MAX_DELAY_S:
         raise Sim2RealError(f"--frames {path}: box_delay_s {delay!r} is not a delay within ±{MAX_DELAY_S:g} s")
-    return transform, offset, delay
+    stored = document.get("frame_uncertainty")
+    uncertainty = None if stored is None else FrameUncertainty.from_dict(stored, f"--frames {path}")
+    return transform, offset, delay, uncertainty
 

@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -19,6 +19,9 @@ from sim2real.trials.records import N_JOINTS
 from sim2real.trials.rigid import RigidTransform
 from sim2real.trials.scene_checks import DEFAULT_SCENE_TOLERANCE_M, check_tolerance
 from sim2real.trials.trial_object import TrialObject
+
+if TYPE_CHECKING:
+    from sim2real.trials.frames_file import FrameUncertainty
 
 NS_PER_S = 1_000_000_000
 
@@ -294,6 +297,9 @@ class ImportSettings:
     box_delay_s : float
         The box stream's delay, s: a box pose stamped ``s`` (on either clock) was the box at
         ``s - box_delay_s`` (``sim2real calibrate`` estimates it); its samples are moved back by it.
+    frame_uncertainty : FrameUncertainty, optional
+        What the calibration that gave ``box_transform`` leaves unknown of the tracking frame (``--frames``):
+        kept in each trial's ``import`` section for the spreads to draw from.
     """
 
     clock: str = "header"
@@ -308,6 +314,7 @@ class ImportSettings:
     force: bool = False
     box_transform: RigidTransform = field(default_factory=RigidTransform)
     box_delay_s: float = 0.0
+    frame_uncertainty: FrameUncertainty | None = None
 
     def __post_init__(self) -> None:
         if self.clock not in CLOCKS:

@@ -327,6 +327,7 @@ def _trial_meta(recording: Recording, window: tuple[int, int], settings: ImportS
         "box_offset": settings.box_offset.as_dict(),
         "box_transform": settings.box_transform.as_dict(),
         "box_delay_s": settings.box_delay_s,
+        **({"frame_uncertainty": settings.frame_uncertainty.as_dict()} if settings.frame_uncertainty else {}),
         "tool_offset": settings.tool_offset.as_dict(),
         "split": settings.split.spec,
         "window_s": [(max(window[0], start_ns) - origin_ns) / NS_PER_S,

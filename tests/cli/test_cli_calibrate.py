@@ -62,6 +62,12 @@ def test_calibrate_recovers_the_hidden_frames_and_the_calibrated_import_is_physi
     records = read_run(root / "calibrated")
     assert all(not r.meta["import"]["scene_checks"]["problems"] for r in records)
     assert records[0].meta["import"]["box_delay_s"] == pytest.approx(document["box_delay_s"])
+    # What the calibration leaves unknown of the frame goes with each trial, for the spreads to draw from.
+    kept = records[0].meta["import"]["frame_uncertainty"]
+    for name in ("dx_m", "dy_m", "dyaw_rad"):
+        std = document["calibration"]["corrections"][name]["std"]
+        assert std > 0 and kept[f"{name}_std"] == pytest.approx(std), name
+    assert kept["pivot_m"] == pytest.approx(document["calibration"]["pivot_m"])
     assert main(["calibrate", str(root / "calibrated"), "--out", str(root / "again.yaml")]) == 0
     again = _corrections(root / "again.yaml")
     for name in ("dx_m", "dy_m", "dz_m", "ox_m", "oy_m"):

@@ -21,6 +21,12 @@ by its measurement noise, and the real outcome is compared with the prediction:
   is moved by the error of the recorded start (the noise over the square root of the poses it
   averages) and its final outcome gets the noise of one pose, as the recorded outcome carries it.
   :data:`MEASURED` takes both from each recording (:func:`sim2real.sysid.problem.data.pose_noise`).
+* frame uncertainty: a trial imported with a frame calibration (``import --frames``) keeps what the
+  calibration left unknown of its tracking frame's planar offset (trial.json
+  ``import.frame_uncertainty``); each draw then sees the recorded box poses through a frame off by its
+  own error (:func:`frame_shifts`): simulated from the start as that frame would have it, its outcome
+  recorded through it. A box that moves alone is not changed by it (the table is level); a pushed one
+  is, as the pusher meets it elsewhere.
 
 Draws whose simulation fails are counted and left out of the band (never hidden). The record of a
 spread, its calibration and its verdicts are in :mod:`sim2real.sysid.prediction.spread_calibration`.
@@ -37,7 +43,7 @@ import numpy as np
 
 from sim2real.execution import Executor, Shared
 from sim2real.params import ParameterSet
-from sim2real.spatial import from_axis_angle, multiply
+from sim2real.spatial import from_axis_angle, multiply, rotate
 from sim2real.sysid.prediction.bands import (
     DEFAULT_LEVEL,
     Mode,
@@ -48,6 +54,7 @@ from sim2real.sysid.prediction.whole_trials import simulate_whole
 from sim2real.sysid.problem.data import TrialData
 from sim2real.sysid.residuals.tasks import one_line
 from sim2real.trials import PoseSeries, compute_outcome
+from sim2real.trials.frames_file import FrameUncertainty
 
 #: File of a replayed run that holds its predicted spread (``replay --spread``).
 SPREAD_JSON = "spread.json"
@@ -115,6 +122,7 @@ class SpreadTask:
     pusher_shape: str
     engine: str
     start_shift: tuple[float, ...]  # (dx (m), dy (m), dyaw (rad)) of the start, then of a second pose
+    frame_shift: tuple[float, ...] = ()  # (dx (m), dy (m), dyaw (rad)): the tracking frame's error (none: empty)
 
 
 def _shifted(data: TrialData, shift: tuple[float, ...]) -> TrialData:
@@ -141,6 +149,43 @@ def _turn(angle: float) -> np.ndarray:
     return from_axis_angle(np.array([0.0, 0.0, 1.0]), angle)
 
 
+def framed(position: np.ndarray, quaternion: np.ndarray, frame: tuple[float, ...], pivot: np.ndarray,
+           inverse: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Box poses as a tracking frame off by ``frame`` records them (``inverse``: the poses such a frame
+    recorded, in the true frame).
+
+    Parameters
+    ----------
+    position : ndarray, shape (..., 3)
+        Box centres, m, base frame.
+    quaternion : ndarray, shape (..., 4)
+        Orientations, w-x-y-z.
+    frame : tuple of float
+        ``(dx, dy, dyaw)`` (m, m, rad): the frame turned by ``dyaw`` about ``pivot``, then shifted.
+    pivot : ndarray, shape (3,)
+    """
+    dx, dy, dyaw = frame
+    shift = np.array([dx, dy, 0.0])
+    if inverse:
+        turn = _turn(-dyaw)
+        return pivot + rotate(turn, position - shift - pivot), multiply(turn, quaternion)
+    turn = _turn(dyaw)
+    return pivot + rotate(turn, position - pivot) + shift, multiply(turn, quaternion)
+
+
+def _in_true_frame(data: TrialData, frame: tuple[float, ...]) -> TrialData:
+    """The trial's box poses (its start and the recorded series) as they were, were its tracking frame
+    off by ``frame`` (:func:`framed`; the pusher and the arm keep theirs)."""
+    assert data.frame_uncertainty is not None
+    pivot = data.frame_uncertainty.pivot
+    position, quaternion = framed(data.box_position, data.box_quaternion, frame, pivot, inverse=True)
+    data = replace(data, box_position=position, box_quaternion=quaternion)
+    if data.start_position is not None and data.start_quaternion is not None:
+        start, start_q = framed(data.start_position, data.start_quaternion, frame, pivot, inverse=True)
+        data = replace(data, start_position=start, start_quaternion=start_q)
+    return data
+
+
 def final_outcome(position: np.ndarray, quaternion: np.ndarray, size: Sequence[float],
                   start_quaternion: np.ndarray | None = None) -> np.ndarray:
     """``[x (m), y (m), yaw (deg)]`` of a box pose series: its final centre and its twist about world z
@@ -156,10 +201,16 @@ def run_spread_task(task: SpreadTask) -> np.ndarray | str:
     recorded first pose, as the real outcome's), or why it failed."""
     recorded = task.data.get()
     data = _shifted(recorded, task.start_shift)
+    if task.frame_shift:
+        data = _in_true_frame(data, task.frame_shift)
     try:
         box_pose, params = simulate_whole(data, task.params, task.mode, task.pusher, task.pusher_shape, task.engine)
         size = [float(params[f"box.size_{axis}"]) for axis in "xyz"]
-        return final_outcome(box_pose.position, box_pose.quaternion, size, recorded.box_quaternion[0])
+        position, quaternion = box_pose.position, box_pose.quaternion
+        if task.frame_shift:
+            assert recorded.frame_uncertainty is not None
+            position, quaternion = framed(position, quaternion, task.frame_shift, recorded.frame_uncertainty.pivot)
+        return final_outcome(position, quaternion, size, recorded.box_quaternion[0])
     except Exception as err:  # one draw's failure is counted, it does not end the others
         return one_line(err)
 
@@ -179,6 +230,8 @@ class TrialSpread:
         Why the other draws failed (one line each).
     noise : StartNoise
         The measurement noise the draws were given.
+    frame : FrameUncertainty or None
+        The tracking frame's uncertainty the draws were given (each its own frame error), if any.
     """
 
     name: str
@@ -186,6 +239,7 @@ class TrialSpread:
     predicted: np.ndarray
     failures: tuple[str, ...] = ()
     noise: StartNoise = StartNoise()
+    frame: FrameUncertainty | None = None
 
     def band(self, level: float = DEFAULT_LEVEL) -> np.ndarray:
         """The parameter-only band: the draws' central ``level`` per coordinate, shape (3, 2) (NaN without
@@ -234,6 +288,7 @@ class TrialSpread:
             "start_noise": {"position_mm": 1000.0 * self.noise.position_m,
                             "yaw_deg": float(np.degrees(self.noise.yaw_rad)),
                             "start_samples": self.noise.start_samples},
+            "frame_uncertainty": self.frame.as_dict() if self.frame is not None else None,
             "predicted": [[float(v) for v in row] for row in self.predicted]}
         modes = band.modes if band is not None else self.modes()
         entry["modes"] = [_mode_dict(m, band.boxes[j] if band is not None else None) for j, m in enumerate(modes)]
@@ -266,6 +321,24 @@ def start_shifts(noise: StartNoise, count: int, rng: np.random.Generator) -> np.
     return rng.standard_normal((count, 6)) * np.tile(noise.start_std(), 2)
 
 
+def frame_shifts(data: TrialData, count: int, rng: np.random.Generator | None) -> np.ndarray | None:
+    """``(count, 3)`` tracking-frame errors ``dx, dy`` (m), ``dyaw`` (rad) drawn from the trial's frame
+    uncertainty (independent normals); None when the trial has none (or it is zero)."""
+    frame = data.frame_uncertainty
+    if frame is None or not np.any(frame.std > 0):
+        return None
+    if rng is None:
+        raise ValueError("frame uncertainty needs a random generator")
+    return rng.standard_normal((count, 3)) * frame.std
+
+
+def _frame_tuples(shifts: np.ndarray | None, count: int) -> list[tuple[float, ...]]:
+    """Per draw, its frame error as :attr:`SpreadTask.frame_shift` takes it (empty without one)."""
+    if shifts is None:
+        return [()] * count
+    return [tuple(float(v) for v in row) for row in shifts]
+
+
 def predict_spread(executor: Executor, trials: Sequence[TrialData],
                    parameter_sets: Sequence[ParameterSet] | Sequence[Sequence[ParameterSet]], mode: str,
                    pusher: str, pusher_shape: str = "sphere", engine: str = "ours",
@@ -289,7 +362,9 @@ def predict_spread(executor: Executor, trials: Sequence[TrialData],
         each draw's final outcome gets one pose's noise, as the real one does
         (:meth:`StartNoise.outcome_std`).
     rng : numpy.random.Generator, optional
-        Source of the start shifts (required when there is noise).
+        Source of the start shifts and frame errors (required when there is noise or a trial carries a
+        frame uncertainty, :func:`frame_shifts`: each draw's box poses are then those of a tracking frame
+        off by its own error, :func:`framed`).
 
     Returns
     -------
@@ -304,9 +379,10 @@ def predict_spread(executor: Executor, trials: Sequence[TrialData],
         if rng is None:
             raise ValueError("start noise needs a random generator")
         shifts = np.stack([start_shifts(n, count, rng) for n in noises])
+    frames = [_frame_tuples(frame_shifts(data, count, rng), count) for data in trials]
     shared = [executor.share(t) for t in trials]
-    tasks = [SpreadTask(shared[i], params, mode, pusher, pusher_shape, engine, tuple(float(v) for v in shifts[i, j]))
-             for i in range(len(trials)) for j, params in enumerate(per_trial[i])]
+    tasks = [SpreadTask(shared[i], params, mode, pusher, pusher_shape, engine, tuple(float(v) for v in shifts[i, j]),
+                        frames[i][j]) for i in range(len(trials)) for j, params in enumerate(per_trial[i])]
     results = list(executor.map(run_spread_task, tasks))
     spreads = []
     for i, data in enumerate(trials):
@@ -317,7 +393,7 @@ def predict_spread(executor: Executor, trials: Sequence[TrialData],
         real = final_outcome(data.box_position, data.box_quaternion,
                              [float(per_trial[i][0][f"box.size_{a}"]) for a in "xyz"])
         spreads.append(TrialSpread(data.name, real, finals, tuple(r for r in mine if isinstance(r, str)),
-                                   noises[i]))
+                                   noises[i], data.frame_uncertainty if any(frames[i]) else None))
     return spreads
 
 

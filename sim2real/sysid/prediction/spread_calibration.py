@@ -76,16 +76,20 @@ def self_calibration(spreads: Sequence[TrialSpread], level: float = DEFAULT_LEVE
 
 def band_makeup(spreads: Sequence[TrialSpread], calibration: BandCalibration | None) -> dict[str, Any]:
     """What the band is made of, as medians over the trials' most probable modes (units in the keys):
-    the draws' scale (parameters and start), the start's error, the discrepancy and the quantile."""
+    the draws' scale (parameters, start and frame), the start's error, the tracking frame's uncertainty
+    (its shift and turn; 0 without a frame calibration), the discrepancy and the quantile."""
     modes = [s.modes()[0] for s in spreads if s.predicted.shape[0]]
     draws = np.median([m.scale for m in modes], axis=0) if modes else np.full(3, np.nan)
     start = np.median([s.noise.start_std() for s in spreads], axis=0) if spreads else np.zeros(3)
+    frame = (np.median([s.frame.std if s.frame is not None else np.zeros(3) for s in spreads], axis=0)
+             if spreads else np.zeros(3))
     tau = calibration.discrepancy if calibration is not None else np.zeros(3)
     out: dict[str, Any] = {}
     for k, (name, unit) in enumerate(COORDINATES):
-        start_k = float(np.degrees(start[k])) if name == "yaw" else float(start[k])
+        start_k, frame_k = ((float(np.degrees(start[k])), float(np.degrees(frame[k]))) if name == "yaw" else
+                            (float(start[k]), float(frame[k])))
         out[f"{name}_{unit}"] = {"draws": float(draws[k]) if np.isfinite(draws[k]) else None, "start": start_k,
-                                 "discrepancy": float(tau[k])}
+                                 "frame": frame_k, "discrepancy": float(tau[k])}
     out["quantile"] = calibration.quantile if calibration is not None else None
     return out
 

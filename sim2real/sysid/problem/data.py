@@ -43,6 +43,7 @@ import numpy as np
 from sim2real.errors import Sim2RealError
 from sim2real.spatial import conjugate, multiply, skew, to_matrix, to_rotation_vector, yaw
 from sim2real.trials import JointReference, PoseSeries, TrialRecord
+from sim2real.trials.frames_file import FrameUncertainty
 from sim2real.trials.resting import (
     continuous_quaternions,
     interpolate,
@@ -115,6 +116,9 @@ class TrialData:
         The pusher shape the trial carries (``"sphere"`` or ``"rod"``), None when it carries none.
     object_name : str or None
         The trial's object label (per-object fits and reports group by it).
+    frame_uncertainty : FrameUncertainty or None
+        What a frame calibration left unknown of the box poses' tracking frame (trial.json
+        ``import.frame_uncertainty``, recorded poses of the ``real`` platform only); None without one.
     """
 
     name: str
@@ -139,6 +143,7 @@ class TrialData:
     object_params: dict[str, float] = field(default_factory=dict)
     pusher_shape: str | None = None
     object_name: str | None = None
+    frame_uncertainty: FrameUncertainty | None = None
 
     @property
     def steps(self) -> int:
@@ -270,6 +275,8 @@ def prepare_trial(record: TrialRecord, dt: float, platform: str = "auto") -> Tri
         size and mass, pusher shape and radius), which is never simulated with a default box.
     """
     data = _prepare_recorded(record, dt, platform)
+    if data.platform == "real":
+        data = replace(data, frame_uncertainty=FrameUncertainty.of_trial(record.meta, record.name))
     obj = trial_object(record.meta, record.name)
     if obj is None:
         if record.meta.get("mode") == "import":
