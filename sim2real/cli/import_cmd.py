@@ -379,10 +379,14 @@ def _written(count: int, out: object, settings: ImportSettings) -> int:
 
 
 def _bag_identity(path: str) -> str:
-    """The bag a path names, for telling a bag given twice: a rosbag2 directory and its metadata.yaml are one."""
+    """The bag a path names, for telling a bag given twice: a rosbag2 directory, its metadata.yaml and its
+    storage files (``.mcap``, ``.db3``) are one."""
     import os
 
-    return os.path.realpath(os.path.dirname(path) if os.path.basename(path) == "metadata.yaml" else path)
+    real = os.path.realpath(path)
+    parent = os.path.dirname(real)
+    inside = os.path.isfile(real) and os.path.isfile(os.path.join(parent, "metadata.yaml"))
+    return parent if inside else real
 
 
 def run_bag(args: argparse.Namespace) -> int:

@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 from collections.abc import Mapping
+from pathlib import Path
 
 from sim2real.cli.common import add_param_arguments, params_from_args
 
@@ -65,10 +66,13 @@ def parameter_lines(values: Mapping[str, float]) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     """Print (and optionally save) the resolved parameter set."""
-    from sim2real.cli.common import check_output_file, is_sim2real_params_file, removed_on_interrupt
+    from sim2real.cli.common import YAML_SUFFIXES, check_output_file, is_sim2real_params_file, removed_on_interrupt
+    from sim2real.errors import Sim2RealError
     from sim2real.params import save_params
 
     if args.out is not None:
+        if Path(args.out).suffix not in YAML_SUFFIXES:  # --params reads .yaml and .yml only
+            raise Sim2RealError(f"--out must name a params YAML file (.yaml or .yml), got '{args.out}'")
         check_output_file(args.out, args.force, is_sim2real_params_file)
     params = params_from_args(args)
     if args.out:

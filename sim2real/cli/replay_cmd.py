@@ -101,16 +101,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_engine_argument(parser)
     spread = parser.add_argument_group("predictions as distributions (see below)")
     spread.add_argument("--spread", metavar="FIT_JSON", help="draw parameter sets from this fit (fit.json)")
-    spread.add_argument("--draws", type=int, default=30, metavar="N", help="parameter sets drawn (default 30)")
-    spread.add_argument("--start-noise", metavar="auto|MM,DEG", default="auto",
+    spread.add_argument("--draws", type=int, default=None, metavar="N", help="parameter sets drawn (default 30)")
+    spread.add_argument("--start-noise", metavar="auto|MM,DEG", default=None,
                         help="measurement noise of one recorded pose: std of the box centre's x and y (mm) and "
                              "heading (deg), or auto (default): measured in each recording")
-    spread.add_argument("--level", type=bounded_float(0.0, 1.0, low_open=True, high_open=True), default=0.9,
+    spread.add_argument("--level", type=bounded_float(0.0, 1.0, low_open=True, high_open=True), default=None,
                         metavar="P",
                         help="level of the predicted band, in (0, 1) (default 0.9)")
     spread.add_argument("--allow-unconverged", action="store_true",
                         help="draw from a fit that did not converge (its covariance does not describe a minimum)")
-    spread.add_argument("--seed", type=int, default=0, help="seed of the draws and the start noise (default 0)")
+    spread.add_argument("--seed", type=int, default=None, help="seed of the draws and the start noise (default 0)")
     add_executor_arguments(parser, "the replay of the trials")
     parser.set_defaults(handler=run, uses_engine=True)
 
@@ -187,6 +187,10 @@ class SpreadInputs:
     noise: Any
 
 
+#: The spread options of ``replay`` and their defaults (given without ``--spread``, each is an error).
+SPREAD_DEFAULTS: dict[str, Any] = {"draws": 30, "start_noise": "auto", "level": 0.9, "seed": 0}
+
+
 def check_spread(args: argparse.Namespace) -> SpreadInputs | None:
     """Read and check ``--spread`` and its options before any work (None without ``--spread``); options of
     a spread given without it are an error."""
@@ -195,13 +199,14 @@ def check_spread(args: argparse.Namespace) -> SpreadInputs | None:
     from sim2real.sysid.prediction.sampling import fit_distribution
     from sim2real.sysid.prediction.spread_calibration import fit_calibration
 
+    given = [f"--{name.replace('_', '-')}" for name in SPREAD_DEFAULTS if getattr(args, name) is not None]
     if args.spread is None:
-        defaults = (("--draws", args.draws, 30), ("--start-noise", args.start_noise, "auto"),
-                    ("--level", args.level, 0.9))
-        given = [flag for flag, value, default in defaults if value != default]
         if given or args.allow_unconverged:
             raise Sim2RealError(f"{', '.join(given) or '--allow-unconverged'} given without --spread FIT_JSON")
         return None
+    for name, default in SPREAD_DEFAULTS.items():
+        if getattr(args, name) is None:
+            setattr(args, name, default)
     if args.draws < 2:
         raise Sim2RealError(f"--draws {args.draws}: a spread needs at least 2 draws")
     noise = parse_start_noise(args.start_noise)

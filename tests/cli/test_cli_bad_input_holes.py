@@ -151,6 +151,13 @@ def _bag_twice(p: Path) -> list[str]:
     return [*args[:3], "push/metadata.yaml", *args[3:]]
 
 
+def _bag_and_its_storage(p: Path) -> list[str]:
+    """One rosbag2 named twice: as its directory and as the .mcap inside it (imported as two trials before)."""
+    args = _bag_import(p, *OBJECT)
+    storage = next((p / "push").glob("*.mcap"))
+    return [*args[:3], str(storage.relative_to(p)), *args[3:]]
+
+
 def _csv_twice(p: Path) -> list[str]:
     rows = "".join(f"{0.01 * k:.2f},0.4,0,0.105,1,0,0,0\n" for k in range(5))
     (p / "rec.csv").write_text("t,box_x,box_y,box_z,box_qw,box_qx,box_qy,box_qz\n" + rows)
@@ -215,7 +222,13 @@ CASES: dict[str, tuple[Callable[[Path], list[str]], str]] = {
     "bag_scene_tolerance_negative": (lambda p: _bag_import(p, *OBJECT, "--scene-tolerance", "-2"),
                                      "expected a positive, finite length in mm"),
     "bag_given_twice": (_bag_twice, "is given twice"),
+    "bag_and_its_mcap": (_bag_and_its_storage, "is given twice"),
     "csv_given_twice": (_csv_twice, "is given twice"),
+    "replay_seed_without_spread": (lambda p: ["replay", str(_run_dir(p / "run")), "--seed", "3", "--out", "rep"],
+                                   "--seed given without --spread"),
+    "replay_default_draws_without_spread": (lambda p: ["replay", str(_run_dir(p / "run")), "--draws", "30", "--out",
+                                                       "rep"], "--draws given without --spread"),
+    "params_out_not_yaml": (lambda p: ["params", "--out", "p.txt"], "--out must name a params YAML file"),
     "params_file_not_yaml": (_params_txt, "expected a YAML file (.yaml or .yml)"),
     "run_params_file_not_yaml": (lambda p: ["run", "--mode", "sim", "--params", _params_txt(p)[2], "--out", "run"],
                                  "expected a YAML file (.yaml or .yml)"),
