@@ -72,6 +72,9 @@ def test_cross_fit_calibrates_on_every_fitted_trial_predicted_without_it(
                  "--out", str(tmp_path / "replayed")]) in (0, 3)
     replayed = json.loads((tmp_path / "replayed" / "spread.json").read_text())
     assert replayed["calibrated"] is True and replayed["calibration"]["trials"] == 6
+    assert main(["report", str(tmp_path / "replayed"), "--out", str(tmp_path / "report")]) == 0
+    text = " ".join((tmp_path / "report" / "report.md").read_text().split())
+    assert "τ the model's discrepancy estimated on 6 trial(s) each predicted by a fit that did not see it" in text
 
 
 def test_cross_fit_pools_the_held_out_trials(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
