@@ -35,7 +35,7 @@ def test_folds_deal_every_trial_once_and_follow_the_seed() -> None:
     assert fold_groups(names, 3, seed=5) != groups
     assert [len(g) for g in fold_groups(names, 7, seed=0)] == [1] * 7  # leave one out
     for folds in (1, 8):
-        with pytest.raises(InputError, match=f"--cross-fit {folds}: needs 2 to 7 folds"):
+        with pytest.raises(InputError, match=f"{folds} folds of 7 fitted trials: 2 to 7 folds"):
             fold_groups(names, folds, seed=0)
 
 

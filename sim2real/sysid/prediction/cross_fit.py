@@ -97,10 +97,11 @@ def fold_groups(names: Sequence[str], folds: int, seed: int) -> list[tuple[str, 
         ``folds`` below 2 or above the number of names (each fold needs a trial, and a fit needs
         the trials of another fold).
     """
+    if len(names) < 2:
+        raise InputError(f"cross-fitting needs at least 2 fitted trials ({len(names)} usable)")
     if folds < 2 or folds > len(names):
-        raise InputError(f"--cross-fit {folds}: needs 2 to {len(names)} folds (one per fitted trial at most)"
-                         if len(names) >= 2 else
-                         f"--cross-fit needs at least 2 fitted trials ({len(names)} usable)")
+        raise InputError(f"{folds} folds of {len(names)} fitted trials: 2 to {len(names)} folds (at most one per "
+                         "trial)")
     order = np.random.default_rng(seed).permutation(len(names))
     return [tuple(names[int(k)] for k in sorted(order[f::folds])) for f in range(folds)]
 
