@@ -5,10 +5,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sim2real.cli.common import add_engine_argument, add_param_arguments, bounded_float, params_from_args
 from sim2real.nodes.routes import DEFAULT_CONTROLLER, ROUTES
+
+if TYPE_CHECKING:
+    from sim2real.trials.meta import TrialMeta
 
 MODES = ("mirror", "sim", "real", "standin")
 #: Default address of ``--live`` (Foxglove's own default port), loopback.
@@ -186,13 +189,14 @@ def check_live(address: str) -> None:
         raise Sim2RealError("--live needs the foxglove-sdk package: pip install 'sim2real[live]'")
 
 
-def _trial_metas(paths: list[Any]) -> list[tuple[Any, dict[str, Any]]]:
+def _trial_metas(paths: list[Any]) -> list[tuple[Any, TrialMeta]]:
     """``(trial directory, its trial.json)`` of each recorded trial that has one."""
     from pathlib import Path
 
     from sim2real.trials.jsonio import read_json
+    from sim2real.trials.meta import TrialMeta
 
-    return [(path, read_json(Path(path) / "trial.json", "trial file")) for path in paths
+    return [(path, TrialMeta(read_json(Path(path) / "trial.json", "trial file"))) for path in paths
             if (Path(path) / "trial.json").is_file()]
 
 
@@ -204,10 +208,10 @@ def report_recordings(paths: list[Any]) -> int:
 
     status = 0
     for path, meta in _trial_metas(paths):
-        if not meta.get("complete", True):
+        if not meta.complete:
             status = 3
-            print(f"INCOMPLETE {Path(path).name}: {meta.get('note') or 'recorded incomplete'}")
-        for ns, description in starved_platforms(meta).items():
+            print(f"INCOMPLETE {Path(path).name}: {meta.note or 'recorded incomplete'}")
+        for ns, description in starved_platforms(meta.raw).items():
             status = 3
             print(f"STARVED {Path(path).name} {ns}: control loop at {description}")
     return status
@@ -221,8 +225,7 @@ def report_solver(paths: list[Any]) -> int:
 
     status = 0
     for path, meta in _trial_metas(paths):
-        solver = meta.get("solver") or {}
-        for ns, data in sorted(solver.items()):
+        for ns, data in sorted(meta.solver.items()):
             summary = SolveSummary.from_dict(data)
             if summary.degraded:
                 status = 3

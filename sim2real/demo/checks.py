@@ -284,7 +284,7 @@ def tolerance_text() -> str:
 
 def is_held_out(record: TrialRecord, distances: Sequence[float]) -> bool:
     """Whether a recorded trial was pushed from one of the held-out start ``distances`` (m)."""
-    requested = record.meta.get("requested_start_m")
+    requested = record.info.requested_start_m
     if not isinstance(requested, (list, tuple)) or not requested:
         return False
     return any(abs(float(requested[0]) - d) < 1e-6 for d in distances)

@@ -73,6 +73,7 @@ from sim2real.nodes.streams import StreamHub, subscribe_stream
 from sim2real.trials import PLATFORMS, JointReference, SceneSpec, TrialBagWriter, write_run_meta
 from sim2real.trials.coverage import StreamTracker, coverage_problems, expected_streams, loop_health
 from sim2real.trials.experiment import TrialWindow
+from sim2real.trials.meta import TrialMeta
 
 PLATFORM_TOPICS = ("joint_states", "joint_command", "box_pose", "pusher_pose")
 #: Hard-step files kept per platform and trial.
@@ -288,8 +289,9 @@ class RecorderNode(LeanNode):
         meta["loop_health"] = {ns: h.as_dict() for ns, h in health.items() if h is not None}
         if problems:
             note = "recording incomplete: " + "; ".join(problems.values())
-            meta["note"] = f"{meta['note']}; {note}" if meta.get("note") else note
-            outcomes = dict(meta.get("outcomes") or {})
+            before = TrialMeta(meta)
+            meta["note"] = f"{before.note}; {note}" if before.note else note
+            outcomes = before.outcomes
             for ns in self._platforms:
                 cut = problems.get(f"{ns}/box_pose")
                 if cut is not None:

@@ -189,7 +189,7 @@ def _parameter_blocks(runs: Sequence[_Run]) -> list[Block]:
     from sim2real.params import names as registry_names
     from sim2real.params import spec
 
-    recorded = [dict(run.trials[0].meta.get("params") or {}) if run.trials else {} for run in runs]
+    recorded = [run.trials[0].info.params if run.trials else {} for run in runs]
     blocks: list[Block] = [Heading("Simulator parameters")]
     if not any(recorded):
         return [*blocks, Note("The trials record no simulator parameters (trial.json 'params').")]
@@ -323,7 +323,7 @@ def _trial_blocks(runs: Sequence[_Run], tables: Sequence[ExperimentTable], max_t
             if errors:
                 blocks.append(Paragraph(errors))
             if not trial.complete:
-                reason = str(trial.meta.get("note") or "interrupted")
+                reason = trial.info.note or "interrupted"
                 blocks.append(Note(f"This trial was recorded incomplete ({reason}); the data end where the "
                                    "recording stopped. It is kept out of the means and maxima and the flip agreement."))
             for ns, description in starved_platforms(trial.meta).items():

@@ -47,10 +47,7 @@ def yes_no(value: bool | None) -> str:
 
 def solver_tallies(trial: TrialRecord) -> dict[str, dict[str, Any]]:
     """Per-platform solver outcome tallies of a trial (trial.json ``solver``), tolerant of absence."""
-    raw = trial.meta.get("solver")
-    if not isinstance(raw, Mapping):
-        return {}
-    return {str(ns): dict(v) for ns, v in raw.items() if isinstance(v, Mapping)}
+    return {str(ns): dict(v) for ns, v in trial.info.solver.items() if isinstance(v, Mapping)}
 
 
 def describe_tally(tally: Mapping[str, Any]) -> str:

@@ -89,7 +89,7 @@ def same_recording(a: PoseSeries | None, b: PoseSeries | None) -> bool:
 
 def _sources(trials: Sequence[TrialRecord]) -> list[str] | None:
     """Each trial's ``replay_of`` (None when a trial does not name its source)."""
-    names = [trial.meta.get("replay_of") for trial in trials]
+    names = [trial.info.replay_of for trial in trials]
     return [str(n) for n in names] if trials and all(isinstance(n, str) and n for n in names) else None
 
 
@@ -125,7 +125,7 @@ def _simulated_with(trials: Sequence[TrialRecord], values: Mapping[str, float]) 
     if not values or not trials:
         return False
     for trial in trials:
-        params = trial.meta.get("params") or {}
+        params = trial.info.params
         for name, value in values.items():
             recorded = params.get(name)
             if not isinstance(recorded, (int, float)) or not np.isclose(float(recorded), float(value), rtol=1e-6,

@@ -30,7 +30,7 @@ from sim2real.trials import (
 
 def trial_outcomes(trial: TrialRecord) -> dict[str, dict[str, Any]]:
     """Per-platform outcome dicts: trial.json ``outcomes``, else computed from the box poses."""
-    stored = trial.meta.get("outcomes") or {}
+    stored = trial.info.outcomes
     outcomes: dict[str, dict[str, Any]] = {}
     for ns in PLATFORMS:
         if isinstance(stored.get(ns), Mapping):
@@ -74,14 +74,13 @@ def is_standard_push(trial: TrialRecord) -> bool:
     -------
     bool
     """
-    meta = trial.meta
-    requested = meta.get("requested_start_m")
+    info = trial.info
+    requested = info.requested_start_m
     if isinstance(requested, (list, tuple)) and requested:
         return True
-    if meta.get("mode") in IMPORTED_MODES or isinstance(meta.get("import"), Mapping) \
-            or isinstance(meta.get("object"), Mapping):
+    if info.mode in IMPORTED_MODES or info.imported is not None or info.object is not None:
         return False
-    return number_or_none(meta.get("initial_distance_m")) is not None
+    return info.initial_distance_m is not None
 
 
 @dataclass(frozen=True)
@@ -260,13 +259,13 @@ class ExperimentTable:
 
 def _object_label(trial: TrialRecord) -> str | None:
     """The trial's object label (trial.json ``object.name``), None without one or when unreadable."""
-    section = trial.meta.get("object")
+    section = trial.info.object
     name = section.get("name") if isinstance(section, Mapping) else None
     return str(name) if name is not None else None
 
 
 def _match_key(trial: TrialRecord) -> tuple[str, float | None]:
-    start = number_or_none(trial.meta.get("initial_distance_m")) if is_standard_push(trial) else None
+    start = trial.info.initial_distance_m if is_standard_push(trial) else None
     return trial.name, None if start is None else round(start, 3)
 
 
@@ -323,7 +322,7 @@ def experiment_table(label: str, trials: Sequence[TrialRecord],
             if found is not None:
                 source, real, real_path = found
                 borrowed += 1
-        start_m = number_or_none(trial.meta.get("initial_distance_m"))
+        start_m = trial.info.initial_distance_m
         if start_m is None:
             start_m = next((v for v in (_x(real, "initial_distance_m"), _x(sim, "initial_distance_m"))
                             if v is not None), None)

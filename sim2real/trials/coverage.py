@@ -23,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from sim2real.trials.meta import TrialMeta
+
 NS_PER_S = 1_000_000_000
 #: Series every platform of a trial must deliver over the whole window.
 REQUIRED_SERIES = ("joint_states", "joint_command", "box_pose")
@@ -219,7 +221,7 @@ def loop_health(command_stamps_ns: Iterable[int], period_s: float, watchdog_s: f
 def starved_platforms(meta: Mapping[str, Any]) -> dict[str, str]:
     """Platforms whose loop was starved in a trial.json ``meta``, each with a one-phrase description."""
     out: dict[str, str] = {}
-    for ns, data in sorted((meta.get("loop_health") or {}).items()):
+    for ns, data in sorted(TrialMeta(meta).loop_health.items()):
         if isinstance(data, Mapping) and data.get("starved"):
             health = LoopHealth(**{k: data[k] for k in LoopHealth.__dataclass_fields__})
             out[ns] = health.describe()

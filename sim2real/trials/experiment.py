@@ -290,7 +290,8 @@ def replay_start(record: Any) -> ReplayStart:
     ref = record.reference
     reference = JointTrajectory(t=ref.t - ref.t[0], position=ref.position, velocity=ref.velocity,
                                 pusher=np.full((len(ref.t), 3), np.nan))
-    distance = float(record.meta.get("initial_distance_m", data.box_pose.position[0, 0]))
+    recorded = record.info.initial_distance_m
+    distance = float(data.box_pose.position[0, 0] if recorded is None else recorded)
     return ReplayStart(reference, np.array(data.joint_states.position[0], dtype=float),
                        (np.array(data.box_pose.position[0]), np.array(data.box_pose.quaternion[0])), distance)
 

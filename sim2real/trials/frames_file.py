@@ -20,6 +20,7 @@ import numpy as np
 from sim2real.errors import Sim2RealError
 from sim2real.spatial import from_axis_angle, rotate
 from sim2real.trials.frame_calibration import FrameCalibration
+from sim2real.trials.meta import TrialMeta
 from sim2real.trials.records import TrialRecord
 from sim2real.trials.rigid import RigidTransform
 
@@ -42,7 +43,7 @@ class ImportFrames:
     @classmethod
     def of_trial(cls, record: TrialRecord) -> ImportFrames:
         """The frames a trial was imported with (identity and 0 for a trial that was not imported)."""
-        section = record.meta.get("import") or {}
+        section = record.info.imported or {}
         return cls(RigidTransform.from_dict(section.get("box_transform")),
                    RigidTransform.from_dict(section.get("box_offset")), float(section.get("box_delay_s", 0.0)))
 
@@ -97,8 +98,8 @@ class FrameUncertainty:
     @classmethod
     def of_trial(cls, meta: dict[str, Any], name: str) -> FrameUncertainty | None:
         """The frame uncertainty trial.json keeps (``import.frame_uncertainty``); None without one."""
-        section = meta.get("import")
-        stored = section.get("frame_uncertainty") if isinstance(section, dict) else None
+        section = TrialMeta({**meta, "trial": name}).imported
+        stored = section.get("frame_uncertainty") if section is not None else None
         return None if stored is None else cls.from_dict(stored, f"trial '{name}'")
 
     @classmethod

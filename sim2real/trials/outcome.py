@@ -15,6 +15,7 @@ import numpy as np
 
 from sim2real.errors import Sim2RealError
 from sim2real.spatial import normalize, to_matrix
+from sim2real.trials.meta import TrialMeta
 from sim2real.trials.records import PoseSeries
 
 _AXIS_LABELS = ("x", "y", "z")
@@ -220,15 +221,15 @@ def planar_platforms(meta: Mapping[str, Any]) -> tuple[str, ...]:
     tuple of str
         ``("real",)`` (an import records the real platform) for a planar recording, else empty.
     """
-    section = meta.get("import")
-    return ("real",) if isinstance(section, Mapping) and section.get(PLANAR_KEY) else ()
+    section = TrialMeta(meta).imported
+    return ("real",) if section is not None and section.get(PLANAR_KEY) else ()
 
 
 def heading_unknown(meta: Mapping[str, Any]) -> bool:
     """Whether a trial's planar recording holds no heading either (box positions only, ``import bag
     --planar``: trial.json ``import.planar.heading`` is ``"unknown"``)."""
-    section = meta.get("import")
-    planar = section.get(PLANAR_KEY) if isinstance(section, Mapping) else None
+    section = TrialMeta(meta).imported
+    planar = section.get(PLANAR_KEY) if section is not None else None
     return isinstance(planar, Mapping) and planar.get("heading") == "unknown"
 
 

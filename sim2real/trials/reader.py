@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,7 @@ from sim2real.errors import Sim2RealError
 from sim2real.paths import check_bag_files
 from sim2real.trials.jsonio import read_json
 from sim2real.trials.messages import NS_PER_S, reorder_joints, shared_typestore, stamp_to_ns
+from sim2real.trials.meta import TrialMeta, check_trial_meta
 from sim2real.trials.records import (
     PLATFORMS,
     JointReference,
@@ -31,7 +31,6 @@ from sim2real.trials.schema import (
     RUN_JSON,
     SERIES_MSGTYPE,
     TRIAL_JSON,
-    TRIAL_SCHEMA,
     split_topic,
 )
 
@@ -150,7 +149,8 @@ def read_trial(path: str | Path, require: Iterable[str] = ()) -> TrialRecord:
     missing = [name for name in require if name not in per_topic and not (name == REFERENCE_TOPIC and reference_msg)]
     if missing:
         raise Sim2RealError(f"bag {bag} has no messages on {', '.join(missing)}")
-    start_ns = int((meta.get("timing") or {}).get("start_ns", bag_start) or 0)
+    recorded_start = TrialMeta(meta).start_ns
+    start_ns = int(bag_start if recorded_start is None else recorded_start)
     platforms: dict[str, dict[str, Any]] = {}
     try:
         for topic_name, samples in per_topic.items():
@@ -167,7 +167,7 @@ def read_trial(path: str | Path, require: Iterable[str] = ()) -> TrialRecord:
         reference = _reference(reference_msg, start_ns) if reference_msg is not None else None
     except ValueError as err:
         raise Sim2RealError(f"bag {bag}: {_one_line(err)}") from None
-    name = str(meta.get("trial") or bag.name)
+    name = TrialMeta(meta).trial or bag.name
     return TrialRecord(name=name, platforms={ns: PlatformRecord(**fields) for ns, fields in platforms.items()},
                        reference=reference, meta=meta)
 
@@ -190,54 +190,6 @@ def trial_dirs(run_dir: str | Path) -> list[Path]:
     if not run_dir.is_dir():
         raise Sim2RealError(f"run directory {run_dir} does not exist")
     return sorted(p for p in run_dir.iterdir() if p.is_dir() and not p.name.startswith(".") and _looks_like_trial(p))
-
-
-def _nonfinite(value: Any, where: str) -> str | None:
-    """The key path of the first NaN or infinite number in ``value``, or None."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return where
-    if isinstance(value, dict):
-        for key, item in value.items():
-            found = _nonfinite(item, f"{where}.{key}" if where else str(key))
-            if found:
-                return found
-    if isinstance(value, list):
-        for index, item in enumerate(value):
-            found = _nonfinite(item, f"{where}[{index}]")
-            if found:
-                return found
-    return None
-
-
-def check_trial_meta(meta: dict[str, Any], path: Path) -> None:
-    """Validate a trial.json object against its schema (the keys readers rely on).
-
-    Raises
-    ------
-    Sim2RealError
-        One line naming the file and the key: a NaN or infinite number anywhere, a wrong schema
-        tag, or a key of the wrong type.
-    """
-    bad = _nonfinite(meta, "")
-    if bad:
-        raise Sim2RealError(f"{path}: {bad} is NaN or infinite")
-    schema = meta.get("schema")
-    if schema is not None and schema != TRIAL_SCHEMA:
-        raise Sim2RealError(f"{path}: schema {schema!r} is not {TRIAL_SCHEMA!r}")
-    kinds: dict[str, tuple[type, ...]] = {"trial": (str,), "complete": (bool,), "timing": (dict,), "params": (dict,),
-                                          "outcomes": (dict,), "solver": (dict,), "mode": (str,), "mirror": (str,)}
-    for key, types in kinds.items():
-        if meta.get(key) is not None and not isinstance(meta[key], types):
-            raise Sim2RealError(f"{path}: {key} must be a {types[0].__name__}, got {type(meta[key]).__name__}")
-    distance = meta.get("initial_distance_m")
-    if distance is not None and (isinstance(distance, bool) or not isinstance(distance, (int, float))):
-        raise Sim2RealError(f"{path}: initial_distance_m must be a number (m), got {distance!r}")
-    start_ns = (meta.get("timing") or {}).get("start_ns")
-    if start_ns is not None and (isinstance(start_ns, bool) or not isinstance(start_ns, int) or start_ns < 0):
-        raise Sim2RealError(f"{path}: timing.start_ns must be a non-negative integer (ns), got {start_ns!r}")
-    for name, value in (meta.get("params") or {}).items():
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise Sim2RealError(f"{path}: params.{name} must be a number, got {value!r}")
 
 
 def read_run_meta(run_dir: str | Path) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from sim2real.errors import Sim2RealError
+from sim2real.trials.meta import TrialMeta
 
 JOINT_NAMES: tuple[str, ...] = ("joint1", "joint2", "joint3", "joint4", "joint5", "joint6")
 """Joint names of the xArm 6 in every JointState / JointTrajectory, in this order."""
@@ -197,6 +198,11 @@ class TrialRecord:
         return self.platforms.get(ns)
 
     @property
+    def info(self) -> TrialMeta:
+        """The typed read view of :attr:`meta` (:class:`~sim2real.trials.meta.TrialMeta`)."""
+        return TrialMeta(self.meta)
+
+    @property
     def complete(self) -> bool:
         """False when the trial was interrupted (trial.json ``complete``); True for bare bags."""
-        return bool(self.meta.get("complete", True))
+        return self.info.complete

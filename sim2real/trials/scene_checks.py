@@ -49,6 +49,7 @@ import numpy as np
 from sim2real.errors import Sim2RealError
 from sim2real.params import spec
 from sim2real.spatial import to_matrix
+from sim2real.trials.meta import TrialMeta
 from sim2real.trials.records import PoseSeries
 from sim2real.trials.resting import interpolate, interpolate_quaternions, resting_start
 
@@ -380,8 +381,8 @@ def scene_problems(meta: Mapping[str, Any]) -> list[str]:
     meta : mapping
         trial.json content (a replay keeps the ``"import"`` section of the trial it replays).
     """
-    section = meta.get("import")
-    record = section.get(SCENE_CHECKS_KEY) if isinstance(section, Mapping) else None
+    section = TrialMeta(meta).imported
+    record = section.get(SCENE_CHECKS_KEY) if section is not None else None
     problems = record.get("problems") if isinstance(record, Mapping) else None
     if not isinstance(problems, list):
         return []

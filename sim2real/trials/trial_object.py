@@ -26,6 +26,7 @@ from typing import Any
 
 from sim2real.errors import Sim2RealError
 from sim2real.params import coerce, spec
+from sim2real.trials.meta import TrialMeta
 
 PUSHER_SHAPES: tuple[str, ...] = ("sphere", "rod")
 """Pusher shapes a trial may declare: a sphere, or a vertical rod (a point probe)."""
@@ -151,9 +152,7 @@ def object_values(object_params: Mapping[str, float], params: Mapping[str, float
 
 def trial_object(meta: Mapping[str, Any], trial: str) -> TrialObject | None:
     """The object a trial's metadata carries, or None when it carries none."""
-    section = meta.get("object")
+    section = TrialMeta({**meta, "trial": trial}).object  # a section that is not a mapping: one-line error
     if section is None:
         return None
-    if not isinstance(section, Mapping):
-        raise Sim2RealError(f"trial '{trial}': trial.json \"object\" must be a mapping")
     return TrialObject.from_dict(section, trial)

@@ -43,6 +43,7 @@ from sim2real.trials.messages import (
     pose_stamped_cdr,
     shared_typestore,
 )
+from sim2real.trials.meta import TrialMeta
 from sim2real.trials.outcome import compute_outcome, heading_unknown, planar_platforms, tilt_unknown
 from sim2real.trials.records import PLATFORMS, JointReference, PoseSeries, TrialRecord
 from sim2real.trials.schema import (
@@ -75,10 +76,11 @@ def box_size_from_meta(meta: Mapping[str, Any]) -> np.ndarray:
     """Box edge lengths (3,) in m: trial.json ``params`` box.size_*, else ``object.size_m``, else nominal."""
     from sim2real.params import spec
 
-    params = meta.get("params") or {}
-    obj = meta.get("object") or {}
-    if isinstance(obj, Mapping) and isinstance(obj.get("size_m"), (list, tuple)) and len(obj["size_m"]) == 3:
-        fallback = [float(v) for v in obj["size_m"]]
+    info = TrialMeta(meta)
+    params, obj = info.params, info.object or {}
+    size_m = obj.get("size_m")
+    if isinstance(size_m, (list, tuple)) and len(size_m) == 3:
+        fallback = [float(v) for v in size_m]
     else:
         fallback = [spec(f"box.size_{a}").nominal for a in "xyz"]
     return np.array([float(params.get(f"box.size_{a}", fallback[i])) for i, a in enumerate("xyz")])
@@ -277,7 +279,8 @@ class TrialBagWriter:
 
     def _trial_json(self, meta: Mapping[str, Any], complete: bool,
                     touched: Mapping[str, bool | None]) -> dict[str, Any]:
-        outcomes = dict(meta.get("outcomes") or {})
+        info = TrialMeta(meta)
+        outcomes = info.outcomes
         size = box_size_from_meta(meta)
         planar = planar_platforms(meta)
         for ns in PLATFORMS:
@@ -289,7 +292,7 @@ class TrialBagWriter:
                     outcomes[ns] = {"error": str(err)}
             if ns in planar and isinstance(outcomes.get(ns), Mapping):  # a planar recording shows no tilt
                 outcomes[ns] = tilt_unknown(outcomes[ns], heading=not heading_unknown(meta))
-        initial = meta.get("initial_distance_m")
+        initial = info.initial_distance_m
         if initial is None:
             for ns in PLATFORMS:
                 if ns in outcomes and outcomes[ns].get("initial_distance_m") is not None:
@@ -305,12 +308,12 @@ class TrialBagWriter:
             "trial": self.name,
             "complete": bool(complete),
             "initial_distance_m": initial,
-            "mode": meta.get("mode"),
-            "mirror": meta.get("mirror"),
+            "mode": info.mode,
+            "mirror": info.mirror,
             "outcomes": outcomes,
-            "params": dict(meta.get("params") or {}),
+            "params": info.params,
             "versions": versions(),
-            "timing": dict(meta.get("timing") or timing),
+            "timing": info.timing or timing,
             "topics": dict(self._counts),
             "written": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         }
@@ -388,10 +391,9 @@ def scene_of(record: TrialRecord, frame_id: str = BASE_FRAME) -> _scene.SceneSpe
 
     Sizes come from ``record.meta`` (``params``, else ``object.size_m``, else nominal values).
     """
-    meta = record.meta
     arms = [ns for ns, platform in record.platforms.items() if platform.joint_states is not None]
-    return _scene.SceneSpec.from_params(list(record.platforms), arms, meta.get("params") or {},
-                                        box_size=box_size_from_meta(meta).tolist(), root_frame=frame_id)
+    return _scene.SceneSpec.from_params(list(record.platforms), arms, record.info.params,
+                                        box_size=box_size_from_meta(record.meta).tolist(), root_frame=frame_id)
 
 
 def write_trial(run_dir: str | Path, record: TrialRecord, scene: bool = True) -> Path:
@@ -421,8 +423,7 @@ def write_trial(run_dir: str | Path, record: TrialRecord, scene: bool = True) ->
     size = box_size_from_meta(meta)
     if not np.all(np.isfinite(size) & (size > 0)):
         raise Sim2RealError(f"box size must be three positive lengths in m, got {size.tolist()}")
-    start_ns = (meta.get("timing") or {}).get("start_ns")
-    writer = TrialBagWriter(run_dir, record.name, start_ns=start_ns)
+    writer = TrialBagWriter(run_dir, record.name, start_ns=record.info.start_ns)
     try:
         start = writer.start_ns
         events: list[tuple[int, int, Any]] = []  # (t_ns, order, callable)

@@ -279,7 +279,7 @@ def prepare_trial(record: TrialRecord, dt: float, platform: str = "auto") -> Tri
         data = replace(data, frame_uncertainty=FrameUncertainty.of_trial(record.meta, record.name))
     obj = trial_object(record.meta, record.name)
     if obj is None:
-        if record.meta.get("mode") == "import":
+        if record.info.mode == "import":
             raise Sim2RealError(
                 f"trial '{record.name}' carries no object (box size and mass, pusher shape and radius), so it "
                 f"cannot be simulated: import it with --box-size, --box-mass (or --box-density), --pusher-shape "

@@ -135,7 +135,7 @@ def recording_warnings(records: Sequence[TrialRecord]) -> list[str]:
     warnings = []
     for record in records:
         if not record.complete:
-            reason = record.meta.get("note") or "no reason given"
+            reason = record.info.note or "no reason given"
             warnings.append(f"trial '{record.name}' was recorded incomplete ({reason}); its residuals end where "
                             "its streams do")
         for ns, description in starved_platforms(record.meta).items():
