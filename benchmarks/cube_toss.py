@@ -223,6 +223,65 @@ def block_bands(block: list, executor: Executor, iterations: int, weights: Weigh
     return out
 
 
+#: Folds of the cross-fitted bands (``--cross-fit``): 6 tosses each of a block of 30.
+CROSS_FOLDS = 5
+
+
+def block_bands_cross(block: list, executor: Executor, iterations: int, weights: Weights, draws: int = BAND_DRAWS,
+                      level: float = BAND_LEVEL, seed: int = BAND_SEED, steps: int = BAND_STEPS,
+                      later: list | None = None, folds: int = CROSS_FOLDS) -> dict:
+    """The calibrated bands of one block by cross-fitting (``sim2real fit --spread-draws --cross-fit``): the fit on
+    the whole block, each toss's ``steps``-step outcome predicted as a spread by the fit repeated without its fold
+    (:func:`sim2real.sysid.prediction.cross_fit.fold_groups` with ``seed``, each fold fit started at the block's
+    fit with one start), the ``level`` band calibrated on all of them, each judged by the calibration from the
+    others. With ``later``, its held-out half (the split protocol's ``next_block`` tosses) is predicted by the
+    block's fit and judged by this calibration."""
+    import types
+
+    import numpy as np
+
+    from sim2real.sysid.files.writeback import fit_document
+    from sim2real.sysid.prediction.cross_fit import fold_groups, fold_problem
+    from sim2real.sysid.prediction.sampling import fit_distribution
+    from sim2real.sysid.prediction.spread import MEASURED, spread_of_fit
+    from sim2real.sysid.prediction.spread_calibration import self_calibration
+    from sim2real.sysid.problem.data import prepare_trial
+
+    problem = FitProblem(block, ParameterSet.nominal().replace(START), FREE,
+                         spec=ResidualSpec(horizon=HORIZON, weights=weights))
+    settings = LMSettings(max_iterations=iterations)
+    clock = time.perf_counter()
+    result = fit_trials(problem, settings=settings, executor=executor)
+    left_out = {failure.name for failure in result.failures}
+    names = [r.name for r in block if r.name not in left_out]
+    by_name = {r.name: r for r in block}
+    dt = float(result.params["sim.dt"])
+    spreads, uniform, statuses = [], [], []
+    for k, group in enumerate(fold_groups(names, folds, seed)):
+        fold = fit_trials(fold_problem(problem, result.params, names, group), settings=settings, executor=executor,
+                          starts=1)
+        statuses.append(fold.status)
+        dist = fit_distribution(fit_document(fold), "a fold's fit", allow_unconverged=True, allow_undetermined=True)
+        trials = [prepare_trial(cut_record(by_name[name], steps + 2), dt) for name in group]
+        draw, fold_spreads = spread_of_fit(executor, dist, fold.params, trials, draws,
+                                           np.random.default_rng([seed, k]), "auto", "auto", noise=MEASURED)
+        spreads += fold_spreads
+        uniform += [name for name in draw.uniform if name not in uniform]
+    named = types.SimpleNamespace(uniform=tuple(uniform))
+    out = {"folds": folds, "fold_statuses": statuses, "fit_status": result.status, "steps": steps, "draws": draws,
+           "level": level, "seed": seed, "bands": _band_summary(spreads, named, level, draws, seed),
+           "fit_s": time.perf_counter() - clock}
+    if later:
+        calibration = self_calibration(spreads, level).calibration
+        dist = fit_distribution(fit_document(result), "the block's fit", allow_unconverged=True,
+                                allow_undetermined=True)
+        later_trials = [prepare_trial(cut_record(r, steps + 2), dt) for r in _held_out_half(later, seed)[1]]
+        later_draw, later_spreads = spread_of_fit(executor, dist, result.params, later_trials, draws,
+                                                  np.random.default_rng(seed), "auto", "auto", noise=MEASURED)
+        out["next_block"] = _band_summary(later_spreads, later_draw, level, draws, seed, calibration=calibration)
+    return out
+
+
 def flight_noise(npz: Path, clearance: float = 0.095) -> dict:
     """Pose scatter of the tosses in free flight (centre above ``clearance``, m): RMS of the positions
     about a parabola per axis (m) and of the orientations about a constant rotation rate (rad); the
@@ -297,6 +356,9 @@ def main() -> None:
                              f"{BAND_STEPS} steps on as a spread, its {100 * BAND_LEVEL:g} %% band calibrated)")
     parser.add_argument("--band-draws", type=int, default=BAND_DRAWS,
                         help=f"parameter sets drawn per held-out toss (default {BAND_DRAWS})")
+    parser.add_argument("--cross-fit", type=int, default=CROSS_FOLDS, metavar="K",
+                        help="also calibrate each block's band by cross-fitting all its tosses in K folds (default "
+                             f"{CROSS_FOLDS}; 0: not)")
     parser.add_argument("--band-seed", type=int, default=BAND_SEED,
                         help=f"seed of the half held out and of the draws (default {BAND_SEED}, the fit command's)")
     args = parser.parse_args()
@@ -320,6 +382,7 @@ def main() -> None:
               f"{entry['stop_reason']}, {entry['wall_s']:.0f} s",
               file=sys.stderr, flush=True)
     bands = None
+    cross_bands: list = []
     if not args.no_bands:
         bands = []
         executor = LocalExecutor(args.workers)
@@ -337,6 +400,13 @@ def main() -> None:
                       f"{b['parameter_inside']}/{b['judged']}, x/y discrepancy {1000 * b['discrepancy']['x_m']:.1f}/"
                       f"{1000 * b['discrepancy']['y_m']:.1f} mm, quantile {b['quantile']:.2f}, "
                       f"{entry['wall_s']:.0f} s", file=sys.stderr, flush=True)
+                if args.cross_fit:
+                    cross = block_bands_cross(block, executor, args.iterations, weights, args.band_draws, BAND_LEVEL,
+                                              args.band_seed, BAND_STEPS, later, args.cross_fit)
+                    cross_bands.append({"block": k, "tosses": results[k]["tosses"], **cross})
+                    c = cross["bands"]
+                    print(f"block {k} cross-fitted bands: {c['inside']}/{c['judged']}, quantile {c['quantile']:.2f}, "
+                          f"{cross['fit_s']:.0f} s", file=sys.stderr, flush=True)
         finally:
             executor.close()
     sides = [r["side_m"] for r in results]
@@ -361,6 +431,10 @@ def main() -> None:
     if bands is not None:
         report["bands"] = band_totals(bands)
         report["bands"]["per_block"] = bands
+    if cross_bands:
+        report["bands_cross"] = band_totals(cross_bands)
+        report["bands_cross"]["folds"] = args.cross_fit
+        report["bands_cross"]["per_block"] = cross_bands
     if args.all:
         report["all_tosses"] = _block_fit(records, [], args.workers, args.iterations, weights, args.horizon)
     print(json.dumps(report, indent=2))

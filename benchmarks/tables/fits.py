@@ -109,6 +109,9 @@ def cube_toss_table() -> str | None:
     bands = out.get("bands")
     if isinstance(bands, Mapping):
         rows += _cube_toss_band_rows(bands)
+    cross = out.get("bands_cross")
+    if isinstance(cross, Mapping):
+        rows += _cube_toss_cross_rows(cross)
     whole = out.get("all_tosses")
     if isinstance(whole, Mapping):
         interval = whole.get("side_ci95_m") or (float("nan"), float("nan"))
@@ -155,6 +158,36 @@ def _cube_toss_band_rows(bands: Mapping) -> list[tuple[str, str]]:
          f"{median('yaw_deg', 'median_half_width')} against {median('x_mm', 'median_error')}, "
          f"{median('y_mm', 'median_error')}, {median('yaw_deg', 'median_error')}"),
         ("held-out trials whose draws fall into several modes", str(cal["several_modes"])),
+    ]
+
+
+def _median_widths(per_block: list) -> str:
+    """Median over blocks of the median band half-width per coordinate against the median error."""
+    per_coordinate = [b["bands"]["per_coordinate"] for b in per_block]
+
+    def median(axis: str, key: str) -> str:
+        values = [c[axis][key] for c in per_coordinate if c[axis][key] is not None]
+        return num(statistics.median(values) if values else None, 2)
+
+    axes = ("x_mm", "y_mm", "yaw_deg")
+    return (", ".join(median(a, "median_half_width") for a in axes) + " against "
+            + ", ".join(median(a, "median_error") for a in axes))
+
+
+def _cube_toss_cross_rows(cross: Mapping) -> list[tuple[str, str]]:
+    """The summary rows of benchmarks.cube_toss's cross-fitted bands (``fit --cross-fit``)."""
+    level, steps, folds = num(100 * cross["level"]), cross["steps"], cross.get("folds")
+    cal, later = cross["bands"], cross["next_block"]
+    per_block = cross.get("per_block") or []
+    return [
+        (f"cross-fitted: the calibrated {level} % band of the {steps}-step outcome, fit on all 30 tosses of a "
+         f"block, each toss predicted by the fit without its fold ({folds} folds), the band calibrated on all 30, "
+         "each judged by the other 29",
+         f"{_share(cal)} over {cross['blocks']} blocks; {cal['blocks_missing_level']} blocks below the level"),
+        ("cross-fitted: the next block's held-out 15 (the tosses of the row above), by this block's 30-toss fit "
+         "and its cross-fitted calibration", _share(later)),
+        ("cross-fitted: median over blocks of the median band half-width x, y (mm), yaw (deg) against the median "
+         "error", _median_widths(per_block)),
     ]
 
 
