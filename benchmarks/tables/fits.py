@@ -184,7 +184,7 @@ def _cube_toss_cross_rows(cross: Mapping) -> list[tuple[str, str]]:
          f"block, each toss predicted by the fit without its fold ({folds} folds), the band calibrated on all 30, "
          "each judged by the other 29",
          f"{_share(cal)} over {cross['blocks']} blocks; {cal['blocks_missing_level']} blocks below the level"),
-        ("cross-fitted: the next block's held-out 15 (the tosses of the row above), by this block's 30-toss fit "
+        ("cross-fitted: the next block's held-out 15 (the same as in the split row above), by this block's 30-toss fit "
          "and its cross-fitted calibration", _share(later)),
         ("cross-fitted: median over blocks of the median band half-width x, y (mm), yaw (deg) against the median "
          "error", _median_widths(per_block)),
