@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from sim2real.errors import Sim2RealError
+from sim2real.errors import DataError
 from sim2real.filemodes import staging_dir
 from sim2real.params import ParameterSet, save_params
 from sim2real.sysid.prediction.bands import BandCalibration
@@ -79,16 +79,16 @@ def read_band_calibration(samples_dir: str | os.PathLike[str]) -> BandCalibratio
     try:
         document = json.loads(read_text_file(path, SAMPLES_JSON))
     except ValueError:
-        raise Sim2RealError(f"{path}: not valid JSON") from None
+        raise DataError(f"{path}: not valid JSON") from None
     if not isinstance(document, dict):
-        raise Sim2RealError(f"{path}: not a samples description (expected a JSON object written by 'sim2real sample')")
+        raise DataError(f"{path}: not a samples description (expected a JSON object written by 'sim2real sample')")
     stored = document.get(BAND_CALIBRATION_KEY)
     if stored is None:
         return None
     try:
         return BandCalibration.from_dict(stored, f"{path}: {BAND_CALIBRATION_KEY}")
     except ValueError as err:
-        raise Sim2RealError(str(err)) from None
+        raise DataError(str(err)) from None
 
 
 def _fmt(value: float) -> str:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sim2real.errors import Sim2RealError
+from sim2real.errors import InputError, Sim2RealError
 from sim2real.filemodes import staged_file
 from sim2real.params import save_params
 from sim2real.sim import save_hard_steps
@@ -50,9 +50,9 @@ def check_out_path(out: str | os.PathLike[str]) -> Path:
     """
     path = Path(out)
     if path.suffix not in PARAMS_SUFFIXES:
-        raise Sim2RealError(f"--out must name a params YAML file (.yaml or .yml), got '{path}'")
+        raise InputError(f"--out must name a params YAML file (.yaml or .yml), got '{path}'")
     if path.is_dir():
-        raise Sim2RealError(f"--out {path} is a directory; give a file name such as {path / 'fitted.yaml'}")
+        raise InputError(f"--out {path} is a directory; give a file name such as {path / 'fitted.yaml'}")
     return path
 
 
@@ -116,18 +116,18 @@ def check_object_targets(out: str | os.PathLike[str], objects: Sequence[str]) ->
     for obj in sorted(set(objects)):
         target = object_params_path(path, obj)
         if target in owners:
-            raise Sim2RealError(f"--per-object: the objects '{owners[target]}' and '{obj}' would both be written to "
+            raise InputError(f"--per-object: the objects '{owners[target]}' and '{obj}' would both be written to "
                                 f"{target}: rename one (trial.json \"object\" \"name\") so that the names differ "
                                 f"in letters, digits, '-' or '_'")
         owners[target] = obj
         if target.is_symlink() or target.exists():
             if not target.is_file():
-                raise Sim2RealError(f"{target} (object '{obj}' of --per-object) exists and is not a regular file; "
+                raise InputError(f"{target} (object '{obj}' of --per-object) exists and is not a regular file; "
                                     f"choose another --out")
             with target.open("rb") as handle:
                 head = handle.read(200).decode("utf-8", "replace")
             if "Fitted by sim2real fit" not in head:
-                raise Sim2RealError(f"{target} (object '{obj}' of --per-object) exists and was not written by a fit; "
+                raise InputError(f"{target} (object '{obj}' of --per-object) exists and was not written by a fit; "
                                     f"choose another --out")
 
 

@@ -35,7 +35,7 @@ import numpy as np
 
 from sim2real.control.sim_platform import ArmTrialResult
 from sim2real.engines import make_world
-from sim2real.errors import Sim2RealError
+from sim2real.errors import InputError, Sim2RealError
 from sim2real.params import ParameterSet
 from sim2real.physics import SolverSettings
 from sim2real.sim import BoxState, SolveSummary, rollout
@@ -243,7 +243,7 @@ def replay(record: TrialRecord, params: ParameterSet, mode: str = "auto", platfo
         message names the trial.
     """
     if mode not in REPLAY_MODES:
-        raise Sim2RealError(f"unknown replay mode '{mode}' (choose from {', '.join(REPLAY_MODES)})")
+        raise InputError(f"unknown replay mode '{mode}' (choose from {', '.join(REPLAY_MODES)})")
     ns = recorded_platform(record, platform)
     try:
         data = prepare_trial(record, float(params["sim.dt"]), ns)

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from sim2real.errors import DataError, Sim2RealError
+from sim2real.errors import DataError, InputError
 from sim2real.params import spec
 from sim2real.sysid.files.fit_file import FitDocument, read_fit_document
 from sim2real.sysid.problem.free import FreeParameters
@@ -164,7 +164,7 @@ class FitDistribution:
 
 def _number(value: object, what: str, source: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise Sim2RealError(f"{source}: {what} must be a finite number, got {value!r}")
+        raise DataError(f"{source}: {what} must be a finite number, got {value!r}")
     return float(value)
 
 
@@ -213,12 +213,12 @@ def fit_distribution(document: FitDocument, source: str, allow_unconverged: bool
     status, problems = str(document.status), document.problems
     if status != "converged" and not allow_unconverged:
         reason = next((p for p in problems if p.startswith("not converged")), f"status '{status}'")
-        raise Sim2RealError(f"{source}: the fit did not converge ({reason.split(';')[0]}); its values are where it "
+        raise InputError(f"{source}: the fit did not converge ({reason.split(';')[0]}); its values are where it "
                             "stopped, not a minimum, and its covariance does not describe them; refit, or pass "
                             "--allow-unconverged")
     values, std_doc = document.values, document.std or {}
     if not values:
-        raise Sim2RealError(f"{source}: the fit has no free parameters; there is nothing to sample")
+        raise InputError(f"{source}: the fit has no free parameters; there is nothing to sample")
     if document.correlation is None:
         raise DataError(f"{source}: no covariance: 'correlation' with 'names' and 'matrix' is missing")
     labels = document.correlation.names
@@ -232,7 +232,7 @@ def fit_distribution(document: FitDocument, source: str, allow_unconverged: bool
                         f"values ({', '.join(values)})")
     undetermined = [n for g in groups for n in g[:1] if std_doc.get(n) is None]
     if undetermined and not allow_undetermined:
-        raise Sim2RealError(f"{source}: no standard deviation for {', '.join(undetermined)} (not determined by the "
+        raise InputError(f"{source}: no standard deviation for {', '.join(undetermined)} (not determined by the "
                             "data): the fit has no covariance to sample; fix or drop it and refit")
     for name in names:
         spec(registry_name(name))
@@ -240,17 +240,17 @@ def fit_distribution(document: FitDocument, source: str, allow_unconverged: bool
     std = np.array([math.inf if std_doc.get(g[0]) is None else _number(std_doc[g[0]], f"std['{g[0]}']", source)
                     for g in groups])
     if np.any(std < 0):
-        raise Sim2RealError(f"{source}: a standard deviation is negative")
+        raise DataError(f"{source}: a standard deviation is negative")
     for group, value in zip(groups, mean, strict=True):
         for name in group[1:]:
             if _number(values[name], f"values['{name}']", source) != value:
-                raise Sim2RealError(f"{source}: tied parameters {', '.join(group)} have different values")
+                raise DataError(f"{source}: tied parameters {', '.join(group)} have different values")
     correlation = _correlation(document.correlation.matrix, len(groups), source, ~np.isfinite(std))
     lower, upper, narrowed = _bounds(document.bounds, groups, source)
     where = "the fit's bounds" if narrowed else "the registry bounds"
     outside = [g[0] for g, v, lo, hi in zip(groups, mean, lower, upper, strict=True) if not lo <= v <= hi]
     if outside:
-        raise Sim2RealError(f"{source}: fitted values outside {where}: {', '.join(outside)}")
+        raise DataError(f"{source}: fitted values outside {where}: {', '.join(outside)}")
     uncertainty = document.uncertainty
     clusters = uncertainty.get("clusters", 1)
     quantile = uncertainty.get("quantile", 1.959963984540054)
@@ -276,10 +276,10 @@ def fit_distribution(document: FitDocument, source: str, allow_unconverged: bool
 def _pair(value: object, what: str, source: str) -> tuple[float, float]:
     """``[low, high]`` from fit.json, checked: two finite numbers, ``low <= high``."""
     if not isinstance(value, (list, tuple)) or len(value) != 2:
-        raise Sim2RealError(f"{source}: {what} must be [low, high], got {value!r}")
+        raise DataError(f"{source}: {what} must be [low, high], got {value!r}")
     low, high = _number(value[0], what, source), _number(value[1], what, source)
     if low > high:
-        raise Sim2RealError(f"{source}: {what} [{low:g}, {high:g}] has its low end above its high end")
+        raise DataError(f"{source}: {what} [{low:g}, {high:g}] has its low end above its high end")
     return low, high
 
 
@@ -327,21 +327,21 @@ def _correlation(matrix: Sequence[Sequence[float | None]], p: int, source: str,
     """A checked (p, p) correlation matrix from fit.json ``correlation.matrix``; rows and columns of
     ``undetermined`` unknowns (p,) bool are taken as uncorrelated (their entries may be missing)."""
     if len(matrix) != p or not all(len(row) == p for row in matrix):
-        raise Sim2RealError(f"{source}: no covariance: 'correlation.matrix' must be {p} x {p}")
+        raise DataError(f"{source}: no covariance: 'correlation.matrix' must be {p} x {p}")
     if undetermined is not None and np.any(undetermined):
         matrix = [[(1.0 if i == j else 0.0) if undetermined[i] or undetermined[j] else v
                    for j, v in enumerate(row)] for i, row in enumerate(matrix)]
     if any(v is None for row in matrix for v in row):
-        raise Sim2RealError(f"{source}: no covariance: 'correlation.matrix' has entries without a value "
+        raise DataError(f"{source}: no covariance: 'correlation.matrix' has entries without a value "
                             "(parameters not determined by the data)")
     corr = np.array([[_number(v, "a correlation", source) for v in row] for row in matrix])
     if (not np.allclose(corr, corr.T, atol=1e-9) or not np.allclose(np.diag(corr), 1.0, atol=1e-9)
             or np.any(np.abs(corr) > 1.0 + 1e-9)):
-        raise Sim2RealError(f"{source}: 'correlation.matrix' is not a correlation matrix (symmetric, unit "
+        raise DataError(f"{source}: 'correlation.matrix' is not a correlation matrix (symmetric, unit "
                             "diagonal, entries in [-1, 1])")
     corr = 0.5 * (corr + corr.T)
     if float(np.linalg.eigvalsh(corr)[0]) < -_PSD_TOLERANCE:
-        raise Sim2RealError(f"{source}: 'correlation.matrix' is not positive semidefinite")
+        raise DataError(f"{source}: 'correlation.matrix' is not positive semidefinite")
     return corr
 
 
@@ -456,19 +456,19 @@ def draw_samples(dist: FitDistribution, count: int, rng: np.random.Generator, in
         :data:`MIN_JUDGED_DRAWS` draws, whatever ``count``).
     """
     if distribution not in DISTRIBUTIONS:
-        raise Sim2RealError(f"unknown distribution '{distribution}' (choose from {', '.join(DISTRIBUTIONS)})")
+        raise InputError(f"unknown distribution '{distribution}' (choose from {', '.join(DISTRIBUTIONS)})")
     dof = dist.t_dof if distribution == "t" else None
     if distribution == "t" and dof is None:
-        raise Sim2RealError(f"{dist.source}: the fit's intervals use the normal quantile (one trial, or "
+        raise InputError(f"{dist.source}: the fit's intervals use the normal quantile (one trial, or "
                             "an older fit.json), not Student's t; use --distribution normal")
     if count < 1 or not inflate > 0:
-        raise Sim2RealError("need at least one sample and an inflation above 0")
+        raise InputError("need at least one sample and an inflation above 0")
     if undetermined not in ("refuse", "uniform"):
         raise ValueError(f"undetermined must be 'refuse' or 'uniform', got {undetermined!r}")
     p = len(dist.groups)
     uniform = undetermined_unknowns(dist) if undetermined == "uniform" else np.zeros(p, dtype=bool)
     if not np.all(np.isfinite(dist.std[~uniform])):
-        raise Sim2RealError(f"{dist.source}: a parameter without standard deviation cannot be sampled")
+        raise InputError(f"{dist.source}: a parameter without standard deviation cannot be sampled")
     factor = np.zeros((p, p))
     kept_idx = np.flatnonzero(~uniform)
     if kept_idx.size:
@@ -493,7 +493,7 @@ def draw_samples(dist: FitDistribution, count: int, rng: np.random.Generator, in
         judged_inside += int(inside.sum())
         if judged >= MIN_JUDGED_DRAWS and judged_inside < MIN_ACCEPTANCE * judged:
             worst = int(np.argmax(outside.sum(axis=0)))
-            raise Sim2RealError(
+            raise InputError(
                 f"only {judged_inside} of {judged} draws ({100.0 * judged_inside / judged:.2g} %) fall inside "
                 f"{dist.bounds_source} (most often outside: {dist.labels[worst]} [{dist.lower[worst]:g}, "
                 f"{dist.upper[worst]:g}]); the fitted distribution lies mostly outside them: lower --inflate, "

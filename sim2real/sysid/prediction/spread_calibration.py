@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from sim2real.errors import DataError
 from sim2real.execution import Executor
 from sim2real.params import ParameterSet
 from sim2real.sysid.files.fit_file import FitDocument
@@ -183,7 +184,6 @@ def fit_calibration(document: FitDocument, source: str, level: float = DEFAULT_L
     Sim2RealError
         One line naming ``source`` when the calibration is there but invalid.
     """
-    from sim2real.errors import Sim2RealError
 
     validation = document.validation
     spread = validation.get("spread") if validation is not None else None
@@ -193,7 +193,7 @@ def fit_calibration(document: FitDocument, source: str, level: float = DEFAULT_L
     try:
         return BandCalibration.from_dict(stored, f"{source}: validation.spread.calibration").at_level(level)
     except ValueError as err:
-        raise Sim2RealError(str(err)) from None
+        raise DataError(str(err)) from None
 
 
 def band_verdict(record: dict[str, Any]) -> tuple[str | None, list[str]]:

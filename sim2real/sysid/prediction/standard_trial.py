@@ -17,7 +17,7 @@ import numpy as np
 
 from sim2real.control import ExperimentConfig, JointTrajectory, load_experiment_config, plan_push
 from sim2real.control.sim_platform import ArmTrialResult, box_at_distance, simulate_arm_trial
-from sim2real.errors import Sim2RealError
+from sim2real.errors import InputError
 from sim2real.model import load_arm
 from sim2real.params import ParameterSet
 from sim2real.spatial import yaw, yaw_gradient
@@ -150,7 +150,7 @@ def run_standard_trial(distance: float, params: ParameterSet, grad_names: Sequen
         ``"ours"`` (default) or ``"mujoco"`` (no gradients).
     """
     if not DISTANCE_RANGE[0] <= distance <= DISTANCE_RANGE[1]:
-        raise Sim2RealError(f"--distance {distance} m is outside the push workspace "
+        raise InputError(f"--distance {distance} m is outside the push workspace "
                             f"({DISTANCE_RANGE[0]:g} to {DISTANCE_RANGE[1]:g} m)")
     if reference is None:
         experiment = experiment or load_experiment_config()

@@ -34,7 +34,7 @@ from typing import Any, SupportsFloat
 import numpy as np
 
 from sim2real.control import JointTrajectory, PushConfig, plan_push
-from sim2real.errors import Sim2RealError
+from sim2real.errors import DataError, InputError, Sim2RealError
 from sim2real.model import load_arm
 from sim2real.params import ParameterSet, coerce, load_params, spec
 from sim2real.spatial import yaw
@@ -93,25 +93,25 @@ class GridAxis:
         name, sep, rest = text.partition("=")
         parts = rest.split(":")
         if not sep or len(parts) != 3:
-            raise Sim2RealError(f"--set-grid expects NAME=LO:HI:N, got '{text}'")
+            raise InputError(f"--set-grid expects NAME=LO:HI:N, got '{text}'")
         name = name.strip()
         spec(name)
         try:
             low, high, count = float(parts[0]), float(parts[1]), int(parts[2])
         except ValueError:
-            raise Sim2RealError(f"--set-grid {name}: '{rest}' is not LO:HI:N (two numbers and a count)") from None
+            raise InputError(f"--set-grid {name}: '{rest}' is not LO:HI:N (two numbers and a count)") from None
         if not (math.isfinite(low) and math.isfinite(high)) or low > high:
-            raise Sim2RealError(f"--set-grid {name}: need finite LO <= HI, got {rest}")
+            raise InputError(f"--set-grid {name}: need finite LO <= HI, got {rest}")
         if not 1 <= count <= MAX_GRID_VALUES:
-            raise Sim2RealError(f"--set-grid {name}: N must be in [1, {MAX_GRID_VALUES}], got {count}")
+            raise InputError(f"--set-grid {name}: N must be in [1, {MAX_GRID_VALUES}], got {count}")
         if count == 1 and low != high:
-            raise Sim2RealError(f"--set-grid {name}: N = 1 needs LO = HI, got {rest}")
+            raise InputError(f"--set-grid {name}: N = 1 needs LO = HI, got {rest}")
         axis = cls(name, low, high, count)
         for value in axis.values():
             try:
                 coerce(name, value)
             except Sim2RealError as err:
-                raise Sim2RealError(f"--set-grid: {err}") from None
+                raise InputError(f"--set-grid: {err}") from None
         return axis
 
     def values(self) -> list[float]:
@@ -149,10 +149,10 @@ def grid_points(base: ParameterSet, axes: Sequence[GridAxis], source: Mapping[st
     """
     names = tuple(a.name for a in axes)
     if len(set(names)) != len(names):
-        raise Sim2RealError("--set-grid names a parameter twice")
+        raise InputError("--set-grid names a parameter twice")
     total = math.prod(a.count for a in axes)
     if total > MAX_ROWS:
-        raise Sim2RealError(f"--set-grid gives {total} points; at most {MAX_ROWS}")
+        raise InputError(f"--set-grid gives {total} points; at most {MAX_ROWS}")
     grids = [a.values() for a in axes]
     points = []
     for index in np.ndindex(*[len(g) for g in grids]) if axes else [()]:
@@ -166,21 +166,21 @@ def _read_table(path: Path) -> tuple[list[str], list[list[str]]]:
     text = read_text_file(path, "samples table")
     rows = [r for r in csv.reader(io.StringIO(text)) if r]
     if not rows:
-        raise Sim2RealError(f"{path}: empty table (expected a header of parameter names and one row per set)")
+        raise DataError(f"{path}: empty table (expected a header of parameter names and one row per set)")
     return [h.strip() for h in rows[0]], rows[1:]
 
 
 def _sample_names(path: Path, header: Sequence[str]) -> list[str]:
     names = [h for h in header if h != "sample"]
     if not names:
-        raise Sim2RealError(f"{path}: no parameter columns")
+        raise DataError(f"{path}: no parameter columns")
     for name in names:
         try:
             spec(name)
         except Sim2RealError as err:
-            raise Sim2RealError(f"{path}: column {err}") from None
+            raise DataError(f"{path}: column {err}") from None
     if len(set(names)) != len(names):
-        raise Sim2RealError(f"{path}: a parameter column appears twice")
+        raise DataError(f"{path}: a parameter column appears twice")
     return names
 
 
@@ -209,7 +209,7 @@ def samples_points(source: str | os.PathLike[str], base: ParameterSet | None,
     if path.is_dir():
         files = sorted(path.glob(SAMPLE_GLOB))
         if not files:
-            raise Sim2RealError(f"--samples {path}: no {SAMPLE_GLOB} files (a directory written by 'sim2real sample')")
+            raise InputError(f"--samples {path}: no {SAMPLE_GLOB} files (a directory written by 'sim2real sample')")
         params = [load_params(f) for f in files]
         table = path / SAMPLES_CSV
         if table.is_file():
@@ -218,31 +218,31 @@ def samples_points(source: str | os.PathLike[str], base: ParameterSet | None,
             names = [n for n in params[0] if any(p[n] != params[0][n] for p in params[1:])]
         clash = sorted(set(names) & set(overrides))
         if clash:
-            raise Sim2RealError(f"--set {clash[0]} would replace a sampled parameter; drop it")
+            raise InputError(f"--set {clash[0]} would replace a sampled parameter; drop it")
         points = tuple(p.replace(overrides) if overrides else p for p in params)
         return SweepPoints(tuple(names), points, {"samples": str(path.resolve()), "files": len(files)})
     if not path.is_file():
-        raise Sim2RealError(f"--samples {path}: no such directory or file")
+        raise InputError(f"--samples {path}: no such directory or file")
     header, rows = _read_table(path)
     names = _sample_names(path, header)
     clash = sorted(set(names) & set(overrides))
     if clash:
-        raise Sim2RealError(f"--set {clash[0]} would replace a sampled parameter; drop it")
+        raise InputError(f"--set {clash[0]} would replace a sampled parameter; drop it")
     columns = [header.index(n) for n in names]
     sampled: list[ParameterSet] = []
     base = base or ParameterSet.nominal()
     for line, row in enumerate(rows, start=2):
         if len(row) != len(header):
-            raise Sim2RealError(f"{path}: line {line} has {len(row)} fields, the header {len(header)}")
+            raise DataError(f"{path}: line {line} has {len(row)} fields, the header {len(header)}")
         try:
             values = {n: float(row[c]) for n, c in zip(names, columns, strict=True)}
             sampled.append(base.replace(values))
         except (ValueError, Sim2RealError) as err:
-            raise Sim2RealError(f"{path}: line {line}: {' '.join(str(err).split())}") from None
+            raise DataError(f"{path}: line {line}: {' '.join(str(err).split())}") from None
     if not sampled:
-        raise Sim2RealError(f"{path}: no rows")
+        raise DataError(f"{path}: no rows")
     if len(sampled) > MAX_ROWS:
-        raise Sim2RealError(f"{path}: {len(sampled)} rows; at most {MAX_ROWS}")
+        raise InputError(f"{path}: {len(sampled)} rows; at most {MAX_ROWS}")
     return SweepPoints(tuple(names), tuple(sampled), {"samples": str(path.resolve())})
 
 
@@ -436,19 +436,19 @@ def finished_rows(path: Path, columns: Sequence[str], expected: Iterable[tuple[i
         return set()
     lines = list(csv.reader(io.StringIO(data.decode("utf-8", "replace"))))
     if lines[0] != list(columns):
-        raise Sim2RealError(f"{path}: its header differs from this sweep's columns; not resuming into it")
+        raise DataError(f"{path}: its header differs from this sweep's columns; not resuming into it")
     wanted = set(expected)
     done: set[tuple[int, str]] = set()
     for number, row in enumerate(lines[1:], start=2):
         if len(row) != len(columns):
-            raise Sim2RealError(f"{path}: line {number} has {len(row)} fields, the header {len(columns)}; "
+            raise DataError(f"{path}: line {number} has {len(row)} fields, the header {len(columns)}; "
                                 "the table is damaged (remove that line to resume)")
         try:
             key = (int(row[0]), row[1])
         except ValueError:
-            raise Sim2RealError(f"{path}: line {number}: point '{row[0]}' is not an index") from None
+            raise DataError(f"{path}: line {number}: point '{row[0]}' is not an index") from None
         if key not in wanted:
-            raise Sim2RealError(f"{path}: line {number} (point {row[0]}, distance {row[1]}) is not a row of this sweep")
+            raise DataError(f"{path}: line {number} (point {row[0]}, distance {row[1]}) is not a row of this sweep")
         done.add(key)
     return done
 

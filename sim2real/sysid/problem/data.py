@@ -40,7 +40,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from sim2real.errors import Sim2RealError
+from sim2real.errors import DataError, InputError
 from sim2real.spatial import conjugate, multiply, skew, to_matrix, to_rotation_vector, yaw
 from sim2real.trials import JointReference, PoseSeries, TrialRecord
 from sim2real.trials.frames_file import FrameUncertainty
@@ -197,7 +197,7 @@ class TrialData:
 
 def _strictly_increasing(t: np.ndarray, what: str, name: str) -> None:
     if t.shape[0] >= 2 and np.any(np.diff(t) <= 0.0):
-        raise Sim2RealError(f"trial '{name}': {what} time stamps are not strictly increasing")
+        raise DataError(f"trial '{name}': {what} time stamps are not strictly increasing")
 
 
 def _uniform_interval(t: np.ndarray) -> float | None:
@@ -280,7 +280,7 @@ def prepare_trial(record: TrialRecord, dt: float, platform: str = "auto") -> Tri
     obj = trial_object(record.meta, record.name)
     if obj is None:
         if record.info.mode == "import":
-            raise Sim2RealError(
+            raise InputError(
                 f"trial '{record.name}' carries no object (box size and mass, pusher shape and radius), so it "
                 f"cannot be simulated: import it with --box-size, --box-mass (or --box-density), --pusher-shape "
                 f"and --pusher-radius, or add an \"object\" section to its trial.json")
@@ -296,7 +296,7 @@ def _prepare_recorded(record: TrialRecord, dt: float, platform: str) -> TrialDat
     box_topic = f"/{ns}/box_pose"
     poses: PoseSeries | None = real.box_pose if real is not None else None
     if poses is None or len(poses) == 0:
-        raise Sim2RealError(f"trial '{record.name}' has no messages on {box_topic} (needed to fit or replay)")
+        raise InputError(f"trial '{record.name}' has no messages on {box_topic} (needed to fit or replay)")
     _strictly_increasing(poses.t, box_topic, record.name)
     pusher = real.pusher_pose if real is not None else None
     if pusher is not None and len(pusher) < 2:
@@ -351,7 +351,7 @@ def _grid(t0: float, t_end: float, dt: float, name: str, what: str) -> np.ndarra
     """Uniform grid ``t0 + k dt`` (s) up to ``t_end``; at least :data:`_MIN_POINTS` points."""
     steps = int(np.floor((t_end - t0) / dt + 1e-6))
     if steps + 1 < _MIN_POINTS:
-        raise Sim2RealError(f"trial '{name}': fewer than {_MIN_POINTS} control ticks where {what} "
+        raise DataError(f"trial '{name}': fewer than {_MIN_POINTS} control ticks where {what} "
                             f"overlap (truncated recording?)")
     return t0 + dt * np.arange(steps + 1)
 
@@ -397,7 +397,7 @@ def _prepare_box_trial(name: str, poses: PoseSeries, dt: float, ns: str = "real"
         quaternion = continuous_quaternions(interpolate_quaternions(t, poses.t, poses.quaternion))
         step, override = dt, False
     if t.shape[0] < _MIN_POINTS:
-        raise Sim2RealError(f"trial '{name}': the box pose has fewer than {_MIN_POINTS} samples (truncated?)")
+        raise DataError(f"trial '{name}': the box pose has fewer than {_MIN_POINTS} samples (truncated?)")
     return TrialData(name=name, kind="box", dt=float(step), t=np.asarray(t, dtype=float),
                      box_position=np.asarray(position, dtype=float), box_quaternion=quaternion,
                      dt_override=override, platform=ns)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim2real.errors import Sim2RealError
+from sim2real.errors import InputError
 from sim2real.params import ParameterSet, spec
 from sim2real.sysid.problem.objects import ColumnMap, ObjectLayout, object_label, parse_per_object, registry_name
 
@@ -61,15 +61,15 @@ class FreeParameters:
             for name in group:
                 entry = spec(name)
                 if entry.frozen:
-                    raise Sim2RealError(f"parameter '{name}' is a frozen numerical setting and cannot be fitted")
+                    raise InputError(f"parameter '{name}' is a frozen numerical setting and cannot be fitted")
                 if entry.kind is not float:
-                    raise Sim2RealError(f"parameter '{name}' is an integer setting and cannot be fitted")
+                    raise InputError(f"parameter '{name}' is an integer setting and cannot be fitted")
                 if name in seen:
-                    raise Sim2RealError(f"parameter '{name}' is given twice in --free")
+                    raise InputError(f"parameter '{name}' is given twice in --free")
                 seen.add(name)
             groups.append(group)
         if not groups:
-            raise Sim2RealError("--free names no parameter to fit")
+            raise InputError("--free names no parameter to fit")
         return cls(tuple(groups))
 
     def with_objects(self, per_object: str | Sequence[str] | None,
@@ -157,14 +157,14 @@ def parse_bounds(text: str | None) -> dict[str, tuple[float, float]]:
         name, sep, rest = part.partition("=")
         lo_text, colon, hi_text = rest.partition(":")
         if not sep or not colon:
-            raise Sim2RealError(f"--bounds expects NAME=LOWER:UPPER, got '{part}'")
+            raise InputError(f"--bounds expects NAME=LOWER:UPPER, got '{part}'")
         spec(name.strip())
         try:
             lo, hi = float(lo_text), float(hi_text)
         except ValueError:
-            raise Sim2RealError(f"--bounds {name.strip()}: '{rest}' is not LOWER:UPPER numbers") from None
+            raise InputError(f"--bounds {name.strip()}: '{rest}' is not LOWER:UPPER numbers") from None
         if not (np.isfinite(lo) and np.isfinite(hi)) or lo >= hi:
-            raise Sim2RealError(f"--bounds {name.strip()}: need finite LOWER < UPPER, got {rest}")
+            raise InputError(f"--bounds {name.strip()}: need finite LOWER < UPPER, got {rest}")
         out[name.strip()] = (lo, hi)
     return out
 
@@ -180,7 +180,7 @@ def _bounds(free_set: FreeParameters, x0: np.ndarray,
     """Lower and upper bounds (p,) of the unknowns: the registry's, narrowed by ``bounds``."""
     for name in bounds:
         if name not in free_set.names:
-            raise Sim2RealError(f"--bounds names '{name}', which is not a free parameter")
+            raise InputError(f"--bounds names '{name}', which is not a free parameter")
     lower, upper = np.empty(len(x0)), np.empty(len(x0))
     for i, labels in enumerate(free_set.unknown_groups):
         group = [registry_name(label) for label in labels]
@@ -190,7 +190,7 @@ def _bounds(free_set: FreeParameters, x0: np.ndarray,
             if n in bounds:
                 lo, hi = max(lo, bounds[n][0]), min(hi, bounds[n][1])
         if not lo <= x0[i] <= hi:
-            raise Sim2RealError(f"bounds [{lo:g}, {hi:g}] of '{labels[0]}' exclude its start value {x0[i]:g}")
+            raise InputError(f"bounds [{lo:g}, {hi:g}] of '{labels[0]}' exclude its start value {x0[i]:g}")
         lower[i], upper[i] = lo, hi
     return lower, upper
 

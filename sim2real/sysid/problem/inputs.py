@@ -110,12 +110,12 @@ def resolve_pusher(data: TrialData, requested: str = "auto") -> str:
         names the trial and the topic), or an unknown source.
     """
     if requested not in PUSHER_SOURCES:
-        raise Sim2RealError(f"unknown pusher source '{requested}' (choose from {', '.join(PUSHER_SOURCES)})")
+        raise InputError(f"unknown pusher source '{requested}' (choose from {', '.join(PUSHER_SOURCES)})")
     has_joints = data.kind == "arm"
     if requested == "recorded" or (requested == "auto" and data.pusher_position is not None):
         if data.pusher_position is None:
             reason = f": {data.pusher_gap}" if data.pusher_gap else ""
-            raise Sim2RealError(f"trial '{data.name}' has no usable {data.topic('pusher_pose')} "
+            raise InputError(f"trial '{data.name}' has no usable {data.topic('pusher_pose')} "
                                 f"(needed by --pusher recorded){reason}")
         return "recorded"
     if requested == "arm" or has_joints:
@@ -148,9 +148,9 @@ def resolve_mode(data: TrialData, mode: str = "auto", pusher: str = "auto") -> s
         contradicts the mode.
     """
     if mode not in MODES:
-        raise Sim2RealError(f"unknown mode '{mode}' (choose from {', '.join(MODES)})")
+        raise InputError(f"unknown mode '{mode}' (choose from {', '.join(MODES)})")
     if pusher not in PUSHER_SOURCES:
-        raise Sim2RealError(f"unknown pusher source '{pusher}' (choose from {', '.join(PUSHER_SOURCES)})")
+        raise InputError(f"unknown pusher source '{pusher}' (choose from {', '.join(PUSHER_SOURCES)})")
     explicit = pusher != "auto"
     if mode == "auto":
         mode = _auto_mode(data, explicit)
@@ -158,10 +158,10 @@ def resolve_mode(data: TrialData, mode: str = "auto", pusher: str = "auto") -> s
             resolve_pusher(data, pusher)  # raises: the trial has neither source
         return mode
     if mode in SIMULATED_ARM_MODES and explicit:
-        raise Sim2RealError(f"--pusher {pusher} does not apply to the {mode} mode: it simulates the arm and its "
+        raise InputError(f"--pusher {pusher} does not apply to the {mode} mode: it simulates the arm and its "
                             f"pusher (use --mode kinematic or pusher to play the pusher back)")
     if mode == "pusher" and pusher == "arm":
-        raise Sim2RealError("--pusher arm contradicts --mode pusher (the recorded pusher pose); use --mode kinematic")
+        raise InputError("--pusher arm contradicts --mode pusher (the recorded pusher pose); use --mode kinematic")
     if mode in ("commands", "closed", "kinematic") and data.kind != "arm":
         hint = "; use --mode pusher" if data.kind == "pusher" else ""
         raise _missing(data, data.topic("joint_states"), f"the {mode} mode", hint)
@@ -188,7 +188,7 @@ def _auto_mode(data: TrialData, explicit_pusher: bool) -> str:
         return "commands"
     if data.reference is not None:
         return "closed"
-    raise Sim2RealError(f"trial '{data.name}' has neither {data.topic('joint_command')} nor {REFERENCE_TOPIC} "
+    raise InputError(f"trial '{data.name}' has neither {data.topic('joint_command')} nor {REFERENCE_TOPIC} "
                         f"(the arm cannot be simulated over the whole trial; use --mode kinematic or pusher "
                         f"to play the recorded motion back)")
 
@@ -224,7 +224,7 @@ def pusher_path(data: TrialData, params: ParameterSet, source: str) -> np.ndarra
     """
     if source == "recorded":
         if data.pusher_position is None:
-            raise Sim2RealError(f"trial '{data.name}' has no usable {data.topic('pusher_pose')}")
+            raise InputError(f"trial '{data.name}' has no usable {data.topic('pusher_pose')}")
         return data.pusher_position
     if source == "arm":
         if data.joint_position is None:
@@ -264,9 +264,9 @@ def check_pusher_shape(data: TrialData, source: str, shape: str) -> None:
         which is the sphere on its flange.
     """
     if shape not in PUSHER_SHAPES:
-        raise Sim2RealError(f"unknown pusher shape '{shape}' (choose from {', '.join(PUSHER_SHAPES)})")
+        raise InputError(f"unknown pusher shape '{shape}' (choose from {', '.join(PUSHER_SHAPES)})")
     if shape == "rod" and source in ("simulated", "arm"):
-        raise Sim2RealError(f"trial '{data.name}': --pusher-shape rod applies to a recorded pusher pose only; "
+        raise InputError(f"trial '{data.name}': --pusher-shape rod applies to a recorded pusher pose only; "
                             f"this trial's pusher is the arm's ({describe_pusher(data, source)}), a sphere")
 
 
@@ -290,7 +290,7 @@ def pusher_primitive(params: ParameterSet, shape: str) -> Sphere | Capsule:
         return Capsule(radius, 0.5 * float(params["pusher.length"]))
     if shape == "sphere":
         return Sphere(radius)
-    raise Sim2RealError(f"unknown pusher shape '{shape}' (choose from {', '.join(PUSHER_SHAPES)})")
+    raise InputError(f"unknown pusher shape '{shape}' (choose from {', '.join(PUSHER_SHAPES)})")
 
 
 def pusher_placement(path: np.ndarray, params: ParameterSet, shape: str) -> np.ndarray:
@@ -315,7 +315,7 @@ def pusher_placement(path: np.ndarray, params: ParameterSet, shape: str) -> np.n
     if shape == "sphere":
         return path
     if shape != "rod":
-        raise Sim2RealError(f"unknown pusher shape '{shape}' (choose from {', '.join(PUSHER_SHAPES)})")
+        raise InputError(f"unknown pusher shape '{shape}' (choose from {', '.join(PUSHER_SHAPES)})")
     upper = np.array(path, dtype=float, copy=True)
     upper[:, 2] += float(params["pusher.length"])
     return np.concatenate([path, upper], axis=1)
@@ -353,7 +353,7 @@ def check_start_above_table(data: TrialData, params: ParameterSet) -> None:
     lowest = float(box_lowest_z(position, quaternion, size))  # the geometry of the import's scene checks
     depth = float(params["contact.table_height"]) - lowest
     if depth > MAX_START_DEPTH:
-        raise Sim2RealError(
+        raise InputError(
             f"trial '{data.name}': the box starts {1000 * depth:.1f} mm inside the table (centre at "
             f"z = {1000 * float(position[2]):.1f} mm, box {1000 * size[0]:.1f} x {1000 * size[1]:.1f} x "
             f"{1000 * size[2]:.1f} mm): check its size (trial.json \"object\" or --set) and the frames of the "

@@ -22,7 +22,7 @@ from functools import cached_property
 
 import numpy as np
 
-from sim2real.errors import Sim2RealError
+from sim2real.errors import InputError
 
 _LABEL = re.compile(r"^(?P<name>[^\[\]]+)\[(?P<object>[^\[\]]+)\]$")
 
@@ -66,11 +66,11 @@ def parse_per_object(text: str | Sequence[str] | None, groups: Sequence[Sequence
     free = {name for group in groups for name in group}
     unknown = sorted(names - free)
     if unknown:
-        raise Sim2RealError(f"--per-object names {', '.join(unknown)}, which is not free (add it to --free)")
+        raise InputError(f"--per-object names {', '.join(unknown)}, which is not free (add it to --free)")
     for group in groups:
         inside = [name for name in group if name in names]
         if inside and len(inside) != len(group):
-            raise Sim2RealError(f"tied parameters {'='.join(group)} must all be per object or all shared")
+            raise InputError(f"tied parameters {'='.join(group)} must all be per object or all shared")
     return names
 
 
@@ -100,7 +100,7 @@ class ColumnMap:
         names = tuple(names)
         column = tuple(range(len(names))) if columns is None else tuple(int(c) for c in columns)
         if len(column) != len(names) or (column and set(column) != set(range(max(column) + 1))):
-            raise Sim2RealError(f"gradient columns {list(column)} do not place the {len(names)} name(s) "
+            raise InputError(f"gradient columns {list(column)} do not place the {len(names)} name(s) "
                                 f"{', '.join(names)} on columns 0, 1, ... (one per name, none empty)")
         return cls(names, column)
 
@@ -171,7 +171,7 @@ class ObjectLayout:
             return cls(groups_t)
         unlabelled = [name for name, obj in trial_objects if not obj]
         if unlabelled:
-            raise Sim2RealError(f"--per-object needs every trial's object label; {', '.join(unlabelled[:5])} "
+            raise InputError(f"--per-object needs every trial's object label; {', '.join(unlabelled[:5])} "
                                 f"carr{'ies' if len(unlabelled) == 1 else 'y'} none (import with --object NAME, or "
                                 f"set \"name\" in trial.json \"object\")")
         return cls(groups_t, per, tuple(sorted({str(obj) for _, obj in trial_objects})))
@@ -208,7 +208,7 @@ class ObjectLayout:
         for g, group in enumerate(self.groups):
             key = (g, obj) if self._is_per_object(group) else (g, None)
             if key not in where:
-                raise Sim2RealError(f"no unknown for {group[0]} of object '{obj}'")
+                raise InputError(f"no unknown for {group[0]} of object '{obj}'")
             out.append(where[key])
         return out
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sim2real.errors import Sim2RealError
+from sim2real.errors import InputError, Sim2RealError
 from sim2real.trials import TrialRecord, read_trial, trial_dirs
 
 
@@ -60,11 +60,11 @@ class LoadedTrials:
 def _trial_paths(raw: str | Path) -> list[Path]:
     path = Path(raw)
     if not path.exists():
-        raise Sim2RealError(f"bag {path} does not exist")
+        raise InputError(f"bag {path} does not exist")
     if path.is_dir() and not (path / "metadata.yaml").exists():
         dirs = trial_dirs(path)
         if not dirs:
-            raise Sim2RealError(f"{path} is neither a trial (no metadata.yaml) nor a run directory with trials")
+            raise InputError(f"{path} is neither a trial (no metadata.yaml) nor a run directory with trials")
         return dirs
     return [path]
 
@@ -99,8 +99,8 @@ def raise_all_failed(failures: Sequence[TrialFailure], what: str) -> None:
     One failure: its own message. Several: ``what`` followed by every ``name: reason``.
     """
     if len(failures) == 1:
-        raise Sim2RealError(failures[0].line())
-    raise Sim2RealError(f"{what}: " + "; ".join(f.line() for f in failures))
+        raise InputError(failures[0].line())
+    raise InputError(f"{what}: " + "; ".join(f.line() for f in failures))
 
 
 def check_unique_names(records: Sequence[TrialRecord]) -> None:
@@ -114,7 +114,7 @@ def check_unique_names(records: Sequence[TrialRecord]) -> None:
     seen: set[str] = set()
     for record in records:
         if record.name in seen:
-            raise Sim2RealError(f"two trials are named '{record.name}'; replay them into separate output directories")
+            raise InputError(f"two trials are named '{record.name}'; replay them into separate output directories")
         seen.add(record.name)
 
 
@@ -143,11 +143,11 @@ def split_holdout(loaded: LoadedTrials, fraction: float, seed: int) -> tuple[Loa
     import numpy as np
 
     if not 0.0 < fraction < 1.0:
-        raise Sim2RealError(f"--holdout must be a fraction between 0 and 1 (exclusive), got {fraction:g}")
+        raise InputError(f"--holdout must be a fraction between 0 and 1 (exclusive), got {fraction:g}")
     count = len(loaded.records)
     held = round(fraction * count)
     if held < 1 or held > count - 1:
-        raise Sim2RealError(f"--holdout {fraction:g} of {count} trial(s) holds out {held}: need at least one "
+        raise InputError(f"--holdout {fraction:g} of {count} trial(s) holds out {held}: need at least one "
                             "trial on each side (give more trials or another fraction)")
     chosen = set(np.random.default_rng(seed).choice(count, size=held, replace=False).tolist())
     fit_idx = [k for k in range(count) if k not in chosen]

@@ -15,7 +15,7 @@ from sim2real.control.sim_platform import (
     ArmTrialResult,
     simulate_arm_trial,
 )
-from sim2real.errors import Sim2RealError
+from sim2real.errors import InputError
 from sim2real.model import load_arm
 from sim2real.params import ParameterSet
 from sim2real.sim import BoxState, SolveSummary
@@ -44,7 +44,7 @@ def arm_reference(data: TrialData, params: ParameterSet, mode: str) -> JointTraj
                                pusher=arm.pusher_position(position))
     ref = data.reference
     if ref is None:
-        raise Sim2RealError(f"trial '{data.name}' has no /reference/joint_trajectory (needed by the closed mode)")
+        raise InputError(f"trial '{data.name}' has no /reference/joint_trajectory (needed by the closed mode)")
     return JointTrajectory(t=ref.t - data.t[0], position=ref.position, velocity=ref.velocity,
                            pusher=arm.pusher_position(ref.position))
 

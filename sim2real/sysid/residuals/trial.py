@@ -61,7 +61,7 @@ import numpy as np
 
 from sim2real.engines import engine as engine_entry
 from sim2real.engines import make_world
-from sim2real.errors import Sim2RealError
+from sim2real.errors import InputError, Sim2RealError
 from sim2real.params import ParameterSet
 from sim2real.physics import SolverSettings
 from sim2real.sim import STATE_SIZE, BoxState, SolveLog, SolveSummary, StepOutcome, World, rollout
@@ -245,7 +245,7 @@ def residuals_of(data: TrialData, params: ParameterSet, cols: ColumnMap, spec: R
     available = available_gradients(data.kind, spec.horizon, mode, spec.engine)
     for name in names:
         if name not in available:
-            raise Sim2RealError(f"trial '{data.name}': no simulator gradient for '{name}' with horizon "
+            raise InputError(f"trial '{data.name}': no simulator gradient for '{name}' with horizon "
                                 f"{spec.label} (available: {', '.join(available)})")
     rows = _Rows(cols.p, data.name)
     sim_params = step_params(data, params, spec.exact_gradients and bool(names), fitted=names)
@@ -268,8 +268,8 @@ def residuals_of(data: TrialData, params: ParameterSet, cols: ColumnMap, spec: R
                 _joint_segments(rows, data, sim_params, cols, spec.horizon, weights)
     except Sim2RealError as err:
         text = str(err)
-        raise Sim2RealError(text if text.startswith(f"trial '{data.name}'") else f"trial '{data.name}': {text}") \
-            from None
+        raise type(err)(text if text.startswith(f"trial '{data.name}'") else f"trial '{data.name}': {text}") \
+            from None  # the same kind, named after its trial
     firsts = tuple(names[cols.column.index(c)] for c in range(cols.p))
     return rows.build(data.name, firsts, bool(names))
 
@@ -281,7 +281,7 @@ def _whole_trial(rows: _Rows, data: TrialData, params: ParameterSet, cols: Colum
         _box_rollout(rows, data, params, cols, spec.weights, settings, spec.engine)
     elif mode in SIMULATED_ARM_MODES:
         if not engine_entry(spec.engine).differentiates_arm:
-            raise Sim2RealError(f"the {spec.engine} engine does not differentiate the simulated arm (mode '{mode}'); "
+            raise InputError(f"the {spec.engine} engine does not differentiate the simulated arm (mode '{mode}'); "
                                 "fit with --mode kinematic or pusher (the pusher played back), or an engine that "
                                 "does (--engine ours)")
         _arm_trial(rows, data, params, cols, spec.weights, mode, settings.strict)

@@ -18,7 +18,7 @@ from sim2real.control.sim_platform import (
 )
 from sim2real.engines import check_engine, differentiable
 from sim2real.engines import engine as engine_entry
-from sim2real.errors import Sim2RealError
+from sim2real.errors import InputError
 from sim2real.sim import SolveSummary
 from sim2real.spatial import conjugate, left_matrix
 from sim2real.sysid.problem.data import TrialData
@@ -84,18 +84,18 @@ class Weights:
             name, sep, raw = part.partition("=")
             name = name.strip()
             if not sep or name not in known:
-                raise Sim2RealError(f"--weights expects GROUP=VALUE with GROUP one of {', '.join(sorted(known))}; "
+                raise InputError(f"--weights expects GROUP=VALUE with GROUP one of {', '.join(sorted(known))}; "
                                     f"got '{part}'")
             try:
                 value = float(raw)
             except ValueError:
-                raise Sim2RealError(f"--weights {name}: '{raw.strip()}' is not a number") from None
+                raise InputError(f"--weights {name}: '{raw.strip()}' is not a number") from None
             if not np.isfinite(value) or value < 0.0:
-                raise Sim2RealError(f"--weights {name}: weight must be finite and >= 0, got {raw.strip()}")
+                raise InputError(f"--weights {name}: weight must be finite and >= 0, got {raw.strip()}")
             values[name] = value
         weights = cls(**values)
         if all(getattr(weights, f.name) == 0.0 for f in fields(cls)):
-            raise Sim2RealError("--weights: all weights are zero; nothing to fit")
+            raise InputError("--weights: all weights are zero; nothing to fit")
         return weights
 
     def as_dict(self) -> dict[str, float]:
@@ -146,13 +146,13 @@ class ResidualSpec:
     def __post_init__(self) -> None:
         check_engine(self.engine)
         if self.horizon is not None and (not isinstance(self.horizon, int) or self.horizon < 1):
-            raise Sim2RealError(f"horizon must be a positive number of steps or 'trial', got {self.horizon!r}")
+            raise InputError(f"horizon must be a positive number of steps or 'trial', got {self.horizon!r}")
         if self.mode not in MODES:
-            raise Sim2RealError(f"mode must be one of {', '.join(MODES)}, got '{self.mode}'")
+            raise InputError(f"mode must be one of {', '.join(MODES)}, got '{self.mode}'")
         if self.pusher not in PUSHER_SOURCES:
-            raise Sim2RealError(f"pusher must be one of {', '.join(PUSHER_SOURCES)}, got '{self.pusher}'")
+            raise InputError(f"pusher must be one of {', '.join(PUSHER_SOURCES)}, got '{self.pusher}'")
         if self.pusher_shape not in PUSHER_SHAPES:
-            raise Sim2RealError(f"pusher_shape must be one of {', '.join(PUSHER_SHAPES)}, got '{self.pusher_shape}'")
+            raise InputError(f"pusher_shape must be one of {', '.join(PUSHER_SHAPES)}, got '{self.pusher_shape}'")
 
     def resolved_mode(self, data: TrialData) -> str:
         """The concrete mode of ``data`` under this spec (whole trials; ``"segments"`` for horizons N).

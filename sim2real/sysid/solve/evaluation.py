@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from sim2real.errors import Sim2RealError
+from sim2real.errors import InputError, Sim2RealError, SolverError
 from sim2real.execution import Executor, Shared
 from sim2real.params import ParameterSet
 from sim2real.sim import SolveSummary
@@ -130,7 +130,7 @@ class FitEvaluator:
         self._x0 = np.array(x0, dtype=float)
         self._cached = self._stack(kept_results)
         if self._cached[0].shape[0] == 0:
-            raise Sim2RealError("the trials give no residual rows to fit (check --weights, and that the trials "
+            raise InputError("the trials give no residual rows to fit (check --weights, and that the trials "
                                 "hold the topics those residual groups compare: box poses, joint states, commands)")
         self._last = self.final_results = kept_results
         return failures
@@ -182,7 +182,7 @@ class FitEvaluator:
                                     f"{mask.shape[0]}")
             new = res.dropped_mask & ~mask
             if new.any():
-                raise Sim2RealError(f"trial '{res.name}': degraded solver step(s) ({res.degraded_steps} in all) "
+                raise SolverError(f"trial '{res.name}': degraded solver step(s) ({res.degraded_steps} in all) "
                                     f"would affect {int(new.sum())} residual row(s) that are in the fit")
         return checked
 

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from sim2real.engines import engine as engine_entry
-from sim2real.errors import Sim2RealError
+from sim2real.errors import InputError, Sim2RealError
 from sim2real.execution import Executor, open_executor
 from sim2real.params import ParameterSet
 from sim2real.sysid.files.fitted_objects import trial_objects
@@ -80,7 +80,7 @@ from sim2real.trials import TrialRecord
 def prepare_trials(records: Sequence[TrialRecord], params: ParameterSet, platform: str = "auto") -> list[TrialData]:
     """:func:`prepare_trial` for every record on the grid of ``params['sim.dt']`` (raises on the first failure)."""
     if not records:
-        raise Sim2RealError("no trials to fit")
+        raise InputError("no trials to fit")
     return [prepare_trial(r, float(params["sim.dt"]), platform) for r in records]
 
 
@@ -117,7 +117,7 @@ def _prepare(records: Sequence[TrialRecord], sources: Sequence[str | None], para
         available = available_gradients(trial.kind, spec_.horizon, mode, spec_.engine)
         missing = [n for n in names if n not in available]
         if missing:
-            raise Sim2RealError(f"trial '{trial.name}' ({trial.kind} trial, horizon {spec_.label}"
+            raise InputError(f"trial '{trial.name}' ({trial.kind} trial, horizon {spec_.label}"
                                 f"{'' if mode == 'segments' else ', ' + mode + ' mode'}): no simulator gradient "
                                 f"for {', '.join(missing)}")
         out.trials.append(trial)
@@ -342,10 +342,10 @@ def _checked_inputs(problem: FitProblem) -> _FitInputs:
     records, start, spec_, platform = problem.records, problem.start, problem.spec, problem.platform
     free_set = problem.free_set
     if not records:
-        raise Sim2RealError("no trials to fit")
+        raise InputError("no trials to fit")
     names = free_set.names
     if "pusher.length" in names:
-        raise Sim2RealError("pusher.length cannot be fitted: it places the rod (the pusher path given to the "
+        raise InputError("pusher.length cannot be fitted: it places the rod (the pusher path given to the "
                             "engine), which has no simulator gradient; set it with --set pusher.length=L")
     sources: list[str | None] = list(problem.sources) if problem.sources is not None else [None] * len(records)
     prepared = _prepare(records, sources, start, platform, spec_, names, "inputs")

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim2real.errors import Sim2RealError
+from sim2real.errors import InputError, Sim2RealError
 from sim2real.params import ParameterSet, spec
 from sim2real.sysid.residuals.trial import ResidualSpec, trial_residuals
 from sim2real.sysid.solve.fit import FitResult, prepare_trials, with_verdicts
@@ -113,13 +113,13 @@ def grid_costs(records: Sequence[TrialRecord], params: ParameterSet, name: str, 
     """
     entry = spec(name)
     if not values:
-        raise Sim2RealError(f"grid for {name} is empty")
+        raise InputError(f"grid for {name} is empty")
     if loss not in LOSSES or not loss_scale > 0.0:
-        raise Sim2RealError(f"grid costs need a loss from {', '.join(LOSSES)} and a positive scale, got {loss} "
+        raise InputError(f"grid costs need a loss from {', '.join(LOSSES)} and a positive scale, got {loss} "
                             f"and {loss_scale:g}")
     for value in values:
         if not entry.lower <= value <= entry.upper:
-            raise Sim2RealError(f"grid value {name}={value:g} is outside its bounds [{entry.lower:g}, {entry.upper:g}]")
+            raise InputError(f"grid value {name}={value:g} is outside its bounds [{entry.lower:g}, {entry.upper:g}]")
     data = prepare_trials(records, params, platform)
     points = []
     for value in values:

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sim2real.errors import Sim2RealError
+from sim2real.errors import InputError, Sim2RealError
 from sim2real.sysid.solve.damped_step import (
     at_bounds,
     clip_inside,
@@ -132,11 +132,11 @@ class LMSettings:
 
     def __post_init__(self) -> None:
         if self.loss not in LOSSES:
-            raise Sim2RealError(f"unknown loss '{self.loss}' (choose from {', '.join(LOSSES)})")
+            raise InputError(f"unknown loss '{self.loss}' (choose from {', '.join(LOSSES)})")
         if self.loss_scale <= 0.0 or self.max_iterations < 0:
-            raise Sim2RealError("loss_scale must be positive and max_iterations non-negative")
+            raise InputError("loss_scale must be positive and max_iterations non-negative")
         if not self.initial_step > 0.0:
-            raise Sim2RealError("initial_step must be positive")
+            raise InputError("initial_step must be positive")
 
 
 @dataclass(frozen=True)
@@ -582,7 +582,7 @@ def levenberg_marquardt(evaluate: Evaluate, x0: np.ndarray, lower: np.ndarray, u
     typical = np.maximum(np.abs(x), 1.0) if typical is None else np.asarray(typical, dtype=float)
     lower, upper = np.asarray(lower, dtype=float), np.asarray(upper, dtype=float)
     if np.any(x < lower) or np.any(x > upper):
-        raise Sim2RealError("start values lie outside the bounds")
+        raise InputError("start values lie outside the bounds")
     problem = _LMProblem(evaluate, lower, upper, typical, settings, progress, stop_when, clusters, time.monotonic())
     state = _lm_start(problem, x)
     stop = STOP_MAX_ITERATIONS
