@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from sim2real.errors import Sim2RealError
+from sim2real.errors import InputError, Sim2RealError
 from sim2real.params import ParameterSet, names, spec
 from sim2real.sim.box import box_inertia, table_distance
 from sim2real.sim.constants import GRAVITY
@@ -96,16 +96,16 @@ def mjcf(params: ParameterSet, pusher: Sphere | Capsule | None) -> str:
     p = {name: float(params[name]) for name in names()}
     condim = int(params["mujoco.condim"])
     if condim not in _CONDIMS:
-        raise Sim2RealError(f"mujoco.condim must be one of {', '.join(map(str, _CONDIMS))}, got {condim}")
+        raise InputError(f"mujoco.condim must be one of {', '.join(map(str, _CONDIMS))}, got {condim}")
     timestep = p["sim.dt"] / (int(params["sim.substeps"]) * int(params["mujoco.substeps"]))
     if p["mujoco.timeconst"] < 2.0 * timestep:
-        raise Sim2RealError(f"mujoco.timeconst = {p['mujoco.timeconst']:g} s is below two MuJoCo steps "
-                            f"(2 x {timestep:g} s): MuJoCo would stiffen it silently")
+        raise InputError(f"mujoco.timeconst = {p['mujoco.timeconst']:g} s is below two MuJoCo steps "
+                         f"(2 x {timestep:g} s): MuJoCo would stiffen it silently")
     if p["mujoco.impedance_min"] > p["mujoco.impedance_max"]:
-        raise Sim2RealError("mujoco.impedance_min must not exceed mujoco.impedance_max")
+        raise InputError("mujoco.impedance_min must not exceed mujoco.impedance_max")
     if p["box.edge_radius"] > 0.0:
-        raise Sim2RealError(f"box.edge_radius = {p['box.edge_radius']:g} m: the MuJoCo engine models sharp boxes "
-                            "only (set it to 0, or use --engine ours)")
+        raise InputError(f"box.edge_radius = {p['box.edge_radius']:g} m: the MuJoCo engine models sharp boxes "
+                         "only (set it to 0, or use --engine ours)")
     size = np.array([p["box.size_x"], p["box.size_y"], p["box.size_z"]])
     mass = p["box.mass"]
     inertia = box_inertia(np.array(mass), size) * p["box.inertia_scale"]

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from sim2real.errors import Sim2RealError
+from sim2real.errors import InputError
 
 if TYPE_CHECKING:  # the engines' own modules load only when a world is built: `--help` stays fast
     from sim2real.params import ParameterSet
@@ -108,7 +108,7 @@ def differentiable(name: str) -> tuple[str, ...]:
 def check_engine(name: str) -> str:
     """``name`` if registered, else a one-line :class:`Sim2RealError` listing the engines."""
     if name not in ENGINES:
-        raise Sim2RealError(f"unknown engine '{name}' (choose from {', '.join(ENGINES)})")
+        raise InputError(f"unknown engine '{name}' (choose from {', '.join(ENGINES)})")
     return name
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from sim2real.errors import Sim2RealError
+from sim2real.errors import DataError, InputError
 from sim2real.params import ParameterSet
 from sim2real.spatial import rpy_to_matrix
 
@@ -183,7 +183,7 @@ class ArmModel:
         for i, joint in enumerate(self.joints):
             if joint.child == link:
                 return frames[..., i, :, :]
-        raise Sim2RealError(f"unknown link '{link}' (known: {', '.join(self.link_names())})")
+        raise InputError(f"unknown link '{link}' (known: {', '.join(self.link_names())})")
 
     def pusher_position(self, q: FloatArray) -> FloatArray:
         """Pusher sphere centre in the base frame, shape (..., 3), m."""
@@ -249,15 +249,15 @@ def load_arm(params: ParameterSet | None = None, urdf_path: str | os.PathLike[st
 
     path = os.fspath(urdf_path or urdf_file())
     if not os.path.isfile(path):
-        raise Sim2RealError(f"URDF not found: {path}")
+        raise InputError(f"URDF not found: {path}")
     robot = URDF.from_xml_file(path)
     joints = []
     for name in JOINT_NAMES:
         urdf_joint = robot.joint_map.get(name)
         if urdf_joint is None or urdf_joint.type != "revolute":
-            raise Sim2RealError(f"{path}: missing revolute joint '{name}'")
+            raise DataError(f"{path}: missing revolute joint '{name}'")
         if not np.allclose(urdf_joint.axis, (0.0, 0.0, 1.0)):
-            raise Sim2RealError(f"{path}: joint '{name}' axis must be local z")
+            raise DataError(f"{path}: joint '{name}' axis must be local z")
         origin = urdf_joint.origin
         joints.append(RevoluteJoint(
             name=name,

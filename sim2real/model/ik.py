@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from sim2real.errors import InputError, Sim2RealError
+from sim2real.errors import InputError
 from sim2real.model.arm import PUSHER_LINK, ArmModel
 from sim2real.spatial import matrix_to_rotation_vector, rpy_to_matrix
 
@@ -92,7 +92,7 @@ def solve_pusher_ik(arm: ArmModel, target_position: FloatArray, seed: FloatArray
     """
     target_position = np.asarray(target_position, dtype=float)
     if target_position.shape != (3,) or not np.all(np.isfinite(target_position)):
-        raise Sim2RealError(f"IK target must be a finite 3-vector in metres, got {target_position!r}")
+        raise InputError(f"IK target must be a finite 3-vector in metres, got {target_position!r}")
     lower, upper = arm.lower + limit_margin, arm.upper - limit_margin
     q = np.clip(np.array(PUSH_SEED if seed is None else seed, dtype=float), lower, upper)
     damping = 1e-3

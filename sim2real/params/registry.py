@@ -11,7 +11,7 @@ import math
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
-from sim2real.errors import Sim2RealError
+from sim2real.errors import InputError
 
 
 @dataclass(frozen=True)
@@ -138,7 +138,7 @@ def spec(name: str) -> Parameter:
     except KeyError:
         hint = closest_name(name)
         suffix = f" (did you mean '{hint}'?)" if hint else ""
-        raise Sim2RealError(f"unknown parameter '{name}'{suffix}") from None
+        raise InputError(f"unknown parameter '{name}'{suffix}") from None
 
 
 def coerce(name: str, value: object) -> float | int:
@@ -154,19 +154,19 @@ def coerce(name: str, value: object) -> float | int:
     """
     p = spec(name)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise Sim2RealError(
+        raise InputError(
             f"parameter '{name}' must be a number ({p.kind.__name__}), got {type(value).__name__} {value!r}"
         )
     if not math.isfinite(value):
-        raise Sim2RealError(f"parameter '{name}' must be finite, got {value!r}")
+        raise InputError(f"parameter '{name}' must be finite, got {value!r}")
     if p.kind is int:
         if float(value) != int(value):
-            raise Sim2RealError(f"parameter '{name}' must be an integer, got {value!r}")
+            raise InputError(f"parameter '{name}' must be an integer, got {value!r}")
         typed: float | int = int(value)
     else:
         typed = float(value)
     if not p.lower <= typed <= p.upper:
-        raise Sim2RealError(
+        raise InputError(
             f"parameter '{name}' = {typed!r} {p.unit} is out of bounds [{p.lower!r}, {p.upper!r}]"
         )
     return typed

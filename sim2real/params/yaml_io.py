@@ -22,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from sim2real.errors import Sim2RealError
+from sim2real.errors import DataError, InputError, Sim2RealError
 from sim2real.filemodes import write_text_atomic
 from sim2real.params.registry import PARAMETERS, ParameterSet, coerce, spec
 
@@ -89,8 +89,8 @@ def _checked_value(name: str, value: object) -> float | int:
     container is refused by its kind and length, never by its text (which may be huge)."""
     if isinstance(value, (list, tuple, set, frozenset)):
         spec(name)  # an unknown name is the first problem
-        raise Sim2RealError(f"parameter '{name}' must be a number ({spec(name).kind.__name__}), got a list of "
-                            f"{len(value)} item(s)")
+        raise InputError(f"parameter '{name}' must be a number ({spec(name).kind.__name__}), got a list of "
+                         f"{len(value)} item(s)")
     return coerce(name, value)
 
 
@@ -113,21 +113,21 @@ def parse_params_document(document: object, source: str, node: str | None = None
         ``{dotted name: value}`` of the parameters the document sets.
     """
     if not isinstance(document, Mapping) or not document:
-        raise Sim2RealError(f"{source}: not a ROS 2 params file (expected 'node_name: ros__parameters: ...')")
+        raise DataError(f"{source}: not a ROS 2 params file (expected 'node_name: ros__parameters: ...')")
     values: dict[str, float | int] = {}
     for node_key, section in document.items():
         if node is not None and str(node_key) not in (DEFAULT_NODE_KEY, node, f"/**/{node}", f"/{node}"):
             continue
         if not isinstance(section, Mapping) or "ros__parameters" not in section:
-            raise Sim2RealError(f"{source}: section '{node_key}' has no 'ros__parameters' mapping")
+            raise DataError(f"{source}: section '{node_key}' has no 'ros__parameters' mapping")
         params = section["ros__parameters"]
         if not isinstance(params, Mapping):
-            raise Sim2RealError(f"{source}: 'ros__parameters' of '{node_key}' is not a mapping")
+            raise DataError(f"{source}: 'ros__parameters' of '{node_key}' is not a mapping")
         for name, value in _leaves(params):
             try:
                 values[name] = _checked_value(name, value)
             except Sim2RealError as err:
-                raise Sim2RealError(f"{source}: {err}") from None
+                raise DataError(f"{source}: {err}") from None
     return values
 
 
@@ -189,15 +189,15 @@ def read_yaml(path: str | os.PathLike[str], what: str, max_bytes: int | None = N
     try:
         return yaml.load(text, Loader=_StrictLoader)
     except DuplicateKeyError as err:
-        raise Sim2RealError(f"{path}: duplicate key {err.key!r} at line {err.line} (first at line "
-                            f"{err.first_line}); a key may appear once in a mapping") from None
+        raise DataError(f"{path}: duplicate key {err.key!r} at line {err.line} (first at line "
+                        f"{err.first_line}); a key may appear once in a mapping") from None
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
         problem = " ".join(str(getattr(err, "problem", None) or "invalid syntax").split())
-        raise Sim2RealError(f"{path}: malformed YAML{where}: {problem}") from None
+        raise DataError(f"{path}: malformed YAML{where}: {problem}") from None
     except RecursionError:
-        raise Sim2RealError(f"{path}: YAML nested too deeply") from None
+        raise DataError(f"{path}: YAML nested too deeply") from None
 
 
 def read_node_section(path: str | os.PathLike[str], node: str, what: str) -> Mapping[str, Any]:
@@ -212,9 +212,9 @@ def read_node_section(path: str | os.PathLike[str], node: str, what: str) -> Map
     try:
         section = document[node]["ros__parameters"]  # type: ignore[index]
     except (TypeError, KeyError):
-        raise Sim2RealError(f"{path}: expected '{node}: ros__parameters: ...'") from None
+        raise DataError(f"{path}: expected '{node}: ros__parameters: ...'") from None
     if not isinstance(section, Mapping):
-        raise Sim2RealError(f"{path}: '{node}: ros__parameters' is not a mapping")
+        raise DataError(f"{path}: '{node}: ros__parameters' is not a mapping")
     return section
 
 
@@ -243,11 +243,11 @@ def node_parameters(path: str | os.PathLike[str], node: str, what: str) -> Mappi
             continue
         params = entry.get("ros__parameters") if isinstance(entry, Mapping) else None
         if not isinstance(params, Mapping):
-            raise Sim2RealError(f"{path}: '{key}: ros__parameters' is not a mapping")
+            raise DataError(f"{path}: '{key}: ros__parameters' is not a mapping")
         sections.append(params)
     if not sections:
-        raise Sim2RealError(f"{path}: expected '{WILDCARD_KEY}: ros__parameters: ...' or "
-                            f"'{node}: ros__parameters: ...'")
+        raise DataError(f"{path}: expected '{WILDCARD_KEY}: ros__parameters: ...' or "
+                        f"'{node}: ros__parameters: ...'")
     merged: dict[str, Any] = {}
     for params in sections:
         merged = _merged(merged, params)
@@ -304,15 +304,15 @@ def parse_override(text: str) -> tuple[str, float | int]:
         Missing ``=``, unknown name, non-numeric value, out of bounds.
     """
     if "=" not in text:
-        raise Sim2RealError(f"--set expects NAME=VALUE, got '{text}'")
+        raise InputError(f"--set expects NAME=VALUE, got '{text}'")
     name, raw = (part.strip() for part in text.split("=", 1))
     spec(name)
     try:
         value: float | int = int(raw) if spec(name).kind is int else float(raw)
     except ValueError:
-        raise Sim2RealError(f"--set {name}: '{raw}' is not a number") from None
+        raise InputError(f"--set {name}: '{raw}' is not a number") from None
     if isinstance(value, float) and not math.isfinite(value):
-        raise Sim2RealError(f"--set {name}: value must be finite, got '{raw}'")
+        raise InputError(f"--set {name}: value must be finite, got '{raw}'")
     return name, coerce(name, value)
 
 

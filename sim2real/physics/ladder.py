@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from sim2real.errors import Sim2RealError
+from sim2real.errors import DataError, InputError
 from sim2real.params import spec
 from sim2real.physics import kernels
 from sim2real.physics.layout import PARAMS_OFFSET, PUSHER_END_SLICE, PUSHER_START_SLICE, THETA_PARAMS, THETA_SIZE
@@ -192,7 +192,7 @@ class HardStep:
     def from_dict(cls, data: dict[str, Any]) -> HardStep:
         """Inverse of :meth:`as_dict`; raises Sim2RealError naming a missing or malformed key."""
         if data.get("format") != HARD_STEP_FORMAT:
-            raise Sim2RealError(f"not a hard-step file (format {data.get('format')!r}, expected {HARD_STEP_FORMAT})")
+            raise DataError(f"not a hard-step file (format {data.get('format')!r}, expected {HARD_STEP_FORMAT})")
         try:
             theta = np.zeros(THETA_SIZE)
             state = data["state"]
@@ -216,13 +216,13 @@ class HardStep:
                        data.get("step_index"), str(data.get("outcome", "")), str(data.get("rung", "")),
                        (float(violation.get("residual", 0.0)), float(violation.get("complementarity", 0.0))))
         except (KeyError, TypeError, ValueError) as err:
-            raise Sim2RealError(f"malformed hard-step file: {type(err).__name__}: {err}") from None
+            raise DataError(f"malformed hard-step file: {type(err).__name__}: {err}") from None
 
     def save(self, path: str | Path) -> Path:
         """Write the JSON file (refuses to overwrite); returns its path."""
         path = Path(path)
         if path.exists():
-            raise Sim2RealError(f"{path} already exists; not overwriting it")
+            raise InputError(f"{path} already exists; not overwriting it")
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(self.as_dict(), indent=1) + "\n")
         return path
@@ -234,14 +234,14 @@ class HardStep:
 
         path = Path(path)
         if not path.exists():
-            raise Sim2RealError(f"hard-step file {path} does not exist")
+            raise InputError(f"hard-step file {path} does not exist")
         text = read_text_file(path, "hard-step file")
         try:
             data = json.loads(text)
         except (OSError, json.JSONDecodeError) as err:
-            raise Sim2RealError(f"cannot read hard-step file {path}: {err}") from None
+            raise DataError(f"cannot read hard-step file {path}: {err}") from None
         if not isinstance(data, dict):
-            raise Sim2RealError(f"hard-step file {path} does not hold a JSON object")
+            raise DataError(f"hard-step file {path} does not hold a JSON object")
         return cls.from_dict(data)
 
 

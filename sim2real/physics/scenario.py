@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from sim2real.errors import Sim2RealError
+from sim2real.errors import DataError, InputError
 from sim2real.params import ParameterSet
 from sim2real.physics.settings import SolverSettings
 from sim2real.physics.world import BoxWorld
@@ -108,25 +108,25 @@ class Scenario:
 
 def _number(where: str, value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value):
-        raise Sim2RealError(f"{where} must be a finite number, got {value!r}")
+        raise DataError(f"{where} must be a finite number, got {value!r}")
     return float(value)
 
 
 def _vector(where: str, value: Any, size: int) -> np.ndarray:
     if not isinstance(value, Sequence) or isinstance(value, str) or len(value) != size:
-        raise Sim2RealError(f"{where} must be a list of {size} numbers, got {value!r}")
+        raise DataError(f"{where} must be a list of {size} numbers, got {value!r}")
     return np.array([_number(f"{where}[{i}]", v) for i, v in enumerate(value)])
 
 
 def _check_keys(where: str, mapping: Any, allowed: set[str], required: set[str]) -> Mapping[str, Any]:
     if not isinstance(mapping, Mapping):
-        raise Sim2RealError(f"{where} must be a mapping, got {type(mapping).__name__}")
+        raise DataError(f"{where} must be a mapping, got {type(mapping).__name__}")
     unknown = sorted(set(map(str, mapping)) - allowed)
     if unknown:
-        raise Sim2RealError(f"{where}: unknown key '{unknown[0]}' (allowed: {', '.join(sorted(allowed))})")
+        raise DataError(f"{where}: unknown key '{unknown[0]}' (allowed: {', '.join(sorted(allowed))})")
     missing = sorted(required - set(mapping))
     if missing:
-        raise Sim2RealError(f"{where}: missing key '{missing[0]}'")
+        raise DataError(f"{where}: missing key '{missing[0]}'")
     return mapping
 
 
@@ -141,17 +141,17 @@ def parse_scenario(document: Any, source: str = "scenario") -> Scenario:
     doc = _check_keys(source, document, _TOP_KEYS, {"duration", "box"})
     duration = _number(f"{source}: duration", doc["duration"])
     if duration <= 0:
-        raise Sim2RealError(f"{source}: duration must be positive, got {duration!r} s")
+        raise DataError(f"{source}: duration must be positive, got {duration!r} s")
     dt = None
     if doc.get("dt") is not None:
         dt = _number(f"{source}: dt", doc["dt"])
         if not 1e-4 <= dt <= 0.05:
-            raise Sim2RealError(f"{source}: dt = {dt!r} s is out of bounds [0.0001, 0.05]")
+            raise DataError(f"{source}: dt = {dt!r} s is out of bounds [0.0001, 0.05]")
     box = _check_keys(f"{source}: box", doc["box"], _BOX_KEYS, {"position"})
     quaternion = _vector(f"{source}: box.quaternion", box.get("quaternion", [1, 0, 0, 0]), 4)
     norm = float(np.linalg.norm(quaternion))
     if abs(norm - 1.0) > 1e-6:
-        raise Sim2RealError(f"{source}: box.quaternion must be a unit quaternion (w, x, y, z), got norm {norm:.6g}")
+        raise DataError(f"{source}: box.quaternion must be a unit quaternion (w, x, y, z), got norm {norm:.6g}")
     initial = BoxState(
         _vector(f"{source}: box.position", box["position"], 3),
         quaternion,
@@ -160,7 +160,7 @@ def parse_scenario(document: Any, source: str = "scenario") -> Scenario:
     )
     reading = box.get("velocities", "instant")
     if reading not in VELOCITY_READINGS:
-        raise Sim2RealError(f"{source}: box.velocities must be one of {', '.join(VELOCITY_READINGS)}, got {reading!r}")
+        raise DataError(f"{source}: box.velocities must be one of {', '.join(VELOCITY_READINGS)}, got {reading!r}")
     radius = None
     waypoints = None
     half_length = None
@@ -168,33 +168,33 @@ def parse_scenario(document: Any, source: str = "scenario") -> Scenario:
         pusher = _check_keys(f"{source}: pusher", doc["pusher"], _PUSHER_KEYS, {"waypoints"})
         shape = pusher.get("shape", "sphere")
         if shape not in _SHAPES:
-            raise Sim2RealError(f"{source}: pusher.shape must be one of {', '.join(_SHAPES)}, got {shape!r}")
+            raise DataError(f"{source}: pusher.shape must be one of {', '.join(_SHAPES)}, got {shape!r}")
         if pusher.get("radius") is not None:
             radius = _number(f"{source}: pusher.radius", pusher["radius"])
             if radius <= 0:
-                raise Sim2RealError(f"{source}: pusher.radius must be positive, got {radius!r} m")
+                raise DataError(f"{source}: pusher.radius must be positive, got {radius!r} m")
         if shape == "capsule":
             if pusher.get("half_length") is None:
-                raise Sim2RealError(f"{source}: pusher: missing key 'half_length' (required for a capsule)")
+                raise DataError(f"{source}: pusher: missing key 'half_length' (required for a capsule)")
             half_length = _number(f"{source}: pusher.half_length", pusher["half_length"])
             if half_length < 0:
-                raise Sim2RealError(f"{source}: pusher.half_length must be non-negative, got {half_length!r} m")
+                raise DataError(f"{source}: pusher.half_length must be non-negative, got {half_length!r} m")
         elif "half_length" in pusher:
-            raise Sim2RealError(f"{source}: pusher.half_length is only for shape: capsule")
+            raise DataError(f"{source}: pusher.half_length is only for shape: capsule")
         row = "[t, x, y, z]" if shape == "sphere" else "[t, x1, y1, z1, x2, y2, z2]"
         raw = pusher["waypoints"]
         if not isinstance(raw, Sequence) or isinstance(raw, str) or len(raw) == 0:
-            raise Sim2RealError(f"{source}: pusher.waypoints must be a non-empty list of {row}")
+            raise DataError(f"{source}: pusher.waypoints must be a non-empty list of {row}")
         size = 4 if shape == "sphere" else 7
         waypoints = np.array([_vector(f"{source}: pusher.waypoints[{i}] {row}", r, size) for i, r in enumerate(raw)])
         if np.any(np.diff(waypoints[:, 0]) <= 0):
-            raise Sim2RealError(f"{source}: pusher.waypoints times must be strictly increasing")
+            raise DataError(f"{source}: pusher.waypoints times must be strictly increasing")
         if half_length is not None:
             lengths = np.linalg.norm(waypoints[:, 4:7] - waypoints[:, 1:4], axis=1)
             worst = int(np.argmax(np.abs(lengths - 2.0 * half_length)))
             if abs(lengths[worst] - 2.0 * half_length) > CAPSULE_LENGTH_TOL:
-                raise Sim2RealError(f"{source}: pusher.waypoints[{worst}]: the end points are {lengths[worst]:.6g} m "
-                                    f"apart, but 2 * half_length = {2.0 * half_length:.6g} m")
+                raise DataError(f"{source}: pusher.waypoints[{worst}]: the end points are {lengths[worst]:.6g} m "
+                                f"apart, but 2 * half_length = {2.0 * half_length:.6g} m")
     return Scenario(duration, dt, initial, radius, waypoints, half_length, reading == "instant")
 
 
@@ -207,7 +207,7 @@ def load_scenario(path: str | Path) -> Scenario:
     try:
         document = yaml.safe_load(text)
     except yaml.YAMLError as err:
-        raise Sim2RealError(f"scenario {path} is not valid YAML: {str(err).splitlines()[0]}") from None
+        raise DataError(f"scenario {path} is not valid YAML: {str(err).splitlines()[0]}") from None
     return parse_scenario(document, f"scenario {path}")
 
 
@@ -258,8 +258,8 @@ def run_scenario(scenario: Scenario, params: ParameterSet, grad_names: Sequence[
     table_h = float(params["contact.table_height"])
     start_gap = float(table_distance(scenario.initial.as_vector(), half, table_h, float(params["box.edge_radius"])))
     if start_gap < -1e-6:
-        raise Sim2RealError(f"box starts inside the table: its lowest point is {-start_gap:.4g} m below the "
-                            f"table surface (z = {table_h:g} m)")
+        raise InputError(f"box starts inside the table: its lowest point is {-start_gap:.4g} m below the "
+                         f"table surface (z = {table_h:g} m)")
     steps = max(1, round(scenario.duration / world.dt))
     path = scenario.pusher_path(world.dt, steps)
     wall = time.perf_counter()

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sim2real.errors import Sim2RealError
+from sim2real.errors import InputError
 from sim2real.params import ParameterSet
 from sim2real.physics import kernels
 from sim2real.physics.ladder import HardStep, settings_vector, solve_step
@@ -54,8 +54,8 @@ class BoxWorld:
         edge = float(self.params["box.edge_radius"])
         smallest = min(float(self.params[f"box.size_{axis}"]) for axis in "xyz")
         if edge >= 0.5 * smallest:
-            raise Sim2RealError(f"box.edge_radius = {edge:g} m must be below half the smallest box size "
-                                f"({0.5 * smallest:g} m)")
+            raise InputError(f"box.edge_radius = {edge:g} m must be below half the smallest box size "
+                             f"({0.5 * smallest:g} m)")
         # Parameters and settings never change for a world: pack them once for the compiled step.
         values = [float(self.params[name]) for name in THETA_PARAMS]
         if self.pusher is not None:
@@ -221,7 +221,7 @@ def _own_warm_start(warm_start: object | None) -> WarmStart | None:
     """``warm_start`` as our engine's :class:`WarmStart` (None stays None); another engine's memory is refused."""
     if warm_start is None or isinstance(warm_start, WarmStart):
         return warm_start
-    raise Sim2RealError(f"warm_start must come from this engine's new_warm_start(), got {type(warm_start).__name__}")
+    raise InputError(f"warm_start must come from this engine's new_warm_start(), got {type(warm_start).__name__}")
 
 
 #: Stand-ins for the arrays of a run without pusher or without derivatives (the compiled loop's types).
@@ -252,7 +252,7 @@ def advance_compiled(world: BoxWorld, traj: Trajectory, first: int, last: int, r
         traj.warm = warm = WarmStart()
     for name in traj.names:
         if name not in world.differentiable:
-            raise Sim2RealError(f"parameter '{name}' is not differentiable by the engine")
+            raise InputError(f"parameter '{name}' is not differentiable by the engine")
     path = _checked_path(world, traj, first, last)
     theta = np.empty(THETA_SIZE)
     theta[PARAMS_OFFSET:] = world._params_theta
@@ -283,13 +283,13 @@ def _checked_path(world: BoxWorld, traj: Trajectory, first: int, last: int) -> n
     if traj.path is None:
         return _NO_PATH
     if world.pusher is None:
-        raise Sim2RealError("this world has no pusher shape, but a pusher path was given")
+        raise InputError("this world has no pusher shape, but a pusher path was given")
     path = np.ascontiguousarray(traj.path, dtype=float)
     if path.ndim != 2 or path.shape[1] != world.pusher.placement_size:
-        raise Sim2RealError(f"the pusher path must have {world.pusher.placement_size} numbers per row (m, world), "
-                            f"got shape {path.shape}")
+        raise InputError(f"the pusher path must have {world.pusher.placement_size} numbers per row (m, world), "
+                         f"got shape {path.shape}")
     bad = np.flatnonzero(~np.isfinite(path[first:last + 1]).all(axis=1))
     if bad.size:
         row = first + int(bad[0])
-        raise Sim2RealError(f"the pusher placement at step boundary {row} is not finite: {path[row].tolist()}")
+        raise InputError(f"the pusher placement at step boundary {row} is not finite: {path[row].tolist()}")
     return path

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sim2real.errors import Sim2RealError
+from sim2real.errors import InputError
 from sim2real.params import spec
 from sim2real.sim.constants import GRAVITY
 from sim2real.sim.solve_log import SolveSummary
@@ -185,11 +185,11 @@ def rollout(world: World, initial: BoxState, pusher_path: np.ndarray | None = No
         path = np.asarray(pusher_path, dtype=float)
         size = world.pusher.placement_size if world.pusher is not None else 3
         if path.ndim != 2 or path.shape[1] != size or path.shape[0] < 2:
-            raise Sim2RealError(f"pusher_path must have shape (T+1, {size}) with T >= 1, got {path.shape}")
+            raise InputError(f"pusher_path must have shape (T+1, {size}) with T >= 1, got {path.shape}")
         count = path.shape[0] - 1
     else:
         if steps is None or steps < 1:
-            raise Sim2RealError("give a pusher_path or a positive number of steps")
+            raise InputError("give a pusher_path or a positive number of steps")
         path = None
         count = int(steps)
     names = tuple(grad_names)

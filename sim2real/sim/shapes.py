@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim2real.errors import Sim2RealError
+from sim2real.errors import InputError
 from sim2real.spatial import from_axis_angle
 
 
@@ -18,7 +18,7 @@ class Sphere:
 
     def __post_init__(self) -> None:
         if not self.radius > 0.0:
-            raise Sim2RealError(f"sphere radius must be positive, got {self.radius!r} m")
+            raise InputError(f"sphere radius must be positive, got {self.radius!r} m")
 
     @property
     def placement_size(self) -> int:
@@ -38,9 +38,9 @@ class Capsule:
 
     def __post_init__(self) -> None:
         if not self.radius > 0.0:
-            raise Sim2RealError(f"capsule radius must be positive, got {self.radius!r} m")
+            raise InputError(f"capsule radius must be positive, got {self.radius!r} m")
         if not self.half_length >= 0.0:
-            raise Sim2RealError(f"capsule half_length must be non-negative, got {self.half_length!r} m")
+            raise InputError(f"capsule half_length must be non-negative, got {self.half_length!r} m")
 
     @property
     def placement_size(self) -> int:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import ArrayLike
 
-from sim2real.errors import Sim2RealError
+from sim2real.errors import InputError
 
 STATE_SIZE = 13
 """Length of :meth:`BoxState.as_vector`: position 3, quaternion 4, linear velocity 3, angular velocity 3."""
@@ -16,9 +16,9 @@ STATE_SIZE = 13
 def _vector(name: str, value: ArrayLike, size: int) -> np.ndarray:
     array = np.array(value, dtype=float).reshape(-1)
     if array.shape != (size,):
-        raise Sim2RealError(f"box state '{name}' must have {size} numbers, got shape {np.shape(value)}")
+        raise InputError(f"box state '{name}' must have {size} numbers, got shape {np.shape(value)}")
     if not np.all(np.isfinite(array)):
-        raise Sim2RealError(f"box state '{name}' must be finite, got {array.tolist()}")
+        raise InputError(f"box state '{name}' must be finite, got {array.tolist()}")
     array.setflags(write=False)
     return array
 
@@ -49,7 +49,7 @@ class BoxState:
         quaternion = _vector("quaternion", self.quaternion, 4)
         norm = float(np.linalg.norm(quaternion))
         if abs(norm - 1.0) > 1e-6:
-            raise Sim2RealError(f"box state 'quaternion' must be unit length (w, x, y, z), got norm {norm:.6g}")
+            raise InputError(f"box state 'quaternion' must be unit length (w, x, y, z), got norm {norm:.6g}")
         unit = quaternion / norm
         unit.setflags(write=False)
         object.__setattr__(self, "quaternion", unit)
@@ -65,7 +65,7 @@ class BoxState:
         """Inverse of :meth:`as_vector`; ``x`` has shape (13,). The quaternion is normalised."""
         x = np.asarray(x, dtype=float).reshape(-1)
         if x.shape != (STATE_SIZE,):
-            raise Sim2RealError(f"box state vector must have {STATE_SIZE} numbers, got {x.shape}")
+            raise InputError(f"box state vector must have {STATE_SIZE} numbers, got {x.shape}")
         q = x[3:7]
         return cls(x[0:3], q / np.linalg.norm(q), x[7:10], x[10:13])
 

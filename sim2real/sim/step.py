@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sim2real.errors import Sim2RealError
+from sim2real.errors import InputError
 from sim2real.params import spec
 from sim2real.sim.outcome import Reproduction, StepOutcome
 from sim2real.sim.shapes import Capsule, Sphere
@@ -117,24 +117,24 @@ def checked_step_inputs(engine: str, differentiable: Sequence[str], pusher: Sphe
     for name in names:
         spec(name)
         if name not in differentiable:
-            raise Sim2RealError(f"parameter '{name}' is not differentiable by {engine} "
-                                f"(choose from {', '.join(differentiable)})")
+            raise InputError(f"parameter '{name}' is not differentiable by {engine} "
+                             f"(choose from {', '.join(differentiable)})")
     with_pusher = pusher_start is not None or pusher_end is not None
     if not with_pusher:
         return names, None, None
     if pusher_start is None or pusher_end is None:
-        raise Sim2RealError("give both pusher_start and pusher_end, or neither")
+        raise InputError("give both pusher_start and pusher_end, or neither")
     if pusher is None:
-        raise Sim2RealError("this world has no pusher shape, but a pusher placement was given")
+        raise InputError("this world has no pusher shape, but a pusher placement was given")
     size = pusher.placement_size
     placements = []
     for label, placement in (("pusher_start", pusher_start), ("pusher_end", pusher_end)):
         if np.size(placement) != size:
-            raise Sim2RealError(f"{label} of a {type(pusher).__name__.lower()} pusher must have "
-                                f"{size} numbers (m, world), got shape {np.shape(placement)}")
+            raise InputError(f"{label} of a {type(pusher).__name__.lower()} pusher must have "
+                             f"{size} numbers (m, world), got shape {np.shape(placement)}")
         flat = np.asarray(placement, dtype=float).ravel()
         if not np.isfinite(flat).all():
             where = f" at step {step_index}" if step_index is not None else ""
-            raise Sim2RealError(f"{label}{where} is not finite: {flat.tolist()}")
+            raise InputError(f"{label}{where} is not finite: {flat.tolist()}")
         placements.append(flat)
     return names, placements[0], placements[1]

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from sim2real.errors import Sim2RealError
+from sim2real.errors import DataError, InputError, Sim2RealError
 from sim2real.paths import check_bag_files, check_regular_file
 from sim2real.trials.bag_sources import (
     POSE_MSGTYPES,
@@ -89,13 +89,13 @@ class BagSelection:
     def __post_init__(self) -> None:
         box = f"{self.box.option} {self.box.describe()}"
         if not self.box.has_orientation and not self.planar:
-            raise Sim2RealError(f"{box} gives the box's position only, so a tilted or flipped box would be recorded "
-                                f"as never tilted: name its quaternion fields too (TOPIC:X,Y,Z,QW,QX,QY,QZ), or "
-                                f"pass --planar if the box cannot tilt (its tilt and heading are then recorded as "
-                                f"unknown)")
+            raise InputError(f"{box} gives the box's position only, so a tilted or flipped box would be recorded "
+                             f"as never tilted: name its quaternion fields too (TOPIC:X,Y,Z,QW,QX,QY,QZ), or "
+                             f"pass --planar if the box cannot tilt (its tilt and heading are then recorded as "
+                             f"unknown)")
         if self.planar and self.box.has_orientation:
-            raise Sim2RealError(f"--planar is for a box source of positions only, and {box} gives the box's "
-                                f"orientation (its tilt is measured): leave --planar out")
+            raise InputError(f"--planar is for a box source of positions only, and {box} gives the box's "
+                             f"orientation (its tilt is measured): leave --planar out")
 
     def options(self, source: PoseSource) -> StreamOptions:
         """The options of ``source`` (defaults when none were given)."""
@@ -107,14 +107,14 @@ def _bag_path(path: Path) -> tuple[Path, str]:
     a FIFO, device or socket (as the bag or among a rosbag2 directory's files) is refused: reading it
     would block."""
     if not path.exists():
-        raise Sim2RealError(f"bag {path} does not exist")
+        raise InputError(f"bag {path} does not exist")
     if path.is_file() and path.name == "metadata.yaml":
         path = path.parent
     if path.is_dir():
         check_bag_files(path)
         if not (path / "metadata.yaml").is_file():
-            raise Sim2RealError(f"{path} is not a rosbag2 directory (no metadata.yaml); give a rosbag2 directory, "
-                                f"a .mcap or .db3 file, or a ROS 1 .bag file")
+            raise InputError(f"{path} is not a rosbag2 directory (no metadata.yaml); give a rosbag2 directory, "
+                             f"a .mcap or .db3 file, or a ROS 1 .bag file")
         storage = "mcap" if any(path.glob("*.mcap*")) else "sqlite3" if any(path.glob("*.db3*")) else "unknown"
         return path, f"rosbag2/{storage}"
     check_regular_file(path, "bag")
@@ -123,7 +123,7 @@ def _bag_path(path: Path) -> tuple[Path, str]:
         return path, "rosbag1"
     if suffix in (".mcap", ".db3"):
         return path, "rosbag2/" + ("mcap" if suffix == ".mcap" else "sqlite3")
-    raise Sim2RealError(f"{path} is not a bag: give a rosbag2 directory, a .mcap or .db3 file, or a ROS 1 .bag file")
+    raise InputError(f"{path} is not a bag: give a rosbag2 directory, a .mcap or .db3 file, or a ROS 1 .bag file")
 
 
 def _default_typestore(ros1: bool) -> Any:
@@ -203,10 +203,10 @@ def _listing(topics: dict[str, Any]) -> str:
 def _check_topic(path: Path, topics: dict[str, Any], topic: str, option: str, what: str) -> str:
     """The message type of ``topic``, or a one-line error listing the bag's topics."""
     if topic not in topics:
-        raise Sim2RealError(f"bag {path} has no topic {topic} ({option} {what}); it has: {_listing(topics)}")
+        raise InputError(f"bag {path} has no topic {topic} ({option} {what}); it has: {_listing(topics)}")
     msgtype = topics[topic].msgtype
     if msgtype is None:
-        raise Sim2RealError(f"bag {path}: topic {topic} ({option}) carries several message types")
+        raise DataError(f"bag {path}: topic {topic} ({option}) carries several message types")
     return str(msgtype)
 
 
@@ -251,7 +251,7 @@ def read_bag(path: str | Path, selection: BagSelection) -> Recording:
         raise
     except Exception as err:  # rosbags, storage and deserialisation errors of damaged or foreign files
         reason = " ".join(str(err).split()) or type(err).__name__
-        raise Sim2RealError(f"cannot read bag {path}: {reason}") from None
+        raise DataError(f"cannot read bag {path}: {reason}") from None
     return state.recording(str(bag), fmt, str(path))
 
 
@@ -262,22 +262,22 @@ def _wanted_topics(bag: Path, topics: dict[str, Any], selection: BagSelection) -
         if source.kind == "tf":
             msgtype = _check_topic(bag, topics, TF_TOPIC, source.option, f"tf:{source.name}")
             if msgtype != MSGTYPE_TF:
-                raise Sim2RealError(f"bag {bag}: {TF_TOPIC} carries {msgtype}, not {MSGTYPE_TF}")
+                raise DataError(f"bag {bag}: {TF_TOPIC} carries {msgtype}, not {MSGTYPE_TF}")
             continue
         msgtype = _check_topic(bag, topics, source.name, source.option, "pose topic")
         if msgtype == MSGTYPE_TF:
-            raise Sim2RealError(f"{source.option} {source.name}: the topic carries {MSGTYPE_TF}; name the "
-                                f"tracked child frame as tf:FRAME")
+            raise InputError(f"{source.option} {source.name}: the topic carries {MSGTYPE_TF}; name the "
+                             f"tracked child frame as tf:FRAME")
         if source.kind == "topic" and msgtype not in POSE_MSGTYPES:
-            raise Sim2RealError(f"{source.option} {source.name}: message type {msgtype} is not a pose type "
-                                f"({', '.join(POSE_MSGTYPES)}); name its fields instead: "
-                                f"{source.name}:X,Y,Z[,QW,QX,QY,QZ] (see --help)")
+            raise InputError(f"{source.option} {source.name}: message type {msgtype} is not a pose type "
+                             f"({', '.join(POSE_MSGTYPES)}); name its fields instead: "
+                             f"{source.name}:X,Y,Z[,QW,QX,QY,QZ] (see --help)")
         wanted[source.name] = source.kind
     if selection.joint_states is not None:
         msgtype = _check_topic(bag, topics, selection.joint_states, "--joint-states", "topic")
         if msgtype != MSGTYPE_JOINT_STATE:
-            raise Sim2RealError(f"--joint-states {selection.joint_states}: message type {msgtype} is not "
-                                f"{MSGTYPE_JOINT_STATE}")
+            raise InputError(f"--joint-states {selection.joint_states}: message type {msgtype} is not "
+                             f"{MSGTYPE_JOINT_STATE}")
         wanted[selection.joint_states] = "joints"
     for topic, role in ((TF_TOPIC, "tf"), (TF_STATIC_TOPIC, "static")):
         if topic in topics and topics[topic].msgtype == MSGTYPE_TF:
@@ -341,7 +341,7 @@ class _ReadState:
             try:
                 values = reorder_joints(names, getattr(msg, name), f"{where} {name}")
             except ValueError as err:  # joints missing or arrays of the wrong length
-                raise Sim2RealError(f"bag {path}: {err}") from None
+                raise DataError(f"bag {path}: {err}") from None
             self.joints[name].append(values)
 
     def _check_filled(self, path: str) -> None:
@@ -350,11 +350,11 @@ class _ReadState:
                 continue
             if source.kind == "tf":
                 seen = ", ".join(sorted(self.tf_samples)) if self.tf_samples else "none"
-                raise Sim2RealError(f"bag {path}: no transform on {TF_TOPIC} has child frame '{source.name}' "
-                                    f"({source.option} tf:{source.name}); child frames on {TF_TOPIC}: {seen}")
-            raise Sim2RealError(f"bag {path}: topic {source.name} ({source.option}) holds no messages")
+                raise InputError(f"bag {path}: no transform on {TF_TOPIC} has child frame '{source.name}' "
+                                 f"({source.option} tf:{source.name}); child frames on {TF_TOPIC}: {seen}")
+            raise InputError(f"bag {path}: topic {source.name} ({source.option}) holds no messages")
         if self.selection.joint_states is not None and not self.joints["stamp"]:
-            raise Sim2RealError(f"bag {path}: topic {self.selection.joint_states} (--joint-states) holds no messages")
+            raise InputError(f"bag {path}: topic {self.selection.joint_states} (--joint-states) holds no messages")
 
     def recording(self, bag: str, fmt: str, path: str) -> Recording:
         """The :class:`Recording` of what was collected, every pose in the recording frame."""
@@ -438,7 +438,7 @@ def _in_frame(stream: StreamSamples, options: StreamOptions, frame: str, static:
             if found is None:
                 hint = (f"; give its frame with --frame {source.key}=FRAME" if not other else
                         " (only static transforms are composed: /tf_static, and /tf transforms that never change)")
-                raise Sim2RealError(
+                raise InputError(
                     f"bag {path}: {source.option} {source.describe()} poses are in frame '{other or '(empty)'}', "
                     f"not the recording frame '{frame or '(empty)'}', and no static transform links them{hint}; "
                     f"or give the stream's transform with --stream-transform {source.key}=x,y,z,qw,qx,qy,qz")

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from sim2real.errors import Sim2RealError
+from sim2real.errors import InputError
 from sim2real.trials.rigid import RigidTransform, parse_transform
 
 POSE_MSGTYPES: dict[str, str] = {
@@ -88,19 +88,19 @@ def parse_pose_source(text: str, option: str) -> PoseSource:
     if text.startswith("tf:"):
         frame = frame_name(text[3:])
         if not frame:
-            raise Sim2RealError(f"{option} '{text}': tf:FRAME needs a child frame name")
+            raise InputError(f"{option} '{text}': tf:FRAME needs a child frame name")
         return PoseSource("tf", frame, option)
     topic, colon, spec = text.partition(":")
     topic = topic.strip()
     if not topic:
-        raise Sim2RealError(f"{option} needs a topic, TOPIC:X,Y,Z[,QW,QX,QY,QZ] or tf:FRAME")
+        raise InputError(f"{option} needs a topic, TOPIC:X,Y,Z[,QW,QX,QY,QZ] or tf:FRAME")
     topic = topic if topic.startswith("/") else f"/{topic}"
     if not colon:
         return PoseSource("topic", topic, option)
     paths = tuple(part.strip() for part in spec.split(","))
     if len(paths) not in (3, 7) or not all(paths):
-        raise Sim2RealError(f"{option} '{text}': after the topic give 3 position fields (x,y,z) or 7 with a "
-                            f"quaternion, scalar first (x,y,z,qw,qx,qy,qz)")
+        raise InputError(f"{option} '{text}': after the topic give 3 position fields (x,y,z) or 7 with a "
+                         f"quaternion, scalar first (x,y,z,qw,qx,qy,qz)")
     return PoseSource("fields", topic, option, paths)
 
 
@@ -156,18 +156,18 @@ def _keyed(values: Iterable[str], option: str, keyless: bool = False) -> tuple[d
         key, sep, value = str(text).partition("=")
         if not sep:
             if not keyless:
-                raise Sim2RealError(f"{option} '{text}': expected TOPIC=VALUE (or tf:FRAME=VALUE)")
+                raise InputError(f"{option} '{text}': expected TOPIC=VALUE (or tf:FRAME=VALUE)")
             if bare is not None:
-                raise Sim2RealError(f"{option} is given twice without a topic ('{bare}', '{text}')")
+                raise InputError(f"{option} is given twice without a topic ('{bare}', '{text}')")
             bare = text.strip()
             continue
         key, value = key.strip(), value.strip()
         if not key.startswith("tf:") and not key.startswith("/"):
             key = f"/{key}"
         if not value:
-            raise Sim2RealError(f"{option} '{text}': empty value after '='")
+            raise InputError(f"{option} '{text}': empty value after '='")
         if key in keyed:
-            raise Sim2RealError(f"{option} gives {key} twice")
+            raise InputError(f"{option} gives {key} twice")
         keyed[key] = value
     return keyed, bare
 
@@ -204,14 +204,14 @@ def stream_options(text: StreamOptionText, sources: Sequence[PoseSource]) -> tup
                           ("--stream-transform", transforms)):
         unknown = sorted(set(given) - keys)
         if unknown:
-            raise Sim2RealError(f"{option} names {', '.join(unknown)}, which is not a selected pose source "
-                                f"(selected: {', '.join(sorted(keys))})")
+            raise InputError(f"{option} names {', '.join(unknown)}, which is not a selected pose source "
+                             f"(selected: {', '.join(sorted(keys))})")
     for unit in [default_unit, *units.values()]:
         if unit is not None and unit not in UNITS:
-            raise Sim2RealError(f"--units '{unit}': choose from {', '.join(UNITS)}")
+            raise InputError(f"--units '{unit}': choose from {', '.join(UNITS)}")
     for key in stamps:
         if key.startswith("tf:"):
-            raise Sim2RealError(f"--stamp-field {key}: /tf transforms are timed by their header stamps")
+            raise InputError(f"--stamp-field {key}: /tf transforms are timed by their header stamps")
     options = {
         s.key: StreamOptions(
             frame=frame_name(frames[s.key]) if s.key in frames else None,
@@ -221,8 +221,8 @@ def stream_options(text: StreamOptionText, sources: Sequence[PoseSource]) -> tup
             else None)
         for s in sources}
     if default_unit is not None and not any(s.kind == "fields" for s in sources):
-        raise Sim2RealError(f"--units {default_unit} without a topic applies to field sources (TOPIC:X,Y,Z); "
-                            f"for a pose topic write --units TOPIC={default_unit}")
+        raise InputError(f"--units {default_unit} without a topic applies to field sources (TOPIC:X,Y,Z); "
+                         f"for a pose topic write --units TOPIC={default_unit}")
     return options, (frame_name(recording_frame) if recording_frame else None)
 
 
@@ -232,8 +232,8 @@ def read_field(msg: Any, path: str, source: PoseSource) -> Any:
     for part in path.split("."):
         if not hasattr(obj, part) or part.startswith("_"):
             have = [f.name for f in fields(obj)] if is_dataclass(obj) else []
-            raise Sim2RealError(f"{source.option} {source.describe()}: the message has no field '{path}' "
-                                f"(fields here: {', '.join(have) or 'none'})")
+            raise InputError(f"{source.option} {source.describe()}: the message has no field '{path}' "
+                             f"(fields here: {', '.join(have) or 'none'})")
         obj = getattr(obj, part)
     return obj
 
@@ -244,8 +244,8 @@ def field_number(msg: Any, path: str, source: PoseSource) -> float:
     try:
         number = float(value)
     except (TypeError, ValueError):
-        raise Sim2RealError(f"{source.option} {source.describe()}: field '{path}' is not a number "
-                            f"({type(value).__name__})") from None
+        raise InputError(f"{source.option} {source.describe()}: field '{path}' is not a number "
+                         f"({type(value).__name__})") from None
     return number
 
 

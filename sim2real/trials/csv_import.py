@@ -42,7 +42,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sim2real.errors import Sim2RealError
+from sim2real.errors import DataError
 from sim2real.trials.recording import PoseSamples, Recording, seconds_to_ns
 
 CSV_FRAME = "csv"
@@ -65,13 +65,13 @@ def _row_values(row: list[str], columns: dict[str, int], names: tuple[str, ...],
         return None
     if not all(cells):
         empty = [name for name, cell in zip(names, cells, strict=True) if not cell]
-        raise Sim2RealError(f"{path} line {line}: {', '.join(empty)} empty while other {names[0][:-2]} cells are set")
+        raise DataError(f"{path} line {line}: {', '.join(empty)} empty while other {names[0][:-2]} cells are set")
     try:
         return [float(cell) for cell in cells]
     except ValueError:
         bad = next(name for name, cell in zip(names, cells, strict=True) if not _is_float(cell))
-        raise Sim2RealError(f"{path} line {line}: column {bad}: "
-                            f"'{cells[names.index(bad)]}' is not a number") from None
+        raise DataError(f"{path} line {line}: column {bad}: "
+                        f"'{cells[names.index(bad)]}' is not a number") from None
 
 
 def _is_float(text: str) -> bool:
@@ -88,27 +88,27 @@ def _layout(columns: dict[str, int], path: Path, line: int) -> tuple[tuple[str, 
     three_d = [name for name in BOX_COLUMNS[2:] if name in columns]
     planar = "box_yaw" in columns
     if planar and three_d:
-        raise Sim2RealError(f"CSV recording {path} line {line}: columns box_yaw and {', '.join(three_d)} mix a "
-                            f"planar box pose ({', '.join(PLANAR_BOX_COLUMNS)}) with a 3-D one "
-                            f"({', '.join(BOX_COLUMNS)}); give one of them")
+        raise DataError(f"CSV recording {path} line {line}: columns box_yaw and {', '.join(three_d)} mix a "
+                        f"planar box pose ({', '.join(PLANAR_BOX_COLUMNS)}) with a 3-D one "
+                        f"({', '.join(BOX_COLUMNS)}); give one of them")
     if not planar and not three_d:
         missing = [name for name in ("t", "box_x", "box_y") if name not in columns]
-        raise Sim2RealError(f"CSV recording {path} line {line}: no box orientation"
-                            + (f" (and missing columns {', '.join(missing)})" if missing else "")
-                            + f": needs t and either {', '.join(BOX_COLUMNS)} (a 3-D pose) or "
-                            f"{', '.join(PLANAR_BOX_COLUMNS)} (a planar pose); optional {', '.join(PUSHER_COLUMNS)}")
+        raise DataError(f"CSV recording {path} line {line}: no box orientation"
+                        + (f" (and missing columns {', '.join(missing)})" if missing else "")
+                        + f": needs t and either {', '.join(BOX_COLUMNS)} (a 3-D pose) or "
+                        f"{', '.join(PLANAR_BOX_COLUMNS)} (a planar pose); optional {', '.join(PUSHER_COLUMNS)}")
     box = PLANAR_BOX_COLUMNS if planar else BOX_COLUMNS
     missing = [name for name in ("t", *box) if name not in columns]
     if missing:
-        raise Sim2RealError(f"CSV recording {path} line {line}: missing columns {', '.join(missing)} "
-                            f"(needs t, {', '.join(box)}; optional {', '.join(PUSHER_COLUMNS)})")
+        raise DataError(f"CSV recording {path} line {line}: missing columns {', '.join(missing)} "
+                        f"(needs t, {', '.join(box)}; optional {', '.join(PUSHER_COLUMNS)})")
     given = [name for name in PUSHER_COLUMNS if name in columns]
     needed = PUSHER_COLUMNS[:2] if planar and "pusher_z" not in columns else PUSHER_COLUMNS
     if given and len(given) < len(needed):
         absent = [name for name in needed if name not in columns]
         reason = ("the pusher needs x and y" if planar else
                   "the pusher needs x, y and z; x and y alone only beside a planar box pose, box_yaw")
-        raise Sim2RealError(f"CSV recording {path} line {line}: missing columns {', '.join(absent)} ({reason})")
+        raise DataError(f"CSV recording {path} line {line}: missing columns {', '.join(absent)} ({reason})")
     return box, (needed if given else ())
 
 
@@ -139,7 +139,7 @@ def read_csv_recording(path: str | Path) -> Recording:
     lines = [(number, line) for number, line in enumerate(text.splitlines(), start=1)
              if line.strip() and not line.lstrip().startswith("#")]
     if not lines:
-        raise Sim2RealError(f"CSV recording {path} is empty")
+        raise DataError(f"CSV recording {path} is empty")
     header_line, header = lines[0]
     names = [name.strip() for name in next(csv.reader(io.StringIO(header)))]
     columns = {name: index for index, name in enumerate(names)}
@@ -156,12 +156,12 @@ def read_csv_recording(path: str | Path) -> Recording:
         try:
             t_ns = seconds_to_ns(cell)
         except ValueError as err:
-            raise Sim2RealError(f"CSV recording {path} line {number}: column t: {err}") from None
+            raise DataError(f"CSV recording {path} line {number}: column t: {err}") from None
         if t_ns < 0:
-            raise Sim2RealError(f"CSV recording {path} line {number}: column t: {cell} s is negative")
+            raise DataError(f"CSV recording {path} line {number}: column t: {cell} s is negative")
         if previous is not None and t_ns < previous[0]:
-            raise Sim2RealError(f"CSV recording {path} line {number}: column t: {cell} s is before {previous[2]} s "
-                                f"on line {previous[1]}; time must not run backwards (rows in time order)")
+            raise DataError(f"CSV recording {path} line {number}: column t: {cell} s is before {previous[2]} s "
+                            f"on line {previous[1]}; time must not run backwards (rows in time order)")
         previous = (t_ns, number, cell)
         box = _row_values(row, columns, box_columns, path, number)
         if box is not None:
@@ -173,7 +173,7 @@ def read_csv_recording(path: str | Path) -> Recording:
                 pusher_t.append(t_ns)
                 pusher_values.append(pusher)
     if not box_t:
-        raise Sim2RealError(f"CSV recording {path} has no row with box values")
+        raise DataError(f"CSV recording {path} has no row with box values")
     t = np.array(box_t, dtype=np.int64)
     if planar:
         position, quaternion = planar_poses(np.array(box_values, dtype=float).reshape(-1, 3))

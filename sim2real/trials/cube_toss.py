@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from sim2real.errors import Sim2RealError
+from sim2real.errors import DataError, InputError, Sim2RealError
 from sim2real.filemodes import staging_dir
 from sim2real.paths import check_regular_file
 from sim2real.trials.scene import SceneSpec
@@ -82,7 +82,7 @@ def _scalar(data: Any, key: str) -> float | None:
         return None
     value = np.asarray(data[key])
     if value.shape != () or not np.issubdtype(value.dtype, np.number):
-        raise Sim2RealError(f"key '{key}' must be a numeric scalar, got shape {value.shape} {value.dtype}")
+        raise DataError(f"key '{key}' must be a numeric scalar, got shape {value.shape} {value.dtype}")
     return float(value)
 
 
@@ -96,13 +96,13 @@ def load_cube_tosses(path: str | Path) -> CubeTossData:
     """
     path = Path(path)
     if not path.exists():
-        raise Sim2RealError(f"cube-toss file {path} does not exist")
+        raise InputError(f"cube-toss file {path} does not exist")
     check_regular_file(path, "cube-toss file")
     try:
         with np.load(path, allow_pickle=False) as data:
             missing = [key for key in REQUIRED_KEYS if key not in data.files]
             if missing:
-                raise Sim2RealError(f"{path} is not a cube-toss file: missing keys {', '.join(missing)}")
+                raise DataError(f"{path} is not a cube-toss file: missing keys {', '.join(missing)}")
             arrays = {key: np.asarray(data[key]) for key in
                       ("t", "position", "quaternion", "traj_offsets", "velocity", "angular_velocity")
                       if key in data.files}
@@ -120,21 +120,21 @@ def load_cube_tosses(path: str | Path) -> CubeTossData:
         raise
     except (OSError, ValueError, zipfile.BadZipFile, EOFError) as err:
         reason = " ".join(str(err).split()) or type(err).__name__
-        raise Sim2RealError(f"cannot read cube-toss file {path}: {reason}") from None
+        raise DataError(f"cannot read cube-toss file {path}: {reason}") from None
     t, position, quaternion, offsets = (arrays["t"], arrays["position"], arrays["quaternion"],
                                         arrays["traj_offsets"])
     n = t.shape[0]
     if t.ndim != 1 or position.shape != (n, 3) or quaternion.shape != (n, 4):
-        raise Sim2RealError(f"{path}: expected t (N,), position (N, 3), quaternion (N, 4); got "
-                            f"{t.shape}, {position.shape}, {quaternion.shape}")
+        raise DataError(f"{path}: expected t (N,), position (N, 3), quaternion (N, 4); got "
+                        f"{t.shape}, {position.shape}, {quaternion.shape}")
     for key in ("velocity", "angular_velocity"):
         if key in arrays and arrays[key].shape != (n, 3):
-            raise Sim2RealError(f"{path}: {key} must have shape ({n}, 3), got {arrays[key].shape}")
+            raise DataError(f"{path}: {key} must have shape ({n}, 3), got {arrays[key].shape}")
     if (offsets.ndim != 1 or offsets.shape[0] < 2 or not np.issubdtype(offsets.dtype, np.integer)
             or offsets[0] != 0 or offsets[-1] != n or np.any(np.diff(offsets) <= 0)):
-        raise Sim2RealError(f"{path}: traj_offsets must rise strictly from 0 to {n}")
+        raise DataError(f"{path}: traj_offsets must rise strictly from 0 to {n}")
     if side is None or not side > 0:
-        raise Sim2RealError(f"{path}: cube_side_m must be positive")
+        raise DataError(f"{path}: cube_side_m must be positive")
     return CubeTossData(t.astype(float), position.astype(float), quaternion.astype(float),
                         arrays.get("velocity"), arrays.get("angular_velocity"), offsets.astype(np.int64),
                         object_meta)
@@ -159,15 +159,15 @@ def parse_selection(spec: str | None, count: int) -> list[int]:
             else:
                 lo = hi = int(item)
         except ValueError:
-            raise Sim2RealError(f"bad toss selection '{spec}': '{item}' is not N or N-M") from None
+            raise InputError(f"bad toss selection '{spec}': '{item}' is not N or N-M") from None
         if lo > hi:
-            raise Sim2RealError(f"bad toss selection '{spec}': range {item} runs backwards")
+            raise InputError(f"bad toss selection '{spec}': range {item} runs backwards")
         if lo < 0 or hi >= count:
-            raise Sim2RealError(f"bad toss selection '{spec}': {item} is outside 0-{count - 1}")
+            raise InputError(f"bad toss selection '{spec}': {item} is outside 0-{count - 1}")
         again = chosen.intersection(range(lo, hi + 1))
         if again:
-            raise Sim2RealError(f"bad toss selection '{spec}': {item} selects toss {min(again)} again; "
-                                f"give each toss once")
+            raise InputError(f"bad toss selection '{spec}': {item} selects toss {min(again)} again; "
+                             f"give each toss once")
         chosen.update(range(lo, hi + 1))
     return sorted(chosen)
 
@@ -260,7 +260,7 @@ def import_cube_tosses(npz_path: str | Path, out_dir: str | Path, selection: str
     """
     out_dir = Path(out_dir)
     if out_dir.exists():
-        raise Sim2RealError(f"output directory {out_dir} already exists; choose a new one")
+        raise InputError(f"output directory {out_dir} already exists; choose a new one")
     data = load_cube_tosses(npz_path)
     indices = parse_selection(selection, data.n_tosses)
     scenes = _scenes(data, indices, scene_tolerance_m, force, log or (lambda _line: None))

@@ -31,7 +31,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from sim2real.control.reference import JointTrajectory, PushConfig
-from sim2real.errors import Sim2RealError
+from sim2real.errors import InputError
 from sim2real.model import ArmModel, solve_pusher_ik
 from sim2real.params import ParameterSet
 from sim2real.spatial import multiply, normalize, rotate
@@ -56,16 +56,16 @@ def platforms_of(mode: str) -> tuple[str, ...]:
     try:
         return MODE_PLATFORMS[mode]
     except KeyError:
-        raise Sim2RealError(f"unknown mode '{mode}' (expected one of {', '.join(MODE_PLATFORMS)})") from None
+        raise InputError(f"unknown mode '{mode}' (expected one of {', '.join(MODE_PLATFORMS)})") from None
 
 
 def check_mirror(mirror: str, mode: str) -> str:
     """Validate the mirroring mode; ``commands`` needs both platforms."""
     if mirror not in MIRROR_MODES:
-        raise Sim2RealError(f"unknown mirroring '{mirror}' (expected closed or commands)")
+        raise InputError(f"unknown mirroring '{mirror}' (expected closed or commands)")
     if mirror == "commands" and len(platforms_of(mode)) < 2:
-        raise Sim2RealError(f"--mirror commands needs a real and a sim platform; mode '{mode}' has only "
-                            f"{platforms_of(mode)[0]}")
+        raise InputError(f"--mirror commands needs a real and a sim platform; mode '{mode}' has only "
+                         f"{platforms_of(mode)[0]}")
     return mirror
 
 
@@ -133,26 +133,26 @@ def parse_distances(text: str | Sequence[float], within: tuple[float, float] = E
     if isinstance(text, str):
         parts = [p.strip() for p in text.split(",")]
         if any(parts) and not all(parts):
-            raise Sim2RealError(f"{what} '{text}' have an empty entry; give numbers in m separated by single "
-                                f"commas, e.g. 0.30,0.45")
+            raise InputError(f"{what} '{text}' have an empty entry; give numbers in m separated by single "
+                             f"commas, e.g. 0.30,0.45")
         parts = [p for p in parts if p]
         try:
             values = tuple(float(p) for p in parts)
         except ValueError:
-            raise Sim2RealError(f"{what} must be comma-separated numbers in m, got '{text}'") from None
+            raise InputError(f"{what} must be comma-separated numbers in m, got '{text}'") from None
     else:
         values = tuple(float(v) for v in text)
     if not values:
-        raise Sim2RealError(f"{what} names no start distance")
+        raise InputError(f"{what} names no start distance")
     low, high = within
     for value in values:
         inside = low <= value <= high if closed else low < value < high
         if not (np.isfinite(value) and inside):
             interval = f"[{low:g}, {high:g}]" if closed else f"({low:g}, {high:g})"
-            raise Sim2RealError(f"start distance {value:g} m is outside {interval} m")
+            raise InputError(f"start distance {value:g} m is outside {interval} m")
     if unique and len(set(values)) != len(values):
         repeated = next(v for v in values if values.count(v) > 1)
-        raise Sim2RealError(f"{what}: {repeated:g} is given twice")
+        raise InputError(f"{what}: {repeated:g} is given twice")
     return values
 
 
@@ -286,7 +286,7 @@ def replay_start(record: Any) -> ReplayStart:
     data = record.platforms.get(platform)
     if record.reference is None or data is None or data.joint_states is None or data.box_pose is None \
             or not len(data.joint_states) or not len(data.box_pose):
-        raise Sim2RealError(f"trial {record.name}: a replay needs its reference, joint states and box poses")
+        raise InputError(f"trial {record.name}: a replay needs its reference, joint states and box poses")
     ref = record.reference
     reference = JointTrajectory(t=ref.t - ref.t[0], position=ref.position, velocity=ref.velocity,
                                 pusher=np.full((len(ref.t), 3), np.nan))

@@ -55,7 +55,7 @@ from typing import Any
 import numpy as np
 from scipy import ndimage, optimize, stats
 
-from sim2real.errors import Sim2RealError
+from sim2real.errors import InputError
 from sim2real.params import ParameterSet
 from sim2real.spatial import conjugate, from_axis_angle, multiply, rotate
 from sim2real.trials.records import PoseSeries, TrialRecord
@@ -133,11 +133,11 @@ class CalibrationTrial:
         """
         obj = trial_object(record.meta, record.name)
         if obj is None or obj.pusher_shape is None:
-            raise Sim2RealError(f"trial '{record.name}': no object with a pusher stored (import with --box-size, "
-                                "--pusher-shape and --pusher-radius)")
+            raise InputError(f"trial '{record.name}': no object with a pusher stored (import with --box-size, "
+                             "--pusher-shape and --pusher-radius)")
         platform = record.platforms.get("real")
         if platform is None or platform.box_pose is None or platform.pusher_pose is None:
-            raise Sim2RealError(f"trial '{record.name}': calibrate needs a box pose and a pusher pose")
+            raise InputError(f"trial '{record.name}': calibrate needs a box pose and a pusher pose")
         nominal = ParameterSet.nominal()
         params = {name: float(obj.parameters.get(name, nominal[name]))
                   for name in ("box.size_x", "box.size_y", "box.size_z", "pusher.radius", "pusher.length",
@@ -524,8 +524,8 @@ def calibrate_frames(trials: Sequence[CalibrationTrial]) -> FrameCalibration:
         more than :data:`CONTACT_WINDOW_M`, or nothing was pushed).
     """
     if len(trials) < 2:
-        raise Sim2RealError(f"calibrate needs at least 2 trials (the uncertainty comes from their spread), got "
-                            f"{len(trials)}")
+        raise InputError(f"calibrate needs at least 2 trials (the uncertainty comes from their spread), got "
+                         f"{len(trials)}")
     pivot = _pivot(trials)
     solutions = []
     for delay in DELAY_STARTS:
@@ -535,10 +535,10 @@ def calibrate_frames(trials: Sequence[CalibrationTrial]) -> FrameCalibration:
         if solved is not None:
             solutions.append(solved)
     if not solutions:
-        raise Sim2RealError(f"calibrate found fewer than {MIN_CONTACT_SAMPLES} contact samples in {len(trials)} "
-                            f"trial(s): no samples where box and pusher both move with the pusher within "
-                            f"{1e3 * CONTACT_WINDOW_M:g} mm of the face it pushes; are the frames off by more than "
-                            "that, or were the boxes not pushed?")
+        raise InputError(f"calibrate found fewer than {MIN_CONTACT_SAMPLES} contact samples in {len(trials)} "
+                         f"trial(s): no samples where box and pusher both move with the pusher within "
+                         f"{1e3 * CONTACT_WINDOW_M:g} mm of the face it pushes; are the frames off by more than "
+                         "that, or were the boxes not pushed?")
     theta, kept = _best(solutions, pivot)
     informed = sum(1 for c in kept if c.index.size)
     covariance = _sandwich(_jacobian(kept, theta, pivot), _residuals(kept, theta, pivot))

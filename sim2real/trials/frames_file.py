@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from sim2real.errors import Sim2RealError
+from sim2real.errors import DataError, InputError
 from sim2real.spatial import from_axis_angle, rotate
 from sim2real.trials.frame_calibration import FrameCalibration
 from sim2real.trials.meta import TrialMeta
@@ -89,10 +89,10 @@ class FrameUncertainty:
             pivot = np.array([float(v) for v in document["pivot_m"]])
         except (KeyError, TypeError, ValueError):
             names = ", ".join(f"{name}_std" for name in UNCERTAIN_CORRECTIONS)
-            raise Sim2RealError(f"{source}: frame_uncertainty needs {names} and pivot_m (3 numbers)") from None
+            raise DataError(f"{source}: frame_uncertainty needs {names} and pivot_m (3 numbers)") from None
         if pivot.shape != (3,) or not (np.all(np.isfinite(std)) and np.all(std >= 0) and np.all(np.isfinite(pivot))):
-            raise Sim2RealError(f"{source}: frame_uncertainty holds a standard deviation that is not finite and >= 0, "
-                                "or a pivot that is not 3 finite numbers")
+            raise DataError(f"{source}: frame_uncertainty holds a standard deviation that is not finite and >= 0, "
+                            "or a pivot that is not 3 finite numbers")
         return cls(std, pivot)
 
     @classmethod
@@ -161,21 +161,21 @@ def read_frames_file(path: str | Path) -> tuple[str, str, float, FrameUncertaint
     from sim2real.paths import read_text_file
 
     if not Path(path).is_file():
-        raise Sim2RealError(f"--frames {path}: not a file")
+        raise InputError(f"--frames {path}: not a file")
     try:
         document = yaml.safe_load(read_text_file(path, "frames file"))
     except yaml.YAMLError as err:
-        raise Sim2RealError(f"--frames {path}: cannot read it ({' '.join(str(err).split())[:200]})") from None
+        raise DataError(f"--frames {path}: cannot read it ({' '.join(str(err).split())[:200]})") from None
     if not isinstance(document, dict) or document.get("format") != FRAMES_FORMAT:
-        raise Sim2RealError(f"--frames {path}: not a frames file (format {FRAMES_FORMAT}, written by sim2real "
-                            "calibrate)")
+        raise DataError(f"--frames {path}: not a frames file (format {FRAMES_FORMAT}, written by sim2real "
+                        "calibrate)")
     try:
         delay = float(document["box_delay_s"])
         transform, offset = str(document["box_transform"]), str(document["box_offset"])
     except (KeyError, TypeError, ValueError):
-        raise Sim2RealError(f"--frames {path}: needs box_transform, box_offset and box_delay_s") from None
+        raise DataError(f"--frames {path}: needs box_transform, box_offset and box_delay_s") from None
     if not np.isfinite(delay) or abs(delay) > MAX_DELAY_S:
-        raise Sim2RealError(f"--frames {path}: box_delay_s {delay!r} is not a delay within ±{MAX_DELAY_S:g} s")
+        raise DataError(f"--frames {path}: box_delay_s {delay!r} is not a delay within ±{MAX_DELAY_S:g} s")
     stored = document.get("frame_uncertainty")
     uncertainty = None if stored is None else FrameUncertainty.from_dict(stored, f"--frames {path}")
     return transform, offset, delay, uncertainty

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from sim2real.errors import Sim2RealError
+from sim2real.errors import DataError, InputError
 
 
 def jsonable(value: Any) -> Any:
@@ -48,13 +48,13 @@ def read_json(path: Path, what: str) -> dict[str, Any]:
     from sim2real.paths import read_text_file
 
     if not Path(path).exists():
-        raise Sim2RealError(f"{what} {path} does not exist")
+        raise InputError(f"{what} {path} does not exist")
     text = read_text_file(path, what)
     try:
         content = json.loads(text)
     except json.JSONDecodeError as err:
         reason = str(err).splitlines()[0] if str(err) else type(err).__name__
-        raise Sim2RealError(f"cannot read {what} {path}: {reason}") from None
+        raise DataError(f"cannot read {what} {path}: {reason}") from None
     if not isinstance(content, dict):
-        raise Sim2RealError(f"{what} {path} must hold a JSON object, got {type(content).__name__}")
+        raise DataError(f"{what} {path} must hold a JSON object, got {type(content).__name__}")
     return content

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sim2real.errors import DataError, Sim2RealError
+from sim2real.errors import DataError
 from sim2real.trials.schema import TRIAL_SCHEMA
 
 
@@ -173,22 +173,22 @@ def check_trial_meta(meta: dict[str, Any], path: Path) -> None:
     """
     bad = _nonfinite(meta, "")
     if bad:
-        raise Sim2RealError(f"{path}: {bad} is NaN or infinite")
+        raise DataError(f"{path}: {bad} is NaN or infinite")
     schema = meta.get("schema")
     if schema is not None and schema != TRIAL_SCHEMA:
-        raise Sim2RealError(f"{path}: schema {schema!r} is not {TRIAL_SCHEMA!r}")
+        raise DataError(f"{path}: schema {schema!r} is not {TRIAL_SCHEMA!r}")
     kinds: dict[str, tuple[type, ...]] = {"trial": (str,), "complete": (bool,), "timing": (dict,), "params": (dict,),
                                           "outcomes": (dict,), "solver": (dict,), "mode": (str,), "mirror": (str,),
                                           "object": (dict,), "import": (dict,), "note": (str,)}
     for key, types in kinds.items():
         if meta.get(key) is not None and not isinstance(meta[key], types):
-            raise Sim2RealError(f"{path}: {key} must be a {types[0].__name__}, got {type(meta[key]).__name__}")
+            raise DataError(f"{path}: {key} must be a {types[0].__name__}, got {type(meta[key]).__name__}")
     distance = meta.get("initial_distance_m")
     if distance is not None and (isinstance(distance, bool) or not isinstance(distance, (int, float))):
-        raise Sim2RealError(f"{path}: initial_distance_m must be a number (m), got {distance!r}")
+        raise DataError(f"{path}: initial_distance_m must be a number (m), got {distance!r}")
     start_ns = (meta.get("timing") or {}).get("start_ns")
     if start_ns is not None and (isinstance(start_ns, bool) or not isinstance(start_ns, int) or start_ns < 0):
-        raise Sim2RealError(f"{path}: timing.start_ns must be a non-negative integer (ns), got {start_ns!r}")
+        raise DataError(f"{path}: timing.start_ns must be a non-negative integer (ns), got {start_ns!r}")
     for name, value in (meta.get("params") or {}).items():
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise Sim2RealError(f"{path}: params.{name} must be a number, got {value!r}")
+            raise DataError(f"{path}: params.{name} must be a number, got {value!r}")

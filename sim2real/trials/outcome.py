@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from sim2real.errors import Sim2RealError
+from sim2real.errors import DataError, InputError
 from sim2real.spatial import normalize, to_matrix
 from sim2real.trials.meta import TrialMeta
 from sim2real.trials.records import PoseSeries
@@ -167,12 +167,12 @@ def compute_outcome(box_pose: PoseSeries, box_size: Any, touched: bool | None = 
     Outcome
     """
     if len(box_pose) == 0:
-        raise Sim2RealError("cannot compute a trial outcome from an empty box pose series")
+        raise InputError("cannot compute a trial outcome from an empty box pose series")
     size = np.asarray(box_size, dtype=float).reshape(-1)
     if size.shape != (3,) or not np.all(size > 0):
-        raise Sim2RealError(f"box size must be three positive lengths in m, got {box_size!r}")
+        raise InputError(f"box size must be three positive lengths in m, got {box_size!r}")
     if not (np.all(np.isfinite(box_pose.position)) and np.all(np.isfinite(box_pose.quaternion))):
-        raise Sim2RealError("box pose series holds non-finite values")
+        raise DataError("box pose series holds non-finite values")
     rotations = rotation_matrices(box_pose.quaternion[[0, -1]])
     first_axis = up_axis(rotations[0])
     last_axis = up_axis(rotations[1])

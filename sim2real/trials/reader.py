@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 from rosbags.rosbag2 import Reader
 
-from sim2real.errors import Sim2RealError
+from sim2real.errors import DataError, InputError, Sim2RealError
 from sim2real.paths import check_bag_files
 from sim2real.trials.jsonio import read_json
 from sim2real.trials.messages import NS_PER_S, reorder_joints, shared_typestore, stamp_to_ns
@@ -42,18 +42,18 @@ def _one_line(err: BaseException) -> str:
 
 def _bag_dir(path: Path) -> Path:
     if not path.exists():
-        raise Sim2RealError(f"trial {path} does not exist")
+        raise InputError(f"trial {path} does not exist")
     if path.is_file():
         if path.name == BAG_METADATA or path.suffix in {".mcap", ".db3"} or path.name == TRIAL_JSON:
             path = path.parent
         else:
-            raise Sim2RealError(f"{path} is not a rosbag2 directory (expected a directory with {BAG_METADATA})")
+            raise InputError(f"{path} is not a rosbag2 directory (expected a directory with {BAG_METADATA})")
     if path.is_dir():
         check_bag_files(path)
     if not (path / BAG_METADATA).is_file():
         if any(path.glob("*.mcap")):
-            raise Sim2RealError(f"bag {path} has no {BAG_METADATA}: the recording was not closed (killed?)")
-        raise Sim2RealError(f"{path} is not a rosbag2 directory (no {BAG_METADATA})")
+            raise DataError(f"bag {path} has no {BAG_METADATA}: the recording was not closed (killed?)")
+        raise InputError(f"{path} is not a rosbag2 directory (no {BAG_METADATA})")
     return path
 
 
@@ -116,8 +116,8 @@ def read_trial(path: str | Path, require: Iterable[str] = ()) -> TrialRecord:
     """
     bag = _bag_dir(Path(path))
     if not (bag / TRIAL_JSON).exists() and (bag.parent / RUN_JSON).is_file():
-        raise Sim2RealError(f"trial {bag} has no {TRIAL_JSON} (its run {bag.parent} has {RUN_JSON}, and every "
-                            f"trial of a run has one): it cannot be told complete or interrupted")
+        raise DataError(f"trial {bag} has no {TRIAL_JSON} (its run {bag.parent} has {RUN_JSON}, and every "
+                        f"trial of a run has one): it cannot be told complete or interrupted")
     meta: dict[str, Any] = read_json(bag / TRIAL_JSON, "trial file") if (bag / TRIAL_JSON).exists() else {}
     check_trial_meta(meta, bag / TRIAL_JSON)
     typestore = shared_typestore()
@@ -128,15 +128,15 @@ def read_trial(path: str | Path, require: Iterable[str] = ()) -> TrialRecord:
             connections = [c for c in reader.connections if c.topic == REFERENCE_TOPIC or split_topic(c.topic)]
             if not connections:  # reader.messages(connections=[]) would read every topic
                 found = sorted({c.topic for c in reader.connections})
-                raise Sim2RealError(f"bag {bag} has none of the sim2real topics (/real|sim/..., {REFERENCE_TOPIC}); "
-                                    f"it has {', '.join(found) if found else 'no topics'}")
+                raise DataError(f"bag {bag} has none of the sim2real topics (/real|sim/..., {REFERENCE_TOPIC}); "
+                                f"it has {', '.join(found) if found else 'no topics'}")
             bag_start = int(reader.start_time) if reader.message_count else 0
             for connection, _, raw in reader.messages(connections=connections):
                 expected = (MSGTYPE_JOINT_TRAJECTORY if connection.topic == REFERENCE_TOPIC
                             else SERIES_MSGTYPE[split_topic(connection.topic)[1]])  # type: ignore[index]
                 if connection.msgtype != expected:
-                    raise Sim2RealError(f"bag {bag}: topic {connection.topic} has type {connection.msgtype}, "
-                                        f"expected {expected}")
+                    raise DataError(f"bag {bag}: topic {connection.topic} has type {connection.msgtype}, "
+                                    f"expected {expected}")
                 msg: Any = typestore.deserialize_cdr(raw, connection.msgtype)  # the message class of msgtype
                 if connection.topic == REFERENCE_TOPIC:
                     reference_msg = msg
@@ -145,10 +145,10 @@ def read_trial(path: str | Path, require: Iterable[str] = ()) -> TrialRecord:
     except Sim2RealError:
         raise
     except Exception as err:  # rosbags, mcap and CDR errors of damaged files all end here
-        raise Sim2RealError(f"cannot read bag {bag}: {_one_line(err)}") from None
+        raise DataError(f"cannot read bag {bag}: {_one_line(err)}") from None
     missing = [name for name in require if name not in per_topic and not (name == REFERENCE_TOPIC and reference_msg)]
     if missing:
-        raise Sim2RealError(f"bag {bag} has no messages on {', '.join(missing)}")
+        raise InputError(f"bag {bag} has no messages on {', '.join(missing)}")
     recorded_start = TrialMeta(meta).start_ns
     start_ns = int(bag_start if recorded_start is None else recorded_start)
     platforms: dict[str, dict[str, Any]] = {}
@@ -166,7 +166,7 @@ def read_trial(path: str | Path, require: Iterable[str] = ()) -> TrialRecord:
             platforms.setdefault(ns, {})[series] = value
         reference = _reference(reference_msg, start_ns) if reference_msg is not None else None
     except ValueError as err:
-        raise Sim2RealError(f"bag {bag}: {_one_line(err)}") from None
+        raise DataError(f"bag {bag}: {_one_line(err)}") from None
     name = TrialMeta(meta).trial or bag.name
     return TrialRecord(name=name, platforms={ns: PlatformRecord(**fields) for ns, fields in platforms.items()},
                        reference=reference, meta=meta)
@@ -188,7 +188,7 @@ def trial_dirs(run_dir: str | Path) -> list[Path]:
     """
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
-        raise Sim2RealError(f"run directory {run_dir} does not exist")
+        raise InputError(f"run directory {run_dir} does not exist")
     return sorted(p for p in run_dir.iterdir() if p.is_dir() and not p.name.startswith(".") and _looks_like_trial(p))
 
 
@@ -209,6 +209,6 @@ def read_run(run_dir: str | Path, require: Iterable[str] = ()) -> list[TrialReco
     """
     dirs = trial_dirs(run_dir)
     if not dirs:
-        raise Sim2RealError(f"run directory {run_dir} holds no trials (no sub-directory with {BAG_METADATA})")
+        raise InputError(f"run directory {run_dir} holds no trials (no sub-directory with {BAG_METADATA})")
     required = list(require)
     return [read_trial(d, require=required) for d in dirs]

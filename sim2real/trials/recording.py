@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from sim2real.errors import Sim2RealError
+from sim2real.errors import DataError, InputError
 from sim2real.trials.records import N_JOINTS
 from sim2real.trials.rigid import RigidTransform
 from sim2real.trials.scene_checks import DEFAULT_SCENE_TOLERANCE_M, check_tolerance
@@ -233,12 +233,12 @@ def read_windows(path: str | Path) -> tuple[tuple[int, int], ...]:
         except ValueError as err:
             if header_allowed and len(cells) == 2:
                 continue  # a header line such as "start,end"
-            raise Sim2RealError(f"windows file {path} line {number}: {err}") from None
+            raise DataError(f"windows file {path} line {number}: {err}") from None
         if not end > start:
-            raise Sim2RealError(f"windows file {path} line {number}: end {cells[1]} s is not after start {cells[0]} s")
+            raise DataError(f"windows file {path} line {number}: end {cells[1]} s is not after start {cells[0]} s")
         windows.append((start, end))
     if not windows:
-        raise Sim2RealError(f"windows file {path} lists no window (expected lines start,end in s)")
+        raise DataError(f"windows file {path} lists no window (expected lines start,end in s)")
     return tuple(windows)
 
 
@@ -253,11 +253,11 @@ def parse_split(text: str | None) -> Split:
         except ValueError:
             gap = float("nan")
         if not (math.isfinite(gap) and gap > 0):
-            raise Sim2RealError(f"--split '{text}': gaps:SECONDS needs a positive number of seconds")
+            raise InputError(f"--split '{text}': gaps:SECONDS needs a positive number of seconds")
         return Split("gaps", gap_s=gap, spec=text)
     if kind == "windows" and value:
         return Split("windows", windows_ns=read_windows(value), spec=text)
-    raise Sim2RealError(f"--split '{text}': expected none, gaps:SECONDS or windows:FILE")
+    raise InputError(f"--split '{text}': expected none, gaps:SECONDS or windows:FILE")
 
 
 @dataclass(frozen=True)
@@ -318,11 +318,11 @@ class ImportSettings:
 
     def __post_init__(self) -> None:
         if self.clock not in CLOCKS:
-            raise Sim2RealError(f"unknown clock '{self.clock}' (choose from {', '.join(CLOCKS)})")
+            raise InputError(f"unknown clock '{self.clock}' (choose from {', '.join(CLOCKS)})")
         if not (math.isfinite(self.outlier_angle_rad) and self.outlier_angle_rad >= 0):
-            raise Sim2RealError("--outlier-angle must be a non-negative number of degrees")
+            raise InputError("--outlier-angle must be a non-negative number of degrees")
         if not (math.isfinite(self.outlier_jump_m) and self.outlier_jump_m >= 0):
-            raise Sim2RealError("--outlier-jump must be a non-negative length in m")
+            raise InputError("--outlier-jump must be a non-negative length in m")
         check_tolerance(self.scene_tolerance_m)
 
 
@@ -379,20 +379,20 @@ def check_planar_settings(settings: ImportSettings, where: str) -> None:
         One line naming ``where`` and the option.
     """
     if settings.object is None:
-        raise Sim2RealError(f"{where} needs the object (--box-size, --box-mass or --box-density, --pusher-shape, "
-                            f"--pusher-radius): its box rests on the table, its centre at box.size_z / 2")
+        raise InputError(f"{where} needs the object (--box-size, --box-mass or --box-density, --pusher-shape, "
+                         f"--pusher-radius): its box rests on the table, its centre at box.size_z / 2")
     tilt = _tilt_rad(settings.transform.quaternion)
     if tilt > PLANAR_TILT_TOLERANCE_RAD:
-        raise Sim2RealError(f"{where} lies in the table plane, but --transform tilts that plane by "
-                            f"{math.degrees(tilt):.3g} deg: give a rotation about z only (qx = qy = 0)")
+        raise InputError(f"{where} lies in the table plane, but --transform tilts that plane by "
+                         f"{math.degrees(tilt):.3g} deg: give a rotation about z only (qx = qy = 0)")
     tilt = _tilt_rad(settings.box_transform.quaternion)
     if tilt > PLANAR_TILT_TOLERANCE_RAD:
-        raise Sim2RealError(f"{where} lies in the table plane, but --box-transform tilts it by "
-                            f"{math.degrees(tilt):.3g} deg: give a rotation about z only (qx = qy = 0)")
+        raise InputError(f"{where} lies in the table plane, but --box-transform tilts it by "
+                         f"{math.degrees(tilt):.3g} deg: give a rotation about z only (qx = qy = 0)")
     offset = settings.box_offset
     if _tilt_rad(offset.quaternion) > PLANAR_TILT_TOLERANCE_RAD or offset.translation[2] != 0.0:
-        raise Sim2RealError(f"{where}: --box-offset moves the box centre in the table plane only: give x, y "
-                            f"and a rotation about z (z = 0, qx = qy = 0); the centre's height is box.size_z / 2")
+        raise InputError(f"{where}: --box-offset moves the box centre in the table plane only: give x, y "
+                         f"and a rotation about z (z = 0, qx = qy = 0); the centre's height is box.size_z / 2")
 
 
 # -- cleaning -------------------------------------------------------------------------------------

@@ -45,7 +45,7 @@ from typing import Any
 
 import numpy as np
 
-from sim2real.errors import Sim2RealError
+from sim2real.errors import DataError, InputError
 from sim2real.filemodes import staging_dir
 from sim2real.trials.cleaning import CleanPoses, clean_poses, unique_time_order
 from sim2real.trials.outcome import PLANAR_KEY
@@ -192,9 +192,9 @@ def _skip_short(box: CleanPoses, recording: Recording, window: tuple[int, int], 
         return False
     if settings.split.kind == "none":  # the whole recording gives no trial: one line, the error itself
         kept = int(box.t_ns.shape[0])
-        raise Sim2RealError(f"{recording.path}: no trial with at least {MIN_BOX_POSES} box poses (split "
-                            f"{settings.split.spec}): {kept} of {kept + sum(box.counts.values())} box poses "
-                            f"kept (dropped: {_counts_text(box.counts)})")
+        raise InputError(f"{recording.path}: no trial with at least {MIN_BOX_POSES} box poses (split "
+                         f"{settings.split.spec}): {kept} of {kept + sum(box.counts.values())} box poses "
+                         f"kept (dropped: {_counts_text(box.counts)})")
     span = (f" ({(window[0] - origin_ns) / NS_PER_S:.3f}-{(window[1] - origin_ns) / NS_PER_S:.3f} s)"
             if settings.split.kind != "none" else "")
     log(f"{where}{span}: skipped, {box.t_ns.shape[0]} box poses (a trial needs {MIN_BOX_POSES})")
@@ -390,7 +390,7 @@ def _plan_trial(name: str, recording: Recording, window: tuple[int, int], window
     samples = _clean_pusher_and_joints(recording, box, window, settings)
     events = _events(recording, samples, clock)
     if events[0][0] < 0:
-        raise Sim2RealError(f"{where}: time stamps before 1970 ({events[0][0]} ns); the trial start must be >= 0")
+        raise DataError(f"{where}: time stamps before 1970 ({events[0][0]} ns); the trial start must be >= 0")
     return _PlannedTrial(name, recording, window, origin_ns, where, samples,
                          _experiment_frame(samples, settings, recording), events)
 
@@ -452,8 +452,8 @@ def _plan_all(recordings: Sequence[Recording], settings: ImportSettings,
             else:
                 taken.discard(name)
         if len(plans) == before:
-            raise Sim2RealError(f"{recording.path}: no trial with at least {MIN_BOX_POSES} box poses "
-                                f"(split {settings.split.spec})")
+            raise InputError(f"{recording.path}: no trial with at least {MIN_BOX_POSES} box poses "
+                             f"(split {settings.split.spec})")
     return plans
 
 
@@ -540,15 +540,15 @@ def _check_tool_offset(recording: Recording, offset: RigidTransform) -> None:
     if offset.is_identity:
         return
     if recording.pusher is None:
-        raise Sim2RealError(f"{recording.path}: --tool-offset moves the pusher, but no pusher pose is imported")
+        raise InputError(f"{recording.path}: --tool-offset moves the pusher, but no pusher pose is imported")
     if not recording.pusher.has_orientation:
-        raise Sim2RealError(f"{recording.path}: --tool-offset is fixed in the pusher body's frame, but "
-                            f"{recording.pusher.source} gives positions only: name its quaternion fields too")
+        raise InputError(f"{recording.path}: --tool-offset is fixed in the pusher body's frame, but "
+                         f"{recording.pusher.source} gives positions only: name its quaternion fields too")
 
 
 def check_new_run_dir(out_dir: Path) -> None:
     """Raise unless ``out_dir`` is absent or an empty directory."""
     if out_dir.is_symlink() or (out_dir.exists() and not out_dir.is_dir()):
-        raise Sim2RealError(f"--out {out_dir} exists and is not a directory; choose a new one")
+        raise InputError(f"--out {out_dir} exists and is not a directory; choose a new one")
     if out_dir.is_dir() and any(out_dir.iterdir()):
-        raise Sim2RealError(f"output directory {out_dir} already exists and is not empty; choose a new one")
+        raise InputError(f"output directory {out_dir} already exists and is not empty; choose a new one")

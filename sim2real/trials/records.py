@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from sim2real.errors import Sim2RealError
+from sim2real.errors import InputError
 from sim2real.trials.meta import TrialMeta
 
 JOINT_NAMES: tuple[str, ...] = ("joint1", "joint2", "joint3", "joint4", "joint5", "joint6")
@@ -28,14 +28,14 @@ def _as_array(value: Any, shape_tail: tuple[int, ...], what: str) -> np.ndarray:
     array = np.asarray(value, dtype=float)
     if array.ndim != 1 + len(shape_tail) or array.shape[1:] != shape_tail:
         expected = "(N" + "".join(f", {n}" for n in shape_tail) + ")"
-        raise Sim2RealError(f"{what} must have shape {expected}, got {array.shape}")
+        raise InputError(f"{what} must have shape {expected}, got {array.shape}")
     return array
 
 
 def _check_length(t: np.ndarray, arrays: Mapping[str, np.ndarray], what: str) -> None:
     for name, array in arrays.items():
         if array.shape[0] != t.shape[0]:
-            raise Sim2RealError(f"{what}.{name} has {array.shape[0]} samples but t has {t.shape[0]}")
+            raise InputError(f"{what}.{name} has {array.shape[0]} samples but t has {t.shape[0]}")
 
 
 @dataclass(frozen=True)
@@ -191,7 +191,7 @@ class TrialRecord:
     def __post_init__(self) -> None:
         for ns in self.platforms:
             if ns not in PLATFORMS:
-                raise Sim2RealError(f"unknown platform '{ns}' in trial '{self.name}' (expected one of {PLATFORMS})")
+                raise InputError(f"unknown platform '{ns}' in trial '{self.name}' (expected one of {PLATFORMS})")
 
     def platform(self, ns: str) -> PlatformRecord | None:
         """The record of platform ``ns``, or None if the trial has none."""

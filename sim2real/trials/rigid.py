@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from sim2real.errors import Sim2RealError
+from sim2real.errors import InputError
 from sim2real.spatial import conjugate, multiply, normalize, rotate
 
 _IDENTITY_Q = np.array([1.0, 0.0, 0.0, 0.0])
@@ -114,9 +114,9 @@ def _numbers(text: str, counts: tuple[int, ...], option: str, what: str) -> list
     try:
         values = [float(part) for part in parts]
     except ValueError:
-        raise Sim2RealError(f"{option} '{text}': expected {what}") from None
+        raise InputError(f"{option} '{text}': expected {what}") from None
     if len(values) not in counts or not all(math.isfinite(v) for v in values):
-        raise Sim2RealError(f"{option} '{text}': expected {what}")
+        raise InputError(f"{option} '{text}': expected {what}")
     return values
 
 
@@ -124,7 +124,7 @@ def _unit_quaternion(values: Sequence[float], option: str, text: str) -> np.ndar
     q = np.asarray(values, dtype=float)
     norm = float(np.linalg.norm(q))
     if abs(norm - 1.0) > 1e-3:
-        raise Sim2RealError(f"{option} '{text}': the quaternion qw,qx,qy,qz has norm {norm:.6g}, not 1")
+        raise InputError(f"{option} '{text}': the quaternion qw,qx,qy,qz has norm {norm:.6g}, not 1")
     return q / norm
 
 
@@ -140,8 +140,8 @@ def _bounded(values: Sequence[float], bound: float, option: str, text: str) -> n
     translation = np.array(values[:3], dtype=float)
     worst = float(np.max(np.abs(translation)))
     if worst > bound:
-        raise Sim2RealError(f"{option} '{text}': a translation of {worst:.6g} m; each of x, y, z must be within "
-                            f"{bound:g} m (the values are in m)")
+        raise InputError(f"{option} '{text}': a translation of {worst:.6g} m; each of x, y, z must be within "
+                         f"{bound:g} m (the values are in m)")
     return translation
 
 

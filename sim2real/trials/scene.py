@@ -40,7 +40,7 @@ import numpy as np
 from rosbags.rosbag2.metadata import Qos, QosDurability, QosHistory, QosLiveliness, QosReliability, QosTime
 from rosbags.typesys.store import Typestore
 
-from sim2real.errors import Sim2RealError
+from sim2real.errors import InputError
 from sim2real.trials.messages import NS_PER_S
 from sim2real.trials.schema import BASE_FRAME, REFERENCE_TOPIC
 
@@ -205,7 +205,7 @@ def chain_transforms(ns: str, q: Any) -> list[tuple[str, str, np.ndarray, np.nda
     angles = np.asarray(q, dtype=float).reshape(-1)
     chain = _chain()
     if angles.shape != (len(chain),):
-        raise Sim2RealError(f"expected {len(chain)} joint angles, got {angles.size}")
+        raise InputError(f"expected {len(chain)} joint angles, got {angles.size}")
     out = []
     for link, angle in zip(chain, angles.tolist(), strict=True):
         c, s = math.cos(0.5 * angle), math.sin(0.5 * angle)

@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from sim2real.errors import Sim2RealError
+from sim2real.errors import InputError
 from sim2real.params import spec
 from sim2real.spatial import to_matrix
 from sim2real.trials.meta import TrialMeta
@@ -362,7 +362,7 @@ def checks_run(scene: SceneSamples) -> list[str]:
 def check_tolerance(tolerance_m: float) -> None:
     """Refuse a tolerance that is not a positive, finite length (one line naming ``--scene-tolerance``)."""
     if not (isinstance(tolerance_m, (int, float)) and math.isfinite(tolerance_m) and tolerance_m > 0):
-        raise Sim2RealError(f"scene tolerance {tolerance_m!r} m: expected a positive, finite length")
+        raise InputError(f"scene tolerance {tolerance_m!r} m: expected a positive, finite length")
 
 
 # -- records and messages -------------------------------------------------------------------------
@@ -466,7 +466,7 @@ def check_trials(scenes: Sequence[tuple[str, SceneSamples]], params: Mapping[str
     results = [(name, scene, check_scene(scene, params, shape, tolerance_m)) for name, scene in scenes]
     failed = [(name, problems) for name, _, problems in results if problems]
     if failed and not force:
-        raise Sim2RealError(scene_error(failed, len(results), hint))
+        raise InputError(scene_error(failed, len(results), hint))
     for name, problems in failed:
         log(f"WARNING: trial {name} imported flagged (--force): " + "; ".join(p.text for p in problems))
     return {name: scene_record(scene, problems, tolerance_m) for name, scene, problems in results}

@@ -7,7 +7,7 @@ import platform as _platform
 
 import numpy as np
 
-from sim2real.errors import Sim2RealError
+from sim2real.errors import InputError
 
 TRIAL_SCHEMA = "sim2real.trial/1"
 """Value of ``"schema"`` in every trial.json."""
@@ -40,7 +40,7 @@ SERIES_MSGTYPE: dict[str, str] = {
 def topic(ns: str, series: str) -> str:
     """The topic of ``series`` (e.g. ``"box_pose"``) on platform ``ns``: ``/<ns>/<series>``."""
     if series not in SERIES_MSGTYPE:
-        raise Sim2RealError(f"unknown series '{series}' (expected one of {tuple(SERIES_MSGTYPE)})")
+        raise InputError(f"unknown series '{series}' (expected one of {tuple(SERIES_MSGTYPE)})")
     return f"/{ns}/{series}"
 
 
@@ -60,7 +60,7 @@ def trial_name(index: int, initial_distance_m: float) -> str:
 def check_trial_name(name: str) -> str:
     """Return ``name`` if it is usable as a trial directory name, else raise Sim2RealError."""
     if not name or name.startswith(".") or "/" in name or "\\" in name or name in {".", ".."}:
-        raise Sim2RealError(f"bad trial name '{name}': it must be a plain directory name not starting with '.'")
+        raise InputError(f"bad trial name '{name}': it must be a plain directory name not starting with '.'")
     return name
 
 

@@ -24,7 +24,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sim2real.errors import Sim2RealError
+from sim2real.errors import DataError, InputError, Sim2RealError
 from sim2real.params import coerce, spec
 from sim2real.trials.meta import TrialMeta
 
@@ -58,12 +58,12 @@ class TrialObject:
 
     def __post_init__(self) -> None:
         if self.pusher_shape is not None and self.pusher_shape not in PUSHER_SHAPES:
-            raise Sim2RealError(f"pusher shape '{self.pusher_shape}': choose from {', '.join(PUSHER_SHAPES)}")
+            raise InputError(f"pusher shape '{self.pusher_shape}': choose from {', '.join(PUSHER_SHAPES)}")
         object.__setattr__(self, "parameters", {key: coerce(key, value) for key, value in self.parameters.items()})
         required = REQUIRED + (("pusher.radius",) if self.pusher_shape is not None else ())
         missing = [key for key in required if key not in self.parameters]
         if missing:
-            raise Sim2RealError(f"the object lacks {', '.join(missing)} (a trial must carry what replays it)")
+            raise InputError(f"the object lacks {', '.join(missing)} (a trial must carry what replays it)")
 
     def as_dict(self) -> dict[str, Any]:
         """The trial.json ``"object"`` section."""
@@ -76,12 +76,12 @@ class TrialObject:
         try:
             params = data.get("parameters") or {}
             if not isinstance(params, Mapping):
-                raise Sim2RealError("'parameters' must be a mapping of parameter names to numbers")
+                raise DataError("'parameters' must be a mapping of parameter names to numbers")
             shape = data.get("pusher_shape")
             return cls({str(k): v for k, v in params.items()}, None if shape is None else str(shape),
                        None if data.get("name") is None else str(data["name"]))
         except Sim2RealError as err:
-            raise Sim2RealError(f"trial '{trial}': trial.json \"object\": {err}") from None
+            raise DataError(f"trial '{trial}': trial.json \"object\": {err}") from None
 
 
 def object_from_options(box_size: Sequence[float], pusher_shape: str, pusher_radius: float,
@@ -110,17 +110,17 @@ def object_from_options(box_size: Sequence[float], pusher_shape: str, pusher_rad
         Neither or both of mass and density, a length for a sphere, values out of range, an empty label.
     """
     if (box_mass is None) == (box_density is None):
-        raise Sim2RealError("give the box's mass (--box-mass KG) or its density (--box-density KG/M3), one of them")
+        raise InputError("give the box's mass (--box-mass KG) or its density (--box-density KG/M3), one of them")
     if name is not None and not name.strip():
-        raise Sim2RealError(f"the object label (--object) {name!r} is empty: give a name such as steel, or leave "
-                            f"--object out")
+        raise InputError(f"the object label (--object) {name!r} is empty: give a name such as steel, or leave "
+                         f"--object out")
     sx, sy, sz = (float(v) for v in box_size)
     mass = float(box_mass) if box_mass is not None else float(box_density) * sx * sy * sz  # type: ignore[arg-type]
     parameters = {"box.size_x": sx, "box.size_y": sy, "box.size_z": sz, "box.mass": mass,
                   "pusher.radius": float(pusher_radius)}
     if pusher_length is not None:
         if pusher_shape != "rod":
-            raise Sim2RealError("--pusher-length is the length of a rod pusher (--pusher-shape rod)")
+            raise InputError("--pusher-length is the length of a rod pusher (--pusher-shape rod)")
         parameters["pusher.length"] = float(pusher_length)
     return TrialObject(parameters, pusher_shape, name)
 

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 from rosbags.rosbag2 import StoragePlugin
 
-from sim2real.errors import Sim2RealError
+from sim2real.errors import InputError, Sim2RealError
 from sim2real.filemodes import follow_umask
 from sim2real.trials import scene as _scene
 from sim2real.trials.jsonio import write_json_atomic
@@ -68,7 +68,7 @@ ROS_DISTRO = "kilted"
 
 def _check_ns(ns: str) -> str:
     if ns not in PLATFORMS:
-        raise Sim2RealError(f"unknown platform namespace '{ns}' (expected one of {PLATFORMS})")
+        raise InputError(f"unknown platform namespace '{ns}' (expected one of {PLATFORMS})")
     return ns
 
 
@@ -114,7 +114,7 @@ class TrialBagWriter:
         self.name = check_trial_name(trial_name)
         self.final_path = self.run_dir / self.name
         if self.final_path.exists():
-            raise Sim2RealError(f"trial {self.final_path} already exists; refusing to overwrite it")
+            raise InputError(f"trial {self.final_path} already exists; refusing to overwrite it")
         self.start_ns = int(time.time_ns() if start_ns is None else start_ns)
         self.frame_id = frame_id
         self._typestore = shared_typestore()
@@ -261,7 +261,7 @@ class TrialBagWriter:
         ``time_from_start`` is its offset from that. ``t_ns`` is the log time (default: the stamp).
         """
         if len(reference) == 0:
-            raise Sim2RealError("cannot record an empty reference trajectory")
+            raise InputError("cannot record an empty reference trajectory")
         offsets_ns = np.round(reference.t * NS_PER_S).astype(np.int64)
         stamp = self.start_ns + int(offsets_ns[0])
         data = joint_trajectory_cdr(self._typestore, stamp, offsets_ns - offsets_ns[0], reference.position,
@@ -422,7 +422,7 @@ def write_trial(run_dir: str | Path, record: TrialRecord, scene: bool = True) ->
     meta = dict(record.meta)
     size = box_size_from_meta(meta)
     if not np.all(np.isfinite(size) & (size > 0)):
-        raise Sim2RealError(f"box size must be three positive lengths in m, got {size.tolist()}")
+        raise InputError(f"box size must be three positive lengths in m, got {size.tolist()}")
     writer = TrialBagWriter(run_dir, record.name, start_ns=record.info.start_ns)
     try:
         start = writer.start_ns
