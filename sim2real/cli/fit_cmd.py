@@ -381,8 +381,13 @@ def _with_validation_spread(result: FitResult, problem: Any, records: Any, args:
             uniform += draw.uniform
         if args.cross_fit is not None:
             cross = _cross_fit(result, problem, args, noise, settings, executor)
-            spreads += cross.spreads
-            uniform += [name for name in cross.uniform if name not in uniform]
+            if cross is None:
+                skipped = "--cross-fit: fewer than 2 trials were fitted; the band is not cross-fitted"
+                _log(skipped, alarm=True)
+                result = replace(result, warnings=[*result.warnings, skipped])
+            else:
+                spreads += cross.spreads
+                uniform += [name for name in cross.uniform if name not in uniform]
     check = self_calibration(spreads, args.level)
     record = spread_record(spreads, uniform, args.spread_draws, args.seed, noise_description(noise),
                            "the fit" if cross is None else "the fit (held-out trials) and its fold fits (fitted "
@@ -403,7 +408,8 @@ def _with_validation_spread(result: FitResult, problem: Any, records: Any, args:
 def _cross_fit(result: FitResult, problem: Any, args: argparse.Namespace, noise: Any, settings: Any,
                executor: Any) -> Any:
     """``--cross-fit K``: the fitted trials' out-of-sample spreads
-    (:func:`sim2real.sysid.prediction.cross_fit.cross_fit`), each fold refitted from the fitted values."""
+    (:func:`sim2real.sysid.prediction.cross_fit.cross_fit`), each fold refitted from the fitted values; None
+    when fewer than two trials were fitted (the fit is kept, the band not cross-fitted)."""
     import functools
 
     from sim2real.cli.replay_cmd import spread_settings
@@ -413,6 +419,8 @@ def _cross_fit(result: FitResult, problem: Any, args: argparse.Namespace, noise:
     unstable = (result.data.get("unstable") or {}).get("left_out", [])  # --robust-unstable's, not fitted again
     left_out = {failure.name for failure in result.failures} | set(unstable)
     fitted = [record.name for record in problem.records if record.name not in left_out]
+    if len(fitted) < 2:
+        return None
     folds = min(args.cross_fit, len(fitted))
     if folds < args.cross_fit:
         _log(f"--cross-fit {args.cross_fit}: {len(fitted)} trial(s) were fitted; {folds} folds (one trial each)",
@@ -493,6 +501,7 @@ def run(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
     from sim2real.cli.common import check_output_file, is_fit_report, is_sim2real_params_file, removed_on_interrupt
+    from sim2real.errors import InputError
     from sim2real.sysid import FitProblem, FreeParameters, LMSettings, ResidualSpec, Weights, fit_trials, parse_bounds
     from sim2real.sysid.files.writeback import check_out_path, fit_document, fit_json_path, write_fit
     from sim2real.sysid.problem.runs import hold_out, read_trials
@@ -513,6 +522,9 @@ def run(args: argparse.Namespace) -> int:
     from sim2real.sysid.files.writeback import check_per_object_outputs  # before the fit: its outputs can be written
 
     check_per_object_outputs(out, args.per_object, loaded.records)
+    if args.cross_fit is not None and args.cross_fit > len(loaded.records):
+        raise InputError(f"--cross-fit {args.cross_fit}: there are {len(loaded.records)} trial(s) to fit, and a "
+                         "fold needs one (give at most that many folds)")
     if split is not None:
         _log(f"--holdout {args.holdout:g} (seed {args.seed}): {len(split.records)} of "
              f"{len(split.records) + len(loaded.records)} trials held out: "

@@ -95,6 +95,7 @@ def test_cross_fit_pools_the_held_out_trials(tmp_path: Path, capsys: pytest.Capt
     (["--cross-fit", "1", "--spread-draws", "4"], "argument --cross-fit: must be in [2, 100000], got 1"),
     (["--cross-fit", "3", "--spread-draws", "4", "--per-object", "contact.mu_table"],
      "--cross-fit with --per-object is not supported"),
+    (["--cross-fit", "3", "--spread-draws", "4"], "--cross-fit 3: there are 2 trial(s) to fit, and a fold needs one"),
 ])
 def test_bad_cross_fit_options_are_one_line_before_any_work(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], message: str) -> None:
