@@ -101,10 +101,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_engine_argument(parser)
     spread = parser.add_argument_group("predictions as distributions (see below)")
     spread.add_argument("--spread", metavar="FIT_JSON", help="draw parameter sets from this fit (fit.json)")
-    spread.add_argument("--draws", type=int, default=None, metavar="N", help="parameter sets drawn (default 30)")
+    spread.add_argument("--draws", type=int, default=None, metavar="N",
+                        help="parameter sets drawn (default: as many as the fit's band was calibrated with, else 30)")
     spread.add_argument("--start-noise", metavar="auto|MM,DEG", default=None,
                         help="measurement noise of one recorded pose: std of the box centre's x and y (mm) and "
-                             "heading (deg), or auto (default): measured in each recording")
+                             "heading (deg), or auto: measured in each recording (default: what the fit's band was "
+                             "calibrated with, else auto; another value is warned about)")
     spread.add_argument("--level", type=bounded_float(0.0, 1.0, low_open=True, high_open=True), default=None,
                         metavar="P",
                         help="level of the predicted band, in (0, 1) (default 0.9)")
@@ -204,16 +206,41 @@ def check_spread(args: argparse.Namespace) -> SpreadInputs | None:
         if given or args.allow_unconverged:
             raise Sim2RealError(f"{', '.join(given) or '--allow-unconverged'} given without --spread FIT_JSON")
         return None
+    if args.draws is not None and args.draws < 2:
+        raise Sim2RealError(f"--draws {args.draws}: a spread needs at least 2 draws")
+    if args.start_noise is not None:
+        parse_start_noise(args.start_noise)  # a bad value is refused before the fit file is read
+    document = read_fit_document(args.spread)
+    calibrated = _calibrated_with(document)
     for name, default in SPREAD_DEFAULTS.items():
         if getattr(args, name) is None:
-            setattr(args, name, default)
-    if args.draws < 2:
-        raise Sim2RealError(f"--draws {args.draws}: a spread needs at least 2 draws")
+            setattr(args, name, calibrated.get(name, default))
     noise = parse_start_noise(args.start_noise)
-    document = read_fit_document(args.spread)
     dist = fit_distribution(document, str(args.spread), allow_unconverged=args.allow_unconverged,
                             allow_undetermined=True)
-    return SpreadInputs(dist, fit_calibration(document, str(args.spread), args.level), noise)
+    calibration = fit_calibration(document, str(args.spread), args.level)
+    if calibration is not None and "start_noise" in calibrated and args.start_noise != calibrated["start_noise"]:
+        _log(f"WARNING: the band was calibrated with --start-noise {calibrated['start_noise']}; these draws use "
+             f"{args.start_noise}: the discrepancy it carries was measured beyond other draws, so its level may not "
+             "hold", alarm=True)
+    return SpreadInputs(dist, calibration, noise)
+
+
+def _calibrated_with(document: Any) -> dict[str, Any]:
+    """The draws and start noise (as ``--draws`` and ``--start-noise`` take them) of the spread a fit.json's band
+    was calibrated on (``validation.spread``); empty without one."""
+    spread = (document.validation or {}).get("spread")
+    if not isinstance(spread, dict):
+        return {}
+    out: dict[str, Any] = {}
+    if isinstance(spread.get("draws"), int) and not isinstance(spread.get("draws"), bool) and spread["draws"] >= 2:
+        out["draws"] = spread["draws"]
+    noise = spread.get("start_noise")
+    if isinstance(noise, dict) and noise.get("measured") is True:
+        out["start_noise"] = "auto"
+    elif isinstance(noise, dict) and all(isinstance(noise.get(k), (int, float)) for k in ("position_mm", "yaw_deg")):
+        out["start_noise"] = f"{noise['position_mm']:g},{noise['yaw_deg']:g}"
+    return out
 
 
 def _spread(args: argparse.Namespace, inputs: SpreadInputs | None, records: Any, params: Any) -> dict[str, Any] | None:
@@ -254,7 +281,8 @@ def log_spread(log: Any, record: dict[str, Any]) -> None:
     """One line per trial of a spread record (what the band is first, the undetermined parameters, the modes)."""
     if record["calibration"] is None:
         log("the band is NOT CALIBRATED: it holds the draws (parameters and start) only, no model discrepancy; "
-            "a fit run with --spread-draws on held-out trials (--holdout or --validate) calibrates it", alarm=True)
+            "a fit run with --spread-draws on held-out trials (--holdout or --validate) or with --cross-fit K "
+            "calibrates it", alarm=True)
     if record["uniform"]:
         log(f"not determined by the fit, drawn uniformly within their bounds: {', '.join(record['uniform'])}",
             alarm=True)

@@ -110,3 +110,25 @@ def test_bad_cross_fit_options_are_one_line_before_any_work(
     assert message in err, err
     assert not out.exists() and not out.with_suffix(".json").exists()
 
+
+
+def test_replay_draws_as_the_band_was_calibrated_and_warns_when_told_otherwise(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A band calibrated on draws with a given start noise is applied to draws with the same noise and count
+    unless the replay is told otherwise; other draws are warned about (the discrepancy was measured beyond
+    the calibration's draws)."""
+    run = _run(tmp_path / "run", FRICTIONS)
+    out = tmp_path / "fitted.yaml"
+    main(["fit", str(run), "--free", "contact.mu_table", "--spread-draws", "5", "--cross-fit", "3",
+          "--start-noise", "0.5,0.3", "--level", "0.8", "--out", str(out)])
+    new = _run(tmp_path / "new", (0.41,), first=6)
+    fit_json = str(out.with_suffix(".json"))
+    capsys.readouterr()
+    assert main(["replay", str(new), "--spread", fit_json, "--level", "0.8", "--out", str(tmp_path / "a")]) in (0, 3)
+    same = json.loads((tmp_path / "a" / "spread.json").read_text())
+    assert same["draws"] == 5 and same["start_noise"] == {"measured": False, "position_mm": 0.5, "yaw_deg": 0.3}
+    assert "WARNING: the band was calibrated with" not in capsys.readouterr().err
+    main(["replay", str(new), "--spread", fit_json, "--start-noise", "auto", "--level", "0.8",
+          "--out", str(tmp_path / "b")])
+    assert ("WARNING: the band was calibrated with --start-noise 0.5,0.3; these draws use auto"
+            in capsys.readouterr().err)
