@@ -43,8 +43,9 @@ converged when it stopped at --max-iterations. Problems, most important first:
     most 2 iterations; a parameter at a bound;
   - a held-out cost that rose, or a held-out prediction error (final position, yaw, path)
     higher after the fit than before (--validate, --holdout);
-  - (--spread-draws) a calibrated prediction band that holds fewer held-out outcomes than its
-    level, each judged by the calibration from the other held-out trials (binomial p < 0.05);
+  - (--spread-draws) a prediction band that cannot be calibrated at its level (too few held-out or,
+    with --cross-fit, cross-fitted trials), or that holds fewer of those outcomes than its level,
+    each judged by the calibration from the others (binomial p < 0.05);
   - residual rows left out because they depend on degraded solver steps; trials left out;
   - fitted or held-out trials imported with --force although their scene is not physical.
 Standard deviations, intervals and warnings (e.g. "poorly determined": std above half the
