@@ -132,3 +132,33 @@ def test_replay_draws_as_the_band_was_calibrated_and_warns_when_told_otherwise(
           "--out", str(tmp_path / "b")])
     assert ("WARNING: the band was calibrated with --start-noise 0.5,0.3; these draws use auto"
             in capsys.readouterr().err)
+
+
+def test_a_fold_whose_fit_fails_is_a_warning_and_the_others_stand(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    import sim2real.sysid as sysid
+
+    real = sysid.fit_trials
+    calls: list[int] = []
+
+    def failing_first_fold(problem: object, *args: object, **kwargs: object) -> object:
+        if kwargs.get("starts") == 1:  # a fold fit (the full fit takes the default starts)
+            calls.append(1)
+            if len(calls) == 1:
+                raise InputError("made to fail here")
+        return real(problem, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(sysid, "fit_trials", failing_first_fold)
+    run = _run(tmp_path / "run", FRICTIONS)
+    out = tmp_path / "fitted.yaml"
+    code = main(["fit", str(run), "--free", "contact.mu_table", "--spread-draws", "4", "--cross-fit", "3",
+                 "--level", "0.75", "--out", str(out)])
+    err = capsys.readouterr().err
+    document = json.loads(out.with_suffix(".json").read_text())
+    cross = document["validation"]["spread"]["cross_fit"]
+    assert [fold["status"] for fold in cross["fold_fits"]] == ["failed", "converged", "converged"], cross
+    assert cross["trials"] == 4 and document["validation"]["spread"]["calibration"]["trials"] == 4
+    assert any(w.startswith("--cross-fit: fold 1's fit (without ") and "made to fail here" in w
+               and w.endswith("its trials are not predicted") for w in document["warnings"]), document["warnings"]
+    assert "fit: cross-fit: fold 1/3 (" in err and "its fit failed: made to fail here" in err
+    assert code in (0, 3)

@@ -151,19 +151,19 @@ def cross_fit(problem: FitProblem, fitted: Sequence[str], start: Any, fit: FoldF
     by_name = {record.name: record for record in problem.records}
     out_folds, spreads, uniform = [], [], []
     for k, group in enumerate(groups):
-        try:
+        try:  # a fold that cannot be fitted or drawn from fails alone; the others and the full fit stand
             result = fit(fold_problem(problem, start, fitted, group))
+            dist = fit_distribution(fit_document(result), f"fold {k + 1}'s fit", allow_unconverged=True,
+                                    allow_undetermined=True)
+            dt = float(result.params["sim.dt"])
+            trials = [prepare_trial(by_name[name], dt, recorded_platform(by_name[name], settings.platform))
+                      for name in group]
         except Sim2RealError as err:
             reason = " ".join(str(err).split())
             out_folds.append(FoldFit(group, "failed", (reason,), {}))
             if log is not None:
                 log(f"cross-fit: fold {k + 1}/{len(groups)} ({', '.join(group)}): its fit failed: {reason}")
             continue
-        dist = fit_distribution(fit_document(result), f"fold {k + 1}'s fit", allow_unconverged=True,
-                                allow_undetermined=True)
-        dt = float(result.params["sim.dt"])
-        trials = [prepare_trial(by_name[name], dt, recorded_platform(by_name[name], settings.platform))
-                  for name in group]
         draw, fold_spreads = spread_of_fit(executor, dist, result.params, trials, draws,
                                            np.random.default_rng([settings.seed, k]), settings.mode, settings.pusher,
                                            settings.pusher_shape, settings.engine, noise)
