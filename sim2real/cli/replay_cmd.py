@@ -219,7 +219,8 @@ def check_spread(args: argparse.Namespace) -> SpreadInputs | None:
     dist = fit_distribution(document, str(args.spread), allow_unconverged=args.allow_unconverged,
                             allow_undetermined=True)
     calibration = fit_calibration(document, str(args.spread), args.level)
-    if calibration is not None and "start_noise" in calibrated and args.start_noise != calibrated["start_noise"]:
+    if (calibration is not None and "start_noise" in calibrated
+            and noise_description(noise) != noise_description(parse_start_noise(calibrated["start_noise"]))):
         _log(f"WARNING: the band was calibrated with --start-noise {calibrated['start_noise']}; these draws use "
              f"{args.start_noise}: the discrepancy it carries was measured beyond other draws, so its level may not "
              "hold", alarm=True)
