@@ -236,14 +236,15 @@ def block_bands_cross(block: list, executor: Executor, iterations: int, weights:
     fit with one start), the ``level`` band calibrated on all of them, each judged by the calibration from the
     others. With ``later``, its held-out half (the split protocol's ``next_block`` tosses) is predicted by the
     block's fit and judged by this calibration."""
+    import functools
     import types
 
     import numpy as np
 
     from sim2real.sysid.files.writeback import fit_document
-    from sim2real.sysid.prediction.cross_fit import fold_groups, fold_problem
+    from sim2real.sysid.prediction.cross_fit import cross_fit
     from sim2real.sysid.prediction.sampling import fit_distribution
-    from sim2real.sysid.prediction.spread import MEASURED, spread_of_fit
+    from sim2real.sysid.prediction.spread import MEASURED, SpreadSettings, spread_of_fit
     from sim2real.sysid.prediction.spread_calibration import self_calibration
     from sim2real.sysid.problem.data import prepare_trial
 
@@ -254,23 +255,16 @@ def block_bands_cross(block: list, executor: Executor, iterations: int, weights:
     result = fit_trials(problem, settings=settings, executor=executor)
     left_out = {failure.name for failure in result.failures}
     names = [r.name for r in block if r.name not in left_out]
-    by_name = {r.name: r for r in block}
     dt = float(result.params["sim.dt"])
-    spreads, uniform, statuses = [], [], []
-    for k, group in enumerate(fold_groups(names, folds, seed)):
-        fold = fit_trials(fold_problem(problem, result.params, names, group), settings=settings, executor=executor,
-                          starts=1)
-        statuses.append(fold.status)
-        dist = fit_distribution(fit_document(fold), "a fold's fit", allow_unconverged=True, allow_undetermined=True)
-        trials = [prepare_trial(cut_record(by_name[name], steps + 2), dt) for name in group]
-        draw, fold_spreads = spread_of_fit(executor, dist, fold.params, trials, draws,
-                                           np.random.default_rng([seed, k]), "auto", "auto", noise=MEASURED)
-        spreads += fold_spreads
-        uniform += [name for name in draw.uniform if name not in uniform]
-    named = types.SimpleNamespace(uniform=tuple(uniform))
-    out = {"folds": folds, "fold_statuses": statuses, "fit_status": result.status, "steps": steps, "draws": draws,
-           "level": level, "seed": seed, "bands": _band_summary(spreads, named, level, draws, seed),
-           "fit_s": time.perf_counter() - clock}
+    fold_fit = functools.partial(fit_trials, settings=settings, executor=executor, starts=1)
+    cut = {r.name: cut_record(r, steps + 2) for r in block}  # each toss predicted to its outcome pose
+    cross = cross_fit(problem, names, result.params, fold_fit, executor, draws, MEASURED,
+                      SpreadSettings(seed=seed, level=level), folds, predicted=cut)
+    spreads = list(cross.spreads)
+    named = types.SimpleNamespace(uniform=cross.uniform)
+    out = {"folds": folds, "fold_statuses": [fold.status for fold in cross.folds], "fit_status": result.status,
+           "steps": steps, "draws": draws, "level": level, "seed": seed,
+           "bands": _band_summary(spreads, named, level, draws, seed), "fit_s": time.perf_counter() - clock}
     if later:
         calibration = self_calibration(spreads, level).calibration
         dist = fit_distribution(fit_document(result), "the block's fit", allow_unconverged=True,

@@ -370,7 +370,6 @@ def _with_validation_spread(result: FitResult, problem: Any, records: Any, args:
     records = list(records) if result.validation else []
     if not records and args.cross_fit is None:
         return result
-    dist = fit_distribution(fit_document(result), "the fit", allow_unconverged=True, allow_undetermined=True)
     spread = spread_settings(args)
     uniform: list[str] = []
     spreads: list[Any] = []
@@ -378,6 +377,7 @@ def _with_validation_spread(result: FitResult, problem: Any, records: Any, args:
     with open_executor(args.executor, args.workers, _log) as executor:
         if records:
             _log(f"predicted spread: {len(records)} held-out trial(s) x {args.spread_draws} draws from the fit")
+            dist = fit_distribution(fit_document(result), "the fit", allow_unconverged=True, allow_undetermined=True)
             draw, spreads = records_spreads(executor, records, dist, result.params, args.spread_draws, noise, spread)
             uniform += draw.uniform
         if args.cross_fit is not None:
@@ -397,10 +397,7 @@ def _with_validation_spread(result: FitResult, problem: Any, records: Any, args:
     _log(f"validation spread: {record['summary']}")
     problem_line, warnings = band_verdict(record)
     if cross is not None:
-        warnings += [f"--cross-fit: fold {k + 1}'s fit (without {', '.join(fold.held_out)}) is "
-                     f"{fold.status}{': ' + '; '.join(fold.problems) if fold.status == 'failed' else ''}; its "
-                     "trials are " + ("not predicted" if fold.status == "failed" else "predicted by it")
-                     for k, fold in enumerate(cross.folds) if fold.status != "converged"]
+        warnings += cross.warnings()
     return replace(result, validation={**(result.validation or {}), "spread": record},
                    problems=(*result.problems, *([problem_line] if problem_line else [])),
                    warnings=[*result.warnings, *warnings])

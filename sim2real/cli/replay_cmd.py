@@ -219,12 +219,21 @@ def check_spread(args: argparse.Namespace) -> SpreadInputs | None:
     dist = fit_distribution(document, str(args.spread), allow_unconverged=args.allow_unconverged,
                             allow_undetermined=True)
     calibration = fit_calibration(document, str(args.spread), args.level)
-    if (calibration is not None and "start_noise" in calibrated
-            and noise_description(noise) != noise_description(parse_start_noise(calibrated["start_noise"]))):
+    if calibration is not None and "start_noise" in calibrated and not _same_noise(noise, calibrated["start_noise"]):
         _log(f"WARNING: the band was calibrated with --start-noise {calibrated['start_noise']}; these draws use "
              f"{args.start_noise}: the discrepancy it carries was measured beyond other draws, so its level may not "
              "hold", alarm=True)
     return SpreadInputs(dist, calibration, noise)
+
+
+def _same_noise(noise: Any, text: str) -> bool:
+    """Whether ``noise`` is the start noise ``text`` gives, to within its printed digits."""
+    import math
+
+    mine, theirs = noise_description(noise), noise_description(parse_start_noise(text))
+    if mine["measured"] or theirs["measured"]:
+        return bool(mine["measured"] and theirs["measured"])
+    return all(math.isclose(mine[k], theirs[k], rel_tol=1e-5, abs_tol=1e-9) for k in ("position_mm", "yaw_deg"))
 
 
 def _calibrated_with(document: Any) -> dict[str, Any]:

@@ -98,7 +98,7 @@ class FrameUncertainty:
     @classmethod
     def of_trial(cls, meta: dict[str, Any], name: str) -> FrameUncertainty | None:
         """The frame uncertainty trial.json keeps (``import.frame_uncertainty``); None without one."""
-        section = TrialMeta({**meta, "trial": name}).imported
+        section = TrialMeta(meta, name).imported
         stored = section.get("frame_uncertainty") if section is not None else None
         return None if stored is None else cls.from_dict(stored, f"trial '{name}'")
 

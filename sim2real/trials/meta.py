@@ -39,9 +39,12 @@ class TrialMeta:
     ----------
     raw : mapping
         The object as read (or as a writer built it); never changed by the view.
+    name : str, optional
+        The trial's name for error messages (default: the object's ``trial``).
     """
 
     raw: Mapping[str, Any]
+    name: str | None = None
 
     @property
     def trial(self) -> str | None:
@@ -141,7 +144,7 @@ class TrialMeta:
         value = self.raw.get(key)
         if value is None or isinstance(value, Mapping):
             return value
-        name = self.trial or "?"
+        name = self.name or self.trial or "?"
         raise DataError(f"trial '{name}': trial.json \"{key}\" must be a mapping, got {type(value).__name__}")
 
 

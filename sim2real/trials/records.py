@@ -200,7 +200,7 @@ class TrialRecord:
     @property
     def info(self) -> TrialMeta:
         """The typed read view of :attr:`meta` (:class:`~sim2real.trials.meta.TrialMeta`)."""
-        return TrialMeta(self.meta)
+        return TrialMeta(self.meta, self.name)
 
     @property
     def complete(self) -> bool:

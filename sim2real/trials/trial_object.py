@@ -152,7 +152,7 @@ def object_values(object_params: Mapping[str, float], params: Mapping[str, float
 
 def trial_object(meta: Mapping[str, Any], trial: str) -> TrialObject | None:
     """The object a trial's metadata carries, or None when it carries none."""
-    section = TrialMeta({**meta, "trial": trial}).object  # a section that is not a mapping: one-line error
+    section = TrialMeta(meta, trial).object  # a section that is not a mapping: one-line error
     if section is None:
         return None
     return TrialObject.from_dict(section, trial)

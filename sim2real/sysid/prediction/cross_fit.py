@@ -18,7 +18,7 @@ split conformal one only approximately (measured on known truth in ``benchmarks.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +28,7 @@ from sim2real.errors import InputError
 from sim2real.execution import Executor
 from sim2real.sysid.prediction.spread import SpreadSettings, StartNoise, TrialSpread, spread_of_fit
 from sim2real.sysid.problem.fit_problem import FitProblem
+from sim2real.trials import TrialRecord
 
 #: A fold fit: ``problem -> FitResult`` with the full fit's settings (and executor).
 FoldFitter = Callable[[FitProblem], Any]
@@ -77,10 +78,17 @@ class CrossFit:
     spreads: tuple[TrialSpread, ...]
     uniform: tuple[str, ...]
 
-    @property
-    def failed(self) -> tuple[FoldFit, ...]:
-        """Folds whose fit failed (their trials have no out-of-sample prediction)."""
-        return tuple(fold for fold in self.folds if fold.status == "failed")
+    def warnings(self) -> list[str]:
+        """One line per fold whose fit failed (its trials are not predicted) or did not converge."""
+        lines = []
+        for k, fold in enumerate(self.folds):
+            if fold.status == "converged":
+                continue
+            why = f": {'; '.join(fold.problems)}" if fold.status == "failed" else ""
+            fate = "not predicted" if fold.status == "failed" else "predicted by it"
+            lines.append(f"--cross-fit: fold {k + 1}'s fit (without {', '.join(fold.held_out)}) is {fold.status}"
+                         f"{why}; its trials are {fate}")
+        return lines
 
     def as_dict(self) -> dict[str, Any]:
         """fit.json ``validation.spread.cross_fit``."""
@@ -115,7 +123,8 @@ def fold_problem(problem: FitProblem, start: Any, fitted: Sequence[str], held_ou
 
 def cross_fit(problem: FitProblem, fitted: Sequence[str], start: Any, fit: FoldFitter, executor: Executor,
               draws: int, noise: StartNoise | str, settings: SpreadSettings, folds: int,
-              log: Callable[[str], None] | None = None) -> CrossFit:
+              log: Callable[[str], None] | None = None,
+              predicted: Mapping[str, TrialRecord] | None = None) -> CrossFit:
     """Fit without each fold and predict the fold's trials as spreads under draws from that fit.
 
     Parameters
@@ -141,6 +150,9 @@ def cross_fit(problem: FitProblem, fitted: Sequence[str], start: Any, fit: FoldF
         ``K`` (2 to the number of fitted trials; that many is leave one out).
     log : callable, optional
         One line per fold as it finishes.
+    predicted : mapping of str to TrialRecord, optional
+        The record each fitted trial is predicted from, by name (e.g. a recording cut where its outcome
+        is judged); default: the record it was fitted on.
     """
     from sim2real.errors import Sim2RealError
     from sim2real.sysid.files.writeback import fit_document
@@ -148,7 +160,7 @@ def cross_fit(problem: FitProblem, fitted: Sequence[str], start: Any, fit: FoldF
     from sim2real.sysid.problem.data import prepare_trial, recorded_platform
 
     groups = fold_groups(list(fitted), folds, settings.seed)
-    by_name = {record.name: record for record in problem.records}
+    by_name = {**{record.name: record for record in problem.records}, **(predicted or {})}
     out_folds, spreads, uniform = [], [], []
     for k, group in enumerate(groups):
         try:  # a fold that cannot be fitted or drawn from fails alone; the others and the full fit stand
