@@ -14,6 +14,7 @@ import fcntl
 import os
 import socket
 import tempfile
+import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -151,6 +152,16 @@ class RequestLog:
 
     def on_command(self, t: float, command: np.ndarray) -> None:
         self.commands.append((t, float(np.max(np.abs(command)))))
+
+    def wait_for_quiet(self, deadline: float, quiet: float = 0.3) -> None:
+        """Wait until the emulator executed no request for ``quiet`` s (or until ``deadline``): a queued stop
+        (set_state 4, set_mode 0, set_state 4) passes through state 5 between its set_mode and its last
+        set_state, so a snapshot taken at its first state 4 can see 5 next."""
+        count, since = len(self.entries), time.monotonic()
+        while time.monotonic() < deadline and time.monotonic() - since < quiet:
+            time.sleep(0.01)
+            if len(self.entries) != count:
+                count, since = len(self.entries), time.monotonic()
 
 
 def moves(register: int, params: bytes) -> bool:

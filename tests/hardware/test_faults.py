@@ -72,15 +72,6 @@ def _motion_after(drv: XArmDriver, at: float) -> list[Any]:
     return [r for r in drv.sent_commands() if r.moves and (r.wire_at is None or r.wire_at >= at)]
 
 
-def _wait_for_quiet(log: RequestLog, deadline: float, quiet: float = 0.3) -> None:
-    """Wait until the emulator executed no request for ``quiet`` s (or until ``deadline``)."""
-    count, since = len(log.entries), time.monotonic()
-    while time.monotonic() < deadline and time.monotonic() - since < quiet:
-        time.sleep(0.01)
-        if len(log.entries) != count:
-            count, since = len(log.entries), time.monotonic()
-
-
 def _wait_until(at: float) -> None:
     while time.monotonic() < at:
         time.sleep(0.01)
@@ -112,7 +103,7 @@ def _run_until_fault(faults: FaultConfig, **driver: Any) -> tuple[XArmDriver, XA
                     time.sleep(0.01)
                 # ... and for the rest of the queued stop (set_state 4, set_mode 0, set_state 4): a snapshot
                 # between its set_mode (state 5) and its last set_state saw state 5 beside 4 busy processes.
-                _wait_for_quiet(log, deadline)
+                log.wait_for_quiet(deadline)
             before = emu.snapshot()
         finally:
             drv.stop()

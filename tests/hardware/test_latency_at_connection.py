@@ -73,6 +73,7 @@ def test_a_link_slow_from_the_connection_faults_at_start_and_never_moves_the_arm
             deadline = time.monotonic() + WITHIN
             while emu.snapshot().state != 4 and time.monotonic() < deadline:
                 time.sleep(0.01)
+            log.wait_for_quiet(deadline)  # the rest of the queued stop: its set_mode passes through state 5
             before = emu.snapshot()
         finally:
             drv.stop()
