@@ -2,6 +2,7 @@
 
     ros2 launch sim2real box_push.launch.py mode:=standin distances:="[0.30, 0.45]" out_dir:=/tmp/run
     ros2 launch sim2real box_push.launch.py mode:=mirror via:=ros2_control namespace:=sim2real
+    ros2 launch sim2real box_push.launch.py mode:=sim experiment_file:=designed.yaml out_dir:=/tmp/run
 
 Arguments: mode (mirror | sim | real | standin), mirror (closed | commands), engine (ours |
 mujoco: the sim platform's box engine), via (sdk | ros2_control: how the real platform reaches
@@ -9,7 +10,11 @@ the arm, sim2real.nodes.routes), robot_ip (via sdk), controller and controller_j
 ros2_control: the lab's forward velocity controller and its joints in command order; empty: the
 route's defaults), params_file (simulator parameters for the sim node and both PD controllers,
 e.g. a file written by `sim2real fit`; a file that does not exist stops the launch with one message
-before any node starts), distances, out_dir, namespace (every node of the graph in it; the lab's
+before any node starts), experiment_file (the experiment node's params file, default the package's
+config/experiment.yaml: start distances, the push, and each trial's own push in its optional
+trials section; read as the node will before any node starts: a bad file is one message),
+distances (default: the experiment file's; refused with one message for a file whose trials have
+pushes of their own), out_dir, namespace (every node of the graph in it; the lab's
 /joint_states and /<controller>/commands stay absolute) and use_sim_time (the nodes follow /clock,
 e.g. of `ros2 bag play --clock`; sim mode only: a real arm runs on wall time). In real and mirror
 mode the box pose comes from the motion-capture topic configured in config/mocap.yaml
@@ -29,9 +34,11 @@ from launch.actions import DeclareLaunchArgument, OpaqueFunction, Shutdown
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
+from sim2real.control import load_experiment_config
 from sim2real.nodes.launch_status import experiment_exited
 from sim2real.nodes.routes import DEFAULT_CONTROLLER, ROUTES, RouteOptions, parse_joints
 from sim2real.paths import read_text_file
+from sim2real.trials.experiment import parse_distances
 
 PACKAGE = "sim2real"
 PLATFORMS = {"mirror": ("real", "sim"), "standin": ("real", "sim"), "real": ("real",), "sim": ("sim",)}
@@ -58,7 +65,12 @@ def _nodes(context):
     sim_time = LaunchConfiguration("use_sim_time").perform(context).strip().lower()
     params_file = LaunchConfiguration("params_file").perform(context)
     read_text_file(params_file, "params_file")  # missing or unreadable: one line, nothing started
-    distances = [float(d) for d in LaunchConfiguration("distances").perform(context).strip("[]").split(",")]
+    experiment_file = LaunchConfiguration("experiment_file").perform(context)
+    read_text_file(experiment_file, "experiment_file")
+    experiment = load_experiment_config(experiment_file)  # as the node will read it: a bad file stops the launch here
+    text = LaunchConfiguration("distances").perform(context).strip().strip("[]").strip()
+    # distances:= overrides the file's (a /** params file after it); refused when its trials have their own pushes
+    overrides = {"distances": list(experiment.with_distances(parse_distances(text)).distances)} if text else {}
     if mode not in PLATFORMS:
         raise RuntimeError(f"mode must be one of {sorted(PLATFORMS)}, got {mode!r}")
     if via not in ROUTES:
@@ -116,9 +128,8 @@ def _nodes(context):
     # and exits non-zero unless the experiment exited 0 (sim2real.nodes.launch_status).
     nodes.append(Node(package=PACKAGE, executable="experiment", name="experiment", **common,
                       on_exit=experiment_exited,
-                      parameters=[*sim_params, os.path.join(config, "experiment.yaml"),
-                                  {"mode": mode, "mirror": mirror, "engine": engine, "distances": distances},
-                                  *clock]))
+                      parameters=[*sim_params, experiment_file,
+                                  {"mode": mode, "mirror": mirror, "engine": engine, **overrides}, *clock]))
     return nodes
 
 
@@ -142,8 +153,11 @@ def generate_launch_description():
                               description="true: follow /clock (e.g. ros2 bag play --clock); mode sim only"),
         DeclareLaunchArgument("params_file", default_value=os.path.join(share, "config", "params.yaml"),
                               description="simulator parameters (ROS 2 params file; must exist)"),
-        DeclareLaunchArgument("distances", default_value="[0.30, 0.35, 0.40, 0.45, 0.50]",
-                              description="box start distances, m"),
+        DeclareLaunchArgument("experiment_file", default_value=os.path.join(share, "config", "experiment.yaml"),
+                              description="the experiment node's params file (distances, push, trials)"),
+        DeclareLaunchArgument("distances", default_value="",
+                              description="box start distances, m, e.g. \"[0.30, 0.45]\" (default: the experiment "
+                              "file's)"),
         DeclareLaunchArgument("out_dir", default_value="box_push_run", description="run directory to write"),
         OpaqueFunction(function=_nodes),
     ])

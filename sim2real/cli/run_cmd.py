@@ -56,7 +56,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "sim receives the real platform's PD commands verbatim")
     parser.add_argument("--distances", metavar="D1,D2,...",
                         help="start distances of the box in m, comma-separated, no empty entry (default: the "
-                        "experiment file's)")
+                        "experiment file's; refused for a file whose trials have pushes of their own, its "
+                        "'trials' section)")
     parser.add_argument("--experiment", metavar="FILE", help="experiment params file (default config/experiment.yaml)")
     parser.add_argument("--robot-ip", default=None, metavar="IPV4",
                         help="xArm controller address, required for --mode real and mirror (no default: sim2real "
@@ -136,10 +137,16 @@ def run(args: argparse.Namespace) -> int:
     namespace = args.namespace.strip().strip("/")
     if namespace and not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*(/[A-Za-z][A-Za-z0-9_]*)*", namespace):
         raise Sim2RealError(f"--namespace must be a ROS 2 name (letters, digits, _ and /), got {args.namespace!r}")
-    if args.experiment is not None:
+    if args.experiment is not None or args.distances is not None:
         from sim2real.control import load_experiment_config
 
-        load_experiment_config(check_yaml_name(args.experiment, "--experiment"))
+        config = load_experiment_config(None if args.experiment is None
+                                        else check_yaml_name(args.experiment, "--experiment"))
+        if args.distances is not None:
+            try:  # a file whose trials have pushes of their own keeps its distances
+                config.with_distances(parse_distances(args.distances))
+            except Sim2RealError as err:
+                raise Sim2RealError(f"--distances {args.distances}: {err}") from None
     if args.world is not None:
         check_world(args.world, args.mode)
     if args.mocap is not None:

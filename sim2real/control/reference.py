@@ -13,6 +13,7 @@ The push is described by the ``experiment`` node's section of ``config/experimen
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from dataclasses import dataclass, fields
@@ -98,13 +99,48 @@ class PushConfig:
             raise Sim2RealError(f"bad push configuration: {'; '.join(problems)}")
 
 
+#: Push keys a trial may set for itself (the file's ``trials`` section: one list per key, one entry per start
+#: distance); the others (timing, rate) are the run's.
+TRIAL_PUSH_KEYS = ("height", "lateral", "start_x", "end_x", "speed")
+
+
 @dataclass(frozen=True)
 class ExperimentConfig:
-    """What ``config/experiment.yaml`` describes: the start distances and the push."""
+    """What ``config/experiment.yaml`` describes: the start distances and the push of each trial.
+
+    Attributes
+    ----------
+    distances : tuple of float
+        Box start distances along base x (m), one trial each.
+    push : PushConfig
+        The push every trial makes unless :attr:`trial_pushes` says otherwise.
+    start_tolerance : float
+        The box must be within this distance of its requested start (m).
+    trial_pushes : tuple of PushConfig
+        Empty (every trial pushes :attr:`push`) or one push per distance: the file's ``trials`` section
+        (e.g. a designed experiment, ``sim2real design``).
+    """
 
     distances: tuple[float, ...]
     push: PushConfig
     start_tolerance: float = 0.01
+    trial_pushes: tuple[PushConfig, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.trial_pushes and len(self.trial_pushes) != len(self.distances):
+            raise Sim2RealError(f"{len(self.trial_pushes)} trial pushes for {len(self.distances)} start distances")
+
+    def push_of(self, index: int) -> PushConfig:
+        """The push of trial ``index`` (0-based)."""
+        return self.trial_pushes[index] if self.trial_pushes else self.push
+
+    def with_distances(self, distances: tuple[float, ...]) -> ExperimentConfig:
+        """The same experiment at other start distances (``--distances``): refused when its trials have
+        pushes of their own (they belong to the file's distances)."""
+        if self.trial_pushes and tuple(distances) != self.distances:
+            raise Sim2RealError("the experiment file gives each trial its own push (its 'trials' section): its "
+                                "start distances cannot be replaced; edit the file instead")
+        return dataclasses.replace(self, distances=tuple(distances))
 
 
 def load_experiment_config(path: str | os.PathLike[str] | None = None) -> ExperimentConfig:
@@ -151,7 +187,99 @@ def load_experiment_config(path: str | os.PathLike[str] | None = None) -> Experi
             raise Sim2RealError(f"{path}: start distance {distance} m is outside (0, 1.5) m")
     if not (math.isfinite(tolerance) and 0.0 < tolerance <= 0.5):
         raise Sim2RealError(f"{path}: start_tolerance {tolerance} m must be in (0, 0.5] m")
-    return ExperimentConfig(distances=distances, push=push, start_tolerance=tolerance)
+    trial_pushes = build_trial_pushes(section.get("trials"), push, distances, str(path))
+    return ExperimentConfig(distances=distances, push=push, start_tolerance=tolerance, trial_pushes=trial_pushes)
+
+
+def build_trial_pushes(section: object, push: PushConfig, distances: tuple[float, ...], where: str
+                       ) -> tuple[PushConfig, ...]:
+    """Each trial's push from a ``trials`` section: the one rule of the experiment file and the node's parameters.
+
+    Parameters
+    ----------
+    section : object
+        None (no section: every trial pushes ``push``) or a mapping of :data:`TRIAL_PUSH_KEYS` to lists, one
+        entry per start distance (m for the lengths, m/s for ``speed``); a key not listed is ``push``'s.
+    push : PushConfig
+        The run's push (``push.*``).
+    distances : tuple of float
+        The start distances (m) the section belongs to.
+    where : str
+        Opens every error: the file, or the node's parameters.
+
+    Returns
+    -------
+    tuple of PushConfig
+        Empty without a section, else one push per distance.
+
+    Raises
+    ------
+    Sim2RealError
+        One line: a section that is not a non-empty mapping, an unknown key, no distances, a list whose length is
+        not the number of distances, a non-number, or a trial whose push is invalid (named by its number and
+        distance).
+    """
+    if section is None:
+        return ()
+    if not isinstance(section, dict) or not section:
+        raise Sim2RealError(f"{where}: trials must map push keys ({', '.join(TRIAL_PUSH_KEYS)}) to lists, one "
+                            f"entry per start distance")
+    unknown = sorted(set(section) - set(TRIAL_PUSH_KEYS))
+    if unknown:
+        raise Sim2RealError(f"{where}: unknown trials keys {unknown} (a trial may set {', '.join(TRIAL_PUSH_KEYS)})")
+    if not distances:
+        raise Sim2RealError(f"{where}: a trials section needs the start distances it belongs to (distances)")
+    columns: dict[str, list[float]] = {}
+    for key, values in section.items():
+        if not isinstance(values, (list, tuple)):
+            raise Sim2RealError(f"{where}: trials.{key} must be a list of {len(distances)} numbers, one per start "
+                                f"distance")
+        if len(values) != len(distances):
+            raise Sim2RealError(f"{where}: trials.{key} has {len(values)} entries but distances has "
+                                f"{len(distances)}; give one entry per start distance")
+        if any(isinstance(v, bool) for v in values):
+            raise Sim2RealError(f"{where}: trials.{key} must hold numbers, got {list(values)}")
+        try:
+            columns[key] = [float(v) for v in values]
+        except (TypeError, ValueError):
+            raise Sim2RealError(f"{where}: trials.{key} must hold numbers, got {list(values)}") from None
+    pushes = []
+    for index in range(len(distances)):
+        try:
+            pushes.append(dataclasses.replace(push, **{key: column[index] for key, column in columns.items()}))
+        except Sim2RealError as err:
+            raise Sim2RealError(f"{where}: trial {index + 1} (d = {distances[index]:g} m): {err}") from None
+    return tuple(pushes)
+
+
+def experiment_document(config: ExperimentConfig) -> dict[str, object]:
+    """The ROS 2 params document of ``config`` (under ``/**``, as the package's file), which
+    :func:`load_experiment_config` reads back as ``config``: the trials' own pushes as lists under ``trials``."""
+    body: dict[str, object] = {
+        "distances": [float(d) for d in config.distances],
+        "start_tolerance": float(config.start_tolerance),
+        "push": {f.name: float(getattr(config.push, f.name)) for f in fields(PushConfig)},
+    }
+    if config.trial_pushes:
+        body["trials"] = {key: [float(getattr(p, key)) for p in config.trial_pushes] for key in TRIAL_PUSH_KEYS
+                          if any(getattr(p, key) != getattr(config.push, key) for p in config.trial_pushes)}
+        if not body["trials"]:
+            del body["trials"]
+    return {"/**": {"ros__parameters": body}}
+
+
+def save_experiment_config(path: str | os.PathLike[str], config: ExperimentConfig, header: str | None = None) -> Path:
+    """Write ``config`` as an experiment params file (``run --experiment``, the launch file's ``experiment_file``),
+    atomically, with ``header`` as comment lines at the top; parent directories are created."""
+    import yaml
+
+    from sim2real.filemodes import write_text_atomic
+
+    path = Path(path)
+    body = yaml.safe_dump(experiment_document(config), sort_keys=False, default_flow_style=None)
+    comment = "".join(f"# {line}\n" for line in header.splitlines()) if header else ""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return write_text_atomic(path, comment + body)
 
 
 def push_profile(push: PushConfig) -> tuple[FloatArray, FloatArray, FloatArray]:

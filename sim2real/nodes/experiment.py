@@ -23,6 +23,10 @@ Parameters (type, default: meaning, unit); config/experiment.yaml holds the stan
     push.speed         cruise speed, m/s
     push.ramp_time, push.pre_time, push.settle_time  s
     push.rate_hz       reference sample rate, Hz
+    trials.height, trials.lateral, trials.start_x, trials.end_x (m), trials.speed (m/s)
+                       double[], unset: the experiment file's trials section, each trial's own
+                       push (one entry per distance; a key not given is push's); unset: every
+                       trial pushes push
     lead_time          double, 0.3: the reference starts this long after it is sent, s
     confirm_placement  bool, true in real and mirror mode: wait for the operator's
                        experiment/box_placed call
@@ -51,14 +55,22 @@ from typing import Any, cast
 import numpy as np
 from geometry_msgs.msg import PoseStamped
 from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.parameter import Parameter
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory as JointTrajectoryMsg
 
-from sim2real.control import PushConfig, plan_push
+from sim2real.control import (
+    TRIAL_PUSH_KEYS,
+    ExperimentConfig,
+    JointTrajectory,
+    PushConfig,
+    build_trial_pushes,
+    plan_push,
+)
 from sim2real.errors import Sim2RealError
-from sim2real.model import load_arm
+from sim2real.model import ArmModel, load_arm
 from sim2real.nodes.common import (
     BOX_REQUEST_TOPIC,
     GRAPH_STATUS_TOPIC,
@@ -120,6 +132,15 @@ class ExperimentNode(LeanNode):
         push_values = {f.name: float(self.declare_parameter(f"push.{f.name}", float(cast(float, f.default))).value)
                        for f in fields(PushConfig)}
         self.push = PushConfig(**push_values)
+        # trials.<key>: typed, no default (a value not given reads back as None); the rule is the file's
+        trials: dict[str, list[float]] = {}
+        for key in TRIAL_PUSH_KEYS:
+            value: Any = self.declare_parameter(f"trials.{key}", Parameter.Type.DOUBLE_ARRAY).value
+            if value is not None:
+                trials[key] = [float(v) for v in value]
+        self.config = ExperimentConfig(
+            self.distances, self.push, self.tolerance,
+            build_trial_pushes(trials or None, self.push, self.distances, "experiment parameters"))
         self.lead_time = float(self.declare_parameter("lead_time", 0.3).value)
         self.confirm = bool(self.declare_parameter("confirm_placement", self.mode in ("real", "mirror")).value)
         self.placement_timeout = float(self.declare_parameter("placement_timeout", 30.0).value)
@@ -128,16 +149,18 @@ class ExperimentNode(LeanNode):
         self.startup_timeout = float(self.declare_parameter("startup_timeout", 600.0).value)
         self.params = declare_sim_params(self)
         self.progress = progress or (lambda line: self.get_logger().info(line))
-        arm = load_arm(self.params)
-        self.reference = plan_push(arm, self.push, float(self.params["contact.table_height"]))
         self.replay: ReplayStart | None = None
         replay_trial = str(self.declare_parameter("replay_trial", "").value)
         if replay_trial:
             if self.platforms != ("sim",):
                 raise ValueError("parameter replay_trial needs mode sim")
             self.replay = replay_start(read_trial(replay_trial))
-            self.reference = self.replay.reference
             self.distances = (self.replay.distance,)
+            #: Each trial's reference (``t`` from 0 s), one per start distance.
+            self.references: tuple[JointTrajectory, ...] = (self.replay.reference,)
+        else:
+            self.references = plan_trials(load_arm(self.params), self.config,
+                                          float(self.params["contact.table_height"]))
         self.box_size = np.array([float(self.params[f"box.size_{a}"]) for a in "xyz"])
         self._lock = threading.Lock()
         self._joints: dict[str, tuple[int, np.ndarray, np.ndarray]] = {}
@@ -270,8 +293,7 @@ class ExperimentNode(LeanNode):
             self._wait_connected(self.startup_timeout)
             self._event(event="run", mode=self.mode, mirror=self.mirror, engine=self.engine,
                         distances_m=list(self.distances),
-                        platforms=list(self.platforms), push={f.name: getattr(self.push, f.name)
-                                                              for f in fields(PushConfig)})
+                        platforms=list(self.platforms), push=push_dict(self.push))
             for index, distance in enumerate(self.distances):
                 self.results.append(self._trial(index, distance))
         except Exception as err:
@@ -290,8 +312,9 @@ class ExperimentNode(LeanNode):
             finally:
                 self.finished.set()
 
-    def _home(self) -> None:
-        start = self.reference.position[0]
+    def _home(self, reference: JointTrajectory) -> None:
+        """Move the real arm to the first sample of ``reference`` (its trial's start pose); wait until it is still."""
+        start = reference.position[0]
         _, q, _ = self._latest_joints("real")  # type: ignore[misc]
         move = return_trajectory(q, start, self.home_speed, self.push.rate_hz)
         self._pub_reference.publish(trajectory_msg(now_ns(self), move))
@@ -358,9 +381,10 @@ class ExperimentNode(LeanNode):
     def _trial(self, index: int, distance: float) -> Path:
         self._wait_connected()
         requested, _ = requested_box_pose(distance, self.params)
-        q_start = self.reference.position[0] if self.replay is None else self.replay.joints
+        reference = self.references[index]
+        q_start = reference.position[0] if self.replay is None else self.replay.joints
         if "real" in self.platforms:
-            self._home()
+            self._home(reference)
             position, quaternion = self._place_real(requested)
             q_start = self._latest_joints("real")[1]  # type: ignore[index]
         else:
@@ -371,12 +395,15 @@ class ExperimentNode(LeanNode):
             if "real" not in self.platforms:
                 self._hold_sim(q_start)
             self._reset_sim(q_start, position, quaternion)
-        window = TrialWindow.plan(index, distance, now_ns(self), self.reference, self.lead_time)
+        window = TrialWindow.plan(index, distance, now_ns(self), reference, self.lead_time)
         meta = {"initial_distance_m": distance, "mode": self.mode, "mirror": self.mirror, "engine": self.engine,
                 "requested_start_m": requested.tolist()}
-        self._event(event="start", **window.as_dict())
+        # The trial's own push goes into its trial.json (the recorder keeps it from the start event); a replay
+        # plays a recorded reference, no push.
+        push = None if self.replay is not None else push_dict(self.config.push_of(index))
+        self._event(event="start", **window.as_dict(), push=push)
         try:
-            self._pub_reference.publish(trajectory_msg(window.start_ns, self.reference))
+            self._pub_reference.publish(trajectory_msg(window.start_ns, reference))
 
             def past_end() -> bool:
                 for ns in self.platforms:
@@ -400,7 +427,9 @@ class ExperimentNode(LeanNode):
         self._event(event="end", trial=window.name, complete=True, meta=meta)
         self._wait(lambda: window.name in self._written, 30.0, f"the recorder to write {window.name}")
         path, problems = self._written[window.name]
-        self.progress(progress_line(window, len(self.distances), recorded_outcomes(path, self.platforms)))
+        lateral = 0.0 if self.replay is not None else self.config.push_of(index).lateral
+        self.progress(progress_line(window, len(self.distances), recorded_outcomes(path, self.platforms),
+                                    lateral=lateral))
         if problems:
             self.progress(f"  {window.name} is recorded incomplete: {'; '.join(problems)}")
             self.incomplete.append(window.name)
@@ -415,6 +444,35 @@ class ExperimentNode(LeanNode):
         self._stop.set()
         if self._worker.is_alive() and self._worker is not threading.current_thread():
             self._worker.join(timeout=5.0)
+
+
+def push_dict(push: PushConfig) -> dict[str, float]:
+    """``push`` as the run event and trial.json carry it: ``{field: value}`` (m, m/s, s, Hz)."""
+    return {f.name: float(getattr(push, f.name)) for f in fields(PushConfig)}
+
+
+def plan_trials(arm: ArmModel, config: ExperimentConfig, table_height: float) -> tuple[JointTrajectory, ...]:
+    """The reference of each trial of ``config`` (its own push, :meth:`ExperimentConfig.push_of`), equal pushes
+    planned once.
+
+    Parameters
+    ----------
+    arm : ArmModel
+    config : ExperimentConfig
+    table_height : float
+        Table top height in the base frame (m).
+
+    Returns
+    -------
+    tuple of JointTrajectory
+        One per start distance, ``t`` from 0 s.
+    """
+    planned: dict[PushConfig, JointTrajectory] = {}
+    for index in range(len(config.distances)):
+        push = config.push_of(index)
+        if push not in planned:
+            planned[push] = plan_push(arm, push, table_height)
+    return tuple(planned[config.push_of(index)] for index in range(len(config.distances)))
 
 
 def main(args: list[str] | None = None) -> int:

@@ -4,9 +4,10 @@ Subscribes to every contract topic of both platforms and the reference. The expe
 events on ``experiment/trial_event`` (std_msgs/String, JSON) drive it:
 
 * ``{"event": "run", ...}``: writes ``run.json`` in ``out_dir`` with the run metadata;
-* ``{"event": "start", "trial", "index", "distance", "start_ns", "end_ns"}``: opens the
+* ``{"event": "start", "trial", "index", "distance", "start_ns", "end_ns", "push"}``: opens the
   trial's bag; messages stamped inside ``[start_ns, end_ns]`` are written (also those that
-  arrived shortly before the event);
+  arrived shortly before the event); ``push`` (the trial's own push, ``{field: value}``; None
+  for a replay) goes into the trial's trial.json, also when the trial is closed incomplete;
 * ``{"event": "end", "meta": {...}}``: waits (at most ``drain_timeout``) until every stream
   the trial needs (:func:`sim2real.trials.coverage.expected_streams`) has delivered messages
   stamped past the trial's end, then closes the bag with trial.json (``meta`` plus the
@@ -98,6 +99,8 @@ class RecorderNode(LeanNode):
         self._lock = threading.Lock()
         self._writer: TrialBagWriter | None = None
         self._window: TrialWindow | None = None
+        #: trial.json keys of the open trial that its start event gave (``push``).
+        self._trial_meta: dict[str, Any] = {}
         self._tracker: StreamTracker | None = None
         self._pending_end: tuple[dict[str, Any], float] | None = None  # (end event, monotonic deadline)
         self._recent: collections.deque[tuple[int, str, Callable[[TrialBagWriter], None]]] = collections.deque(
@@ -194,22 +197,25 @@ class RecorderNode(LeanNode):
             meta["params"] = {name: float(value) for name, value in self.params.items()}
             write_run_meta(self.out_dir, meta)
         elif kind == "start":
-            self._start(TrialWindow.from_dict(event))
+            push = event.get("push")
+            self._start(TrialWindow.from_dict(event), {"push": push} if isinstance(push, dict) else {})
         elif kind == "end":
             self._end(event)
 
-    def _start(self, window: TrialWindow) -> None:
+    def _start(self, window: TrialWindow, trial_meta: dict[str, Any]) -> None:
         self._close_when_drained(force=True)
         with self._lock:
             if self._writer is not None:
-                self._writer.close({"note": "superseded by the next trial"}, complete=False)
+                self._writer.close({**self._trial_meta, "note": "superseded by the next trial"}, complete=False)
             if (self.out_dir / window.name).exists():
                 self.get_logger().warning(f"trial {window.name} already recorded; ignoring its start event")
                 self._writer = self._window = None
+                self._trial_meta = {}
                 return
             self._writer = TrialBagWriter(self.out_dir, window.name, start_ns=window.start_ns)
             self._writer.write_scene(SceneSpec.from_params(self._platforms, self._platforms, self.params))
             self._window = window
+            self._trial_meta = trial_meta
             self._tracker = StreamTracker(window.start_ns, window.end_ns)
             self._hard_steps = {"real": [], "sim": []}
             for stamp, stream, write in list(self._recent):
@@ -256,13 +262,14 @@ class RecorderNode(LeanNode):
             if not (force or self._tracker.delivered(expected) or time.monotonic() >= deadline):
                 return
             self._pending_end = None
-            writer, window, tracker = self._writer, self._window, self._tracker
+            writer, window, tracker, trial_meta = self._writer, self._window, self._tracker, self._trial_meta
             if window is not None:
                 self._closed = (window, set())
             self._writer = self._window = self._tracker = None
+            self._trial_meta = {}
             if writer is None or window is None:
                 return
-            meta, problems = self._closing_meta(event.get("meta") or {}, tracker, expected)
+            meta, problems = self._closing_meta({**trial_meta, **(event.get("meta") or {})}, tracker, expected)
             complete = bool(event.get("complete", True)) and not problems
             path = writer.close(meta, complete=complete)
             self._write_hard_steps(path)
@@ -303,10 +310,11 @@ class RecorderNode(LeanNode):
         """Close an open trial as incomplete (Ctrl-C): everything recorded is kept."""
         self._close_when_drained(force=True)
         with self._lock:
-            writer, window, tracker = self._writer, self._window, self._tracker
+            writer, window, tracker, trial_meta = self._writer, self._window, self._tracker, self._trial_meta
             self._writer = self._window = self._tracker = None
+            self._trial_meta = {}
             if writer is not None and window is not None:
-                extra = {"initial_distance_m": window.distance, "note": "interrupted"}
+                extra = {**trial_meta, "initial_distance_m": window.distance, "note": "interrupted"}
                 meta = (self._meta(extra) if tracker is None
                         else self._closing_meta(extra, tracker, self._expected(tracker))[0])
                 path = writer.close(meta, complete=False)

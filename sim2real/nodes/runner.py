@@ -48,7 +48,7 @@ from typing import Any
 
 import yaml
 
-from sim2real.control import ExperimentConfig, PushConfig, load_experiment_config
+from sim2real.control import TRIAL_PUSH_KEYS, ExperimentConfig, PushConfig, load_experiment_config
 from sim2real.errors import HardwareFaultError, RunFailedError, Sim2RealError
 from sim2real.hardware.address import require_robot_address
 from sim2real.nodes.common import ensure_localhost, params_overrides
@@ -125,7 +125,8 @@ def run_experiment(mode: str, distances: Sequence[float] | str | None, params: P
     ----------
     mode : {"mirror", "sim", "real", "standin"}
     distances : sequence of float or str, optional
-        Start distances (m); default: the experiment file's.
+        Start distances (m); default: the experiment file's. Refused when the file gives each trial its own
+        push (its ``trials`` section) and these differ from its distances.
     params : ParameterSet
         Simulator parameters of the sim node and of both PD controllers (same gains).
     out_dir : path
@@ -232,7 +233,7 @@ def _check_arguments(mode: str, distances: Sequence[float] | str | None, mirror:
     Returns
     -------
     config : ExperimentConfig
-        The experiment file's settings.
+        The experiment file's settings at the chosen distances.
     chosen : sequence of float
         Start distances (m): ``distances`` parsed, else the experiment file's.
     out : Path
@@ -241,14 +242,16 @@ def _check_arguments(mode: str, distances: Sequence[float] | str | None, mirror:
     Raises
     ------
     Sim2RealError
-        A bad mirror mode, distance or stand-in host; no distances; an output path that is a file or
-        a directory that is not empty.
+        A bad mirror mode, distance or stand-in host; no distances; ``distances`` for an experiment file whose
+        trials have pushes of their own (its ``trials`` section); an output path that is a file or a directory
+        that is not empty.
     """
     check_mirror(mirror, platforms_of(mode)[0] and mode)
     config = load_experiment_config(experiment_file)
     chosen = parse_distances(distances) if distances else config.distances
     if not chosen:
         raise Sim2RealError("no start distances: give --distances or set them in the experiment file")
+    config = config.with_distances(chosen)  # refused when the file gives each trial its own push
     if mode == "standin":
         check_loopback_ip(str(standin_host), "--standin-host")
     out = Path(out_dir)
@@ -313,7 +316,7 @@ def _node_sections(mode: str, params: ParameterSet, config: ExperimentConfig, *,
         load_standin(world_file or None)  # as the stand-in will read it: a bad file stops the run before it starts
         sections[real_route.standin] = {
             **sections.get(real_route.standin, {}), "world_file": str(world_file or ""),
-            "initial_joints": [float(x) for x in _start_joints(params, config.push)]}
+            "initial_joints": [float(x) for x in _start_joints(params, config.push_of(0))]}  # the first trial's
     return sim_values, real_route, sections
 
 
@@ -425,7 +428,10 @@ def _start_nodes(plan: _RunPlan, nodes: dict[str, Any], context: Any) -> Any:
         # The engine was compiled before the graph started (the CLI's first step): a graph that is not
         # up in 2 minutes is stuck, not compiling.
         "startup_timeout": 120.0,
-        **{f"push.{f.name}": float(getattr(config.push, f.name)) for f in fields(PushConfig)}}
+        **{f"push.{f.name}": float(getattr(config.push, f.name)) for f in fields(PushConfig)},
+        # each trial's own push, as the file's trials section gives it to the launched node
+        **{f"trials.{key}": [float(getattr(p, key)) for p in config.trial_pushes]
+           for key in TRIAL_PUSH_KEYS if config.trial_pushes}}
     if plan.replay_trial:
         experiment_values["replay_trial"] = str(plan.replay_trial)
     experiment = ExperimentNode(progress=plan.progress, streams=streams,

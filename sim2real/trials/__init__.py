@@ -47,7 +47,8 @@ trial.json (``"schema": "sim2real.trial/1"``)::
      "outcomes": {"real"|"sim": Outcome.as_dict()},
      "params": {name: value}, "versions": {sim2real, numpy, rosbags, python},
      "timing": {"start_ns", "end_ns", "wall_s"}, "topics": {topic: message count},
-     "written": ISO time, ...free extra keys (e.g. "object", "source")}
+     "written": ISO time, "push": {field: value} (the trial's own push; runs only),
+     ...free extra keys (e.g. "object", "source")}
 
 Writers never leave a half-written trial under its name (temporary hidden directory, then a
 rename); an interrupted recording closed with ``complete=False`` keeps everything recorded.

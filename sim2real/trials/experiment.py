@@ -352,10 +352,13 @@ def recorded_outcomes(trial_dir: Path, platforms: Sequence[str]) -> dict[str, Ma
     return {ns: stored.get(ns) if isinstance(stored.get(ns), Mapping) else None for ns in platforms}
 
 
-def progress_line(window: TrialWindow, total: int, outcomes: Mapping[str, Outcome | Mapping[str, Any] | None]) -> str:
+def progress_line(window: TrialWindow, total: int, outcomes: Mapping[str, Outcome | Mapping[str, Any] | None],
+                  lateral: float = 0.0) -> str:
     """One line per finished trial, e.g. ``trial 1/2 d=0.300 m: real 0.300→0.462 m upright; ...``.
 
-    ``outcomes`` per platform: an :class:`Outcome`, its trial.json form, or None (no box pose).
+    ``outcomes`` per platform: an :class:`Outcome`, its trial.json form, or None (no box pose). A trial
+    whose push runs off the box's centre line (``lateral``, the pusher y in m) says so:
+    ``trial 2/2 d=0.300 m lateral=+0.030 m: ...``.
     """
     parts = []
     for ns in sorted(outcomes):
@@ -366,4 +369,5 @@ def progress_line(window: TrialWindow, total: int, outcomes: Mapping[str, Outcom
         else:
             state = "FLIPPED" if data.get("flipped") else "upright"
             parts.append(f"{ns} {data['initial_distance_m']:.3f}->{data['final_distance_m']:.3f} m {state}")
-    return f"trial {window.index + 1}/{total} d={window.distance:.3f} m: " + "; ".join(parts)
+    offset = f" lateral={lateral:+.3f} m" if lateral else ""
+    return f"trial {window.index + 1}/{total} d={window.distance:.3f} m{offset}: " + "; ".join(parts)

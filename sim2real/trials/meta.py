@@ -114,6 +114,17 @@ class TrialMeta:
         return self.raw.get("requested_start_m")
 
     @property
+    def push(self) -> dict[str, float] | None:
+        """The trial's own push as the experiment ran it (``push``: ``{field: value}`` of
+        :class:`sim2real.control.PushConfig`; lengths m, ``speed`` m/s, times s, ``rate_hz`` Hz), None when the
+        trial.json has none (a replay, an import, a recording older than per-trial pushes: the run's ``push`` in
+        run.json then applies) or it is not a mapping of numbers (:func:`check_trial_meta` refuses those)."""
+        value = self.raw.get("push")
+        if not isinstance(value, Mapping) or any(_number(v) is None for v in value.values()):
+            return None
+        return {str(k): float(v) for k, v in value.items()}
+
+    @property
     def replay_of(self) -> str | None:
         """The trial a replay replays (``replay_of``)."""
         return _text(self.raw.get("replay_of"))
@@ -186,6 +197,13 @@ def check_trial_meta(meta: dict[str, Any], path: Path) -> None:
     for key, types in kinds.items():
         if meta.get(key) is not None and not isinstance(meta[key], types):
             raise DataError(f"{path}: {key} must be a {types[0].__name__}, got {type(meta[key]).__name__}")
+    push = meta.get("push")
+    if push is not None:
+        if not isinstance(push, dict):
+            raise DataError(f"{path}: push must be a mapping of push keys to numbers, got {type(push).__name__}")
+        for name, value in push.items():
+            if _number(value) is None:
+                raise DataError(f"{path}: push.{name} must be a number, got {value!r}")
     distance = meta.get("initial_distance_m")
     if distance is not None and (isinstance(distance, bool) or not isinstance(distance, (int, float))):
         raise DataError(f"{path}: initial_distance_m must be a number (m), got {distance!r}")

@@ -401,6 +401,22 @@ def test_bad_input_is_one_line_and_harmless(tmp_path: Path, name: str) -> None:
     assert _snapshot(work) == before  # nothing written, replaced or deleted; the canary untouched
 
 
+def test_run_refuses_other_distances_for_an_experiment_whose_trials_have_their_own_pushes(tmp_path: Path) -> None:
+    """The trials section belongs to the file's distances: ``--distances`` with it is bad input (exit 2, one
+    line) before anything starts; nothing is written."""
+    (tmp_path / "designed.yaml").write_text(
+        "/**:\n  ros__parameters:\n    distances: [0.30, 0.45]\n    push: {end_x: 0.40}\n"
+        "    trials:\n      lateral: [0.0, 0.03]\n")
+    before = _snapshot(tmp_path)
+    result = _run(tmp_path, "run", "--mode", "sim", "--distances", "0.3", "--experiment", "designed.yaml",
+                  "--out", "run")
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert lines == ["sim2real: error: --distances 0.3: the experiment file gives each trial its own push (its "
+                     "'trials' section): its start distances cannot be replaced; edit the file instead"]
+    assert _snapshot(tmp_path) == before and not result.stdout
+
+
 def test_report_force_keeps_files_it_did_not_write(tmp_path: Path) -> None:
     """With --force a report replaces its own earlier files only: a user's fig_holiday.png stays."""
     run = _run_dir(tmp_path / "run", trials=1)

@@ -85,6 +85,48 @@ def test_the_sim_platform_runs_on_mujoco_and_the_records_say_so(tmp_path, env):
     assert box is not None and box.position[-1, 0] > box.position[0, 0] + 0.05  # pushed
 
 
+#: Two trials with pushes of their own (the ``trials`` section, as ``sim2real design`` writes it): the second
+#: pushes 3 cm off the box's centre line and stops 4 cm short of the first.
+TRIALS_EXPERIMENT = """\
+/**:
+  ros__parameters:
+    distances: [0.30, 0.33]
+    start_tolerance: 0.01
+    push: {height: 0.15, lateral: 0.0, start_x: 0.20, end_x: 0.40, speed: 0.3, ramp_time: 0.2,
+           pre_time: 0.1, settle_time: 0.5, rate_hz: 100.0}
+    trials:
+      lateral: [0.0, 0.03]
+      end_x: [0.40, 0.36]
+"""
+
+
+def test_each_trial_pushes_its_own_push_and_records_it(tmp_path, env):
+    """``run --experiment`` with a trials section: each trial's pusher follows its own path (y at its lateral
+    offset throughout, ending at its end_x) and its trial.json holds that push; run.json keeps the file's push."""
+    import json
+
+    from sim2real.trials.meta import TrialMeta
+
+    experiment = tmp_path / "designed.yaml"
+    experiment.write_text(TRIALS_EXPERIMENT)
+    out = tmp_path / "run"
+    process = sim2real("run", "--mode", "sim", "--experiment", str(experiment), "--out", str(out), env=env)
+    stdout, err = process.communicate(timeout=180)
+    assert process.returncode == 0, err[-2000:]
+    assert "2 trial(s) recorded" in stdout and "d=0.330 m lateral=+0.030 m:" in stdout, stdout
+    assert json.loads((out / "run.json").read_text())["push"]["lateral"] == 0.0
+    for name, lateral, end_x in (("trial_00_d0.300", 0.0, 0.40), ("trial_01_d0.330", 0.03, 0.36)):
+        record = read_trial(out / name)
+        assert record.complete, record.meta.get("note")
+        pusher = record.platforms["sim"].pusher_pose.position
+        # the PD-tracked pusher stays within 2 mm of its own lateral line and ends within 2 mm of its end_x
+        assert np.max(np.abs(pusher[:, 1] - lateral)) < 2e-3, (name, pusher[:, 1].min(), pusher[:, 1].max())
+        assert abs(pusher[-1, 0] - end_x) < 2e-3, (name, pusher[-1])
+        push = TrialMeta(record.meta).push
+        assert push is not None and (push["lateral"], push["end_x"]) == (lateral, end_x)
+        assert (push["start_x"], push["speed"], push["settle_time"]) == (0.20, 0.3, 0.5)  # the file's push
+
+
 def test_ctrl_c_mid_trial_keeps_a_readable_incomplete_trial(tmp_path, env):
     experiment = tmp_path / "experiment.yaml"
     experiment.write_text(EXPERIMENT)

@@ -80,8 +80,8 @@ def test_launch_file_names_only_existing_things(path):
 def test_box_push_declares_the_issue_arguments():
     tree = ast.parse((ROOT / "launch" / "box_push.launch.py").read_text())
     declared = {ast.literal_eval(c.args[0]) for c in _calls(tree, "DeclareLaunchArgument")}
-    assert declared == {"mode", "mirror", "engine", "robot_ip", "params_file", "distances", "out_dir",
-                        "via", "controller", "controller_joints", "namespace", "use_sim_time"}
+    assert declared == {"mode", "mirror", "engine", "robot_ip", "params_file", "experiment_file", "distances",
+                        "out_dir", "via", "controller", "controller_joints", "namespace", "use_sim_time"}
 
 
 def test_replay_plays_a_recorded_bag(monkeypatch, tmp_path: Path) -> None:
@@ -252,7 +252,7 @@ def test_a_launch_override_beats_the_experiment_file(tmp_path: Path) -> None:
     node_specific.write_text("experiment:\n  ros__parameters:\n    distances: [0.3, 0.35, 0.4, 0.45, 0.5]\n")
     assert _experiment_distances(tmp_path, params, node_specific, override) == [0.3, 0.35, 0.4, 0.45, 0.5]
     launch_source = (ROOT / "launch" / "box_push.launch.py").read_text()
-    assert 'parameters=[*sim_params, os.path.join(config, "experiment.yaml"),' in launch_source
+    assert "parameters=[*sim_params, experiment_file," in launch_source
 
 
 def test_the_experiment_file_reads_as_the_node_gets_it(tmp_path: Path) -> None:
@@ -264,3 +264,46 @@ def test_the_experiment_file_reads_as_the_node_gets_it(tmp_path: Path) -> None:
                     "experiment:\n  ros__parameters:\n    distances: [0.35, 0.4]\n")
     config = load_experiment_config(both)
     assert config.distances == (0.35, 0.40) and config.push.speed == 0.4
+
+
+DESIGNED = ("/**:\n  ros__parameters:\n    distances: [0.30, 0.45]\n    push: {end_x: 0.40}\n"
+            "    trials:\n      lateral: [0.0, 0.03]\n")
+
+
+def _experiment_parameters(node: Any) -> list[Any]:
+    """The experiment node's parameters after the simulator parameters: the experiment file, then the overrides."""
+    return node.kwargs["parameters"][1:]
+
+
+def test_the_experiment_file_is_given_to_the_experiment_node_as_it_is(monkeypatch, tmp_path: Path) -> None:
+    """``experiment_file:=`` (default the package's) reaches the node as a params file, its trials section and
+    distances with it: without ``distances:=`` the launch overrides nothing of it."""
+    designed = tmp_path / "designed.yaml"
+    designed.write_text(DESIGNED)
+    nodes = _launch(monkeypatch, "box_push.launch.py", mode="sim", experiment_file=str(designed))
+    experiment = {n.kwargs["name"]: n for n in nodes}["experiment"]
+    assert _experiment_parameters(experiment) == [str(designed), {"mode": "sim", "mirror": "closed",
+                                                                 "engine": "ours"}, {"use_sim_time": False}]
+    nodes = _launch(monkeypatch, "box_push.launch.py", mode="sim", distances="[0.30, 0.45]")
+    experiment = {n.kwargs["name"]: n for n in nodes}["experiment"]
+    assert _experiment_parameters(experiment)[0] == str(ROOT / "config" / "experiment.yaml")
+    assert _experiment_parameters(experiment)[1]["distances"] == [0.30, 0.45]
+
+
+def test_other_distances_for_trials_with_their_own_pushes_stop_the_launch_before_any_node(monkeypatch,
+                                                                                         tmp_path: Path) -> None:
+    from sim2real.errors import Sim2RealError
+
+    designed = tmp_path / "designed.yaml"
+    designed.write_text(DESIGNED)
+    with pytest.raises(Sim2RealError, match=r"its start distances cannot be replaced; edit the file instead$"):
+        _launch(monkeypatch, "box_push.launch.py", mode="sim", experiment_file=str(designed), distances="[0.3]")
+    nodes = _launch(monkeypatch, "box_push.launch.py", mode="sim", experiment_file=str(designed),
+                    distances="[0.30, 0.45]")  # the file's own distances: nothing replaced
+    assert {n.kwargs["name"]: n for n in nodes}["experiment"].kwargs["parameters"][2]["distances"] == [0.30, 0.45]
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(DESIGNED.replace("lateral: [0.0, 0.03]", "lateral: [0.0]"))
+    with pytest.raises(Sim2RealError, match=r"trials\.lateral has 1 entries but distances has 2"):
+        _launch(monkeypatch, "box_push.launch.py", mode="sim", experiment_file=str(bad))
+    with pytest.raises(Sim2RealError, match=r"^experiment_file not found: "):
+        _launch(monkeypatch, "box_push.launch.py", mode="sim", experiment_file=str(tmp_path / "missing.yaml"))
