@@ -34,6 +34,7 @@ COMMANDS: tuple[str, ...] = (
     "replay_cmd",
     "sample_cmd",
     "sweep_cmd",
+    "design_cmd",
     "run_cmd",
     "resolve_cmd",
 )

@@ -46,6 +46,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="directory written by 'sim2real sweep' (e.g. over sets from 'sim2real sample'): adds "
                              "the predicted flip probability and final-distance range per start distance, with "
                              "the real standard pushes of the first run with real data beside them")
+    parser.add_argument("--design", metavar="DESIGN_JSON",
+                        help="the .json 'sim2real design' wrote beside its experiment file: its forecast 95 %% "
+                             "intervals beside the achieved ones of the last --fit, and how many designed pushes "
+                             "the runs recorded")
     parser.add_argument("--labels", metavar="A,B", help="comma-separated label per run directory")
     parser.add_argument("--before", metavar="LABEL",
                         help="label of the run to compare as before (with --after; labels from --labels or the "
@@ -79,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
         raise Sim2RealError("--truth needs --fit: the truth is compared with a fit's intervals")
     paths = build_report(args.run_dirs, args.out, fit=args.fit, labels=labels,
                          max_trial_figures=args.max_trial_figures, truth=truth, sweep=args.sweep,
-                         before=args.before, after=args.after)
+                         before=args.before, after=args.after, design=args.design)
     for fit in paths.fits:
         for line in fit_status_lines(fit):
             print(line if fit.ok else red(line, sys.stdout))

@@ -232,6 +232,9 @@ def run(args: argparse.Namespace) -> int:
     out = check_output_location(args.out)
     distances = parse_distances(args.distances)
     experiment = load_experiment_config(args.experiment)
+    if experiment.trial_pushes:
+        raise Sim2RealError(f"--experiment {args.experiment}: it gives each trial its own push (its 'trials' "
+                            "section); a sweep pushes one push at every distance: give a file with one push")
     points = build_points(args)
     band = band_calibration(args)
     total = len(points.params) * len(distances)

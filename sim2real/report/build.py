@@ -11,6 +11,7 @@ from pathlib import Path
 from sim2real.errors import Sim2RealError
 from sim2real.filemodes import staging_dir
 from sim2real.report.cells import degraded_steps, describe_tally, solver_tallies
+from sim2real.report.design import design_blocks
 from sim2real.report.document import (
     Alert,
     Block,
@@ -50,6 +51,7 @@ from sim2real.report.tables import (
     side_by_side_rows_text,
     trial_outcomes,
 )
+from sim2real.sysid.design.record import read_design_record
 from sim2real.trials import TrialRecord, read_run, read_run_meta
 from sim2real.trials.coverage import starved_platforms
 from sim2real.trials.scene_checks import flagged_trials, scene_problems
@@ -418,7 +420,8 @@ def build_report(run_dirs: Sequence[str | Path], out_dir: str | Path,
                  labels: Sequence[str] | None = None, max_trial_figures: int = 10,
                  title: str = "sim2real: sim-vs-real report",
                  truth: Mapping[str, float] | None = None, sweep: str | Path | None = None,
-                 before: str | None = None, after: str | None = None) -> ReportPaths:
+                 before: str | None = None, after: str | None = None,
+                 design: str | Path | None = None) -> ReportPaths:
     """Write ``report.html`` (self-contained) and ``report.md`` with PNG figures into ``out_dir``.
 
     Parameters
@@ -453,6 +456,9 @@ def build_report(run_dirs: Sequence[str | Path], out_dir: str | Path,
     before, after : str, optional
         Labels of two runs to compare as before and after (both or neither); without them the
         pairs come from the labels and the runs' records.
+    design : path, optional
+        A design.json written by ``sim2real design``: its forecast intervals beside the fits' achieved ones and
+        how many designed pushes the runs hold (:mod:`sim2real.report.design`).
 
     Returns
     -------
@@ -475,6 +481,7 @@ def build_report(run_dirs: Sequence[str | Path], out_dir: str | Path,
                                                                                                 strict=True)]
     fit_paths = [] if fit is None else [fit] if isinstance(fit, (str, os.PathLike)) else list(fit)
     fits = [read_fit(path) for path in fit_paths]
+    design_record = read_design_record(design) if design is not None else None
     truth = _check_truth(truth, bool(fits))
     pairing = pair_runs([run.label for run in runs], [run.trials for run in runs], fits, before, after)
     with_real = [run for run in runs if any("real" in t.platforms for t in run.trials)]
@@ -492,6 +499,8 @@ def build_report(run_dirs: Sequence[str | Path], out_dir: str | Path,
     blocks += _parameter_blocks(runs)
     if fits:
         blocks += fits_blocks(fits, truth)
+    if design_record is not None:
+        blocks += design_blocks(design_record, fits, [t for run in runs for t in run.trials])
     if sweep is not None:
         real_table = next((t for t, run in zip(tables, runs, strict=True) if run in with_real), None)
         blocks += (spread_blocks(sweep, real_table) if real_table is not None else

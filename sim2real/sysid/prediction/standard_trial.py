@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
 
-from sim2real.control import ExperimentConfig, JointTrajectory, load_experiment_config, plan_push
+from sim2real.control import ExperimentConfig, JointTrajectory, PushConfig, load_experiment_config, plan_push
 from sim2real.control.sim_platform import ArmTrialResult, box_at_distance, simulate_arm_trial
 from sim2real.errors import InputError
 from sim2real.model import load_arm
@@ -47,6 +47,8 @@ class StandardTrial:
         Final pose, distance, yaw, maximum tilt, flipped, touched.
     wall_s : float
         Wall-clock time of the simulation (s).
+    push : PushConfig or None
+        The push the reference was planned from (None: a reference given as it is).
     """
 
     distance: float
@@ -55,6 +57,7 @@ class StandardTrial:
     result: ArmTrialResult
     outcome: Outcome
     wall_s: float
+    push: PushConfig | None = None
 
     def box_size(self) -> np.ndarray:
         """Box edge lengths (3,), m."""
@@ -118,6 +121,8 @@ class StandardTrial:
             "initial_distance_m": self.distance, "mode": mode, "mirror": None, "complete": True,
             "outcomes": {"sim": self.outcome.as_dict()}, "solver": {"sim": r.solve.as_dict()},
             "params": self.params.as_dict(),
+            **({"push": {f.name: float(getattr(self.push, f.name)) for f in fields(PushConfig)}}
+               if self.push is not None else {}),
             "versions": versions(), "timing": {"start_ns": start, "end_ns": start + round(r.t[-1] * 1e9),
                                                "wall_s": self.wall_s},
         }
@@ -152,9 +157,15 @@ def run_standard_trial(distance: float, params: ParameterSet, grad_names: Sequen
     if not DISTANCE_RANGE[0] <= distance <= DISTANCE_RANGE[1]:
         raise InputError(f"--distance {distance} m is outside the push workspace "
                             f"({DISTANCE_RANGE[0]:g} to {DISTANCE_RANGE[1]:g} m)")
+    push = None
     if reference is None:
         experiment = experiment or load_experiment_config()
-        reference = plan_push(load_arm(params), experiment.push, float(params["contact.table_height"]))
+        if experiment.trial_pushes:
+            raise InputError("the experiment file gives each trial its own push (its 'trials' section); the "
+                             "standard trial takes one push: run the file with 'sim2real run --experiment', or "
+                             "give a file with one push")
+        push = experiment.push
+        reference = plan_push(load_arm(params), push, float(params["contact.table_height"]))
     initial = box_at_distance(distance, params)
     start = time.perf_counter()
     result = simulate_arm_trial(params, reference, initial, grad_names=grad_names, strict=strict,
@@ -163,4 +174,4 @@ def run_standard_trial(distance: float, params: ParameterSet, grad_names: Sequen
     size = np.array([params["box.size_x"], params["box.size_y"], params["box.size_z"]])
     outcome = compute_outcome(PoseSeries(result.t, result.box[:, 0:3], result.box[:, 3:7]), size, result.touched)
     return StandardTrial(distance=distance, params=params, reference=reference, result=result,
-                         outcome=outcome, wall_s=wall)
+                         outcome=outcome, wall_s=wall, push=push)

@@ -156,7 +156,7 @@ def _leave_one_out_std(H: np.ndarray, blocks: np.ndarray, scores: np.ndarray, sc
     return np.where(determined, np.sqrt(spread), 0.0)
 
 
-def _effective_dof(blocks: np.ndarray, h_pinv: np.ndarray) -> np.ndarray:
+def effective_dof(blocks: np.ndarray, h_pinv: np.ndarray) -> np.ndarray:
     """Degrees of freedom (p,) of each parameter's Student's t: its effective number of trials less one."""
     shares = np.array([np.diag(h_pinv @ block @ h_pinv) for block in blocks])  # (G, p)
     groups = shares.shape[0]
@@ -220,7 +220,7 @@ def _cluster_spread(H: np.ndarray, h_pinv: np.ndarray, cov_independent: np.ndarr
         corr = cov_cluster / np.outer(sd_cluster, sd_cluster)
     corr = np.where(np.outer(sd_cluster, sd_cluster) > 0, corr, np.eye(p))
     cov = np.clip(corr, -1.0, 1.0) * np.outer(sd, sd)
-    dof = _effective_dof(blocks, h_pinv)
+    dof = effective_dof(blocks, h_pinv)
     quantiles = stats.t.ppf(0.975, dof)
     quantile = float(np.max(quantiles))
     method = (f"cluster-robust sandwich over {groups} trials (CR1) or the linearized trial jackknife (CR3), "

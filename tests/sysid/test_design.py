@@ -1,0 +1,153 @@
+"""Experiment design (``sim2real.sysid.design``): the search, the forecast, the prior and what the arm can do."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from sim2real.control import Workspace, load_experiment_config
+from sim2real.errors import InputError
+from sim2real.execution import open_executor
+from sim2real.model import load_arm
+from sim2real.params import ParameterSet
+from sim2real.sysid.design import PushSpace, design_pushes, plan_candidate, prior_from_bounds
+from sim2real.sysid.design.select import Known, outlook, select_pushes
+from sim2real.sysid.design.space import LEFT_OUT_KINDS, Candidate
+from sim2real.sysid.prediction.standard_trial import run_standard_trial
+from sim2real.sysid.problem.free import FreeParameters
+from sim2real.sysid.residuals.types import ResidualSpec
+
+
+def _known(p: int, earlier: np.ndarray | None = None, trials: int = 0) -> Known:
+    return Known(np.eye(p) * 1e-6, np.zeros((p, p)) if earlier is None else earlier, trials)
+
+
+@pytest.mark.parametrize("criterion", ["W", "D"])
+def test_the_search_takes_the_pushes_that_inform_different_parameters(criterion: str) -> None:
+    """Two unknowns, three candidates: one informs the first, one the second, one both a little. The W and D
+    pairs take one of each (greedy takes the balanced push first; the exchange swaps it out); the forecast
+    covariance is the closed form (R + H1 + H2)^-1. (A, the trace, keeps the balanced push twice: a local optimum
+    of single swaps, trace 1 against 0.2.)"""
+    h1, h2, h3 = np.diag([10.0, 0.0]), np.diag([0.0, 10.0]), np.diag([1.0, 1.0])
+    known = _known(2)
+    selection = select_pushes(known, [[h1, h2, h3]], 2, np.arange(2), criterion)
+    assert sorted(selection.chosen) == [0, 1]
+    view = outlook(known, [h1, h2])
+    np.testing.assert_allclose(view.covariance, np.diag([1 / (10 + 1e-6)] * 2))
+    # each unknown is informed by one push of the two: one effective trial, the quantile of one dof (12.7)
+    np.testing.assert_allclose(view.dof, [1.0, 1.0])
+    np.testing.assert_allclose(selection.half_widths[-1], stats.t.ppf(0.975, 1) / np.sqrt(10 + 1e-6))
+
+
+def test_the_width_criterion_spreads_the_information_over_trials() -> None:
+    """Three earlier trials inform an unknown a little. One push that alone carries nearly all the information
+    leaves the refit's interval with few effective trials (a large Student's t); two modest pushes give less
+    information but more effective trials and a narrower interval as the fit will report it. W takes the modest
+    pushes, D the strong one (it sees only the information)."""
+    earlier = np.diag([9.0])
+    known = _known(1, earlier, 3)
+    strong, modest = np.diag([60.0]), np.diag([12.0])
+    alone = outlook(known, [strong])
+    shared = outlook(known, [modest, modest])
+    assert outlook(known, [strong, strong]).half_width[0] > shared.half_width[0]
+    # shares of the variance: three earlier trials at 1 each and the pushes at their information
+    for view, blocks in ((alone, [3, 3, 3, 60]), (shared, [3, 3, 3, 12, 12])):
+        effective = sum(blocks) ** 2 / sum(b * b for b in blocks)
+        assert view.dof[0] == pytest.approx(max(1.0, min(effective, len(blocks)) - 1.0))
+    assert alone.covariance[0, 0] < shared.covariance[0, 0]  # more information in all ...
+    assert alone.half_width[0] > shared.half_width[0]  # ... but a wider interval as the refit will report it
+    assert select_pushes(known, [[strong, modest]], 2, np.arange(1), "W").chosen == (1, 1)
+    assert select_pushes(known, [[strong, modest]], 2, np.arange(1), "D").chosen == (0, 0)
+
+
+def test_a_target_changes_the_choice() -> None:
+    """Targeting the second unknown only, one push: the one that informs it."""
+    h1, h2 = np.diag([10.0, 0.0]), np.diag([0.0, 3.0])
+    assert select_pushes(_known(2), [[h1, h2]], 1, np.array([1]), "D").chosen == (1,)
+    assert select_pushes(_known(2), [[h1, h2]], 1, np.array([0]), "D").chosen == (0,)
+
+
+def test_the_criterion_is_averaged_over_the_points() -> None:
+    """A push very informative at one linearisation point and useless at the other loses to one fairly
+    informative at both (the robust choice)."""
+    sharp = [np.diag([10.0]), np.diag([0.0])]  # mean log-variance (ln 1/11 + 0) / 2 = -1.2 against ln 1/6 = -1.8
+    steady = [np.diag([5.0]), np.diag([5.0])]
+    known = Known(np.eye(1), np.zeros((1, 1)), 0)
+    informations = [[sharp[0], steady[0]], [sharp[1], steady[1]]]
+    assert select_pushes(known, informations, 1, np.arange(1), "D").chosen == (1,)
+    assert select_pushes(known, informations, 1, np.arange(1), "W").chosen == (1,)
+
+
+def test_the_search_refuses_what_it_cannot_do() -> None:
+    with pytest.raises(InputError, match="no feasible candidate"):
+        select_pushes(_known(1), [[]], 1, np.arange(1))
+    with pytest.raises(InputError, match="criterion"):
+        select_pushes(_known(1), [[np.eye(1)]], 1, np.arange(1), "E")
+    with pytest.raises(InputError, match="at least 1"):
+        select_pushes(_known(1), [[np.eye(1)]], 0, np.arange(1))
+
+
+def test_the_prior_from_bounds_is_uniform_over_them() -> None:
+    free = FreeParameters.parse("contact.mu_table,contact.support_ratio")
+    prior = prior_from_bounds(free, ParameterSet.nominal(), ResidualSpec(horizon=None, mode="kinematic"), 2.0)
+    np.testing.assert_allclose(np.diag(prior.covariance), [2.0 ** 2 / 12, 0.95 ** 2 / 12])
+    assert prior.row_variance == 4.0 and prior.undetermined.all()
+    points = prior.points(50, np.random.default_rng(0))
+    assert points[0] is prior.params
+    drawn = np.array([[p["contact.mu_table"], p["contact.support_ratio"]] for p in points[1:]])
+    assert drawn[:, 0].min() >= 0.0 and drawn[:, 0].max() <= 2.0 and drawn[:, 1].min() >= 0.05
+    assert drawn[:, 0].std() > 0.3  # spread over the bounds, not stuck at the nominal value
+    with pytest.raises(InputError, match=r"--target box\.mass is not a free parameter"):
+        prior.target_index(["box.mass"])
+
+
+@pytest.mark.parametrize(("point", "kind"), [
+    ({"lateral": 0.07}, "off the face"),
+    ({"height": 0.205}, "off the face"),
+    ({"distance": 0.62, "end_x": 0.9}, "out of reach"),
+])
+def test_a_push_the_arm_cannot_make_is_left_out_with_its_reason(point: dict[str, float], kind: str) -> None:
+    params = ParameterSet.nominal()
+    base = load_experiment_config().push
+    space = PushSpace.default(base, params)
+    values = {"distance": 0.35, "lateral": 0.0, "height": 0.15, "speed": 0.55, "end_x": 0.40, **point}
+    reference, reason = plan_candidate(space.candidate(values, params), load_arm(params), params)
+    assert reference is None and reason is not None
+    assert reason.split(":")[0] == kind and kind in LEFT_OUT_KINDS
+
+
+def test_the_standard_push_is_feasible() -> None:
+    params = ParameterSet.nominal()
+    reference, reason = plan_candidate(Candidate(0.35, load_experiment_config().push), load_arm(params), params)
+    assert reason is None and reference is not None
+
+
+def test_every_designed_push_is_feasible_and_keeps_the_box_upright() -> None:
+    """Designed pushes, planned and simulated again: every joint inside its limits, every joint rate within its
+    limit, the pusher inside the workspace box, and (no-topple) the box tilted at most 10 degrees at every
+    linearisation point; the experiment file holds exactly these pushes."""
+    params = ParameterSet.nominal()
+    free = FreeParameters.parse("contact.mu_table,contact.support_ratio")
+    prior = prior_from_bounds(free, params, ResidualSpec(horizon=None, mode="kinematic"), 1.0)
+    experiment = load_experiment_config()
+    space = PushSpace.default(experiment.push, params).with_ranges(height=(0.10, 0.15))
+    with open_executor("local", 1) as executor:
+        design = design_pushes(prior, space, 3, executor, candidates=14, seed=3, max_tilt_deg=10.0, points=2)
+    arm = load_arm(params)
+    points = prior.points(2, np.random.default_rng(3))
+    assert len(design.pushes) == 3
+    for info in design.pushes:
+        reference, reason = plan_candidate(info.candidate, arm, params)
+        assert reason is None and reference is not None
+        assert all(arm.within_limits(q) for q in reference.position)
+        assert np.all(np.abs(reference.velocity) <= arm.max_velocity)
+        assert all(Workspace().contains(p) for p in reference.pusher)
+        for point in points:
+            trial = run_standard_trial(info.candidate.distance, point, reference=reference)
+            assert not trial.outcome.flipped and trial.outcome.max_tilt_deg <= 10.0
+    config = design.experiment(experiment)
+    assert [config.push_of(k) for k in range(3)] == [info.candidate.push for info in design.pushes]
+    assert config.distances == tuple(info.candidate.distance for info in design.pushes)
+    # the forecast narrows the targets' intervals (their geometric mean: the search's criterion)
+    assert np.mean(np.log(design.after[-1].width)) < np.mean(np.log(design.before.width))
