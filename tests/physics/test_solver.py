@@ -56,3 +56,40 @@ def test_sliding_spinning_box_with_approaching_pusher_converges():
     with_grad = world.step(state, PUSHER_START, PUSHER_END, grad=True, param_names=("contact.mu_table",))
     np.testing.assert_allclose(with_grad.state.as_vector(), result.state.as_vector(), atol=1e-9)
     assert np.all(np.isfinite(with_grad.d_state)) and np.all(np.isfinite(with_grad.d_params))
+
+
+def test_an_iterate_too_far_out_to_scale_is_a_breakdown_not_an_exception():
+    """The compiled scaling of a cone pair whose determinant overflows (an iterate that ran off to 1e160) says
+    it cannot scale, where it divided by a zero scale and raised ZeroDivisionError out of the engine."""
+    from sim2real.physics.kernels.newton import nt_scaling as compiled_scaling
+
+    n = 1
+    w = np.zeros(6 + 8 * n)
+    xi0, eta0 = 6 + 2 * n, 6 + 5 * n
+    w[xi0:xi0 + 3] = [1.0, 0.1, 0.2]
+    w[eta0:eta0 + 3] = [2.0, 0.3, -0.1]
+    scale, scale_inverse, lam = np.empty((n, 3, 3)), np.empty((n, 3, 3)), np.empty((n, 3))
+    assert compiled_scaling(w, n, scale, scale_inverse, lam)
+    np.testing.assert_allclose(scale[0] @ scale_inverse[0], np.eye(3), atol=1e-12)
+    w[eta0:eta0 + 3] = [1e160, 1e159, 0.0]
+    assert not compiled_scaling(w, n, scale, scale_inverse, lam)
+
+
+def test_a_push_whose_solve_ran_off_finishes():
+    """A designed push of a flat block at high friction (found by benchmarks.design_truth): one step's iterate
+    ran off until its scaling divided by zero, which ended the whole simulation with ZeroDivisionError. The
+    step is now a breakdown the escalation ladder handles, and the trial finishes."""
+    from sim2real.control import PushConfig
+    from sim2real.model import load_arm
+    from sim2real.sysid.design.space import Candidate, plan_candidate
+    from sim2real.sysid.prediction.standard_trial import run_standard_trial
+
+    params = ParameterSet.nominal().replace({
+        "box.size_x": 0.10, "box.size_y": 0.10, "box.size_z": 0.05, "box.mass": 0.3,
+        "contact.mu_table": 1.2132715515343597, "contact.mu_pusher": 1.4589931219679968,
+        "contact.support_ratio": 0.5664437418921517})
+    push = PushConfig(height=0.037, lateral=-0.028, speed=0.40, end_x=0.401, settle_time=1.0)
+    reference, reason = plan_candidate(Candidate(0.436, push), load_arm(params), params)
+    assert reason is None and reference is not None
+    trial = run_standard_trial(0.436, params, reference=reference)
+    assert trial.outcome.touched and np.all(np.isfinite(trial.result.box))

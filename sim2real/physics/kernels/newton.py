@@ -102,10 +102,12 @@ def violations(r: np.ndarray, w: np.ndarray, n: int, kappa: float, scales: np.nd
 
 # --- Newton system ----------------------------------------------------------------------------
 @njit(cache=True)
-def nt_scaling(w: np.ndarray, n: int, scale: np.ndarray, scale_inverse: np.ndarray, lam: np.ndarray) -> None:
+def nt_scaling(w: np.ndarray, n: int, scale: np.ndarray, scale_inverse: np.ndarray, lam: np.ndarray) -> bool:
     """Nesterov-Todd scaling of every cone pair of ``w`` (see ``solver.nt_scaling``).
 
-    Outputs ``scale`` W (n, 3, 3), ``scale_inverse`` W⁻¹ (n, 3, 3), ``lam`` λ = W η (n, 3).
+    Outputs ``scale`` W (n, 3, 3), ``scale_inverse`` W⁻¹ (n, 3, 3), ``lam`` λ = W η (n, 3). Returns False (a
+    breakdown) when a pair has no finite, positive scale: an iterate so far out that its cone determinants
+    overflow (the ratio of the two is then 0 or inf).
     """
     xi0 = 6 + 2 * n
     eta0 = 6 + 5 * n
@@ -125,6 +127,8 @@ def nt_scaling(w: np.ndarray, n: int, scale: np.ndarray, scale_inverse: np.ndarr
         v1 = (xb1 - eb1) / norm / root
         v2 = (xb2 - eb2) / norm / root
         beta = (det_xi / det_eta) ** 0.25
+        if not (0.0 < beta < np.inf):
+            return False
         for i in range(3):
             vi = v0 if i == 0 else (v1 if i == 1 else v2)
             for j in range(3):
@@ -136,6 +140,7 @@ def nt_scaling(w: np.ndarray, n: int, scale: np.ndarray, scale_inverse: np.ndarr
                 scale_inverse[c, i, j] = (2.0 * flip_i * vi * flip_j * vj - jd) / beta
         for i in range(3):
             lam[c, i] = scale[c, i, 0] * e0 + scale[c, i, 1] * e1 + scale[c, i, 2] * e2
+    return True
 
 
 @njit(cache=True)
