@@ -16,14 +16,20 @@ trials are written as a user's recordings (no parameters in trial.json), then:
    drawn from the same push space, seeded);
 3. each set of six is fitted as in 1.
 
-Reported per seed and strategy: the 95 % interval width of each parameter, whether it holds the hidden value
+Reported per seed and strategy: the 95 % interval width of each parameter (the whole bound range where the fit
+gives none: not determined), whether it holds the hidden value
 (the per-trial friction's mean for ``contact.mu_table``), the fit's exit status and problems, and for the
 designed pushes the forecast width beside the achieved one. Over the seeds: the median over seeds of the median
 over parameters of the width ratios standard / designed and random / designed (target: at least 2), and each
 strategy's coverage of the hidden values (target: the designed one's not below the others').
 
-``python -m benchmarks.design_truth --json [--seeds N] [--workers W]`` (about 1.5 min per seed on one core;
-progress on stderr).
+Two scenarios (``--scenario``, repeatable; default ``box``): ``box``, the published box and push, first pushes at
+0.30, 0.35 and 0.40 m; ``flat``, a flat block (10 x 10 x 5 cm, 0.3 kg) pushed slowly (0.1 m/s) at its centre
+line at 0.30, 0.33 and 0.36 m, which tells neither its support distribution (no turn) nor its table friction (no
+slide after the pusher stops), with the design free to push off centre and faster (0.1-0.55 m/s).
+
+``python -m benchmarks.design_truth --json [--seeds N] [--scenario box|flat]... [--workers W]`` (about 1.5 min
+per seed and scenario on one core; progress on stderr).
 """
 
 from __future__ import annotations
@@ -45,7 +51,7 @@ import numpy as np
 
 from sim2real.cli import main as cli
 from sim2real.control import ExperimentConfig, PushConfig, load_experiment_config, save_experiment_config
-from sim2real.params import ParameterSet
+from sim2real.params import ParameterSet, spec
 from sim2real.sysid.design import Candidate, PushSpace
 from sim2real.sysid.design.information import EvaluationTask, evaluate_candidate
 from sim2real.sysid.prediction.standard_trial import run_standard_trial
@@ -170,11 +176,14 @@ def designed_pushes(fit_json: Path, out: Path, seed: int, scenario: Scenario, ex
 
 
 def _strategy_figures(status: int, document: dict[str, Any], hidden: dict[str, float]) -> dict[str, Any]:
+    """A fit's figures: each parameter's 95 % interval width (the whole bound range when the fit gives it no
+    interval: it is not determined), whether it holds the hidden value, the exit status and problems."""
     ci95 = document.get("ci95") or {}
     out: dict[str, Any] = {"status": status, "problems": document.get("problems", []), "width": {}, "holds": {}}
     for name in FREE:
         interval = ci95.get(name)
-        out["width"][name] = None if interval is None else float(interval[1] - interval[0])
+        out["width"][name] = spec(name).upper - spec(name).lower if interval is None else float(interval[1] -
+                                                                                                 interval[0])
         out["holds"][name] = None if interval is None else bool(interval[0] <= hidden[name] <= interval[1])
     return out
 
@@ -242,7 +251,12 @@ def summary(seeds: list[dict[str, Any]]) -> dict[str, Any]:
             counts[0] += sum(holds)
             counts[1] += len(holds)
     determined = {k: sum(1 for s in seeds if k in s and not s[k].get("undetermined")) for k in coverage}
+    achieved_over_forecast = [s["designed"]["width"][n] / s["designed"]["forecast_width"][n] for s in seeds
+                              if "designed" in s for n in FREE if s["designed"]["forecast_width"][n] > 0]
     return {"seeds": len(seeds), "all_determined": determined,
+            "achieved_over_forecast": {"median": _median(achieved_over_forecast),
+                                       "quartiles": [float(np.percentile(achieved_over_forecast, q)) for q in (25, 75)]
+                                       if achieved_over_forecast else None},
             "initial_undetermined": sum(1 for s in seeds if s.get("init", {}).get("status") == 3),
             "width_ratio_median": {k: _median(v) for k, v in ratios.items()},
             "coverage": {k: {"holds": c[0], "of": c[1]} for k, c in coverage.items()},

@@ -44,6 +44,7 @@ if str(ROOT) not in sys.path:  # MkDocs loads this file as a hook, outside the p
 
 from benchmarks.tables.bands import band_modes_table, band_truth_table  # noqa: E402
 from benchmarks.tables.code import inventory_table, parameters_table  # noqa: E402
+from benchmarks.tables.design import design_speed_table, design_truth_table  # noqa: E402
 from benchmarks.tables.fits import (  # noqa: E402
     basin_table,
     coverage_table,
@@ -73,6 +74,8 @@ TABLES: dict[str, Table] = {
     "band_truth": band_truth_table,
     "band_modes": band_modes_table,
     "frames_truth": frames_truth_table,
+    "design_truth": design_truth_table,
+    "design_speed": design_speed_table,
     "basin": basin_table,
     "cube_toss": cube_toss_table,
     "scale": scale_table,

@@ -42,7 +42,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sim2real.cli.common import add_engine_argument
+from sim2real.cli.common import add_engine_argument, bounded_int
 from sim2real.cli.run_cmd import add_live_argument
 from sim2real.demo.checks import (
     BOX_FREE,
@@ -101,6 +101,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "'none' starts from the nominal value)")
     parser.add_argument("--max-iterations", type=int, default=30, metavar="N",
                         help="Gauss-Newton iterations at most, per stage (default 30)")
+    parser.add_argument("--design", type=bounded_int(1, 10), metavar="N",
+                        help="run the design loop instead: three pushes, a fit of the frictions, N pushes from "
+                             "'sim2real design', N more of the standard sequence, refits, and a report of the "
+                             "designed pushes' forecast and achieved intervals (OUT/design_check.json)")
+    parser.add_argument("--workers", type=bounded_int(1, 64), default=2, metavar="W",
+                        help="with --design: local worker processes for the design's candidates (default 2)")
     add_engine_argument(parser)
     add_live_argument(parser)
     parser.epilog = ("The demo checks its own result: every fitted parameter with a hidden value in the stand-in's "
@@ -111,7 +117,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                      "with no usable trial; 5 the experiment failed in each of its attempts (a fault, or more "
                      f"than {MAX_UNUSABLE_TRIALS} trials that are not standard pushes; fewer are left out and named; "
                      "demo_check.json records either as a miss); 130 interrupted.")
-    parser.set_defaults(handler=run, uses_engine=True)
+    parser.set_defaults(handler=run, uses_engine=True,
+                        stage_defaults={dest: parser.get_default(dest) for dest, _ in _STAGE_OPTIONS})
 
 
 def _step(number: int, text: str) -> float:
@@ -208,6 +215,9 @@ def run(args: argparse.Namespace) -> int:
     held_out_distances(args)
     check_loopback_ip(str(args.standin_host), "--standin-host")
     hidden = load_standin().params
+    if args.design is not None:
+        _refuse_stage_options(args)
+        return _run_design_loop(args, out, hidden)
     try:
         return _run_steps(args, out, grid, {name: float(hidden[name]) for name in TOLERANCES})
     except Sim2RealError as err:
@@ -215,6 +225,50 @@ def run(args: argparse.Namespace) -> int:
                                   "missed": [f"the demo stopped: {err}"], "error": str(err)})
         print(_red(f"DEMO CHECK MISSED: the demo stopped before it could check its fit ({path})"), flush=True)
         raise
+
+
+#: Options of the standard demo's stages that the design loop does not take (dest, option).
+_STAGE_OPTIONS = (("distances", "--distances"), ("validation_distances", "--validation-distances"),
+                  ("servo_free", "--servo-free"), ("box_free", "--box-free"), ("box_mode", "--box-mode"),
+                  ("box_grid", "--box-grid"), ("max_iterations", "--max-iterations"), ("live", "--live"))
+
+
+def _refuse_stage_options(args: argparse.Namespace) -> None:
+    """Refuse, with --design, an option of the standard demo's stages given a value of its own."""
+    from sim2real.errors import InputError
+
+    defaults = args.stage_defaults
+    for dest, option in _STAGE_OPTIONS:
+        if getattr(args, dest, None) != defaults.get(dest):
+            raise InputError(f"{option} is an option of the standard demo; the design loop (--design) has its own "
+                             f"pushes and fit")
+
+
+def _run_design_loop(args: argparse.Namespace, out: Path, hidden: object) -> int:
+    """The design loop (:mod:`sim2real.demo.design_loop`): its steps, the table, the verdict; the exit status."""
+    import json
+
+    from sim2real.demo.design_loop import LOOP_FREE, run_design_loop
+
+    start = time.perf_counter()
+    values = {name: float(hidden[name]) for name in LOOP_FREE}  # type: ignore[index]
+    outcome = run_design_loop(out, args.design, values, str(args.standin_host), args.engine, args.workers,
+                              lambda k, text: print(f"[{k}/5] {text}", flush=True), _detail)
+    path = out / "design_check.json"
+    path.write_text(json.dumps(outcome.check, indent=2) + "\n")
+    print()
+    if outcome.check["passed"]:
+        print(f"DESIGN LOOP PASSED: the {args.design} designed push(es) determine {', '.join(LOOP_FREE)} with "
+              f"intervals {outcome.check['width_ratio_standard_over_designed']:.3g}x narrower than "
+              f"{args.design} more of the standard sequence, and they hold the stand-in's hidden values:")
+    else:
+        print(_red("DESIGN LOOP MISSED: " + "; ".join(outcome.check["missed"])))
+    for line in outcome.lines:
+        print(line)
+    print(f"report: {outcome.report}")
+    print(f"design check: {path}")
+    print(f"design loop finished in {time.perf_counter() - start:.0f} s")
+    return 0 if outcome.check["passed"] else 3
 
 
 def held_out_distances(args: argparse.Namespace) -> tuple[float, ...]:

@@ -502,13 +502,20 @@ def build_report(run_dirs: Sequence[str | Path], out_dir: str | Path,
     if design_record is not None:
         blocks += design_blocks(design_record, fits, [t for run in runs for t in run.trials])
     if sweep is not None:
-        real_table = next((t for t, run in zip(tables, runs, strict=True) if run in with_real), None)
-        blocks += (spread_blocks(sweep, real_table) if real_table is not None else
-                   [Note(f"--sweep {sweep}: no run has real trials to compare the predicted spread with")])
+        blocks += _sweep_blocks(sweep, next((t for t, run in zip(tables, runs, strict=True) if run in with_real),
+                                            None))
     blocks += _trial_blocks(runs, tables, max_trial_figures)
     figures = [b for b in blocks if isinstance(b, Figure)]
     out = Path(out_dir)
     figure_paths = _write_outputs(out, render_html(title, blocks), render_markdown(title, blocks), figures)
+    return ReportPaths(out / REPORT_HTML, out / REPORT_MD, tuple(figure_paths), tuple(tables),
+                       _console_text(tables, pairing), tuple(line for f in fits for line in fit_status_lines(f)),
+                       all(f.ok for f in fits) if fits else None, tuple(fits),
+                       tuple((runs[p.before].label, runs[p.after].label, p.reason) for p in pairing.pairs))
+
+
+def _console_text(tables: Sequence[ExperimentTable], pairing: Pairing) -> str:
+    """The report in a few lines for the console: each run's experiment table, then each before/after pair."""
     text_parts = []
     for table in tables:
         text_parts += [f"[{table.label}]", render_text_table(experiment_header(table), experiment_rows_text(table)),
@@ -517,10 +524,14 @@ def build_report(run_dirs: Sequence[str | Path], out_dir: str | Path,
         text_parts.append(comparison_sentence([tables[pair.before], tables[pair.after]]) + f" ({pair.reason})")
     if pairing.why:
         text_parts.append(pairing.why)
-    return ReportPaths(out / REPORT_HTML, out / REPORT_MD, tuple(figure_paths), tuple(tables),
-                       "\n".join(text_parts), tuple(line for f in fits for line in fit_status_lines(f)),
-                       all(f.ok for f in fits) if fits else None, tuple(fits),
-                       tuple((runs[p.before].label, runs[p.after].label, p.reason) for p in pairing.pairs))
+    return "\n".join(text_parts)
+
+
+def _sweep_blocks(sweep: str | Path, real_table: ExperimentTable | None) -> list[Block]:
+    """The sweep's predicted spread beside the first run with real trials (``real_table``, None: no such run)."""
+    if real_table is None:
+        return [Note(f"--sweep {sweep}: no run has real trials to compare the predicted spread with")]
+    return spread_blocks(sweep, real_table)
 
 
 def _check_truth(truth: Mapping[str, float] | None, have_fit: bool) -> dict[str, float]:

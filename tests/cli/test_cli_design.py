@@ -137,3 +137,13 @@ def test_commands_of_one_push_refuse_a_designed_experiment(tmp_path: Path, comma
     err = capsys.readouterr().err
     assert code == 2 and len(err.strip().splitlines()) == 1 and "its own push" in err, err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["designed.yaml"]
+
+
+def test_the_demo_design_loop_refuses_the_standard_demo_options(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """``demo --design N`` has its own pushes and fit: an option of the standard demo's stages is refused before
+    anything starts."""
+    code = main(["demo", "--design", "2", "--box-free", "box.com_y", "--out", str(tmp_path / "demo")])
+    err = capsys.readouterr().err
+    assert code == 2 and "--box-free is an option of the standard demo" in err
+    assert not (tmp_path / "demo").exists()

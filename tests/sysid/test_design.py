@@ -151,3 +151,37 @@ def test_every_designed_push_is_feasible_and_keeps_the_box_upright() -> None:
     assert config.distances == tuple(info.candidate.distance for info in design.pushes)
     # the forecast narrows the targets' intervals (their geometric mean: the search's criterion)
     assert np.mean(np.log(design.after[-1].width)) < np.mean(np.log(design.before.width))
+
+
+def test_the_design_record_reads_back_and_finds_its_recorded_pushes(tmp_path) -> None:
+    """design.json as the design wrote it: the forecast widths and pushes read back; recorded trials are matched
+    to the designed pushes by every coordinate (each trial once); a file of another kind is refused by name."""
+    import json
+
+    from sim2real.errors import DataError
+    from sim2real.sysid.design import read_design_record
+
+    params = ParameterSet.nominal()
+    free = FreeParameters.parse("contact.mu_table")
+    prior = prior_from_bounds(free, params, ResidualSpec(horizon=None, mode="kinematic"), 1.0)
+    space = PushSpace.default(load_experiment_config().push, params).with_ranges(height=(0.12, 0.12))
+    with open_executor("local", 1) as executor:
+        design = design_pushes(prior, space, 2, executor, candidates=4, points=1)
+    path = tmp_path / "designed.json"
+    path.write_text(json.dumps(design.as_dict()))
+    record = read_design_record(path)
+    assert record.unknowns == ("contact.mu_table",) and record.targets == ("contact.mu_table",)
+    assert record.after["contact.mu_table"] == pytest.approx(float(design.after[-1].width[0]))
+    pushes = [dict(c.candidate.as_dict()) for c in design.pushes]
+    assert record.recorded([*pushes, None]) == 2
+    assert record.recorded(pushes[:1]) == 1
+    moved = {**pushes[0], "lateral": pushes[0]["lateral"] + 0.01}
+    assert record.recorded([moved]) == (1 if pushes[1] == moved else 0)
+    path.write_text(json.dumps({"format": "sim2real.fit/1"}))
+    with pytest.raises(DataError, match="not a design"):
+        read_design_record(path)
+    broken = design.as_dict()
+    del broken["after"][-1]["contact.mu_table"]
+    path.write_text(json.dumps(broken))
+    with pytest.raises(DataError, match=r"'after' has no width for contact\.mu_table"):
+        read_design_record(path)

@@ -194,7 +194,6 @@ def interior_point(w: np.ndarray, n: int, dt: float, kappa: float, settings: np.
             return STATUS_OK, iteration, r_vio, k_vio, path
         if iteration == max_iterations:
             break
-        # a breakdown when the iterate is too far out to scale (its cone determinants overflow) or to factorize
         if not nt_scaling(w, n, scale, scale_inverse, lam) or not factorize(
                 w, n, dt, True, jn, jt, mu, md, scale, scale_inverse, lam, ratio, cone_a0, cone_bt, q_inverse,
                 q_inv_c, h_inverse, scratch, scales[3], pusher):

@@ -1,0 +1,58 @@
+"""Tables of the experiment design benchmarks (issue 59): designed pushes on known truth, and the design's speed."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from benchmarks.tables.format import md_table, num, with_provenance
+from benchmarks.tables.store import load
+
+_SCENARIOS = {"box": "the published box, first pushes at 0.30, 0.35, 0.40 m",
+              "flat": "a flat block pushed slowly at its centre line"}
+
+
+def _coverage(summary: Mapping, strategy: str) -> str:
+    counts = summary["coverage"][strategy]
+    return f"{counts['holds']}/{counts['of']}"
+
+
+def design_truth_table() -> str | None:
+    """benchmarks.design_truth: per scenario, fits with every parameter determined, width ratios, coverage."""
+    record = load("design_truth")
+    if record is None:
+        return None
+    out = record["output"]
+    rows = []
+    for name, summary in out["summary"].items():
+        seeds = summary["seeds"]
+        ratios = summary["width_ratio_median"]
+        forecast = summary.get("achieved_over_forecast") or {}
+        rows.append((f"{name}: {_SCENARIOS.get(name, name)}", seeds,
+                     f"{summary['initial_undetermined']}/{seeds}",
+                     " / ".join(f"{summary['all_determined'][k]}" for k in ("designed", "standard", "random")),
+                     f"{num(ratios['standard'], 2)}x", f"{num(ratios['random'], 2)}x",
+                     " / ".join(_coverage(summary, k) for k in ("designed", "standard", "random")),
+                     num(forecast.get("median"), 2)))
+    table = md_table(("scenario", "seeds", "first fit undetermined", "all determined: designed / standard / random",
+                      "width standard / designed", "width random / designed",
+                      "intervals holding the truth: designed / standard / random", "achieved / forecast width"),
+                     rows)
+    walls = [s["wall_s"] for s in out["per_seed"] if "wall_s" in s]
+    text = (f"{table}\n\nThree first pushes, then three more. Width ratios: the median over seeds of the median "
+            f"over the three parameters (target: at least 2x). {num(min(walls), 2)}-{num(max(walls), 2)} s per seed "
+            f"and scenario (four fits and a design).")
+    return with_provenance(text, "design_truth")
+
+
+def design_speed_table() -> str | None:
+    """benchmarks.design_speed: the time to design 6 pushes for 5 parameters."""
+    record = load("design_speed")
+    if record is None:
+        return None
+    out = record["output"]
+    rows = [(f"{out['pushes']} pushes, {out['parameters']} parameters, {out['candidates']} candidates x "
+             f"{out['points']} points, {out['workers']} workers", f"{num(out['median_s'], 3)} s",
+             " / ".join(f"{num(r['wall_s'], 3)}" for r in out["runs"]), f"{num(out['simulations_per_s'], 3)}",
+             f"under {num(out['target_s'], 2)} s")]
+    table = md_table(("design", "median", "runs (s)", "candidate simulations per s", "target"), rows)
+    return with_provenance(table, "design_speed")
