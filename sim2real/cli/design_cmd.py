@@ -122,6 +122,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="leave out pushes that tip the box more than --max-tilt at the current values")
     parser.add_argument("--max-tilt", type=bounded_float(0.0, 90.0, low_open=True), metavar="DEG",
                         help=f"with --no-topple: the largest tilt allowed, deg (default {DEFAULT_MAX_TILT_DEG:g})")
+    parser.add_argument("--allow-unconverged", action="store_true",
+                        help="design from a fit that stopped at its iteration limit (linearised where it stopped)")
     parser.add_argument("--experiment", metavar="FILE",
                         help="the experiment whose push timing, start tolerance and standard sequence the design "
                              "keeps (default config/experiment.yaml)")
@@ -176,9 +178,10 @@ def _prior(args: argparse.Namespace) -> Prior:
         from sim2real.sysid.prediction.sampling import fit_distribution
 
         document = read_fit_document(args.fit)
-        dist = fit_distribution(document, args.fit, allow_undetermined=True)
+        dist = fit_distribution(document, args.fit, allow_unconverged=args.allow_unconverged,
+                                allow_undetermined=True)
         params, _ = base_params(args, dist)
-        return prior_from_fit(document, args.fit, params)
+        return prior_from_fit(document, args.fit, params, allow_unconverged=args.allow_unconverged)
     if args.params is not None:
         check_yaml_name(args.params, "--params")
     params = resolve_params(args.params, args.overrides)
@@ -223,17 +226,16 @@ def run(args: argparse.Namespace) -> int:
               f"{out.name} ...)")
     save_experiment_config(out, design.experiment(experiment), header=header)
     write_text_atomic(record_path, json.dumps(design.as_dict(), indent=1) + "\n")
+    undetermined = [prior.labels[k] for k in design.targets if design.after[-1].undetermined[k]]
+    if undetermined:  # said first, before the table
+        _log(f"PROBLEM: after the {args.count} designed pushes the forecast still leaves {', '.join(undetermined)} "
+             f"undetermined (more pushes, a wider push space or other targets may help)")
     if args.json:
         print(json.dumps(design.as_dict()))
     else:
         print(forecast_table(design))
     _log(f"wrote {out} and {record_path}")
-    undetermined = [prior.labels[k] for k in design.targets if design.after[-1].undetermined[k]]
-    if undetermined:
-        _log(f"PROBLEM: after the {args.count} designed pushes the forecast still leaves {', '.join(undetermined)} "
-             f"undetermined (more pushes, a wider push space or other targets may help)")
-        return 3
-    return 0
+    return 3 if undetermined else 0
 
 
 def forecast_table(design: Design) -> str:

@@ -11,7 +11,7 @@ squared). Rows that depend on a degraded contact step are left out, as the fit l
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -140,10 +140,16 @@ def _at_point(task: EvaluationTask, reference: JointTrajectory, params: Paramete
 
 
 def evaluate_candidates(executor: Executor, candidates: Sequence[Candidate], points: Sequence[ParameterSet],
-                        columns: ColumnMap, spec: ResidualSpec, max_tilt_deg: float | None = None
-                        ) -> list[tuple[CandidateInfo, ...]]:
+                        columns: ColumnMap, spec: ResidualSpec, max_tilt_deg: float | None = None,
+                        progress: Callable[[str], None] | None = None) -> list[tuple[CandidateInfo, ...]]:
     """:func:`evaluate_candidate` for each candidate on ``executor`` (its ``map``), in their order: per candidate
     one :class:`CandidateInfo` per point; ``columns`` places each differentiated registry name on its unknown's
-    column (tied names share one)."""
+    column (tied names share one). ``progress`` hears how many are done, about every tenth of them."""
     tasks = [EvaluationTask(c, tuple(points), columns, spec, max_tilt_deg) for c in candidates]
-    return list(executor.map(evaluate_candidate, tasks))
+    out: list[tuple[CandidateInfo, ...]] = []
+    step = max(1, len(tasks) // 10)
+    for info in executor.map(evaluate_candidate, tasks):
+        out.append(info)
+        if progress is not None and (len(out) % step == 0 or len(out) == len(tasks)):
+            progress(f"  {len(out)}/{len(tasks)} candidates evaluated")
+    return out

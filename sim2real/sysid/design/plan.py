@@ -204,7 +204,7 @@ def design_pushes(prior: Prior, space: PushSpace, count: int, executor: Executor
     at = prior.points(points, np.random.default_rng(seed))
     say(f"evaluating {len(pool)} candidate pushes at {len(at)} point(s) (the current values and draws from the "
         f"prior): plan, limits, simulation, Jacobian of {len(prior.labels)} unknowns")
-    evaluated = evaluate_candidates(executor, pool, at, prior.columns, prior.spec, max_tilt_deg)
+    evaluated = evaluate_candidates(executor, pool, at, prior.columns, prior.spec, max_tilt_deg, progress)
     firsts = tuple(_judged(per_point) for per_point in evaluated)
     feasible = [k for k, info in enumerate(firsts) if info.feasible]
     say(f"{len(feasible)} of {len(evaluated)} candidates are feasible; choosing {count} "

@@ -151,7 +151,8 @@ def _uniform_variance(lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
     return (upper - lower) ** 2 / 12.0
 
 
-def prior_from_fit(document: FitDocument, source: str, params: ParameterSet) -> Prior:
+def prior_from_fit(document: FitDocument, source: str, params: ParameterSet, allow_unconverged: bool = False
+                   ) -> Prior:
     """The prior a fit gives (see the module docstring).
 
     Parameters
@@ -162,6 +163,8 @@ def prior_from_fit(document: FitDocument, source: str, params: ParameterSet) -> 
         Names it in messages.
     params : ParameterSet
         Every parameter the fit did not fit (its params file); the fitted values replace the unknowns'.
+    allow_unconverged : bool
+        Accept a fit that did not converge (linearised where it stopped).
 
     Raises
     ------
@@ -173,7 +176,7 @@ def prior_from_fit(document: FitDocument, source: str, params: ParameterSet) -> 
     if objects:
         raise InputError(f"{source} fits {', '.join(objects)} per object: design the pushes of one object from "
                          f"a fit of that object's trials")
-    dist = fit_distribution(document, source, allow_undetermined=True)
+    dist = fit_distribution(document, source, allow_unconverged=allow_unconverged, allow_undetermined=True)
     undetermined = undetermined_unknowns(dist)
     std = np.where(undetermined, np.nan, dist.std)
     covariance = dist.correlation * np.outer(np.nan_to_num(std), np.nan_to_num(std))
