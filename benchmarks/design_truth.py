@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import io
 import json
 import statistics
@@ -125,12 +126,9 @@ def write_pushes(run: Path, candidates: list[Candidate], hidden: dict[str, float
         assert poses is not None
         noisy = PoseSeries(poses.t, poses.position + rng.normal(0.0, NOISE_M, poses.position.shape),
                            poses.quaternion)
-        record.platforms["sim"] = record.platforms["sim"].__class__(
-            **{**record.platforms["sim"].__dict__, "box_pose": noisy})
-        meta = dict(record.meta)
-        meta.pop("params", None)
-        write_trial(run, record.__class__(name=record.name, platforms=record.platforms, reference=record.reference,
-                                          meta=meta))
+        meta = {key: value for key, value in record.meta.items() if key != "params"}  # a user's recording
+        write_trial(run, dataclasses.replace(
+            record, platforms={"sim": dataclasses.replace(record.platforms["sim"], box_pose=noisy)}, meta=meta))
     return frictions
 
 
