@@ -30,7 +30,7 @@ CONSOLE_SCRIPTS = [
 # - ROS 2 wheels (PyPI `ros-*`): within the Kilted release series of the pins (rclpy 9.1.x,
 #   messages 5.5.x, Fast DDS RMW 9.3.x); the Jazzy wheels (rclpy 7.1, messages 5.3) must never
 #   mix in. ros-rmw-fastrtps-cpp is needed explicitly: ros-rclpy depends on no RMW.
-# - libraries with a stable API (numpy, scipy, PyYAML, matplotlib): the tested minor version up
+# - libraries with a stable API (numpy, scipy, PyYAML, matplotlib, OpenCV): the tested minor version up
 #   to the next major one;
 # - 0.x libraries whose minor releases change their API (rosbags, numba, urdf-parser-py) and the
 #   xArm SDK, whose wire protocol the emulator mirrors: the tested minor series.
@@ -57,6 +57,7 @@ INSTALL_REQUIRES = [
     "matplotlib>=3.11,<4",
     "numba>=0.68.1,<0.69",
     "tqdm>=4.70,<5",
+    "opencv-python-headless>=5.1,<5.2",
 ]
 
 
