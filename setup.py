@@ -17,6 +17,7 @@ CONSOLE_SCRIPTS = [
     "recorder = sim2real.nodes.recorder:main",
     "standin_world = sim2real.nodes.standin_world:main",
     "mocap_bridge = sim2real.nodes.mocap_bridge:main",
+    "tag_detector = sim2real.nodes.tag_detector:main",
     "ros2_control_arm = sim2real.nodes.ros2_control_arm:main",
     "ros2_control_standin = sim2real.nodes.ros2_control_standin:main",
     "live_view = sim2real.nodes.live_view:main",

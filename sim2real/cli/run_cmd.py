@@ -82,6 +82,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--mocap", metavar="FILE",
                         help="mocap_bridge params file: mocap topic and base-from-mocap transform (real, mirror; "
                         "default config/mocap.yaml)")
+    parser.add_argument("--box-pose", default="mocap", choices=("mocap", "camera"),
+                        help="where the real box pose comes from: mocap (the mocap bridge; in --mode standin the "
+                        "stand-in's mocap) or camera (AprilTags on the box seen by a camera, the tag_detector node; "
+                        "in --mode standin the stand-in renders the images). Default mocap")
+    parser.add_argument("--camera", metavar="FILE",
+                        help="--box-pose camera: tag_detector params file (image and CameraInfo topics, the tags, "
+                        "the camera's pose in the base frame; default config/camera.yaml, in --mode standin the "
+                        "stand-in camera's own)")
     add_live_argument(parser)
     parser.add_argument("--namespace", default="", metavar="NS",
                         help="ROS 2 namespace of every node of the run (e.g. to sit beside a lab's stack); the "
@@ -153,6 +161,15 @@ def run(args: argparse.Namespace) -> int:
         if args.mode not in ("real", "mirror"):
             raise Sim2RealError("--mocap applies to --mode real and mirror only")
         check_regular_file(check_yaml_name(args.mocap, "--mocap"), "mocap file")
+    if args.camera is not None:
+        if args.box_pose != "camera":
+            raise Sim2RealError("--camera applies to --box-pose camera only")
+        from sim2real.vision.setup import load_camera_setup
+
+        check_regular_file(check_yaml_name(args.camera, "--camera"), "camera file")
+        load_camera_setup(args.camera)
+    if args.box_pose == "camera" and args.mocap is not None:
+        raise Sim2RealError("--mocap and --box-pose camera exclude each other (the box pose comes from one source)")
     if not 0 <= args.standin_port <= 65535:
         raise Sim2RealError(f"--standin-port must be in 0..65535, got {args.standin_port}")
     params = params_from_args(args)
@@ -165,7 +182,8 @@ def run(args: argparse.Namespace) -> int:
                            standin_host=args.standin_host, standin_port=args.standin_port,
                            mocap_file=args.mocap, via=args.via, controller=args.controller,
                            controller_joints=joints, namespace=namespace, live=args.live, timeout=args.timeout,
-                           progress=lambda line: print(line, flush=True))
+                           progress=lambda line: print(line, flush=True), box_pose=args.box_pose,
+                           camera_file=args.camera)
     print(f"{len(paths)} trial(s) recorded in {args.out}")
     return max(report_recordings(paths), report_solver(paths))
 

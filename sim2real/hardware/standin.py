@@ -25,7 +25,7 @@ from __future__ import annotations
 import bisect
 import threading
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from sim2real.errors import Sim2RealError
+from sim2real.hardware.standin_camera import StandinCameraConfig, camera_config
 from sim2real.model import ArmModel, load_arm
 from sim2real.params import ParameterSet, load_params
 from sim2real.params.registry import coerce, names
@@ -99,12 +100,15 @@ class StandinConfig:
     placement : PlacementConfig
     source : str
         File the configuration came from.
+    camera : StandinCameraConfig
+        The camera that sees the box when the run takes box poses from images (``--box-pose camera``).
     """
 
     params: ParameterSet
     mocap: MocapConfig
     placement: PlacementConfig
     source: str = ""
+    camera: StandinCameraConfig = field(default_factory=StandinCameraConfig)
 
 
 def _flatten(tree: Any, prefix: str = "") -> dict[str, Any]:
@@ -136,8 +140,12 @@ def load_standin(path: str | Path | None = None, base: ParameterSet | None = Non
     from sim2real.paths import config_file
 
     path = Path(path) if path else config_file("standin.yaml")
-    section = read_node_section(path, SECTION, "stand-in world file")
-    flat = _flatten(section or {})
+    section = dict(read_node_section(path, SECTION, "stand-in world file") or {})
+    camera_values = section.pop("camera", None) or {}
+    if not isinstance(camera_values, dict):
+        raise Sim2RealError(f"{path}: 'camera' must be a mapping of camera settings")
+    camera = camera_config(camera_values, str(path))
+    flat = _flatten(section)
     registry = set(names())
     values: dict[str, float | int] = {}
     groups: dict[str, dict[str, float]] = {"mocap": {}, "placement": {}}
@@ -149,7 +157,7 @@ def load_standin(path: str | Path | None = None, base: ParameterSet | None = Non
             elif group in groups:
                 groups[group][leaf] = float(value)
             else:
-                raise Sim2RealError(f"unknown key '{name}' (simulator parameters, mocap.* or placement.*)")
+                raise Sim2RealError(f"unknown key '{name}' (simulator parameters, mocap.*, placement.* or camera.*)")
         except (TypeError, ValueError):
             raise Sim2RealError(f"{path}: '{name}' must be a number, got {value!r}") from None
         except Sim2RealError as err:
@@ -166,7 +174,7 @@ def load_standin(path: str | Path | None = None, base: ParameterSet | None = Non
     if min(mocap.position_noise, mocap.angle_noise_deg, mocap.latency, placement.position_error,
            placement.yaw_error_deg) < 0 or mocap.rate_hz <= 0:
         raise Sim2RealError(f"{path}: noise, latency and errors must be >= 0 and mocap.rate_hz > 0")
-    return StandinConfig(base.replace(values), mocap, placement, str(path))
+    return StandinConfig(base.replace(values), mocap, placement, str(path), camera)
 
 
 class StandinWorld:

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 #: Node names this module can start, with the module and class of each.
 NODE_NAMES = ("sim_node", "sim_pd_controller", "xarm_node", "standin_world", "mocap_bridge", "ros2_control_arm",
-              "ros2_control_standin", "live_view")
+              "ros2_control_standin", "live_view", "tag_detector")
 
 
 def node_factory(name: str) -> Callable[..., Any]:
@@ -60,6 +60,10 @@ def node_factory(name: str) -> Callable[..., Any]:
         from sim2real.nodes.mocap_bridge import MocapBridgeNode
 
         return MocapBridgeNode
+    if name == "tag_detector":
+        from sim2real.nodes.tag_detector import TagDetectorNode
+
+        return TagDetectorNode
     if name == "ros2_control_arm":
         from sim2real.nodes.ros2_control_arm import Ros2ControlArmNode
 

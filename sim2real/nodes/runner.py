@@ -49,7 +49,7 @@ from typing import Any
 import yaml
 
 from sim2real.control import TRIAL_PUSH_KEYS, ExperimentConfig, PushConfig, load_experiment_config
-from sim2real.errors import HardwareFaultError, RunFailedError, Sim2RealError
+from sim2real.errors import HardwareFaultError, InputError, RunFailedError, Sim2RealError
 from sim2real.hardware.address import require_robot_address
 from sim2real.nodes.common import ensure_localhost, params_overrides
 from sim2real.nodes.priority import raise_run_priority, unchanged_priority
@@ -106,20 +106,18 @@ def run_experiment(mode: str, distances: Sequence[float] | str | None, params: P
                    node_hook: Callable[[dict[str, Any]], None] | None = None, engine: str = "ours",
                    via: str = "sdk", controller: str | None = None,
                    controller_joints: Sequence[str] | None = None, namespace: str = "",
-                   live: str | None = None) -> list[Path]:
+                   live: str | None = None, box_pose: str = "mocap",
+                   camera_file: str | Path | None = None) -> list[Path]:
     """Run one experiment as ROS 2 nodes and return the recorded trial directories.
 
-    In ``sim`` and ``real`` mode every node runs in this process. With both platforms
-    (``mirror``, ``standin``) the sim platform (``sim_node`` + ``sim_pd_controller``) and the
-    reality stand-in run in child processes (:mod:`sim2real.nodes.group`, parameters through a
-    params file), so that their physics steps do not hold the GIL the real arm's control
-    loop needs; the children are stopped (SIGINT, then SIGKILL) before this returns.
+    In ``sim`` and ``real`` mode every node runs in this process. With both platforms (``mirror``,
+    ``standin``) the sim platform (``sim_node`` + ``sim_pd_controller``) and the reality stand-in run in
+    child processes (:mod:`sim2real.nodes.group`, parameters through a params file), so that their physics
+    does not hold the GIL the real arm's control loop needs; they are stopped (SIGINT, then SIGKILL) at the end.
 
-    DDS stays on loopback: ``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST`` is set if unset, and in
-    ``sim`` and ``standin`` mode ``FASTDDS_DEFAULT_PROFILES_FILE`` names the loopback profile
-    unless a profile is set (see :data:`LOOPBACK_PROFILE_MODES`). Fast DDS reads the profile once
-    per process, at its first participant: a process that ran DDS before this call keeps its
-    own transports (the child processes still get the profile).
+    DDS stays on loopback: ``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST`` is set if unset, and in ``sim`` and
+    ``standin`` mode ``FASTDDS_DEFAULT_PROFILES_FILE`` names the loopback profile unless one is set
+    (:data:`LOOPBACK_PROFILE_MODES`; read once per process: one that ran DDS before keeps its transports).
 
     Parameters
     ----------
@@ -171,6 +169,10 @@ def run_experiment(mode: str, distances: Sequence[float] | str | None, params: P
     live : str, optional
         ``HOST:PORT``: serve the run to Foxglove over its WebSocket protocol from ``live_view``
         (:mod:`sim2real.nodes.foxglove_live`; needs ``foxglove-sdk``).
+    box_pose, camera_file : {"mocap", "camera"}, path, optional
+        The real box pose from mocap (``mocap_bridge``, the stand-in's mocap) or from camera images of its
+        AprilTags (``tag_detector``; the stand-in renders them), whose set-up is ``camera_file``
+        (:func:`_camera_file`).
 
     Raises
     ------
@@ -191,9 +193,9 @@ def run_experiment(mode: str, distances: Sequence[float] | str | None, params: P
         mode, params, config, via=via, live=live, mirror=mirror, engine=engine, robot_ip=robot_ip,
         robot_port=robot_port, controller=controller, controller_joints=controller_joints,
         standin_host=standin_host, standin_port=standin_port, world_file=world_file)
-    local, remote = _placement(mode, real_route)
+    local, remote = _placement(mode, real_route, _check_box_pose(box_pose, mode, real_route, sections))
     plan = _RunPlan(mode, mirror, engine, config, chosen, out, sim_values, sections, real_route.standin, local,
-                    remote, namespace, mocap_file, replay_trial, live, progress)
+                    remote, namespace, mocap_file, replay_trial, live, progress, camera_file, world_file)
     return _run_graph(plan, node_hook, timeout)
 
 
@@ -223,6 +225,8 @@ class _RunPlan:
     replay_trial: str | Path | None
     live: str | None
     progress: Callable[[str], None]
+    camera_file: str | Path | None = None
+    world_file: str | Path | None = None
 
 
 def _check_arguments(mode: str, distances: Sequence[float] | str | None, mirror: str,
@@ -384,7 +388,8 @@ def _start_children(plan: _RunPlan, children: list[_Child], workdir: Path) -> No
     keyed = {(key if key == "/**" or not namespace else f"/{namespace}/{key}"): values
              for key, values in plan.sections.items()}
     params_file = write_params_file(workdir / "params.yaml", keyed)
-    extra_files = {"mocap_bridge": Path(plan.mocap_file) if plan.mocap_file else config_file("mocap.yaml")}
+    extra_files = {"mocap_bridge": Path(plan.mocap_file) if plan.mocap_file else config_file("mocap.yaml"),
+                   "tag_detector": _camera_file(plan, workdir)}
     if namespace:
         extra_files = {name: _namespaced(path, namespace, workdir / f"{name}.yaml")
                        for name, path in extra_files.items()}
@@ -466,22 +471,52 @@ def _raise_if_failed(status: int, experiment: Any, watcher: _ChildWatcher, timeo
         raise RunFailedError(experiment.error)
 
 
-def _placement(mode: str, real_route: Route) -> tuple[list[str], list[list[str]]]:
+def _placement(mode: str, real_route: Route, box_pose: str = "mocap") -> tuple[list[str], list[list[str]]]:
     """Platform nodes of ``mode`` in this process, and the node groups of the child processes.
 
     A real platform (the route's node) gets a process of its own (its control loop then shares the
-    GIL only with the SDK's threads); so does the sim platform when it mirrors one, and the stand-in
-    (the route's).
+    GIL only with the SDK's threads); so does the sim platform when it mirrors one, the stand-in
+    (the route's), and the camera's tag detector (its image work off the control loop's GIL).
     """
     platforms = platforms_of(mode)
     real = [real_route.node] if "real" in platforms else []  # its read loop runs the real PD law
-    if real and mode != "standin":  # the stand-in publishes real/box_pose itself
+    if real and mode != "standin" and box_pose == "mocap":  # the stand-in publishes real/box_pose itself
         real.append("mocap_bridge")
     sim = ["sim_node", "sim_pd_controller"] if "sim" in platforms else []
     if not real:
         return sim, []
     remote = [[real_route.standin]] if mode == "standin" else []
-    return [], [*remote, real, *([sim] if sim else [])]
+    camera = [["tag_detector"]] if box_pose == "camera" else []
+    return [], [*remote, real, *camera, *([sim] if sim else [])]
+
+
+def _check_box_pose(box_pose: str, mode: str, real_route: Route, sections: dict[str, dict[str, Any]]) -> str:
+    """Refuse a box-pose source the run cannot have; tell a stand-in seen by a camera to render images.
+    Returns ``box_pose``."""
+    if box_pose not in ("mocap", "camera"):
+        raise InputError(f"box poses come from mocap or camera, not {box_pose!r}")
+    if box_pose == "camera":
+        if "real" not in platforms_of(mode):
+            raise InputError("camera box poses need a real platform (mode real, mirror or standin)")
+        if mode == "standin" and real_route.standin != "standin_world":
+            raise InputError("camera box poses in standin mode need the SDK route (--via sdk)")
+        if mode == "standin":
+            sections[real_route.standin]["box_pose"] = "camera"
+    return box_pose
+
+
+def _camera_file(plan: _RunPlan, workdir: Path) -> Path:
+    """The tag detector's params file: the user's, the stand-in camera's own set-up, or config/camera.yaml."""
+    if plan.camera_file:
+        return Path(plan.camera_file)
+    if plan.mode != "standin":
+        return config_file("camera.yaml")
+    from sim2real.hardware.standin import load_standin
+    from sim2real.vision.setup import dump_camera_setup
+
+    path = workdir / "standin_camera.yaml"
+    path.write_text(dump_camera_setup(load_standin(plan.world_file or None).camera.setup()), encoding="utf-8")
+    return path
 
 
 def _local_factory(name: str) -> Callable[..., Any]:

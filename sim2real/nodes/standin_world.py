@@ -12,6 +12,11 @@ than ``mocap.latency`` after that. A recorder logs it when it arrives (rosbag2: 
 receive time, header stamp = acquisition time), so a bag's log time minus header stamp is the
 modelled latency plus the transport.
 
+With ``box_pose:=camera`` the stand-in publishes no pose: a
+:class:`~sim2real.hardware.standin_camera.StandinCamera` renders the box with its AprilTags at the world
+file's camera rate, and each image goes out on ``real/camera/image_raw`` (mono8, stamped with its exposure
+time, published its latency later) with ``real/camera/camera_info``, for the ``tag_detector`` node.
+
 ``experiment/box_request`` (PoseStamped): the stand-in "operator" places the box there
 (with the placement error of the world file).
 
@@ -23,6 +28,7 @@ Parameters (type, default: meaning, unit)::
     command_port      int, 502: its command port
     initial_joints    double[6]: arm start joints, rad (default: the standard push's start)
     initial_distance  double, 0.40: box start distance, m
+    box_pose          string, mocap: how reality reports the box (mocap: poses; camera: images)
 """
 
 from __future__ import annotations
@@ -32,11 +38,14 @@ import time
 
 import numpy as np
 from geometry_msgs.msg import PoseStamped
+from sensor_msgs.msg import CameraInfo, Image
 
 from sim2real.control import load_experiment_config
 from sim2real.errors import Sim2RealError
 from sim2real.hardware import EmulatorConfig, XArmEmulator
 from sim2real.hardware.standin import MocapModel, MocapReport, StandinWorld, load_standin
+from sim2real.hardware.standin_camera import CameraFrame, StandinCamera
+from sim2real.nodes.camera_msgs import IMAGE_QOS, camera_info_msg, image_msg
 from sim2real.nodes.common import BOX_REQUEST_TOPIC, STREAM_QOS, LeanNode, SolveReporter, now_ns, pose_arrays, pose_msg
 from sim2real.nodes.process import run_node
 from sim2real.physics.warmup import compile_with_progress, warm_up
@@ -55,6 +64,9 @@ class StandinWorldNode(LeanNode):
         port = int(self.declare_parameter("command_port", 502).value)
         initial: list[float] = list(self.declare_parameter("initial_joints", [0.0]).value)
         initial_distance = float(self.declare_parameter("initial_distance", 0.40).value)
+        box_pose = str(self.declare_parameter("box_pose", "mocap").value)
+        if box_pose not in ("mocap", "camera"):
+            raise ValueError(f"parameter box_pose is mocap or camera, not {box_pose!r}")
         self.config = load_standin(world_file or None)
         truth = self.config.params
         box = BoxState.at_rest(*requested_box_pose(initial_distance, truth))
@@ -63,6 +75,7 @@ class StandinWorldNode(LeanNode):
             initial = list(start_joints(self.world.arm, load_experiment_config().push,
                                         float(truth["contact.table_height"])))
         self.mocap = MocapModel(self.config.mocap)
+        self.camera = StandinCamera(self.config.camera, truth) if box_pose == "camera" else None
 
         def say(line: str) -> None:  # the logger's info() returns a bool; say() returns nothing
             self.get_logger().info(line)
@@ -72,7 +85,11 @@ class StandinWorldNode(LeanNode):
         # Map the emulator's monotonic clock onto ROS time once (both advance at the same rate:
         # NTP slews CLOCK_MONOTONIC as it slews the system clock).
         self._clock_offset_ns = now_ns(self) - time.monotonic_ns()
-        self._pub_box = self.create_publisher(PoseStamped, "real/box_pose", STREAM_QOS)
+        if self.camera is None:
+            self._pub_box = self.create_publisher(PoseStamped, "real/box_pose", STREAM_QOS)
+        else:
+            self._pub_image = self.create_publisher(Image, "real/camera/image_raw", IMAGE_QOS)
+            self._pub_info = self.create_publisher(CameraInfo, "real/camera/camera_info", IMAGE_QOS)
         self._solver = SolveReporter(self, "real")
         self.create_subscription(PoseStamped, BOX_REQUEST_TOPIC, self._on_request, STREAM_QOS)
         self._wake = threading.Event()
@@ -103,6 +120,11 @@ class StandinWorldNode(LeanNode):
                 self.get_logger().error(f"stand-in world stopped: {err}")
                 return
             for t, position, quaternion in states:
+                if self.camera is not None:
+                    frame = self.camera.observe(t, position, quaternion)
+                    if frame is not None and not self._deliver_frame(frame):
+                        return
+                    continue
                 report = self.mocap.observe(t, position, quaternion)
                 if report is not None and not self._deliver(report):
                     return
@@ -118,6 +140,22 @@ class StandinWorldNode(LeanNode):
         stamp = round(report.acquired * 1e9) + self._clock_offset_ns  # acquisition time, ROS clock
         try:
             self._pub_box.publish(pose_msg(stamp, report.position, report.quaternion))
+        except Exception:
+            if self.context.ok():
+                raise
+            return False  # shutting down (Ctrl-C): nobody listens any more
+        return True
+
+    def _deliver_frame(self, frame: CameraFrame) -> bool:
+        """Publish a camera frame and its CameraInfo once its arrival time has come (False: stopping)."""
+        assert self.camera is not None
+        wait = frame.arrival - time.monotonic()
+        if wait > 0.0 and self._stop.wait(wait):
+            return False
+        stamp = round(frame.acquired * 1e9) + self._clock_offset_ns  # exposure time, ROS clock
+        try:
+            self._pub_info.publish(camera_info_msg(stamp, self.camera.camera))
+            self._pub_image.publish(image_msg(stamp, frame.image))
         except Exception:
             if self.context.ok():
                 raise
