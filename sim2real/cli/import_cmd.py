@@ -10,8 +10,10 @@ from typing import TYPE_CHECKING
 from sim2real.errors import Sim2RealError
 
 if TYPE_CHECKING:
+    from sim2real.trials.bag_import import BagSelection
+    from sim2real.trials.camera_source import CameraSelection
     from sim2real.trials.frames_file import FrameUncertainty
-    from sim2real.trials.recording import ImportSettings
+    from sim2real.trials.recording import ImportSettings, Recording
     from sim2real.trials.trial_object import TrialObject
 
 
@@ -60,6 +62,7 @@ Pose sources (--box-pose, --pusher-pose):
                     paths of the position and optionally of a quaternion, scalar first; e.g. a robot's
                     Cartesian log in mm without a header: --pusher-pose /arm/log:x,y,z,q0,qx,qy,qz
                     --units /arm/log=mm --frame /arm/log=base_link --stamp-field /arm/log=clock
+or, for the box, camera images of its AprilTags (--box-image, below).
 A box pose source without a quaternion (TOPIC:X,Y,Z) cannot show a tilt or a flip, and is refused unless
 --planar says the box cannot tilt: the trials are then planar recordings, as a planar CSV's (see
 'sim2real import csv --help'): the box rests on the table, its centre at box.size_z / 2 (--box-size is
@@ -83,6 +86,27 @@ The box pose is the tracked body: --box-offset moves its origin to the box geome
 the tracked body's axes are taken as the box axes (x along box.size_x, ...) unless the offset has a
 rotation. The pusher's tracked origin is the pusher point (sphere centre, or the tip of a rod);
 --tool-offset moves it from a tracked flange to the tip, in the flange's frame.
+
+Box poses from camera images (--box-image TOPIC --camera FILE [--camera-info TOPIC], instead of
+--box-pose): TOPIC carries sensor_msgs/Image (mono8, rgb8 or bgr8; other encodings are refused) or
+sensor_msgs/CompressedImage (decoded by OpenCV). The intrinsics are the first CameraInfo message on
+--camera-info (default: the camera file's camera_info_topic; a bag without it is refused before any
+image is read); the tags (family, size, faces), the corner refinement and base_from_camera come from
+the camera set-up file FILE (a params file with a tag_detector section), the tags' places on the box
+from --box-size (the object is needed). Each image gives one box pose, the box geometric centre in
+the arm base frame, stamped with the image's header stamp; an image whose tags give none (no tag,
+an ambiguous single tag, a poor reprojection, undecodable bytes) is dropped and counted, never
+guessed. The arm base frame is then the recording frame: --transform is refused (bring the pusher
+into that frame by its frame_id and /tf_static, --frame TOPIC=FRAME or --stream-transform), a
+keyless --frame FRAME names the arm base frame as the bag's other streams call it (default
+link_base), and --planar is refused (the tags give the tilt). --box-offset, --box-transform,
+--box-delay and --frames apply as to any box stream: corrections as 'sim2real calibrate' estimates
+them (the tags already give the box centre: leave --box-offset out unless calibrate found one).
+A progress bar per bag on stderr shows the images read and detected. The console prints a line
+per trial with its images, poses, detection rate and refusals, and a warning when fewer than half
+of its images gave a pose (the trial is still imported); trial.json
+"import.camera" keeps the tally of the images in the trial's window (tally, low_rate), the camera
+file, topics, intrinsics, tags and base_from_camera.
 
 What replays a trial (stored in trial.json "object", editable later): --box-size, --box-mass or
 --box-density, --pusher-shape, --pusher-radius (and --pusher-length of a rod), --object NAME. A
@@ -249,8 +273,9 @@ def _register_bag(sources: argparse._SubParsersAction) -> None:
         epilog=BAG_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     bag.add_argument("bags", nargs="+", metavar="BAG",
                      help="rosbag2 directory, .mcap or .db3 file, or ROS 1 .bag file (one or more, each once)")
-    bag.add_argument("--box-pose", required=True, metavar="SOURCE", help="the tracked box body: TOPIC, tf:FRAME or "
-                     "TOPIC:X,Y,Z[,QW,QX,QY,QZ] (see below; without the quaternion only with --planar)")
+    bag.add_argument("--box-pose", metavar="SOURCE", help="the tracked box body: TOPIC, tf:FRAME or "
+                     "TOPIC:X,Y,Z[,QW,QX,QY,QZ] (see below; without the quaternion only with --planar); or "
+                     "--box-image")
     bag.add_argument("--pusher-pose", metavar="SOURCE", help="the tracked pusher point (sphere centre or rod tip)")
     bag.add_argument("--joint-states", metavar="TOPIC",
                      help="sensor_msgs/JointState of the xArm (joints joint1..joint6; rad, rad/s, N m)")
@@ -269,6 +294,15 @@ def _register_bag(sources: argparse._SubParsersAction) -> None:
                      help="the box cannot tilt: accept a --box-pose of positions only (TOPIC:X,Y,Z), which is "
                           "refused without it, and record the trials' tilt, flip and heading as unknown (the box "
                           "rests on the table at box.size_z / 2; needs the object; see below)")
+    camera = bag.add_argument_group("box poses from camera images of its AprilTags (instead of --box-pose)")
+    camera.add_argument("--box-image", metavar="TOPIC",
+                        help="sensor_msgs/Image (mono8, rgb8, bgr8) or CompressedImage of the tagged box: one box "
+                             "pose per image that gives one (see below); needs --camera and the object")
+    camera.add_argument("--camera", metavar="FILE",
+                        help="the camera set-up file (a params file with a tag_detector section: tags, "
+                             "base_from_camera, camera_info_topic)")
+    camera.add_argument("--camera-info", metavar="TOPIC",
+                        help="sensor_msgs/CameraInfo of the camera (default: the camera file's camera_info_topic)")
     _add_common_options(bag)
     bag.set_defaults(handler=run_bag)
 
@@ -389,32 +423,102 @@ def _bag_identity(path: str) -> str:
     return parent if inside else real
 
 
-def run_bag(args: argparse.Namespace) -> int:
-    """Import ROS 1/2 bags; one line per trial on stderr; the run directory on stdout."""
+def _check_box_source(args: argparse.Namespace) -> None:
+    """Exactly one of --box-pose and --box-image, and --camera (only) with --box-image."""
+    if (args.box_pose is None) == (args.box_image is None):
+        raise Sim2RealError("give the box's poses with --box-pose SOURCE or --box-image TOPIC (with --camera FILE), "
+                            + ("not both" if args.box_pose is not None else "one of the two"))
+    if args.box_image is None:
+        given = [o for o, v in (("--camera", args.camera), ("--camera-info", args.camera_info)) if v is not None]
+        if given:
+            raise Sim2RealError(f"{' and '.join(given)} belong to --box-image (box poses from camera images)")
+    elif args.camera is None:
+        raise Sim2RealError("--box-image needs the camera set-up file: --camera FILE (tags, base_from_camera)")
+
+
+def _camera(args: argparse.Namespace, settings: ImportSettings, frame: str | None) -> CameraSelection:
+    """The camera of ``--box-image``: its set-up file read and the import's options checked against it."""
+    from sim2real.trials.camera_source import camera_selection
+    from sim2real.vision.setup import load_camera_setup
+
+    where = f"--box-image {args.box_image}"
+    if args.planar:
+        raise Sim2RealError(f"{where}: --planar is for a box source of positions only; the tags give the box's "
+                            "tilt: leave --planar out")
+    if not settings.transform.is_identity:
+        raise Sim2RealError(f"{where}: the camera's box poses are in the arm base frame already (base_from_camera "
+                            "of --camera), so --transform has nothing to map: bring the pusher into that frame with "
+                            "--frame TOPIC=FRAME (its static transforms) or --stream-transform TOPIC=...")
+    if settings.object is None:
+        raise Sim2RealError(f"{where} places the box's tags by its size: give the object (--box-size, --box-mass "
+                            "or --box-density, --pusher-shape, --pusher-radius)")
+    try:
+        setup = load_camera_setup(args.camera)
+    except Sim2RealError as err:
+        raise type(err)(f"--camera: {err}") from None
+    return camera_selection(args.box_image, setup, settings.object.parameters, args.camera_info, frame)
+
+
+def _read_bags(bags: list[str], selection: BagSelection) -> list[Recording]:
+    """Read every bag; with a camera, check all their topics first and show the images' progress on stderr."""
     from pathlib import Path
 
+    from sim2real.cli.progress import progress_bar
+    from sim2real.trials.bag_import import check_bag_topics, read_bag
+
+    if selection.camera is None:
+        return [read_bag(Path(bag), selection) for bag in bags]
+    for bag in bags:
+        check_bag_topics(Path(bag), selection)
+    recordings = []
+    for bag in bags:
+        bar = None
+
+        def progress(done: int, total: int, name: str = Path(bag).name) -> None:
+            nonlocal bar
+            if bar is None:
+                bar = progress_bar(total, f"detect {name}", "image")
+            bar.update(done - bar.n)
+
+        try:
+            recordings.append(read_bag(Path(bag), selection, progress=progress))
+        finally:
+            if bar is not None:
+                bar.close()
+    return recordings
+
+
+def run_bag(args: argparse.Namespace) -> int:
+    """Import ROS 1/2 bags; one line per trial on stderr; the run directory on stdout."""
     from sim2real.cli.common import check_given_once, check_output_location, removed_on_interrupt
-    from sim2real.trials.bag_import import BagSelection, parse_pose_source, read_bag
+    from sim2real.trials.bag_import import BagSelection, parse_pose_source
     from sim2real.trials.bag_sources import StreamOptionText, stream_options
     from sim2real.trials.recording_import import check_new_run_dir, import_recordings
 
+    _check_box_source(args)
     out = check_output_location(args.out)
     check_new_run_dir(out)
     check_given_once(args.bags, "bag", key=_bag_identity)
     settings = _settings(args, args.clock)
-    if args.planar:
+    if args.planar and args.box_image is None:
         from sim2real.trials.recording import check_planar_settings
 
         check_planar_settings(settings, "--planar: a planar recording (box positions only)")
-    box = parse_pose_source(args.box_pose, "--box-pose")
     pusher = parse_pose_source(args.pusher_pose, "--pusher-pose") if args.pusher_pose else None
-    if pusher is not None and pusher.key == box.key:
-        raise Sim2RealError(f"--box-pose and --pusher-pose name the same source {box.key}")
+    box = parse_pose_source(args.box_pose, "--box-pose") if args.box_image is None else None
+    box_key = box.key if box is not None else "/" + args.box_image.strip().lstrip("/")
+    if pusher is not None and pusher.key == box_key:
+        raise Sim2RealError(f"{'--box-pose' if box else '--box-image'} and --pusher-pose name the same source "
+                            f"{box_key}")
     options, frame = stream_options(StreamOptionText(args.frame, args.units, args.stamp_field, args.stream_transform),
                                     [s for s in (box, pusher) if s is not None])
-    selection = BagSelection(box=box, pusher=pusher, joint_states=args.joint_states, frame=frame, streams=options,
-                             planar=args.planar)
-    recordings = [read_bag(Path(bag), selection) for bag in args.bags]
+    camera = _camera(args, settings, frame) if box is None else None
+    box = camera.source if camera is not None else box
+    assert box is not None
+    selection = BagSelection(box=box, pusher=pusher,
+                             joint_states=args.joint_states, frame=frame, streams=options, planar=args.planar,
+                             camera=camera)
+    recordings = _read_bags(args.bags, selection)
     with removed_on_interrupt(out):
         trials = import_recordings(recordings, out, settings, log=_log)
     return _written(len(trials), out, settings)

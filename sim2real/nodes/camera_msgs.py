@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import cv2
 import numpy as np
 from numpy.typing import NDArray
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
@@ -11,11 +10,10 @@ from sensor_msgs.msg import CameraInfo, Image
 from sim2real.errors import DataError
 from sim2real.nodes.common import time_msg
 from sim2real.vision.camera import PinholeCamera
+from sim2real.vision.images import camera_from_info, grey_from_raw
 
 #: Images: the newest few only (a detector that falls behind skips frames rather than queueing them).
 IMAGE_QOS = QoSProfile(depth=2, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
-#: Encodings an image may have, with its channel count.
-ENCODINGS = {"mono8": 1, "rgb8": 3, "bgr8": 3}
 
 
 def image_msg(stamp_ns: int, image: NDArray[np.uint8], frame_id: str = "camera_optical_frame") -> Image:
@@ -35,21 +33,15 @@ def image_array(msg: Image) -> NDArray[np.uint8]:
 
     Raises
     ------
+    InputError
+        Another encoding (:func:`~sim2real.vision.images.grey_from_raw`).
     DataError
-        Another encoding, or data shorter than the image.
+        Data shorter than the image.
     """
-    channels = ENCODINGS.get(msg.encoding)
-    if channels is None:
-        raise DataError(f"image encoding {msg.encoding!r} is not read (mono8, rgb8 or bgr8)")
-    rows = np.frombuffer(bytes(msg.data), np.uint8)
-    if rows.size < msg.step * msg.height or msg.step < msg.width * channels:
-        raise DataError(f"an image of {msg.width} × {msg.height} px has {rows.size} bytes at step {msg.step}")
-    pixels = rows[: msg.step * msg.height].reshape(msg.height, msg.step)[:, : msg.width * channels]
-    if channels == 1:
-        return np.ascontiguousarray(pixels)
-    colour = pixels.reshape(msg.height, msg.width, 3)
-    return np.asarray(cv2.cvtColor(colour, cv2.COLOR_RGB2GRAY if msg.encoding == "rgb8" else cv2.COLOR_BGR2GRAY),
-                      np.uint8)
+    pixels = grey_from_raw(str(msg.encoding), int(msg.height), int(msg.width), int(msg.step), msg.data)
+    if pixels is None:
+        raise DataError(f"an image of {msg.width} × {msg.height} px has too few bytes for its step {msg.step}")
+    return pixels
 
 
 def camera_info_msg(stamp_ns: int, camera: PinholeCamera, frame_id: str = "camera_optical_frame") -> CameraInfo:
@@ -67,5 +59,5 @@ def camera_info_msg(stamp_ns: int, camera: PinholeCamera, frame_id: str = "camer
 
 
 def camera_of(msg: CameraInfo) -> PinholeCamera:
-    """The camera a CameraInfo describes (its ``k``, ``d``, width and height)."""
-    return PinholeCamera.from_camera_info(msg.width, msg.height, list(msg.k), list(msg.d))
+    """The camera a CameraInfo describes (its ``k``, ``d``, distortion model, width and height)."""
+    return camera_from_info(msg.width, msg.height, list(msg.k), list(msg.d), str(msg.distortion_model))

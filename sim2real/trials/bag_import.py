@@ -16,6 +16,9 @@ Pose sources (``--box-pose`` / ``--pusher-pose``):
     the transforms on ``/tf`` (``tf2_msgs/TFMessage``) whose ``child_frame_id`` is ``FRAME``; the
     pose is the child frame in the transform's parent frame (``header.frame_id``).
 
+or, for the box, camera images of its AprilTags (``--box-image``, :mod:`sim2real.trials.camera_source`):
+one box pose per image that gives one, in the arm base frame, which is then the recording frame.
+
 Frames: every pose is brought into one *recording frame*: ``--frame`` if given, else the frame of
 the first box pose. A pose given in another frame is composed with the chain of *static*
 transforms on ``/tf_static`` linking its frame to the recording frame (in either direction);
@@ -25,9 +28,10 @@ the recording frame is an error. Leading ``/`` of ROS 1 frame names are ignored.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -46,6 +50,9 @@ from sim2real.trials.bag_sources import (
 from sim2real.trials.messages import make_typestore, reorder_joints, stamp_to_ns
 from sim2real.trials.recording import NS_PER_S, JointSamples, PoseSamples, Recording
 from sim2real.trials.rigid import RigidTransform
+
+if TYPE_CHECKING:
+    from sim2real.trials.camera_source import CameraSelection, CameraStream
 
 __all__ = ["BagSelection", "PoseSource", "parse_pose_source", "read_bag"]
 
@@ -77,6 +84,8 @@ class BagSelection:
         The box cannot tilt (``--planar``): a box source of positions only is then read as a planar
         recording (:attr:`Recording.planar`: its tilt and heading unknown). Without it such a
         source is refused, and with it a source that gives the orientation is refused.
+    camera : CameraSelection or None
+        The camera whose images give the box poses; ``box`` is then its source (kind ``image``).
     """
 
     box: PoseSource
@@ -85,9 +94,12 @@ class BagSelection:
     frame: str | None = None
     streams: dict[str, StreamOptions] = field(default_factory=dict)
     planar: bool = False
+    camera: CameraSelection | None = None
 
     def __post_init__(self) -> None:
         box = f"{self.box.option} {self.box.describe()}"
+        if (self.box.kind == "image") != (self.camera is not None):
+            raise InputError(f"{box}: box poses from images come with their camera (and only they do)")
         if not self.box.has_orientation and not self.planar:
             raise InputError(f"{box} gives the box's position only, so a tilted or flipped box would be recorded "
                              f"as never tilted: name its quaternion fields too (TOPIC:X,Y,Z,QW,QX,QY,QZ), or "
@@ -210,7 +222,8 @@ def _check_topic(path: Path, topics: dict[str, Any], topic: str, option: str, wh
     return str(msgtype)
 
 
-def read_bag(path: str | Path, selection: BagSelection) -> Recording:
+def read_bag(path: str | Path, selection: BagSelection,
+             progress: Callable[[int, int], None] | None = None) -> Recording:
     """Read the selected poses and joint states of one bag (see the module docstring).
 
     Parameters
@@ -220,6 +233,9 @@ def read_bag(path: str | Path, selection: BagSelection) -> Recording:
     selection : BagSelection
         Sources of the box and pusher poses, the joint-state topic, the recording frame and the
         options of each stream.
+    progress : callable, optional
+        ``progress(done, total)`` after each camera image (a ``--box-image`` import; total: the bag's
+        images).
 
     Returns
     -------
@@ -231,8 +247,8 @@ def read_bag(path: str | Path, selection: BagSelection) -> Recording:
     ------
     Sim2RealError
         One line: unreadable bag; a missing topic, field or ``/tf`` child frame (listing what the
-        bag has); an unsupported message type; a pose in a frame with no static chain to the
-        recording frame; joint states without joints ``joint1``..``joint6``.
+        bag has); an unsupported message type or image encoding; a pose in a frame with no static
+        chain to the recording frame; joint states without joints ``joint1``..``joint6``.
     """
     from rosbags.highlevel import AnyReader
 
@@ -244,9 +260,14 @@ def read_bag(path: str | Path, selection: BagSelection) -> Recording:
             wanted = _wanted_topics(bag, reader.topics, selection)
             connections = [c for c in reader.connections if c.topic in wanted]
             _complete_types(reader, default, {c.msgtype for c in connections})
+            images = state.open_camera(reader, path)
+            done = 0
             for connection, receive_ns, raw in reader.messages(connections=connections):
                 msg: Any = reader.deserialize(raw, connection.msgtype)
                 state.take(wanted[connection.topic], connection, int(receive_ns), msg, path)
+                if progress is not None and wanted[connection.topic] == "image":
+                    done += 1
+                    progress(done, images)
     except Sim2RealError:
         raise
     except Exception as err:  # rosbags, storage and deserialisation errors of damaged or foreign files
@@ -256,9 +277,13 @@ def read_bag(path: str | Path, selection: BagSelection) -> Recording:
 
 
 def _wanted_topics(bag: Path, topics: dict[str, Any], selection: BagSelection) -> dict[str, str]:
-    """``{topic: role}`` to read (``tf``, ``static``, ``pose``, ``fields``, ``joints``), checking their types."""
+    """``{topic: role}`` to read (``tf``, ``static``, ``pose``, ``fields``, ``joints``, ``image``), checking their
+    types (and a camera's CameraInfo topic)."""
     wanted: dict[str, str] = {}
     for source in (s for s in (selection.box, selection.pusher) if s is not None):
+        if source.kind == "image":
+            wanted[source.name] = _check_camera_topics(bag, topics, selection)
+            continue
         if source.kind == "tf":
             msgtype = _check_topic(bag, topics, TF_TOPIC, source.option, f"tf:{source.name}")
             if msgtype != MSGTYPE_TF:
@@ -285,6 +310,39 @@ def _wanted_topics(bag: Path, topics: dict[str, Any], selection: BagSelection) -
     return wanted
 
 
+def check_bag_topics(path: str | Path, selection: BagSelection) -> None:
+    """Refuse a bag that lacks a selected topic (or has it with the wrong type) without reading any message:
+    what :func:`read_bag` checks first, for checking every bag of an import before its long work begins."""
+    from rosbags.highlevel import AnyReader
+
+    bag, fmt = _bag_path(Path(path))
+    try:
+        with AnyReader([bag], default_typestore=_default_typestore(fmt == "rosbag1")) as reader:
+            _wanted_topics(bag, reader.topics, selection)
+    except Sim2RealError:
+        raise
+    except Exception as err:  # rosbags and storage errors of damaged or foreign files
+        raise DataError(f"cannot read bag {path}: {' '.join(str(err).split()) or type(err).__name__}") from None
+
+
+def _check_camera_topics(bag: Path, topics: dict[str, Any], selection: BagSelection) -> str:
+    """The role (``image``) of a camera's image topic, after checking it and its camera-info topic."""
+    from sim2real.trials.camera_source import IMAGE_MSGTYPES, MSGTYPE_CAMERA_INFO
+
+    camera = selection.camera
+    assert camera is not None
+    msgtype = _check_topic(bag, topics, camera.image_topic, "--box-image", "image topic")
+    if msgtype not in IMAGE_MSGTYPES:
+        raise InputError(f"--box-image {camera.image_topic}: message type {msgtype} is not an image "
+                         f"({', '.join(IMAGE_MSGTYPES)})")
+    msgtype = _check_topic(bag, topics, camera.camera_info_topic, "--camera-info", "camera info topic, needed for "
+                           "the intrinsics")
+    if msgtype != MSGTYPE_CAMERA_INFO:
+        raise InputError(f"--camera-info {camera.camera_info_topic}: message type {msgtype} is not "
+                         f"{MSGTYPE_CAMERA_INFO}")
+    return "image"
+
+
 class _ReadState:
     """What one pass over a bag collects: pose streams, ``/tf`` and ``/tf_static`` transforms, joint states."""
 
@@ -298,6 +356,18 @@ class _ReadState:
         self.static = _StaticTree()
         self.joints: dict[str, list[Any]] = {"stamp": [], "receive": [], "position": [], "velocity": [],
                                              "effort": []}
+        self.camera: CameraStream | None = None
+
+    def open_camera(self, reader: Any, path: str | Path) -> int:
+        """Read the camera's intrinsics (a ``--box-image`` import) and return how many images the bag holds."""
+        camera = self.selection.camera
+        if camera is None:
+            return 0
+        from sim2real.trials.camera_source import CameraStream, read_camera_info
+
+        msgtype = str(reader.topics[camera.image_topic].msgtype)
+        self.camera = CameraStream(camera, read_camera_info(reader, camera, path), msgtype, path)
+        return int(sum(c.msgcount for c in reader.connections if c.topic == camera.image_topic))
 
     def take(self, role: str, connection: Any, receive_ns: int, msg: Any, path: str | Path) -> None:
         """Collect one message of a wanted topic."""
@@ -305,6 +375,12 @@ class _ReadState:
             self._transforms(role, receive_ns, msg)
         elif role == "joints":
             self._joint_state(connection.topic, receive_ns, msg, path)
+        elif role == "image":
+            assert self.camera is not None
+            taken = self.camera.take(msg, receive_ns)
+            if taken is not None:
+                self.by_topic[connection.topic].add(taken[0], receive_ns, list(taken[1].position),
+                                                    list(taken[1].quaternion), self.camera.selection.frame)
         else:
             stream = self.by_topic[connection.topic]
             source = stream.source
@@ -345,6 +421,8 @@ class _ReadState:
             self.joints[name].append(values)
 
     def _check_filled(self, path: str) -> None:
+        if self.camera is not None:
+            self.camera.check_filled()
         for source in self.sources:
             if self.streams[source.key].receive:
                 continue
@@ -389,7 +467,8 @@ class _ReadState:
                                          np.array(j["effort"]).reshape(-1, 6), self.selection.joint_states)
         pusher = samples[self.selection.pusher.key] if self.selection.pusher is not None else None
         return Recording(bag, fmt, frame, samples[self.selection.box.key], pusher, joint_samples, notes,
-                         planar=self.selection.planar)
+                         planar=self.selection.planar,
+                         camera=self.camera.detections() if self.camera is not None else None)
 
 
 def _options_note(options: StreamOptions) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from sim2real.errors import DataError, InputError
+from sim2real.trials.camera_tally import ImageDetections
 from sim2real.trials.records import N_JOINTS
 from sim2real.trials.rigid import RigidTransform
 from sim2real.trials.scene_checks import DEFAULT_SCENE_TOLERANCE_M, check_tolerance
@@ -142,6 +143,9 @@ class Recording:
     planar_pusher : bool
         The pusher positions have no height either (x and y only, z = 0 in ``pusher``): the import
         puts the pusher point at ``box.size_z / 2`` too.
+    camera : ImageDetections or None
+        The box poses came from camera images (``import bag --box-image``): what each image gave, for
+        each trial's detection tally (trial.json ``import.camera``).
     """
 
     path: str
@@ -153,6 +157,7 @@ class Recording:
     notes: dict[str, Any] = field(default_factory=dict)
     planar: bool = False
     planar_pusher: bool = False
+    camera: ImageDetections | None = None
 
 
 MAX_SECONDS = 9_223_372_036

@@ -24,7 +24,8 @@ recording, :func:`import_recordings`:
    within reach of it): a failing trial refuses the import, unless ``force`` keeps it, flagged in its
    trial.json (``import.scene_checks``);
 6. writes each trial (``/real/box_pose``, ``/real/pusher_pose``, ``/real/joint_states`` and a
-   trial.json with an ``"import"`` section) into a hidden temporary run directory, renamed to the
+   trial.json with an ``"import"`` section; box poses from camera images add the tally of the images
+   in the trial's window, ``import.camera``) into a hidden temporary run directory, renamed to the
    output directory only when every trial is written; on any error nothing is left behind.
 
 Times are integer ns throughout (no float rounding of epoch times); a trial's ``timing.start_ns`` is
@@ -47,6 +48,7 @@ import numpy as np
 
 from sim2real.errors import DataError, InputError
 from sim2real.filemodes import staging_dir
+from sim2real.trials.camera_tally import tally_lines
 from sim2real.trials.cleaning import CleanPoses, clean_poses, unique_time_order
 from sim2real.trials.outcome import PLANAR_KEY
 from sim2real.trials.recording import (
@@ -345,6 +347,8 @@ def _trial_meta(recording: Recording, window: tuple[int, int], settings: ImportS
             **read, "box_z_m": planar_height(settings),
             "pusher_z_m": planar_height(settings) if recording.planar_pusher and "pusher_pose" in kept else None,
             "tilt": "unknown"}
+    if recording.camera is not None:
+        import_meta["camera"] = recording.camera.trial_record(settings.clock, window)
     meta = {
         "mode": "import",
         "frame": BASE_FRAME,
@@ -431,6 +435,9 @@ def _write_trial(run_dir: Path, plan: _PlannedTrial, settings: ImportSettings, s
     streams = "; ".join(f"{series} {count}" for series, count in kept.items())
     cleaned = "; ".join(f"{series} {_counts_text(counts)}" for series, counts in outliers.items())
     log(f"{plan.where}: trial {plan.name}: {trial.duration_s:.3f} s, samples: {streams}; dropped: {cleaned}")
+    if "camera" in meta["import"]:
+        for line in tally_lines(plan.name, meta["import"]["camera"]):
+            log(line)
     return trial
 
 
@@ -532,7 +539,8 @@ def box_delayed(recording: Recording, delay_s: float) -> Recording:
     shift = np.int64(round(delay_s * NS_PER_S))
     box = dataclasses.replace(recording.box, stamp_ns=recording.box.stamp_ns - shift,
                               receive_ns=recording.box.receive_ns - shift)
-    return dataclasses.replace(recording, box=box)
+    camera = recording.camera.shifted(int(shift)) if recording.camera is not None else None
+    return dataclasses.replace(recording, box=box, camera=camera)
 
 
 def _check_tool_offset(recording: Recording, offset: RigidTransform) -> None:
