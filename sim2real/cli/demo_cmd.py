@@ -101,6 +101,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "'none' starts from the nominal value)")
     parser.add_argument("--max-iterations", type=int, default=30, metavar="N",
                         help="Gauss-Newton iterations at most, per stage (default 30)")
+    parser.add_argument("--box-pose", default="mocap", choices=("mocap", "camera"),
+                        help="how the stand-in reports its box: mocap (poses, default) or camera (images of the "
+                        "AprilTags on its faces, turned into poses by the tag_detector node, as in a lab without "
+                        "motion capture)")
     parser.add_argument("--design", type=bounded_int(1, 10), metavar="N",
                         help="run the design loop instead: three pushes, a fit of the frictions, N pushes from "
                              "'sim2real design', N more of the standard sequence, refits, and a report of the "
@@ -230,7 +234,8 @@ def run(args: argparse.Namespace) -> int:
 #: Options of the standard demo's stages that the design loop does not take (dest, option).
 _STAGE_OPTIONS = (("distances", "--distances"), ("validation_distances", "--validation-distances"),
                   ("servo_free", "--servo-free"), ("box_free", "--box-free"), ("box_mode", "--box-mode"),
-                  ("box_grid", "--box-grid"), ("max_iterations", "--max-iterations"), ("live", "--live"))
+                  ("box_grid", "--box-grid"), ("max_iterations", "--max-iterations"), ("live", "--live"),
+                  ("box_pose", "--box-pose"))
 
 
 def _refuse_stage_options(args: argparse.Namespace) -> None:
@@ -313,7 +318,8 @@ def _options(args: argparse.Namespace, grid: tuple[str, list[float]] | None) -> 
     return DemoOptions(distances=parse_distances(args.distances) if args.distances is not None else None,
                        validation_distances=held_out_distances(args), servo_free=args.servo_free,
                        box_free=args.box_free, box_mode=args.box_mode, grid=grid, max_iterations=args.max_iterations,
-                       standin_host=args.standin_host, engine=args.engine, live=args.live)
+                       standin_host=args.standin_host, engine=args.engine, live=args.live,
+                       box_pose=args.box_pose)
 
 
 def _run_steps(args: argparse.Namespace, out: Path, grid: tuple[str, list[float]] | None,

@@ -76,6 +76,8 @@ class DemoOptions:
         Engine of the mirrored sim, both fits and the re-simulation.
     live : str or None
         ``HOST:PORT`` of a Foxglove server for the experiment.
+    box_pose : str
+        ``mocap`` or ``camera``: how the stand-in reports its box (poses, or images of its AprilTags).
     """
 
     distances: tuple[float, ...] | None
@@ -88,6 +90,7 @@ class DemoOptions:
     standin_host: str
     engine: str = "ours"
     live: str | None = None
+    box_pose: str = "mocap"
 
 
 @dataclass
@@ -147,7 +150,7 @@ def record_experiment(options: DemoOptions, before_dir: Path, ui: DemoProgress) 
             distances = options.distances if options.distances is not None else DEMO_DISTANCES
             run_experiment("standin", (*distances, *options.validation_distances), ParameterSet.nominal(), before_dir,
                            standin_host=options.standin_host, progress=ui.detail, engine=options.engine,
-                           live=options.live)
+                           live=options.live, box_pose=options.box_pose)
             usable, unusable = _usable(read_run(before_dir))
             validated = not options.validation_distances or any(
                 is_held_out(record, options.validation_distances) for record in usable)
