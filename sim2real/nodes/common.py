@@ -58,6 +58,9 @@ REFERENCE_TOPIC = "reference/joint_trajectory"
 #: trial (std_msgs/String, JSON of ``SolveSummary.as_dict()``), sent on reset, on every recovered or
 #: degraded step and every :data:`SOLVER_STATUS_EVERY` steps; the recorder puts the last one in trial.json.
 SOLVER_STATUS_TOPIC = "{ns}/solver_status"
+#: The camera's tag detector, per image (std_msgs/String, JSON ``{"stamp_ns": int, "refused": str}``, the
+#: refusal reason or "" when the image gave a pose): the recorder counts those stamped inside each trial.
+CAMERA_RESULT_TOPIC = "real/camera/detections"
 #: Per simulating platform: one recovered or degraded step (std_msgs/String, JSON of ``HardStep.as_dict()``),
 #: written by the recorder into ``<trial>/hard_steps/``.
 HARD_STEP_TOPIC = "{ns}/hard_step"

@@ -53,6 +53,7 @@ from std_msgs.msg import String
 from trajectory_msgs.msg import JointTrajectory as JointTrajectoryMsg
 
 from sim2real.nodes.common import (
+    CAMERA_RESULT_TOPIC,
     HARD_STEP_TOPIC,
     LATCHED_QOS,
     REFERENCE_TOPIC,
@@ -123,6 +124,9 @@ class RecorderNode(LeanNode):
                                      lambda msg, ns=ns: self._on_solver(ns, msg), LATCHED_QOS)
             self.create_subscription(String, HARD_STEP_TOPIC.format(ns=ns),
                                      lambda msg, ns=ns: self._on_hard_step(ns, msg), STREAM_QOS)
+        #: The camera's per-image results (stamp ns, refusal reason or ""), newest last (10 min at 30 Hz).
+        self._camera: collections.deque[tuple[int, str]] = collections.deque(maxlen=18000)
+        self.create_subscription(String, CAMERA_RESULT_TOPIC, self._on_camera, STREAM_QOS)
         self.create_subscription(JointTrajectoryMsg, REFERENCE_TOPIC, self._on_reference, LATCHED_QOS)
         self.create_subscription(String, TRIAL_EVENT_TOPIC, self._on_event, LATCHED_QOS)
         self.create_timer(0.02, self._close_when_drained)
@@ -162,6 +166,22 @@ class RecorderNode(LeanNode):
     def _on_solver(self, ns: str, msg: String) -> None:
         with self._lock:
             self._solver[ns] = json.loads(msg.data)
+
+    def _on_camera(self, msg: String) -> None:
+        result = json.loads(msg.data)
+        with self._lock:
+            self._camera.append((int(result["stamp_ns"]), str(result["refused"])))
+
+    def _camera_tally(self, start_ns: int, end_ns: int) -> dict[str, Any] | None:
+        """The camera's images stamped in ``[start_ns, end_ns]``: counts, detection rate, refusal reasons (None:
+        no camera)."""
+        inside = [refused for stamp, refused in self._camera if start_ns <= stamp <= end_ns]
+        if not self._camera:
+            return None
+        reasons = collections.Counter(r for r in inside if r)
+        poses = len(inside) - sum(reasons.values())
+        return {"images": len(inside), "poses": poses, "rate": round(poses / len(inside), 4) if inside else 0.0,
+                "refused": dict(sorted(reasons.items()))}
 
     def _on_hard_step(self, ns: str, msg: String) -> None:
         with self._lock:
@@ -290,6 +310,9 @@ class RecorderNode(LeanNode):
         meta = self._meta(extra)
         problems = coverage_problems(tracker, expected)
         meta["coverage"] = tracker.as_dict()
+        camera = self._camera_tally(tracker.start_ns, tracker.end_ns)
+        if camera is not None:
+            meta["camera"] = camera
         period = float(self.params["sim.dt"])
         health = {ns: loop_health(tracker.streams[f"{ns}/joint_command"].stamps_ns, period)
                   for ns in self._platforms if f"{ns}/joint_command" in tracker.streams}

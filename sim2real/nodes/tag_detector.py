@@ -5,7 +5,8 @@ Subscribes to ``image_topic`` (sensor_msgs/Image: mono8, rgb8 or bgr8) and ``cam
 (:mod:`sim2real.vision`), solves the box's pose and publishes it on ``real/box_pose`` (frame
 ``link_base``) as the mocap bridge does, stamped with the image's capture stamp, not the detection time.
 Images that give no pose (no tag of the box, a tag seen twice, a pose that could be flipped, a poor
-reprojection) are dropped and counted, never guessed; the tally is logged every 10 s and at the end.
+reprojection) are dropped and counted, never guessed; the tally is logged every 10 s and at the end, and
+each image's result goes out on ``real/camera/detections`` (the recorder's per-trial count).
 
 Parameters (type, default: meaning, unit); config/camera.yaml holds them (``sim2real run --camera``)::
 
@@ -22,16 +23,18 @@ Parameters (type, default: meaning, unit); config/camera.yaml holds them (``sim2
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
 from geometry_msgs.msg import PoseStamped
 from rclpy.node import Node
 from sensor_msgs.msg import CameraInfo, Image
+from std_msgs.msg import String
 
 from sim2real.errors import Sim2RealError
 from sim2real.nodes.camera_msgs import IMAGE_QOS, camera_of, image_array
-from sim2real.nodes.common import STREAM_QOS, ns_of, pose_msg
+from sim2real.nodes.common import CAMERA_RESULT_TOPIC, STREAM_QOS, ns_of, pose_msg
 from sim2real.nodes.process import run_node
 from sim2real.params import ParameterSet
 from sim2real.vision.estimate import BoxPoseEstimator
@@ -67,6 +70,7 @@ class TagDetectorNode(Node):
         self.tags = self.setup.box_tags(nominal.replace(sizes))
         self.estimator: BoxPoseEstimator | None = None
         self._pub = self.create_publisher(PoseStamped, "real/box_pose", STREAM_QOS)
+        self._pub_result = self.create_publisher(String, CAMERA_RESULT_TOPIC, STREAM_QOS)
         self.create_subscription(CameraInfo, self.setup.camera_info_topic, self._on_info, IMAGE_QOS)
         self.create_subscription(Image, self.setup.image_topic, self._on_image, IMAGE_QOS)
         self._waiting = 0  # images before the first CameraInfo
@@ -94,8 +98,11 @@ class TagDetectorNode(Node):
         except Sim2RealError as err:
             self.get_logger().error(f"{self.setup.image_topic}: {err}", throttle_duration_sec=10.0)
             return
+        stamp = ns_of(msg.header.stamp)
         if not isinstance(found, Refusal):
-            self._pub.publish(pose_msg(ns_of(msg.header.stamp), found.position, found.quaternion))
+            self._pub.publish(pose_msg(stamp, found.position, found.quaternion))
+        refused = found.reason if isinstance(found, Refusal) else ""
+        self._pub_result.publish(String(data=json.dumps({"stamp_ns": stamp, "refused": refused})))
         if time.monotonic() - self._logged > TALLY_PERIOD:
             self._logged = time.monotonic()
             self.get_logger().info(self.tally_line())

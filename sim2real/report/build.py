@@ -10,6 +10,7 @@ from pathlib import Path
 
 from sim2real.errors import Sim2RealError
 from sim2real.filemodes import staging_dir
+from sim2real.report.camera import camera_sentence, camera_summary
 from sim2real.report.cells import degraded_steps, describe_tally, solver_tallies
 from sim2real.report.design import design_blocks
 from sim2real.report.document import (
@@ -158,6 +159,10 @@ def _input_blocks(runs: Sequence[_Run], fits: Sequence[FitSummary]) -> list[Bloc
         if flagged:
             blocks.append(Alert(f"Run '{run.label}': {len(flagged)} trial(s) imported with --force although their "
                                 f"scene is not physical: {', '.join(flagged)}."))
+    for run in runs:
+        camera = camera_summary(run.label, run.trials)
+        if camera is not None:
+            blocks.append(Alert(camera[0]) if camera[1] else Paragraph(camera[0]))
     kinds = {ns for run in runs for t in run.trials for ns in t.platforms}
     if kinds == {"real"}:
         blocks.append(Note("Real recordings only: there is nothing simulated to compare with; sim columns are empty."))
@@ -333,6 +338,9 @@ def _trial_blocks(runs: Sequence[_Run], tables: Sequence[ExperimentTable], max_t
                                     "push is not the one the PD law describes."))
             for problem in scene_problems(trial.meta):
                 blocks.append(Alert(f"Imported with --force although its scene is not physical: {problem}."))
+            camera = camera_sentence(trial)
+            if camera is not None:
+                blocks.append(Alert(camera[0]) if camera[1] else Paragraph(camera[0]))
             tallies = solver_tallies(trial)
             if tallies:
                 text = "Solver: " + "; ".join(f"{ns} {describe_tally(t)}" for ns, t in tallies.items()) + "."

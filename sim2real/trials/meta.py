@@ -151,6 +151,18 @@ class TrialMeta:
         """
         return self._section("import")
 
+    @property
+    def camera(self) -> Mapping[str, Any] | None:
+        """The camera's detection tally in this trial (``images``, ``poses``, ``rate``, ``refused``): a run's
+        (``camera``, the tag detector's images in the window) or an import's (``import.camera.tally``); None
+        when the box poses did not come from a camera."""
+        recorded = self._section("camera")
+        if recorded is not None:
+            return recorded
+        imported = _mapping((self.imported or {}).get("camera"))
+        tally = imported.get("tally")
+        return tally if isinstance(tally, Mapping) else None
+
     def _section(self, key: str) -> Mapping[str, Any] | None:
         value = self.raw.get(key)
         if value is None or isinstance(value, Mapping):

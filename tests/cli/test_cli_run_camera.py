@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from sim2real.trials import read_trial
+from sim2real.trials.meta import TrialMeta
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -40,6 +41,17 @@ def test_a_standin_run_seen_by_a_camera_records_the_box_poses_of_its_images(tmp_
     start = box.position[: len(stamps) // 10]
     assert np.all(np.abs(start[:, 0] - 0.30) < 0.01) and np.all(np.abs(start[:, 2] - 0.105) < 0.005)
     assert np.std(start[:, 0]) < 0.001  # at rest: pose noise under a millimetre
+    # the recorder counted the detector's images inside the trial's window
+    tally = TrialMeta(record.meta).camera
+    assert tally is not None and tally["images"] >= len(stamps) and tally["poses"] == len(stamps), tally
+    assert tally["rate"] > 0.95
+    # and the report says what the camera gave
+    report = subprocess.run([sys.executable, "-m", "sim2real", "report", str(out), "--out", str(tmp_path / "report")],
+                            env=env, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert report.returncode == 0, report.stderr[-2000:]
+    text = (tmp_path / "report" / "report.md").read_text()
+    assert "box poses from a camera in 1 trial(s)" in text and "pose noise at rest" in text, text[:3000]
+    assert f"Camera: {tally['poses']} of {tally['images']} images gave a box pose" in text
 
 
 @pytest.mark.parametrize(("args", "message"), [
