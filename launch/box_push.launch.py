@@ -16,9 +16,15 @@ trials section; read as the node will before any node starts: a bad file is one 
 distances (default: the experiment file's; refused with one message for a file whose trials have
 pushes of their own), out_dir, namespace (every node of the graph in it; the lab's
 /joint_states and /<controller>/commands stay absolute) and use_sim_time (the nodes follow /clock,
-e.g. of `ros2 bag play --clock`; sim mode only: a real arm runs on wall time). In real and mirror
-mode the box pose comes from the motion-capture topic configured in config/mocap.yaml
-(mocap_bridge). Keep DDS on loopback with ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST.
+e.g. of `ros2 bag play --clock`; sim mode only: a real arm runs on wall time). box_pose (mocap |
+camera): in real and mirror mode the box pose comes from the motion-capture topic configured in
+config/mocap.yaml (mocap_bridge), or with box_pose:=camera from camera images of the box's AprilTags
+(tag_detector, configured by camera_file, default config/camera.yaml: the camera driver's image and
+CameraInfo topics, the tags, the camera's pose in the arm base frame); in standin mode the stand-in's
+mocap, or its rendered camera images. Keep DDS on loopback with ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST.
+
+    ros2 launch sim2real box_push.launch.py mode:=mirror robot_ip:=192.168.1.185 box_pose:=camera \
+        camera_file:=camera.yaml
 
 Every node is required: when the experiment node exits (all trials recorded, or the run
 failed) or any other node dies, the whole launch shuts down. `ros2 launch` exits 0 only when
@@ -54,6 +60,20 @@ def _section(path, node):
     return section.get("ros__parameters", {})
 
 
+def _camera_section(mode, camera_file, config):
+    """The tag detector's parameters: the stand-in camera's own set-up in standin mode, else camera_file's
+    (read as the node will: a bad file stops the launch with one message)."""
+    if mode == "standin":
+        from sim2real.hardware.standin import load_standin
+
+        setup = load_standin(os.path.join(config, "standin.yaml")).camera.setup()
+    else:
+        from sim2real.vision.setup import load_camera_setup
+
+        setup = load_camera_setup(camera_file)
+    return setup.document()["tag_detector"]["ros__parameters"]
+
+
 def _nodes(context):
     share = get_package_share_directory(PACKAGE)
     config = os.path.join(share, "config")
@@ -63,6 +83,8 @@ def _nodes(context):
     via = LaunchConfiguration("via").perform(context)
     namespace = LaunchConfiguration("namespace").perform(context).strip()
     sim_time = LaunchConfiguration("use_sim_time").perform(context).strip().lower()
+    box_pose = LaunchConfiguration("box_pose").perform(context).strip()
+    camera_file = LaunchConfiguration("camera_file").perform(context)
     params_file = LaunchConfiguration("params_file").perform(context)
     read_text_file(params_file, "params_file")  # missing or unreadable: one line, nothing started
     experiment_file = LaunchConfiguration("experiment_file").perform(context)
@@ -75,6 +97,8 @@ def _nodes(context):
         raise RuntimeError(f"mode must be one of {sorted(PLATFORMS)}, got {mode!r}")
     if via not in ROUTES:
         raise RuntimeError(f"via must be one of {sorted(ROUTES)}, got {via!r}")
+    if box_pose not in ("mocap", "camera"):
+        raise RuntimeError(f"box_pose must be mocap or camera, got {box_pose!r}")
     if sim_time not in ("true", "false"):
         raise RuntimeError(f"use_sim_time must be true or false, got {sim_time!r}")
     platforms = PLATFORMS[mode]
@@ -94,18 +118,25 @@ def _nodes(context):
     sim_params = [params_file]
     nodes = []
     sections = route.parameters(options, STANDIN_HOST if mode == "standin" else None, STANDIN_PORT)
+    if box_pose == "camera" and "real" not in platforms:
+        raise RuntimeError(f"box_pose:=camera needs a real platform (mode:={mode} has none)")
     if "real" in platforms:
         if mode == "standin":
+            camera = {"box_pose": box_pose} if box_pose == "camera" else {}
             nodes.append(Node(package=PACKAGE, executable=route.standin, name=route.standin, **common,
                               on_exit=Shutdown(reason=f"{route.standin} exited"),
                               parameters=[{"world_file": os.path.join(config, "standin.yaml"),
-                                           **sections[route.standin]}]))
+                                           **sections[route.standin], **camera}]))
         # connect_wait: the stand-in (or the controller, or the lab's stack) may still be starting. The
         # route's node runs the real platform's PD law in its loop, with the gains of params_file.
         nodes.append(Node(package=PACKAGE, executable=route.node, name=route.node, **common,
                           on_exit=Shutdown(reason=f"{route.node} exited"),
                           parameters=[*sim_params, {**sections[route.node], "connect_wait": 60.0}]))
-        if mode != "standin":  # the box pose of the lab's motion capture, in the arm base frame
+        if box_pose == "camera":  # the box pose from the camera's images of its tags, in the arm base frame
+            nodes.append(Node(package=PACKAGE, executable="tag_detector", name="tag_detector", **common,
+                              on_exit=Shutdown(reason="tag_detector exited"),
+                              parameters=[*sim_params, _camera_section(mode, camera_file, config)]))
+        elif mode != "standin":  # the box pose of the lab's motion capture, in the arm base frame
             nodes.append(Node(package=PACKAGE, executable="mocap_bridge", name="mocap_bridge", **common,
                               on_exit=Shutdown(reason="mocap_bridge exited"),
                               parameters=[_section(os.path.join(config, "mocap.yaml"), "mocap_bridge")]))
@@ -159,5 +190,10 @@ def generate_launch_description():
                               description="box start distances, m, e.g. \"[0.30, 0.45]\" (default: the experiment "
                               "file's)"),
         DeclareLaunchArgument("out_dir", default_value="box_push_run", description="run directory to write"),
+        DeclareLaunchArgument("box_pose", default_value="mocap",
+                              description="mocap | camera (AprilTags on the box seen by a camera: tag_detector)"),
+        DeclareLaunchArgument("camera_file", default_value=os.path.join(share, "config", "camera.yaml"),
+                              description="box_pose:=camera: the tag detector's camera set-up (topics, tags, "
+                              "base_from_camera)"),
         OpaqueFunction(function=_nodes),
     ])

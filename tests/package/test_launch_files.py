@@ -81,7 +81,8 @@ def test_box_push_declares_the_issue_arguments():
     tree = ast.parse((ROOT / "launch" / "box_push.launch.py").read_text())
     declared = {ast.literal_eval(c.args[0]) for c in _calls(tree, "DeclareLaunchArgument")}
     assert declared == {"mode", "mirror", "engine", "robot_ip", "params_file", "experiment_file", "distances",
-                        "out_dir", "via", "controller", "controller_joints", "namespace", "use_sim_time"}
+                        "out_dir", "via", "controller", "controller_joints", "namespace", "use_sim_time", "box_pose",
+                        "camera_file"}
 
 
 def test_replay_plays_a_recorded_bag(monkeypatch, tmp_path: Path) -> None:
@@ -307,3 +308,25 @@ def test_other_distances_for_trials_with_their_own_pushes_stop_the_launch_before
         _launch(monkeypatch, "box_push.launch.py", mode="sim", experiment_file=str(bad))
     with pytest.raises(Sim2RealError, match=r"^experiment_file not found: "):
         _launch(monkeypatch, "box_push.launch.py", mode="sim", experiment_file=str(tmp_path / "missing.yaml"))
+
+
+def test_box_pose_camera_starts_the_tag_detector_with_its_set_up_instead_of_the_mocap_bridge(monkeypatch,
+                                                                                            tmp_path: Path) -> None:
+    nodes = {n.kwargs["name"]: n for n in _launch(monkeypatch, "box_push.launch.py", mode="mirror",
+                                                  robot_ip="192.0.2.10", box_pose="camera")}
+    assert "mocap_bridge" not in nodes and "tag_detector" in nodes
+    params = nodes["tag_detector"].kwargs["parameters"]
+    assert params[-1]["image_topic"] == "/camera/color/image_raw" and "base_from_camera" in params[-1]
+    standin = {n.kwargs["name"]: n for n in _launch(monkeypatch, "box_push.launch.py", mode="standin",
+                                                    box_pose="camera")}
+    assert standin["standin_world"].kwargs["parameters"][0]["box_pose"] == "camera"
+    assert standin["tag_detector"].kwargs["parameters"][-1]["image_topic"] == "real/camera/image_raw"
+    bad = tmp_path / "camera.yaml"
+    bad.write_text("tag_detector:\n  ros__parameters:\n    tags: {size: 7}\n")
+    from sim2real.errors import Sim2RealError
+
+    with pytest.raises(Sim2RealError, match="tags.size"):
+        _launch(monkeypatch, "box_push.launch.py", mode="mirror", robot_ip="192.0.2.10", box_pose="camera",
+                camera_file=str(bad))
+    with pytest.raises(RuntimeError, match="box_pose:=camera needs a real platform"):
+        _launch(monkeypatch, "box_push.launch.py", mode="sim", box_pose="camera")
