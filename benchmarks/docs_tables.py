@@ -57,6 +57,7 @@ from benchmarks.tables.frames import frames_truth_table  # noqa: E402
 from benchmarks.tables.runs import demo_runs_table, faults_table, hardware_table, robustness_table  # noqa: E402
 from benchmarks.tables.speed import optimizer_table, scale_table, speed_table  # noqa: E402
 from benchmarks.tables.store import DOCS, run_benchmark  # noqa: E402
+from benchmarks.tables.vision import vision_table  # noqa: E402
 
 MARKER = re.compile(r"(<!-- table:(?P<name>[a-z0-9_]+) -->\n)(?P<body>.*?)(<!-- /table:(?P=name) -->)", re.DOTALL)
 
@@ -76,6 +77,7 @@ TABLES: dict[str, Table] = {
     "frames_truth": frames_truth_table,
     "design_truth": design_truth_table,
     "design_speed": design_speed_table,
+    "vision": vision_table,
     "basin": basin_table,
     "cube_toss": cube_toss_table,
     "scale": scale_table,
