@@ -26,6 +26,7 @@ COMMANDS: tuple[str, ...] = (
     "params_cmd",
     "import_cmd",
     "calibrate_cmd",
+    "handeye_cmd",
     "report_cmd",
     "simulate",
     "emulate_cmd",

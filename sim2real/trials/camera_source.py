@@ -140,8 +140,9 @@ def camera_from_info(msg: Any, topic: str, path: str | Path) -> PinholeCamera:
         raise DataError(f"bag {path}: the CameraInfo on {topic} is not a calibrated camera: {err}") from None
 
 
-def decode_image(msg: Any, msgtype: str, topic: str) -> NDArray[np.uint8] | None:
-    """The grey image (height, width), uint8, of an ``Image`` or ``CompressedImage`` message.
+def decode_image(msg: Any, msgtype: str, topic: str, option: str = "--box-image") -> NDArray[np.uint8] | None:
+    """The grey image (height, width), uint8, of an ``Image`` or ``CompressedImage`` message (``option``: the
+    option that named ``topic``, for messages).
 
     Returns
     -------
@@ -160,7 +161,7 @@ def decode_image(msg: Any, msgtype: str, topic: str) -> NDArray[np.uint8] | None
         return None if image is None else np.asarray(image, np.uint8)
     encoding = str(msg.encoding)
     if encoding not in ENCODINGS:
-        raise InputError(f"--box-image {topic}: image encoding '{encoding}' is not read (only "
+        raise InputError(f"{option} {topic}: image encoding '{encoding}' is not read (only "
                          f"{', '.join(ENCODINGS)}; or a {MSGTYPE_COMPRESSED_IMAGE} topic)")
     return grey_from_raw(encoding, int(msg.height), int(msg.width), int(msg.step), data)
 

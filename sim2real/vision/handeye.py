@@ -85,10 +85,12 @@ def _pixels(camera: PinholeCamera, camera_from_tag: FloatArray, corners: FloatAr
     return np.asarray(distorted, dtype=float).reshape(4, 2)
 
 
-def _fit(residual_of: object, seed: FloatArray, n_images: int) -> tuple[FloatArray, FloatArray]:
-    """Least squares over the stacked corner pixels; the solution and its covariance (σ² from the residuals)."""
-    solution = least_squares(residual_of, seed, method="lm", x_scale="jac")  # type: ignore[arg-type]
-    dof = max(8 * n_images - seed.size, 1)
+def _fit(residual_of: object, seeds: list[FloatArray], n_images: int) -> tuple[FloatArray, FloatArray]:
+    """Least squares over the stacked corner pixels from each seed; the solution of least cost and its covariance
+    (σ² from the residuals)."""
+    solutions = [least_squares(residual_of, seed, method="lm", x_scale="jac") for seed in seeds]
+    solution = min(solutions, key=lambda s: float(s.fun @ s.fun))
+    dof = max(8 * n_images - seeds[0].size, 1)
     sigma2 = float(solution.fun @ solution.fun) / dof
     covariance = np.linalg.pinv(solution.jac.T @ solution.jac) * sigma2
     return np.asarray(solution.x, dtype=float), covariance
@@ -132,7 +134,7 @@ def _camera_jacobian(camera_from_base: FloatArray, step: float = 1e-7) -> FloatA
 
 
 def calibrate_eye_to_hand(base_from_flange: list[FloatArray], detections: list[Detection], camera: PinholeCamera,
-                          tag_size: float) -> HandEyeResult:
+                          tag_size: float, flange_from_tag: FloatArray | None = None) -> HandEyeResult:
     """The pose of a fixed camera from images of a tag the arm holds.
 
     Parameters
@@ -144,6 +146,9 @@ def calibrate_eye_to_hand(base_from_flange: list[FloatArray], detections: list[D
     camera : PinholeCamera
     tag_size : float
         The held tag's black square, m.
+    flange_from_tag : ndarray, shape (4, 4), optional
+        A guess of the tag's pose on the flange (flange frame, m): the fit starts from it too (with the camera
+        pose it gives, averaged over the images) and keeps the better of the two fits.
 
     Raises
     ------
@@ -171,11 +176,16 @@ def calibrate_eye_to_hand(base_from_flange: list[FloatArray], detections: list[D
     corners = tag_corners(tag_size)
 
     def residuals(params: FloatArray) -> FloatArray:
-        camera_from_base, flange_from_tag = _transform(params[:6]), _transform(params[6:])
-        return np.concatenate([(_pixels(camera, camera_from_base @ a @ flange_from_tag, corners) - d.corners).ravel()
+        camera_from_base, held = _transform(params[:6]), _transform(params[6:])
+        return np.concatenate([(_pixels(camera, camera_from_base @ a @ held, corners) - d.corners).ravel()
                                for a, d in zip(base_from_flange, detections, strict=True)])
 
-    solution, covariance = _fit(residuals, np.concatenate([_vector(invert(x0)), _vector(y0)]), len(detections))
+    seeds = [np.concatenate([_vector(invert(x0)), _vector(y0)])]
+    if flange_from_tag is not None:
+        guess = np.asarray(flange_from_tag, dtype=float)
+        x1 = np.mean([invert(f) @ guess @ invert(c) for f, c in clean], axis=0)  # A_i · Y · C_i⁻¹
+        seeds.append(np.concatenate([_vector(invert(rigid(_orthonormal(x1[:3, :3]), x1[:3, 3]))), _vector(guess)]))
+    solution, covariance = _fit(residuals, seeds, len(detections))
     return _result(invert(_transform(solution[:6])), _transform(solution[6:]), covariance, base_from_flange,
                    detections, camera, tag_size)
 
@@ -197,7 +207,7 @@ def calibrate_fixed_tag(base_from_tag: FloatArray, detections: list[Detection], 
         return np.concatenate([(_pixels(camera, camera_from_base @ base_from_tag, corners) - d.corners).ravel()
                                for d in detections])
 
-    solution, covariance = _fit(residuals, _vector(invert(seed)), len(detections))
+    solution, covariance = _fit(residuals, [_vector(invert(seed))], len(detections))
     identity = [np.eye(4)] * len(detections)
     return _result(invert(_transform(solution)), base_from_tag, covariance, identity, detections, camera, tag_size)
 

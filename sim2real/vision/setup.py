@@ -1,7 +1,7 @@
 """The camera set-up file (``config/camera.yaml``): topics, the box's tags and the camera's pose in the base frame.
 
-A ROS 2 params file with a ``tag_detector`` section (the node of that name reads it; ``import bag`` and
-``calibrate handeye`` read it too)::
+A ROS 2 params file with a ``tag_detector`` section (the node of that name reads it; ``import bag`` reads it
+too, and ``handeye`` writes it with a calibrated ``base_from_camera``)::
 
     tag_detector:
       ros__parameters:

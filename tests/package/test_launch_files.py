@@ -325,7 +325,7 @@ def test_box_pose_camera_starts_the_tag_detector_with_its_set_up_instead_of_the_
     bad.write_text("tag_detector:\n  ros__parameters:\n    tags: {size: 7}\n")
     from sim2real.errors import Sim2RealError
 
-    with pytest.raises(Sim2RealError, match="tags.size"):
+    with pytest.raises(Sim2RealError, match=r"tags\.size"):
         _launch(monkeypatch, "box_push.launch.py", mode="mirror", robot_ip="192.0.2.10", box_pose="camera",
                 camera_file=str(bad))
     with pytest.raises(RuntimeError, match="box_pose:=camera needs a real platform"):
