@@ -206,7 +206,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "predicted by a fit without it: the fitted trials are dealt into K folds (with "
                              "--seed), the fit is repeated without each fold (from the fitted values) and the "
                              "fold's trials are predicted by that fit; pooled with any held-out trials (K fits "
-                             "more; K = the number of fitted trials leaves one out; see Bands below)")
+                             "more; K = the number of fitted trials leaves one out; with --per-object the folds "
+                             "are dealt per object, each needing 2 trials; see Bands below)")
     parser.add_argument("--start-noise", default="auto", metavar="auto|MM,DEG",
                         help="with --spread-draws: measurement noise of one recorded pose (standard deviations "
                              "of the box centre's x and y, mm, and heading, deg), or auto (default): measured in "
@@ -335,9 +336,6 @@ def _spread_options(args: argparse.Namespace) -> Any:
         raise Sim2RealError("--spread-draws 1: a spread needs at least 2 draws")
     if args.cross_fit is not None and not args.spread_draws:
         raise Sim2RealError("--cross-fit calibrates the prediction band: it needs --spread-draws N")
-    if args.cross_fit is not None and args.per_object:
-        raise Sim2RealError("--cross-fit with --per-object is not supported: a fold could hold an object's only "
-                            "trials; calibrate on held-out trials (--validate, --holdout) instead")
     if args.spread_draws and not (args.validate or args.holdout or args.cross_fit):
         raise Sim2RealError("--spread-draws needs held-out trials (--validate or --holdout) or --cross-fit K")
     if not args.spread_draws and args.level != 0.9:
@@ -382,10 +380,11 @@ def _with_validation_spread(result: FitResult, problem: Any, records: Any, args:
             uniform += draw.uniform
         if args.cross_fit is not None:
             cross = _cross_fit(result, problem, args, noise, settings, executor)
-            if cross is None:
-                skipped = "--cross-fit: fewer than 2 trials were fitted; the band is not cross-fitted"
+            if isinstance(cross, str):
+                skipped = f"--cross-fit: {cross}; the band is not cross-fitted"
                 _log(skipped, alarm=True)
                 result = replace(result, warnings=[*result.warnings, skipped])
+                cross = None
             else:
                 spreads += cross.spreads
                 uniform += [name for name in cross.uniform if name not in uniform]
@@ -406,11 +405,13 @@ def _with_validation_spread(result: FitResult, problem: Any, records: Any, args:
 def _cross_fit(result: FitResult, problem: Any, args: argparse.Namespace, noise: Any, settings: Any,
                executor: Any) -> Any:
     """``--cross-fit K``: the fitted trials' out-of-sample spreads
-    (:func:`sim2real.sysid.prediction.cross_fit.cross_fit`), each fold refitted from the fitted values; None
-    when fewer than two trials were fitted (the fit is kept, the band not cross-fitted)."""
+    (:func:`sim2real.sysid.prediction.cross_fit.cross_fit`), each fold refitted from the fitted values (with
+    per-object values, the folds dealt per object); why not, when the trials left to fit cannot be dealt (fewer
+    than two, an object with one: the fit is kept, the band not cross-fitted)."""
     import functools
 
     from sim2real.cli.replay_cmd import spread_settings
+    from sim2real.errors import InputError
     from sim2real.sysid import fit_trials
     from sim2real.sysid.prediction.cross_fit import cross_fit
 
@@ -418,7 +419,7 @@ def _cross_fit(result: FitResult, problem: Any, args: argparse.Namespace, noise:
     left_out = {failure.name for failure in result.failures} | set(unstable)
     fitted = [record.name for record in problem.records if record.name not in left_out]
     if len(fitted) < 2:
-        return None
+        return "fewer than 2 trials were fitted"
     folds = min(args.cross_fit, len(fitted))
     if folds < args.cross_fit:
         _log(f"--cross-fit {args.cross_fit}: {len(fitted)} trial(s) were fitted; {folds} folds (one trial each)",
@@ -426,8 +427,23 @@ def _cross_fit(result: FitResult, problem: Any, args: argparse.Namespace, noise:
     _log(f"cross-fit: {folds} fold fits of {len(fitted)} fitted trial(s), then {args.spread_draws} draws per "
          "left-out trial")
     fit = functools.partial(fit_trials, settings=settings, executor=executor, starts=1)
-    return cross_fit(problem, fitted, result.params, fit, executor, args.spread_draws, noise, spread_settings(args),
-                     folds, _log)
+    objects = _trial_objects(problem.records) if problem.per_object else None
+    try:
+        return cross_fit(problem, fitted, result.params, fit, executor, args.spread_draws, noise,
+                         spread_settings(args), folds, _log, objects=objects)
+    except InputError as err:  # the folds cannot be dealt (raised before any fold fit)
+        return str(err)
+
+
+def _trial_objects(records: Any) -> dict[str, str | None]:
+    """Each trial's object label (None: a trial without one)."""
+    from sim2real.trials.trial_object import trial_object
+
+    labels: dict[str, str | None] = {}
+    for record in records:
+        obj = trial_object(record.meta, record.name)
+        labels[record.name] = obj.name if obj is not None else None
+    return labels
 
 
 def _log_scene_flags(records: Any) -> None:
@@ -520,6 +536,14 @@ def run(args: argparse.Namespace) -> int:
     from sim2real.sysid.files.writeback import check_per_object_outputs  # before the fit: its outputs can be written
 
     check_per_object_outputs(out, args.per_object, loaded.records)
+    if args.cross_fit is not None and args.per_object:  # before the fit: a fold must leave each object a trial
+        counts: dict[str | None, int] = {}
+        for label in _trial_objects(loaded.records).values():
+            counts[label] = counts.get(label, 0) + 1
+        alone = sorted(str(label) for label, count in counts.items() if count < 2)
+        if alone:
+            raise InputError(f"--cross-fit with --per-object needs at least 2 trials to fit of each object: "
+                             f"{', '.join(alone)} has one (the fit without its fold would not see it)")
     if args.cross_fit is not None and args.cross_fit > len(loaded.records):
         raise InputError(f"--cross-fit {args.cross_fit}: there are {len(loaded.records)} trial(s) to fit, and a "
                          "fold needs one (give at most that many folds)")

@@ -39,6 +39,71 @@ def test_folds_deal_every_trial_once_and_follow_the_seed() -> None:
             fold_groups(names, folds, seed=0)
 
 
+def _labelled_run(path: Path, objects: dict[str, tuple[float, ...]]) -> Path:
+    """Probe pushes of boxes labelled by object (trial.json "object"), each object with its table frictions."""
+    from sim2real.params import ParameterSet
+    from sim2real.trials.trial_object import TrialObject
+
+    nominal = ParameterSet.nominal()
+    geometry = {name: float(nominal[name]) for name in ("box.size_x", "box.size_y", "box.size_z", "box.mass",
+                                                        "pusher.radius")}
+    k = 0
+    for label, frictions in objects.items():
+        for mu in frictions:
+            record = friction_push(f"{label}_{k}", 0.5 + 0.03 * k, mu)
+            record.meta["object"] = TrialObject(geometry, "sphere", label).as_dict()
+            write_trial(path, record)
+            k += 1
+    write_run_meta(path, {"mode": "imported"})
+    return path
+
+
+def test_folds_of_a_per_object_fit_give_every_fold_fit_each_object() -> None:
+    names = [f"a{k}" for k in range(3)] + [f"b{k}" for k in range(2)] + [f"c{k}" for k in range(4)]
+    objects = {name: name[0] for name in names}
+    for seed in range(5):
+        groups = fold_groups(names, 2, seed, objects)
+        assert sorted(n for g in groups for n in g) == sorted(names)
+        for group in groups:  # the fit without this fold keeps a trial of each object
+            assert {objects[n] for n in names if n not in group} == {"a", "b", "c"}
+    with pytest.raises(InputError, match="needs at least 2 fitted trials of each object: d has one"):
+        fold_groups([*names, "d0"], 3, 0, {**objects, "d0": "d"})
+
+
+def test_a_per_object_fit_is_cross_fitted_per_object(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Two objects with their own table friction, three pushes each, no held-out trial: three fold fits, each on
+    two pushes of each object, predict the other two with that fold fit's own per-object values."""
+    run = _labelled_run(tmp_path / "run", {"a": (0.36, 0.38, 0.40), "b": (0.46, 0.44, 0.48)})
+    out = tmp_path / "fitted.yaml"
+    code = main(["fit", str(run), "--free", "contact.mu_table", "--per-object", "contact.mu_table",
+                 "--spread-draws", "4", "--cross-fit", "3", "--level", "0.8", "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code in (0, 3), err
+    document = json.loads(out.with_suffix(".json").read_text())
+    cross = document["validation"]["spread"]["cross_fit"]
+    assert cross["folds"] == 3 and cross["trials"] == 6
+    for fold in cross["fold_fits"]:
+        assert fold["status"] == "converged"
+        assert sorted(fold["values"]) == ["contact.mu_table[a]", "contact.mu_table[b]"]
+        assert {name[0] for name in fold["held_out"]} == {"a", "b"}  # one of each object per fold
+    full = document["values"]
+    assert full["contact.mu_table[a]"] < full["contact.mu_table[b]"]
+    assert document["validation"]["spread"]["calibration"]["trials"] == 6
+
+
+def test_a_per_object_cross_fit_with_an_object_of_one_trial_is_refused_before_any_work(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = _labelled_run(tmp_path / "run", {"a": (0.36, 0.38), "b": (0.45,)})
+    out = tmp_path / "fitted.yaml"
+    assert main(["fit", str(run), "--free", "contact.mu_table", "--per-object", "contact.mu_table",
+                 "--spread-draws", "4", "--cross-fit", "2", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.strip().count("\n") == 0 and "--cross-fit with --per-object needs at least 2 trials to fit of each " \
+        "object: b has one" in err, err
+    assert not out.exists() and not out.with_suffix(".json").exists()
+    assert "iteration" not in err  # refused before the fit
+
+
 def test_cross_fit_calibrates_on_every_fitted_trial_predicted_without_it(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Six pushes, no held-out trial: three fold fits of four pushes each predict the other two. The band is
@@ -93,8 +158,6 @@ def test_cross_fit_pools_the_held_out_trials(tmp_path: Path, capsys: pytest.Capt
 @pytest.mark.parametrize(("extra", "message"), [
     (["--cross-fit", "3"], "--cross-fit calibrates the prediction band: it needs --spread-draws N"),
     (["--cross-fit", "1", "--spread-draws", "4"], "argument --cross-fit: must be in [2, 100000], got 1"),
-    (["--cross-fit", "3", "--spread-draws", "4", "--per-object", "contact.mu_table"],
-     "--cross-fit with --per-object is not supported"),
     (["--cross-fit", "3", "--spread-draws", "4"], "--cross-fit 3: there are 2 trial(s) to fit, and a fold needs one"),
 ])
 def test_bad_cross_fit_options_are_one_line_before_any_work(

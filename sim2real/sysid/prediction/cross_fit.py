@@ -96,22 +96,46 @@ class CrossFit:
                 "fold_fits": [fold.as_dict() for fold in self.folds]}
 
 
-def fold_groups(names: Sequence[str], folds: int, seed: int) -> list[tuple[str, ...]]:
+def fold_groups(names: Sequence[str], folds: int, seed: int,
+                objects: Mapping[str, str | None] | None = None) -> list[tuple[str, ...]]:
     """Deal ``names`` into ``folds`` groups: shuffled by ``seed``, then dealt one at a time.
+
+    With ``objects`` (name → object label, for a fit with per-object values) the dealing is stratified: each
+    object's trials, shuffled, are dealt in turn, continuing the rotation from the previous object's, so an
+    object's trials land in different folds and every fold's fit sees every object.
 
     Raises
     ------
     InputError
         ``folds`` below 2 or above the number of names (each fold needs a trial, and a fit needs
-        the trials of another fold).
+        the trials of another fold), or (stratified) an object with a single trial: the fit without its fold
+        would have no trial of that object to fit its own values on.
     """
     if len(names) < 2:
         raise InputError(f"cross-fitting needs at least 2 fitted trials ({len(names)} usable)")
     if folds < 2 or folds > len(names):
         raise InputError(f"{folds} folds of {len(names)} fitted trials: 2 to {len(names)} folds (at most one per "
                          "trial)")
-    order = np.random.default_rng(seed).permutation(len(names))
-    return [tuple(names[int(k)] for k in sorted(order[f::folds])) for f in range(folds)]
+    rng = np.random.default_rng(seed)
+    if objects is None:
+        order = rng.permutation(len(names))
+        return [tuple(names[int(k)] for k in sorted(order[f::folds])) for f in range(folds)]
+    by_object: dict[str | None, list[str]] = {}
+    for name in names:
+        by_object.setdefault(objects.get(name), []).append(name)
+    alone = sorted(str(obj) for obj, members in by_object.items() if len(members) < 2)
+    if alone:
+        raise InputError(f"cross-fitting with per-object values needs at least 2 fitted trials of each object: "
+                         f"{', '.join(alone)} has one (its fold's fit would not see it)")
+    dealt: list[list[str]] = [[] for _ in range(folds)]
+    turn = 0
+    for obj in sorted(by_object, key=str):
+        members = by_object[obj]
+        for k in rng.permutation(len(members)):
+            dealt[turn % folds].append(members[int(k)])
+            turn += 1
+    position = {name: k for k, name in enumerate(names)}
+    return [tuple(sorted(group, key=position.__getitem__)) for group in dealt]
 
 
 def fold_problem(problem: FitProblem, start: Any, fitted: Sequence[str], held_out: Sequence[str]) -> FitProblem:
@@ -124,7 +148,8 @@ def fold_problem(problem: FitProblem, start: Any, fitted: Sequence[str], held_ou
 def cross_fit(problem: FitProblem, fitted: Sequence[str], start: Any, fit: FoldFitter, executor: Executor,
               draws: int, noise: StartNoise | str, settings: SpreadSettings, folds: int,
               log: Callable[[str], None] | None = None,
-              predicted: Mapping[str, TrialRecord] | None = None) -> CrossFit:
+              predicted: Mapping[str, TrialRecord] | None = None,
+              objects: Mapping[str, str | None] | None = None) -> CrossFit:
     """Fit without each fold and predict the fold's trials as spreads under draws from that fit.
 
     Parameters
@@ -153,13 +178,16 @@ def cross_fit(problem: FitProblem, fitted: Sequence[str], start: Any, fit: FoldF
     predicted : mapping of str to TrialRecord, optional
         The record each fitted trial is predicted from, by name (e.g. a recording cut where its outcome
         is judged); default: the record it was fitted on.
+    objects : mapping of str to str or None, optional
+        Each fitted trial's object label, for a fit with per-object values: the folds are then dealt per
+        object (:func:`fold_groups`).
     """
     from sim2real.errors import Sim2RealError
     from sim2real.sysid.files.writeback import fit_document
     from sim2real.sysid.prediction.sampling import fit_distribution
     from sim2real.sysid.problem.data import prepare_trial, recorded_platform
 
-    groups = fold_groups(list(fitted), folds, settings.seed)
+    groups = fold_groups(list(fitted), folds, settings.seed, objects)
     by_name = {**{record.name: record for record in problem.records}, **(predicted or {})}
     out_folds, spreads, uniform = [], [], []
     for k, group in enumerate(groups):
