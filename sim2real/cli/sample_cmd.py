@@ -24,7 +24,7 @@ Writes into DIR (which must not exist, or be empty):
                         replay, sweep, the sim node): the fit's params YAML with the fitted
                         names replaced by the draw
   samples.csv           one row per set: sample, then the fitted parameter names
-  samples.json          method, distribution, seed, inflate, fit file, base params file,
+  samples.json          method, distribution, seed, inflate, fit file, object (--object), base params file,
                         accepted / rejected draws (per parameter), mean, std, correlation, bounds,
                         band_calibration: the fit's band calibration (fit.json
                         validation.spread.calibration: discrepancy tau, conformal scores),
@@ -90,6 +90,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="normal (default) or the Student's t of the fit's intervals (see below)")
     parser.add_argument("--params", metavar="FILE",
                         help="values of the parameters the fit did not fit (default: the fit's params YAML)")
+    parser.add_argument("--object", metavar="NAME",
+                        help="a fit with per-object parameters (fit --per-object): sample the parameter sets of "
+                             "this object's trials (the shared parameters and its own; the other parameters from "
+                             "its params file, the fit's <stem>.<NAME>.yaml)")
     parser.add_argument("--allow-unconverged", action="store_true",
                         help="sample a fit that stopped at its iteration limit (its covariance then describes "
                              "where it stopped, not a minimum)")
@@ -100,9 +104,10 @@ def _log(message: str) -> None:
     print(f"sample: {message}", file=sys.stderr, flush=True)
 
 
-def fit_params_file(fit: Path, dist: FitDistribution) -> Path:
+def fit_params_file(fit: Path, dist: FitDistribution, obj: str | None = None) -> Path:
     """The fitted params YAML of fit report ``fit``: ``<stem>.yaml`` / ``.yml`` next to it, else its
-    ``params_file`` (absolute, or relative to the current directory).
+    ``params_file`` (absolute, or relative to the current directory); for object ``obj`` of a per-object fit,
+    that object's ``<stem>.<obj>.yaml``.
 
     Raises
     ------
@@ -112,7 +117,11 @@ def fit_params_file(fit: Path, dist: FitDistribution) -> Path:
     from sim2real.errors import Sim2RealError
 
     candidates = [fit.with_suffix(".yaml"), fit.with_suffix(".yml")]
-    if dist.params_file:
+    if obj is not None:  # a per-object fit's object: its own params file (geometry and values)
+        from sim2real.sysid.files.writeback import object_params_path
+
+        candidates = [object_params_path(fit.with_suffix(".yaml"), obj)]
+    elif dist.params_file:
         candidates.append(Path(dist.params_file))
     for candidate in candidates:
         if candidate.is_file():
@@ -132,7 +141,7 @@ def base_params(args: argparse.Namespace, dist: FitDistribution) -> tuple[Parame
 
     if args.params:
         return load_params(args.params), Path(args.params)
-    path = fit_params_file(Path(args.fit), dist)
+    path = fit_params_file(Path(args.fit), dist, getattr(args, "object", None))
     base = load_params(path)
     for group, value in zip(dist.groups, dist.mean, strict=True):
         for name in group:
@@ -189,23 +198,24 @@ def fit_band_calibration(document: FitDocument, source: str) -> BandCalibration 
     return calibration.at_level(float(document.validation["spread"]["calibration"]["level"]))
 
 
-def refuse_per_object(dist: FitDistribution, source: str) -> None:
-    """Refuse a fit with per-object unknowns (``NAME[OBJECT]``): a sample is one parameter set for every trial,
-    and splitting a draw into one file per object is not built (said, rather than an unknown-parameter error).
+def object_distribution(dist: FitDistribution, obj: str | None, source: str) -> FitDistribution:
+    """The distribution to sample: the fit's, or for a fit with per-object unknowns (``NAME[OBJECT]``) the one of
+    ``--object``'s trials (:meth:`~sim2real.sysid.prediction.sampling.FitDistribution.for_object`).
 
     Raises
     ------
     InputError
-        Naming the per-object unknowns.
+        A per-object fit without ``--object`` (the message lists its objects), or ``--object`` for a fit without
+        per-object parameters or naming no object of it.
     """
     from sim2real.errors import InputError
-    from sim2real.sysid.problem.objects import label_object
 
-    per_object = [label for label in dist.labels if label_object(label) is not None]
-    if per_object:
-        raise InputError(f"{source}: the fit has per-object parameters ({', '.join(per_object)}); 'sample' "
-                         "writes one parameter set per draw and cannot sample per-object fits yet: fit each "
-                         "object's trials on their own (one run directory per object) and sample each fit")
+    if obj is None:
+        if dist.objects:
+            raise InputError(f"{source}: the fit has per-object parameters (objects {', '.join(dist.objects)}); a "
+                             "sample is one object's parameter sets: give --object NAME")
+        return dist
+    return dist.for_object(obj)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -229,8 +239,8 @@ def run(args: argparse.Namespace) -> int:
 
     out = check_out_dir(args.out)
     document = read_fit_document(args.fit)
-    dist = fit_distribution(document, str(args.fit), allow_unconverged=args.allow_unconverged)
-    refuse_per_object(dist, str(args.fit))
+    dist = object_distribution(fit_distribution(document, str(args.fit), allow_unconverged=args.allow_unconverged),
+                               args.object, str(args.fit))
     calibration = fit_band_calibration(document, str(args.fit))
     base, base_file = base_params(args, dist)
     seed = args.seed if args.seed is not None else secrets.randbits(32)
@@ -247,7 +257,8 @@ def run(args: argparse.Namespace) -> int:
         "distribution": draw.distribution, "dof": draw.dof, "seed": seed, "inflate": draw.inflate,
         "count": args.count, "accepted": args.count, "rejected": draw.rejected, "drawn": draw.drawn,
         "acceptance_rate": draw.acceptance, "rejected_by": draw.rejected_by,
-        "fit_file": str(Path(args.fit).resolve()), "fit_status": dist.status, "fit_problems": list(dist.problems),
+        "fit_file": str(Path(args.fit).resolve()), "object": args.object,
+        "fit_status": dist.status, "fit_problems": list(dist.problems),
         "fit_uncertainty": {"method": dist.method, "clusters": dist.clusters, "quantile": dist.quantile},
         "note": note,
         "base_params_file": str(base_file.resolve()),

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from fixtures.pushed_box import friction_push
 
@@ -225,3 +226,32 @@ def test_a_fold_whose_fit_fails_is_a_warning_and_the_others_stand(
                and w.endswith("its trials are not predicted") for w in document["warnings"]), document["warnings"]
     assert "fit: cross-fit: fold 1/3 (" in err and "its fit failed: made to fail here" in err
     assert code in (0, 3)
+
+
+def test_a_per_object_fit_is_sampled_one_object_at_a_time(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``sample`` of a per-object fit used to refuse it: with ``--object`` it draws that object's parameter sets
+    (its own friction under the registry name) on that object's params file."""
+    from sim2real.params import load_params
+
+    run = _labelled_run(tmp_path / "run", {"a": (0.36, 0.38, 0.40), "b": (0.46, 0.44, 0.48)})
+    out = tmp_path / "fitted.yaml"
+    assert main(["fit", str(run), "--free", "contact.mu_table", "--per-object", "contact.mu_table",
+                 "--out", str(out)]) in (0, 3)
+    values = json.loads(out.with_suffix(".json").read_text())["values"]
+    capsys.readouterr()
+    assert main(["sample", str(out.with_suffix(".json")), "-n", "20", "--seed", "1", "--out", str(tmp_path / "s")]) == 2
+    assert "per-object parameters (objects a, b); a sample is one object's parameter sets: give --object NAME" in \
+        capsys.readouterr().err
+    assert main(["sample", str(out.with_suffix(".json")), "-n", "20", "--object", "c", "--out",
+                 str(tmp_path / "s")]) == 2
+    assert "no object 'c' in the fit (its objects: a, b)" in capsys.readouterr().err
+    assert not (tmp_path / "s").exists()
+    for obj in ("a", "b"):
+        target = tmp_path / f"s_{obj}"
+        assert main(["sample", str(out.with_suffix(".json")), "-n", "20", "--seed", "1", "--object", obj, "--out",
+                     str(target)]) == 0, capsys.readouterr().err
+        drawn = [load_params(p)["contact.mu_table"] for p in sorted(target.glob("sample_*.yaml"))]
+        assert len(drawn) == 20
+        assert abs(float(np.mean(drawn)) - values[f"contact.mu_table[{obj}]"]) < 0.02, (obj, drawn)
+        description = json.loads((target / "samples.json").read_text())
+        assert description["object"] == obj and description["names"] == ["contact.mu_table"]

@@ -37,7 +37,7 @@ from sim2real.errors import DataError, InputError
 from sim2real.params import spec
 from sim2real.sysid.files.fit_file import FitDocument, read_fit_document
 from sim2real.sysid.problem.free import FreeParameters
-from sim2real.sysid.problem.objects import registry_name
+from sim2real.sysid.problem.objects import label_object, registry_name
 from sim2real.sysid.solve.result import measured_refits
 from sim2real.sysid.uncertainty.status import determination_problems
 
@@ -145,6 +145,33 @@ class FitDistribution:
         if self.clusters < 2:
             return None
         return max(1, math.floor(self.dof)) if self.dof is not None else self.clusters - 1
+
+    @property
+    def objects(self) -> tuple[str, ...]:
+        """The object labels of a fit with per-object unknowns (``NAME[OBJECT]``; empty for a fit without)."""
+        return tuple(sorted({obj for obj in map(label_object, self.labels) if obj is not None}))
+
+    def for_object(self, obj: str) -> FitDistribution:
+        """The marginal distribution one object's trials are simulated with: the shared unknowns and the object's
+        own (``NAME[OBJECT]`` under their registry names), the other objects' left out (a normal's marginal: the
+        sub-vector of the mean and the sub-matrix of the covariance).
+
+        Raises
+        ------
+        InputError
+            ``obj`` is not an object of the fit (the message lists them).
+        """
+        if obj not in self.objects:
+            raise InputError(f"{self.source}: no object '{obj}' in the fit (its objects: "
+                             f"{', '.join(self.objects) or 'none: the fit has no per-object parameters'})")
+        keep = [k for k, label in enumerate(self.labels) if label_object(label) in (None, obj)]
+        groups = tuple(tuple(registry_name(name) for name in self.groups[k]) for k in keep)
+        index = np.array(keep)
+        return replace(
+            self, free=FreeParameters(groups), mean=self.mean[index], std=self.std[index],
+            correlation=self.correlation[np.ix_(index, index)], lower=self.lower[index], upper=self.upper[index],
+            ci95=None if self.ci95 is None else self.ci95[index],
+            refits=tuple(self.refits[k] for k in keep) if len(self.refits) == len(self.labels) else ())
 
     def expand(self, unknowns: np.ndarray) -> np.ndarray:
         """Per-name values from per-unknown values.
