@@ -172,7 +172,7 @@ CASES: dict[str, tuple[Callable[[Path], list[str]], str]] = {
     # 2. per-object outputs: checked before the fit
     "fit_per_object_names_collide": (lambda p: _fit_per_object(p, "a/b", "a_b"), "would both be written to"),
     "fit_per_object_beside_own_file": (_fit_per_object_beside_own_file, "was not written by a fit"),
-    "sample_per_object_fit": (_sample_per_object, "cannot sample per-object fits yet"),
+    "sample_per_object_fit_without_object": (_sample_per_object, "give --object NAME"),
     # 3. FIFOs are no bags, trials, tosses or files
     "import_bag_fifo_mcap": (lambda p: ["import", "bag", _fifo(p, "push.mcap"), "--box-pose", "/box/pose",
                                         "--out", "imported"], "not a regular file"),
