@@ -13,6 +13,7 @@ camera against the stand-in's truth during a push.
 * ``graph_latency``: a stand-in run seen by the camera, from each box pose's capture stamp to the recorder's
   receipt of it, and what the image transport, the detector and the pose's transport add to the camera's own
   (modelled) exposure-to-arrival latency;
+* ``small_tags``: a 3 cm tag at 0.7 and 1 m (13-27 px) at 640 × 480 and at 1280 × 720: the detection rate;
 * ``standin_push``: the stand-in's standard pushes at 0.30 and 0.45 m (the first topples the box, the second
   does not) driven along the planned reference, seen by the stand-in camera at 30 Hz: detection rate and the
   camera-vs-truth position and yaw errors (median, 95th percentile, max) over the frames.
@@ -81,6 +82,27 @@ def grid(views: int, seed: int) -> list[dict[str, Any]]:
                         "best_position_mm": _median([1000 * np.linalg.norm(p[:3, 3] - t[:3, 3]) for t, p in best]),
                     }
                 rows.append(row)
+    return rows
+
+
+def small_tags(views: int, seed: int) -> list[dict[str, Any]]:
+    """A 3 cm tag at 0.7 and 1 m, 0-45° of tilt, seen at 640 × 480 (focal 615 px) and 1280 × 720 (920 px): the
+    detection rate where the tag is 13-27 px wide."""
+    detector = TagDetector()
+    size = 0.03
+    plate = plane_of(2 * size, 2 * size, [(TagMount(0, size, np.eye(4)), np.eye(4))], "36h11")
+    rows = []
+    for camera in (PinholeCamera.ideal(), PinholeCamera.ideal(1280, 720, 920.0)):
+        for distance in (0.7, 1.0):
+            rng = np.random.default_rng(seed)
+            seen = 0
+            for _ in range(views):
+                truth = _view(rng, distance, rng.uniform(0.0, 45.0))
+                image = render(camera, [(truth, plate)], Optics(rng.uniform(0.5, 1.2), rng.uniform(1.0, 4.0)), rng)
+                seen += [d.tag_id for d in detector.detect(image)] == [0]
+            rows.append({"frame_px": [camera.width, camera.height], "focal_px": float(camera.matrix[0, 0]),
+                         "size_m": size, "distance_m": distance, "views": views, "detected": round(seen / views, 4),
+                         "tag_px": round(float(camera.matrix[0, 0]) * size / distance, 1)})
     return rows
 
 
@@ -229,6 +251,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     result = {"timing": timing(args.frames), "graph_latency": graph_latency(),
               "standin_push": [standin_push(d) for d in (0.30, 0.45)], "grid": grid(args.views, args.seed),
+              "small_tags": small_tags(2 * args.views + 20, args.seed),
               "cpus": os.cpu_count()}
     result["wall_s"] = round(time.perf_counter() - started, 1)
     print(json.dumps(result, indent=1))

@@ -39,7 +39,12 @@ def vision_table() -> str | None:
                       [(f"{num(p['distance_m'], 2)} m", f"{p['tally']['poses']} of {p['tally']['images']}",
                         _cell(p["position_error_mm"], ""), _cell(p["orientation_error_deg"], ""))
                        for p in out["standin_push"]])
+    small = md_table(("3 cm tag", "frame", "tag width", "views", "detected"),
+                     [(f"{num(r['distance_m'], 2)} m",
+                       f"{r['frame_px'][0]} × {r['frame_px'][1]}, f {num(r['focal_px'], 3)} px",
+                       f"{num(r['tag_px'], 2)} px", r["views"], f"{100 * r['detected']:.0f} %")
+                      for r in out.get("small_tags", [])])
     views = record.get("command", "")
     text = (f"{grid}\n\nMedians over the accepted poses of the views of each cell ({views}); the box pose from "
-            f"several tags is more accurate than one tag's.\n\n{speed}\n\n{pushes}")
+            f"several tags is more accurate than one tag's.\n\n{small}\n\n{speed}\n\n{pushes}")
     return with_provenance(text, "vision")
