@@ -33,6 +33,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from sim2real.errors import Sim2RealError
+from sim2real.hardware.rate_gate import RateGate
 from sim2real.hardware.standin_camera import StandinCameraConfig, camera_config
 from sim2real.model import ArmModel, load_arm
 from sim2real.params import ParameterSet, load_params
@@ -348,7 +349,7 @@ class MocapModel:
     def __init__(self, config: MocapConfig) -> None:
         self.config = config
         self._rng = np.random.default_rng(config.seed)
-        self._next: float | None = None
+        self._gate = RateGate(config.rate_hz)
 
     def observe(self, t: float, position: FloatArray, quaternion: FloatArray) -> MocapReport | None:
         """The report of the true pose ``position`` (3,) m, ``quaternion`` (4,) at time ``t`` (s).
@@ -359,12 +360,8 @@ class MocapModel:
             The noisy pose, acquired at ``t`` and arriving at ``t + latency``; None when the
             pose falls between two reports.
         """
-        period = 1.0 / self.config.rate_hz
-        if self._next is None:
-            self._next = t
-        if t < self._next - 1e-9:
+        if not self._gate.due(t):
             return None
-        self._next = max(self._next + period, t - 0.5 * period)
         noisy = np.asarray(position, float) + self._rng.normal(0.0, self.config.position_noise, 3)
         rotation_vector = self._rng.normal(0.0, np.radians(self.config.angle_noise_deg), 3)
         turned = normalize(multiply(from_rotation_vector(rotation_vector), np.asarray(quaternion, float)))

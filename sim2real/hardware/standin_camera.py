@@ -32,6 +32,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from sim2real.errors import DataError
+from sim2real.hardware.rate_gate import RateGate
 from sim2real.params import ParameterSet
 from sim2real.spatial.rigid import from_pose, invert, look_at
 from sim2real.vision.camera import PinholeCamera
@@ -130,15 +131,11 @@ class StandinCamera:
         half = 0.5 * np.array([float(params[f"box.size_{a}"]) for a in "xyz"])
         self._renderer = BoxRenderer(self.camera, half, self.setup.box_tags(params),
                                      Optics(config.blur_px, config.noise), seed=config.seed)
-        self._next: float | None = None
+        self._gate = RateGate(config.rate_hz)
 
     def observe(self, t: float, position: FloatArray, quaternion: FloatArray) -> CameraFrame | None:
         """The frame of the box at ``position`` (3,) m, ``quaternion`` (4,) at time ``t`` (s), when one is due."""
-        period = 1.0 / self.config.rate_hz
-        if self._next is None:
-            self._next = t
-        if t < self._next - 1e-9:
+        if not self._gate.due(t):
             return None
-        self._next = max(self._next + period, t - 0.5 * period)
         image = self._renderer.render(self._camera_from_base @ from_pose(position, quaternion))
         return CameraFrame(float(t), float(t) + self.config.latency, image)

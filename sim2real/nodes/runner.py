@@ -59,6 +59,7 @@ from sim2real.nodes.routes import Route, RouteOptions, parse_joints, route
 from sim2real.nodes.run_children import SIM_NICENESS as SIM_NICENESS  # re-exported: part of this module's interface
 from sim2real.nodes.run_children import _Child, _ChildWatcher
 from sim2real.params import ParameterSet
+from sim2real.params.yaml_io import nest_dotted
 from sim2real.paths import config_file, use_loopback_profile
 from sim2real.trials.experiment import check_mirror, parse_distances, platforms_of
 
@@ -542,16 +543,7 @@ def write_params_file(path: Path, sections: dict[str, dict[str, Any]]) -> Path:
     sections : dict
         Node name (or ``/**``) → ``{parameter name: value}``; names with dots become nested maps.
     """
-    document: dict[str, Any] = {}
-    for node, values in sections.items():
-        tree: dict[str, Any] = {}
-        for name, value in values.items():
-            *parents, leaf = name.split(".")
-            branch = tree
-            for part in parents:
-                branch = branch.setdefault(part, {})
-            branch[leaf] = value
-        document[node] = {"ros__parameters": tree}
+    document = {node: {"ros__parameters": nest_dotted(values)} for node, values in sections.items()}
     path.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
     return path
 

@@ -37,6 +37,7 @@ from sim2real.nodes.camera_msgs import IMAGE_QOS, camera_of, image_array
 from sim2real.nodes.common import CAMERA_RESULT_TOPIC, STREAM_QOS, ns_of, pose_msg
 from sim2real.nodes.process import run_node
 from sim2real.params import ParameterSet
+from sim2real.params.yaml_io import nest_dotted
 from sim2real.vision.estimate import BoxPoseEstimator
 from sim2real.vision.pose import Refusal
 from sim2real.vision.setup import CameraSetup, setup_from_section
@@ -56,14 +57,7 @@ class TagDetectorNode(Node):
             "tags.family": default.family, "tags.size": default.tag_size, "tags.faces": list(default.faces),
             "refine": "edges", "base_from_camera.translation": [0.0, 0.0, 0.0],
             "base_from_camera.rotation_wxyz": [1.0, 0.0, 0.0, 0.0]}.items()}
-        section: dict[str, Any] = {}
-        for key, value in declared.items():
-            *parents, leaf = key.split(".")
-            branch = section
-            for part in parents:
-                branch = branch.setdefault(part, {})
-            branch[leaf] = value
-        self.setup = setup_from_section(section, "tag_detector parameters")
+        self.setup = setup_from_section(nest_dotted(declared), "tag_detector parameters")
         nominal = ParameterSet.nominal()
         sizes = {f"box.size_{a}": float(self.declare_parameter(f"box.size_{a}", float(nominal[f"box.size_{a}"])).value)
                  for a in "xyz"}

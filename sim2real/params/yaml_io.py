@@ -254,19 +254,24 @@ def node_parameters(path: str | os.PathLike[str], node: str, what: str) -> Mappi
     return merged
 
 
-def params_to_document(params: Mapping[str, float], node_key: str = DEFAULT_NODE_KEY,
-                       only: Iterable[str] | None = None) -> dict[str, Any]:
-    """Nested ROS 2 params document of ``params`` (all names, or ``only`` these)."""
+def nest_dotted(values: Mapping[str, Any]) -> dict[str, Any]:
+    """``{"a.b": 1, "a.c": 2}`` → ``{"a": {"b": 1, "c": 2}}``: dotted parameter names as a params file nests them."""
     tree: dict[str, Any] = {}
-    for name in (only if only is not None else params.keys()):
-        value = params[name]
-        kind = spec(name).kind
+    for name, value in values.items():
         node = tree
         *groups, leaf = name.split(".")
         for group in groups:
             node = node.setdefault(group, {})
-        node[leaf] = int(value) if kind is int else float(value)
-    return {node_key: {"ros__parameters": tree}}
+        node[leaf] = value
+    return tree
+
+
+def params_to_document(params: Mapping[str, float], node_key: str = DEFAULT_NODE_KEY,
+                       only: Iterable[str] | None = None) -> dict[str, Any]:
+    """Nested ROS 2 params document of ``params`` (all names, or ``only`` these)."""
+    names = only if only is not None else params.keys()
+    values = {name: int(params[name]) if spec(name).kind is int else float(params[name]) for name in names}
+    return {node_key: {"ros__parameters": nest_dotted(values)}}
 
 
 def save_params(path: str | os.PathLike[str], params: Mapping[str, float], node_key: str = DEFAULT_NODE_KEY,
