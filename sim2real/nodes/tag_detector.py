@@ -5,7 +5,8 @@ Subscribes to ``image_topic`` (sensor_msgs/Image: mono8, rgb8 or bgr8) and ``cam
 (:mod:`sim2real.vision`), solves the box's pose and publishes it on ``real/box_pose`` (frame
 ``link_base``) as the mocap bridge does, stamped with the image's capture stamp, not the detection time.
 Images that give no pose (no tag of the box, a tag seen twice, a pose that could be flipped, a poor
-reprojection) are dropped and counted, never guessed; the tally is logged every 10 s and at the end, and
+reprojection, an image that does not decode, or one before the first CameraInfo) are dropped and counted,
+never guessed; the tally is logged every 10 s and at the end, and
 each image's result goes out on ``real/camera/detections`` (the recorder's per-trial count).
 
 Parameters (type, default: meaning, unit); config/camera.yaml holds them (``sim2real run --camera``)::
@@ -84,15 +85,17 @@ class TagDetectorNode(Node):
             self.estimator.camera = camera
 
     def _on_image(self, msg: Image) -> None:
-        if self.estimator is None:
+        stamp = ns_of(msg.header.stamp)
+        if self.estimator is None:  # no intrinsics yet: counted, and the recorder hears of it
             self._waiting += 1
+            self._pub_result.publish(String(data=json.dumps({"stamp_ns": stamp, "refused": "no_camera_info"})))
             return
         try:
             found = self.estimator.estimate(image_array(msg))
-        except Sim2RealError as err:
+        except Sim2RealError as err:  # an encoding the detector does not read, or too few bytes
             self.get_logger().error(f"{self.setup.image_topic}: {err}", throttle_duration_sec=10.0)
-            return
-        stamp = ns_of(msg.header.stamp)
+            self.estimator.tally.refuse("undecodable")
+            found = Refusal("undecodable", str(err))
         if not isinstance(found, Refusal):
             self._pub.publish(pose_msg(stamp, found.position, found.quaternion))
         refused = found.reason if isinstance(found, Refusal) else ""

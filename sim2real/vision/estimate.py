@@ -57,6 +57,11 @@ class DetectionTally:
         """The fraction of images that gave a pose (0 when there were none)."""
         return self.poses / self.images if self.images else 0.0
 
+    def refuse(self, reason: str) -> None:
+        """Count an image that gave no pose, for ``reason``."""
+        self.images += 1
+        self.refused[reason] += 1
+
     def as_dict(self) -> dict[str, object]:
         """The tally as plain numbers (for trial.json and reports)."""
         return {"images": self.images, "poses": self.poses, "rate": round(self.rate, 4),
@@ -92,11 +97,11 @@ class BoxPoseEstimator:
 
     def estimate(self, image: NDArray[np.uint8]) -> BoxObservation | Refusal:
         """The box pose in ``image`` (grey or BGR, uint8), or why there is none; counted in :attr:`tally`."""
-        self.tally.images += 1
         result = solve_box_pose(self.detector.detect(image), self.tags, self.camera)
         if isinstance(result, Refusal):
-            self.tally.refused[result.reason] += 1
+            self.tally.refuse(result.reason)
             return result
+        self.tally.images += 1
         self.tally.poses += 1
         position, quaternion = to_pose(self.base_from_camera @ result.camera_from_box)
         return BoxObservation(position, quaternion, result)
