@@ -23,7 +23,7 @@ config/mocap.yaml (mocap_bridge), or with box_pose:=camera from camera images of
 CameraInfo topics, the tags, the camera's pose in the arm base frame); in standin mode the stand-in's
 mocap, or its rendered camera images. Keep DDS on loopback with ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST.
 
-    ros2 launch sim2real box_push.launch.py mode:=mirror robot_ip:=192.168.1.185 box_pose:=camera \
+    ros2 launch sim2real box_push.launch.py mode:=mirror robot_ip:=<IPv4> box_pose:=camera \
         camera_file:=camera.yaml
 
 Every node is required: when the experiment node exits (all trials recorded, or the run
