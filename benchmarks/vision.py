@@ -31,7 +31,7 @@ import cv2
 import numpy as np
 
 from sim2real.spatial import from_rotation_vector, to_matrix
-from sim2real.spatial.rigid import from_pose, rigid, rotation_angle
+from sim2real.spatial.rigid import from_pose, rigid, rotation_angle, to_pose
 from sim2real.vision.camera import PinholeCamera
 from sim2real.vision.detect import TagDetector
 from sim2real.vision.pose import Refusal, single_tag_solutions, unambiguous_tag_pose
@@ -182,7 +182,7 @@ def timing(frames: int) -> dict[str, Any]:
         turn = from_pose(np.asarray(position) + shift, np.asarray(quaternion))
         turn[:3, :3] = to_matrix(from_rotation_vector(np.array([0.0, 0.0, rng.uniform(-np.pi, np.pi)])))
         started = time.perf_counter()
-        frame = camera.observe(k / camera.config.rate_hz, *_pose_of(turn))
+        frame = camera.observe(k / camera.config.rate_hz, *to_pose(turn))
         render_s.append(time.perf_counter() - started)
         assert frame is not None
         started = time.perf_counter()
@@ -232,12 +232,6 @@ def graph_latency() -> dict[str, Any]:
     return {"exit": done.returncode, "poses": len(latency), "capture_to_recorded_ms": total,
             "camera_latency_ms": camera_ms,
             "pipeline_ms": {k: round(v - camera_ms, 3) for k, v in total.items()}}
-
-
-def _pose_of(transform: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    from sim2real.spatial.rigid import to_pose
-
-    return to_pose(transform)
 
 
 def main(argv: list[str] | None = None) -> int:

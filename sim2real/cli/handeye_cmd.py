@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sim2real.cli.common import bounded_float, bounded_int
+from sim2real.vision.tags import CORNER_REFINEMENTS
 
 if TYPE_CHECKING:
     from sim2real.trials.handeye_recording import HandEyeRecording, HandEyeSelection
@@ -109,7 +110,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="the side of its black square, m (0.005-0.5)")
     parser.add_argument("--tag-family", metavar="FAMILY",
                         help="its family: 36h11, 36h10, 25h9, 16h5 (default: the --camera file's family, 36h11)")
-    parser.add_argument("--refine", default="edges", choices=("edges", "subpix", "apriltag", "none"),
+    parser.add_argument("--refine", default=CORNER_REFINEMENTS[0], choices=CORNER_REFINEMENTS,
                         help="the detector's corner refinement for the calibration (default edges: lines fitted to "
                              "the square's edges; the written file keeps its own 'refine')")
     parser.add_argument("--tag-on-flange", metavar="x,y,z,qw,qx,qy,qz",

@@ -17,7 +17,7 @@ from numpy.typing import NDArray
 
 from sim2real.errors import InputError
 from sim2real.vision.edges import refine_corners
-from sim2real.vision.tags import FAMILIES
+from sim2real.vision.tags import CORNER_REFINEMENTS, FAMILIES
 
 FloatArray = NDArray[np.float64]
 
@@ -50,8 +50,10 @@ class TagDetector:
         ``apriltag`` (accurate, about 0.1 s per frame), or ``none``.
     """
 
-    REFINEMENTS: ClassVar[dict[str, str]] = {"edges": "CORNER_REFINE_NONE", "subpix": "CORNER_REFINE_SUBPIX",
-                                             "apriltag": "CORNER_REFINE_APRILTAG", "none": "CORNER_REFINE_NONE"}
+    #: OpenCV's refinement for each of :data:`~sim2real.vision.tags.CORNER_REFINEMENTS` (``edges`` refines after it).
+    REFINEMENTS: ClassVar[dict[str, str]] = dict(zip(CORNER_REFINEMENTS, ("CORNER_REFINE_NONE", "CORNER_REFINE_SUBPIX",
+                                                                          "CORNER_REFINE_APRILTAG",
+                                                                          "CORNER_REFINE_NONE"), strict=True))
 
     def __init__(self, family: str = "36h11", refine: str = "edges") -> None:
         if family not in FAMILIES:

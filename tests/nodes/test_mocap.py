@@ -22,17 +22,6 @@ def test_mocap_to_base_rotates_then_translates():
     np.testing.assert_allclose(turned, multiply(QUARTER_TURN_Z, QUARTER_TURN_Z), atol=1e-12)
 
 
-@pytest.fixture(scope="module")
-def ros(ros_env):
-    import rclpy
-    from rclpy.context import Context
-
-    context = Context()
-    rclpy.init(context=context)
-    yield context
-    rclpy.try_shutdown(context=context)
-
-
 def test_bridge_republishes_in_the_base_frame(ros):
     from geometry_msgs.msg import PoseStamped
     from rclpy.executors import SingleThreadedExecutor

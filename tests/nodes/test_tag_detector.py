@@ -6,24 +6,12 @@ from __future__ import annotations
 import json
 
 import numpy as np
-import pytest
 
 from sim2real.params import ParameterSet
 from sim2real.spatial.rigid import invert, look_at, rigid, to_pose
 from sim2real.vision.camera import PinholeCamera
 from sim2real.vision.render import BoxRenderer
 from sim2real.vision.tags import box_tags
-
-
-@pytest.fixture(scope="module")
-def ros(ros_env):
-    import rclpy
-    from rclpy.context import Context
-
-    context = Context()
-    rclpy.init(context=context)
-    yield context
-    rclpy.try_shutdown(context=context)
 
 
 def test_images_become_base_frame_poses_with_their_capture_stamps_and_the_rest_is_counted(ros) -> None:
