@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sim2real.cli.common import bounded_float, bounded_int
-from sim2real.vision.tags import CORNER_REFINEMENTS
+from sim2real.vision.names import CORNER_REFINEMENTS
 
 if TYPE_CHECKING:
     from sim2real.trials.handeye_recording import HandEyeRecording, HandEyeSelection

@@ -16,14 +16,12 @@ from numpy.typing import NDArray
 
 from sim2real.errors import InputError
 from sim2real.spatial.rigid import apply, rigid
+from sim2real.vision.names import CORNER_REFINEMENTS, FAMILIES
 
 FloatArray = NDArray[np.float64]
+__all__ = ["CORNER_REFINEMENTS", "FACES", "FAMILIES", "BoxTags", "TagMount", "box_tags", "face_frame",
+           "face_mount", "tag_corners"]
 
-#: Tag families by name → OpenCV's predefined dictionary name (``cv2.aruco.DICT_*``).
-FAMILIES = {"36h11": "DICT_APRILTAG_36h11", "36h10": "DICT_APRILTAG_36h10", "25h9": "DICT_APRILTAG_25h9",
-            "16h5": "DICT_APRILTAG_16h5"}
-#: The detector's corner refinements (:class:`~sim2real.vision.detect.TagDetector`), the default first.
-CORNER_REFINEMENTS = ("edges", "subpix", "apriltag", "none")
 #: The box's faces by outward normal in the box frame: name → (normal axis, sign).
 FACES = {"+x": (0, 1.0), "-x": (0, -1.0), "+y": (1, 1.0), "-y": (1, -1.0), "+z": (2, 1.0), "-z": (2, -1.0)}
 
