@@ -10,9 +10,13 @@ import sys
 
 def main() -> int:
     """Import the command-line interface and run it on ``sys.argv``; returns the exit status."""
+    from sim2real.interrupts import is_interrupt
+
     try:
         from sim2real.cli import main as run_cli
-    except KeyboardInterrupt:
+    except BaseException as err:
+        if not is_interrupt(err):
+            raise
         print("sim2real: interrupted", file=sys.stderr)
         return 130
     return run_cli()

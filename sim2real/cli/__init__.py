@@ -18,7 +18,7 @@ from typing import Any
 
 from sim2real import __version__
 from sim2real.errors import Sim2RealError
-from sim2real.interrupts import redeliver_interrupts
+from sim2real.interrupts import is_interrupt, redeliver_interrupts
 
 # Subcommand modules, in the order --help lists them. Only built commands appear here.
 COMMANDS: tuple[str, ...] = (
@@ -87,7 +87,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     previous_hook = redeliver_interrupts()
     try:
         return _run(argv)
-    except KeyboardInterrupt:
+    except BaseException as err:
+        if not is_interrupt(err):  # a KeyboardInterrupt, or one Python wrapped (see sim2real.interrupts)
+            raise
         # every command's cleanup has run (child processes stopped, the arm stopped, partial files
         # removed); then 128 + the signal
         if argv is None:

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TextIO
 
+from sim2real.interrupts import is_interrupt
 from sim2real.params import ParameterSet
 
 
@@ -175,7 +176,9 @@ def removed_on_interrupt(*outputs: str | os.PathLike[str]) -> Iterator[None]:
     before = {entry for parent, pattern in patterns if parent.is_dir() for entry in parent.glob(pattern)}
     try:
         yield
-    except KeyboardInterrupt:
+    except BaseException as err:
+        if not is_interrupt(err):
+            raise
         for parent, pattern in patterns:
             for entry in set(parent.glob(pattern)) - before if parent.is_dir() else ():
                 if entry.is_dir() and not entry.is_symlink():

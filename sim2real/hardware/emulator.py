@@ -407,6 +407,10 @@ class XArmEmulator:
                     conn.sendall(reply)
                 except OSError:
                     replying = False  # the client is gone; what reached the controller is still executed
+                else:
+                    # And once more when the kernel has it: this thread may wait for the GIL or a CPU
+                    # between the note and the send (a switch interval or more beside busy threads).
+                    self._note_reply(frame.register, time.monotonic() - max(due, stall_end))
             self.requests_served += 1
 
     def _note_reply(self, register: int, late: float) -> None:

@@ -149,5 +149,9 @@ STOPPED_AT_START = 130
 if __name__ == "__main__":
     try:
         sys.exit(main())
-    except KeyboardInterrupt:  # SIGINT or SIGTERM while importing, before the nodes could take the stop over
+    except BaseException as err:  # SIGINT or SIGTERM while importing, before the nodes could take the stop over
+        from sim2real.interrupts import is_interrupt  # light; imported only here, as said above
+
+        if not is_interrupt(err):  # (also as Python wraps one inside an imported class body)
+            raise
         os._exit(STOPPED_AT_START)  # nothing started: no traceback, no finalization; the parent reports the stop
