@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import re
 import signal
 import sys
 import threading
@@ -41,8 +42,18 @@ COMMANDS: tuple[str, ...] = (
 )
 
 
+#: A negative number, or a comma-separated list of numbers that starts with one (``--transform -0.1,0,0,1,0,0,0``):
+#: an option's value, not an option (argparse knows plain negative numbers only).
+_NEGATIVE_VALUE = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?(,[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?)*$")
+
+
 class _Parser(argparse.ArgumentParser):
-    """ArgumentParser whose usage errors are one line plus exit status 2."""
+    """ArgumentParser whose usage errors are one line plus exit status 2, and that takes a value that starts
+    with a negative number as a value (:data:`_NEGATIVE_VALUE`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._negative_number_matcher = _NEGATIVE_VALUE
 
     def error(self, message: str) -> None:  # type: ignore[override]
         self.exit(2, f"{self.prog}: error: {message}\n")

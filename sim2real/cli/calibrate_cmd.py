@@ -16,14 +16,17 @@ the recordings themselves, with 95 % intervals (sim2real.trials.frame_calibratio
   the tracking frame's planar shift (dx, dy) and turn (dyaw, about the boxes' mean start) in the arm
   base frame, the box height (dz: the resting box's bottom on the table top), the tracking origin's
   offset from the box centre in the box's axes (ox, oy), and the box stream's delay against the
-  pusher stream. Evidence: while box and pusher move together the pusher touches the face it
-  pushes; before the push the box rests on the table.
+  pusher stream; and, when the pusher's recorded orientation turns over the pushes (5 degrees or
+  more), the tool offset's error in the pusher pose's axes (tx, ty, tz; applied when its horizontal
+  part is known to 1 mm: with one orientation a tool offset is a frame shift, which dx, dy take up).
+  Evidence: while box and pusher move together the pusher touches the face it pushes; before the
+  push the box rests on the table.
 A correction the trials do not determine (its standard deviation above half its prior scale, e.g. the
-origin offset along a face no push met) is reported and not applied. The tool offset and a tilt of
-the tracking frame are not estimated.
+origin offset along a face no push met) is reported and not applied. A tilt of the tracking frame is
+not estimated.
 
-Writes --out (YAML, format sim2real.frames/1): the --box-transform, --box-offset and --box-delay
-that apply the corrections (to the box stream alone; --transform stays yours), for 'sim2real import
+Writes --out (YAML, format sim2real.frames/1): the --box-transform, --box-offset, --box-delay and
+--tool-offset that apply the corrections (--transform stays yours), for 'sim2real import
 bag|csv ... --frames FILE', and the estimates with the contact and rest residuals before and after.
 Frames as recorded may fail the import's scene checks (a box floating above the table): import
 them with --force to calibrate them.
@@ -108,6 +111,8 @@ def run(args: argparse.Namespace) -> int:
         state = "" if c.determined else "  NOT DETERMINED by these trials: not applied"
         _log(f"  {name:9s} {_shown(name, c.value):>11} ± {_shown(name, c.std)}, 95 % [{_shown(name, c.ci95[0])}, "
              f"{_shown(name, c.ci95[1])}]{state}")
+    if calibration.tool_note:
+        _log(calibration.tool_note)
     _log(_residual_line("as imported", calibration.before))
     _log(_residual_line("calibrated ", calibration.after))
     document = frames_document(calibration, frames[0])
@@ -115,5 +120,6 @@ def run(args: argparse.Namespace) -> int:
         Path(out).write_text("# sim2real frames: written by 'sim2real calibrate'; 'sim2real import ... --frames FILE' "
                              "applies them\n" + yaml.safe_dump(document, sort_keys=False))
     print(f"wrote {out}: import with --frames {out} (--box-transform {document['box_transform']} --box-offset "
-          f"{document['box_offset']} --box-delay {document['box_delay_s']:.6g})")
+          f"{document['box_offset']} --box-delay {document['box_delay_s']:.6g} --tool-offset "
+          f"{document['tool_offset']})")
     return 0

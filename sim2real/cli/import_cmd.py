@@ -12,7 +12,7 @@ from sim2real.errors import Sim2RealError
 if TYPE_CHECKING:
     from sim2real.trials.bag_import import BagSelection
     from sim2real.trials.camera_source import CameraSelection
-    from sim2real.trials.frames_file import FrameUncertainty
+    from sim2real.trials.frames_file import FramesOptions
     from sim2real.trials.recording import ImportSettings, Recording
     from sim2real.trials.trial_object import TrialObject
 
@@ -198,19 +198,32 @@ def _delay_s(text: str) -> float:
     return bounded_float(-MAX_DELAY_S, MAX_DELAY_S)(text)
 
 
-def _frames(args: argparse.Namespace) -> tuple[str | None, str | None, float, FrameUncertainty | None]:
-    """``(--box-transform, --box-offset, box delay, frame uncertainty)``: the options (no uncertainty), or the
-    ``--frames`` file's (not both)."""
+def _frames(args: argparse.Namespace) -> FramesOptions:
+    """``--box-transform``, ``--box-offset``, the box delay, ``--tool-offset`` and the frame uncertainty: the
+    options' (no uncertainty), or the ``--frames`` file's (not both; a ``--tool-offset`` beside a file that
+    sets one must be the same)."""
+    import dataclasses
+
     from sim2real.errors import Sim2RealError
-    from sim2real.trials.frames_file import read_frames_file
+    from sim2real.trials.frames_file import FramesOptions, read_frames_file
+    from sim2real.trials.rigid import parse_offset
 
     if args.frames is None:
-        return args.box_transform, args.box_offset, args.box_delay or 0.0, None
+        return FramesOptions(args.box_transform, args.box_offset, args.box_delay or 0.0, args.tool_offset, None)
     given = [option for option, value in (("--box-transform", args.box_transform), ("--box-offset", args.box_offset),
                                           ("--box-delay", args.box_delay)) if value is not None]
     if given:
         raise Sim2RealError(f"--frames sets {', '.join(given)} already: give one or the other")
-    return read_frames_file(args.frames)
+    options = read_frames_file(args.frames)
+    if options.tool_offset is None:
+        return dataclasses.replace(options, tool_offset=args.tool_offset)
+    if args.tool_offset is None:
+        return options
+    mine = parse_offset(args.tool_offset, "--tool-offset")
+    if not mine.close_to(parse_offset(options.tool_offset, f"--frames {args.frames} tool_offset")):
+        raise Sim2RealError(f"--frames {args.frames} sets the tool offset to {options.tool_offset} (as calibrated); "
+                            f"--tool-offset {args.tool_offset} is another: give one or the other")
+    return options
 
 
 def _add_scene_options(parser: argparse.ArgumentParser) -> None:
@@ -242,8 +255,9 @@ def _add_common_options(parser: argparse.ArgumentParser) -> None:
                         help="the box stream's delay: a box pose stamped s was the box at s - SECONDS (default 0; "
                              "'sim2real calibrate' estimates it)")
     parser.add_argument("--frames", metavar="FILE",
-                        help="a frames file of 'sim2real calibrate': its --box-transform, --box-offset and "
-                             "--box-delay (not with those options; --transform stays as you give it)")
+                        help="a frames file of 'sim2real calibrate': its --box-transform, --box-offset, "
+                             "--box-delay (not with those options) and --tool-offset (a --tool-offset given too "
+                             "must be the same); --transform stays as you give it")
     parser.add_argument("--split", default="none", metavar="none|gaps:SECONDS|windows:FILE",
                         help="cut each recording into trials (default: none, one trial per recording)")
     parser.add_argument("--outlier-angle", type=float, default=OUTLIER_ANGLE_DEG, metavar="DEG",
@@ -363,15 +377,17 @@ def _settings(args: argparse.Namespace, clock: str = "header") -> ImportSettings
     from sim2real.trials.recording import ImportSettings, parse_split
     from sim2real.trials.rigid import RigidTransform, parse_offset, parse_transform
 
-    box_text, offset_text, delay, uncertainty = _frames(args)
+    frames = _frames(args)
     transform = parse_transform(args.transform) if args.transform is not None else RigidTransform()
-    box = parse_transform(box_text, "--box-transform") if box_text is not None else RigidTransform()
-    offset = parse_offset(offset_text) if offset_text is not None else RigidTransform()
-    tool = parse_offset(args.tool_offset, "--tool-offset") if args.tool_offset is not None else RigidTransform()
+    box = parse_transform(frames.box_transform, "--box-transform") if frames.box_transform is not None \
+        else RigidTransform()
+    offset = parse_offset(frames.box_offset) if frames.box_offset is not None else RigidTransform()
+    tool = parse_offset(frames.tool_offset, "--tool-offset") if frames.tool_offset is not None else RigidTransform()
     return ImportSettings(clock=clock, transform=transform, box_offset=offset, split=parse_split(args.split),
                           outlier_angle_rad=math.radians(args.outlier_angle), outlier_jump_m=args.outlier_jump,
                           tool_offset=tool, object=_object(args), scene_tolerance_m=args.scene_tolerance / 1000.0,
-                          force=args.force, box_transform=box, box_delay_s=delay, frame_uncertainty=uncertainty)
+                          force=args.force, box_transform=box, box_delay_s=frames.box_delay_s,
+                          frame_uncertainty=frames.frame_uncertainty)
 
 
 OBJECT_OPTIONS = ("box_size", "box_mass", "box_density", "pusher_shape", "pusher_radius", "pusher_length", "object")

@@ -26,11 +26,21 @@ The corrections of the box stream (``θ``, :data:`PARAMETERS`, and ``dz_m``):
     ``s - delay``.
 ``gap_m``
     A contact gap common to every sample (the pusher's radius, a marker model): a nuisance, not applied.
+``tx_m``, ``ty_m``, ``tz_m``
+    The tool offset's error: the pusher point is off by this vector in the recorded pusher pose's own
+    axes (the frame ``--tool-offset`` is given in, behind it). As long as the pusher keeps one
+    orientation it moves every pusher point by the same vector, as a shift of the tracking frame does
+    the other way: it is then confounded with (``dx``, ``dy``), which take it up. It is estimated, in a
+    second solve from the first's solution, only when the pusher's recorded orientation turns by at
+    least :data:`TOOL_TURN_MIN_DEG` over the contact samples, and applied only when that solve gives
+    its horizontal part to :data:`TOOL_STD_MAX_M` (:attr:`FrameCalibration.tool_note` says why not
+    otherwise). The component along the pusher's axis nearest the vertical (a rod's length, pointing
+    down) is held: pushes on vertical faces do not see it.
 
 Estimation. ``dz`` from each trial's resting box (its bottom face's height; mean over the trials,
-uncertainty from their spread). The others by least squares on contact samples (:func:`_contact_samples`):
+uncertainty from their spread). The others by least squares on contact samples (:func:`contact_samples`):
 box samples where box and pusher both move, the box no faster than the pusher, away from starts and
-stops; the residual is the pusher's distance from the plane of the face it pushes (:func:`_face_distances`),
+stops; the residual is the pusher's distance from the plane of the face it pushes (:func:`face_distances`),
 the pusher interpolated to the box sample's true time (the arm's record is smooth; the noisy box
 stream is never interpolated). A robust solve on the samples within :data:`CONTACT_WINDOW_M`, then
 :data:`SELECTION_ROUNDS` rounds of selecting the samples within :data:`OUTLIER_M` at the solution and
@@ -41,48 +51,47 @@ Student's t with trials − 1 degrees of freedom. A correction whose standard de
 prior scale is *not determined* by these trials (e.g. the origin offset along a face no push met); it is
 reported and not applied. :mod:`sim2real.trials.frames_file` writes the result as import options.
 
-Not estimated: the tool offset (the pusher point is taken as recorded) and a tilt of the tracking
-frame. Frames: arm base frame, z up; m, rad, s.
+Not estimated: a tilt of the tracking frame. Frames: arm base frame, z up; m, rad, s.
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy import ndimage, optimize, stats
+from scipy import optimize, stats
 
 from sim2real.errors import InputError
-from sim2real.params import ParameterSet
-from sim2real.spatial import conjugate, from_axis_angle, multiply, rotate
-from sim2real.trials.records import PoseSeries, TrialRecord
-from sim2real.trials.resting import interpolate, resting_start
-from sim2real.trials.scene_checks import pusher_box_distance
-from sim2real.trials.trial_object import trial_object
+from sim2real.spatial import conjugate, rotate
+from sim2real.trials.contact_samples import (
+    CONTACT_WINDOW_M,
+    TOOL_PARAMETERS,
+    CalibrationTrial,
+    Contact,
+    contact_samples,
+    corrected_box,
+    distances,
+    face_distances,
+)
+from sim2real.trials.records import PoseSeries
+from sim2real.trials.resting import resting_start
 
 #: The corrections, in the order of θ.
-PARAMETERS = ("dx_m", "dy_m", "dyaw_rad", "ox_m", "oy_m", "delay_s", "gap_m")
+PARAMETERS = ("dx_m", "dy_m", "dyaw_rad", "ox_m", "oy_m", "delay_s", "gap_m", *TOOL_PARAMETERS)
 #: Prior standard deviations of the contact corrections (m, m, rad, m, m, s): far wider than what the
 #: data determine in a pushed direction, so they only hold what no push informs; and of ``gap_m``, a
 #: contact gap common to every sample (the pusher's radius, a marker model's error, the contact model's
 #: own compliance: a few tenths of a millimetre), a nuisance whose prior widens what it is confounded with.
-PRIOR_SCALES = np.array([0.02, 0.02, np.radians(5.0), 0.02, 0.02, 0.1, 0.0005])
-#: Both the box and the pusher move faster than this when a sample counts as contact, m/s.
-MOVING_M_S = 0.02
-#: A box faster than this times the pusher's speed (plus :data:`MOVING_M_S`) has left the pusher.
-RUNNING_AHEAD = 1.1
-#: A run of pushing samples takes the face its first this many samples push (the majority).
-FACE_SAMPLES = 5
-#: Half the time span over which speeds are measured, s.
-SPEED_SPAN_S = 0.03
-#: Samples left out at each end of a run of pushing samples (the speed's span mixes moving and resting
-#: samples there).
-EDGE_SAMPLES = 4
-#: A contact sample's recorded pusher-box distance lies within this, m (frames off by more: say so).
-CONTACT_WINDOW_M = 0.03
+PRIOR_SCALES = np.array([0.02, 0.02, np.radians(5.0), 0.02, 0.02, 0.1, 0.0005, 0.02, 0.02, 0.02])
+#: The corrections the first solve frees (all but the tool offset's), a mask over θ.
+WITHOUT_TOOL = np.array([name not in TOOL_PARAMETERS for name in PARAMETERS])
+#: The tool offset is estimated only when the pusher's recorded orientation turns by at least this over the
+#: contact samples, deg (less, and a tool offset is all but a shift of the tracking frame).
+TOOL_TURN_MIN_DEG = 5.0
+#: The tool offset is applied only when its horizontal components' standard deviations are at most this, m.
+TOOL_STD_MAX_M = 0.001
 #: After the robust pass, samples further than this from contact are left out, m.
 OUTLIER_M = 0.004
 #: Rounds of selecting the contact samples again at the last solution (within :data:`OUTLIER_M`) and solving.
@@ -95,69 +104,6 @@ LEAST_SHARE = 0.8
 CONTACT_SCALE_M = 0.001
 #: Fewest contact samples over all trials for the contact corrections to be estimated.
 MIN_CONTACT_SAMPLES = 20
-
-
-@dataclass(frozen=True)
-class CalibrationTrial:
-    """What the calibration reads of one trial (arm base frame, m, s, quaternions w first).
-
-    Attributes
-    ----------
-    name : str
-    box : PoseSeries
-        The box centre's pose as imported (times from the trial's start).
-    pusher_t : ndarray, shape (M,)
-    pusher_position : ndarray, shape (M, 3)
-        The pusher point (sphere centre or rod tip).
-    params : dict of str to float
-        The trial's object parameters (box size, pusher radius and length, table height).
-    shape : str
-        ``"sphere"`` or ``"rod"``.
-    """
-
-    name: str
-    box: PoseSeries
-    pusher_t: np.ndarray
-    pusher_position: np.ndarray
-    params: dict[str, float]
-    shape: str
-
-    @classmethod
-    def from_record(cls, record: TrialRecord) -> CalibrationTrial:
-        """The trial's real platform (box pose and pusher pose) and its stored object.
-
-        Raises
-        ------
-        Sim2RealError
-            The trial has no object, no box pose or no pusher pose.
-        """
-        obj = trial_object(record.meta, record.name)
-        if obj is None or obj.pusher_shape is None:
-            raise InputError(f"trial '{record.name}': no object with a pusher stored (import with --box-size, "
-                             "--pusher-shape and --pusher-radius)")
-        platform = record.platforms.get("real")
-        if platform is None or platform.box_pose is None or platform.pusher_pose is None:
-            raise InputError(f"trial '{record.name}': calibrate needs a box pose and a pusher pose")
-        nominal = ParameterSet.nominal()
-        params = {name: float(obj.parameters.get(name, nominal[name]))
-                  for name in ("box.size_x", "box.size_y", "box.size_z", "pusher.radius", "pusher.length",
-                               "contact.table_height")}
-        return cls(record.name, platform.box_pose, platform.pusher_pose.t, platform.pusher_pose.position, params,
-                   obj.pusher_shape)
-
-    @functools.cached_property
-    def pusher_velocity(self) -> np.ndarray:
-        """The pusher's horizontal velocity (M, 3) m/s (:func:`_velocity`)."""
-        return _velocity(self.pusher_t, self.pusher_position)
-
-    @functools.cached_property
-    def box_speed(self) -> np.ndarray:
-        """The box's horizontal speed (N,) m/s (:func:`_speed`)."""
-        return _speed(self.box.t, self.box.position)
-
-    @property
-    def size(self) -> list[float]:
-        return [self.params["box.size_x"], self.params["box.size_y"], self.params["box.size_z"]]
 
 
 @dataclass(frozen=True)
@@ -224,6 +170,13 @@ class FrameCalibration:
     contact_samples : int
         Contact samples of the solution (those within :data:`OUTLIER_M` of the pushed face there).
     trials : list of str
+    pusher_turn_deg : float
+        How far the pusher's recorded orientation turned over the contact samples (the largest angle from
+        the first one's), deg.
+    tool_note : str or None
+        Why the tool offset was not estimated or not applied (None when it was applied): ``corrections``
+        then holds no ``tx_m``, ``ty_m``, ``tz_m`` (and when it was applied, not the component along the
+        pusher's axis nearest the vertical, which is held).
     """
 
     corrections: dict[str, Correction]
@@ -232,6 +185,8 @@ class FrameCalibration:
     after: Residuals
     contact_samples: int
     trials: list[str] = field(default_factory=list)
+    pusher_turn_deg: float = 0.0
+    tool_note: str | None = None
 
     def applied(self) -> dict[str, float]:
         """The values applied: each determined correction's estimate, 0 for the others (``gap_m``, a nuisance,
@@ -258,161 +213,37 @@ def _rest(trial: CalibrationTrial) -> tuple[np.ndarray, np.ndarray]:
     return trial.box.position[0], trial.box.quaternion[0]
 
 
-def corrected_box(position: np.ndarray, quaternion: np.ndarray, values: dict[str, float], pivot: np.ndarray
-                  ) -> tuple[np.ndarray, np.ndarray]:
-    """Box poses (K, 3) m and (K, 4) under the corrections ``values`` (:data:`PARAMETERS`, ``dz_m``)."""
-    turn = from_axis_angle(np.array([0.0, 0.0, 1.0]), values.get("dyaw_rad", 0.0))
-    offset = np.array([values.get("ox_m", 0.0), values.get("oy_m", 0.0), 0.0])
-    centre = position + rotate(quaternion, np.broadcast_to(offset, position.shape))
-    moved = pivot + rotate(turn, centre - pivot) + np.array(
-        [values.get("dx_m", 0.0), values.get("dy_m", 0.0), values.get("dz_m", 0.0)])
-    return moved, multiply(np.broadcast_to(turn, quaternion.shape), quaternion)
-
-
-def _velocity(t: np.ndarray, position: np.ndarray) -> np.ndarray:
-    """Horizontal velocity (m/s, (N, 3), z = 0) per sample: the displacement between the samples
-    :data:`SPEED_SPAN_S` before and after it (clamped at the ends), so that tracking noise (0.3 mm at
-    100 Hz is 0.02 m/s in a central difference of neighbours) does not read as motion."""
-    if t.size < 3:
-        return np.zeros((t.size, 3))
-    before = np.clip(np.searchsorted(t, t - SPEED_SPAN_S), 0, t.size - 1)
-    after = np.clip(np.searchsorted(t, t + SPEED_SPAN_S), 0, t.size - 1)
-    span = np.maximum(t[after] - t[before], 1e-9)
-    velocity = (position[after] - position[before]) / span[:, None]
-    velocity[:, 2] = 0.0
-    return velocity
-
-
-def _speed(t: np.ndarray, position: np.ndarray) -> np.ndarray:
-    """Horizontal speed (m/s, (N,)) per sample (:func:`_velocity`)."""
-    return np.linalg.norm(_velocity(t, position), axis=1)
-
-
-@dataclass(frozen=True)
-class _Contact:
-    """One trial's contact samples: indices (K,) into its box stream, and the pushed face of each (K,): 0-3 for
-    the box's -x, +x, -y, +y side (:data:`_FACES`)."""
-
-    trial: CalibrationTrial
-    index: np.ndarray
-    face: np.ndarray
-
-    def subset(self, keep: np.ndarray) -> _Contact:
-        return _Contact(self.trial, self.index[keep], self.face[keep])
-
-
-#: Per face index: the body axis of its outward normal and the normal's sign.
-_FACES = ((0, -1.0), (0, 1.0), (1, -1.0), (1, 1.0))
-
-
-def _box_at(contact: _Contact, values: dict[str, float], pivot: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The corrected box pose (K, 3) m, (K, 4) at each contact sample: the recorded samples themselves (an
-    interpolation between noisy samples would average their noise by an amount that depends on the
-    delay, and the fit would choose the delay that averages most: 2-4 ms off at 0.3 mm of noise)."""
-    box = contact.trial.box
-    return corrected_box(box.position[contact.index], box.quaternion[contact.index], values, pivot)
-
-
-def _pusher_at(contact: _Contact, values: dict[str, float]) -> tuple[np.ndarray, np.ndarray]:
-    """The pusher point (K, 3) m and velocity (K, 3) m/s when each contact sample's box pose was true (its
-    stamp less the box stream's delay): the arm's record is smooth, so interpolating it adds no noise."""
-    trial = contact.trial
-    when = trial.box.t[contact.index] - values.get("delay_s", 0.0)
-    return (interpolate(when, trial.pusher_t, trial.pusher_position),
-            interpolate(when, trial.pusher_t, trial.pusher_velocity))
-
-
-def _distances(contact: _Contact, values: dict[str, float], pivot: np.ndarray) -> np.ndarray:
-    """Signed distance between the pusher's surface and the box, m (negative: penetration)."""
-    position, quaternion = _box_at(contact, values, pivot)
-    point, _ = _pusher_at(contact, values)
-    return pusher_box_distance(point, position, quaternion, contact.trial.params, contact.trial.shape)
-
-
-def _face_distances(contact: _Contact, values: dict[str, float], pivot: np.ndarray) -> np.ndarray:
-    """Distance of the pusher's surface from the plane of the face it pushes, m (negative: beyond it).
-
-    Smooth in every correction however far off the frames are (the full signed distance switches to
-    another face when the pusher appears deep inside the box); the box stands on its bottom face, so
-    the pushed sides are vertical and the rod's tip or the sphere's centre measures the distance.
-    """
-    position, quaternion = _box_at(contact, values, pivot)
-    point, _ = _pusher_at(contact, values)
-    local = rotate(conjugate(quaternion), point - position)
-    half = 0.5 * np.asarray(contact.trial.size, dtype=float)
-    axis = np.array([_FACES[f][0] for f in contact.face], dtype=int)
-    sign = np.array([_FACES[f][1] for f in contact.face], dtype=float)
-    along = local[np.arange(axis.size), axis]
-    return sign * along - half[axis] - contact.trial.params["pusher.radius"] - values.get("gap_m", 0.0)
-
-
-def _faces(contact: _Contact, values: dict[str, float], pivot: np.ndarray, runs: np.ndarray) -> np.ndarray:
-    """Each sample's pushed face (K,): per run of consecutive pushing samples (``runs`` (K,), a run label per
-    sample), the side whose outward normal meets the pusher's velocity (in the box's axes) most head-on
-    over the run's first :data:`FACE_SAMPLES` samples (the majority). By velocity, since that is right
-    however far off the frames are; per run, since a box that turns under the pusher lets the pusher
-    slide along the face at a growing angle, and near a corner the nearest face is the wrong one whenever
-    the frames are off."""
-    _, quaternion = _box_at(contact, values, pivot)
-    _, velocity = _pusher_at(contact, values)
-    heading = rotate(conjugate(quaternion), velocity)
-    scores = np.stack([-sign * heading[:, axis] for axis, sign in _FACES], axis=1)
-    each = np.argmax(scores, axis=1)
-    face = np.empty_like(each)
-    for run in np.unique(runs):
-        members = np.flatnonzero(runs == run)
-        face[members] = np.bincount(each[members[:FACE_SAMPLES]], minlength=len(_FACES)).argmax()
-    return face
-
-
-def _eroded(mask: np.ndarray, samples: int) -> np.ndarray:
-    """``mask`` without the first and last ``samples`` of each run of True (and nothing beyond its ends)."""
-    return np.asarray(ndimage.binary_erosion(mask, iterations=samples, border_value=0), dtype=bool)
-
-
-def _contact_samples(trial: CalibrationTrial, pivot: np.ndarray, values: dict[str, float] | None = None,
-                     window: float = CONTACT_WINDOW_M) -> _Contact:
-    """Box samples where the pusher pushes: box and pusher both move, the box no faster than the pusher (a box
-    that runs ahead has left it), the first and last :data:`EDGE_SAMPLES` of each such run left out (at a start
-    or stop the speeds mix moving and resting samples), and the pusher within ``window`` of the pushed face's
-    plane (all at the corrections ``values``)."""
-    values = values or {}
-    box_speed = trial.box_speed
-    when = trial.box.t - values.get("delay_s", 0.0)
-    pusher_speed = np.linalg.norm(interpolate(when, trial.pusher_t, trial.pusher_velocity), axis=1)
-    moving = (box_speed > MOVING_M_S) & (pusher_speed > MOVING_M_S)
-    moving &= box_speed <= RUNNING_AHEAD * pusher_speed + MOVING_M_S
-    moving &= (when >= trial.pusher_t[0]) & (when <= trial.pusher_t[-1])
-    moving = _eroded(moving, EDGE_SAMPLES)
-    runs = np.cumsum(np.diff(moving.astype(int), prepend=0) == 1)[moving]
-    candidate = _Contact(trial, np.flatnonzero(moving), np.zeros(int(moving.sum()), dtype=int))
-    candidate = _Contact(trial, candidate.index, _faces(candidate, values, pivot, runs))
-    return candidate.subset(np.abs(_face_distances(candidate, values, pivot)) <= window)
-
-
 def _values(theta: np.ndarray) -> dict[str, float]:
     return dict(zip(PARAMETERS, (float(v) for v in theta), strict=True))
 
 
-def _residuals(contacts: Sequence[_Contact], theta: np.ndarray, pivot: np.ndarray) -> list[np.ndarray]:
+def _residuals(contacts: Sequence[Contact], theta: np.ndarray, pivot: np.ndarray) -> list[np.ndarray]:
     values = _values(theta)
-    return [_face_distances(c, values, pivot) / CONTACT_SCALE_M for c in contacts]
+    return [face_distances(c, values, pivot) / CONTACT_SCALE_M for c in contacts]
 
 
-def _solve(contacts: Sequence[_Contact], pivot: np.ndarray, theta0: np.ndarray, loss: str) -> np.ndarray:
-    def fun(theta: np.ndarray) -> np.ndarray:
-        return np.concatenate([*_residuals(contacts, theta, pivot), theta / PRIOR_SCALES])
+def _solve(contacts: Sequence[Contact], pivot: np.ndarray, theta0: np.ndarray, loss: str,
+           free: np.ndarray = WITHOUT_TOOL) -> np.ndarray:
+    """θ solved from ``theta0`` over the corrections ``free`` (a mask over θ; the others stay as in ``theta0``)."""
+    def full(x: np.ndarray) -> np.ndarray:
+        theta = theta0.copy()
+        theta[free] = x
+        return theta
 
-    result = optimize.least_squares(fun, theta0, loss=loss, f_scale=1.0, x_scale=PRIOR_SCALES * 0.05,
+    def fun(x: np.ndarray) -> np.ndarray:
+        return np.concatenate([*_residuals(contacts, full(x), pivot), x / PRIOR_SCALES[free]])
+
+    result = optimize.least_squares(fun, theta0[free], loss=loss, f_scale=1.0, x_scale=PRIOR_SCALES[free] * 0.05,
                                     diff_step=1e-6, max_nfev=200)
-    return np.asarray(result.x, dtype=float)
+    return full(np.asarray(result.x, dtype=float))
 
 
-def _jacobian(contacts: Sequence[_Contact], theta: np.ndarray, pivot: np.ndarray) -> list[np.ndarray]:
-    """Per trial, d residuals / d θ (central differences), (K_g, p)."""
-    steps = PRIOR_SCALES * 1e-3
+def _jacobian(contacts: Sequence[Contact], theta: np.ndarray, pivot: np.ndarray,
+              free: np.ndarray = WITHOUT_TOOL) -> list[np.ndarray]:
+    """Per trial, d residuals / d θ over the ``free`` corrections (central differences), (K_g, p_free)."""
     columns: list[list[np.ndarray]] = [[] for _ in contacts]
-    for j, h in enumerate(steps):
+    for j in np.flatnonzero(free):
+        h = PRIOR_SCALES[j] * 1e-3
         up, down = theta.copy(), theta.copy()
         up[j] += h
         down[j] -= h
@@ -422,27 +253,29 @@ def _jacobian(contacts: Sequence[_Contact], theta: np.ndarray, pivot: np.ndarray
     return [np.stack(cols, axis=1) for cols in columns]
 
 
-def _sandwich(jacobians: Sequence[np.ndarray], residuals: Sequence[np.ndarray]) -> np.ndarray:
+def _sandwich(jacobians: Sequence[np.ndarray], residuals: Sequence[np.ndarray], scales: np.ndarray) -> np.ndarray:
     """Cluster-robust covariance over trials, the prior counted as one more source of information (p, p):
     ``B (Σ_g s_g s_gᵀ G/(G−1) + P) B`` with ``B = (Σ_g J_gᵀ J_g + P)⁻¹``, ``s_g = J_gᵀ r_g`` and ``P`` the prior's
-    precision, so that a direction no sample informs keeps the prior's variance (not zero)."""
+    precision (``scales``: the prior standard deviations of the columns), so that a direction no sample
+    informs keeps the prior's variance (not zero)."""
     groups = [g for g, r in enumerate(residuals) if r.size]
-    prior = np.diag(1.0 / PRIOR_SCALES ** 2)
+    prior = np.diag(1.0 / scales ** 2)
     bread = np.linalg.inv(sum(jacobians[g].T @ jacobians[g] for g in groups) + prior)
     scores = [jacobians[g].T @ residuals[g] for g in groups]
     meat = sum(np.outer(s, s) for s in scores) * len(groups) / max(len(groups) - 1, 1)
     return np.asarray(bread @ (meat + prior) @ bread)
 
 
-def _jackknife_std(kept: Sequence[_Contact], pivot: np.ndarray, theta: np.ndarray) -> np.ndarray:
+def _jackknife_std(kept: Sequence[Contact], pivot: np.ndarray, theta: np.ndarray,
+                   free: np.ndarray = WITHOUT_TOOL) -> np.ndarray:
     """Leave-one-trial-out standard deviations (p,): ``√((G−1)/G Σ (θ₋g − θ̄)²)`` over the G trials with contact
     samples, each refit from ``theta`` on the others' samples (the sandwich over a few trials is too
     narrow: at 8 trials it held the hidden values in 8 of 10 seeds for some corrections); zeros with fewer
-    than 3 such trials."""
+    than 3 such trials (and for the corrections not ``free``)."""
     informed = [g for g, c in enumerate(kept) if c.index.size]
     if len(informed) < 3:
         return np.zeros(theta.size)
-    refits = np.array([_solve([c for g, c in enumerate(kept) if g != left], pivot, theta, "linear")
+    refits = np.array([_solve([c for g, c in enumerate(kept) if g != left], pivot, theta, "linear", free)
                        for left in informed])
     spread = refits - refits.mean(axis=0)
     return np.sqrt((len(informed) - 1) / len(informed) * np.sum(spread ** 2, axis=0))
@@ -463,45 +296,46 @@ def _resting_bottom(position: np.ndarray, quaternion: np.ndarray, size: Sequence
     return float(position[2] - 0.5 * np.asarray(size, dtype=float)[int(np.argmax(row_z))])
 
 
-def residuals(trials: Sequence[CalibrationTrial], contacts: Sequence[_Contact], values: dict[str, float],
+def residuals(trials: Sequence[CalibrationTrial], contacts: Sequence[Contact], values: dict[str, float],
               pivot: np.ndarray) -> Residuals:
     """The contact distances and rest heights under ``values``."""
-    distances = np.concatenate([_distances(c, values, pivot) for c in contacts]) if contacts else np.zeros(0)
+    gaps = np.concatenate([distances(c, values, pivot) for c in contacts]) if contacts else np.zeros(0)
     heights = []
     for trial in trials:
         position, quaternion = _rest(trial)
         moved, turned = corrected_box(position[None], quaternion[None], values, pivot)
         heights.append(float(_resting_bottom(moved[0], turned[0], trial.size) - trial.params["contact.table_height"]))
-    if distances.size == 0:
+    if gaps.size == 0:
         return Residuals(float("nan"), float("nan"), float("nan"), heights)
-    return Residuals(float(np.median(np.abs(distances))), float(np.percentile(np.abs(distances), 95)),
-                     float(max(0.0, -distances.min())), heights)
+    return Residuals(float(np.median(np.abs(gaps))), float(np.percentile(np.abs(gaps), 95)),
+                     float(max(0.0, -gaps.min())), heights)
 
 
-def _refine(trials: Sequence[CalibrationTrial], pivot: np.ndarray, theta0: np.ndarray
-            ) -> tuple[np.ndarray, list[_Contact]] | None:
+def _refine(trials: Sequence[CalibrationTrial], pivot: np.ndarray, theta0: np.ndarray,
+            free: np.ndarray = WITHOUT_TOOL) -> tuple[np.ndarray, list[Contact]] | None:
     """From ``theta0``: a robust solve on the samples selected there, then :data:`SELECTION_ROUNDS` rounds of
-    selecting again at the solution and solving; None when too few samples are selected."""
-    contacts = [_contact_samples(trial, pivot, _values(theta0)) for trial in trials]
+    selecting again at the solution and solving (over the ``free`` corrections); None when too few samples
+    are selected."""
+    contacts = [contact_samples(trial, pivot, _values(theta0)) for trial in trials]
     if sum(c.index.size for c in contacts) < MIN_CONTACT_SAMPLES:
         return None
-    theta = _solve(contacts, pivot, theta0, "soft_l1")
+    theta = _solve(contacts, pivot, theta0, "soft_l1", free)
     for _ in range(SELECTION_ROUNDS):  # the pushing samples again, at the corrected clock and frames
-        kept = [_contact_samples(trial, pivot, _values(theta), OUTLIER_M) for trial in trials]
+        kept = [contact_samples(trial, pivot, _values(theta), OUTLIER_M) for trial in trials]
         if sum(c.index.size for c in kept) < MIN_CONTACT_SAMPLES:
             return None
-        theta = _solve(kept, pivot, theta, "linear")
+        theta = _solve(kept, pivot, theta, "linear", free)
     return theta, kept
 
 
-def _rms(kept: Sequence[_Contact], theta: np.ndarray, pivot: np.ndarray) -> float:
+def _rms(kept: Sequence[Contact], theta: np.ndarray, pivot: np.ndarray) -> float:
     """Root mean square distance (m) of the contact samples from their pushed faces at ``theta``."""
     r = np.concatenate(_residuals(kept, theta, pivot)) * CONTACT_SCALE_M
     return float(np.sqrt(np.mean(r ** 2)))
 
 
-def _best(solutions: Sequence[tuple[np.ndarray, list[_Contact]]], pivot: np.ndarray
-          ) -> tuple[np.ndarray, list[_Contact]]:
+def _best(solutions: Sequence[tuple[np.ndarray, list[Contact]]], pivot: np.ndarray
+          ) -> tuple[np.ndarray, list[Contact]]:
     """The solution whose contact samples lie closest to their faces (RMS), among those with at least
     :data:`LEAST_SHARE` of the largest number of contact samples (a wrong delay can select a few samples
     that fit)."""
@@ -510,12 +344,80 @@ def _best(solutions: Sequence[tuple[np.ndarray, list[_Contact]]], pivot: np.ndar
     return min(eligible, key=lambda s: _rms(s[1], s[0], pivot))
 
 
+def _std(kept: Sequence[Contact], pivot: np.ndarray, theta: np.ndarray, free: np.ndarray) -> np.ndarray:
+    """Standard deviations (p,) of θ over the ``free`` corrections (0 for the others): the wider of the sandwich
+    over trials and the leave-one-trial-out jackknife."""
+    std = np.zeros(theta.size)
+    covariance = _sandwich(_jacobian(kept, theta, pivot, free), _residuals(kept, theta, pivot), PRIOR_SCALES[free])
+    std[free] = np.sqrt(np.maximum(np.diag(covariance), 0.0))
+    return np.maximum(std, _jackknife_std(kept, pivot, theta, free))
+
+
+def _pusher_orientations(kept: Sequence[Contact]) -> np.ndarray:
+    """The pusher pose's orientation (K, 4) at each contact sample (its next recorded one)."""
+    out = [c.trial.pusher_quaternion[np.clip(np.searchsorted(c.trial.pusher_t, c.trial.box.t[c.index]), 0,
+                                             c.trial.pusher_t.size - 1)] for c in kept if c.index.size]
+    return np.concatenate(out) if out else np.zeros((0, 4))
+
+
+def _turn_deg(quaternions: np.ndarray) -> float:
+    """The largest angle (deg) of the orientations (K, 4) from the first one's."""
+    if quaternions.shape[0] == 0:
+        return 0.0
+    dots = np.abs(quaternions @ quaternions[0]) / np.linalg.norm(quaternions, axis=1) / np.linalg.norm(quaternions[0])
+    return float(np.degrees(2.0 * np.arccos(np.clip(dots.min(), 0.0, 1.0))))
+
+
+def _vertical_tool_axis(reference: np.ndarray) -> str:
+    """The tool correction's component (of :data:`TOOL_PARAMETERS`) along the pusher's axis nearest the
+    vertical at the ``reference`` orientation (4,): pushes on vertical faces do not see it (a rod's length,
+    pointing down), and a solve that frees it fits it to the tracking noise's tilt."""
+    vertical = rotate(np.asarray(reference, dtype=float), np.eye(3))[:, 2]  # each pusher axis's base-frame z
+    return TOOL_PARAMETERS[int(np.argmax(np.abs(vertical)))]
+
+
+def _horizontal_tool_std(std: np.ndarray, reference: np.ndarray) -> float:
+    """The largest standard deviation (m) of the tool correction's horizontal part in the base frame, with the
+    pusher at the ``reference`` orientation (4,)."""
+    tool = np.array([PARAMETERS.index(name) for name in TOOL_PARAMETERS])
+    axes = np.stack([rotate(reference, np.eye(3)[k]) for k in range(3)], axis=1)  # columns: the pusher's axes
+    horizontal = axes[:2] * std[tool]
+    return float(np.sqrt(np.max(np.linalg.eigvalsh(horizontal @ horizontal.T))))
+
+
+def _tool_solution(trials: Sequence[CalibrationTrial], pivot: np.ndarray, theta: np.ndarray,
+                   kept: list[Contact]) -> tuple[tuple[np.ndarray, list[Contact], np.ndarray] | None, float, str]:
+    """The solve with the tool offset free too, from the first solve's ``theta`` (``kept``: its contact samples):
+    ``(theta, contact samples, std)`` when it applies (module docstring), else None and why; and how far the
+    pusher turned, deg."""
+    orientations = _pusher_orientations(kept)
+    turn = _turn_deg(orientations)
+    if turn < TOOL_TURN_MIN_DEG:
+        return None, turn, (f"the tool offset was not estimated: the pusher's recorded orientation turned "
+                            f"{turn:.1f}° over the contact samples (at least {TOOL_TURN_MIN_DEG:g}° needed; none "
+                            "when its poses have no orientation), so a tool offset acts as a shift of the "
+                            "tracking frame, which dx_m and dy_m take up")
+    everything = np.array([name != _vertical_tool_axis(orientations[0]) for name in PARAMETERS])
+    solved = _refine(trials, pivot, theta, everything)
+    if solved is None:
+        return None, turn, "the tool offset was not estimated: too few contact samples with it free"
+    theta_tool, kept_tool = solved
+    std = _std(kept_tool, pivot, theta_tool, everything)
+    horizontal = _horizontal_tool_std(std, orientations[0])
+    if horizontal > TOOL_STD_MAX_M:
+        return None, turn, (f"the tool offset was not applied: with the pusher turning {turn:.1f}°, these trials "
+                            f"give its horizontal part to ±{1e3 * horizontal:.1f} mm only (at most "
+                            f"{1e3 * TOOL_STD_MAX_M:g} mm to apply it); dx_m and dy_m take up its mean")
+    return (theta_tool, kept_tool, std), turn, ""
+
+
 def calibrate_frames(trials: Sequence[CalibrationTrial]) -> FrameCalibration:
     """Estimate the corrections of :data:`PARAMETERS` and ``dz_m`` from ``trials`` (module docstring).
 
     The contact samples depend on the box stream's delay (a late stream shows the box moving after the
     pusher), so the solve starts from each delay of :data:`DELAY_STARTS` and keeps the best solution
-    (:func:`_best`).
+    (:func:`_best`); the tool offset is freed in a second solve from it, when the pusher turns
+    (:func:`_tool_solution`).
 
     Raises
     ------
@@ -540,15 +442,21 @@ def calibrate_frames(trials: Sequence[CalibrationTrial]) -> FrameCalibration:
                          f"{1e3 * CONTACT_WINDOW_M:g} mm of the face it pushes; are the frames off by more than "
                          "that, or were the boxes not pushed?")
     theta, kept = _best(solutions, pivot)
+    with_tool, turn, tool_note = _tool_solution(trials, pivot, theta, kept)
+    names: tuple[str, ...] = PARAMETERS
+    if with_tool is not None:
+        theta, kept, std = with_tool
+        names = tuple(name for name in PARAMETERS if name != _vertical_tool_axis(_pusher_orientations(kept)[0]))
+    else:
+        std = _std(kept, pivot, theta, WITHOUT_TOOL)
+        names = tuple(name for name in PARAMETERS if name not in TOOL_PARAMETERS)
     informed = sum(1 for c in kept if c.index.size)
-    covariance = _sandwich(_jacobian(kept, theta, pivot), _residuals(kept, theta, pivot))
-    std = np.maximum(np.sqrt(np.maximum(np.diag(covariance), 0.0)), _jackknife_std(kept, pivot, theta))
     corrections = {name: _correction(name, float(theta[j]), float(std[j]), informed - 1, float(PRIOR_SCALES[j]))
-                   for j, name in enumerate(PARAMETERS)}
+                   for j, name in enumerate(PARAMETERS) if name in names}
     rest = np.array(residuals(trials, [], _values(theta), pivot).rest_height)
     dz = -float(np.mean(rest))
     dz_std = float(np.std(rest, ddof=1) / np.sqrt(rest.size))
     corrections["dz_m"] = _correction("dz_m", dz, dz_std, rest.size - 1, None)
     return FrameCalibration(corrections, pivot, residuals(trials, kept, {}, pivot),
                             residuals(trials, kept, _applied(corrections), pivot), sum(c.index.size for c in kept),
-                            [t.name for t in trials])
+                            [t.name for t in trials], turn, tool_note or None)

@@ -2,16 +2,17 @@
 
 A frames file (YAML, format :data:`FRAMES_FORMAT`) holds ``box_transform``, ``box_offset`` (as
 ``--box-transform`` and ``--box-offset`` take them) and ``box_delay_s``, which ``import bag|csv --frames
-FILE`` applies to the box stream alone, ``frame_uncertainty`` (what the calibration leaves unknown of
-the tracking frame's planar offset, :class:`FrameUncertainty`, which the import keeps in each trial and
-spreads draw from), and under ``calibration`` the estimates
-(:class:`~sim2real.trials.frame_calibration.FrameCalibration`), the residuals and the frames the trials
-had been imported with. Frames: arm base frame; m, s.
+FILE`` applies to the box stream alone, ``tool_offset`` (as ``--tool-offset`` takes it: the one the
+trials were imported with, corrected when the calibration estimated it), ``frame_uncertainty`` (what
+the calibration leaves unknown of the tracking frame's planar offset, :class:`FrameUncertainty`, which
+the import keeps in each trial and spreads draw from), and under ``calibration`` the estimates
+(:class:`~sim2real.trials.frame_calibration.FrameCalibration`), the residuals and the frames the
+trials had been imported with. Frames: arm base frame; m, s.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ import numpy as np
 
 from sim2real.errors import DataError, InputError
 from sim2real.spatial import from_axis_angle, rotate
+from sim2real.trials.contact_samples import TOOL_PARAMETERS
 from sim2real.trials.frame_calibration import FrameCalibration
 from sim2real.trials.meta import TrialMeta
 from sim2real.trials.records import TrialRecord
@@ -33,26 +35,42 @@ MAX_DELAY_S = 10.0
 @dataclass(frozen=True)
 class ImportFrames:
     """What an import applied to the box stream alone (trial.json ``import``): ``--box-transform``,
-    ``--box-offset`` and the box stream's delay (``--transform`` moves the pusher too: the calibration
-    leaves it alone)."""
+    ``--box-offset`` and the box stream's delay; and the pusher's ``--tool-offset`` (``--transform``
+    moves both streams: the calibration leaves it alone)."""
 
     box_transform: RigidTransform
     box_offset: RigidTransform
     box_delay_s: float
+    tool_offset: RigidTransform = field(default_factory=RigidTransform)
 
     @classmethod
     def of_trial(cls, record: TrialRecord) -> ImportFrames:
         """The frames a trial was imported with (identity and 0 for a trial that was not imported)."""
         section = record.info.imported or {}
         return cls(RigidTransform.from_dict(section.get("box_transform")),
-                   RigidTransform.from_dict(section.get("box_offset")), float(section.get("box_delay_s", 0.0)))
+                   RigidTransform.from_dict(section.get("box_offset")), float(section.get("box_delay_s", 0.0)),
+                   RigidTransform.from_dict(section.get("tool_offset")))
+
+    def _numbers(self) -> tuple[float, ...]:
+        return (*self.box_transform.translation, *self.box_transform.quaternion, *self.box_offset.translation,
+                *self.box_offset.quaternion, self.box_delay_s, *self.tool_offset.translation,
+                *self.tool_offset.quaternion)
 
     def same_as(self, other: ImportFrames) -> bool:
-        mine = (*self.box_transform.translation, *self.box_transform.quaternion, *self.box_offset.translation,
-                *self.box_offset.quaternion, self.box_delay_s)
-        theirs = (*other.box_transform.translation, *other.box_transform.quaternion, *other.box_offset.translation,
-                  *other.box_offset.quaternion, other.box_delay_s)
-        return bool(np.allclose(mine, theirs, rtol=0.0, atol=1e-12))
+        return bool(np.allclose(self._numbers(), other._numbers(), rtol=0.0, atol=1e-12))
+
+
+@dataclass(frozen=True)
+class FramesOptions:
+    """The import options a frames file sets (:func:`read_frames_file`): ``--box-transform`` and
+    ``--box-offset`` as those options take them, the box delay (s), ``--tool-offset`` (None in a file
+    written before it was kept) and the frame uncertainty (None likewise)."""
+
+    box_transform: str
+    box_offset: str
+    box_delay_s: float
+    tool_offset: str | None
+    frame_uncertainty: FrameUncertainty | None
 
 
 #: The frame corrections whose uncertainty a trial keeps (:class:`FrameUncertainty`), in its order.
@@ -112,14 +130,16 @@ class FrameUncertainty:
 def corrected_frames(frames: ImportFrames, calibration: FrameCalibration) -> ImportFrames:
     """The import frames that apply ``calibration``'s corrections at import: the turn and shift composed
     in front of ``--box-transform`` (arm base frame), the origin offset behind ``--box-offset`` (the
-    box's axes), the delay added to the box stream's."""
+    box's axes), the delay added to the box stream's, the tool offset's correction behind
+    ``--tool-offset`` (the pusher pose's axes)."""
     values = calibration.applied()
+    tool = RigidTransform(np.array([values.get(name, 0.0) for name in TOOL_PARAMETERS]))
     turn = from_axis_angle(np.array([0.0, 0.0, 1.0]), values["dyaw_rad"])
     shift = np.array([values["dx_m"], values["dy_m"], values["dz_m"]])
     correction = RigidTransform(calibration.pivot + shift - rotate(turn, calibration.pivot), turn)
     origin = RigidTransform(np.array([values["ox_m"], values["oy_m"], 0.0]))
     return ImportFrames(correction.compose(frames.box_transform), frames.box_offset.compose(origin),
-                        frames.box_delay_s + values["delay_s"])
+                        frames.box_delay_s + values["delay_s"], frames.tool_offset.compose(tool))
 
 
 def _option(transform: RigidTransform) -> str:
@@ -134,22 +154,25 @@ def frames_document(calibration: FrameCalibration, imported: ImportFrames) -> di
         "box_transform": _option(frames.box_transform),
         "box_offset": _option(frames.box_offset),
         "box_delay_s": float(frames.box_delay_s),
+        "tool_offset": _option(frames.tool_offset),
         "frame_uncertainty": FrameUncertainty.of_calibration(calibration).as_dict(),
         "calibration": {
             "trials": calibration.trials,
             "pivot_m": [float(v) for v in calibration.pivot],
             "contact_samples": calibration.contact_samples,
+            "pusher_turn_deg": calibration.pusher_turn_deg,
+            **({"tool_note": calibration.tool_note} if calibration.tool_note else {}),
             "corrections": {name: c.as_dict() for name, c in calibration.corrections.items()},
             "residuals": {"before": calibration.before.as_dict(), "after": calibration.after.as_dict()},
             "imported_with": {"box_transform": _option(imported.box_transform),
-                              "box_offset": _option(imported.box_offset), "box_delay_s": imported.box_delay_s},
+                              "box_offset": _option(imported.box_offset), "box_delay_s": imported.box_delay_s,
+                              "tool_offset": _option(imported.tool_offset)},
         },
     }
 
 
-def read_frames_file(path: str | Path) -> tuple[str, str, float, FrameUncertainty | None]:
-    """``(box_transform, box_offset, box_delay_s, frame_uncertainty)`` of a frames file (the first two as the
-    import options take them; the last None in a file written before it was kept).
+def read_frames_file(path: str | Path) -> FramesOptions:
+    """The import options of a frames file.
 
     Raises
     ------
@@ -176,7 +199,10 @@ def read_frames_file(path: str | Path) -> tuple[str, str, float, FrameUncertaint
         raise DataError(f"--frames {path}: needs box_transform, box_offset and box_delay_s") from None
     if not np.isfinite(delay) or abs(delay) > MAX_DELAY_S:
         raise DataError(f"--frames {path}: box_delay_s {delay!r} is not a delay within ±{MAX_DELAY_S:g} s")
+    tool = document.get("tool_offset")
+    if tool is not None and not isinstance(tool, str):
+        raise DataError(f"--frames {path}: tool_offset is not x,y,z,qw,qx,qy,qz")
     stored = document.get("frame_uncertainty")
     uncertainty = None if stored is None else FrameUncertainty.from_dict(stored, f"--frames {path}")
-    return transform, offset, delay, uncertainty
+    return FramesOptions(transform, offset, delay, tool, uncertainty)
 

@@ -43,6 +43,13 @@ class RigidTransform:
         """True when the transform moves nothing (zero translation, identity rotation)."""
         return bool(np.all(self.translation == 0.0) and abs(abs(self.quaternion[0]) - 1.0) < 1e-15)
 
+    def close_to(self, other: RigidTransform, tolerance: float = 1e-6) -> bool:
+        """True when both transforms agree within ``tolerance`` (m in translation, and in each quaternion
+        component, either sign)."""
+        turn = min(np.max(np.abs(self.quaternion - other.quaternion)),
+                   np.max(np.abs(self.quaternion + other.quaternion)))
+        return bool(np.max(np.abs(self.translation - other.translation)) <= tolerance and turn <= tolerance)
+
     def compose(self, other: RigidTransform) -> RigidTransform:
         """``T_A_C = T_A_B ∘ T_B_C`` with ``self = T_A_B`` and ``other = T_B_C``."""
         return RigidTransform(self.translation + rotate(self.quaternion, other.translation),
