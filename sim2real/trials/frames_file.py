@@ -75,12 +75,15 @@ class FramesOptions:
 
 #: The frame corrections whose uncertainty a trial keeps (:class:`FrameUncertainty`), in its order.
 UNCERTAIN_CORRECTIONS = ("dx_m", "dy_m", "dyaw_rad")
+#: The tracking origin's corrections whose uncertainty a trial keeps too (absent in files written before: 0).
+UNCERTAIN_ORIGIN = ("ox_m", "oy_m")
 
 
 @dataclass(frozen=True)
 class FrameUncertainty:
     """What is left unknown of the tracking frame after a calibration: the standard deviations of its
-    planar offset (trial.json ``import.frame_uncertainty``; spreads draw the offset from them).
+    planar offset and of the tracking origin's offset (trial.json ``import.frame_uncertainty``; spreads
+    draw both from them).
 
     Attributes
     ----------
@@ -89,29 +92,42 @@ class FrameUncertainty:
         ``pivot``, then shifted by (``dx``, ``dy``), in the arm base frame.
     pivot : ndarray, shape (3,)
         The point the turn is about, m, base frame.
+    origin_std : ndarray, shape (2,)
+        Of ``ox``, ``oy`` (m): the tracking origin's offset from the box centre, in the box's axes; 0 for a
+        component the calibration did not determine (not applied: its prior says nothing of a push).
     """
 
     std: np.ndarray
     pivot: np.ndarray
+    origin_std: np.ndarray = field(default_factory=lambda: np.zeros(2))
 
     def as_dict(self) -> dict[str, Any]:
         """trial.json ``import.frame_uncertainty`` (units in the keys)."""
         return {**{f"{name}_std": float(v) for name, v in zip(UNCERTAIN_CORRECTIONS, self.std, strict=True)},
+                **{f"{name}_std": float(v) for name, v in zip(UNCERTAIN_ORIGIN, self.origin_std, strict=True)},
                 "pivot_m": [float(v) for v in self.pivot]}
+
+    @property
+    def drawn(self) -> np.ndarray:
+        """The standard deviations a spread draws from (5,): ``dx``, ``dy`` (m), ``dyaw`` (rad), ``ox``,
+        ``oy`` (m)."""
+        return np.concatenate([self.std, self.origin_std])
 
     @classmethod
     def from_dict(cls, document: Any, source: str) -> FrameUncertainty:
         """Read :meth:`as_dict` back; a one-line :class:`Sim2RealError` naming ``source`` when invalid."""
         try:
             std = np.array([float(document[f"{name}_std"]) for name in UNCERTAIN_CORRECTIONS])
+            origin = np.array([float(document.get(f"{name}_std", 0.0)) for name in UNCERTAIN_ORIGIN])
             pivot = np.array([float(v) for v in document["pivot_m"]])
-        except (KeyError, TypeError, ValueError):
+        except (KeyError, TypeError, ValueError, AttributeError):
             names = ", ".join(f"{name}_std" for name in UNCERTAIN_CORRECTIONS)
             raise DataError(f"{source}: frame_uncertainty needs {names} and pivot_m (3 numbers)") from None
-        if pivot.shape != (3,) or not (np.all(np.isfinite(std)) and np.all(std >= 0) and np.all(np.isfinite(pivot))):
+        both = np.concatenate([std, origin])
+        if pivot.shape != (3,) or not (np.all(np.isfinite(both)) and np.all(both >= 0) and np.all(np.isfinite(pivot))):
             raise DataError(f"{source}: frame_uncertainty holds a standard deviation that is not finite and >= 0, "
                             "or a pivot that is not 3 finite numbers")
-        return cls(std, pivot)
+        return cls(std, pivot, origin)
 
     @classmethod
     def of_trial(cls, meta: dict[str, Any], name: str) -> FrameUncertainty | None:
@@ -122,9 +138,13 @@ class FrameUncertainty:
 
     @classmethod
     def of_calibration(cls, calibration: FrameCalibration) -> FrameUncertainty:
-        """The standard deviations of a calibration's planar frame corrections."""
-        return cls(np.array([calibration.corrections[name].std for name in UNCERTAIN_CORRECTIONS]),
-                   np.asarray(calibration.pivot, dtype=float))
+        """The standard deviations of a calibration's planar frame corrections, and of its determined origin
+        corrections (0 for the others)."""
+        corrections = calibration.corrections
+        origin = [corrections[name].std if name in corrections and corrections[name].determined else 0.0
+                  for name in UNCERTAIN_ORIGIN]
+        return cls(np.array([corrections[name].std for name in UNCERTAIN_CORRECTIONS]),
+                   np.asarray(calibration.pivot, dtype=float), np.array(origin, dtype=float))
 
 
 def corrected_frames(frames: ImportFrames, calibration: FrameCalibration) -> ImportFrames:

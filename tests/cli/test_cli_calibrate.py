@@ -64,7 +64,7 @@ def test_calibrate_recovers_the_hidden_frames_and_the_calibrated_import_is_physi
     assert records[0].meta["import"]["box_delay_s"] == pytest.approx(document["box_delay_s"])
     # What the calibration leaves unknown of the frame goes with each trial, for the spreads to draw from.
     kept = records[0].meta["import"]["frame_uncertainty"]
-    for name in ("dx_m", "dy_m", "dyaw_rad"):
+    for name in ("dx_m", "dy_m", "dyaw_rad", "ox_m", "oy_m"):  # the origin's too: both were determined here
         std = document["calibration"]["corrections"][name]["std"]
         assert std > 0 and kept[f"{name}_std"] == pytest.approx(std), name
     assert kept["pivot_m"] == pytest.approx(document["calibration"]["pivot_m"])
@@ -88,6 +88,8 @@ def test_pushes_on_one_face_leave_the_offset_along_it_undetermined_and_unapplied
     assert not oy["determined"] and oy["std"] >= 0.01
     offset = [float(v) for v in document["box_offset"].split(",")]
     assert offset[1] == 0.0 and abs(offset[0]) > 0.0  # oy not applied; ox is
+    drawn = document["frame_uncertainty"]  # and not drawn by the spreads (its ±20 mm prior says nothing)
+    assert drawn["oy_m_std"] == 0.0 and drawn["ox_m_std"] > 0.0
 
 
 @pytest.mark.parametrize("case", ["one_trial", "out_exists", "mixed_imports", "not_imported_pushes"])

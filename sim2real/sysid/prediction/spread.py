@@ -22,11 +22,12 @@ by its measurement noise, and the real outcome is compared with the prediction:
   averages) and its final outcome gets the noise of one pose, as the recorded outcome carries it.
   :data:`MEASURED` takes both from each recording (:func:`sim2real.sysid.problem.data.pose_noise`).
 * frame uncertainty: a trial imported with a frame calibration (``import --frames``) keeps what the
-  calibration left unknown of its tracking frame's planar offset (trial.json
-  ``import.frame_uncertainty``); each draw then sees the recorded box poses through a frame off by its
-  own error (:func:`frame_shifts`): simulated from the start as that frame would have it, its outcome
-  recorded through it. A box that moves alone is not changed by it (the table is level); a pushed one
-  is, as the pusher meets it elsewhere.
+  calibration left unknown of its tracking frame's planar offset and of its tracking origin's offset
+  from the box centre (trial.json ``import.frame_uncertainty``); each draw then sees the recorded box
+  poses through a frame and an origin off by its own errors (:func:`frame_shifts`): simulated from the
+  start as they would have it, its outcome recorded through them. A box that moves alone is not
+  changed by the frame's error (the table is level); a pushed one is, as the pusher meets it
+  elsewhere, and so is any box by the origin's (its centre sits elsewhere in it).
 
 Draws whose simulation fails are counted and left out of the band (never hidden). The record of a
 spread, its calibration and its verdicts are in :mod:`sim2real.sysid.prediction.spread_calibration`.
@@ -122,7 +123,8 @@ class SpreadTask:
     pusher_shape: str
     engine: str
     start_shift: tuple[float, ...]  # (dx (m), dy (m), dyaw (rad)) of the start, then of a second pose
-    frame_shift: tuple[float, ...] = ()  # (dx (m), dy (m), dyaw (rad)): the tracking frame's error (none: empty)
+    #: (dx (m), dy (m), dyaw (rad), ox (m), oy (m)): the tracking frame's and origin's errors (none: empty)
+    frame_shift: tuple[float, ...] = ()
 
 
 def _shifted(data: TrialData, shift: tuple[float, ...]) -> TrialData:
@@ -161,16 +163,21 @@ def framed(position: np.ndarray, quaternion: np.ndarray, frame: tuple[float, ...
     quaternion : ndarray, shape (..., 4)
         Orientations, w-x-y-z.
     frame : tuple of float
-        ``(dx, dy, dyaw)`` (m, m, rad): the frame turned by ``dyaw`` about ``pivot``, then shifted.
+        ``(dx, dy, dyaw)`` (m, m, rad): the frame turned by ``dyaw`` about ``pivot``, then shifted; optionally
+        then ``ox, oy`` (m): the recorded origin off the centre by that in the box's axes.
     pivot : ndarray, shape (3,)
     """
-    dx, dy, dyaw = frame
+    dx, dy, dyaw = frame[:3]
     shift = np.array([dx, dy, 0.0])
+    origin = np.array([*frame[3:5], 0.0]) if len(frame) >= 5 else np.zeros(3)
     if inverse:
         turn = _turn(-dyaw)
-        return pivot + rotate(turn, position - shift - pivot), multiply(turn, quaternion)
+        true_q = multiply(turn, quaternion)
+        centre = pivot + rotate(turn, position - shift - pivot)
+        return centre - rotate(true_q, np.broadcast_to(origin, centre.shape)), true_q
     turn = _turn(dyaw)
-    return pivot + rotate(turn, position - pivot) + shift, multiply(turn, quaternion)
+    moved = position + rotate(quaternion, np.broadcast_to(origin, position.shape))
+    return pivot + rotate(turn, moved - pivot) + shift, multiply(turn, quaternion)
 
 
 def _in_true_frame(data: TrialData, frame: tuple[float, ...]) -> TrialData:
@@ -322,14 +329,15 @@ def start_shifts(noise: StartNoise, count: int, rng: np.random.Generator) -> np.
 
 
 def frame_shifts(data: TrialData, count: int, rng: np.random.Generator | None) -> np.ndarray | None:
-    """``(count, 3)`` tracking-frame errors ``dx, dy`` (m), ``dyaw`` (rad) drawn from the trial's frame
-    uncertainty (independent normals); None when the trial has none (or it is zero)."""
+    """``(count, 5)`` tracking-frame errors ``dx, dy`` (m), ``dyaw`` (rad) and origin errors ``ox, oy`` (m)
+    drawn from the trial's frame uncertainty (independent normals); None when the trial has none (or it is
+    zero)."""
     frame = data.frame_uncertainty
-    if frame is None or not np.any(frame.std > 0):
+    if frame is None or not np.any(frame.drawn > 0):
         return None
     if rng is None:
         raise ValueError("frame uncertainty needs a random generator")
-    return rng.standard_normal((count, 3)) * frame.std
+    return rng.standard_normal((count, 5)) * frame.drawn
 
 
 def _frame_tuples(shifts: np.ndarray | None, count: int) -> list[tuple[float, ...]]:
