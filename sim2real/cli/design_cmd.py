@@ -230,6 +230,11 @@ def run(args: argparse.Namespace) -> int:
     if undetermined:  # said first, before the table
         _log(f"PROBLEM: after the {args.count} designed pushes the forecast still leaves {', '.join(undetermined)} "
              f"undetermined (more pushes, a wider push space or other targets may help)")
+    unknown_point = [label for label, u in zip(prior.labels, prior.undetermined, strict=True) if u]
+    if unknown_point:
+        _log(f"WARNING: the forecast is linearised at values that are not determined ({', '.join(unknown_point)}; "
+             f"from {prior.source}): the refit's intervals can come out an order of magnitude wider (or "
+             "narrower) than forecast; read it as a ranking of the pushes, and compare with report --design")
     if args.json:
         print(json.dumps(design.as_dict()))
     else:

@@ -65,6 +65,8 @@ def test_a_design_from_a_fit_is_an_experiment_that_run_reads(fitted: tuple[Path,
     after = [record["after"][-1][name]["width"] for name in HIDDEN]
     assert sum(map(math.log, after)) < sum(map(math.log, before))  # the targets' geometric mean narrows
     assert "Forecast (linearised" in captured.out and "Designed pushes" in captured.out
+    assert ("WARNING: the forecast is linearised at values that are not determined" in captured.err) == \
+        bool(record["prior"]["undetermined"])
     assert out.read_text().startswith("# sim2real design: 2 pushes")
     # what the design wrote is its own: --force replaces it; without --force it is refused
     assert main(["design", "--fit", str(fit_json), "-n", "1", "--candidates", "4", "--points", "1",
@@ -86,6 +88,9 @@ def test_a_design_before_any_fit_prints_its_json(tmp_path: Path, capsys: pytest.
     assert record["space"]["distance"]["range"] == [0.32, 0.32]
     assert load_experiment_config(out).distances == (0.32,)
     assert "optimistic" in record["prior"]["noise"]
+    # linearised at no determined value: said, as a ranking rather than a promise of widths
+    assert "WARNING: the forecast is linearised at values that are not determined (contact.mu_table; from the " \
+           "bounds (no fit yet))" in captured.err
 
 
 @pytest.mark.parametrize(("extra", "message"), [
