@@ -1,13 +1,13 @@
 """The real xArm 6 over ``xarm-python-sdk``, and a wire-protocol emulator of its controller.
 
 * :class:`XArmDriver` (``driver``): connect with preflight, start, stream joint velocities
-  (mode 4) or servo targets (mode 1) with a watchdog, read joint states, stop safely; its parts:
-  the fault latch and the stop path (``driver_stop``), timed SDK exchanges and motion commands
-  (``driver_commands``), the supervisor thread and command watchdog (``driver_supervisor``),
-  opening the SDK, preflight and disconnecting (``driver_connection``), their shared state
-  (``driver_state``); its configuration and reports (``driver_types``), link timing and send
-  gate (``link_timing``), Ctrl-C and SIGTERM handling (``signal_guard``), bounded exit after a
-  signal (``exit_deadline``), first contact (``probe``).
+  (mode 4) or servo targets (mode 1) with a watchdog, read joint states, stop safely; its parts,
+  objects that share one ``DriverState`` (``driver_state``): the fault latch and the stop path
+  (``driver_stop``), timed SDK exchanges and motion commands (``driver_commands``), the
+  supervisor thread and command watchdog (``driver_supervisor``), opening the SDK, preflight and
+  disconnecting (``driver_connection``); its configuration and reports (``driver_types``), link
+  timing and send gate (``link_timing``), Ctrl-C and SIGTERM handling (``signal_guard``), bounded
+  exit after a signal (``exit_deadline``), first contact (``probe``).
 * :class:`XArmEmulator` (``emulator``): a loopback controller the unmodified SDK talks to,
   with the servo model of :mod:`sim2real.sim.servo` and fault injection; its configuration
   (``emulator_config``) and its state machine and joint physics (``emulator_arm``).

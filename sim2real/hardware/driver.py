@@ -73,10 +73,10 @@ was stopped long before); a hang at interpreter shutdown cannot keep it alive.
 
 Code layout
 -----------
-This module holds :class:`XArmDriver`'s public methods and the state of one run (connect to
-stop). The machinery lives in its parts, one mixin per module on the shared state declared in
-:mod:`sim2real.hardware.driver_state`: :mod:`sim2real.hardware.driver_stop` (the latch and the stop
-path), :mod:`sim2real.hardware.driver_commands` (timed SDK exchanges, return codes as faults, motion
+This module holds :class:`XArmDriver`'s public methods. Its state is one
+:class:`~sim2real.hardware.driver_state.DriverState`, which its parts share, one object per module:
+:mod:`sim2real.hardware.driver_stop` (the latch and the stop path),
+:mod:`sim2real.hardware.driver_commands` (timed SDK exchanges, return codes as faults, motion
 commands), :mod:`sim2real.hardware.driver_supervisor` (the supervisor thread: signals, dropped link,
 stall, watchdog) and :mod:`sim2real.hardware.driver_connection` (opening the SDK, preflight, leaving
 the arm safe, disconnecting).
@@ -86,22 +86,21 @@ Times are ``time.monotonic()`` seconds; angles rad; velocities rad/s; efforts NÂ
 
 from __future__ import annotations
 
-import collections
 import contextlib
-import math
 import signal
 import socket
 import threading
 import time
-from typing import Any
 
 import numpy as np
 
 from sim2real.errors import Sim2RealError
 from sim2real.hardware.codes import state_name
-from sim2real.hardware.driver_connection import _Connection
-from sim2real.hardware.driver_state import LOG, _Exchange
-from sim2real.hardware.driver_supervisor import _Supervision
+from sim2real.hardware.driver_commands import Commands
+from sim2real.hardware.driver_connection import Connection
+from sim2real.hardware.driver_state import LOG, DriverState
+from sim2real.hardware.driver_stop import StopPath
+from sim2real.hardware.driver_supervisor import Supervisor
 from sim2real.hardware.driver_types import (
     N_JOINTS,
     CommandRecord,
@@ -113,13 +112,11 @@ from sim2real.hardware.driver_types import (
 )
 from sim2real.hardware.driver_types import ControllerError as ControllerError  # re-exported: raised by the driver
 from sim2real.hardware.driver_types import HardwareError as HardwareError  # re-exported: raised by the driver
-from sim2real.hardware.exit_deadline import EXIT_DEADLINE
-from sim2real.hardware.link_timing import RunQueueDelay, SendGate
+from sim2real.hardware.link_timing import SendGate
 from sim2real.hardware.probe import probe_controller
-from sim2real.hardware.signal_guard import SignalGuard
 
 
-class XArmDriver(_Connection, _Supervision):
+class XArmDriver:
     """Joint-velocity driver of one xArm 6 (see the module docstring).
 
     Parameters
@@ -130,62 +127,32 @@ class XArmDriver(_Connection, _Supervision):
 
     def __init__(self, config: DriverConfig) -> None:
         self.config = config
-        self._arm: Any = None
-        self._gate: SendGate | None = None
-        self._io = threading.RLock()
-        self._lower = np.array([lo for lo, _ in config.joint_limits]) + config.limit_margin
-        self._upper = np.array([hi for _, hi in config.joint_limits]) - config.limit_margin
-        self._round_trips: collections.deque[float] = collections.deque(maxlen=config.latency_window)
-        self._history: collections.deque[CommandRecord] = collections.deque(maxlen=100_000)
-        self._commands_sent = 0
-        self._watchdog_trips = 0
-        self._supervisor_stop = threading.Event()
-        self._wake = threading.Event()
-        self._watchdog: threading.Thread | None = None
-        self._stop_lock = threading.Lock()
-        self._run_delay = RunQueueDelay()
-        self._guard = SignalGuard(self._on_signal, self._in_exchange_here)
-        self._reset_run()
+        self._state = DriverState(config)
+        self._stop_path = StopPath(self._state)
+        self._commands = Commands(self._state, self._stop_path)
+        self._supervisor = Supervisor(self._state, self._stop_path, self._commands)
+        self._connection = Connection(self._state, self._stop_path)
 
-    def _reset_run(self) -> None:
-        """State of one run (connect to stop): the latch is open again only here."""
-        self._fault: Fault | None = None
-        self._running = False
-        self.preflight: Preflight | None = None
-        self._last_q: FloatArray | None = None
-        self._servo_target: FloatArray | None = None
-        self._last_send_at = -math.inf
-        self._last_sent_moving = False  # the last command that left asked for motion
-        self._last_fresh_at = -math.inf
-        self._zero_sent = True
-        self._watchdog_retry_at = -math.inf
-        self._stall_retry_at = -math.inf
-        self._inflight: _Exchange | None = None
-        self._round_trips.clear()
-        self._run_delay.close()
-        self._run_delay = RunQueueDelay()
-        self._second_stop: threading.Thread | None = None
-        #: When the first stop (raw frames or fresh connection) after a fault left (monotonic s).
-        self.stop_sent_at: float | None = None
-        self._guard.reset()
+    @property
+    def preflight(self) -> Preflight | None:
+        """What the preflight checks of the last :meth:`connect` found, or None."""
+        return self._state.preflight
 
-    def _on_signal(self, signum: int) -> None:
-        """From the signal handler: the supervisor stops the arm now; the process's exit is bounded."""
-        self._wake.set()
-        EXIT_DEADLINE.expect(signum, self.config.exit_deadline)  # from the start of the shutdown
-
-    def _in_exchange_here(self) -> bool:
-        inflight = self._inflight
-        return inflight is not None and inflight.thread == threading.get_ident()
+    @property
+    def stop_sent_at(self) -> float | None:
+        """When the first stop (raw frames or fresh connection) after a fault left (monotonic s), or None."""
+        return self._state.stop_sent_at
 
     # --- connection ----------------------------------------------------------------------
     @property
     def where(self) -> str:
-        return f"{self.config.ip}:{self.config.command_port}"
+        """``ip:port`` of the controller."""
+        return self._state.where
 
     @property
     def connected(self) -> bool:
-        return self._arm is not None and bool(self._arm.connected)
+        """Whether the SDK is connected to the controller."""
+        return self._state.connected
 
     def connect(self) -> Preflight:
         """Connect (bounded in time), then run the preflight checks.
@@ -199,29 +166,31 @@ class XArmDriver(_Connection, _Supervision):
             Unreachable, silent or foreign controller; too old firmware; or the arm is not
             ready (controller error present, arm moving under another client).
         """
-        if self._arm is not None:
+        state = self._state
+        if state.arm is not None:
             raise Sim2RealError("xArm driver is already connected")
         cfg = self.config
         firmware = probe_controller(cfg.ip, cfg.command_port, cfg.connect_timeout, cfg.handshake_timeout)
         if firmware.number < cfg.min_firmware:
             need = ".".join(str(n) for n in cfg.min_firmware)
             raise Sim2RealError(f"xArm at {self.where} runs firmware {firmware.label}; this driver needs >= v{need}")
-        self._reset_run()
-        self._arm = self._open_sdk(cfg.connect_timeout + cfg.handshake_timeout + 2.0)
-        self._arm.set_timeout(cfg.command_timeout)
-        sock = self._sdk_socket()
+        state.reset_run()
+        state.arm = self._connection.open_sdk(cfg.connect_timeout + cfg.handshake_timeout + 2.0)
+        state.arm.set_timeout(cfg.command_timeout)
+        sock = self._stop_path.sdk_socket()
         with contextlib.suppress(OSError, AttributeError):  # small frames leave at once (no Nagle delay)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # type: ignore[union-attr]
-        self._gate = SendGate(self._arm.arm._stream, sock)
+        state.gate = SendGate(state.arm.arm._stream, sock)
         with contextlib.suppress(Exception):  # the SDK thread that reads the command socket
-            self._run_delay.register(int(self._arm.arm._stream.native_id))
+            state.run_delay.register(int(state.arm.arm._stream.native_id))
         try:
-            self.preflight = self._preflight(firmware)
+            preflight = self._connection.preflight(firmware)
         except Sim2RealError:
-            self._disconnect()
+            self._connection.disconnect()
             raise
-        LOG.info("%s", self.preflight.summary())
-        return self.preflight
+        state.preflight = preflight
+        LOG.info("%s", preflight.summary())
+        return preflight
 
     # --- start / stop --------------------------------------------------------------------
     def start(self) -> None:
@@ -244,48 +213,50 @@ class XArmDriver(_Connection, _Supervision):
         HardwareError
             The controller refused or reported an error, or it did not become ready.
         """
-        if self._arm is None:
+        state = self._state
+        if state.arm is None:
             raise Sim2RealError("xArm driver: connect() before start()")
-        self._raise_if_faulted()
-        with self._io:
-            self._round_trips.clear()  # this run's link, judged from its first start-up exchange
+        self._stop_path.raise_if_faulted()
+        with state.io:
+            state.round_trips.clear()  # this run's link, judged from its first start-up exchange
             self._enable()
-            if self._fault is not None and self._fault.kind == "latency":
+            if state.fault is not None and state.fault.kind == "latency":
                 return  # the arm was never commanded to move; the next call raises the fault
-            self._raise_if_faulted()
-            self._running = True
-            self._supervisor_stop.clear()
-            self._watchdog = threading.Thread(target=self._supervise, name="xarm-supervisor", daemon=True)
-            self._watchdog.start()
+            self._stop_path.raise_if_faulted()
+            state.running = True
+            state.supervisor_stop.clear()
+            state.watchdog = threading.Thread(target=self._supervisor.supervise, name="xarm-supervisor", daemon=True)
+            state.watchdog.start()
             try:
                 q, _, _, _ = self.read_joint_states()
             except BaseException:
-                self._running = False
+                state.running = False
                 raise
-            self._servo_target = q.copy()
-            self._last_fresh_at = self._last_send_at = time.monotonic()
-            self._zero_sent = True
-        self._guard.install()
+            state.servo_target = q.copy()
+            state.last_fresh_at = state.last_send_at = time.monotonic()
+            state.zero_sent = True
+        state.guard.install()
 
     def _enable(self) -> None:
-        """The start-up exchanges (the caller holds ``self._io``): motors on, the configured mode,
-        state 0, a ready check, and the latency window filled; ends at the first latched fault."""
+        """The start-up exchanges (the caller holds the state's ``io`` lock): motors on, the configured
+        mode, state 0, a ready check, and the latency window filled; ends at the first latched fault."""
+        state = self._state
         cfg = self.config
-        for what, call, arg in (("motion_enable", self._arm.motion_enable, True),
-                                (f"set_mode({cfg.mode})", self._arm.set_mode, cfg.mode),
-                                ("set_state(0)", self._arm.set_state, 0)):
-            self._check(self._start_up(what, call, arg), what)
-            if self._fault is not None:
+        for what, call, arg in (("motion_enable", state.arm.motion_enable, True),
+                                (f"set_mode({cfg.mode})", state.arm.set_mode, cfg.mode),
+                                ("set_state(0)", state.arm.set_state, 0)):
+            self._commands.check(self._commands.start_up(what, call, arg), what)
+            if state.fault is not None:
                 return
         deadline = time.monotonic() + 1.0
-        while self._arm.mode != cfg.mode and time.monotonic() < deadline:
+        while state.arm.mode != cfg.mode and time.monotonic() < deadline:
             time.sleep(0.005)
-        code, state = self._start_up("get_state", self._arm.get_state)
-        self._check(code, "get_state")
-        if self._fault is None and state not in (1, 2):
-            self._latch(Fault("not_ready", f"xArm at {self.where} did not become ready after start: "
-                                           f"state {state} ({state_name(state)})"))
-        self._judge_link_at_start()
+        code, arm_state = self._commands.start_up("get_state", state.arm.get_state)
+        self._commands.check(code, "get_state")
+        if state.fault is None and arm_state not in (1, 2):
+            self._stop_path.latch(Fault("not_ready", f"xArm at {self.where} did not become ready after start: "
+                                                     f"state {arm_state} ({state_name(arm_state)})"))
+        self._commands.judge_link_at_start()
 
     def stop(self) -> None:
         """Stop the arm, leave it in a safe mode (mode 0, state 4) and disconnect. Idempotent.
@@ -294,35 +265,36 @@ class XArmDriver(_Connection, _Supervision):
         command leaves the driver (the gate closes; zero velocity and the stop still go out), and
         every wait in it is bounded (an exchange stuck in the SDK, the SDK's own threads).
         """
-        self._running = False
+        state = self._state
+        state.running = False
         cfg = self.config
-        if self._gate is not None:
-            self._gate.close(cfg.stop_timeout)
-        self._supervisor_stop.set()
-        self._wake.set()
-        if self._watchdog is not None and self._watchdog is not threading.current_thread():
-            self._watchdog.join(timeout=1.0)
-        self._watchdog = None
-        if self._arm is None:
-            self._guard.restore()
+        if state.gate is not None:
+            state.gate.close(cfg.stop_timeout)
+        state.supervisor_stop.set()
+        state.wake.set()
+        if state.watchdog is not None and state.watchdog is not threading.current_thread():
+            state.watchdog.join(timeout=1.0)
+        state.watchdog = None
+        if state.arm is None:
+            state.guard.restore()
             return
-        locked = self._io.acquire(timeout=cfg.command_timeout + 0.5)
+        locked = state.io.acquire(timeout=cfg.command_timeout + 0.5)
         try:
-            self._leave_safe(use_sdk=locked)
-            if self._second_stop is not None:
-                self._second_stop.join(timeout=cfg.stop_timeout + 0.1)
-            self._disconnect()
+            self._connection.leave_safe(use_sdk=locked)
+            if state.second_stop is not None:
+                state.second_stop.join(timeout=cfg.stop_timeout + 0.1)
+            self._connection.disconnect()
         finally:
             if locked:
-                self._io.release()
-        self._guard.restore()
-        if self._fault is None:
-            signum = self._guard.signal
+                state.io.release()
+        state.guard.restore()
+        if state.fault is None:
+            signum = state.guard.signal
             reason = f" ({signal.Signals(signum).name} received)" if signum is not None else ""
             LOG.info("xArm stopped as planned%s: %s left in mode 0, state 4 and disconnected", reason, self.where)
 
     def __enter__(self) -> XArmDriver:
-        if self._arm is None:
+        if self._state.arm is None:
             self.connect()
         return self
 
@@ -352,15 +324,15 @@ class XArmDriver(_Connection, _Supervision):
             raise Sim2RealError(f"velocity command must have shape ({N_JOINTS},), got {requested.shape}")
         if not np.all(np.isfinite(requested)):
             raise Sim2RealError(f"velocity command refused: it contains NaN or inf ({requested.tolist()})")
-        self._guard.raise_if_interrupted()
-        self._raise_if_faulted()
-        if not self._running:
+        self._state.guard.raise_if_interrupted()
+        self._stop_path.raise_if_faulted()
+        if not self._state.running:
             raise Sim2RealError("xArm driver is not running: call start() first")
-        with self._io:
-            self._raise_if_faulted()
-            record = self._send(requested, float(stamp), "caller")
-        self._guard.raise_if_interrupted()
-        self._raise_if_faulted()
+        with self._state.io:
+            self._stop_path.raise_if_faulted()
+            record = self._commands.send(requested, float(stamp), "caller")
+        self._state.guard.raise_if_interrupted()
+        self._stop_path.raise_if_faulted()
         return record
 
     def read_joint_states(self) -> tuple[FloatArray, FloatArray, FloatArray, float]:
@@ -383,35 +355,37 @@ class XArmDriver(_Connection, _Supervision):
         KeyboardInterrupt, SystemExit
             SIGINT / SIGTERM arrived (main thread only); the arm has been stopped.
         """
-        self._guard.raise_if_interrupted()
-        self._raise_if_faulted()
-        if self._arm is None:
+        state = self._state
+        state.guard.raise_if_interrupted()
+        self._stop_path.raise_if_faulted()
+        if state.arm is None:
             raise Sim2RealError("xArm driver is not connected")
-        with self._io:
-            self._raise_if_faulted()
-            (code, states), started, _, written = self._exchange("get_joint_states", self._arm.get_joint_states,
-                                                                 is_radian=True, num=3)
+        with state.io:
+            self._stop_path.raise_if_faulted()
+            (code, states), started, _, written = self._commands.exchange(
+                "get_joint_states", state.arm.get_joint_states, is_radian=True, num=3)
             sampled_at = written.leaving_at if written is not None and written.leaving_at is not None else started
-            self._check(code, "get_joint_states")
-            if self._fault is None and self._arm.arm.arm_cmd.has_err_warn:
-                self._check_error_codes("get_joint_states")
-        self._guard.raise_if_interrupted()
-        self._raise_if_faulted()
+            self._commands.check(code, "get_joint_states")
+            if state.fault is None and state.arm.arm.arm_cmd.has_err_warn:
+                self._commands.check_error_codes("get_joint_states")
+        state.guard.raise_if_interrupted()
+        self._stop_path.raise_if_faulted()
         position, velocity, effort = (np.array(block[:N_JOINTS], dtype=float) for block in states)
-        self._last_q = position
+        state.last_q = position
         return position, velocity, effort, sampled_at
 
     @property
     def fault(self) -> Fault | None:
         """The latched fault, or None."""
-        return self._fault
+        return self._state.fault
 
     def status(self) -> DriverStatus:
         """Snapshot for polling (e.g. from a ROS timer)."""
-        return DriverStatus(self.connected, self._running, self._fault, self._commands_sent, self._watchdog_trips,
-                            time.monotonic() - self._last_fresh_at, self._run_delay.since_registered())
+        state = self._state
+        return DriverStatus(self.connected, state.running, state.fault, state.commands_sent, state.watchdog_trips,
+                            time.monotonic() - state.last_fresh_at, state.run_delay.since_registered())
 
     def sent_commands(self) -> list[CommandRecord]:
         """Every command sent so far (caller and watchdog), in the order they were sent; a command
         the latch refused is not among them (it never left)."""
-        return sorted(self._history, key=lambda record: record.sent_at)
+        return sorted(self._state.history, key=lambda record: record.sent_at)

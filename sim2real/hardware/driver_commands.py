@@ -1,7 +1,8 @@
 """The command path of :class:`~sim2real.hardware.driver.XArmDriver`: SDK exchanges timed and judged,
 SDK return codes turned into faults, motion commands clamped and sent.
 
-:class:`_Commands`, a part of the driver (see :mod:`sim2real.hardware.driver_state`):
+:class:`Commands`, a part of the driver on its :class:`~sim2real.hardware.driver_state.DriverState`
+(see :mod:`sim2real.hardware.driver_state`):
 
 * ``_exchange``: one SDK call under the supervisor's eye; a reply later than the stall budget
   latches a ``stall``, any other round trip feeds the ``latency`` window;
@@ -30,8 +31,8 @@ import numpy as np
 
 from sim2real.errors import Sim2RealError
 from sim2real.hardware.codes import describe_error, describe_warn, mode_name, state_name
-from sim2real.hardware.driver_state import LOG, _Exchange
-from sim2real.hardware.driver_stop import _StopPath
+from sim2real.hardware.driver_state import LOG, DriverState, Exchange
+from sim2real.hardware.driver_stop import StopPath
 from sim2real.hardware.driver_types import CommandRecord, Fault, FloatArray
 from sim2real.hardware.link_timing import PendingRequest, tcp_times
 
@@ -41,163 +42,177 @@ _SDK_NOT_CONNECTED = -1
 _T = TypeVar("_T")
 
 
-class _Commands(_StopPath):
-    """SDK exchanges and motion commands of the driver (see the module docstring)."""
+class Commands:
+    """SDK exchanges and motion commands of the driver (see the module docstring).
+
+    Parameters
+    ----------
+    state : DriverState
+        The driver's state, shared with its other parts.
+    stop : StopPath
+        The driver's latch and stop path.
+    """
+
+    def __init__(self, state: DriverState, stop: StopPath) -> None:
+        self.state = state
+        self.stop = stop
 
     # --- exchanges -----------------------------------------------------------------------
-    def _exchange(self, what: str, call: Callable[..., _T], *args: Any, started: float | None = None,
+    def exchange(self, what: str, call: Callable[..., _T], *args: Any, started: float | None = None,
                   judge_stall: bool = True, **kwargs: Any) -> tuple[_T, float, float, PendingRequest | None]:
         """Run one SDK exchange under the supervisor's eye; returns (result, sent_at, replied_at, written).
 
-        The caller holds ``self._io``; ``started`` (monotonic s) is the send time if the caller
+        The caller holds ``state.io``; ``started`` (monotonic s) is the send time if the caller
         took it already. ``written`` is the request this exchange wrote to the socket (None when
         nothing left: the gate refused it, or the SDK failed before writing). A reply that came too
         late for the stall budget latches a stall here (the supervisor may not have had a CPU
         meanwhile); otherwise its round trip feeds the latency judgement. With ``judge_stall``
         False (the start-up exchanges) every measured round trip feeds the latency judgement only.
         """
-        gate = self._gate
+        gate = self.state.gate
         before = gate.mine() if gate is not None else None
-        self._run_delay.register(threading.get_native_id())
+        self.state.run_delay.register(threading.get_native_id())
         sent_at = time.monotonic() if started is None else started
-        self._inflight = _Exchange(what)
+        self.state.inflight = Exchange(what)
         try:
             result = call(*args, **kwargs)
         finally:
-            self._inflight = None
+            self.state.inflight = None
         replied_at = time.monotonic()
         request = gate.mine() if gate is not None else None
         written = request if request is not None and request is not before else None
         if gate is not None and written is not None and not gate.closed:
-            self._judge_reply(what, written, replied_at, judge_stall)
+            self.judge_reply(what, written, replied_at, judge_stall)
         return result, sent_at, replied_at, written
 
-    def _judge_reply(self, what: str, request: PendingRequest, replied_at: float, judge_stall: bool = True) -> None:
+    def judge_reply(self, what: str, request: PendingRequest, replied_at: float, judge_stall: bool = True) -> None:
         """A reply later than the stall budget latches a stall (unless not ``judge_stall``); any
         other feeds the latency window."""
-        round_trip = self._round_trip(request, replied_at)
+        round_trip = self.round_trip(request, replied_at)
         if round_trip is None:
             return
-        budget = self.config.stall_budget
+        budget = self.state.config.stall_budget
         if judge_stall and round_trip > budget:
-            self._latch(Fault("stall", f"the xArm link stalled: the reply to {what} came {round_trip * 1e3:.0f} ms "
+            self.stop.latch(Fault("stall", f"the xArm link stalled: the reply to {what} came {round_trip * 1e3:.0f} ms "
                                        f"after the request left this host (limit {budget * 1e3:.0f} ms)"))
         else:
-            self._note_round_trip(what, round_trip)
+            self.note_round_trip(what, round_trip)
 
-    def _round_trip(self, request: PendingRequest, replied_at: float) -> float | None:
+    def round_trip(self, request: PendingRequest, replied_at: float) -> float | None:
         """From ``request`` leaving this host to its reply arriving (s, kernel time); None when
         there was no reply or something else left after it (not measurable)."""
-        times = tcp_times(self._sdk_socket())
+        times = tcp_times(self.stop.sdk_socket())
         if times is not None and request.received_before is not None:
             if times.received_bytes <= request.received_before or times.sent_ago < times.received_ago:
                 return None
             return times.sent_ago - times.received_ago
         return (request.answered_at or replied_at) - request.written_at
 
-    def _note_round_trip(self, what: str, round_trip: float) -> None:
+    def note_round_trip(self, what: str, round_trip: float) -> None:
         """Add one round trip (s, kernel time) to the latency window; once the window holds
         ``latency_window`` of them, latch a ``latency`` fault when even the fastest is over
         ``latency_budget``. Judged at every exchange from then on (a sliding window): from
         ``start()``'s first exchanges on, so the first motion command already has a full window."""
-        cfg = self.config
-        self._round_trips.append(round_trip)
-        if len(self._round_trips) == cfg.latency_window:
-            fastest = min(self._round_trips)
+        cfg = self.state.config
+        self.state.round_trips.append(round_trip)
+        if len(self.state.round_trips) == cfg.latency_window:
+            fastest = min(self.state.round_trips)
             if fastest > cfg.latency_budget:
-                self._latch(Fault("latency", f"the xArm link is too slow: even the fastest of the last "
+                self.stop.latch(Fault("latency", f"the xArm link is too slow: even the fastest of the last "
                                              f"{cfg.latency_window} exchanges took {fastest * 1e3:.1f} ms (limit "
                                              f"{cfg.latency_budget * 1e3:.0f} ms; last: {what})"))
 
-    def _start_up(self, what: str, call: Callable[..., _T], *args: Any) -> _T:
-        """One exchange of ``start()`` (the caller holds ``self._io``); returns the SDK's result.
+    def start_up(self, what: str, call: Callable[..., _T], *args: Any) -> _T:
+        """One exchange of ``start()`` (the caller holds ``state.io``); returns the SDK's result.
 
         Its round trip (kernel time) feeds the latency window like any other, so that the link is
         judged before the first motion command; it is never a stall: nothing moves yet, and the
         controller's own work on a state change (``motion_enable``, ``set_state``) may take longer
         than a motion command's budget. A link slow for all of a window's exchanges is slow."""
-        result, _, _, _ = self._exchange(what, call, *args, judge_stall=False)
+        result, _, _, _ = self.exchange(what, call, *args, judge_stall=False)
         return result
 
-    def _judge_link_at_start(self) -> None:
+    def judge_link_at_start(self) -> None:
         """State reads until the latency window is full (at most ``latency_window`` of them), when
         the start-up exchanges left it short: a round trip not measurable (another thread's request
-        left after it), or a window longer than them. The caller holds ``self._io``."""
-        cfg = self.config
+        left after it), or a window longer than them. The caller holds ``state.io``."""
+        cfg = self.state.config
         for _ in range(cfg.latency_window):
-            if len(self._round_trips) >= cfg.latency_window or self._fault is not None:
+            if len(self.state.round_trips) >= cfg.latency_window or self.state.fault is not None:
                 return
-            code, _ = self._start_up("get_state", self._arm.get_state)
-            self._check(code, "get_state")
+            code, _ = self.start_up("get_state", self.state.arm.get_state)
+            self.check(code, "get_state")
 
-    def _check(self, code: int, what: str) -> None:
+    def check(self, code: int, what: str) -> None:
         """Turn an SDK return code into a latched fault (no-op for success and warnings)."""
-        if code in (_SDK_OK, _SDK_WARNING) or self._fault is not None:
+        if code in (_SDK_OK, _SDK_WARNING) or self.state.fault is not None:
             return
-        if code == _SDK_NOT_CONNECTED or not self.connected or self._link_closed():
-            self._latch(Fault("disconnected", f"lost the connection to the xArm controller at {self.where} "
+        if code == _SDK_NOT_CONNECTED or not self.state.connected or self.stop.link_closed():
+            self.stop.latch(Fault("disconnected", f"lost the connection to the xArm controller at {self.state.where} "
                                               f"during {what}"))
         elif code == _SDK_TIMEOUT:
-            self._latch(Fault("timeout", f"no reply from the xArm controller at {self.where} to {what} within "
-                                         f"{self.config.command_timeout:g} s"))
+            self.stop.latch(Fault("timeout", f"no reply from the xArm controller at {self.state.where} to {what} "
+                                             f"within {self.state.config.command_timeout:g} s"))
         elif code in (_SDK_ERROR, _SDK_NOT_READY):
-            self._check_error_codes(what)
-            if self._fault is None:
-                _, state = self._arm.get_state()
-                self._latch(Fault("not_ready", f"xArm not ready for {what}: state {state} ({state_name(state)})"))
+            self.check_error_codes(what)
+            if self.state.fault is None:
+                _, arm_state = self.state.arm.get_state()
+                self.stop.latch(Fault("not_ready", f"xArm not ready for {what}: state {arm_state} "
+                                                   f"({state_name(arm_state)})"))
         elif code == _SDK_INVALID:
-            self._latch(Fault("rejected", f"the xArm controller rejected {what} (invalid in mode {self._arm.mode}: "
-                                          f"{mode_name(self._arm.mode)})"))
+            mode = self.state.arm.mode
+            self.stop.latch(Fault("rejected", f"the xArm controller rejected {what} (invalid in mode {mode}: "
+                                              f"{mode_name(mode)})"))
         else:
-            self._latch(Fault("sdk", f"xArm SDK returned code {code} for {what}"))
+            self.stop.latch(Fault("sdk", f"xArm SDK returned code {code} for {what}"))
 
-    def _check_error_codes(self, what: str) -> None:
-        (code, (error_code, warn_code)), _, _, _ = self._exchange("get_err_warn_code", self._arm.get_err_warn_code)
+    def check_error_codes(self, what: str) -> None:
+        (code, (error_code, warn_code)), _, _, _ = self.exchange("get_err_warn_code", self.state.arm.get_err_warn_code)
         if code != 0:
-            self._check(code, "get_err_warn_code")
+            self.check(code, "get_err_warn_code")
             return
         if error_code:
-            self._latch(Fault("controller_error", f"xArm controller error {describe_error(error_code)} "
+            self.stop.latch(Fault("controller_error", f"xArm controller error {describe_error(error_code)} "
                                                   f"(seen at {what}); the arm is stopped", code=int(error_code)))
         elif warn_code:
             LOG.warning("xArm warning %s", describe_warn(warn_code))
 
 
     # --- motion commands -----------------------------------------------------------------
-    def _clamp(self, requested: FloatArray) -> FloatArray:
-        sent = np.clip(requested, -self.config.max_velocity, self.config.max_velocity)
-        if self._last_q is not None:
-            ahead = self._last_q + sent * self.config.limit_lookahead
-            sent = np.where((ahead <= self._lower) & (sent < 0.0), 0.0, sent)
-            sent = np.where((ahead >= self._upper) & (sent > 0.0), 0.0, sent)
+    def clamp(self, requested: FloatArray) -> FloatArray:
+        sent = np.clip(requested, -self.state.config.max_velocity, self.state.config.max_velocity)
+        if self.state.last_q is not None:
+            ahead = self.state.last_q + sent * self.state.config.limit_lookahead
+            sent = np.where((ahead <= self.state.lower) & (sent < 0.0), 0.0, sent)
+            sent = np.where((ahead >= self.state.upper) & (sent > 0.0), 0.0, sent)
         return sent
 
-    def _send(self, requested: FloatArray, stamp: float, source: str) -> CommandRecord:
-        """Clamp and send one command (the caller holds ``self._io``); raises if it did not leave."""
-        sent = self._clamp(requested)
+    def send(self, requested: FloatArray, stamp: float, source: str) -> CommandRecord:
+        """Clamp and send one command (the caller holds ``state.io``); raises if it did not leave."""
+        sent = self.clamp(requested)
         started = time.monotonic()
-        self._latch_if_auto_stopped(sent, started)
+        self.latch_if_auto_stopped(sent, started)
         if source == "caller":  # fresh from the moment it leaves: the watchdog must not zero it in flight
-            self._last_fresh_at = started
-            self._zero_sent = False
-        assert self._gate is not None
-        what, target, (code, sent_at, replied_at, request) = self._command(sent, started)
+            self.state.last_fresh_at = started
+            self.state.zero_sent = False
+        assert self.state.gate is not None
+        what, target, (code, sent_at, replied_at, request) = self.command(sent, started)
         if request is None:
-            self._not_sent(code, what)
-        if self.config.mode == 1 and code == 0 and self._fault is None:
-            self._servo_target = target
-        self._last_send_at = sent_at
-        self._last_sent_moving = bool(np.any(sent))
+            self.not_sent(code, what)
+        if self.state.config.mode == 1 and code == 0 and self.state.fault is None:
+            self.state.servo_target = target
+        self.state.last_send_at = sent_at
+        self.state.last_sent_moving = bool(np.any(sent))
         if source == "caller":
-            self._zero_sent = not np.any(sent)
+            self.state.zero_sent = not np.any(sent)
         record = CommandRecord(stamp, sent_at, replied_at, requested.copy(), sent, target,
                                bool(np.any(sent != requested)), source, int(code), request.written_at)
-        self._history.append(record)
-        self._commands_sent += 1
-        self._check(code, what)
+        self.state.history.append(record)
+        self.state.commands_sent += 1
+        self.check(code, what)
         return record
 
-    def _latch_if_auto_stopped(self, sent: FloatArray, now: float) -> None:
+    def latch_if_auto_stopped(self, sent: FloatArray, now: float) -> None:
         """Mode 4: when no command of any kind left for longer than the controller's auto-stop
         ``command_duration`` after one that asked for motion, the arm has stopped itself in motion
         (this process was frozen or starved that long): latch an ``auto_stop`` fault rather than
@@ -207,36 +222,36 @@ class _Commands(_StopPath):
         Zero commands keep the stream alive (the watchdog sends them when the caller is late), so
         this happens only when the whole process (watchdog included) got no CPU for that long.
         """
-        cfg = self.config
-        gap = now - self._last_send_at
-        if (cfg.mode != 4 or not self._last_sent_moving or not math.isfinite(gap) or gap <= cfg.command_duration
-                or self._fault is not None):
+        cfg = self.state.config
+        gap = now - self.state.last_send_at
+        if (cfg.mode != 4 or not self.state.last_sent_moving or not math.isfinite(gap) or gap <= cfg.command_duration
+                or self.state.fault is not None):
             return
-        self._latch(Fault("auto_stop", f"no command left for {gap * 1e3:.0f} ms, longer than the controller's "
+        self.stop.latch(Fault("auto_stop", f"no command left for {gap * 1e3:.0f} ms, longer than the controller's "
                                        f"{cfg.command_duration * 1e3:.0f} ms auto-stop: this process was frozen or "
                                        "starved, the arm stopped itself and is not moved again (restart the run)"))
         if np.any(sent):  # a zero (the watchdog's) may still go out; motion never
-            self._raise_if_faulted()
+            self.stop.raise_if_faulted()
 
-    def _command(self, sent: FloatArray, started: float
+    def command(self, sent: FloatArray, started: float
                  ) -> tuple[str, FloatArray | None, tuple[int, float, float, PendingRequest | None]]:
         """Mode 4: the velocity command; mode 1: the next servo_j target. Returns what was called,
         the target (mode 1) and the exchange's (code, sent_at, replied_at, written)."""
-        cfg = self.config
+        cfg = self.state.config
         if cfg.mode == 4:
             what = "vc_set_joint_velocity"
-            return what, None, self._exchange(what, self._arm.vc_set_joint_velocity, sent.tolist(), is_radian=True,
+            return what, None, self.exchange(what, self.state.arm.vc_set_joint_velocity, sent.tolist(), is_radian=True,
                                               duration=cfg.command_duration, started=started)
         what = "set_servo_angle_j"
-        step = min(max(started - self._last_send_at, 0.0), cfg.servo_max_step_time)
-        assert self._servo_target is not None
-        target = np.clip(self._servo_target + sent * step, self._lower, self._upper)
-        return what, target, self._exchange(what, self._arm.set_servo_angle_j, target.tolist(), is_radian=True,
+        step = min(max(started - self.state.last_send_at, 0.0), cfg.servo_max_step_time)
+        assert self.state.servo_target is not None
+        target = np.clip(self.state.servo_target + sent * step, self.state.lower, self.state.upper)
+        return what, target, self.exchange(what, self.state.arm.set_servo_angle_j, target.tolist(), is_radian=True,
                                             started=started)
 
-    def _not_sent(self, code: int, what: str) -> NoReturn:
+    def not_sent(self, code: int, what: str) -> NoReturn:
         """A command that never left (the gate refused it, or the SDK failed before writing): raise."""
-        if self._gate is None or not self._gate.closed:
-            self._check(code, what)
-        self._raise_if_faulted()
+        if self.state.gate is None or not self.state.gate.closed:
+            self.check(code, what)
+        self.stop.raise_if_faulted()
         raise Sim2RealError(f"xArm driver is stopping: {what} was not sent")

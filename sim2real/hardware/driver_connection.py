@@ -1,8 +1,9 @@
 """Connection helpers of :class:`~sim2real.hardware.driver.XArmDriver`: opening the vendor SDK with a
 deadline, the preflight checks, leaving the arm safe and disconnecting.
 
-:class:`_Connection`, a part of the driver (see :mod:`sim2real.hardware.driver_state`); the
-public ``connect()``, ``start()`` and ``stop()`` that call these are the driver's own.
+:class:`Connection`, a part of the driver on its :class:`~sim2real.hardware.driver_state.DriverState`
+(see :mod:`sim2real.hardware.driver_state`); the public ``connect()``, ``start()`` and ``stop()`` that
+call these are the driver's own.
 """
 
 from __future__ import annotations
@@ -11,31 +12,42 @@ import contextlib
 import socket
 import threading
 import time
-from typing import Any, ClassVar
+from typing import Any
 
 from sim2real.errors import Sim2RealError
 from sim2real.hardware import protocol as wire
 from sim2real.hardware.codes import describe_error, describe_warn
-from sim2real.hardware.driver_state import LOG
-from sim2real.hardware.driver_stop import _LINK_FAULTS, _StopPath
+from sim2real.hardware.driver_state import LOG, DriverState
+from sim2real.hardware.driver_stop import LINK_FAULTS, StopPath
 from sim2real.hardware.driver_types import Preflight
 
 #: Longest wait (s) for the SDK's own threads when disconnecting.
 _DISCONNECT_WAIT = 2.0
+#: The SDK reads its command port from a process-wide class attribute; serialise patching it.
+_SDK_PORT_LOCK = threading.Lock()
 
 
-class _Connection(_StopPath):
-    """Opening and closing the driver's SDK connection (see the module docstring)."""
+class Connection:
+    """Opening and closing the driver's SDK connection (see the module docstring).
 
-    #: The SDK reads its command port from a process-wide class attribute; serialise patching it.
-    _SDK_PORT_LOCK: ClassVar[threading.Lock] = threading.Lock()
+    Parameters
+    ----------
+    state : DriverState
+        The driver's state, shared with its other parts.
+    stop : StopPath
+        The driver's latch and stop path.
+    """
 
-    def _open_sdk(self, deadline_s: float) -> Any:
+    def __init__(self, state: DriverState, stop: StopPath) -> None:
+        self.state = state
+        self.stop = stop
+
+    def open_sdk(self, deadline_s: float) -> Any:
         """Construct ``XArmAPI`` and connect it in a helper thread with a deadline."""
         from xarm.core.config.x_config import XCONF
         from xarm.wrapper import XArmAPI
 
-        cfg = self.config
+        cfg = self.state.config
         arm = XArmAPI(cfg.ip, is_radian=True, do_not_open=True, forbid_uds=True, report_type=cfg.report_type)
         outcome: dict[str, BaseException | None] = {"error": None}
 
@@ -46,7 +58,7 @@ class _Connection(_StopPath):
                 outcome["error"] = err
 
         previous_default = socket.getdefaulttimeout()
-        with self._SDK_PORT_LOCK:
+        with _SDK_PORT_LOCK:
             saved_port = XCONF.SocketConf.TCP_CONTROL_PORT
             XCONF.SocketConf.TCP_CONTROL_PORT = cfg.command_port
             try:
@@ -59,54 +71,54 @@ class _Connection(_StopPath):
         if worker.is_alive():
             with contextlib.suppress(Exception):
                 arm.disconnect()
-            raise Sim2RealError(f"the xArm SDK did not finish connecting to {self.where} within {deadline_s:g} s")
+            raise Sim2RealError(f"the xArm SDK did not finish connecting to {self.state.where} within {deadline_s:g} s")
         if outcome["error"] is not None or not arm.connected:
             with contextlib.suppress(Exception):
                 arm.disconnect()
             reason = outcome["error"] or "not connected"
-            raise Sim2RealError(f"the xArm SDK could not connect to {self.where}: {reason}")
+            raise Sim2RealError(f"the xArm SDK could not connect to {self.state.where}: {reason}")
         return arm
 
-    def _preflight(self, firmware: wire.FirmwareVersion) -> Preflight:
-        arm = self._arm
+    def preflight(self, firmware: wire.FirmwareVersion) -> Preflight:
+        arm = self.state.arm
         code, (error_code, warn_code) = arm.get_err_warn_code()
         if code != 0:
-            raise Sim2RealError(f"xArm at {self.where} did not report its error codes (SDK code {code})")
+            raise Sim2RealError(f"xArm at {self.state.where} did not report its error codes (SDK code {code})")
         code, state = arm.get_state()
         if code != 0:
-            raise Sim2RealError(f"xArm at {self.where} did not report its state (SDK code {code})")
+            raise Sim2RealError(f"xArm at {self.state.where} did not report its state (SDK code {code})")
         deadline = time.monotonic() + 0.5  # the mode is only known from the report stream
         while not arm.arm.reported and time.monotonic() < deadline:
             time.sleep(0.01)
         preflight = Preflight(firmware, int(error_code), int(warn_code), int(state), int(arm.mode))
         if error_code:
-            raise Sim2RealError(f"xArm at {self.where} is not ready: controller error {describe_error(error_code)}; "
-                                f"remove its cause and clear it before starting")
+            raise Sim2RealError(f"xArm at {self.state.where} is not ready: controller error "
+                                f"{describe_error(error_code)}; remove its cause and clear it before starting")
         if state == 1:
-            raise Sim2RealError(f"xArm at {self.where} is not ready: it is moving (state 1); "
+            raise Sim2RealError(f"xArm at {self.state.where} is not ready: it is moving (state 1); "
                                 f"another client may be driving it")
         if warn_code:
-            LOG.warning("xArm at %s reports warning %s", self.where, describe_warn(warn_code))
+            LOG.warning("xArm at %s reports warning %s", self.state.where, describe_warn(warn_code))
         return preflight
 
-    def _leave_safe(self, use_sdk: bool) -> None:
+    def leave_safe(self, use_sdk: bool) -> None:
         """Zero velocity (a planned stop), then mode 0 and state 4: through the SDK on a healthy
         link, else over a fresh connection (the stop frames of a fault went out already)."""
-        fault = self._fault
-        suspect = fault is not None and fault.kind in _LINK_FAULTS
-        if use_sdk and not suspect and self.connected and not self._link_closed():
-            if self.stop_sent_at is None:
-                self._halt()
+        fault = self.state.fault
+        suspect = fault is not None and fault.kind in LINK_FAULTS
+        if use_sdk and not suspect and self.state.connected and not self.stop.link_closed():
+            if self.state.stop_sent_at is None:
+                self.stop.halt()
             with contextlib.suppress(Exception):
-                self._arm.set_mode(0)
+                self.state.arm.set_mode(0)
             with contextlib.suppress(Exception):
-                self._arm.set_state(4)
-        elif fault is not None or self._commands_sent:
-            self._stop_over_fresh_link(parallel=self.stop_sent_at is not None)
+                self.state.arm.set_state(4)
+        elif fault is not None or self.state.commands_sent:
+            self.stop.stop_over_fresh_link(parallel=self.state.stop_sent_at is not None)
 
-    def _disconnect(self) -> None:
+    def disconnect(self) -> None:
         """Close the SDK's connections; its threads get :data:`_DISCONNECT_WAIT` s to end."""
-        arm, self._arm = self._arm, None
+        arm, self.state.arm = self.state.arm, None
         if arm is not None:
             def disconnect() -> None:
                 with contextlib.suppress(Exception):
@@ -117,5 +129,5 @@ class _Connection(_StopPath):
             worker.join(_DISCONNECT_WAIT)
             if worker.is_alive():
                 LOG.warning("the xArm SDK did not finish disconnecting from %s within %g s; its threads end "
-                            "with the process", self.where, _DISCONNECT_WAIT)
-        self._run_delay.close()
+                            "with the process", self.state.where, _DISCONNECT_WAIT)
+        self.state.run_delay.close()

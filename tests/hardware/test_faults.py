@@ -237,17 +237,17 @@ def test_no_motion_command_leaves_after_the_latch() -> None:
         drv.connect()
         try:
             drv.start()
-            send = drv._arm.vc_set_joint_velocity
+            send = drv._state.arm.vc_set_joint_velocity
             calls = 0
 
             def racing_send(*args: Any, **kwargs: Any) -> Any:
                 nonlocal calls
                 calls += 1
                 if calls == 20:  # the supervisor latches a fault just as this command goes out
-                    drv._latch(Fault("stall", "injected while a command was on its way to the socket"))
+                    drv._stop_path.latch(Fault("stall", "injected while a command was on its way to the socket"))
                 return send(*args, **kwargs)
 
-            drv._arm.vc_set_joint_velocity = racing_send
+            drv._state.arm.vc_set_joint_velocity = racing_send
             refused = 0
             for _ in range(40):
                 try:

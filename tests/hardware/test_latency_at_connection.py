@@ -106,7 +106,7 @@ def test_a_healthy_link_is_judged_from_the_first_command_and_does_not_fault() ->
         fault = None
         try:
             drv.start()
-            window = list(drv._round_trips)
+            window = list(drv._state.round_trips)
             try:
                 for k in range(CYCLES):
                     drv.read_joint_states()
