@@ -42,7 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # MkDocs loads this file as a hook, outside the package
     sys.path.insert(0, str(ROOT))
 
-from benchmarks.tables.bands import band_modes_table, band_truth_table  # noqa: E402
+from benchmarks.tables.bands import band_modes_table, band_truth_table, start_error_table  # noqa: E402
 from benchmarks.tables.code import inventory_table, parameters_table  # noqa: E402
 from benchmarks.tables.design import design_speed_table, design_truth_table  # noqa: E402
 from benchmarks.tables.fits import (  # noqa: E402
@@ -74,6 +74,7 @@ TABLES: dict[str, Table] = {
     "flat_block_truth": flat_block_truth_table,
     "band_truth": band_truth_table,
     "band_modes": band_modes_table,
+    "start_error": start_error_table,
     "frames_truth": frames_truth_table,
     "design_truth": design_truth_table,
     "design_speed": design_speed_table,

@@ -108,3 +108,30 @@ def _refusal(why: dict) -> str:
     if "separation" in why["refused_by"]:
         parts.append(f"D {num(why['separation'], 2)} < {num(needed['separation'], 2)}")
     return ", ".join(parts)
+
+
+def start_error_table() -> str | None:
+    """benchmarks.start_error: the start error a fit chooses on held-out realities of a bistable push, and what
+    the replay then predicts of new ones, per hidden offset and variant."""
+    record = load("start_error")
+    if record is None:
+        return None
+    out = record["output"]
+    rows = []
+    for scene in out["scenes"]:
+        for v in scene["variants"]:
+            chosen = v["chosen"] or {}
+            scores = "; ".join(f"{num(c['position_mm'], 2)}: {num(c['mean_log_score'], 3)}"
+                               for c in chosen.get("candidates", []))
+            rows.append((num(scene["hidden_offset_std_mm"], 2), f"`{v['start_error_option']}`",
+                         f"{num(chosen.get('position_mm'), 2)} mm, {num(chosen.get('yaw_deg'), 2)}°", scores or "–",
+                         f"{v['trials_with_two_modes']}/{v['judged']}", num(v["predicted_left"], 2),
+                         f"{num(v['realities_left'], 2)} (expected {num(scene['expected_left'], 2)})",
+                         f"{num(v['difference_pp'], 2)} ({num(v['difference_from_expected_pp'], 2)})",
+                         f"{v['inside']}/{v['judged']}",
+                         num(v["median_yaw_half_width_deg"], 3), num(v["mean_log_score"], 3)))
+    table = md_table(("hidden offset σ (mm)", "--start-error", "chosen", "candidates: mean log score (mm: score)",
+                      "test trials with two modes", "predicted P(left)", "test realities left",
+                      "difference from the test realities (from expected), points",
+                      "test inside the calibrated 90 % band", "median yaw half-width (deg)", "mean log score"), rows)
+    return with_provenance(table, "start_error")

@@ -68,7 +68,8 @@ position, yaw or path error that is higher at the fitted values than at the star
 more than 1 % and than the printed precision, 0.1 mm or 0.1 deg) is a problem.
 
 Bands: --spread-draws N predicts trials the fit did not see as spreads (N parameter sets drawn from
-its uncertainty, the start moved by its measured noise) and calibrates a prediction band on them
+its uncertainty, the start moved by its measured noise and by the start error --start-error
+chooses) and calibrates a prediction band on them
 (model discrepancy and a conformal quantile, fit.json validation.spread; 'replay --spread' uses
 it). They are the held-out trials (--validate, --holdout) and, with --cross-fit K, the fitted
 trials too: dealt into K folds (with --seed), each fold predicted by the fit repeated without it,
@@ -212,6 +213,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="with --spread-draws: measurement noise of one recorded pose (standard deviations "
                              "of the box centre's x and y, mm, and heading, deg), or auto (default): measured in "
                              "each recording")
+    parser.add_argument("--start-error", default="auto", metavar="auto|MM,DEG",
+                        help="with --spread-draws: an error of each recorded start beyond its noise (standard "
+                             "deviations of the start's x and y, mm, and heading, deg), which pushes that hang on "
+                             "a millimetre turn into two outcomes; auto (default): chosen among 0, 0.25, 0.5, 1, 2 "
+                             "and 4 (mm and deg alike) by the calibration trials' mean log score (each candidate "
+                             "draws their spreads again; 'replay --spread' then draws with the chosen one)")
     parser.add_argument("--level", type=bounded_float(0.0, 1.0, low_open=True, high_open=True), default=0.9,
                         metavar="P", help="with --spread-draws: level of the prediction band (default 0.9)")
     parser.add_argument("--robust-unstable", action="store_true",
@@ -325,127 +332,6 @@ def _deg(value: object) -> str:
     return f"{float(value):.1f}" if isinstance(value, (int, float)) else "?"
 
 
-def _spread_options(args: argparse.Namespace) -> Any:
-    """Check ``--spread-draws``, ``--start-noise`` and ``--level`` before any work; the start noise
-    (:func:`sim2real.cli.replay_cmd.parse_start_noise`)."""
-    from sim2real.cli.replay_cmd import parse_start_noise
-    from sim2real.errors import Sim2RealError
-
-    noise = parse_start_noise(args.start_noise)
-    if args.spread_draws == 1:
-        raise Sim2RealError("--spread-draws 1: a spread needs at least 2 draws")
-    if args.cross_fit is not None and not args.spread_draws:
-        raise Sim2RealError("--cross-fit calibrates the prediction band: it needs --spread-draws N")
-    if args.spread_draws and not (args.validate or args.holdout or args.cross_fit):
-        raise Sim2RealError("--spread-draws needs held-out trials (--validate or --holdout) or --cross-fit K")
-    if not args.spread_draws and args.level != 0.9:
-        raise Sim2RealError("--level sets the held-out spread's band: it needs --spread-draws N")
-    if not (args.spread_draws or args.robust_unstable) and args.start_noise != "auto":
-        raise Sim2RealError("--start-noise sets the spreads' start noise: it needs --spread-draws N or "
-                            "--robust-unstable")
-    return noise
-
-
-def _with_validation_spread(result: FitResult, problem: Any, records: Any, args: argparse.Namespace, noise: Any,
-                            settings: Any) -> FitResult:
-    """``result`` with fit.json ``validation.spread``: each held-out trial's predicted spread under draws
-    from the fit (parameters it did not determine drawn uniformly within their bounds) and, with
-    ``--cross-fit K``, each fitted trial's under draws from a fit without it; the band calibrated on all
-    of them; a band that holds fewer of them than its level is a problem of the fit."""
-    from dataclasses import replace
-
-    from sim2real.cli.replay_cmd import log_spread, noise_description, spread_settings
-    from sim2real.execution import open_executor
-    from sim2real.sysid.files.writeback import fit_document
-    from sim2real.sysid.prediction.sampling import fit_distribution
-    from sim2real.sysid.prediction.spread_calibration import (
-        band_verdict,
-        records_spreads,
-        self_calibration,
-        spread_record,
-    )
-
-    records = list(records) if result.validation else []
-    if not records and args.cross_fit is None:
-        return result
-    spread = spread_settings(args)
-    uniform: list[str] = []
-    spreads: list[Any] = []
-    cross = None
-    with open_executor(args.executor, args.workers, _log) as executor:
-        if records:
-            _log(f"predicted spread: {len(records)} held-out trial(s) x {args.spread_draws} draws from the fit")
-            dist = fit_distribution(fit_document(result), "the fit", allow_unconverged=True, allow_undetermined=True)
-            draw, spreads = records_spreads(executor, records, dist, result.params, args.spread_draws, noise, spread)
-            uniform += draw.uniform
-        if args.cross_fit is not None:
-            cross = _cross_fit(result, problem, args, noise, settings, executor)
-            if isinstance(cross, str):
-                skipped = f"--cross-fit: {cross}; the band is not cross-fitted"
-                _log(skipped, alarm=True)
-                result = replace(result, warnings=[*result.warnings, skipped])
-                cross = None
-            else:
-                spreads += cross.spreads
-                uniform += [name for name in cross.uniform if name not in uniform]
-    check = self_calibration(spreads, args.level)
-    record = spread_record(spreads, uniform, args.spread_draws, args.seed, noise_description(noise),
-                           "the fit" if cross is None else "the fit (held-out trials) and its fold fits (fitted "
-                           "trials)", args.level, check=check, cross_fit=cross.as_dict() if cross else None)
-    log_spread(_log, record)
-    _log(f"validation spread: {record['summary']}")
-    problem_line, warnings = band_verdict(record)
-    if cross is not None:
-        warnings += cross.warnings()
-    return replace(result, validation={**(result.validation or {}), "spread": record},
-                   problems=(*result.problems, *([problem_line] if problem_line else [])),
-                   warnings=[*result.warnings, *warnings])
-
-
-def _cross_fit(result: FitResult, problem: Any, args: argparse.Namespace, noise: Any, settings: Any,
-               executor: Any) -> Any:
-    """``--cross-fit K``: the fitted trials' out-of-sample spreads
-    (:func:`sim2real.sysid.prediction.cross_fit.cross_fit`), each fold refitted from the fitted values (with
-    per-object values, the folds dealt per object); why not, when the trials left to fit cannot be dealt (fewer
-    than two, an object with one: the fit is kept, the band not cross-fitted)."""
-    import functools
-
-    from sim2real.cli.replay_cmd import spread_settings
-    from sim2real.errors import InputError
-    from sim2real.sysid import fit_trials
-    from sim2real.sysid.prediction.cross_fit import cross_fit
-
-    unstable = (result.data.get("unstable") or {}).get("left_out", [])  # --robust-unstable's, not fitted again
-    left_out = {failure.name for failure in result.failures} | set(unstable)
-    fitted = [record.name for record in problem.records if record.name not in left_out]
-    if len(fitted) < 2:
-        return "fewer than 2 trials were fitted"
-    folds = min(args.cross_fit, len(fitted))
-    if folds < args.cross_fit:
-        _log(f"--cross-fit {args.cross_fit}: {len(fitted)} trial(s) were fitted; {folds} folds (one trial each)",
-             alarm=True)
-    _log(f"cross-fit: {folds} fold fits of {len(fitted)} fitted trial(s), then {args.spread_draws} draws per "
-         "left-out trial")
-    fit = functools.partial(fit_trials, settings=settings, executor=executor, starts=1)
-    objects = _trial_objects(problem.records) if problem.per_object else None
-    try:
-        return cross_fit(problem, fitted, result.params, fit, executor, args.spread_draws, noise,
-                         spread_settings(args), folds, _log, objects=objects)
-    except InputError as err:  # the folds cannot be dealt (raised before any fold fit)
-        return str(err)
-
-
-def _trial_objects(records: Any) -> dict[str, str | None]:
-    """Each trial's object label (None: a trial without one)."""
-    from sim2real.trials.trial_object import trial_object
-
-    labels: dict[str, str | None] = {}
-    for record in records:
-        obj = trial_object(record.meta, record.name)
-        labels[record.name] = obj.name if obj is not None else None
-    return labels
-
-
 def _log_scene_flags(records: Any) -> None:
     """One line per trial imported with ``--force`` although its scene is not physical, before the fit."""
     from sim2real.trials.scene_checks import flagged_trials
@@ -471,50 +357,13 @@ def _with_scene_verdict(result: FitResult, fitted: Any, held: Any) -> FitResult:
     return replace(result, problems=(*result.problems, problem))
 
 
-def _without_unstable(problem: Any, result: FitResult, args: argparse.Namespace, noise: Any,
-                      settings: Any) -> FitResult:
-    """``--robust-unstable``: the fit again without the fitted trials whose predicted outcome (a spread under
-    draws from ``result``) has several modes, with a warning naming them; ``result`` itself when none has."""
-    from dataclasses import replace
-
-    from sim2real.cli.replay_cmd import noise_description, spread_settings
-    from sim2real.sysid import fit_trials
-    from sim2real.sysid.files.writeback import fit_document
-    from sim2real.sysid.prediction.sampling import fit_distribution
-    from sim2real.sysid.prediction.spread_calibration import records_spread
-
-    draws = args.spread_draws or 20
-    dist = fit_distribution(fit_document(result), "the fit", allow_unconverged=True, allow_undetermined=True)
-    _log(f"unstable trials: {len(problem.records)} fitted trial(s) x {draws} draws from the fit")
-    record = records_spread(problem.records, dist, result.params, draws, noise, noise_description(noise), "the fit",
-                            spread_settings(args), _log)
-    modes = {t["trial"]: [round(m["probability"], 2) for m in t["modes"]] for t in record["trials"]}
-    unstable = list(record["unstable"])
-    info = {"checked": len(problem.records), "draws": draws, "left_out": unstable,
-            "mode_probabilities": {name: modes[name] for name in unstable}}
-    if not unstable:
-        _log("unstable trials: none (every fitted trial's predicted outcome has one mode)")
-        return replace(result, data={**result.data, "unstable": info})
-    words = ", ".join(f"{name} (modes {'/'.join(f'{p:g}' for p in modes[name])})" for name in unstable)
-    if len(unstable) == len(problem.records):
-        return replace(result, data={**result.data, "unstable": {**info, "left_out": []}},
-                       warnings=[*result.warnings, f"--robust-unstable: every fitted trial is unstable ({words}); "
-                                 "none left out"])
-    _log(f"unstable trials: fitting again without {len(unstable)} of {len(problem.records)}: {words}", alarm=True)
-    kept = problem.only([r.name for r in problem.records if r.name not in set(unstable)])
-    again = fit_trials(kept, settings, executor=args.executor, workers=args.workers, starts=args.starts,
-                       jackknife=args.jackknife, log=_log)
-    warning = (f"--robust-unstable: {len(unstable)} of {len(problem.records)} fitted trial(s) left out of the point "
-               f"residuals, their predicted outcome having several modes: {words}")
-    return replace(again, data={**again.data, "unstable": info}, warnings=[*again.warnings, warning])
-
-
 def run(args: argparse.Namespace) -> int:
     """Handler of ``sim2real fit``; the exit status is documented in the epilog."""
     import json
     from dataclasses import replace
 
     from sim2real.cli.common import check_output_file, is_fit_report, is_sim2real_params_file, removed_on_interrupt
+    from sim2real.cli.fit_spread import spread_options, trial_objects, with_validation_spread, without_unstable
     from sim2real.errors import InputError
     from sim2real.sysid import FitProblem, FreeParameters, LMSettings, ResidualSpec, Weights, fit_trials, parse_bounds
     from sim2real.sysid.files.writeback import check_out_path, fit_document, fit_json_path, write_fit
@@ -524,7 +373,7 @@ def run(args: argparse.Namespace) -> int:
     check_output_file(out, args.force, is_sim2real_params_file)
     check_output_file(fit_json_path(out), args.force, is_fit_report, option="--out (its .json report)")
     free = FreeParameters.parse(args.free)
-    noise = _spread_options(args)
+    noise = spread_options(args)
     horizon = parse_horizon(args.horizon)
     weights = Weights.parse(args.weights)
     bounds = parse_bounds(args.bounds)
@@ -538,7 +387,7 @@ def run(args: argparse.Namespace) -> int:
     check_per_object_outputs(out, args.per_object, loaded.records)
     if args.cross_fit is not None and args.per_object:  # before the fit: a fold must leave each object a trial
         counts: dict[str | None, int] = {}
-        for label in _trial_objects(loaded.records).values():
+        for label in trial_objects(loaded.records).values():
             counts[label] = counts.get(label, 0) + 1
         alone = sorted(str(label) for label, count in counts.items() if count < 2)
         if alone:
@@ -565,10 +414,10 @@ def run(args: argparse.Namespace) -> int:
     result = fit_trials(problem, settings, executor=args.executor, workers=args.workers, starts=args.starts,
                         jackknife=args.jackknife, log=_log)
     if args.robust_unstable:
-        result = _without_unstable(problem, result, args, noise, settings)
+        result = without_unstable(problem, result, args, noise, settings, _log)
     if args.spread_draws:
-        result = _with_validation_spread(result, problem, held.records if held is not None else [], args, noise,
-                                         settings)
+        result = with_validation_spread(result, problem, held.records if held is not None else [], args, noise,
+                                        settings, _log)
     result = _with_scene_verdict(result, loaded.records, held.records if held is not None else ())
     with removed_on_interrupt(out, fit_json_path(out)):
         params_path, json_path = write_fit(out, result)

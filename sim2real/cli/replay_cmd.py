@@ -107,6 +107,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="measurement noise of one recorded pose: std of the box centre's x and y (mm) and "
                              "heading (deg), or auto: measured in each recording (default: what the fit's band was "
                              "calibrated with, else auto; another value is warned about)")
+    spread.add_argument("--start-error", metavar="MM,DEG", default=None,
+                        help="an error of each recorded start beyond its noise: std of its x and y (mm) and heading "
+                             "(deg) (default: what the fit chose for its band, else none; another value is warned "
+                             "about)")
     spread.add_argument("--level", type=bounded_float(0.0, 1.0, low_open=True, high_open=True), default=None,
                         metavar="P",
                         help="level of the predicted band, in (0, 1) (default 0.9)")
@@ -155,18 +159,27 @@ def parse_start_noise(text: str) -> Any:
     :class:`~sim2real.sysid.prediction.spread.StartNoise` of two finite standard deviations >= 0 (one-line error)."""
     import math
 
-    from sim2real.errors import Sim2RealError
     from sim2real.sysid.prediction.spread import MEASURED, StartNoise
 
     if text.strip() == "auto":
         return MEASURED
+    mm, deg = parse_mm_deg(text, "--start-noise", "auto or MM,DEG")
+    return StartNoise(mm / 1000.0, math.radians(deg))
+
+
+def parse_mm_deg(text: str, option: str, expected: str = "MM,DEG") -> tuple[float, float]:
+    """``MM,DEG`` of ``option``: two finite standard deviations >= 0, mm and deg (one-line error otherwise)."""
+    import math
+
+    from sim2real.errors import InputError
+
     try:
         mm, deg = (float(v) for v in text.split(","))
     except ValueError:
-        raise Sim2RealError(f"--start-noise '{text}': expected auto or MM,DEG (two numbers)") from None
+        raise InputError(f"{option} '{text}': expected {expected} (two numbers)") from None
     if not (mm >= 0 and deg >= 0 and math.isfinite(mm + deg)):
-        raise Sim2RealError(f"--start-noise '{text}': standard deviations must be finite and >= 0")
-    return StartNoise(mm / 1000.0, math.radians(deg))
+        raise InputError(f"{option} '{text}': standard deviations must be finite and >= 0")
+    return mm, deg
 
 
 def noise_description(noise: Any) -> dict[str, Any]:
@@ -187,10 +200,11 @@ class SpreadInputs:
     dist: Any
     calibration: Any
     noise: Any
+    start_error: Any  # StartError
 
 
 #: The spread options of ``replay`` and their defaults (given without ``--spread``, each is an error).
-SPREAD_DEFAULTS: dict[str, Any] = {"draws": 30, "start_noise": "auto", "level": 0.9, "seed": 0}
+SPREAD_DEFAULTS: dict[str, Any] = {"draws": 30, "start_noise": "auto", "start_error": "0,0", "level": 0.9, "seed": 0}
 
 
 def check_spread(args: argparse.Namespace) -> SpreadInputs | None:
@@ -210,6 +224,8 @@ def check_spread(args: argparse.Namespace) -> SpreadInputs | None:
         raise Sim2RealError(f"--draws {args.draws}: a spread needs at least 2 draws")
     if args.start_noise is not None:
         parse_start_noise(args.start_noise)  # a bad value is refused before the fit file is read
+    if args.start_error is not None:
+        parse_start_error(args.start_error)
     document = read_fit_document(args.spread)
     calibrated = _calibrated_with(document)
     for name, default in SPREAD_DEFAULTS.items():
@@ -223,7 +239,44 @@ def check_spread(args: argparse.Namespace) -> SpreadInputs | None:
         _log(f"WARNING: the band was calibrated with --start-noise {calibrated['start_noise']}; these draws use "
              f"{args.start_noise}: the discrepancy it carries was measured beyond other draws, so its level may not "
              "hold", alarm=True)
-    return SpreadInputs(dist, calibration, noise)
+    start_error = parse_start_error(args.start_error)
+    if calibration is not None and start_error != parse_start_error(calibrated.get("start_error", "0,0")):
+        _log(f"WARNING: the band was calibrated with a start error of {calibrated.get('start_error', '0,0')} (mm,deg); "
+             f"these draws use {args.start_error}: its level may not hold", alarm=True)
+    return SpreadInputs(dist, calibration, noise, start_error)
+
+
+def _fit_base(args: argparse.Namespace, inputs: SpreadInputs) -> Any:
+    """``--spread`` without ``--params``: the parameters the fit did not fit (its ``--set`` values, the object it
+    wrote) from the fit's own params YAML (:func:`sim2real.cli.sample_cmd.base_params`, checked against fit.json),
+    ``--set`` on top; the nominal ones, said as a warning, when the fit has no params file next to it."""
+    from sim2real.cli.sample_cmd import fit_params_file
+    from sim2real.errors import Sim2RealError
+    from sim2real.params import resolve_params
+
+    try:
+        path = fit_params_file(Path(args.spread), inputs.dist)
+    except Sim2RealError:
+        _log(f"WARNING: {args.spread} has no params file next to it: the parameters it did not fit are the nominal "
+             "ones (and --set); give the fit's with --params FILE", alarm=True)
+        return params_from_args(args)
+    from sim2real.cli.sample_cmd import base_params
+
+    base_params(argparse.Namespace(params=None, fit=args.spread), inputs.dist)  # refuses another fit's file
+    _log(f"the parameters not drawn from the fit: {path} (the fit's params file)"
+         + (" and --set" if args.overrides else ""))
+    return resolve_params(str(path), args.overrides)
+
+
+def parse_start_error(text: str) -> Any:
+    """``--start-error MM,DEG``: a :class:`~sim2real.sysid.prediction.spread.StartError` of two finite standard
+    deviations >= 0 (one-line error)."""
+    import math
+
+    from sim2real.sysid.prediction.spread import StartError
+
+    mm, deg = parse_mm_deg(text, "--start-error")
+    return StartError(mm / 1000.0, math.radians(deg))
 
 
 def _same_noise(noise: Any, text: str) -> bool:
@@ -250,6 +303,9 @@ def _calibrated_with(document: Any) -> dict[str, Any]:
         out["start_noise"] = "auto"
     elif isinstance(noise, dict) and all(isinstance(noise.get(k), (int, float)) for k in ("position_mm", "yaw_deg")):
         out["start_noise"] = f"{noise['position_mm']:g},{noise['yaw_deg']:g}"
+    error = spread.get("start_error")
+    if isinstance(error, dict) and all(isinstance(error.get(k), (int, float)) for k in ("position_mm", "yaw_deg")):
+        out["start_error"] = f"{error['position_mm']:g},{error['yaw_deg']:g}"
     return out
 
 
@@ -259,7 +315,7 @@ def _spread(args: argparse.Namespace, inputs: SpreadInputs | None, records: Any,
         return None
     _log(f"predicted spread: {len(records)} trial(s) x {args.draws} draws from {args.spread}")
     record = predict_fit_spread(args, inputs.dist, params, records, args.draws, inputs.noise, str(args.spread),
-                                _log, calibration=inputs.calibration)
+                                _log, calibration=inputs.calibration, start_error=inputs.start_error)
     return record
 
 
@@ -273,7 +329,7 @@ def spread_settings(args: argparse.Namespace) -> Any:
 
 def predict_fit_spread(args: argparse.Namespace, dist: Any, params: Any, records: Any, draws: int,
                        noise: Any, source: str, log: Any, calibration: Any = None,
-                       self_calibrate: bool = False) -> dict[str, Any]:
+                       self_calibrate: bool = False, start_error: Any = None) -> dict[str, Any]:
     """Each record's spread under ``draws`` parameter sets from ``dist`` (a fit's distribution), started
     with ``noise`` (:func:`parse_start_noise`) as ``args`` say (:func:`spread_settings`), its band
     calibrated by ``calibration`` or (``self_calibrate``) on these records
@@ -282,7 +338,7 @@ def predict_fit_spread(args: argparse.Namespace, dist: Any, params: Any, records
     from sim2real.sysid.prediction.spread_calibration import records_spread
 
     record = records_spread(records, dist, params, draws, noise, noise_description(noise), source,
-                            spread_settings(args), _log, calibration, self_calibrate)
+                            spread_settings(args), _log, calibration, self_calibrate, start_error)
     log_spread(log, record)
     return record
 
@@ -364,6 +420,8 @@ def run(args: argparse.Namespace) -> int:
         raise Sim2RealError(f"output directory {out} already exists; choose a new one")
     params = params_from_args(args)
     inputs = check_spread(args)
+    if inputs is not None and args.params is None:
+        params = _fit_base(args, inputs)
     loaded = read_trials(args.bags)
     check_unique_names(loaded.records)
     _log_scene_flags(loaded.records)

@@ -42,7 +42,9 @@ def test_the_readme_cube_toss_band_figures_are_what_the_commands_give(
     readme = " ".join(README.read_text(encoding="utf-8").split())
     modes = {t["trial"]: t["modes"] for t in spread["trials"] if len(t["modes"]) > 1}
     first = modes["toss_017"]
+    error = spread["start_error"]
     quoted = [
+        f"a further start error chosen on the held-out tosses ({error['position_mm']:g} mm and {error['yaw_deg']:g}°",
         f"a held-out yaw error that rose: {yaw[0]:.1f}° → {yaw[1]:.1f}°",
         f"{1e3 * tau['x_m']:.0f} mm in x, {1e3 * tau['y_m']:.0f} mm in y, {tau['yaw_deg']:.0f}° in yaw",
         f"(`q` = {cal['quantile']:.1f}, the 24th of {cal['trials']} scores)",

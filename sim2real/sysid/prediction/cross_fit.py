@@ -19,14 +19,21 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from sim2real.errors import InputError
 from sim2real.execution import Executor
-from sim2real.sysid.prediction.spread import SpreadSettings, StartNoise, TrialSpread, spread_of_fit
+from sim2real.sysid.prediction.spread import (
+    NO_START_ERROR,
+    SpreadSettings,
+    StartError,
+    StartNoise,
+    TrialSpread,
+    spread_of_fit,
+)
 from sim2real.sysid.problem.fit_problem import FitProblem
 from sim2real.trials import TrialRecord
 
@@ -62,6 +69,16 @@ class FoldFit:
 
 
 @dataclass(frozen=True)
+class FoldPrediction:
+    """What a fold fit predicts its trials from: its distribution, parameter set and the trials (not saved)."""
+
+    fold: int
+    dist: Any
+    params: Any
+    trials: tuple[Any, ...]
+
+
+@dataclass(frozen=True)
 class CrossFit:
     """Out-of-sample spreads of the fitted trials, one fold fit per group of them.
 
@@ -77,6 +94,18 @@ class CrossFit:
     folds: tuple[FoldFit, ...]
     spreads: tuple[TrialSpread, ...]
     uniform: tuple[str, ...]
+    predictions: tuple[FoldPrediction, ...] = field(default=(), compare=False, repr=False)
+
+    def spreads_at(self, executor: Executor, draws: int, noise: StartNoise | str, settings: SpreadSettings,
+                   start_error: StartError) -> list[TrialSpread]:
+        """The fitted trials' out-of-sample spreads again, their starts moved by ``start_error`` too (the fold
+        fits as they are; each fold's draws from the same seed as :attr:`spreads`)."""
+        spreads: list[TrialSpread] = []
+        for p in self.predictions:
+            spreads += spread_of_fit(executor, p.dist, p.params, list(p.trials), draws,
+                                     np.random.default_rng([settings.seed, p.fold]), settings.mode, settings.pusher,
+                                     settings.pusher_shape, settings.engine, noise, start_error)[1]
+        return spreads
 
     def warnings(self) -> list[str]:
         """One line per fold whose fit failed (its trials are not predicted) or did not converge."""
@@ -149,7 +178,8 @@ def cross_fit(problem: FitProblem, fitted: Sequence[str], start: Any, fit: FoldF
               draws: int, noise: StartNoise | str, settings: SpreadSettings, folds: int,
               log: Callable[[str], None] | None = None,
               predicted: Mapping[str, TrialRecord] | None = None,
-              objects: Mapping[str, str | None] | None = None) -> CrossFit:
+              objects: Mapping[str, str | None] | None = None,
+              start_error: StartError = NO_START_ERROR) -> CrossFit:
     """Fit without each fold and predict the fold's trials as spreads under draws from that fit.
 
     Parameters
@@ -181,6 +211,8 @@ def cross_fit(problem: FitProblem, fitted: Sequence[str], start: Any, fit: FoldF
     objects : mapping of str to str or None, optional
         Each fitted trial's object label, for a fit with per-object values: the folds are then dealt per
         object (:func:`fold_groups`).
+    start_error : StartError
+        The start's error beyond its noise in these spreads (others later: :meth:`CrossFit.spreads_at`).
     """
     from sim2real.errors import Sim2RealError
     from sim2real.sysid.files.writeback import fit_document
@@ -189,7 +221,7 @@ def cross_fit(problem: FitProblem, fitted: Sequence[str], start: Any, fit: FoldF
 
     groups = fold_groups(list(fitted), folds, settings.seed, objects)
     by_name = {**{record.name: record for record in problem.records}, **(predicted or {})}
-    out_folds, spreads, uniform = [], [], []
+    out_folds, spreads, uniform, predictions = [], [], [], []
     for k, group in enumerate(groups):
         try:  # a fold that cannot be fitted or drawn from fails alone; the others and the full fit stand
             result = fit(fold_problem(problem, start, fitted, group))
@@ -206,11 +238,12 @@ def cross_fit(problem: FitProblem, fitted: Sequence[str], start: Any, fit: FoldF
             continue
         draw, fold_spreads = spread_of_fit(executor, dist, result.params, trials, draws,
                                            np.random.default_rng([settings.seed, k]), settings.mode, settings.pusher,
-                                           settings.pusher_shape, settings.engine, noise)
+                                           settings.pusher_shape, settings.engine, noise, start_error)
         spreads += fold_spreads
+        predictions.append(FoldPrediction(k, dist, result.params, tuple(trials)))
         uniform += [name for name in draw.uniform if name not in uniform]
         out_folds.append(FoldFit(group, result.status, tuple(result.problems), dict(result.values)))
         if log is not None:
             log(f"cross-fit: fold {k + 1}/{len(groups)}: fitted without {', '.join(group)} ({result.status}), "
                 f"{len(group)} trial(s) x {draws} draws predicted")
-    return CrossFit(tuple(out_folds), tuple(spreads), tuple(uniform))
+    return CrossFit(tuple(out_folds), tuple(spreads), tuple(uniform), tuple(predictions))

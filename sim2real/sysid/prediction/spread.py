@@ -65,7 +65,8 @@ COORDINATES: tuple[tuple[str, str], ...] = (("x", "m"), ("y", "m"), ("yaw", "deg
 
 @dataclass(frozen=True)
 class StartNoise:
-    """Measurement noise of the recorded box poses (standard deviations of one pose; 0 turns it off).
+    """Measurement noise of the recorded box poses (standard deviations of one pose; 0 turns it off), and an
+    error of the recorded start beyond it (calibrated on trials the fit did not see, :class:`StartError`).
 
     Attributes
     ----------
@@ -75,26 +76,84 @@ class StartNoise:
         Of its heading about world z, rad.
     start_samples : int
         Poses averaged into the recorded start: its error is the noise over their square root.
+    error_m, error_rad : float
+        The start's error beyond the measurement noise: of its ``x`` and ``y`` (m) and heading (rad), one
+        shift of the whole start (both first poses of a box-only trial alike: no velocity error).
     """
 
     position_m: float = 0.0
     yaw_rad: float = 0.0
     start_samples: int = 1
+    error_m: float = 0.0
+    error_rad: float = 0.0
 
     @property
     def active(self) -> bool:
-        """Whether any noise is drawn."""
-        return self.position_m > 0 or self.yaw_rad > 0
+        """Whether any noise or error is drawn."""
+        return self.position_m > 0 or self.yaw_rad > 0 or self.error_m > 0 or self.error_rad > 0
 
     def start_std(self) -> np.ndarray:
-        """Standard deviations (3,) of the recorded start: ``dx``, ``dy`` (m) and ``dyaw`` (rad)."""
+        """Standard deviations (3,) of the recorded start's measurement noise: ``dx``, ``dy`` (m) and ``dyaw``
+        (rad)."""
         return np.array([self.position_m, self.position_m, self.yaw_rad]) / np.sqrt(max(self.start_samples, 1))
+
+    def error_std(self) -> np.ndarray:
+        """Standard deviations (3,) of the start's error beyond its noise: ``dx``, ``dy`` (m), ``dyaw`` (rad)."""
+        return np.array([self.error_m, self.error_m, self.error_rad])
+
+    def with_error(self, error: StartError) -> StartNoise:
+        """This noise with ``error`` as the start's error."""
+        return replace(self, error_m=error.position_m, error_rad=error.yaw_rad)
 
     def outcome_std(self) -> np.ndarray:
         """Standard deviations (3,) of a recorded outcome against a prediction from the same recorded first
         pose: final ``x``, ``y`` (m) and the yaw since that pose (deg): one pose's noise each (the first
         pose's noise is shared by both and cancels)."""
         return np.array([self.position_m, self.position_m, np.degrees(self.yaw_rad)])
+
+
+@dataclass(frozen=True)
+class StartError:
+    """An error of the recorded start beyond its measurement noise (standard deviations; 0: none).
+
+    Pushes that hang on a millimetre (near-central, near toppling) amplify what the start's measurement noise
+    does not cover: a frame or tracking-origin error left after calibration, a contact point off its plan.
+    ``fit --spread-draws`` chooses it from :data:`START_ERRORS` by the calibration trials' log score
+    (:func:`sim2real.sysid.prediction.spread_calibration.choose_start_error`).
+
+    Attributes
+    ----------
+    position_m : float
+        Of the start's ``x`` and ``y``, m.
+    yaw_rad : float
+        Of its heading, rad.
+    """
+
+    position_m: float = 0.0
+    yaw_rad: float = 0.0
+
+    def as_dict(self) -> dict[str, float]:
+        """JSON-ready (units in the keys)."""
+        return {"position_mm": 1000.0 * self.position_m, "yaw_deg": float(np.degrees(self.yaw_rad))}
+
+    @classmethod
+    def from_dict(cls, document: Any) -> StartError:
+        """Read :meth:`as_dict` back; ``ValueError`` when it is not two finite numbers ≥ 0."""
+        if not isinstance(document, dict):
+            raise ValueError("a start error must be an object of position_mm and yaw_deg")
+        values = [document.get("position_mm"), document.get("yaw_deg")]
+        numbers = [float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+        if len(numbers) != 2 or not all(np.isfinite(v) and v >= 0 for v in numbers):
+            raise ValueError("a start error's position_mm and yaw_deg must be finite numbers >= 0")
+        return cls(numbers[0] / 1000.0, float(np.radians(numbers[1])))
+
+
+#: No start error beyond the measurement noise.
+NO_START_ERROR = StartError()
+#: The start errors ``fit --start-error auto`` chooses from (m, rad): none, then 0.25, 0.5, 1, 2 and 4 mm in x
+#: and y, each with as many degrees of heading.
+START_ERRORS: tuple[StartError, ...] = (NO_START_ERROR, *(StartError(mm / 1000.0, float(np.radians(mm)))
+                                                      for mm in (0.25, 0.5, 1.0, 2.0, 4.0)))
 
 
 #: Start noise measured from each recording itself (``--start-noise auto``).
@@ -294,7 +353,9 @@ class TrialSpread:
             "parameter_inside": self.inside(level), "calibrated": band is not None, "outcome": coords,
             "start_noise": {"position_mm": 1000.0 * self.noise.position_m,
                             "yaw_deg": float(np.degrees(self.noise.yaw_rad)),
-                            "start_samples": self.noise.start_samples},
+                            "start_samples": self.noise.start_samples,
+                            "error_mm": 1000.0 * self.noise.error_m,
+                            "error_deg": float(np.degrees(self.noise.error_rad))},
             "frame_uncertainty": self.frame.as_dict() if self.frame is not None else None,
             "predicted": [[float(v) for v in row] for row in self.predicted]}
         modes = band.modes if band is not None else self.modes()
@@ -324,8 +385,12 @@ def _number(value: float) -> float | None:
 
 def start_shifts(noise: StartNoise, count: int, rng: np.random.Generator) -> np.ndarray:
     """``(count, 6)`` start shifts drawn from ``noise``: ``dx, dy`` (m) and ``dyaw`` (rad) of the start, and
-    again of a box-only trial's second pose (:func:`_shifted`)."""
-    return rng.standard_normal((count, 6)) * np.tile(noise.start_std(), 2)
+    again of a box-only trial's second pose (:func:`_shifted`): each pose its own measurement noise, both
+    the same start error."""
+    shifts = rng.standard_normal((count, 6)) * np.tile(noise.start_std(), 2)
+    if np.any(noise.error_std() > 0):
+        shifts += np.tile(rng.standard_normal((count, 3)) * noise.error_std(), 2)
+    return shifts
 
 
 def frame_shifts(data: TrialData, count: int, rng: np.random.Generator | None) -> np.ndarray | None:
@@ -350,8 +415,8 @@ def _frame_tuples(shifts: np.ndarray | None, count: int) -> list[tuple[float, ..
 def predict_spread(executor: Executor, trials: Sequence[TrialData],
                    parameter_sets: Sequence[ParameterSet] | Sequence[Sequence[ParameterSet]], mode: str,
                    pusher: str, pusher_shape: str = "sphere", engine: str = "ours",
-                   noise: StartNoise | str = StartNoise(), rng: np.random.Generator | None = None
-                   ) -> list[TrialSpread]:
+                   noise: StartNoise | str = StartNoise(), rng: np.random.Generator | None = None,
+                   start_error: StartError = NO_START_ERROR) -> list[TrialSpread]:
     """Simulate every trial under every parameter set (and start perturbation); the spread per trial.
 
     Parameters
@@ -373,6 +438,8 @@ def predict_spread(executor: Executor, trials: Sequence[TrialData],
         Source of the start shifts and frame errors (required when there is noise or a trial carries a
         frame uncertainty, :func:`frame_shifts`: each draw's box poses are then those of a tracking frame
         off by its own error, :func:`framed`).
+    start_error : StartError
+        The start's error beyond its measurement noise, for every trial (default none).
 
     Returns
     -------
@@ -381,7 +448,7 @@ def predict_spread(executor: Executor, trials: Sequence[TrialData],
     """
     per_trial = _per_trial(parameter_sets, len(trials))
     count = len(per_trial[0]) if per_trial else 0
-    noises = [trial_noise(data, noise) for data in trials]
+    noises = [trial_noise(data, noise).with_error(start_error) for data in trials]
     shifts = np.zeros((len(trials), count, 6))
     if any(n.active for n in noises):
         if rng is None:
@@ -415,7 +482,8 @@ def _per_trial(parameter_sets: Sequence[ParameterSet] | Sequence[Sequence[Parame
 
 def spread_of_fit(executor: Executor, dist: Any, params: ParameterSet, trials: Sequence[TrialData], draws: int,
                   rng: np.random.Generator, mode: str, pusher: str, pusher_shape: str = "sphere",
-                  engine: str = "ours", noise: StartNoise | str = StartNoise()) -> tuple[Any, list[TrialSpread]]:
+                  engine: str = "ours", noise: StartNoise | str = StartNoise(),
+                  start_error: StartError = NO_START_ERROR) -> tuple[Any, list[TrialSpread]]:
     """Draw ``draws`` parameter sets from a fit's distribution and predict every trial's spread under them.
 
     Parameters the fit did not determine are drawn uniformly within their bounds
@@ -431,7 +499,7 @@ def spread_of_fit(executor: Executor, dist: Any, params: ParameterSet, trials: S
     draw = draw_samples(dist, draws, rng, undetermined="uniform")
     sets = [[params.replace(trial_values(dist.names, row, data.object_name)) for row in draw.values]
             for data in trials]
-    return draw, predict_spread(executor, trials, sets, mode, pusher, pusher_shape, engine, noise, rng)
+    return draw, predict_spread(executor, trials, sets, mode, pusher, pusher_shape, engine, noise, rng, start_error)
 
 
 def trial_values(labels: Sequence[str], row: np.ndarray, obj: str | None) -> dict[str, float]:

@@ -24,11 +24,21 @@ from sim2real.sysid.prediction.bands import (
     TrialBand,
     calibrate,
     conformal_rank,
+    estimate_discrepancy,
     leave_one_out,
+    log_score,
     misses_level,
     trial_band,
 )
-from sim2real.sysid.prediction.spread import COORDINATES, SpreadSettings, StartNoise, TrialSpread, spread_of_fit
+from sim2real.sysid.prediction.spread import (
+    COORDINATES,
+    NO_START_ERROR,
+    SpreadSettings,
+    StartError,
+    StartNoise,
+    TrialSpread,
+    spread_of_fit,
+)
 
 
 @dataclass(frozen=True)
@@ -81,7 +91,8 @@ def band_makeup(spreads: Sequence[TrialSpread], calibration: BandCalibration | N
     (its shift and turn; 0 without a frame calibration), the discrepancy and the quantile."""
     modes = [s.modes()[0] for s in spreads if s.predicted.shape[0]]
     draws = np.median([m.scale for m in modes], axis=0) if modes else np.full(3, np.nan)
-    start = np.median([s.noise.start_std() for s in spreads], axis=0) if spreads else np.zeros(3)
+    start = (np.median([np.hypot(s.noise.start_std(), s.noise.error_std()) for s in spreads], axis=0) if spreads
+             else np.zeros(3))
     frame = (np.median([s.frame.std if s.frame is not None else np.zeros(3) for s in spreads], axis=0)
              if spreads else np.zeros(3))
     tau = calibration.discrepancy if calibration is not None else np.zeros(3)
@@ -98,7 +109,8 @@ def band_makeup(spreads: Sequence[TrialSpread], calibration: BandCalibration | N
 def spread_record(spreads: Sequence[TrialSpread], uniform: Sequence[str], draws: int, seed: int,
                   noise: dict[str, Any], fit: str, level: float = DEFAULT_LEVEL,
                   calibration: BandCalibration | None = None, check: CalibrationCheck | None = None,
-                  cross_fit: dict[str, Any] | None = None) -> dict[str, Any]:
+                  cross_fit: dict[str, Any] | None = None, start_error: dict[str, Any] | None = None
+                  ) -> dict[str, Any]:
     """The JSON record of a predicted spread (``spread.json``, fit.json ``validation.spread``).
 
     Parameters
@@ -121,6 +133,9 @@ def spread_record(spreads: Sequence[TrialSpread], uniform: Sequence[str], draws:
     cross_fit : dict, optional
         :meth:`~sim2real.sysid.prediction.cross_fit.CrossFit.as_dict` when some of ``spreads`` are
         fitted trials predicted by fits without them (said in the summary).
+    start_error : dict, optional
+        The start error the draws were given beyond the noise, and how it was chosen
+        (:meth:`StartErrorChoice.as_dict`); ``replay --spread`` draws with it too.
     """
     judged = _judged(spreads)
     bands: dict[int, TrialBand] = {}
@@ -146,6 +161,8 @@ def spread_record(spreads: Sequence[TrialSpread], uniform: Sequence[str], draws:
         "trials": entries}
     if cross_fit is not None:
         record["cross_fit"] = cross_fit
+    if start_error is not None:
+        record["start_error"] = start_error
     record["summary"] = spread_summary(record, len(inside) - len(counted))
     return record
 
@@ -156,6 +173,10 @@ def spread_summary(record: dict[str, Any], without_draws: int = 0) -> str:
     judged = record["judged"]
     tail = f" ({without_draws} without a working draw)" if without_draws else ""
     unstable = f"; {len(record['unstable'])} trial(s) with several modes" if record["unstable"] else ""
+    error = record.get("start_error") or {}
+    if error.get("position_mm") or error.get("yaw_deg"):
+        unstable += (f"; each start drawn with a further error of {error['position_mm']:g} mm, "
+                     f"{error['yaw_deg']:g} deg")
     cal = record["calibration"]
     if cal is None:
         return (f"NOT CALIBRATED: the parameter-only {level:g} % band (the draws alone, no model discrepancy) holds "
@@ -246,26 +267,105 @@ def conformal_minimum(level: float) -> int:
 def records_spread(records: Sequence[Any], dist: Any, params: ParameterSet, draws: int, noise: StartNoise | str,
                    noise_record: dict[str, Any], source: str, settings: SpreadSettings,
                    log: Any = None, calibration: BandCalibration | None = None,
-                   self_calibrate: bool = False) -> dict[str, Any]:
+                   self_calibrate: bool = False, start_error: StartError | None = None) -> dict[str, Any]:
     """Each trial record's spread under ``draws`` parameter sets from ``dist`` (a fit's distribution): its
     record (:func:`spread_record`), the band calibrated by ``calibration`` or, with ``self_calibrate``, on
-    these records (each judged by the others). ``log`` receives the executor's messages."""
+    these records (each judged by the others); each start moved by ``start_error`` too (default none).
+    ``log`` receives the executor's messages."""
     from sim2real.execution import open_executor
 
+    error = start_error if start_error is not None else NO_START_ERROR
     with open_executor(settings.executor, settings.workers, log) as executor:
-        draw, spreads = records_spreads(executor, records, dist, params, draws, noise, settings)
+        draw, spreads = records_spreads(executor, records, dist, params, draws, noise, settings, error)
     check = self_calibration(spreads, settings.level) if self_calibrate else None
     return spread_record(spreads, draw.uniform, draws, settings.seed, noise_record, source, settings.level,
-                         calibration=None if self_calibrate else calibration, check=check)
+                         calibration=None if self_calibrate else calibration, check=check,
+                         start_error=error.as_dict() if start_error is not None else None)
 
 
 def records_spreads(executor: Executor, records: Sequence[Any], dist: Any, params: ParameterSet, draws: int,
-                    noise: StartNoise | str, settings: SpreadSettings) -> tuple[Any, list[TrialSpread]]:
+                    noise: StartNoise | str, settings: SpreadSettings,
+                    start_error: StartError = NO_START_ERROR) -> tuple[Any, list[TrialSpread]]:
     """Each trial record's spread under ``draws`` parameter sets from ``dist`` on an open ``executor``:
-    the draw (:class:`~sim2real.sysid.prediction.sampling.SampleDraw`) and one spread per record."""
+    the draw (:class:`~sim2real.sysid.prediction.sampling.SampleDraw`) and one spread per record, the start
+    moved by ``noise`` and ``start_error``."""
     from sim2real.sysid.problem.data import prepare_trial, recorded_platform
 
     dt = float(params["sim.dt"])
     trials = [prepare_trial(r, dt, recorded_platform(r, settings.platform)) for r in records]
     return spread_of_fit(executor, dist, params, trials, draws, np.random.default_rng(settings.seed), settings.mode,
-                         settings.pusher, settings.pusher_shape, settings.engine, noise)
+                         settings.pusher, settings.pusher_shape, settings.engine, noise, start_error)
+
+
+@dataclass(frozen=True)
+class StartErrorChoice:
+    """The start error chosen for a band's draws, and what each candidate scored.
+
+    Attributes
+    ----------
+    chosen : int
+        Index into ``candidates`` of the one with the best mean log score.
+    candidates : tuple of StartError
+    mean_log_scores : tuple of float
+        Per candidate, the mean over the judged calibration trials of the log score of the real outcome
+        (:func:`sim2real.sysid.prediction.bands.log_score`, the discrepancy estimated on those trials at that
+        candidate); ``-inf`` without judged trials.
+    judged : int
+        Calibration trials scored (those with working draws at every candidate).
+    """
+
+    chosen: int
+    candidates: tuple[StartError, ...]
+    mean_log_scores: tuple[float, ...]
+    judged: int
+
+    @property
+    def start_error(self) -> StartError:
+        """The chosen start error."""
+        return self.candidates[self.chosen]
+
+    def as_dict(self) -> dict[str, Any]:
+        """fit.json ``validation.spread.start_error`` (units in the keys)."""
+        return {**self.start_error.as_dict(), "chosen_by": "mean log score of the calibration trials",
+                "judged": self.judged,
+                "candidates": [{**c.as_dict(), "mean_log_score": s if np.isfinite(s) else None}
+                               for c, s in zip(self.candidates, self.mean_log_scores, strict=True)]}
+
+
+def mean_log_score(spreads: Sequence[TrialSpread], judged: Sequence[int]) -> float:
+    """Mean log score of the real outcomes of ``spreads[judged]`` under their modes, with the discrepancy
+    estimated on them (``-inf`` when none is judged)."""
+    if not judged:
+        return float("-inf")
+    reals = [spreads[i].real for i in judged]
+    modes = [spreads[i].modes() for i in judged]
+    tau = estimate_discrepancy(reals, modes)
+    return float(np.mean([log_score(real, m, tau) for real, m in zip(reals, modes, strict=True)]))
+
+
+def choose_start_error(candidates: Sequence[StartError],
+                       spreads: Sequence[Sequence[TrialSpread]]) -> StartErrorChoice:
+    """The start error whose spreads of the calibration trials explain their real outcomes best.
+
+    Parameters
+    ----------
+    candidates : sequence of StartError
+        The errors tried (e.g. :data:`~sim2real.sysid.prediction.spread.START_ERRORS`), the first the least.
+    spreads : sequence of sequence of TrialSpread
+        Per candidate, the same calibration trials' spreads drawn with it.
+
+    Notes
+    -----
+    The score is the mean log score (a proper score) with the discrepancy τ estimated on the same trials:
+    a push whose outcome hangs on a millimetre is explained by draws that split into its two outcomes
+    (a larger start error) far better than by one mode widened by τ, while an insensitive one barely
+    changes with the start. Candidates are compared on the trials judged at every one of them; on a tie
+    the smaller error wins. Choosing it on the calibration trials, as τ is, makes the conformal guarantee
+    approximate (measured in ``benchmarks.band_truth`` and ``benchmarks.band_modes``).
+    """
+    if not candidates or len(candidates) != len(spreads):
+        raise ValueError("one list of spreads per candidate start error is needed")
+    judged = sorted(set.intersection(*[set(_judged(s)) for s in spreads]))
+    scores = tuple(mean_log_score(s, judged) for s in spreads)
+    best = max(range(len(candidates)), key=lambda k: (scores[k], -k))
+    return StartErrorChoice(best, tuple(candidates), scores, len(judged))
