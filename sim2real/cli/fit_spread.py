@@ -42,8 +42,9 @@ def spread_options(args: argparse.Namespace) -> Any:
         raise Sim2RealError("--start-noise sets the spreads' start noise: it needs --spread-draws N or "
                             "--robust-unstable")
     start_error_candidates(args.start_error)  # a bad value is refused before the fit
-    if not args.spread_draws and args.start_error != "auto":
-        raise Sim2RealError("--start-error sets the band's start error: it needs --spread-draws N")
+    if not (args.spread_draws or args.robust_unstable) and args.start_error != "auto":
+        raise Sim2RealError("--start-error sets the spreads' start error: it needs --spread-draws N or "
+                            "--robust-unstable")
     return noise
 
 
@@ -208,7 +209,9 @@ def trial_objects(records: Any) -> dict[str, str | None]:
 def without_unstable(problem: Any, result: FitResult, args: argparse.Namespace, noise: Any,
                      settings: Any, log: Log) -> FitResult:
     """``--robust-unstable``: the fit again without the fitted trials whose predicted outcome (a spread under
-    draws from ``result``) has several modes, with a warning naming them; ``result`` itself when none has."""
+    draws from ``result``, the starts moved by ``--start-error`` when it gives one value, else by their noise
+    only: the band's start error is chosen after the fit) has several modes, with a warning naming them;
+    ``result`` itself when none has."""
     from dataclasses import replace
 
     from sim2real.cli.replay_cmd import noise_description, spread_settings
@@ -220,8 +223,9 @@ def without_unstable(problem: Any, result: FitResult, args: argparse.Namespace, 
     draws = args.spread_draws or 20
     dist = fit_distribution(fit_document(result), "the fit", allow_unconverged=True, allow_undetermined=True)
     log(f"unstable trials: {len(problem.records)} fitted trial(s) x {draws} draws from the fit")
+    candidates = start_error_candidates(args.start_error)
     record = records_spread(problem.records, dist, result.params, draws, noise, noise_description(noise), "the fit",
-                            spread_settings(args), log)
+                            spread_settings(args), log, start_error=candidates[0] if len(candidates) == 1 else None)
     modes = {t["trial"]: [round(m["probability"], 2) for m in t["modes"]] for t in record["trials"]}
     unstable = list(record["unstable"])
     info = {"checked": len(problem.records), "draws": draws, "left_out": unstable,

@@ -67,7 +67,8 @@ def test_a_fixed_start_error_is_kept_as_given(tmp_path: Path, capsys: pytest.Cap
 
 
 @pytest.mark.parametrize(("argv", "message"), [
-    (["--start-error", "1,1"], "--start-error sets the band's start error: it needs --spread-draws N"),
+    (["--start-error", "1,1"], "--start-error sets the spreads' start error: it needs --spread-draws N or "
+                               "--robust-unstable"),
     (["--spread-draws", "4", "--cross-fit", "3", "--start-error", "1"], "--start-error '1': expected auto or MM,DEG"),
     (["--spread-draws", "4", "--cross-fit", "3", "--start-error", "-1,0"], "must be finite and >= 0"),
 ])
