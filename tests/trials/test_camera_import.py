@@ -46,7 +46,7 @@ def _camera() -> CameraSelection:
 
 def _selection(pusher: bool = True) -> BagSelection:
     camera = _camera()
-    return BagSelection(box=camera.source, pusher=parse_pose_source(PUSHER_TOPIC, "--pusher-pose") if pusher else None,
+    return BagSelection(box=camera.source, pusher=parse_pose_source(PUSHER_TOPIC, "pusher_pose") if pusher else None,
                         camera=camera)
 
 
