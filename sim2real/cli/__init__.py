@@ -131,7 +131,7 @@ def _run(argv: Sequence[str] | None) -> int:
             compile_with_progress()  # says so when the kernels are not compiled yet (after an install)
         return int(args.handler(args) or 0)
     except Sim2RealError as err:
-        flag = _flag_of(_chosen_parser(parser, args), err.option)
+        flag = _flag_of(_chosen_parser(parser, args), err.option) if err.option else None
         print(f"sim2real: error: {flag}: {err}" if flag else f"sim2real: error: {err}", file=sys.stderr)
         return err.exit_status
 
@@ -151,12 +151,10 @@ def _chosen_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) ->
         parser = chosen
 
 
-def _flag_of(parser: argparse.ArgumentParser, option: str | None) -> str | None:
-    """The flag of ``parser``'s option whose argparse dest is ``option`` (its longest option string), or None
-    when ``option`` is None or the parser has no such option (a library error's
-    :attr:`~sim2real.errors.Sim2RealError.option`)."""
-    if option is None:
-        return None
+def _flag_of(parser: argparse.ArgumentParser, option: str) -> str | None:
+    """The flag of ``parser``'s option whose argparse dest is ``option`` (a library error's
+    :attr:`~sim2real.errors.Sim2RealError.option`): its longest option string; None when the parser has no
+    such option."""
     for action in parser._actions:
         if action.dest == option and action.option_strings:
             return max(action.option_strings, key=len)

@@ -104,8 +104,8 @@ class BagSelection:
         if not self.box.has_orientation and not self.planar:
             raise InputError(f"{box} gives the box's position only, so a tilted or flipped box would be recorded "
                              f"as never tilted: name its quaternion fields too (TOPIC:X,Y,Z,QW,QX,QY,QZ), or "
-                             f"say that the box is planar if it cannot tilt (its tilt and heading are then "
-                             f"recorded as unknown)", option=self.box.option)
+                             f"declare the box planar if it cannot tilt (its tilt and heading are then recorded "
+                             f"as unknown)", option="planar")
         if self.planar and self.box.has_orientation:
             raise InputError(f"a planar box is for a box source of positions only, and {box} gives the box's "
                              f"orientation (its tilt is measured): leave the planar option out", option="planar")
@@ -524,7 +524,8 @@ def _in_frame(stream: StreamSamples, options: StreamOptions, frame: str, static:
                 raise InputError(
                     f"bag {path}: {source.what} {source.describe()} poses are in frame '{other or '(empty)'}', "
                     f"not the recording frame '{frame or '(empty)'}', and no static transform links them{hint}; "
-                    f"or give the stream's transform {source.key}=x,y,z,qw,qx,qy,qz", option=source.option)
+                    f"or give the stream's transform {source.key}=x,y,z,qw,qx,qy,qz",
+                    option="stream_transform" if other else "frame")
             transform, chain = found
             rows = np.flatnonzero(frames == other)
             position[rows], quaternion[rows] = transform.apply_poses(position[rows], quaternion[rows])

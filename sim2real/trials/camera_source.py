@@ -114,7 +114,8 @@ def camera_selection(image_topic: str, setup: CameraSetup, box_size: dict[str, f
     try:
         tags = setup.box_tags(params)
     except InputError as err:
-        raise InputError(f"{err} (the tags of the camera set-up {setup.source}, the box of the box size)",
+        where = f" {setup.source}" if setup.source else ""
+        raise InputError(f"{err} (the tags of the camera set-up{where}, the box of the box size)",
                          option="camera") from None
     return CameraSelection(_topic(image_topic), info, setup, tags, frame or BASE_FRAME)
 

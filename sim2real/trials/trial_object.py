@@ -110,7 +110,7 @@ def object_from_options(box_size: Sequence[float], pusher_shape: str, pusher_rad
         Neither or both of mass and density, a length for a sphere, values out of range, an empty label.
     """
     if (box_mass is None) == (box_density is None):
-        raise InputError("give the box's mass (kg) or its density (kg/m³), one of them")
+        raise InputError("give the box's mass (kg) or its density (kg/m³), one of them", option="box_mass")
     if name is not None and not name.strip():
         raise InputError(f"the object label {name!r} is empty: give a name such as steel, or leave the label out",
                          option="object")
