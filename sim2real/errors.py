@@ -30,10 +30,31 @@ class Sim2RealError(Exception):
     """Bad user input or an unrecoverable condition, explained in one line.
 
     The CLI prints ``sim2real: error: <message>`` and exits with ``exit_status`` (2).
-    Messages name the offending item (file, parameter, key) and the reason.
+    Messages name the offending item (file, parameter, key, quantity) and the reason in the
+    library's own words, never a CLI flag: ``option`` says which option sets the quantity, and
+    the CLI prefixes that option's flag (``sim2real: error: --set-grid: <message>``) when the
+    command it runs has one.
+
+    Parameters
+    ----------
+    message : str
+        The explanation, one line; ``str(err)`` is this message.
+    option : str, optional
+        The argparse ``dest`` of the command-line option that sets the quantity the message is
+        about (``"set_grid"``, ``"bounds"``, ``"frames"``, ``"tool_offset"``): a plain key with no
+        dashes. None (the default) when no option sets it.
+
+    Attributes
+    ----------
+    option : str or None
+        The ``option`` given.
     """
 
     exit_status = 2
+
+    def __init__(self, message: str, *, option: str | None = None) -> None:
+        super().__init__(message)
+        self.option = option
 
 
 class InputError(Sim2RealError):

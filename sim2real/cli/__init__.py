@@ -131,8 +131,34 @@ def _run(argv: Sequence[str] | None) -> int:
             compile_with_progress()  # says so when the kernels are not compiled yet (after an install)
         return int(args.handler(args) or 0)
     except Sim2RealError as err:
-        print(f"sim2real: error: {err}", file=sys.stderr)
+        flag = _flag_of(_chosen_parser(parser, args), err.option) if err.option else None
+        print(f"sim2real: error: {flag}: {err}" if flag else f"sim2real: error: {err}", file=sys.stderr)
         return err.exit_status
+
+
+def _chosen_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The innermost parser ``args`` were parsed by: the subcommand's (``sim2real fit``), or its source's
+    (``sim2real import bag``)."""
+    while True:
+        chosen = None
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                chosen = action.choices.get(getattr(args, action.dest, None) or "")
+                if chosen is not None:
+                    break
+        if chosen is None:
+            return parser
+        parser = chosen
+
+
+def _flag_of(parser: argparse.ArgumentParser, option: str) -> str | None:
+    """The flag of ``parser``'s option whose argparse dest is ``option`` (a library error's
+    :attr:`~sim2real.errors.Sim2RealError.option`): its longest option string; None when the parser has no
+    such option."""
+    for action in parser._actions:
+        if action.dest == option and action.option_strings:
+            return max(action.option_strings, key=len)
+    return None
 
 
 def _ignore_interrupts() -> None:

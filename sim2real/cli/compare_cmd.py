@@ -88,7 +88,8 @@ def run(args: argparse.Namespace) -> int:
     horizon = parse_horizon(args.horizon)
     starts = {engine: resolve_params(path, args.overrides)
               for engine, path in (("ours", args.params_ours), ("mujoco", args.params_mujoco))}
-    free = {"ours": FreeParameters.parse(args.free_ours), "mujoco": FreeParameters.parse(args.free_mujoco)}
+    free = {"ours": FreeParameters.parse(args.free_ours, "free_ours"),
+            "mujoco": FreeParameters.parse(args.free_mujoco, "free_mujoco")}
     loaded = read_trials(args.bags)
     loaded, held, _ = hold_out(loaded, read_trials(args.validate) if args.validate else None, args.holdout,
                                args.seed)

@@ -181,7 +181,7 @@ def _selection(args: argparse.Namespace) -> tuple[HandEyeSelection, CameraSetup,
         raise InputError(f"--tag-family {family!r} is not a tag family (one of {', '.join(FAMILIES)})")
     guess = None
     if args.tag_on_flange is not None:
-        transform = parse_transform(args.tag_on_flange, "--tag-on-flange")
+        transform = parse_transform(args.tag_on_flange, "the tag's pose on the flange", "tag_on_flange")
         if float(math.hypot(*transform.translation)) > 1.0:
             raise InputError(f"--tag-on-flange '{args.tag_on_flange}': a tag {math.hypot(*transform.translation):.3g} "
                              f"m from the flange; it is held on the flange (within 1 m; the values are in m)")

@@ -219,8 +219,8 @@ def _frames(args: argparse.Namespace) -> FramesOptions:
         return dataclasses.replace(options, tool_offset=args.tool_offset)
     if args.tool_offset is None:
         return options
-    mine = parse_offset(args.tool_offset, "--tool-offset")
-    if not mine.close_to(parse_offset(options.tool_offset, f"--frames {args.frames} tool_offset")):
+    mine = parse_offset(args.tool_offset, "the tool offset", "tool_offset")
+    if not mine.close_to(parse_offset(options.tool_offset, f"--frames {args.frames} tool_offset", None)):
         raise Sim2RealError(f"--frames {args.frames} sets the tool offset to {options.tool_offset} (as calibrated); "
                             f"--tool-offset {args.tool_offset} is another: give one or the other")
     return options
@@ -379,10 +379,11 @@ def _settings(args: argparse.Namespace, clock: str = "header") -> ImportSettings
 
     frames = _frames(args)
     transform = parse_transform(args.transform) if args.transform is not None else RigidTransform()
-    box = parse_transform(frames.box_transform, "--box-transform") if frames.box_transform is not None \
-        else RigidTransform()
+    box = parse_transform(frames.box_transform, "the box transform", "box_transform") \
+        if frames.box_transform is not None else RigidTransform()
     offset = parse_offset(frames.box_offset) if frames.box_offset is not None else RigidTransform()
-    tool = parse_offset(frames.tool_offset, "--tool-offset") if frames.tool_offset is not None else RigidTransform()
+    tool = parse_offset(frames.tool_offset, "the tool offset", "tool_offset") if frames.tool_offset is not None \
+        else RigidTransform()
     return ImportSettings(clock=clock, transform=transform, box_offset=offset, split=parse_split(args.split),
                           outlier_angle_rad=math.radians(args.outlier_angle), outlier_jump_m=args.outlier_jump,
                           tool_offset=tool, object=_object(args), scene_tolerance_m=args.scene_tolerance / 1000.0,
@@ -519,9 +520,9 @@ def run_bag(args: argparse.Namespace) -> int:
     if args.planar and args.box_image is None:
         from sim2real.trials.recording import check_planar_settings
 
-        check_planar_settings(settings, "--planar: a planar recording (box positions only)")
-    pusher = parse_pose_source(args.pusher_pose, "--pusher-pose") if args.pusher_pose else None
-    box = parse_pose_source(args.box_pose, "--box-pose") if args.box_image is None else None
+        check_planar_settings(settings, "a planar recording (--planar, box positions only)")
+    pusher = parse_pose_source(args.pusher_pose, "pusher_pose") if args.pusher_pose else None
+    box = parse_pose_source(args.box_pose, "box_pose") if args.box_image is None else None
     box_key = box.key if box is not None else "/" + args.box_image.strip().lstrip("/")
     if pusher is not None and pusher.key == box_key:
         raise Sim2RealError(f"{'--box-pose' if box else '--box-image'} and --pusher-pose name the same source "

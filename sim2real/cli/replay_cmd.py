@@ -144,8 +144,8 @@ def _replay_all(records: Any, sources: Any, args: argparse.Namespace,
         for result in executor.map(run_replay_task, tasks):
             if isinstance(result, ReplayFailure):
                 if result.fatal:
-                    raise Sim2RealError(result.reason)
-                failed.append(TrialFailure(result.name, result.reason, result.source, result.stage))
+                    raise Sim2RealError(result.reason, option=result.option)
+                failed.append(TrialFailure(result.name, result.reason, result.source, result.stage, result.option))
                 continue
             solve = result.solve.describe() if result.solve is not None else "no solver tally"
             degraded = result.solve is not None and result.solve.degraded > 0

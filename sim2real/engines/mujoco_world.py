@@ -105,7 +105,7 @@ def mjcf(params: ParameterSet, pusher: Sphere | Capsule | None) -> str:
         raise InputError("mujoco.impedance_min must not exceed mujoco.impedance_max")
     if p["box.edge_radius"] > 0.0:
         raise InputError(f"box.edge_radius = {p['box.edge_radius']:g} m: the MuJoCo engine models sharp boxes "
-                         "only (set it to 0, or use --engine ours)")
+                         "only (set it to 0, or use the engine 'ours')", option="engine")
     size = np.array([p["box.size_x"], p["box.size_y"], p["box.size_z"]])
     mass = p["box.mass"]
     inertia = box_inertia(np.array(mass), size) * p["box.inertia_scale"]

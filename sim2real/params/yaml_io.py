@@ -309,15 +309,15 @@ def parse_override(text: str) -> tuple[str, float | int]:
         Missing ``=``, unknown name, non-numeric value, out of bounds.
     """
     if "=" not in text:
-        raise InputError(f"--set expects NAME=VALUE, got '{text}'")
+        raise InputError(f"a parameter override expects NAME=VALUE, got '{text}'", option="overrides")
     name, raw = (part.strip() for part in text.split("=", 1))
     spec(name)
     try:
         value: float | int = int(raw) if spec(name).kind is int else float(raw)
     except ValueError:
-        raise InputError(f"--set {name}: '{raw}' is not a number") from None
+        raise InputError(f"parameter override {name}: '{raw}' is not a number", option="overrides") from None
     if isinstance(value, float) and not math.isfinite(value):
-        raise InputError(f"--set {name}: value must be finite, got '{raw}'")
+        raise InputError(f"parameter override {name}: value must be finite, got '{raw}'", option="overrides")
     return name, coerce(name, value)
 
 

@@ -399,7 +399,7 @@ def _write_outputs(out_dir: Path, html_text: str, md_text: str, figures: Sequenc
     foreign = [n for n in names if (out_dir / n).exists() and n not in previous]
     if foreign:
         raise Sim2RealError(f"output {out_dir} already has {foreign[0]}, which no sim2real report wrote; "
-                            f"not replacing it (choose another --out)")
+                            f"not replacing it (choose another output)", option="out")
     parent = out_dir.resolve().parent
     parent.mkdir(parents=True, exist_ok=True)
     tmp = staging_dir(parent, prefix=f".{out_dir.name}.", suffix=".partial")  # the umask's mode, not 0700
@@ -549,7 +549,7 @@ def _check_truth(truth: Mapping[str, float] | None, have_fit: bool) -> dict[str,
     if not truth:
         return {}
     if not have_fit:
-        raise Sim2RealError("truth values are compared with a fit's intervals: give a fit file too (--fit)")
+        raise Sim2RealError("truth values are compared with a fit's intervals: give a fit file too", option="fit")
     out = {}
     for name, value in truth.items():
         number = float(value)

@@ -138,12 +138,14 @@ def _explicit(labels: Sequence[str], before: str | None, after: str | None) -> P
     if before is None and after is None:
         return None
     if before is None or after is None:
-        raise Sim2RealError("give both --before and --after (the labels of the two runs to compare)")
-    for option, label in (("--before", before), ("--after", after)):
+        raise Sim2RealError("give both the run before and the run after (the labels of the two runs to compare)",
+                            option="before" if before is None else "after")
+    for option, label in (("before", before), ("after", after)):
         if label not in labels:
-            raise Sim2RealError(f"{option} '{label}' is not the label of a run (labels: {', '.join(labels)})")
+            raise Sim2RealError(f"the run {option} '{label}' is not the label of a run (labels: {', '.join(labels)})",
+                                option=option)
     if before == after:
-        raise Sim2RealError(f"--before and --after name the same run '{before}'")
+        raise Sim2RealError(f"the runs before and after are the same run '{before}'", option="after")
     return Pair(labels.index(before), labels.index(after), "named with --before and --after")
 
 

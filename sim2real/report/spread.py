@@ -176,13 +176,15 @@ def read_sweep(sweep_dir: str | Path) -> dict[float, SweepOutcomes]:
     """
     table = Path(sweep_dir) / OUTCOMES_CSV
     if not table.is_file():
-        raise Sim2RealError(f"--sweep {sweep_dir}: no {OUTCOMES_CSV} in it (a directory written by sim2real sweep)")
+        raise Sim2RealError(f"sweep {sweep_dir}: no {OUTCOMES_CSV} in it (a directory written by sim2real sweep)",
+                            option="sweep")
     try:
         with table.open(encoding="utf-8", newline="") as handle:
             reader = csv.DictReader(handle)
             missing = set(COLUMNS) - set(reader.fieldnames or ())
             if missing:
-                raise Sim2RealError(f"--sweep {table}: not a sweep table (no column {', '.join(sorted(missing))})")
+                raise Sim2RealError(f"sweep {table}: not a sweep table (no column {', '.join(sorted(missing))})",
+                                    option="sweep")
             rows: dict[float, tuple[list[list[float]], list[bool]]] = {}
             for row in reader:
                 if row["error"] or row["final_x"] in ("", None):
@@ -192,7 +194,8 @@ def read_sweep(sweep_dir: str | Path) -> dict[float, SweepOutcomes]:
                 finals.append([float(row["final_x"]), float(row["final_y"]), (heading + 180.0) % 360.0 - 180.0])
                 flips.append(row["flipped"] == "1")
     except (ValueError, UnicodeDecodeError, csv.Error) as err:
-        raise Sim2RealError(f"--sweep {table}: unreadable ({' '.join(str(err).split())[:200]})") from None
+        raise Sim2RealError(f"sweep {table}: unreadable ({' '.join(str(err).split())[:200]})",
+                            option="sweep") from None
     return {d: SweepOutcomes(np.array(f, dtype=float).reshape(-1, 3), np.array(k, dtype=bool))
             for d, (f, k) in sorted(rows.items())}
 
@@ -214,14 +217,14 @@ def sweep_calibration(sweep_dir: str | Path) -> BandCalibration | None:
     try:
         document = json.loads(read_text_file(path, SWEEP_JSON))
     except ValueError:
-        raise Sim2RealError(f"--sweep {path}: not valid JSON") from None
+        raise Sim2RealError(f"sweep {path}: not valid JSON", option="sweep") from None
     stored = document.get(BAND_CALIBRATION_KEY) if isinstance(document, dict) else None
     if stored is None:
         return None
     try:
-        return BandCalibration.from_dict(stored, f"--sweep {path}: {BAND_CALIBRATION_KEY}")
+        return BandCalibration.from_dict(stored, f"sweep {path}: {BAND_CALIBRATION_KEY}")
     except ValueError as err:
-        raise Sim2RealError(str(err)) from None
+        raise Sim2RealError(str(err), option="sweep") from None
 
 
 def _modes(outcomes: SweepOutcomes) -> tuple[tuple[Mode, ...], tuple[float, ...]]:

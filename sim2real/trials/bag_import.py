@@ -97,17 +97,18 @@ class BagSelection:
     camera: CameraSelection | None = None
 
     def __post_init__(self) -> None:
-        box = f"{self.box.option} {self.box.describe()}"
+        box = f"{self.box.what} {self.box.describe()}"
         if (self.box.kind == "image") != (self.camera is not None):
-            raise InputError(f"{box}: box poses from images come with their camera (and only they do)")
+            raise InputError(f"{box}: box poses from images come with their camera (and only they do)",
+                             option=self.box.option)
         if not self.box.has_orientation and not self.planar:
             raise InputError(f"{box} gives the box's position only, so a tilted or flipped box would be recorded "
                              f"as never tilted: name its quaternion fields too (TOPIC:X,Y,Z,QW,QX,QY,QZ), or "
-                             f"pass --planar if the box cannot tilt (its tilt and heading are then recorded as "
-                             f"unknown)")
+                             f"declare the box planar if it cannot tilt (its tilt and heading are then recorded "
+                             f"as unknown)", option="planar")
         if self.planar and self.box.has_orientation:
-            raise InputError(f"--planar is for a box source of positions only, and {box} gives the box's "
-                             f"orientation (its tilt is measured): leave --planar out")
+            raise InputError(f"a planar box is for a box source of positions only, and {box} gives the box's "
+                             f"orientation (its tilt is measured): leave the planar option out", option="planar")
 
     def options(self, source: PoseSource) -> StreamOptions:
         """The options of ``source`` (defaults when none were given)."""
@@ -213,12 +214,13 @@ def _listing(topics: dict[str, Any]) -> str:
 
 
 def _check_topic(path: Path, topics: dict[str, Any], topic: str, option: str, what: str) -> str:
-    """The message type of ``topic``, or a one-line error listing the bag's topics."""
+    """The message type of ``topic``, or a one-line error listing the bag's topics (``what``: the topic in
+    words; ``option``: the argparse dest of the option that named it)."""
     if topic not in topics:
-        raise InputError(f"bag {path} has no topic {topic} ({option} {what}); it has: {_listing(topics)}")
+        raise InputError(f"bag {path} has no topic {topic} ({what}); it has: {_listing(topics)}", option=option)
     msgtype = topics[topic].msgtype
     if msgtype is None:
-        raise DataError(f"bag {path}: topic {topic} ({option}) carries several message types")
+        raise DataError(f"bag {path}: topic {topic} ({what}) carries several message types", option=option)
     return str(msgtype)
 
 
@@ -285,24 +287,24 @@ def _wanted_topics(bag: Path, topics: dict[str, Any], selection: BagSelection) -
             wanted[source.name] = _check_camera_topics(bag, topics, selection)
             continue
         if source.kind == "tf":
-            msgtype = _check_topic(bag, topics, TF_TOPIC, source.option, f"tf:{source.name}")
+            msgtype = _check_topic(bag, topics, TF_TOPIC, source.option, f"{source.what} tf:{source.name}")
             if msgtype != MSGTYPE_TF:
                 raise DataError(f"bag {bag}: {TF_TOPIC} carries {msgtype}, not {MSGTYPE_TF}")
             continue
-        msgtype = _check_topic(bag, topics, source.name, source.option, "pose topic")
+        msgtype = _check_topic(bag, topics, source.name, source.option, f"{source.what}, a pose topic")
         if msgtype == MSGTYPE_TF:
-            raise InputError(f"{source.option} {source.name}: the topic carries {MSGTYPE_TF}; name the "
-                             f"tracked child frame as tf:FRAME")
+            raise InputError(f"{source.what} {source.name}: the topic carries {MSGTYPE_TF}; name the "
+                             f"tracked child frame as tf:FRAME", option=source.option)
         if source.kind == "topic" and msgtype not in POSE_MSGTYPES:
-            raise InputError(f"{source.option} {source.name}: message type {msgtype} is not a pose type "
+            raise InputError(f"{source.what} {source.name}: message type {msgtype} is not a pose type "
                              f"({', '.join(POSE_MSGTYPES)}); name its fields instead: "
-                             f"{source.name}:X,Y,Z[,QW,QX,QY,QZ] (see --help)")
+                             f"{source.name}:X,Y,Z[,QW,QX,QY,QZ] (see the command's help)", option=source.option)
         wanted[source.name] = source.kind
     if selection.joint_states is not None:
-        msgtype = _check_topic(bag, topics, selection.joint_states, "--joint-states", "topic")
+        msgtype = _check_topic(bag, topics, selection.joint_states, "joint_states", "the joint states")
         if msgtype != MSGTYPE_JOINT_STATE:
-            raise InputError(f"--joint-states {selection.joint_states}: message type {msgtype} is not "
-                             f"{MSGTYPE_JOINT_STATE}")
+            raise InputError(f"joint-state topic {selection.joint_states}: message type {msgtype} is not "
+                             f"{MSGTYPE_JOINT_STATE}", option="joint_states")
         wanted[selection.joint_states] = "joints"
     for topic, role in ((TF_TOPIC, "tf"), (TF_STATIC_TOPIC, "static")):
         if topic in topics and topics[topic].msgtype == MSGTYPE_TF:
@@ -331,15 +333,15 @@ def _check_camera_topics(bag: Path, topics: dict[str, Any], selection: BagSelect
 
     camera = selection.camera
     assert camera is not None
-    msgtype = _check_topic(bag, topics, camera.image_topic, "--box-image", "image topic")
+    msgtype = _check_topic(bag, topics, camera.image_topic, "box_image", "the box images")
     if msgtype not in IMAGE_MSGTYPES:
-        raise InputError(f"--box-image {camera.image_topic}: message type {msgtype} is not an image "
-                         f"({', '.join(IMAGE_MSGTYPES)})")
-    msgtype = _check_topic(bag, topics, camera.camera_info_topic, "--camera-info", "camera info topic, needed for "
+        raise InputError(f"image topic {camera.image_topic}: message type {msgtype} is not an image "
+                         f"({', '.join(IMAGE_MSGTYPES)})", option="box_image")
+    msgtype = _check_topic(bag, topics, camera.camera_info_topic, "camera_info", "the camera info, needed for "
                            "the intrinsics")
     if msgtype != MSGTYPE_CAMERA_INFO:
-        raise InputError(f"--camera-info {camera.camera_info_topic}: message type {msgtype} is not "
-                         f"{MSGTYPE_CAMERA_INFO}")
+        raise InputError(f"camera-info topic {camera.camera_info_topic}: message type {msgtype} is not "
+                         f"{MSGTYPE_CAMERA_INFO}", option="camera_info")
     return "image"
 
 
@@ -410,14 +412,14 @@ class _ReadState:
 
     def _joint_state(self, topic: str, receive_ns: int, msg: Any, path: str | Path) -> None:
         names = list(msg.name)
-        where = f"--joint-states {topic}"
+        where = f"joint-state topic {topic}"
         self.joints["stamp"].append(stamp_to_ns(msg.header.stamp))
         self.joints["receive"].append(receive_ns)
         for name in ("position", "velocity", "effort"):
             try:
                 values = reorder_joints(names, getattr(msg, name), f"{where} {name}")
             except ValueError as err:  # joints missing or arrays of the wrong length
-                raise DataError(f"bag {path}: {err}") from None
+                raise DataError(f"bag {path}: {err}", option="joint_states") from None
             self.joints[name].append(values)
 
     def _check_filled(self, path: str) -> None:
@@ -429,10 +431,12 @@ class _ReadState:
             if source.kind == "tf":
                 seen = ", ".join(sorted(self.tf_samples)) if self.tf_samples else "none"
                 raise InputError(f"bag {path}: no transform on {TF_TOPIC} has child frame '{source.name}' "
-                                 f"({source.option} tf:{source.name}); child frames on {TF_TOPIC}: {seen}")
-            raise InputError(f"bag {path}: topic {source.name} ({source.option}) holds no messages")
+                                 f"({source.what} tf:{source.name}); child frames on {TF_TOPIC}: {seen}",
+                                 option=source.option)
+            raise InputError(f"bag {path}: topic {source.name} ({source.what}) holds no messages", option=source.option)
         if self.selection.joint_states is not None and not self.joints["stamp"]:
-            raise InputError(f"bag {path}: topic {self.selection.joint_states} (--joint-states) holds no messages")
+            raise InputError(f"bag {path}: topic {self.selection.joint_states} (the joint states) holds no messages",
+                             option="joint_states")
 
     def recording(self, bag: str, fmt: str, path: str) -> Recording:
         """The :class:`Recording` of what was collected, every pose in the recording frame."""
@@ -515,12 +519,13 @@ def _in_frame(stream: StreamSamples, options: StreamOptions, frame: str, static:
         for other in sorted(set(stream.frames) - {frame}):
             found = static.lookup(frame, other)
             if found is None:
-                hint = (f"; give its frame with --frame {source.key}=FRAME" if not other else
+                hint = (f"; give its stream frame {source.key}=FRAME" if not other else
                         " (only static transforms are composed: /tf_static, and /tf transforms that never change)")
                 raise InputError(
-                    f"bag {path}: {source.option} {source.describe()} poses are in frame '{other or '(empty)'}', "
+                    f"bag {path}: {source.what} {source.describe()} poses are in frame '{other or '(empty)'}', "
                     f"not the recording frame '{frame or '(empty)'}', and no static transform links them{hint}; "
-                    f"or give the stream's transform with --stream-transform {source.key}=x,y,z,qw,qx,qy,qz")
+                    f"or give the stream's transform {source.key}=x,y,z,qw,qx,qy,qz",
+                    option="stream_transform" if other else "frame")
             transform, chain = found
             rows = np.flatnonzero(frames == other)
             position[rows], quaternion[rows] = transform.apply_poses(position[rows], quaternion[rows])

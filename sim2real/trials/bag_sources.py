@@ -39,6 +39,14 @@ POSE_MSGTYPES: dict[str, str] = {
 UNITS: dict[str, float] = {"m": 1.0, "cm": 0.01, "mm": 0.001}
 """Length units a stream's positions may be in, and their size in m."""
 
+SOURCE_NAMES: dict[str, str] = {"box_pose": "the box source", "pusher_pose": "the pusher source",
+                                "box_image": "the box images"}
+"""A pose source in messages, by the argparse dest of the option that names it (:attr:`PoseSource.option`)."""
+
+STREAM_OPTIONS: dict[str, str] = {"frame": "the stream frame", "units": "the stream unit",
+                                  "stamp_field": "the stamp field", "stream_transform": "the stream transform"}
+"""The per-stream options in messages, by their argparse dest."""
+
 
 def frame_name(name: str) -> str:
     """A frame id as compared here: stripped, without ROS 1's leading ``/``."""
@@ -57,7 +65,8 @@ class PoseSource:
     name : str
         The topic (``topic``, ``fields``) or the ``/tf`` child frame (``tf``).
     option : str
-        The command-line option that named it, for messages.
+        The argparse dest of the option that named it (``box_pose``, ``pusher_pose``, ``box_image``), for
+        messages (:class:`~sim2real.errors.Sim2RealError`); :attr:`what` names the source in them.
     fields : tuple of str
         ``fields`` only: 3 position field paths, or 7 with a quaternion (w, x, y, z).
     """
@@ -77,30 +86,37 @@ class PoseSource:
         """Whether the source gives an orientation (a ``fields`` source without quaternion fields does not)."""
         return self.kind != "fields" or len(self.fields) == 7
 
+    @property
+    def what(self) -> str:
+        """The source in messages: ``the box source``, ``the pusher source``, ``the box images``."""
+        return SOURCE_NAMES.get(self.option, "the pose source")
+
     def describe(self) -> str:
         """The source as written on the command line."""
         return f"{self.name}:{','.join(self.fields)}" if self.kind == "fields" else self.key
 
 
 def parse_pose_source(text: str, option: str) -> PoseSource:
-    """Parse ``TOPIC``, ``tf:FRAME`` or ``TOPIC:X,Y,Z[,QW,QX,QY,QZ]`` (see the module docstring)."""
+    """Parse ``TOPIC``, ``tf:FRAME`` or ``TOPIC:X,Y,Z[,QW,QX,QY,QZ]`` (see the module docstring); ``option`` is
+    the argparse dest of the option that gives it (:attr:`PoseSource.option`)."""
     text = text.strip()
+    what = SOURCE_NAMES.get(option, "the pose source")
     if text.startswith("tf:"):
         frame = frame_name(text[3:])
         if not frame:
-            raise InputError(f"{option} '{text}': tf:FRAME needs a child frame name")
+            raise InputError(f"{what} '{text}': tf:FRAME needs a child frame name", option=option)
         return PoseSource("tf", frame, option)
     topic, colon, spec = text.partition(":")
     topic = topic.strip()
     if not topic:
-        raise InputError(f"{option} needs a topic, TOPIC:X,Y,Z[,QW,QX,QY,QZ] or tf:FRAME")
+        raise InputError(f"{what} needs a topic, TOPIC:X,Y,Z[,QW,QX,QY,QZ] or tf:FRAME", option=option)
     topic = topic if topic.startswith("/") else f"/{topic}"
     if not colon:
         return PoseSource("topic", topic, option)
     paths = tuple(part.strip() for part in spec.split(","))
     if len(paths) not in (3, 7) or not all(paths):
-        raise InputError(f"{option} '{text}': after the topic give 3 position fields (x,y,z) or 7 with a "
-                         f"quaternion, scalar first (x,y,z,qw,qx,qy,qz)")
+        raise InputError(f"{what} '{text}': after the topic give 3 position fields (x,y,z) or 7 with a "
+                         f"quaternion, scalar first (x,y,z,qw,qx,qy,qz)", option=option)
     return PoseSource("fields", topic, option, paths)
 
 
@@ -149,25 +165,27 @@ class StreamOptionText:
 
 
 def _keyed(values: Iterable[str], option: str, keyless: bool = False) -> tuple[dict[str, str], str | None]:
-    """``{stream key: value}`` of ``KEY=VALUE`` items, and the one item without a key (when allowed)."""
+    """``{stream key: value}`` of ``KEY=VALUE`` items, and the one item without a key (when allowed);
+    ``option``: the argparse dest of the option that gives them (a key of :data:`STREAM_OPTIONS`)."""
+    what = STREAM_OPTIONS[option]
     keyed: dict[str, str] = {}
     bare: str | None = None
     for text in values:
         key, sep, value = str(text).partition("=")
         if not sep:
             if not keyless:
-                raise InputError(f"{option} '{text}': expected TOPIC=VALUE (or tf:FRAME=VALUE)")
+                raise InputError(f"{what} '{text}': expected TOPIC=VALUE (or tf:FRAME=VALUE)", option=option)
             if bare is not None:
-                raise InputError(f"{option} is given twice without a topic ('{bare}', '{text}')")
+                raise InputError(f"{what} is given twice without a topic ('{bare}', '{text}')", option=option)
             bare = text.strip()
             continue
         key, value = key.strip(), value.strip()
         if not key.startswith("tf:") and not key.startswith("/"):
             key = f"/{key}"
         if not value:
-            raise InputError(f"{option} '{text}': empty value after '='")
+            raise InputError(f"{what} '{text}': empty value after '='", option=option)
         if key in keyed:
-            raise InputError(f"{option} gives {key} twice")
+            raise InputError(f"{what} gives {key} twice", option=option)
         keyed[key] = value
     return keyed, bare
 
@@ -195,34 +213,36 @@ def stream_options(text: StreamOptionText, sources: Sequence[PoseSource]) -> tup
         One line: a malformed item, a key that names no selected source, an unknown unit, a stamp
         field on a ``tf:`` source.
     """
-    frames, recording_frame = _keyed(text.frames, "--frame", keyless=True)
-    units, default_unit = _keyed(text.units, "--units", keyless=True)
-    stamps, _ = _keyed(text.stamp_fields, "--stamp-field")
-    transforms, _ = _keyed(text.transforms, "--stream-transform")
+    frames, recording_frame = _keyed(text.frames, "frame", keyless=True)
+    units, default_unit = _keyed(text.units, "units", keyless=True)
+    stamps, _ = _keyed(text.stamp_fields, "stamp_field")
+    transforms, _ = _keyed(text.transforms, "stream_transform")
     keys = {s.key for s in sources}
-    for option, given in (("--frame", frames), ("--units", units), ("--stamp-field", stamps),
-                          ("--stream-transform", transforms)):
+    for option, given in (("frame", frames), ("units", units), ("stamp_field", stamps),
+                          ("stream_transform", transforms)):
         unknown = sorted(set(given) - keys)
         if unknown:
-            raise InputError(f"{option} names {', '.join(unknown)}, which is not a selected pose source "
-                             f"(selected: {', '.join(sorted(keys))})")
+            raise InputError(f"{STREAM_OPTIONS[option]} names {', '.join(unknown)}, which is not a selected pose "
+                             f"source (selected: {', '.join(sorted(keys))})", option=option)
     for unit in [default_unit, *units.values()]:
         if unit is not None and unit not in UNITS:
-            raise InputError(f"--units '{unit}': choose from {', '.join(UNITS)}")
+            raise InputError(f"stream unit '{unit}': choose from {', '.join(UNITS)}", option="units")
     for key in stamps:
         if key.startswith("tf:"):
-            raise InputError(f"--stamp-field {key}: /tf transforms are timed by their header stamps")
+            raise InputError(f"stamp field of {key}: /tf transforms are timed by their header stamps",
+                             option="stamp_field")
     options = {
         s.key: StreamOptions(
             frame=frame_name(frames[s.key]) if s.key in frames else None,
             unit=units.get(s.key, default_unit if s.kind == "fields" and default_unit else "m"),
             stamp_field=stamps.get(s.key),
-            transform=parse_transform(transforms[s.key], f"--stream-transform {s.key}") if s.key in transforms
+            transform=parse_transform(transforms[s.key], f"the stream transform of {s.key}", "stream_transform")
+            if s.key in transforms
             else None)
         for s in sources}
     if default_unit is not None and not any(s.kind == "fields" for s in sources):
-        raise InputError(f"--units {default_unit} without a topic applies to field sources (TOPIC:X,Y,Z); "
-                         f"for a pose topic write --units TOPIC={default_unit}")
+        raise InputError(f"stream unit {default_unit} without a topic applies to field sources (TOPIC:X,Y,Z); "
+                         f"for a pose topic write TOPIC={default_unit}", option="units")
     return options, (frame_name(recording_frame) if recording_frame else None)
 
 
@@ -232,8 +252,8 @@ def read_field(msg: Any, path: str, source: PoseSource) -> Any:
     for part in path.split("."):
         if not hasattr(obj, part) or part.startswith("_"):
             have = [f.name for f in fields(obj)] if is_dataclass(obj) else []
-            raise InputError(f"{source.option} {source.describe()}: the message has no field '{path}' "
-                             f"(fields here: {', '.join(have) or 'none'})")
+            raise InputError(f"{source.what} {source.describe()}: the message has no field '{path}' "
+                             f"(fields here: {', '.join(have) or 'none'})", option=source.option)
         obj = getattr(obj, part)
     return obj
 
@@ -244,8 +264,8 @@ def field_number(msg: Any, path: str, source: PoseSource) -> float:
     try:
         number = float(value)
     except (TypeError, ValueError):
-        raise InputError(f"{source.option} {source.describe()}: field '{path}' is not a number "
-                         f"({type(value).__name__})") from None
+        raise InputError(f"{source.what} {source.describe()}: field '{path}' is not a number "
+                         f"({type(value).__name__})", option=source.option) from None
     return number
 
 

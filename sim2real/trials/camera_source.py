@@ -74,8 +74,8 @@ class CameraSelection:
 
     @property
     def source(self) -> PoseSource:
-        """The box pose source of this camera (kind ``image``; option ``--box-image``)."""
-        return PoseSource("image", self.image_topic, "--box-image")
+        """The box pose source of this camera (kind ``image``; option ``box_image``)."""
+        return PoseSource("image", self.image_topic, "box_image")
 
 
 def _topic(text: str) -> str:
@@ -105,14 +105,18 @@ def camera_selection(image_topic: str, setup: CameraSetup, box_size: dict[str, f
     InputError
         An empty topic, or a tag that does not fit on its face of the box.
     """
-    if not image_topic.strip() or (camera_info_topic is not None and not camera_info_topic.strip()):
-        raise InputError("--box-image and --camera-info need a topic")
+    if not image_topic.strip():
+        raise InputError("the box images need a topic", option="box_image")
+    if camera_info_topic is not None and not camera_info_topic.strip():
+        raise InputError("the camera info needs a topic", option="camera_info")
     info = _topic(camera_info_topic if camera_info_topic is not None else setup.camera_info_topic)
     params = ParameterSet.nominal().replace({k: box_size[k] for k in ("box.size_x", "box.size_y", "box.size_z")})
     try:
         tags = setup.box_tags(params)
     except InputError as err:
-        raise InputError(f"{err} (the tags of --camera {setup.source}, the box of --box-size)") from None
+        where = f" {setup.source}" if setup.source else ""
+        raise InputError(f"{err} (the tags of the camera set-up{where}, the box of the box size)",
+                         option="camera") from None
     return CameraSelection(_topic(image_topic), info, setup, tags, frame or BASE_FRAME)
 
 
@@ -140,9 +144,9 @@ def camera_from_info(msg: Any, topic: str, path: str | Path) -> PinholeCamera:
         raise DataError(f"bag {path}: the CameraInfo on {topic} is not a calibrated camera: {err}") from None
 
 
-def decode_image(msg: Any, msgtype: str, topic: str, option: str = "--box-image") -> NDArray[np.uint8] | None:
+def decode_image(msg: Any, msgtype: str, topic: str, option: str = "box_image") -> NDArray[np.uint8] | None:
     """The grey image (height, width), uint8, of an ``Image`` or ``CompressedImage`` message (``option``: the
-    option that named ``topic``, for messages).
+    argparse dest of the option that named ``topic``, for messages: :class:`~sim2real.errors.Sim2RealError`).
 
     Returns
     -------
@@ -161,8 +165,8 @@ def decode_image(msg: Any, msgtype: str, topic: str, option: str = "--box-image"
         return None if image is None else np.asarray(image, np.uint8)
     encoding = str(msg.encoding)
     if encoding not in ENCODINGS:
-        raise InputError(f"{option} {topic}: image encoding '{encoding}' is not read (only "
-                         f"{', '.join(ENCODINGS)}; or a {MSGTYPE_COMPRESSED_IMAGE} topic)")
+        raise InputError(f"image topic {topic}: image encoding '{encoding}' is not read (only "
+                         f"{', '.join(ENCODINGS)}; or a {MSGTYPE_COMPRESSED_IMAGE} topic)", option=option)
     return grey_from_raw(encoding, int(msg.height), int(msg.width), int(msg.step), data)
 
 
@@ -205,7 +209,8 @@ class CameraStream:
         if image.shape != (self.camera.height, self.camera.width):
             raise DataError(f"bag {self.path}: the images on {self.selection.image_topic} are {image.shape[1]} × "
                             f"{image.shape[0]} px, but the CameraInfo on {self.selection.camera_info_topic} is for "
-                            f"{self.camera.width} × {self.camera.height} px: give this camera's --camera-info")
+                            f"{self.camera.width} × {self.camera.height} px: give this camera's camera info",
+                            option="camera_info")
         result = self.estimator.estimate(image)
         if isinstance(result, BoxObservation):
             self.refused.append("")
@@ -236,10 +241,11 @@ class CameraStream:
             return
         topic = self.selection.image_topic
         if not self.refused:
-            raise InputError(f"bag {self.path}: topic {topic} (--box-image) holds no messages")
+            raise InputError(f"bag {self.path}: topic {topic} (the box images) holds no messages",
+                             option="box_image")
         raise InputError(f"bag {self.path}: none of the {len(self.refused)} images on {topic} gave a box pose "
-                         f"({self.detections().tally().summary()}); check the tags of the --camera file and "
-                         f"--box-size")
+                         f"({self.detections().tally().summary()}); check the tags of the camera set-up file and "
+                         f"the box size", option="camera")
 
 
 def read_camera_info(reader: Any, selection: CameraSelection, path: str | Path) -> PinholeCamera:
@@ -253,4 +259,5 @@ def read_camera_info(reader: Any, selection: CameraSelection, path: str | Path) 
     connections = [c for c in reader.connections if c.topic == selection.camera_info_topic]
     for connection, _, raw in reader.messages(connections=connections):
         return camera_from_info(reader.deserialize(raw, connection.msgtype), selection.camera_info_topic, path)
-    raise InputError(f"bag {path}: topic {selection.camera_info_topic} (--camera-info) holds no messages")
+    raise InputError(f"bag {path}: topic {selection.camera_info_topic} (the camera info) holds no messages",
+                     option="camera_info")

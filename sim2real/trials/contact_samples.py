@@ -80,8 +80,8 @@ class CalibrationTrial:
         """
         obj = trial_object(record.meta, record.name)
         if obj is None or obj.pusher_shape is None:
-            raise InputError(f"trial '{record.name}': no object with a pusher stored (import with --box-size, "
-                             "--pusher-shape and --pusher-radius)")
+            raise InputError(f"trial '{record.name}': no object with a pusher stored (import it with the box's size, "
+                             "the pusher's shape and the pusher's radius)")
         platform = record.platforms.get("real")
         if platform is None or platform.box_pose is None or platform.pusher_pose is None:
             raise InputError(f"trial '{record.name}': calibrate needs a box pose and a pusher pose")

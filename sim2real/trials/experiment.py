@@ -64,8 +64,8 @@ def check_mirror(mirror: str, mode: str) -> str:
     if mirror not in MIRROR_MODES:
         raise InputError(f"unknown mirroring '{mirror}' (expected closed or commands)")
     if mirror == "commands" and len(platforms_of(mode)) < 2:
-        raise InputError(f"--mirror commands needs a real and a sim platform; mode '{mode}' has only "
-                         f"{platforms_of(mode)[0]}")
+        raise InputError(f"mirroring 'commands' needs a real and a sim platform; mode '{mode}' has only "
+                         f"{platforms_of(mode)[0]}", option="mirror")
     return mirror
 
 
@@ -110,7 +110,8 @@ EXPERIMENT_DISTANCES: tuple[float, float] = (0.0, 1.5)
 
 
 def parse_distances(text: str | Sequence[float], within: tuple[float, float] = EXPERIMENT_DISTANCES,
-                    closed: bool = False, unique: bool = False, what: str = "distances") -> tuple[float, ...]:
+                    closed: bool = False, unique: bool = False, what: str = "distances",
+                    option: str | None = None) -> tuple[float, ...]:
     """Start distances (m) from ``"0.30,0.45"`` or a sequence: the one grammar of ``--distances`` everywhere.
 
     Parameters
@@ -122,7 +123,9 @@ def parse_distances(text: str | Sequence[float], within: tuple[float, float] = E
     unique : bool
         Refuse a distance given twice (a sweep's table is keyed by it).
     what : str
-        Names the option in errors.
+        Names the distances in errors.
+    option : str, optional
+        The argparse dest of the option that gives them, for errors (:class:`~sim2real.errors.Sim2RealError`).
 
     Raises
     ------
@@ -134,25 +137,25 @@ def parse_distances(text: str | Sequence[float], within: tuple[float, float] = E
         parts = [p.strip() for p in text.split(",")]
         if any(parts) and not all(parts):
             raise InputError(f"{what} '{text}' have an empty entry; give numbers in m separated by single "
-                             f"commas, e.g. 0.30,0.45")
+                             f"commas, e.g. 0.30,0.45", option=option)
         parts = [p for p in parts if p]
         try:
             values = tuple(float(p) for p in parts)
         except ValueError:
-            raise InputError(f"{what} must be comma-separated numbers in m, got '{text}'") from None
+            raise InputError(f"{what} must be comma-separated numbers in m, got '{text}'", option=option) from None
     else:
         values = tuple(float(v) for v in text)
     if not values:
-        raise InputError(f"{what} names no start distance")
+        raise InputError(f"{what} names no start distance", option=option)
     low, high = within
     for value in values:
         inside = low <= value <= high if closed else low < value < high
         if not (np.isfinite(value) and inside):
             interval = f"[{low:g}, {high:g}]" if closed else f"({low:g}, {high:g})"
-            raise InputError(f"start distance {value:g} m is outside {interval} m")
+            raise InputError(f"start distance {value:g} m is outside {interval} m", option=option)
     if unique and len(set(values)) != len(values):
         repeated = next(v for v in values if values.count(v) > 1)
-        raise InputError(f"{what}: {repeated:g} is given twice")
+        raise InputError(f"{what}: {repeated:g} is given twice", option=option)
     return values
 
 

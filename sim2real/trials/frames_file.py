@@ -204,25 +204,31 @@ def read_frames_file(path: str | Path) -> FramesOptions:
     from sim2real.paths import read_text_file
 
     if not Path(path).is_file():
-        raise InputError(f"--frames {path}: not a file")
+        raise InputError(f"frames file {path}: not a file", option="frames")
     try:
         document = yaml.safe_load(read_text_file(path, "frames file"))
     except yaml.YAMLError as err:
-        raise DataError(f"--frames {path}: cannot read it ({' '.join(str(err).split())[:200]})") from None
+        raise DataError(f"frames file {path}: cannot read it ({' '.join(str(err).split())[:200]})",
+                        option="frames") from None
     if not isinstance(document, dict) or document.get("format") != FRAMES_FORMAT:
-        raise DataError(f"--frames {path}: not a frames file (format {FRAMES_FORMAT}, written by sim2real "
-                        "calibrate)")
+        raise DataError(f"frames file {path}: not a frames file (format {FRAMES_FORMAT}, written by sim2real "
+                        "calibrate)", option="frames")
     try:
         delay = float(document["box_delay_s"])
         transform, offset = str(document["box_transform"]), str(document["box_offset"])
     except (KeyError, TypeError, ValueError):
-        raise DataError(f"--frames {path}: needs box_transform, box_offset and box_delay_s") from None
+        raise DataError(f"frames file {path}: needs box_transform, box_offset and box_delay_s",
+                        option="frames") from None
     if not np.isfinite(delay) or abs(delay) > MAX_DELAY_S:
-        raise DataError(f"--frames {path}: box_delay_s {delay!r} is not a delay within ±{MAX_DELAY_S:g} s")
+        raise DataError(f"frames file {path}: box_delay_s {delay!r} is not a delay within ±{MAX_DELAY_S:g} s",
+                        option="frames")
     tool = document.get("tool_offset")
     if tool is not None and not isinstance(tool, str):
-        raise DataError(f"--frames {path}: tool_offset is not x,y,z,qw,qx,qy,qz")
+        raise DataError(f"frames file {path}: tool_offset is not x,y,z,qw,qx,qy,qz", option="frames")
     stored = document.get("frame_uncertainty")
-    uncertainty = None if stored is None else FrameUncertainty.from_dict(stored, f"--frames {path}")
+    try:
+        uncertainty = None if stored is None else FrameUncertainty.from_dict(stored, f"frames file {path}")
+    except DataError as err:
+        raise DataError(str(err), option="frames") from None
     return FramesOptions(transform, offset, delay, tool, uncertainty)
 

@@ -286,25 +286,26 @@ class _Streams:
             self.camera = camera_from_info(msg, selection.camera_info_topic, path)
         else:
             try:
-                position = reorder_joints(list(msg.name), msg.position, f"--joint-states {selection.joint_states}")
+                position = reorder_joints(list(msg.name), msg.position, f"joint-state topic {selection.joint_states}")
             except ValueError as err:
-                raise DataError(f"bag {path}: {err}") from None
+                raise DataError(f"bag {path}: {err}", option="joint_states") from None
             self.joint_ns.append(stamp_to_ns(msg.header.stamp))
             self.joint_q.append(position)
 
 
 def _topics(bag: Path, topics: dict[str, Any], selection: HandEyeSelection) -> tuple[dict[str, str], str]:
     """``{topic: role}`` of the three topics, checked (each there, of its type); and the image type."""
-    image_type = _check_topic(bag, topics, selection.image_topic, "--image", "image topic")
+    image_type = _check_topic(bag, topics, selection.image_topic, "image", "the images")
     if image_type not in IMAGE_MSGTYPES:
-        raise InputError(f"--image {selection.image_topic}: message type {image_type} is not an image "
-                         f"({', '.join(IMAGE_MSGTYPES)})")
-    checks = ((selection.camera_info_topic, "--camera-info", "camera info topic, needed for the intrinsics",
-               MSGTYPE_CAMERA_INFO), (selection.joint_states, "--joint-states", "topic", MSGTYPE_JOINT_STATE))
+        raise InputError(f"image topic {selection.image_topic}: message type {image_type} is not an image "
+                         f"({', '.join(IMAGE_MSGTYPES)})", option="image")
+    checks = ((selection.camera_info_topic, "camera_info", "the camera info, needed for the intrinsics",
+               MSGTYPE_CAMERA_INFO), (selection.joint_states, "joint_states", "the joint states", MSGTYPE_JOINT_STATE))
     for topic, option, what, expected in checks:
         msgtype = _check_topic(bag, topics, topic, option, what)
         if msgtype != expected:
-            raise InputError(f"{option} {topic}: message type {msgtype} is not {expected}")
+            raise InputError(f"topic {topic} ({what.split(',')[0]}): message type {msgtype} is not {expected}",
+                             option=option)
     roles = {selection.image_topic: "image", selection.camera_info_topic: "info", selection.joint_states: "joints"}
     return roles, image_type
 
@@ -367,11 +368,12 @@ def _first_pass(bag: _Bag) -> tuple[_Streams, int]:
         if role == "info" and streams.camera is not None:
             continue
         streams.take(role, bag.deserialize(raw, connection), selection, path)
-    for topic, option, count in ((selection.image_topic, "--image", len(streams.image_ns)),
-                                 (selection.camera_info_topic, "--camera-info", int(streams.camera is not None)),
-                                 (selection.joint_states, "--joint-states", len(streams.joint_ns))):
+    for topic, option, what, count in (
+            (selection.image_topic, "image", "the images", len(streams.image_ns)),
+            (selection.camera_info_topic, "camera_info", "the camera info", int(streams.camera is not None)),
+            (selection.joint_states, "joint_states", "the joint states", len(streams.joint_ns))):
         if count == 0:
-            raise InputError(f"bag {path}: topic {topic} ({option}) holds no messages")
+            raise InputError(f"bag {path}: topic {topic} ({what}) holds no messages", option=option)
     return streams, len(streams.image_ns)
 
 
@@ -394,11 +396,12 @@ def _decoded(bag: _Bag, wanted: set[int], camera: PinholeCamera) -> dict[int, ND
     for index, (_, connection, raw) in enumerate(bag.messages(("image",))):
         if index not in wanted:
             continue
-        grey = decode_image(bag.deserialize(raw, connection), bag.image_type, selection.image_topic, "--image")
+        grey = decode_image(bag.deserialize(raw, connection), bag.image_type, selection.image_topic, "image")
         if grey is not None and grey.shape != (camera.height, camera.width):
             raise DataError(f"bag {bag.path}: the images on {selection.image_topic} are {grey.shape[1]} × "
                             f"{grey.shape[0]} px, but the CameraInfo on {selection.camera_info_topic} is for "
-                            f"{camera.width} × {camera.height} px: give this camera's --camera-info")
+                            f"{camera.width} × {camera.height} px: give this camera's camera info",
+                            option="camera_info")
         images[index] = grey
     return images
 
@@ -494,13 +497,13 @@ def check_enough_poses(recording: HandEyeRecording, selection: HandEyeSelection)
         raise InputError(f"{where}: none of its {recording.image_count} images on {selection.image_topic} was taken "
                          f"while the arm was still ({rule.describe()}); hand-eye calibration needs at least "
                          f"{MIN_POSES} still poses: hold each pose at least {2 * rule.half_window + 0.3:g} s, or "
-                         f"check --joint-states")
+                         f"check the joint-state topic")
     tag = f"tag {selection.tag_id} ({selection.family}, {1e3 * selection.tag_size:g} mm)"
     if not recording.used:
         others = sorted({i for p in poses for i in p.other_tags})
         seen = f"tags seen: {', '.join(map(str, others))}" if others else "no tag of the family decoded"
         raise InputError(f"{where}: {tag} is in none of the images of its {len(poses)} still pose(s) ({seen}): "
-                         f"check --tag-id, --tag-family, and that the plate faces the camera")
+                         f"check the tag's id, its family, and that the plate faces the camera")
     counts = {s: sum(p.status == s for p in poses) for s in (AMBIGUOUS, NO_TAG, DUPLICATE, REPROJECTION, UNDECODABLE)}
     detail = ", ".join(f"{s} {n}" for s, n in counts.items() if n)
     detail = f" ({detail})" if detail else ""

@@ -258,11 +258,11 @@ def parse_split(text: str | None) -> Split:
         except ValueError:
             gap = float("nan")
         if not (math.isfinite(gap) and gap > 0):
-            raise InputError(f"--split '{text}': gaps:SECONDS needs a positive number of seconds")
+            raise InputError(f"the split '{text}': gaps:SECONDS needs a positive number of seconds", option="split")
         return Split("gaps", gap_s=gap, spec=text)
     if kind == "windows" and value:
         return Split("windows", windows_ns=read_windows(value), spec=text)
-    raise InputError(f"--split '{text}': expected none, gaps:SECONDS or windows:FILE")
+    raise InputError(f"the split '{text}': expected none, gaps:SECONDS or windows:FILE", option="split")
 
 
 @dataclass(frozen=True)
@@ -325,9 +325,9 @@ class ImportSettings:
         if self.clock not in CLOCKS:
             raise InputError(f"unknown clock '{self.clock}' (choose from {', '.join(CLOCKS)})")
         if not (math.isfinite(self.outlier_angle_rad) and self.outlier_angle_rad >= 0):
-            raise InputError("--outlier-angle must be a non-negative number of degrees")
+            raise InputError("the outlier angle must be a non-negative number of degrees", option="outlier_angle")
         if not (math.isfinite(self.outlier_jump_m) and self.outlier_jump_m >= 0):
-            raise InputError("--outlier-jump must be a non-negative length in m")
+            raise InputError("the outlier jump must be a non-negative length in m", option="outlier_jump")
         check_tolerance(self.scene_tolerance_m)
 
 
@@ -363,7 +363,7 @@ def check_planar(recording: Recording, settings: ImportSettings) -> None:
     """
     if not recording.planar:
         return
-    what = "box x, y and yaw" if recording.box.has_orientation else "--planar, box positions only"
+    what = "box x, y and yaw" if recording.box.has_orientation else "declared planar, box positions only"
     check_planar_settings(settings, f"{recording.path}: a planar recording ({what})")
 
 
@@ -384,20 +384,23 @@ def check_planar_settings(settings: ImportSettings, where: str) -> None:
         One line naming ``where`` and the option.
     """
     if settings.object is None:
-        raise InputError(f"{where} needs the object (--box-size, --box-mass or --box-density, --pusher-shape, "
-                         f"--pusher-radius): its box rests on the table, its centre at box.size_z / 2")
+        raise InputError(f"{where} needs the object (the box's size, its mass or density, the pusher's shape and "
+                         f"radius): its box rests on the table, its centre at box.size_z / 2")
     tilt = _tilt_rad(settings.transform.quaternion)
     if tilt > PLANAR_TILT_TOLERANCE_RAD:
-        raise InputError(f"{where} lies in the table plane, but --transform tilts that plane by "
-                         f"{math.degrees(tilt):.3g} deg: give a rotation about z only (qx = qy = 0)")
+        raise InputError(f"{where} lies in the table plane, but the frame transform tilts that plane by "
+                         f"{math.degrees(tilt):.3g} deg: give a rotation about z only (qx = qy = 0)",
+                         option="transform")
     tilt = _tilt_rad(settings.box_transform.quaternion)
     if tilt > PLANAR_TILT_TOLERANCE_RAD:
-        raise InputError(f"{where} lies in the table plane, but --box-transform tilts it by "
-                         f"{math.degrees(tilt):.3g} deg: give a rotation about z only (qx = qy = 0)")
+        raise InputError(f"{where} lies in the table plane, but the box transform tilts it by "
+                         f"{math.degrees(tilt):.3g} deg: give a rotation about z only (qx = qy = 0)",
+                         option="box_transform")
     offset = settings.box_offset
     if _tilt_rad(offset.quaternion) > PLANAR_TILT_TOLERANCE_RAD or offset.translation[2] != 0.0:
-        raise InputError(f"{where}: --box-offset moves the box centre in the table plane only: give x, y "
-                         f"and a rotation about z (z = 0, qx = qy = 0); the centre's height is box.size_z / 2")
+        raise InputError(f"{where}: the box offset moves the box centre in the table plane only: give x, y "
+                         f"and a rotation about z (z = 0, qx = qy = 0); the centre's height is box.size_z / 2",
+                         option="box_offset")
 
 
 # -- cleaning -------------------------------------------------------------------------------------

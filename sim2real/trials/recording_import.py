@@ -548,15 +548,17 @@ def _check_tool_offset(recording: Recording, offset: RigidTransform) -> None:
     if offset.is_identity:
         return
     if recording.pusher is None:
-        raise InputError(f"{recording.path}: --tool-offset moves the pusher, but no pusher pose is imported")
+        raise InputError(f"{recording.path}: the tool offset moves the pusher, but no pusher pose is imported",
+                         option="tool_offset")
     if not recording.pusher.has_orientation:
-        raise InputError(f"{recording.path}: --tool-offset is fixed in the pusher body's frame, but "
-                         f"{recording.pusher.source} gives positions only: name its quaternion fields too")
+        raise InputError(f"{recording.path}: the tool offset is fixed in the pusher body's frame, but "
+                         f"{recording.pusher.source} gives positions only: name its quaternion fields too",
+                         option="tool_offset")
 
 
 def check_new_run_dir(out_dir: Path) -> None:
     """Raise unless ``out_dir`` is absent or an empty directory."""
     if out_dir.is_symlink() or (out_dir.exists() and not out_dir.is_dir()):
-        raise InputError(f"--out {out_dir} exists and is not a directory; choose a new one")
+        raise InputError(f"output {out_dir} exists and is not a directory; choose a new one", option="out")
     if out_dir.is_dir() and any(out_dir.iterdir()):
         raise InputError(f"output directory {out_dir} already exists and is not empty; choose a new one")

@@ -116,22 +116,24 @@ def body_offset_poses(position: np.ndarray, quaternion: np.ndarray,
 
 
 # -- options ----------------------------------------------------------------------------------------
-def _numbers(text: str, counts: tuple[int, ...], option: str, what: str) -> list[float]:
+# ``what`` names the value in messages (``the transform``); ``option`` is the argparse dest of the option
+# that gives it (:class:`~sim2real.errors.Sim2RealError`), None when no option does.
+def _numbers(text: str, counts: tuple[int, ...], what: str, option: str | None, form: str) -> list[float]:
     parts = [part.strip() for part in str(text).split(",")]
     try:
         values = [float(part) for part in parts]
     except ValueError:
-        raise InputError(f"{option} '{text}': expected {what}") from None
+        raise InputError(f"{what} '{text}': expected {form}", option=option) from None
     if len(values) not in counts or not all(math.isfinite(v) for v in values):
-        raise InputError(f"{option} '{text}': expected {what}")
+        raise InputError(f"{what} '{text}': expected {form}", option=option)
     return values
 
 
-def _unit_quaternion(values: Sequence[float], option: str, text: str) -> np.ndarray:
+def _unit_quaternion(values: Sequence[float], what: str, option: str | None, text: str) -> np.ndarray:
     q = np.asarray(values, dtype=float)
     norm = float(np.linalg.norm(q))
     if abs(norm - 1.0) > 1e-3:
-        raise InputError(f"{option} '{text}': the quaternion qw,qx,qy,qz has norm {norm:.6g}, not 1")
+        raise InputError(f"{what} '{text}': the quaternion qw,qx,qy,qz has norm {norm:.6g}, not 1", option=option)
     return q / norm
 
 
@@ -142,28 +144,29 @@ MAX_TRANSFORM_M = 100.0
 MAX_OFFSET_M = 10.0
 
 
-def _bounded(values: Sequence[float], bound: float, option: str, text: str) -> np.ndarray:
+def _bounded(values: Sequence[float], bound: float, what: str, option: str | None, text: str) -> np.ndarray:
     """The translation ``values[:3]`` (m), each component within ``bound``."""
     translation = np.array(values[:3], dtype=float)
     worst = float(np.max(np.abs(translation)))
     if worst > bound:
-        raise InputError(f"{option} '{text}': a translation of {worst:.6g} m; each of x, y, z must be within "
-                         f"{bound:g} m (the values are in m)")
+        raise InputError(f"{what} '{text}': a translation of {worst:.6g} m; each of x, y, z must be within "
+                         f"{bound:g} m (the values are in m)", option=option)
     return translation
 
 
-def parse_transform(text: str, option: str = "--transform") -> RigidTransform:
+def parse_transform(text: str, what: str = "the frame transform", option: str | None = "transform") -> RigidTransform:
     """Parse ``x,y,z,qw,qx,qy,qz`` (m, each within :data:`MAX_TRANSFORM_M`; unit quaternion, w first) into
-    a :class:`RigidTransform`."""
-    values = _numbers(text, (7,), option, "x,y,z,qw,qx,qy,qz (m and a unit quaternion, w first)")
-    translation = _bounded(values, MAX_TRANSFORM_M, option, text)
-    return RigidTransform(translation, _unit_quaternion(values[3:], option, text))
+    a :class:`RigidTransform`; ``what`` names the value in messages, ``option`` is the argparse dest of the
+    option that gives it (:class:`~sim2real.errors.Sim2RealError`)."""
+    values = _numbers(text, (7,), what, option, "x,y,z,qw,qx,qy,qz (m and a unit quaternion, w first)")
+    translation = _bounded(values, MAX_TRANSFORM_M, what, option, text)
+    return RigidTransform(translation, _unit_quaternion(values[3:], what, option, text))
 
 
-def parse_offset(text: str, option: str = "--box-offset") -> RigidTransform:
+def parse_offset(text: str, what: str = "the box offset", option: str | None = "box_offset") -> RigidTransform:
     """Parse ``x,y,z`` (m, each within :data:`MAX_OFFSET_M`) or ``x,y,z,qw,qx,qy,qz`` (with the box axes'
-    rotation) into a transform."""
-    values = _numbers(text, (3, 7), option, "x,y,z in m (optionally followed by qw,qx,qy,qz)")
-    translation = _bounded(values, MAX_OFFSET_M, option, text)
-    q = _unit_quaternion(values[3:], option, text) if len(values) == 7 else _IDENTITY_Q
+    rotation) into a transform; ``what`` and ``option`` as in :func:`parse_transform`."""
+    values = _numbers(text, (3, 7), what, option, "x,y,z in m (optionally followed by qw,qx,qy,qz)")
+    translation = _bounded(values, MAX_OFFSET_M, what, option, text)
+    q = _unit_quaternion(values[3:], what, option, text) if len(values) == 7 else _IDENTITY_Q
     return RigidTransform(translation, q)

@@ -110,17 +110,18 @@ def object_from_options(box_size: Sequence[float], pusher_shape: str, pusher_rad
         Neither or both of mass and density, a length for a sphere, values out of range, an empty label.
     """
     if (box_mass is None) == (box_density is None):
-        raise InputError("give the box's mass (--box-mass KG) or its density (--box-density KG/M3), one of them")
+        raise InputError("give the box's mass (kg) or its density (kg/m³), one of them", option="box_mass")
     if name is not None and not name.strip():
-        raise InputError(f"the object label (--object) {name!r} is empty: give a name such as steel, or leave "
-                         f"--object out")
+        raise InputError(f"the object label {name!r} is empty: give a name such as steel, or leave the label out",
+                         option="object")
     sx, sy, sz = (float(v) for v in box_size)
     mass = float(box_mass) if box_mass is not None else float(box_density) * sx * sy * sz  # type: ignore[arg-type]
     parameters = {"box.size_x": sx, "box.size_y": sy, "box.size_z": sz, "box.mass": mass,
                   "pusher.radius": float(pusher_radius)}
     if pusher_length is not None:
         if pusher_shape != "rod":
-            raise InputError("--pusher-length is the length of a rod pusher (--pusher-shape rod)")
+            raise InputError("the pusher length is the length of a rod pusher (pusher shape rod)",
+                             option="pusher_length")
         parameters["pusher.length"] = float(pusher_length)
     return TrialObject(parameters, pusher_shape, name)
 

@@ -166,8 +166,9 @@ def _csv_twice(p: Path) -> list[str]:
 
 CASES: dict[str, tuple[Callable[[Path], list[str]], str]] = {
     # 1. a box pose without orientation: refused unless the box cannot tilt (--planar)
-    "bag_box_positions_only": (lambda p: _bag_import(p, *OBJECT, box=POSITIONS), "pass --planar"),
-    "bag_planar_with_orientation": (lambda p: _bag_import(p, "--planar", *OBJECT), "leave --planar out"),
+    "bag_box_positions_only": (lambda p: _bag_import(p, *OBJECT, box=POSITIONS), "--planar: the box source"),
+    "bag_planar_with_orientation": (lambda p: _bag_import(p, "--planar", *OBJECT),
+                                    "--planar: a planar box is for a box source of positions only"),
     "bag_planar_without_object": (lambda p: _bag_import(p, "--planar", box=POSITIONS), "needs the object"),
     # 2. per-object outputs: checked before the fit
     "fit_per_object_names_collide": (lambda p: _fit_per_object(p, "a/b", "a_b"), "would both be written to"),
@@ -215,7 +216,8 @@ CASES: dict[str, tuple[Callable[[Path], list[str]], str]] = {
                                                    *OBJECT), "must be within 10 m"),
     "bag_transform_huge": (lambda p: _bag_import(p, "--transform", "1e300,0,0,1,0,0,0", *OBJECT),
                            "must be within 100 m"),
-    "bag_object_label_empty": (lambda p: _bag_import(p, *OBJECT, "--object", ""), "label (--object) '' is empty"),
+    "bag_object_label_empty": (lambda p: _bag_import(p, *OBJECT, "--object", ""),
+                               "--object: the object label '' is empty"),
     # issue 57: a scene that cannot be real (the box 95 mm in the air, the probe 35 mm short of it), refused at import
     "bag_scene_not_physical": (lambda p: _bag_import(p, "--pusher-pose", "/probe/pose", *OBJECT),
                                "trial 'push': the box starts 95.0 mm above the table"),

@@ -335,11 +335,12 @@ def test_errors_are_one_line_and_write_nothing(bags: dict[str, Path], tmp_path: 
                                                capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "out"
     cases: list[tuple[list[str], list[str]]] = [
-        (["--box-pose", "/nope"], ["has no topic /nope (--box-pose", "/vrpn/box/pose (geometry_msgs/msg/PoseStamped)",
-                                   "/tf (tf2_msgs/msg/TFMessage)"]),
+        (["--box-pose", "/nope"], ["error: --box-pose: ", "has no topic /nope (the box source",
+                                   "/vrpn/box/pose (geometry_msgs/msg/PoseStamped)", "/tf (tf2_msgs/msg/TFMessage)"]),
         (["--box-pose", "/vrpn/box/pose", "--pusher-pose", "tf:nothing"],
          ["no transform on /tf has child frame 'nothing'", "child frames on /tf: probe, table_marker"]),
-        (["--box-pose", "/vrpn/box/pose", "--joint-states", "/joints"], ["has no topic /joints (--joint-states"]),
+        (["--box-pose", "/vrpn/box/pose", "--joint-states", "/joints"],
+         ["error: --joint-states: ", "has no topic /joints (the joint states"]),
         (["--box-pose", "/tf"], ["name the tracked child frame as tf:FRAME"]),
         (["--box-pose", "/vrpn/box/pose", "--pusher-pose", "tf:probe", "--frame", "link_base"],
          ["poses are in frame 'mocap', not the recording frame 'link_base'"]),

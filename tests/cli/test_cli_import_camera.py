@@ -136,12 +136,12 @@ def _bad_files(root: Path) -> dict[str, Path]:
 BAD = {
     "both": ("mono8", "camera", ["--box-pose", "/box/pose"],
              "give the box's poses with --box-pose SOURCE or --box-image TOPIC (with --camera FILE), not both"),
-    "unknown_encoding": ("yuv", "camera", [], f"--box-image {IMAGE_TOPIC}: image encoding 'yuv422' is not read "
-                         "(only mono8, rgb8, bgr8; or a sensor_msgs/msg/CompressedImage topic)"),
-    "no_camera_info": ("no_info", "camera", [], "bag {bag} has no topic /camera/color/camera_info (--camera-info "
-                       "camera info topic, needed for the intrinsics); it has: "),
+    "unknown_encoding": ("yuv", "camera", [], f"--box-image: image topic {IMAGE_TOPIC}: image encoding 'yuv422' is "
+                         "not read (only mono8, rgb8, bgr8; or a sensor_msgs/msg/CompressedImage topic)"),
+    "no_camera_info": ("no_info", "camera", [], "--camera-info: bag {bag} has no topic /camera/color/camera_info (the "
+                       "camera info, needed for the intrinsics); it has: "),
     "wrong_camera_info": ("mono8", "camera", ["--camera-info", "/camera/depth/camera_info"],
-                          "bag {bag} has no topic /camera/depth/camera_info"),
+                          "--camera-info: bag {bag} has no topic /camera/depth/camera_info"),
     "missing_camera_file": ("mono8", "absent.yaml", [], "--camera: camera set-up file not found: {root}/absent.yaml"),
     "camera_file_not_yaml": ("mono8", "not_yaml", [], "--camera: {root}/not_yaml.yaml: malformed YAML at line 2"),
     "camera_file_bad_value": ("mono8", "bad_size", [],

@@ -93,10 +93,12 @@ def test_before_and_after_can_be_named_and_must_name_runs(tmp_path: Path, capsys
     paths = build_report([steel, wood], tmp_path / "report", before="wood", after="steel", max_trial_figures=0)
     assert paths.pairs == (("wood", "steel", "named with --before and --after"),)
     assert f"{COMPARISON}: 20.0 mm ('wood') → 50.0 mm ('steel')" in paths.markdown.read_text()
-    with pytest.raises(Sim2RealError, match="--after 'glass' is not the label of a run"):
+    with pytest.raises(Sim2RealError, match="the run after 'glass' is not the label of a run") as err:
         pair_runs(["steel", "wood"], [[], []], before="steel", after="glass")
-    with pytest.raises(Sim2RealError, match="give both --before and --after"):
+    assert err.value.option == "after"  # the CLI prefixes --after
+    with pytest.raises(Sim2RealError, match="give both the run before and the run after") as err:
         pair_runs(["steel", "wood"], [[], []], before="steel")
+    assert err.value.option == "after"
     out = tmp_path / "cli"
     assert main(["report", str(steel), str(wood), "--out", str(out), "--before", "steel", "--after", "wood",
                  "--max-trial-figures", "0"]) == 0
@@ -104,4 +106,5 @@ def test_before_and_after_can_be_named_and_must_name_runs(tmp_path: Path, capsys
     bad = tmp_path / "bad"
     assert main(["report", str(steel), str(wood), "--out", str(bad), "--before", "steel", "--after", "steel"]) == 2
     err = capsys.readouterr().err
-    assert "--before and --after name the same run 'steel'" in err and err.count("\n") == 1 and not bad.exists()
+    assert "--after: the runs before and after are the same run 'steel'" in err and err.count("\n") == 1 \
+        and not bad.exists()

@@ -98,8 +98,9 @@ def test_the_prior_from_bounds_is_uniform_over_them() -> None:
     drawn = np.array([[p["contact.mu_table"], p["contact.support_ratio"]] for p in points[1:]])
     assert drawn[:, 0].min() >= 0.0 and drawn[:, 0].max() <= 2.0 and drawn[:, 1].min() >= 0.05
     assert drawn[:, 0].std() > 0.3  # spread over the bounds, not stuck at the nominal value
-    with pytest.raises(InputError, match=r"--target box\.mass is not a free parameter"):
+    with pytest.raises(InputError, match=r"the target box\.mass is not a free parameter") as err:
         prior.target_index(["box.mass"])
+    assert err.value.option == "target"  # the CLI prefixes --target
 
 
 @pytest.mark.parametrize(("point", "kind"), [

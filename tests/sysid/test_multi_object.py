@@ -58,7 +58,7 @@ def test_per_object_names_must_be_free_and_trials_labelled(run: Path, tmp_path: 
     out = tmp_path / "blocks.yaml"
     assert main(["fit", str(run), "--free", "contact.mu_pusher", "--per-object", "contact.mu_table",
                  "--out", str(out)]) == 2
-    assert "--per-object names contact.mu_table, which is not free" in capsys.readouterr().err
+    assert "--per-object: the per-object parameters name contact.mu_table, which is not free" in capsys.readouterr().err
     assert not out.exists()
 
 

@@ -120,12 +120,14 @@ def test_an_arm_trial_with_a_rod_is_a_one_line_error(tmp_path: Path, capsys: pyt
     write_trial(run, TrialRecord("arm_push", {"real": platform}, None, {"complete": True}))
     code = main(["replay", str(run), "--pusher-shape", "rod", "--out", str(tmp_path / "replayed")])
     assert code == 2 and not (tmp_path / "replayed").exists()
-    _one_line_error(capsys.readouterr().err, "--pusher-shape rod applies to a recorded pusher pose only")
+    _one_line_error(capsys.readouterr().err, "--pusher-shape: trial 'arm_push': the rod pusher shape applies to a "
+                    "recorded pusher pose only")
     out = tmp_path / "fitted.yaml"
     code = main(["fit", str(run), "--free", "contact.mu_table", "--pusher-shape", "rod", "--horizon", "trial",
                  "--out", str(out)])
     assert code == 2 and not out.exists()
-    _one_line_error(capsys.readouterr().err, "--pusher-shape rod applies to a recorded pusher pose only")
+    _one_line_error(capsys.readouterr().err, "--pusher-shape: trial 'arm_push': the rod pusher shape applies to a "
+                    "recorded pusher pose only")
 
 
 def test_the_rod_length_cannot_be_fitted(rod_trial: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

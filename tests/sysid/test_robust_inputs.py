@@ -83,11 +83,14 @@ def test_explicit_pusher_source_contradicting_the_mode_is_an_error() -> None:
     trial = data(pusher_record("arm", joints=OTHER_ROBOT_Q, commands=True))
     with pytest.raises(Sim2RealError, match="does not apply to the commands mode"):
         resolve_mode(trial, "commands", "recorded")
-    with pytest.raises(Sim2RealError, match="contradicts --mode pusher"):
+    with pytest.raises(Sim2RealError, match="contradicts the pusher mode") as err:
         resolve_mode(trial, "pusher", "arm")
+    assert err.value.option == "pusher"  # the CLI prefixes --pusher
     assert resolve_mode(trial, "auto", "recorded") == "kinematic"
-    with pytest.raises(Sim2RealError, match=r"trial 'probe' has no /real/joint_states \(needed by --pusher arm\)"):
+    with pytest.raises(Sim2RealError, match=r"trial 'probe' has no /real/joint_states \(needed by the pusher source "
+                                            r"'arm'\)") as err:
         resolve_pusher(data(pusher_record("probe")), "arm")
+    assert err.value.option == "pusher"
 
 
 # -- where the pusher comes from ------------------------------------------------------------------

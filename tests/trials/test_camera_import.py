@@ -46,7 +46,7 @@ def _camera() -> CameraSelection:
 
 def _selection(pusher: bool = True) -> BagSelection:
     camera = _camera()
-    return BagSelection(box=camera.source, pusher=parse_pose_source(PUSHER_TOPIC, "--pusher-pose") if pusher else None,
+    return BagSelection(box=camera.source, pusher=parse_pose_source(PUSHER_TOPIC, "pusher_pose") if pusher else None,
                         camera=camera)
 
 
@@ -191,9 +191,10 @@ def test_raw_images_decode_by_their_encoding_and_step() -> None:
     truncated = _raw("mono8", grey)
     truncated.data = truncated.data[:-1]
     assert decode_image(truncated, "sensor_msgs/msg/Image", "/c") is None
-    with pytest.raises(InputError, match=r"^--box-image /c: image encoding '16UC1' is not read \(only mono8, "
-                                         r"rgb8, bgr8; or a sensor_msgs/msg/CompressedImage topic\)$"):
+    with pytest.raises(InputError, match=r"^image topic /c: image encoding '16UC1' is not read \(only mono8, "
+                                         r"rgb8, bgr8; or a sensor_msgs/msg/CompressedImage topic\)$") as err:
         decode_image(_raw("16UC1", grey), "sensor_msgs/msg/Image", "/c")
+    assert err.value.option == "box_image"  # the CLI prefixes --box-image
     garbage = TYPES["sensor_msgs/msg/CompressedImage"](header=truncated.header, format="jpeg",
                                                        data=np.arange(50, dtype=np.uint8))
     assert decode_image(garbage, "sensor_msgs/msg/CompressedImage", "/c") is None
@@ -223,9 +224,10 @@ def test_camera_info_gives_the_intrinsics_or_a_one_line_refusal() -> None:
 
 def test_a_bag_without_what_the_camera_needs_is_refused_in_one_line(bags: dict[str, Path]) -> None:
     calls: list[int] = []
-    with pytest.raises(InputError, match=f"^bag {bags['no_info']} has no topic {INFO_TOPIC} \\(--camera-info camera "
-                                         "info topic, needed for the intrinsics\\); it has: "):
+    with pytest.raises(InputError, match=f"^bag {bags['no_info']} has no topic {INFO_TOPIC} \\(the camera "
+                                         "info, needed for the intrinsics\\); it has: ") as err:
         read_bag(bags["no_info"], _selection(), progress=lambda done, total: calls.append(done))
+    assert err.value.option == "camera_info"
     assert calls == []  # refused before any image was read
     with pytest.raises(InputError, match=f"has no topic {INFO_TOPIC}"):
         check_bag_topics(bags["no_info"], _selection())
@@ -235,18 +237,18 @@ def test_a_bag_without_what_the_camera_needs_is_refused_in_one_line(bags: dict[s
         read_bag(bags["fisheye"], _selection())
     with pytest.raises(DataError, match=f"^bag {bags['small_info']}: the images on {IMAGE_TOPIC} are 640 × 480 px, "
                                         f"but the CameraInfo on {INFO_TOPIC} is for 320 × 240 px: give this "
-                                        "camera's --camera-info$"):
+                                        "camera's camera info$"):
         read_bag(bags["small_info"], _selection())
     with pytest.raises(InputError, match=f"^bag {bags['blank']}: none of the 48 images on {IMAGE_TOPIC} gave a box "
                                          r"pose \(0 of 48 images gave a pose \(0.0 %\); refused: no_tag 48\)"):
         read_bag(bags["blank"], _selection())
     small = camera_selection(IMAGE_TOPIC, SETUP, OBJECT.parameters, camera_info_topic=PUSHER_TOPIC)
-    with pytest.raises(InputError, match=f"^--camera-info {PUSHER_TOPIC}: message type geometry_msgs/msg/PoseStamped "
-                                         "is not sensor_msgs/msg/CameraInfo$"):
+    with pytest.raises(InputError, match=f"^camera-info topic {PUSHER_TOPIC}: message type "
+                                         "geometry_msgs/msg/PoseStamped is not sensor_msgs/msg/CameraInfo$"):
         read_bag(bags["mono8"], BagSelection(box=small.source, camera=small))
 
 
 def test_tags_that_do_not_fit_the_box_are_refused() -> None:
-    with pytest.raises(InputError, match=r"^a 60 mm tag does not fit on the box's \+z face \(the tags of --camera"):
+    with pytest.raises(InputError, match=r"^a 60 mm tag does not fit on the box's \+z face \(the tags of the camera"):
         camera_selection(IMAGE_TOPIC, SETUP, {"box.size_x": 0.05, "box.size_y": 0.05, "box.size_z": 0.05})
 

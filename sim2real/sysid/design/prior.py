@@ -139,10 +139,10 @@ class Prior:
         for name in targets:
             hits = [k for k, g in enumerate(self.free.groups) if name in g]
             if not hits:
-                raise InputError(f"--target {name} is not a free parameter of {self.source} (free: "
-                                 f"{', '.join(self.labels)})")
+                raise InputError(f"the target {name} is not a free parameter of {self.source} (free: "
+                                 f"{', '.join(self.labels)})", option="target")
             if hits[0] in found:
-                raise InputError(f"--target names {name} twice (or with a name tied to it)")
+                raise InputError(f"the targets name {name} twice (or with a name tied to it)", option="target")
             found.append(hits[0])
         return np.array(found, dtype=int)
 

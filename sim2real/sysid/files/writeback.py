@@ -50,9 +50,10 @@ def check_out_path(out: str | os.PathLike[str]) -> Path:
     """
     path = Path(out)
     if path.suffix not in PARAMS_SUFFIXES:
-        raise InputError(f"--out must name a params YAML file (.yaml or .yml), got '{path}'")
+        raise InputError(f"the output must name a params YAML file (.yaml or .yml), got '{path}'", option="out")
     if path.is_dir():
-        raise InputError(f"--out {path} is a directory; give a file name such as {path / 'fitted.yaml'}")
+        raise InputError(f"the output {path} is a directory; give a file name such as {path / 'fitted.yaml'}",
+                         option="out")
     return path
 
 
@@ -116,19 +117,19 @@ def check_object_targets(out: str | os.PathLike[str], objects: Sequence[str]) ->
     for obj in sorted(set(objects)):
         target = object_params_path(path, obj)
         if target in owners:
-            raise InputError(f"--per-object: the objects '{owners[target]}' and '{obj}' would both be written to "
-                                f"{target}: rename one (trial.json \"object\" \"name\") so that the names differ "
-                                f"in letters, digits, '-' or '_'")
+            raise InputError(f"per-object values: the objects '{owners[target]}' and '{obj}' would both be written "
+                             f"to {target}: rename one (trial.json \"object\" \"name\") so that the names differ "
+                             f"in letters, digits, '-' or '_'", option="per_object")
         owners[target] = obj
         if target.is_symlink() or target.exists():
             if not target.is_file():
-                raise InputError(f"{target} (object '{obj}' of --per-object) exists and is not a regular file; "
-                                    f"choose another --out")
+                raise InputError(f"{target} (the per-object values of object '{obj}') exists and is not a regular "
+                                 f"file; choose another output", option="out")
             with target.open("rb") as handle:
                 head = handle.read(200).decode("utf-8", "replace")
             if "Fitted by sim2real fit" not in head:
-                raise InputError(f"{target} (object '{obj}' of --per-object) exists and was not written by a fit; "
-                                    f"choose another --out")
+                raise InputError(f"{target} (the per-object values of object '{obj}') exists and was not written by "
+                                 f"a fit; choose another output", option="out")
 
 
 def check_per_object_outputs(out: str | os.PathLike[str], per_object: str | Sequence[str] | None,

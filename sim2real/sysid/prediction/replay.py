@@ -253,11 +253,11 @@ def replay(record: TrialRecord, params: ParameterSet, mode: str = "auto", platfo
         check_pusher_shape(data, source, pusher_shape)
         sim_params = step_params(data, params)
     except Sim2RealError as err:
-        raise TrialInputError(_named(record.name, err)) from None
+        raise TrialInputError(_named(record.name, err), option=err.option) from None
     try:
         replayed, summary, hard = simulate_data(data, sim_params, used, source, strict, pusher_shape, engine)
     except Sim2RealError as err:
-        raise Sim2RealError(_named(record.name, err)) from None
+        raise type(err)(_named(record.name, err), option=err.option) from None  # the same kind, its trial named
     description = describe_pusher(data, source)
     meta = _replay_meta(record, ns, sim_params, used, description, summary, pusher_shape, engine)
     out = TrialRecord(name=record.name, platforms={"real": record.platforms[ns], "sim": replayed},
@@ -290,13 +290,15 @@ class ReplayTask:
 @dataclass(frozen=True)
 class ReplayFailure:
     """A replay that raised: the trial, one line, the stage (``"inputs"`` or ``"replay"``), and
-    whether it must end the run (``--strict`` and a solver failure)."""
+    whether it must end the run (``--strict`` and a solver failure); ``option``: the error's
+    :attr:`~sim2real.errors.Sim2RealError.option`."""
 
     name: str
     reason: str
     source: str | None
     stage: str
     fatal: bool = False
+    option: str | None = None
 
 
 def run_replay_task(task: ReplayTask) -> ReplayResult | ReplayFailure:
@@ -308,7 +310,8 @@ def run_replay_task(task: ReplayTask) -> ReplayResult | ReplayFailure:
         return replay(task.record, task.params, mode=task.mode, platform=task.platform, pusher=task.pusher,
                       strict=task.strict, pusher_shape=task.pusher_shape, engine=task.engine)
     except TrialInputError as err:
-        return ReplayFailure(task.record.name, one_line(err), task.source, "inputs")
+        return ReplayFailure(task.record.name, one_line(err), task.source, "inputs", option=err.option)
     except Exception as err:  # one trial's failure of any kind must not end the others
         fatal = task.strict and isinstance(err, Sim2RealError)
-        return ReplayFailure(task.record.name, one_line(err), task.source, "replay", fatal)
+        return ReplayFailure(task.record.name, one_line(err), task.source, "replay", fatal,
+                             err.option if isinstance(err, Sim2RealError) else None)

@@ -241,8 +241,8 @@ def fit_distribution(document: FitDocument, source: str, allow_unconverged: bool
     if status != "converged" and not allow_unconverged:
         reason = next((p for p in problems if p.startswith("not converged")), f"status '{status}'")
         raise InputError(f"{source}: the fit did not converge ({reason.split(';')[0]}); its values are where it "
-                            "stopped, not a minimum, and its covariance does not describe them; refit, or pass "
-                            "--allow-unconverged")
+                            "stopped, not a minimum, and its covariance does not describe them; refit, or allow "
+                            "an unconverged fit", option="allow_unconverged")
     values, std_doc = document.values, document.std or {}
     if not values:
         raise InputError(f"{source}: the fit has no free parameters; there is nothing to sample")
@@ -487,7 +487,8 @@ def draw_samples(dist: FitDistribution, count: int, rng: np.random.Generator, in
     dof = dist.t_dof if distribution == "t" else None
     if distribution == "t" and dof is None:
         raise InputError(f"{dist.source}: the fit's intervals use the normal quantile (one trial, or "
-                            "an older fit.json), not Student's t; use --distribution normal")
+                            "an older fit.json), not Student's t; use the normal distribution",
+                         option="distribution")
     if count < 1 or not inflate > 0:
         raise InputError("need at least one sample and an inflation above 0")
     if undetermined not in ("refuse", "uniform"):
@@ -523,8 +524,8 @@ def draw_samples(dist: FitDistribution, count: int, rng: np.random.Generator, in
             raise InputError(
                 f"only {judged_inside} of {judged} draws ({100.0 * judged_inside / judged:.2g} %) fall inside "
                 f"{dist.bounds_source} (most often outside: {dist.labels[worst]} [{dist.lower[worst]:g}, "
-                f"{dist.upper[worst]:g}]); the fitted distribution lies mostly outside them: lower --inflate, "
-                "or refit")
+                f"{dist.upper[worst]:g}]); the fitted distribution lies mostly outside them: lower the inflation, "
+                "or refit", option="inflate")
         need = count - accepted
         positions = np.flatnonzero(inside)
         if positions.size >= need:  # stop at the count-th accepted draw: later draws are not looked at

@@ -155,15 +155,15 @@ def run_standard_trial(distance: float, params: ParameterSet, grad_names: Sequen
         ``"ours"`` (default) or ``"mujoco"`` (no gradients).
     """
     if not DISTANCE_RANGE[0] <= distance <= DISTANCE_RANGE[1]:
-        raise InputError(f"--distance {distance} m is outside the push workspace "
-                            f"({DISTANCE_RANGE[0]:g} to {DISTANCE_RANGE[1]:g} m)")
+        raise InputError(f"the distance {distance} m is outside the push workspace "
+                         f"({DISTANCE_RANGE[0]:g} to {DISTANCE_RANGE[1]:g} m)", option="distance")
     push = None
     if reference is None:
         experiment = experiment or load_experiment_config()
         if experiment.trial_pushes:
             raise InputError("the experiment file gives each trial its own push (its 'trials' section); the "
-                             "standard trial takes one push: run the file with 'sim2real run --experiment', or "
-                             "give a file with one push")
+                             "standard trial takes one push: run the file with 'sim2real run', or give a file "
+                             "with one push", option="experiment")
         push = experiment.push
         reference = plan_push(load_arm(params), push, float(params["contact.table_height"]))
     initial = box_at_distance(distance, params)

@@ -68,7 +68,8 @@ def parse_distances(text: str) -> tuple[float, ...]:
     Sim2RealError
         Empty list or entry, a value that is not a finite number, outside the workspace, or repeated.
     """
-    return experiment_distances(text, within=DISTANCE_RANGE, closed=True, unique=True, what="--distances")
+    return experiment_distances(text, within=DISTANCE_RANGE, closed=True, unique=True, what="distances",
+                                option="distances")
 
 
 @dataclass(frozen=True)
@@ -93,25 +94,26 @@ class GridAxis:
         name, sep, rest = text.partition("=")
         parts = rest.split(":")
         if not sep or len(parts) != 3:
-            raise InputError(f"--set-grid expects NAME=LO:HI:N, got '{text}'")
+            raise InputError(f"a grid axis expects NAME=LO:HI:N, got '{text}'", option="grid")
         name = name.strip()
         spec(name)
         try:
             low, high, count = float(parts[0]), float(parts[1]), int(parts[2])
         except ValueError:
-            raise InputError(f"--set-grid {name}: '{rest}' is not LO:HI:N (two numbers and a count)") from None
+            raise InputError(f"grid axis {name}: '{rest}' is not LO:HI:N (two numbers and a count)",
+                             option="grid") from None
         if not (math.isfinite(low) and math.isfinite(high)) or low > high:
-            raise InputError(f"--set-grid {name}: need finite LO <= HI, got {rest}")
+            raise InputError(f"grid axis {name}: need finite LO <= HI, got {rest}", option="grid")
         if not 1 <= count <= MAX_GRID_VALUES:
-            raise InputError(f"--set-grid {name}: N must be in [1, {MAX_GRID_VALUES}], got {count}")
+            raise InputError(f"grid axis {name}: N must be in [1, {MAX_GRID_VALUES}], got {count}", option="grid")
         if count == 1 and low != high:
-            raise InputError(f"--set-grid {name}: N = 1 needs LO = HI, got {rest}")
+            raise InputError(f"grid axis {name}: N = 1 needs LO = HI, got {rest}", option="grid")
         axis = cls(name, low, high, count)
         for value in axis.values():
             try:
                 coerce(name, value)
             except Sim2RealError as err:
-                raise InputError(f"--set-grid: {err}") from None
+                raise InputError(str(err), option="grid") from None
         return axis
 
     def values(self) -> list[float]:
@@ -149,10 +151,10 @@ def grid_points(base: ParameterSet, axes: Sequence[GridAxis], source: Mapping[st
     """
     names = tuple(a.name for a in axes)
     if len(set(names)) != len(names):
-        raise InputError("--set-grid names a parameter twice")
+        raise InputError("the parameter grid names a parameter twice", option="grid")
     total = math.prod(a.count for a in axes)
     if total > MAX_ROWS:
-        raise InputError(f"--set-grid gives {total} points; at most {MAX_ROWS}")
+        raise InputError(f"the parameter grid gives {total} points; at most {MAX_ROWS}", option="grid")
     grids = [a.values() for a in axes]
     points = []
     for index in np.ndindex(*[len(g) for g in grids]) if axes else [()]:
@@ -209,7 +211,8 @@ def samples_points(source: str | os.PathLike[str], base: ParameterSet | None,
     if path.is_dir():
         files = sorted(path.glob(SAMPLE_GLOB))
         if not files:
-            raise InputError(f"--samples {path}: no {SAMPLE_GLOB} files (a directory written by 'sim2real sample')")
+            raise InputError(f"samples {path}: no {SAMPLE_GLOB} files (a directory written by 'sim2real sample')",
+                             option="samples")
         params = [load_params(f) for f in files]
         table = path / SAMPLES_CSV
         if table.is_file():
@@ -218,16 +221,18 @@ def samples_points(source: str | os.PathLike[str], base: ParameterSet | None,
             names = [n for n in params[0] if any(p[n] != params[0][n] for p in params[1:])]
         clash = sorted(set(names) & set(overrides))
         if clash:
-            raise InputError(f"--set {clash[0]} would replace a sampled parameter; drop it")
+            raise InputError(f"the parameter override {clash[0]} would replace a sampled parameter; drop it",
+                             option="overrides")
         points = tuple(p.replace(overrides) if overrides else p for p in params)
         return SweepPoints(tuple(names), points, {"samples": str(path.resolve()), "files": len(files)})
     if not path.is_file():
-        raise InputError(f"--samples {path}: no such directory or file")
+        raise InputError(f"samples {path}: no such directory or file", option="samples")
     header, rows = _read_table(path)
     names = _sample_names(path, header)
     clash = sorted(set(names) & set(overrides))
     if clash:
-        raise InputError(f"--set {clash[0]} would replace a sampled parameter; drop it")
+        raise InputError(f"the parameter override {clash[0]} would replace a sampled parameter; drop it",
+                         option="overrides")
     columns = [header.index(n) for n in names]
     sampled: list[ParameterSet] = []
     base = base or ParameterSet.nominal()

@@ -282,8 +282,8 @@ def prepare_trial(record: TrialRecord, dt: float, platform: str = "auto") -> Tri
         if record.info.mode == "import":
             raise InputError(
                 f"trial '{record.name}' carries no object (box size and mass, pusher shape and radius), so it "
-                f"cannot be simulated: import it with --box-size, --box-mass (or --box-density), --pusher-shape "
-                f"and --pusher-radius, or add an \"object\" section to its trial.json")
+                f"cannot be simulated: import it with its object (the box's size, its mass or density, the pusher's "
+                f"shape and radius), or add an \"object\" section to its trial.json")
         return data
     return replace(data, object_params=dict(obj.parameters), pusher_shape=obj.pusher_shape, object_name=obj.name)
 

@@ -42,8 +42,9 @@ class FreeParameters:
     objects: tuple[str, ...] = ()
 
     @classmethod
-    def parse(cls, items: Sequence[str] | str) -> FreeParameters:
-        """From ``["contact.mu_table", "box.size_x=box.size_y"]`` or the comma-separated string.
+    def parse(cls, items: Sequence[str] | str, option: str | None = "free") -> FreeParameters:
+        """From ``["contact.mu_table", "box.size_x=box.size_y"]`` or the comma-separated string (``option``: the
+        argparse dest of the option that gives them, for errors: :class:`~sim2real.errors.Sim2RealError`).
 
         Raises
         ------
@@ -65,11 +66,11 @@ class FreeParameters:
                 if entry.kind is not float:
                     raise InputError(f"parameter '{name}' is an integer setting and cannot be fitted")
                 if name in seen:
-                    raise InputError(f"parameter '{name}' is given twice in --free")
+                    raise InputError(f"parameter '{name}' is given twice in the free parameters", option=option)
                 seen.add(name)
             groups.append(group)
         if not groups:
-            raise InputError("--free names no parameter to fit")
+            raise InputError("the free parameters name no parameter to fit", option=option)
         return cls(tuple(groups))
 
     def with_objects(self, per_object: str | Sequence[str] | None,
@@ -157,14 +158,15 @@ def parse_bounds(text: str | None) -> dict[str, tuple[float, float]]:
         name, sep, rest = part.partition("=")
         lo_text, colon, hi_text = rest.partition(":")
         if not sep or not colon:
-            raise InputError(f"--bounds expects NAME=LOWER:UPPER, got '{part}'")
+            raise InputError(f"a bound expects NAME=LOWER:UPPER, got '{part}'", option="bounds")
         spec(name.strip())
         try:
             lo, hi = float(lo_text), float(hi_text)
         except ValueError:
-            raise InputError(f"--bounds {name.strip()}: '{rest}' is not LOWER:UPPER numbers") from None
+            raise InputError(f"bounds of {name.strip()}: '{rest}' is not LOWER:UPPER numbers",
+                             option="bounds") from None
         if not (np.isfinite(lo) and np.isfinite(hi)) or lo >= hi:
-            raise InputError(f"--bounds {name.strip()}: need finite LOWER < UPPER, got {rest}")
+            raise InputError(f"bounds of {name.strip()}: need finite LOWER < UPPER, got {rest}", option="bounds")
         out[name.strip()] = (lo, hi)
     return out
 
@@ -180,7 +182,7 @@ def _bounds(free_set: FreeParameters, x0: np.ndarray,
     """Lower and upper bounds (p,) of the unknowns: the registry's, narrowed by ``bounds``."""
     for name in bounds:
         if name not in free_set.names:
-            raise InputError(f"--bounds names '{name}', which is not a free parameter")
+            raise InputError(f"the bounds name '{name}', which is not a free parameter", option="bounds")
     lower, upper = np.empty(len(x0)), np.empty(len(x0))
     for i, labels in enumerate(free_set.unknown_groups):
         group = [registry_name(label) for label in labels]

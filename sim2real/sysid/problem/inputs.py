@@ -85,8 +85,8 @@ class TrialInputError(InputError):
     for input problems, as distinct from simulation failures."""
 
 
-def _missing(data: TrialData, topic: str, needed_by: str, hint: str = "") -> Sim2RealError:
-    return Sim2RealError(f"trial '{data.name}' has no {topic} (needed by {needed_by}){hint}")
+def _missing(data: TrialData, topic: str, needed_by: str, hint: str = "", option: str | None = None) -> Sim2RealError:
+    return Sim2RealError(f"trial '{data.name}' has no {topic} (needed by {needed_by}){hint}", option=option)
 
 
 def resolve_pusher(data: TrialData, requested: str = "auto") -> str:
@@ -116,11 +116,11 @@ def resolve_pusher(data: TrialData, requested: str = "auto") -> str:
         if data.pusher_position is None:
             reason = f": {data.pusher_gap}" if data.pusher_gap else ""
             raise InputError(f"trial '{data.name}' has no usable {data.topic('pusher_pose')} "
-                                f"(needed by --pusher recorded){reason}")
+                             f"(needed by the recorded pusher source){reason}", option="pusher")
         return "recorded"
     if requested == "arm" or has_joints:
         if not has_joints:
-            raise _missing(data, data.topic("joint_states"), "--pusher arm")
+            raise _missing(data, data.topic("joint_states"), "the pusher source 'arm'", option="pusher")
         return "arm"
     return "none"
 
@@ -158,15 +158,16 @@ def resolve_mode(data: TrialData, mode: str = "auto", pusher: str = "auto") -> s
             resolve_pusher(data, pusher)  # raises: the trial has neither source
         return mode
     if mode in SIMULATED_ARM_MODES and explicit:
-        raise InputError(f"--pusher {pusher} does not apply to the {mode} mode: it simulates the arm and its "
-                            f"pusher (use --mode kinematic or pusher to play the pusher back)")
+        raise InputError(f"the pusher source '{pusher}' does not apply to the {mode} mode: it simulates the arm "
+                         f"and its pusher (use the kinematic or pusher mode to play the pusher back)", option="pusher")
     if mode == "pusher" and pusher == "arm":
-        raise InputError("--pusher arm contradicts --mode pusher (the recorded pusher pose); use --mode kinematic")
+        raise InputError("the pusher source 'arm' contradicts the pusher mode (the recorded pusher pose); use the "
+                         "kinematic mode", option="pusher")
     if mode in ("commands", "closed", "kinematic") and data.kind != "arm":
-        hint = "; use --mode pusher" if data.kind == "pusher" else ""
-        raise _missing(data, data.topic("joint_states"), f"the {mode} mode", hint)
+        hint = "; use the pusher mode" if data.kind == "pusher" else ""
+        raise _missing(data, data.topic("joint_states"), f"the {mode} mode", hint, option="mode" if hint else None)
     if mode == "commands" and data.command is None:
-        raise _missing(data, data.topic("joint_command"), "the commands mode", "; use --mode closed")
+        raise _missing(data, data.topic("joint_command"), "the commands mode", "; use the closed mode", option="mode")
     if mode == "closed" and data.reference is None:
         raise _missing(data, REFERENCE_TOPIC, "the closed mode")
     if mode == "pusher" and data.pusher_position is None:
@@ -189,8 +190,8 @@ def _auto_mode(data: TrialData, explicit_pusher: bool) -> str:
     if data.reference is not None:
         return "closed"
     raise InputError(f"trial '{data.name}' has neither {data.topic('joint_command')} nor {REFERENCE_TOPIC} "
-                        f"(the arm cannot be simulated over the whole trial; use --mode kinematic or pusher "
-                        f"to play the recorded motion back)")
+                     f"(the arm cannot be simulated over the whole trial; use the kinematic or pusher mode "
+                     f"to play the recorded motion back)", option="mode")
 
 
 def mode_pusher_source(data: TrialData, mode: str, pusher: str = "auto") -> str:
@@ -266,8 +267,9 @@ def check_pusher_shape(data: TrialData, source: str, shape: str) -> None:
     if shape not in PUSHER_SHAPES:
         raise InputError(f"unknown pusher shape '{shape}' (choose from {', '.join(PUSHER_SHAPES)})")
     if shape == "rod" and source in ("simulated", "arm"):
-        raise InputError(f"trial '{data.name}': --pusher-shape rod applies to a recorded pusher pose only; "
-                            f"this trial's pusher is the arm's ({describe_pusher(data, source)}), a sphere")
+        raise InputError(f"trial '{data.name}': the rod pusher shape applies to a recorded pusher pose only; "
+                         f"this trial's pusher is the arm's ({describe_pusher(data, source)}), a sphere",
+                         option="pusher_shape")
 
 
 def pusher_primitive(params: ParameterSet, shape: str) -> Sphere | Capsule:
@@ -356,5 +358,5 @@ def check_start_above_table(data: TrialData, params: ParameterSet) -> None:
         raise InputError(
             f"trial '{data.name}': the box starts {1000 * depth:.1f} mm inside the table (centre at "
             f"z = {1000 * float(position[2]):.1f} mm, box {1000 * size[0]:.1f} x {1000 * size[1]:.1f} x "
-            f"{1000 * size[2]:.1f} mm): check its size (trial.json \"object\" or --set) and the frames of the "
-            f"import (--transform, --box-offset)")
+            f"{1000 * size[2]:.1f} mm): check its size (trial.json \"object\" or the parameter overrides) and the "
+            f"frames of the import (its frame transform and box offset)")

@@ -66,7 +66,8 @@ def parse_per_object(text: str | Sequence[str] | None, groups: Sequence[Sequence
     free = {name for group in groups for name in group}
     unknown = sorted(names - free)
     if unknown:
-        raise InputError(f"--per-object names {', '.join(unknown)}, which is not free (add it to --free)")
+        raise InputError(f"the per-object parameters name {', '.join(unknown)}, which is not free (add it to the "
+                         f"free parameters)", option="per_object")
     for group in groups:
         inside = [name for name in group if name in names]
         if inside and len(inside) != len(group):
@@ -171,9 +172,9 @@ class ObjectLayout:
             return cls(groups_t)
         unlabelled = [name for name, obj in trial_objects if not obj]
         if unlabelled:
-            raise InputError(f"--per-object needs every trial's object label; {', '.join(unlabelled[:5])} "
-                                f"carr{'ies' if len(unlabelled) == 1 else 'y'} none (import with --object NAME, or "
-                                f"set \"name\" in trial.json \"object\")")
+            raise InputError(f"per-object values need every trial's object label; {', '.join(unlabelled[:5])} "
+                             f"carr{'ies' if len(unlabelled) == 1 else 'y'} none (import with an object label, or "
+                             f"set \"name\" in trial.json \"object\")", option="per_object")
         return cls(groups_t, per, tuple(sorted({str(obj) for _, obj in trial_objects})))
 
     def _is_per_object(self, group: Sequence[str]) -> bool:

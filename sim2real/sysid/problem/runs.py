@@ -32,12 +32,15 @@ class TrialFailure:
     stage : str
         ``"read"``, ``"inputs"`` (its topics do not serve the mode), ``"start"`` (its
         simulation failed at the start values), ``"replay"`` or ``"validation"``.
+    option : str or None
+        The error's :attr:`~sim2real.errors.Sim2RealError.option` (the option that sets what failed).
     """
 
     name: str
     reason: str
     source: str | None = None
     stage: str = ""
+    option: str | None = None
 
     def line(self) -> str:
         """``name: reason`` (without repeating the name when the reason already gives it)."""
@@ -87,7 +90,7 @@ def read_trials(paths: Sequence[str | Path]) -> LoadedTrials:
                 records.append(read_trial(trial))
                 sources.append(str(trial))
             except Sim2RealError as err:
-                failures.append(TrialFailure(trial.name, " ".join(str(err).split()), str(trial), "read"))
+                failures.append(TrialFailure(trial.name, " ".join(str(err).split()), str(trial), "read", err.option))
     if not records:
         raise_all_failed(failures, "no trial could be read")
     return LoadedTrials(tuple(records), tuple(sources), tuple(failures))
@@ -96,11 +99,14 @@ def read_trials(paths: Sequence[str | Path]) -> LoadedTrials:
 def raise_all_failed(failures: Sequence[TrialFailure], what: str) -> None:
     """Raise one :class:`Sim2RealError` for a run where every trial failed.
 
-    One failure: its own message. Several: ``what`` followed by every ``name: reason``.
+    One failure: its own message. Several: ``what`` followed by every ``name: reason``. The error's
+    ``option`` is the failures' when they all have the same one.
     """
+    options = {f.option for f in failures}
+    option = options.pop() if len(options) == 1 else None
     if len(failures) == 1:
-        raise InputError(failures[0].line())
-    raise InputError(f"{what}: " + "; ".join(f.line() for f in failures))
+        raise InputError(failures[0].line(), option=option)
+    raise InputError(f"{what}: " + "; ".join(f.line() for f in failures), option=option)
 
 
 def check_unique_names(records: Sequence[TrialRecord]) -> None:
@@ -143,12 +149,13 @@ def split_holdout(loaded: LoadedTrials, fraction: float, seed: int) -> tuple[Loa
     import numpy as np
 
     if not 0.0 < fraction < 1.0:
-        raise InputError(f"--holdout must be a fraction between 0 and 1 (exclusive), got {fraction:g}")
+        raise InputError(f"the held-out fraction must be between 0 and 1 (exclusive), got {fraction:g}",
+                         option="holdout")
     count = len(loaded.records)
     held = round(fraction * count)
     if held < 1 or held > count - 1:
-        raise InputError(f"--holdout {fraction:g} of {count} trial(s) holds out {held}: need at least one "
-                            "trial on each side (give more trials or another fraction)")
+        raise InputError(f"a held-out fraction {fraction:g} of {count} trial(s) holds out {held}: need at least one "
+                         "trial on each side (give more trials or another fraction)", option="holdout")
     chosen = set(np.random.default_rng(seed).choice(count, size=held, replace=False).tolist())
     fit_idx = [k for k in range(count) if k not in chosen]
     held_idx = sorted(chosen)

@@ -34,10 +34,12 @@ class TrialTask:
 
 @dataclass(frozen=True)
 class TaskFailure:
-    """A task that raised: the trial's name and the reason in one line."""
+    """A task that raised: the trial's name, the reason in one line, and the error's
+    :attr:`~sim2real.errors.Sim2RealError.option` (None for other errors)."""
 
     name: str
     reason: str
+    option: str | None = None
 
 
 def one_line(err: BaseException) -> str:
@@ -54,7 +56,7 @@ def run_task(task: TrialTask) -> TrialResiduals | TaskFailure:
     try:
         return residuals_of(data, task.params, task.columns, task.spec)
     except Exception as err:  # one trial's failure of any kind must not end the others
-        return TaskFailure(data.name, one_line(err))
+        return TaskFailure(data.name, one_line(err), err.option if isinstance(err, Sim2RealError) else None)
 
 
 #: Batches per unit of the executor's parallelism in :func:`evaluate_tasks`: enough that the workers end

@@ -268,8 +268,8 @@ def residuals_of(data: TrialData, params: ParameterSet, cols: ColumnMap, spec: R
                 _joint_segments(rows, data, sim_params, cols, spec.horizon, weights)
     except Sim2RealError as err:
         text = str(err)
-        raise type(err)(text if text.startswith(f"trial '{data.name}'") else f"trial '{data.name}': {text}") \
-            from None  # the same kind, named after its trial
+        raise type(err)(text if text.startswith(f"trial '{data.name}'") else f"trial '{data.name}': {text}",
+                        option=err.option) from None  # the same kind and option, named after its trial
     firsts = tuple(names[cols.column.index(c)] for c in range(cols.p))
     return rows.build(data.name, firsts, bool(names))
 
@@ -282,8 +282,8 @@ def _whole_trial(rows: _Rows, data: TrialData, params: ParameterSet, cols: Colum
     elif mode in SIMULATED_ARM_MODES:
         if not engine_entry(spec.engine).differentiates_arm:
             raise InputError(f"the {spec.engine} engine does not differentiate the simulated arm (mode '{mode}'); "
-                                "fit with --mode kinematic or pusher (the pusher played back), or an engine that "
-                                "does (--engine ours)")
+                             "fit in the kinematic or pusher mode (the pusher played back), or with an engine that "
+                             "does ('ours')", option="mode")
         _arm_trial(rows, data, params, cols, spec.weights, mode, settings.strict)
     else:
         source = "recorded" if mode == "pusher" else resolve_pusher(data, spec.pusher)

@@ -84,18 +84,19 @@ class Weights:
             name, sep, raw = part.partition("=")
             name = name.strip()
             if not sep or name not in known:
-                raise InputError(f"--weights expects GROUP=VALUE with GROUP one of {', '.join(sorted(known))}; "
-                                    f"got '{part}'")
+                raise InputError(f"a residual weight expects GROUP=VALUE with GROUP one of "
+                                 f"{', '.join(sorted(known))}; got '{part}'", option="weights")
             try:
                 value = float(raw)
             except ValueError:
-                raise InputError(f"--weights {name}: '{raw.strip()}' is not a number") from None
+                raise InputError(f"residual weight {name}: '{raw.strip()}' is not a number", option="weights") from None
             if not np.isfinite(value) or value < 0.0:
-                raise InputError(f"--weights {name}: weight must be finite and >= 0, got {raw.strip()}")
+                raise InputError(f"residual weight {name}: weight must be finite and >= 0, got {raw.strip()}",
+                                 option="weights")
             values[name] = value
         weights = cls(**values)
         if all(getattr(weights, f.name) == 0.0 for f in fields(cls)):
-            raise InputError("--weights: all weights are zero; nothing to fit")
+            raise InputError("the residual weights are all zero; nothing to fit", option="weights")
         return weights
 
     def as_dict(self) -> dict[str, float]:

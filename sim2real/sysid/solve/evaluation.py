@@ -117,8 +117,9 @@ class FitEvaluator:
         for trial, res in zip(self.trials, results, strict=True):
             if isinstance(res, TaskFailure):
                 if self._spec.strict:
-                    raise Sim2RealError(f"at the start values: {res.reason}")
-                failures.append(TrialFailure(trial.name, f"at the start values: {res.reason}", stage="start"))
+                    raise Sim2RealError(f"at the start values: {res.reason}", option=res.option)
+                failures.append(TrialFailure(trial.name, f"at the start values: {res.reason}", stage="start",
+                                             option=res.option))
             else:
                 kept.append(trial)
                 kept_results.append(res)
@@ -130,8 +131,9 @@ class FitEvaluator:
         self._x0 = np.array(x0, dtype=float)
         self._cached = self._stack(kept_results)
         if self._cached[0].shape[0] == 0:
-            raise InputError("the trials give no residual rows to fit (check --weights, and that the trials "
-                                "hold the topics those residual groups compare: box poses, joint states, commands)")
+            raise InputError("the trials give no residual rows to fit (check the residual weights, and that the "
+                             "trials hold the topics those residual groups compare: box poses, joint states, "
+                             "commands)", option="weights")
         self._last = self.final_results = kept_results
         return failures
 
@@ -172,8 +174,8 @@ class FitEvaluator:
         for res in results:
             if isinstance(res, TaskFailure):
                 if self._spec.strict:
-                    raise FitAbortedError(res.reason)
-                raise Sim2RealError(res.reason)
+                    raise FitAbortedError(res.reason, option=res.option)
+                raise Sim2RealError(res.reason, option=res.option)
         checked = [res for res in results if isinstance(res, TrialResiduals)]
         self._keep_hard_steps(checked)
         for res, mask in zip(checked, self._masks, strict=True):
@@ -327,7 +329,8 @@ class HeldOut:
     def start(self, x0: np.ndarray) -> list[TrialFailure]:
         """Evaluate at ``x0``, leave out (and return) the held-out trials that fail there."""
         results = self._run(x0)
-        failures = [TrialFailure(t.name, f"held-out trial at the start values: {r.reason}", stage="validation")
+        failures = [TrialFailure(t.name, f"held-out trial at the start values: {r.reason}", stage="validation",
+                                 option=r.option)
                     for t, r in zip(self.trials, results, strict=True) if isinstance(r, TaskFailure)]
         kept = [(t, r) for t, r in zip(self.trials, results, strict=True) if isinstance(r, TrialResiduals)]
         self.trials = [t for t, _ in kept]

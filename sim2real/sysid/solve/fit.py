@@ -112,7 +112,7 @@ def _prepare(records: Sequence[TrialRecord], sources: Sequence[str | None], para
             mode = spec_.resolved_mode(trial)
             pusher_source = spec_.pusher_source(trial)
         except Sim2RealError as err:
-            out.failures.append(TrialFailure(record.name, one_line(err), source, stage))
+            out.failures.append(TrialFailure(record.name, one_line(err), source, stage, err.option))
             continue
         available = available_gradients(trial.kind, spec_.horizon, mode, spec_.engine)
         missing = [n for n in names if n not in available]
@@ -346,7 +346,8 @@ def _checked_inputs(problem: FitProblem) -> _FitInputs:
     names = free_set.names
     if "pusher.length" in names:
         raise InputError("pusher.length cannot be fitted: it places the rod (the pusher path given to the "
-                            "engine), which has no simulator gradient; set it with --set pusher.length=L")
+                         "engine), which has no simulator gradient; set it with a parameter override "
+                         "(pusher.length=L)", option="free")
     sources: list[str | None] = list(problem.sources) if problem.sources is not None else [None] * len(records)
     prepared = _prepare(records, sources, start, platform, spec_, names, "inputs")
     validation = problem.validation
