@@ -139,6 +139,8 @@ def _calibration_spreads(result: FitResult, problem: Any, records: list[Any], ar
         elif cross is not None:
             per_candidate[0] += cross.spreads
             uniform += [name for name in cross.uniform if name not in uniform]
+        if not per_candidate[0]:  # nothing to calibrate on: no candidate to compare
+            candidates = candidates[:1]
         for k, error in enumerate(candidates[1:], start=1):
             log(f"start error {_error_text(error)}: the {len(per_candidate[0])} calibration trial(s) drawn again")
             if records:
@@ -147,8 +149,8 @@ def _calibration_spreads(result: FitResult, problem: Any, records: list[Any], ar
             if cross is not None and not isinstance(cross, str):
                 per_candidate[k] += cross.spreads_at(executor, args.spread_draws, noise, spread, error)
     if len(candidates) == 1:
-        return _Calibration(per_candidate[0], uniform, cross,
-                            {**candidates[0].as_dict(), "chosen_by": "--start-error"})
+        how = "--start-error" if args.start_error.strip() != "auto" else "none: no calibration trial to choose on"
+        return _Calibration(per_candidate[0], uniform, cross, {**candidates[0].as_dict(), "chosen_by": how})
     choice = choose_start_error(candidates, per_candidate)
     for error, score in zip(candidates, choice.mean_log_scores, strict=True):
         log(f"start error {_error_text(error)}: mean log score {score:.3g} over {choice.judged} calibration trial(s)"
