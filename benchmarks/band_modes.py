@@ -59,8 +59,7 @@ from fixtures import flat_blocks, planar_pushes
 
 from sim2real.cli import main as cli
 from sim2real.params import ParameterSet
-from sim2real.sysid.prediction import bands
-from sim2real.sysid.prediction.spread import final_outcome
+from sim2real.sysid.prediction import bands, final_outcome
 from sim2real.trials.trial_object import TrialObject
 
 #: The probe line passes this far beside the centre of mass (m): the block turns right (yaw < 0) more often.

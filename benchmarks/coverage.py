@@ -64,7 +64,7 @@ from sim2real.physics import BoxWorld
 from sim2real.sim import rollout
 from sim2real.spatial import from_rotation_vector, multiply, normalize
 from sim2real.sysid import FitProblem, LMSettings, ResidualSpec, Weights, fit_trials
-from sim2real.sysid.prediction.standard_trial import run_standard_trial
+from sim2real.sysid.prediction import run_standard_trial
 from sim2real.trials import JointSeries, PlatformRecord, PoseSeries, TrialRecord, read_trial
 
 NOMINAL = ParameterSet.nominal()

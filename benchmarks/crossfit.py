@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from fixtures import planar_pushes as pushes
 
 from sim2real.sysid import LMSettings, ResidualSpec
-from sim2real.sysid.prediction.compare import compare_engines
+from sim2real.sysid.prediction import compare_engines
 from sim2real.trials import read_trial
 
 SMOOTH = {"mujoco.impedance_min": 0.01, "mujoco.impedance_width": 0.002}

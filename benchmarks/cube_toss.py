@@ -57,7 +57,7 @@ from sim2real.data import cube_toss_npz
 from sim2real.execution import Executor, LocalExecutor
 from sim2real.params import ParameterSet
 from sim2real.sysid import FitProblem, LMSettings, ResidualSpec, Weights, fit_trials
-from sim2real.sysid.prediction.bands import misses_level
+from sim2real.sysid.prediction import misses_level
 from sim2real.trials import PoseSeries, TrialRecord, read_trial
 from sim2real.trials.cube_toss import import_cube_tosses, load_cube_tosses
 
@@ -129,7 +129,7 @@ def _band_summary(spreads: list, draw: object, level: float, draws: int, seed: i
     half-width against the median error of the draws' median."""
     import numpy as np
 
-    from sim2real.sysid.prediction.spread_calibration import self_calibration, spread_record
+    from sim2real.sysid.prediction import self_calibration, spread_record
 
     check = self_calibration(spreads, level) if calibration is None else None
     record = spread_record(spreads, draw.uniform, draws, seed, {"measured": True}, "the block's fit", level,
@@ -164,7 +164,7 @@ def _band_summary(spreads: list, draw: object, level: float, draws: int, seed: i
 
 def _held_out_half(block: list, seed: int) -> tuple[list, list]:
     """The fitted and the held-out half of a block: ``sim2real fit --holdout 0.5 --seed SEED``'s split."""
-    from sim2real.sysid.problem.runs import LoadedTrials, split_holdout
+    from sim2real.sysid.problem import LoadedTrials, split_holdout
 
     fitted, held = split_holdout(LoadedTrials(tuple(block), tuple(r.name for r in block), ()), 0.5, seed)
     return list(fitted.records), list(held.records)
@@ -183,11 +183,9 @@ def block_bands(block: list, executor: Executor, iterations: int, weights: Weigh
     """
     import numpy as np
 
-    from sim2real.sysid.files.writeback import fit_document
-    from sim2real.sysid.prediction.sampling import fit_distribution
-    from sim2real.sysid.prediction.spread import MEASURED, spread_of_fit
-    from sim2real.sysid.prediction.spread_calibration import self_calibration
-    from sim2real.sysid.problem.data import prepare_trial
+    from sim2real.sysid.files import fit_document
+    from sim2real.sysid.prediction import MEASURED, fit_distribution, self_calibration, spread_of_fit
+    from sim2real.sysid.problem import prepare_trial
 
     fitted, held = _held_out_half(block, seed)
     start = ParameterSet.nominal().replace(START)
@@ -241,12 +239,16 @@ def block_bands_cross(block: list, executor: Executor, iterations: int, weights:
 
     import numpy as np
 
-    from sim2real.sysid.files.writeback import fit_document
-    from sim2real.sysid.prediction.cross_fit import cross_fit
-    from sim2real.sysid.prediction.sampling import fit_distribution
-    from sim2real.sysid.prediction.spread import MEASURED, SpreadSettings, spread_of_fit
-    from sim2real.sysid.prediction.spread_calibration import self_calibration
-    from sim2real.sysid.problem.data import prepare_trial
+    from sim2real.sysid.files import fit_document
+    from sim2real.sysid.prediction import (
+        MEASURED,
+        SpreadSettings,
+        cross_fit_spreads,
+        fit_distribution,
+        self_calibration,
+        spread_of_fit,
+    )
+    from sim2real.sysid.problem import prepare_trial
 
     problem = FitProblem(block, ParameterSet.nominal().replace(START), FREE,
                          spec=ResidualSpec(horizon=HORIZON, weights=weights))
@@ -258,7 +260,7 @@ def block_bands_cross(block: list, executor: Executor, iterations: int, weights:
     dt = float(result.params["sim.dt"])
     fold_fit = functools.partial(fit_trials, settings=settings, executor=executor, starts=1)
     cut = {r.name: cut_record(r, steps + 2) for r in block}  # each toss predicted to its outcome pose
-    cross = cross_fit(problem, names, result.params, fold_fit, executor, draws, MEASURED,
+    cross = cross_fit_spreads(problem, names, result.params, fold_fit, executor, draws, MEASURED,
                       SpreadSettings(seed=seed, level=level), folds, predicted=cut)
     spreads = list(cross.spreads)
     named = types.SimpleNamespace(uniform=cross.uniform)

@@ -55,9 +55,9 @@ from sim2real.control import ExperimentConfig, PushConfig, load_experiment_confi
 from sim2real.params import ParameterSet, spec
 from sim2real.sysid.design import Candidate, PushSpace
 from sim2real.sysid.design.information import EvaluationTask, evaluate_candidate
-from sim2real.sysid.prediction.standard_trial import run_standard_trial
-from sim2real.sysid.problem.objects import ColumnMap
-from sim2real.sysid.residuals.types import ResidualSpec
+from sim2real.sysid.prediction import run_standard_trial
+from sim2real.sysid.problem import ColumnMap
+from sim2real.sysid.residuals import ResidualSpec
 from sim2real.trials import write_trial
 from sim2real.trials.records import PoseSeries
 

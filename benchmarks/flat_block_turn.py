@@ -48,7 +48,7 @@ from sim2real.sim import BoxState, rollout
 from sim2real.sim.box import uniform_support_ratio
 from sim2real.sim.constants import GRAVITY
 from sim2real.spatial import to_matrix, yaw
-from sim2real.sysid.problem.inputs import pusher_placement, pusher_primitive
+from sim2real.sysid.problem import pusher_placement, pusher_primitive
 
 #: The plate (steel-like block of the recordings) and the probe.
 STEEL = {"box.size_x": 0.099, "box.size_y": 0.099, "box.size_z": 0.0095, "box.mass": 0.73}

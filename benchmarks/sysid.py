@@ -51,11 +51,10 @@ from sim2real.sysid import (
     levenberg_marquardt,
     prepare_trial,
 )
-from sim2real.sysid.prediction.standard_trial import run_standard_trial
-from sim2real.sysid.residuals.trial import trial_residuals
-from sim2real.sysid.solve.evaluation import FitEvaluator
-from sim2real.sysid.solve.fit import unknowns, usable_trials
-from sim2real.sysid.solve.optimizer import FitAbortedError
+from sim2real.sysid.prediction import run_standard_trial
+from sim2real.sysid.problem import unknowns
+from sim2real.sysid.residuals import trial_residuals
+from sim2real.sysid.solve import FitAbortedError, FitEvaluator, usable_trials
 from sim2real.trials import TrialRecord, read_trial
 from sim2real.trials.cube_toss import import_cube_tosses
 

@@ -28,7 +28,7 @@ def main() -> None:
     from sim2real.control import load_experiment_config, plan_push
     from sim2real.model import load_arm
     from sim2real.params import ParameterSet
-    from sim2real.sysid.prediction.standard_trial import run_standard_trial
+    from sim2real.sysid.prediction import run_standard_trial
 
     params = ParameterSet.nominal()
     reference = plan_push(load_arm(params), load_experiment_config().push)

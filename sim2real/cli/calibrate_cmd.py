@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
 
     from sim2real.cli.common import check_output_location, removed_on_interrupt
     from sim2real.errors import Sim2RealError
-    from sim2real.sysid.problem.runs import check_unique_names, read_trials
+    from sim2real.sysid.problem import check_unique_names, read_trials
     from sim2real.trials.frame_calibration import CalibrationTrial, calibrate_frames
     from sim2real.trials.frames_file import ImportFrames, frames_document
 

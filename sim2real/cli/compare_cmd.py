@@ -11,7 +11,7 @@ from sim2real.cli.common import EXIT_FIT_PROBLEMS, bounded_float, bounded_int
 from sim2real.cli.fit_cmd import _deg, _mm
 
 if TYPE_CHECKING:
-    from sim2real.sysid.prediction.compare import EngineFit
+    from sim2real.sysid.prediction import EngineFit
 
 DEFAULT_FREE = "contact.mu_table,contact.mu_pusher"
 
@@ -77,9 +77,9 @@ def run(args: argparse.Namespace) -> int:
     from sim2real.params import resolve_params
     from sim2real.report.figures import engine_comparison_figure
     from sim2real.sysid import FreeParameters, LMSettings, ResidualSpec, Weights
-    from sim2real.sysid.files.writeback import write_fit
-    from sim2real.sysid.prediction.compare import compare_engines
-    from sim2real.sysid.problem.runs import hold_out, read_trials
+    from sim2real.sysid.files import write_fit
+    from sim2real.sysid.prediction import compare_engines
+    from sim2real.sysid.problem import hold_out, read_trials
 
     out = Path(args.out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):

@@ -165,9 +165,9 @@ def _prior(args: argparse.Namespace) -> Prior:
     from sim2real.errors import InputError
     from sim2real.params import resolve_params
     from sim2real.sysid.design import prior_from_bounds, prior_from_fit
-    from sim2real.sysid.files.fit_file import read_fit_document
-    from sim2real.sysid.problem.free import FreeParameters
-    from sim2real.sysid.residuals.types import ResidualSpec
+    from sim2real.sysid.files import read_fit_document
+    from sim2real.sysid.problem import FreeParameters
+    from sim2real.sysid.residuals import ResidualSpec
 
     if args.fit is not None:
         given = [option for option, value in (("--set", args.overrides), ("--mode", args.mode),
@@ -175,7 +175,7 @@ def _prior(args: argparse.Namespace) -> Prior:
         if given:
             raise InputError(f"{given[0]} is for --free: a fit brings its own")
         from sim2real.cli.sample_cmd import base_params
-        from sim2real.sysid.prediction.sampling import fit_distribution
+        from sim2real.sysid.prediction import fit_distribution
 
         document = read_fit_document(args.fit)
         dist = fit_distribution(document, args.fit, allow_unconverged=args.allow_unconverged,

@@ -290,7 +290,7 @@ def print_summary(result: FitResult, params_path: Path, json_path: Path) -> None
     for line in prediction_lines(result.validation):
         _log(line)
     if result.hard_steps:
-        from sim2real.sysid.files.writeback import hard_steps_dir
+        from sim2real.sysid.files import hard_steps_dir
 
         _log(f"{len(result.hard_steps)} hard solver step(s) saved under {hard_steps_dir(params_path)}/")
     _log(f"wrote {params_path} and {json_path}")
@@ -366,8 +366,8 @@ def run(args: argparse.Namespace) -> int:
     from sim2real.cli.fit_spread import spread_options, trial_objects, with_validation_spread, without_unstable
     from sim2real.errors import InputError
     from sim2real.sysid import FitProblem, FreeParameters, LMSettings, ResidualSpec, Weights, fit_trials, parse_bounds
-    from sim2real.sysid.files.writeback import check_out_path, fit_document, fit_json_path, write_fit
-    from sim2real.sysid.problem.runs import hold_out, read_trials
+    from sim2real.sysid.files import check_out_path, fit_document, fit_json_path, write_fit
+    from sim2real.sysid.problem import hold_out, read_trials
 
     out = check_out_path(args.out)
     check_output_file(out, args.force, is_sim2real_params_file)
@@ -382,7 +382,7 @@ def run(args: argparse.Namespace) -> int:
     loaded = read_trials(args.bags)
     loaded, held, split = hold_out(loaded, read_trials(args.validate) if args.validate else None, args.holdout,
                                    args.seed)
-    from sim2real.sysid.files.writeback import check_per_object_outputs  # before the fit: its outputs can be written
+    from sim2real.sysid.files import check_per_object_outputs  # before the fit: its outputs can be written
 
     check_per_object_outputs(out, args.per_object, loaded.records)
     if args.cross_fit is not None and args.per_object:  # before the fit: a fold must leave each object a trial

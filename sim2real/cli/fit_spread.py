@@ -55,7 +55,7 @@ def start_error_candidates(text: str) -> tuple[Any, ...]:
     import math
 
     from sim2real.cli.replay_cmd import parse_mm_deg
-    from sim2real.sysid.prediction.spread import START_ERRORS, StartError
+    from sim2real.sysid.prediction import START_ERRORS, StartError
 
     if text.strip() == "auto":
         return START_ERRORS
@@ -73,7 +73,7 @@ def with_validation_spread(result: FitResult, problem: Any, records: Any, args: 
     from dataclasses import replace
 
     from sim2real.cli.replay_cmd import log_spread, noise_description
-    from sim2real.sysid.prediction.spread_calibration import band_verdict, self_calibration, spread_record
+    from sim2real.sysid.prediction import band_verdict, self_calibration, spread_record
 
     records = list(records) if result.validation else []
     if not records and args.cross_fit is None:
@@ -116,9 +116,8 @@ def _calibration_spreads(result: FitResult, problem: Any, records: list[Any], ar
     (:func:`~sim2real.sysid.prediction.spread_calibration.choose_start_error`)."""
     from sim2real.cli.replay_cmd import spread_settings
     from sim2real.execution import open_executor
-    from sim2real.sysid.files.writeback import fit_document
-    from sim2real.sysid.prediction.sampling import fit_distribution
-    from sim2real.sysid.prediction.spread_calibration import choose_start_error, records_spreads
+    from sim2real.sysid.files import fit_document
+    from sim2real.sysid.prediction import choose_start_error, fit_distribution, records_spreads
 
     spread = spread_settings(args)
     candidates = start_error_candidates(args.start_error)
@@ -167,7 +166,7 @@ def _error_text(error: Any) -> str:
 def _cross_fit(result: FitResult, problem: Any, args: argparse.Namespace, noise: Any, settings: Any,
                executor: Any, log: Log, start_error: Any) -> Any:
     """``--cross-fit K``: the fitted trials' out-of-sample spreads
-    (:func:`sim2real.sysid.prediction.cross_fit.cross_fit`), each fold refitted from the fitted values (with
+    (:func:`sim2real.sysid.prediction.cross_fit.cross_fit_spreads`), each fold refitted from the fitted values (with
     per-object values, the folds dealt per object); why not, when the trials left to fit cannot be dealt (fewer
     than two, an object with one: the fit is kept, the band not cross-fitted)."""
     import functools
@@ -175,7 +174,7 @@ def _cross_fit(result: FitResult, problem: Any, args: argparse.Namespace, noise:
     from sim2real.cli.replay_cmd import spread_settings
     from sim2real.errors import InputError
     from sim2real.sysid import fit_trials
-    from sim2real.sysid.prediction.cross_fit import cross_fit
+    from sim2real.sysid.prediction import cross_fit_spreads
 
     unstable = (result.data.get("unstable") or {}).get("left_out", [])  # --robust-unstable's, not fitted again
     left_out = {failure.name for failure in result.failures} | set(unstable)
@@ -191,7 +190,7 @@ def _cross_fit(result: FitResult, problem: Any, args: argparse.Namespace, noise:
     fit = functools.partial(fit_trials, settings=settings, executor=executor, starts=1)
     objects = trial_objects(problem.records) if problem.per_object else None
     try:
-        return cross_fit(problem, fitted, result.params, fit, executor, args.spread_draws, noise,
+        return cross_fit_spreads(problem, fitted, result.params, fit, executor, args.spread_draws, noise,
                          spread_settings(args), folds, log, objects=objects, start_error=start_error)
     except InputError as err:  # the folds cannot be dealt (raised before any fold fit)
         return str(err)
@@ -218,9 +217,8 @@ def without_unstable(problem: Any, result: FitResult, args: argparse.Namespace, 
 
     from sim2real.cli.replay_cmd import noise_description, spread_settings
     from sim2real.sysid import fit_trials
-    from sim2real.sysid.files.writeback import fit_document
-    from sim2real.sysid.prediction.sampling import fit_distribution
-    from sim2real.sysid.prediction.spread_calibration import records_spread
+    from sim2real.sysid.files import fit_document
+    from sim2real.sysid.prediction import fit_distribution, records_spread
 
     draws = args.spread_draws or 20
     dist = fit_distribution(fit_document(result), "the fit", allow_unconverged=True, allow_undetermined=True)

@@ -20,8 +20,8 @@ from sim2real.cli.common import (
 )
 
 if TYPE_CHECKING:
-    from sim2real.sysid.prediction.replay import ReplayResult
-    from sim2real.sysid.problem.runs import TrialFailure
+    from sim2real.sysid.prediction import ReplayResult
+    from sim2real.sysid.problem import TrialFailure
 
 EPILOG = """\
 Modes (each needs topics; a trial without them is not replayed but named, with the missing
@@ -130,8 +130,8 @@ def _replay_all(records: Any, sources: Any, args: argparse.Namespace,
     """Replay every record on ``--executor``; failures are collected (strict mode: the first solver failure raises)."""
     from sim2real.errors import Sim2RealError
     from sim2real.execution import open_executor
-    from sim2real.sysid.prediction.replay import ReplayFailure, ReplayTask, run_replay_task
-    from sim2real.sysid.problem.runs import TrialFailure
+    from sim2real.sysid.prediction import ReplayFailure, ReplayTask, run_replay_task
+    from sim2real.sysid.problem import TrialFailure
 
     tasks = [ReplayTask(record, source, params, args.mode, args.platform, args.pusher, args.strict, args.pusher_shape,
                         args.engine)
@@ -159,7 +159,7 @@ def parse_start_noise(text: str) -> Any:
     :class:`~sim2real.sysid.prediction.spread.StartNoise` of two finite standard deviations >= 0 (one-line error)."""
     import math
 
-    from sim2real.sysid.prediction.spread import MEASURED, StartNoise
+    from sim2real.sysid.prediction import MEASURED, StartNoise
 
     if text.strip() == "auto":
         return MEASURED
@@ -186,7 +186,7 @@ def noise_description(noise: Any) -> dict[str, Any]:
     """The start noise as a spread record keeps it."""
     import math
 
-    from sim2real.sysid.prediction.spread import StartNoise
+    from sim2real.sysid.prediction import StartNoise
 
     if isinstance(noise, StartNoise):
         return {"measured": False, "position_mm": 1000.0 * noise.position_m, "yaw_deg": math.degrees(noise.yaw_rad)}
@@ -211,9 +211,8 @@ def check_spread(args: argparse.Namespace) -> SpreadInputs | None:
     """Read and check ``--spread`` and its options before any work (None without ``--spread``); options of
     a spread given without it are an error."""
     from sim2real.errors import Sim2RealError
-    from sim2real.sysid.files.fit_file import read_fit_document
-    from sim2real.sysid.prediction.sampling import fit_distribution
-    from sim2real.sysid.prediction.spread_calibration import fit_calibration
+    from sim2real.sysid.files import read_fit_document
+    from sim2real.sysid.prediction import fit_calibration, fit_distribution
 
     given = [f"--{name.replace('_', '-')}" for name in SPREAD_DEFAULTS if getattr(args, name) is not None]
     if args.spread is None:
@@ -273,7 +272,7 @@ def parse_start_error(text: str) -> Any:
     deviations >= 0 (one-line error)."""
     import math
 
-    from sim2real.sysid.prediction.spread import StartError
+    from sim2real.sysid.prediction import StartError
 
     mm, deg = parse_mm_deg(text, "--start-error")
     return StartError(mm / 1000.0, math.radians(deg))
@@ -321,7 +320,7 @@ def _spread(args: argparse.Namespace, inputs: SpreadInputs | None, records: Any,
 
 def spread_settings(args: argparse.Namespace) -> Any:
     """The :class:`~sim2real.sysid.prediction.spread.SpreadSettings` of ``replay`` or ``fit`` options."""
-    from sim2real.sysid.prediction.spread import SpreadSettings
+    from sim2real.sysid.prediction import SpreadSettings
 
     return SpreadSettings(args.mode, args.pusher, args.pusher_shape, args.engine, args.platform, args.executor,
                           args.workers, args.seed, args.level)
@@ -335,7 +334,7 @@ def predict_fit_spread(args: argparse.Namespace, dist: Any, params: Any, records
     calibrated by ``calibration`` or (``self_calibrate``) on these records
     (:func:`sim2real.sysid.prediction.spread_calibration.records_spread`), logged per trial through ``log``. Shared by
     ``replay --spread`` and ``fit --spread-draws``."""
-    from sim2real.sysid.prediction.spread_calibration import records_spread
+    from sim2real.sysid.prediction import records_spread
 
     record = records_spread(records, dist, params, draws, noise, noise_description(noise), source,
                             spread_settings(args), _log, calibration, self_calibrate, start_error)
@@ -389,7 +388,7 @@ def _write(out: Path, done: list[ReplayResult], run_meta: dict[str, Any],
                 hard_count += len(save_hard_steps(trial_dir / "hard_steps", result.hard_steps, prefix="sim_"))
         write_run_meta(tmp, run_meta)
         if spread is not None:
-            from sim2real.sysid.prediction.spread import SPREAD_JSON
+            from sim2real.sysid.prediction import SPREAD_JSON
             from sim2real.trials.jsonio import write_json_atomic
 
             write_json_atomic(tmp / SPREAD_JSON, spread)
@@ -413,7 +412,7 @@ def run(args: argparse.Namespace) -> int:
     """Handler of ``sim2real replay``: replay every trial, write the ones that worked, name the others."""
     from sim2real.cli.common import check_output_location, removed_on_interrupt
     from sim2real.errors import Sim2RealError
-    from sim2real.sysid.problem.runs import check_unique_names, raise_all_failed, read_trials
+    from sim2real.sysid.problem import check_unique_names, raise_all_failed, read_trials
 
     out = check_output_location(args.out)
     if out.exists():
@@ -456,7 +455,7 @@ def run(args: argparse.Namespace) -> int:
 def band_problem(record: dict[str, Any]) -> str | None:
     """Why a spread's band cannot be taken at its word: not calibrated, or it holds fewer real outcomes
     than its level (one-sided binomial p < 0.05); None when neither."""
-    from sim2real.sysid.prediction.bands import misses_level
+    from sim2real.sysid.prediction import misses_level
 
     if record["calibration"] is None:
         return "the predicted band is not calibrated (parameter-only)"

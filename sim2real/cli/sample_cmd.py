@@ -11,9 +11,8 @@ from sim2real.cli.common import bounded_float, bounded_int, check_output_locatio
 
 if TYPE_CHECKING:
     from sim2real.params import ParameterSet
-    from sim2real.sysid.files.fit_file import FitDocument
-    from sim2real.sysid.prediction.bands import BandCalibration
-    from sim2real.sysid.prediction.sampling import FitDistribution
+    from sim2real.sysid.files import FitDocument
+    from sim2real.sysid.prediction import BandCalibration, FitDistribution
 
 #: Most sets one call writes.
 MAX_SAMPLES = 100_000
@@ -118,7 +117,7 @@ def fit_params_file(fit: Path, dist: FitDistribution, obj: str | None = None) ->
 
     candidates = [fit.with_suffix(".yaml"), fit.with_suffix(".yml")]
     if obj is not None:  # a per-object fit's object: its own params file (geometry and values)
-        from sim2real.sysid.files.writeback import object_params_path
+        from sim2real.sysid.files import object_params_path
 
         candidates = [object_params_path(fit.with_suffix(".yaml"), obj)]
     elif dist.params_file:
@@ -189,7 +188,7 @@ def _t_note(dist: FitDistribution, distribution: str, inflate: float) -> str | N
 def fit_band_calibration(document: FitDocument, source: str) -> BandCalibration | None:
     """The band calibration fit.json keeps (``validation.spread.calibration``) at its own level, None without one
     (:func:`sim2real.sysid.prediction.spread_calibration.fit_calibration`; one-line error when it is invalid)."""
-    from sim2real.sysid.prediction.spread_calibration import fit_calibration
+    from sim2real.sysid.prediction import fit_calibration
 
     calibration = fit_calibration(document, source)
     if calibration is None:
@@ -224,17 +223,17 @@ def run(args: argparse.Namespace) -> int:
 
     import numpy as np
 
-    from sim2real.sysid.files.fit_file import read_fit_document
-    from sim2real.sysid.files.sample_files import (
+    from sim2real.sysid.files import (
         BAND_CALIBRATION_KEY,
         BAND_NOTE_KEY,
         SAMPLES_CSV,
         SAMPLES_SCHEMA,
         band_note,
+        read_fit_document,
         sample_file_name,
         write_samples,
     )
-    from sim2real.sysid.prediction.sampling import describe_method, draw_samples, fit_distribution
+    from sim2real.sysid.prediction import describe_method, draw_samples, fit_distribution
     from sim2real.trials.schema import versions
 
     out = check_out_dir(args.out)

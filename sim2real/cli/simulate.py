@@ -173,7 +173,7 @@ def _distance_mode(args: argparse.Namespace) -> dict[str, Any]:
     from sim2real.control import load_experiment_config
     from sim2real.control.sim_platform import ENGINE_PARAMS, PD_PARAMS, SERVO_PARAMS
     from sim2real.engines import engine
-    from sim2real.sysid.prediction.standard_trial import run_standard_trial
+    from sim2real.sysid.prediction import run_standard_trial
     from sim2real.trials import write_trial
     from sim2real.trials.schema import check_trial_name
 

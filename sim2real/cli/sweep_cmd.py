@@ -16,7 +16,7 @@ from sim2real.cli.common import (
 )
 
 if TYPE_CHECKING:
-    from sim2real.sysid.prediction.sweep import SweepPoints
+    from sim2real.sysid.prediction import SweepPoints
 
 #: Exit status when every row was simulated but some have degraded contact steps (as ``simulate``).
 EXIT_DEGRADED = 3
@@ -101,7 +101,7 @@ def build_points(args: argparse.Namespace) -> SweepPoints:
     """
     from sim2real.errors import Sim2RealError
     from sim2real.params import parse_override, resolve_params
-    from sim2real.sysid.prediction.sweep import GridAxis, grid_points, samples_points
+    from sim2real.sysid.prediction import GridAxis, grid_points, samples_points
 
     overrides = dict(parse_override(text) for text in args.overrides)
     source: dict[str, Any] = {"params": str(Path(args.params).resolve()) if args.params else None,
@@ -133,8 +133,8 @@ def band_calibration(args: argparse.Namespace) -> tuple[dict[str, Any] | None, s
     Sim2RealError
         An unreadable samples.json or an invalid calibration in it (one line).
     """
-    from sim2real.sysid.files.sample_files import band_note, read_band_calibration
-    from sim2real.sysid.prediction.sweep import SWEEP_JSON
+    from sim2real.sysid.files import band_note, read_band_calibration
+    from sim2real.sysid.prediction import SWEEP_JSON
 
     if not args.samples or not Path(args.samples).is_dir():
         return None, None
@@ -164,7 +164,7 @@ def open_sweep_dir(out: Path, config: dict[str, Any], source: dict[str, Any],
     import json
 
     from sim2real.errors import Sim2RealError
-    from sim2real.sysid.prediction.sweep import SWEEP_JSON, SWEEP_SCHEMA, config_differences
+    from sim2real.sysid.prediction import SWEEP_JSON, SWEEP_SCHEMA, config_differences
     from sim2real.trials.schema import versions
 
     check_output_location(out)
@@ -194,7 +194,7 @@ def open_sweep_dir(out: Path, config: dict[str, Any], source: dict[str, Any],
             raise Sim2RealError(f"--out {out} exists, is not empty and holds no {SWEEP_JSON}; refusing to write "
                                 "into it")
     out.mkdir(parents=True, exist_ok=True)
-    from sim2real.sysid.files.sample_files import BAND_CALIBRATION_KEY, BAND_NOTE_KEY
+    from sim2real.sysid.files import BAND_CALIBRATION_KEY, BAND_NOTE_KEY
 
     _write_json(meta, {"schema": SWEEP_SCHEMA, "config": config, "source": source, BAND_CALIBRATION_KEY: band[0],
                        BAND_NOTE_KEY: band[1], "versions": versions(), "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
@@ -215,7 +215,7 @@ def run(args: argparse.Namespace) -> int:
     from sim2real.control import load_experiment_config
     from sim2real.errors import Sim2RealError
     from sim2real.execution import open_executor
-    from sim2real.sysid.prediction.sweep import (
+    from sim2real.sysid.prediction import (
         MAX_ROWS,
         OUTCOMES_CSV,
         PARTIAL_DIR,
@@ -283,7 +283,7 @@ def _finish(table: Path, distances: tuple[float, ...], samples: bool) -> int:
     """Print the per-distance summary (with --samples) and count failed and degraded rows for the exit status."""
     import csv
 
-    from sim2real.sysid.prediction.sweep import summarize_by_distance
+    from sim2real.sysid.prediction import summarize_by_distance
 
     if samples:
         for summary in summarize_by_distance(table, distances):

@@ -57,7 +57,7 @@ def _width(result: Any, name: str) -> float:
 
 def _fit(records: Sequence[Any], sources: Sequence[str], out: Path, engine: str, log: Callable[[str], None]) -> Any:
     from sim2real.sysid import FitProblem, ResidualSpec, fit_trials
-    from sim2real.sysid.files.writeback import write_fit
+    from sim2real.sysid.files import write_fit
 
     result = fit_trials(FitProblem(records, ParameterSet.nominal(), ",".join(LOOP_FREE),
                                    spec=ResidualSpec(horizon=None, mode="kinematic", engine=engine),
@@ -98,7 +98,7 @@ def run_design_loop(out: Path, count: int, hidden: Mapping[str, float], standin_
     from sim2real.nodes.runner import run_experiment
     from sim2real.report import build_report
     from sim2real.sysid.design import PushSpace, design_pushes, prior_from_fit
-    from sim2real.sysid.files.writeback import fit_document
+    from sim2real.sysid.files import fit_document
     from sim2real.trials import read_run
 
     nominal = ParameterSet.nominal()

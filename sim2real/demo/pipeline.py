@@ -35,7 +35,7 @@ from sim2real.errors import RunFailedError, Sim2RealError
 if TYPE_CHECKING:
     from sim2real.report.build import ReportPaths
     from sim2real.sysid import FitResult
-    from sim2real.sysid.problem.inputs import ReplayMode
+    from sim2real.sysid.problem import ReplayMode
     from sim2real.trials import TrialRecord
 
 
@@ -176,8 +176,8 @@ def record_experiment(options: DemoOptions, before_dir: Path, ui: DemoProgress) 
 def _box_start(options: DemoOptions, records: Sequence[TrialRecord], servo: FitResult, ui: DemoProgress
                ) -> tuple[Any, list[Any]]:
     """Stage 2's start: the best point of the coarse grid, refined on a fine grid around it (and its points)."""
-    from sim2real.sysid.residuals.trial import ResidualSpec
-    from sim2real.sysid.solve.multistart import best_start, grid_costs
+    from sim2real.sysid.residuals import ResidualSpec
+    from sim2real.sysid.solve import best_start, grid_costs
 
     if options.grid is None:
         return servo.params, []
@@ -233,7 +233,7 @@ def pd_law_push(record: TrialRecord, params: Any, engine: str) -> tuple[TrialRec
     Sim2RealError
         The re-simulation failed.
     """
-    from sim2real.sysid.prediction.replay import replay_trial
+    from sim2real.sysid.prediction import replay_trial
 
     resim = replay_trial(record, params, mode="closed", platform="real", engine=engine)
     return resim, disturbed_gap(resim)
@@ -275,8 +275,8 @@ def fit_stages(options: DemoOptions, records: list[TrialRecord], sources: list[s
     """Step 2: the servo from joint states, then the box from the undisturbed whole trials."""
     from sim2real.params import ParameterSet
     from sim2real.sysid import FitProblem, LMSettings, ResidualSpec, Weights, fit_trials
-    from sim2real.sysid.files.writeback import write_fit
-    from sim2real.sysid.solve.multistart import grid_jackknife, with_jackknife
+    from sim2real.sysid.files import write_fit
+    from sim2real.sysid.solve import grid_jackknife, with_jackknife
 
     settings = replace(LMSettings(), max_iterations=options.max_iterations)
     ui.detail(f"stage 1, servo from commands and joint states ({SERVO_LOSS} loss): {options.servo_free}")

@@ -16,7 +16,7 @@ import numpy as np
 
 from sim2real.errors import Sim2RealError
 from sim2real.report.cells import degrees, mm, number_or_none
-from sim2real.sysid.files.fit_file import FitDocument, read_fit_document
+from sim2real.sysid.files import FitDocument, read_fit_document
 
 FIT_KEYS: tuple[str, ...] = ("values", "std", "ci95", "correlation", "start_values", "trace")
 #: fit.json keys shown in their own places (not among the "Fit details").

@@ -9,7 +9,7 @@ from typing import Any
 
 from sim2real.report.document import Block, Figure, Heading, Paragraph, Table
 from sim2real.report.figures import FIGURE_PREFIX, prediction_spread_figure
-from sim2real.sysid.prediction.spread import SPREAD_JSON
+from sim2real.sysid.prediction import SPREAD_JSON
 from sim2real.trials.jsonio import read_json
 
 

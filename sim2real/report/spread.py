@@ -35,9 +35,17 @@ from sim2real.report.cells import cm
 from sim2real.report.document import Block, Figure, Heading, Note, Paragraph, Table
 from sim2real.report.figures import spread_figure
 from sim2real.report.tables import ExperimentTable
-from sim2real.sysid.files.sample_files import BAND_CALIBRATION_KEY
-from sim2real.sysid.prediction.bands import BandCalibration, Mode, find_modes, mode_boxes, nearest_mode
-from sim2real.sysid.prediction.sweep import OUTCOMES_CSV, SWEEP_JSON, DistanceSummary
+from sim2real.sysid.files import BAND_CALIBRATION_KEY
+from sim2real.sysid.prediction import (
+    OUTCOMES_CSV,
+    SWEEP_JSON,
+    BandCalibration,
+    DistanceSummary,
+    Mode,
+    find_modes,
+    mode_boxes,
+    nearest_mode,
+)
 
 #: Largest |measured start − sweep distance| for a real trial to count at that distance, m.
 MATCH_TOLERANCE = 0.015

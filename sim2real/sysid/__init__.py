@@ -23,20 +23,28 @@ By concern, each a subpackage:
 This package's face exports what a caller of a fit needs.
 """
 
-from sim2real.sysid.problem.data import TrialData, box_states, prepare_trial
-from sim2real.sysid.problem.fit_problem import FitProblem
-from sim2real.sysid.problem.inputs import resolve_mode, resolve_pusher
-from sim2real.sysid.problem.runs import LoadedTrials, TrialFailure, read_trials
-from sim2real.sysid.residuals.trial import (
+from sim2real.sysid.problem import (
+    FitProblem,
+    FreeParameters,
+    LoadedTrials,
+    TrialData,
+    TrialFailure,
+    box_states,
+    parse_bounds,
+    prepare_trial,
+    read_trials,
+    resolve_mode,
+    resolve_pusher,
+)
+from sim2real.sysid.residuals import (
     ResidualSpec,
     TrialResiduals,
     Weights,
     finite_difference_jacobian,
     trial_residuals,
 )
-from sim2real.sysid.solve.fit import FitResult, FreeParameters, fit_trials, parse_bounds, prepare_trials
-from sim2real.sysid.solve.optimizer import LMResult, LMSettings, levenberg_marquardt
-from sim2real.sysid.uncertainty.covariance import Uncertainty, summarize_uncertainty
+from sim2real.sysid.solve import FitResult, LMResult, LMSettings, fit_trials, levenberg_marquardt, prepare_trials
+from sim2real.sysid.uncertainty import Uncertainty, summarize_uncertainty
 
 __all__ = [
     "FitProblem", "FitResult", "FreeParameters", "LMResult", "LMSettings", "LoadedTrials", "ResidualSpec", "TrialData",

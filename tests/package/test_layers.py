@@ -80,17 +80,30 @@ def _module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+def _face(package: str) -> dict[str, str]:
+    """A lazy face's names and the modules that define them (its ``_FACE``; empty for a package without one)."""
+    init = PACKAGE.parent / Path(*package.split(".")) / "__init__.py"
+    if not init.is_file():
+        return {}
+    for node in ast.parse(init.read_text()).body:
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id == "_FACE":
+            return {name: f"{package}.{module}" for name, module in ast.literal_eval(node.value).items()}
+    return {}
+
+
 def _module_imports(path: Path, modules: set[str]) -> set[str]:
     """The package's modules ``path`` imports at any depth (deferred and type-checking imports included):
-    ``from a.b import c`` imports ``a.b.c`` when that is a module, else ``a.b``."""
+    ``from a.b import c`` imports ``a.b.c`` when that is a module, the module that defines ``c`` when ``a.b`` is
+    a lazy face (``_FACE``), else ``a.b``."""
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text())):
         targets: list[str] = []
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            targets = [f"{node.module}.{alias.name}" if f"{node.module}.{alias.name}" in modules else node.module
-                       for alias in node.names]
+            face = _face(node.module)
+            targets = [f"{node.module}.{alias.name}" if f"{node.module}.{alias.name}" in modules else
+                       face.get(alias.name, node.module) for alias in node.names]
         found |= {t for t in targets if t in modules}
     return found
 
@@ -141,3 +154,33 @@ def test_the_engine_contract_and_mujoco_import_no_module_of_our_engine() -> None
                        if name.startswith("sim2real.sim") or name == "sim2real.engines.mujoco_world"
                        for target in targets if target.startswith("sim2real.physics"))
     assert offenders == []
+
+
+#: The subpackages of sysid with a lazy face (``_FACE``): callers elsewhere import through it.
+FACED = ("problem", "residuals", "solve", "uncertainty", "prediction", "files")
+
+
+def test_callers_import_the_sysid_subpackages_through_their_faces() -> None:
+    """Outside a subpackage of sysid, no module of the package or of the benchmarks imports one of its modules
+    directly; the face names what it exports (``__all__`` is its ``_FACE``'s names) and each name is the one its
+    module defines."""
+    import importlib
+
+    offenders = []
+    for base in (PACKAGE, ROOT / "benchmarks"):
+        for path in sorted(base.rglob("*.py")):
+            rel = path.relative_to(ROOT).as_posix()
+            for node in ast.walk(ast.parse(path.read_text())):
+                if not (isinstance(node, ast.ImportFrom) and node.level == 0 and node.module):
+                    continue
+                parts = node.module.split(".")
+                if (len(parts) == 4 and parts[:2] == ["sim2real", "sysid"] and parts[2] in FACED
+                        and not rel.startswith(f"sim2real/sysid/{parts[2]}/")):
+                    offenders.append(f"{rel}:{node.lineno} imports {node.module}")
+    assert offenders == []
+    for sub in FACED:
+        package = importlib.import_module(f"sim2real.sysid.{sub}")
+        face = _face(f"sim2real.sysid.{sub}")
+        assert sorted(package.__all__) == sorted(face), sub
+        for name, module in face.items():
+            assert getattr(package, name) is getattr(importlib.import_module(module), name), f"{sub}.{name}"

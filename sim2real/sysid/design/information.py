@@ -22,11 +22,9 @@ from sim2real.execution import Executor
 from sim2real.model import load_arm
 from sim2real.params import ParameterSet
 from sim2real.sysid.design.space import Candidate, plan_candidate
-from sim2real.sysid.prediction.standard_trial import run_standard_trial
-from sim2real.sysid.problem.data import prepare_trial
-from sim2real.sysid.problem.objects import ColumnMap
-from sim2real.sysid.residuals.trial import residuals_of
-from sim2real.sysid.residuals.types import ResidualSpec
+from sim2real.sysid.prediction import run_standard_trial
+from sim2real.sysid.problem import ColumnMap, prepare_trial
+from sim2real.sysid.residuals import ResidualSpec, residuals_of
 
 #: Largest tilt (deg) a push may give the box when tipping is not wanted (``--no-topple``).
 DEFAULT_MAX_TILT_DEG = 10.0

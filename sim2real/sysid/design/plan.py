@@ -23,7 +23,7 @@ from sim2real.sysid.design.prior import Prior
 from sim2real.sysid.design.record import DESIGN_FORMAT
 from sim2real.sysid.design.select import Known, Selection, mean_half_width, select_pushes
 from sim2real.sysid.design.space import Candidate, PushSpace
-from sim2real.sysid.uncertainty.status import determination_problems
+from sim2real.sysid.uncertainty import determination_problems
 
 
 @dataclass(frozen=True)

@@ -31,11 +31,10 @@ import numpy as np
 
 from sim2real.errors import InputError
 from sim2real.params import ParameterSet, spec
-from sim2real.sysid.files.fit_file import FitDocument
-from sim2real.sysid.prediction.sampling import fit_distribution, undetermined_unknowns
-from sim2real.sysid.problem.free import FreeParameters
-from sim2real.sysid.problem.objects import ColumnMap
-from sim2real.sysid.residuals.types import ResidualSpec, Weights
+from sim2real.sysid.files import FitDocument
+from sim2real.sysid.prediction import fit_distribution, undetermined_unknowns
+from sim2real.sysid.problem import ColumnMap, FreeParameters
+from sim2real.sysid.residuals import ResidualSpec, Weights
 
 
 @dataclass(frozen=True)

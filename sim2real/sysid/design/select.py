@@ -37,7 +37,7 @@ import numpy as np
 from scipy import stats
 
 from sim2real.errors import InputError
-from sim2real.sysid.uncertainty.covariance import effective_dof
+from sim2real.sysid.uncertainty import effective_dof
 
 #: Criteria by name (``--criterion``).
 CRITERIA = ("W", "D", "A")

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from sim2real.params import ParameterSet
-from sim2real.sysid.problem.data import TrialData
+from sim2real.sysid.problem import TrialData
 from sim2real.trials.trial_object import object_values
 
 

@@ -14,8 +14,7 @@ from typing import Any
 from sim2real.errors import DataError
 from sim2real.filemodes import staging_dir
 from sim2real.params import ParameterSet, save_params
-from sim2real.sysid.prediction.bands import BandCalibration
-from sim2real.sysid.prediction.sampling import FitDistribution, SampleDraw
+from sim2real.sysid.prediction import BandCalibration, FitDistribution, SampleDraw
 
 #: File names inside a samples directory.
 SAMPLES_CSV = "samples.csv"

@@ -30,7 +30,7 @@ from sim2real.params import save_params
 from sim2real.sim import save_hard_steps
 from sim2real.sysid.files.fit_file import FitDocument
 from sim2real.sysid.files.fitted_objects import ObjectFiles, params_objects
-from sim2real.sysid.solve.fit import FitResult
+from sim2real.sysid.solve import FitResult
 
 if TYPE_CHECKING:
     from sim2real.trials.records import TrialRecord

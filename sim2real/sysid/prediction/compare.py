@@ -19,10 +19,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from sim2real.params import ParameterSet
-from sim2real.sysid.problem.fit_problem import FitProblem
-from sim2real.sysid.residuals.types import ResidualSpec
-from sim2real.sysid.solve.fit import FitResult, FreeParameters, fit_trials
-from sim2real.sysid.solve.optimizer import LMSettings
+from sim2real.sysid.problem import FitProblem, FreeParameters
+from sim2real.sysid.residuals import ResidualSpec
+from sim2real.sysid.solve import FitResult, LMSettings, fit_trials
 from sim2real.trials import TrialRecord
 
 

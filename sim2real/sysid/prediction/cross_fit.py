@@ -34,7 +34,7 @@ from sim2real.sysid.prediction.spread import (
     TrialSpread,
     spread_of_fit,
 )
-from sim2real.sysid.problem.fit_problem import FitProblem
+from sim2real.sysid.problem import FitProblem
 from sim2real.trials import TrialRecord
 
 #: A fold fit: ``problem -> FitResult`` with the full fit's settings (and executor).
@@ -174,7 +174,7 @@ def fold_problem(problem: FitProblem, start: Any, fitted: Sequence[str], held_ou
     return dataclasses.replace(problem.only(kept), start=start, validation=(), validation_sources=None, failures=())
 
 
-def cross_fit(problem: FitProblem, fitted: Sequence[str], start: Any, fit: FoldFitter, executor: Executor,
+def cross_fit_spreads(problem: FitProblem, fitted: Sequence[str], start: Any, fit: FoldFitter, executor: Executor,
               draws: int, noise: StartNoise | str, settings: SpreadSettings, folds: int,
               log: Callable[[str], None] | None = None,
               predicted: Mapping[str, TrialRecord] | None = None,
@@ -215,9 +215,9 @@ def cross_fit(problem: FitProblem, fitted: Sequence[str], start: Any, fit: FoldF
         The start's error beyond its noise in these spreads (others later: :meth:`CrossFit.spreads_at`).
     """
     from sim2real.errors import Sim2RealError
-    from sim2real.sysid.files.writeback import fit_document
+    from sim2real.sysid.files import fit_document
     from sim2real.sysid.prediction.sampling import fit_distribution
-    from sim2real.sysid.problem.data import prepare_trial, recorded_platform
+    from sim2real.sysid.problem import prepare_trial, recorded_platform
 
     groups = fold_groups(list(fitted), folds, settings.seed, objects)
     by_name = {**{record.name: record for record in problem.records}, **(predicted or {})}

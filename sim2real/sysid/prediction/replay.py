@@ -39,23 +39,24 @@ from sim2real.errors import InputError, Sim2RealError
 from sim2real.params import ParameterSet
 from sim2real.physics import SolverSettings
 from sim2real.sim import BoxState, SolveSummary, rollout
-from sim2real.sysid.problem.data import TrialData, box_states, prepare_trial, recorded_platform
-from sim2real.sysid.problem.inputs import (
+from sim2real.sysid.problem import (
     MODES,
     SIMULATED_ARM_MODES,
+    TrialData,
     TrialInputError,
+    box_states,
     check_pusher_shape,
     describe_pusher,
     mode_pusher_source,
+    prepare_trial,
     pusher_path,
     pusher_placement,
     pusher_primitive,
+    recorded_platform,
     resolve_mode,
     trial_shape,
 )
-from sim2real.sysid.residuals.arm_trials import arm_solve, simulate_recorded_arm
-from sim2real.sysid.residuals.trial import step_params
-from sim2real.sysid.residuals.types import COM_PARAMS, MAX_HARD_STEPS
+from sim2real.sysid.residuals import COM_PARAMS, MAX_HARD_STEPS, arm_solve, simulate_recorded_arm, step_params
 from sim2real.trials import JointSeries, PlatformRecord, PoseSeries, TrialRecord
 
 #: Replay modes (``auto`` resolves per trial).
@@ -303,8 +304,8 @@ class ReplayFailure:
 
 def run_replay_task(task: ReplayTask) -> ReplayResult | ReplayFailure:
     """:func:`replay` of one task; failures are returned, not raised (one trial cannot end the others)."""
-    from sim2real.sysid.problem.inputs import TrialInputError
-    from sim2real.sysid.residuals.tasks import one_line
+    from sim2real.sysid.problem import TrialInputError
+    from sim2real.sysid.residuals import one_line
 
     try:
         return replay(task.record, task.params, mode=task.mode, platform=task.platform, pusher=task.pusher,

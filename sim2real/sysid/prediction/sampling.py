@@ -35,11 +35,10 @@ from scipy import stats
 
 from sim2real.errors import DataError, InputError
 from sim2real.params import spec
-from sim2real.sysid.files.fit_file import FitDocument, read_fit_document
-from sim2real.sysid.problem.free import FreeParameters
-from sim2real.sysid.problem.objects import label_object, registry_name
-from sim2real.sysid.solve.result import measured_refits
-from sim2real.sysid.uncertainty.status import determination_problems
+from sim2real.sysid.files import FitDocument, read_fit_document
+from sim2real.sysid.problem import FreeParameters, label_object, registry_name
+from sim2real.sysid.solve import measured_refits
+from sim2real.sysid.uncertainty import determination_problems
 
 #: Fewest draws looked at before the acceptance rate is judged.
 MIN_JUDGED_DRAWS = 1000

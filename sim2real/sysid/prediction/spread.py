@@ -52,8 +52,8 @@ from sim2real.sysid.prediction.bands import (
     find_modes,
 )
 from sim2real.sysid.prediction.whole_trials import simulate_whole
-from sim2real.sysid.problem.data import TrialData
-from sim2real.sysid.residuals.tasks import one_line
+from sim2real.sysid.problem import TrialData
+from sim2real.sysid.residuals import one_line
 from sim2real.trials import PoseSeries, compute_outcome
 from sim2real.trials.frames_file import FrameUncertainty
 
@@ -165,7 +165,7 @@ def trial_noise(data: TrialData, noise: StartNoise | str) -> StartNoise:
     pose noise (:func:`sim2real.sysid.problem.data.pose_noise`) with the poses its start averages."""
     if isinstance(noise, StartNoise):
         return noise
-    from sim2real.sysid.problem.data import pose_noise
+    from sim2real.sysid.problem import pose_noise
 
     position, heading = pose_noise(data)
     return StartNoise(position, heading, max(int(data.start_samples), 1))
@@ -506,7 +506,7 @@ def trial_values(labels: Sequence[str], row: np.ndarray, obj: str | None) -> dic
     """One draw's values for a trial of object ``obj``: the shared labels as they are, the per-object labels
     ``NAME[OBJECT]`` of its own object under their registry name (:mod:`sim2real.sysid.problem.objects`), the
     other objects' left out."""
-    from sim2real.sysid.problem.objects import label_object, registry_name
+    from sim2real.sysid.problem import label_object, registry_name
 
     return {registry_name(label): float(v) for label, v in zip(labels, row, strict=True)
             if label_object(label) in (None, obj)}

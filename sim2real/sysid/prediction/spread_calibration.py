@@ -17,7 +17,7 @@ import numpy as np
 from sim2real.errors import DataError
 from sim2real.execution import Executor
 from sim2real.params import ParameterSet
-from sim2real.sysid.files.fit_file import FitDocument
+from sim2real.sysid.files import FitDocument
 from sim2real.sysid.prediction.bands import (
     DEFAULT_LEVEL,
     BandCalibration,
@@ -289,7 +289,7 @@ def records_spreads(executor: Executor, records: Sequence[Any], dist: Any, param
     """Each trial record's spread under ``draws`` parameter sets from ``dist`` on an open ``executor``:
     the draw (:class:`~sim2real.sysid.prediction.sampling.SampleDraw`) and one spread per record, the start
     moved by ``noise`` and ``start_error``."""
-    from sim2real.sysid.problem.data import prepare_trial, recorded_platform
+    from sim2real.sysid.problem import prepare_trial, recorded_platform
 
     dt = float(params["sim.dt"])
     trials = [prepare_trial(r, dt, recorded_platform(r, settings.platform)) for r in records]

@@ -28,10 +28,8 @@ import numpy as np
 
 from sim2real.execution import Executor, Shared
 from sim2real.params import ParameterSet
-from sim2real.sysid.problem.data import TrialData
-from sim2real.sysid.problem.inputs import mode_pusher_source, resolve_mode
-from sim2real.sysid.residuals.tasks import one_line
-from sim2real.sysid.residuals.trial import TrialResiduals, Weights, step_params
+from sim2real.sysid.problem import TrialData, mode_pusher_source, resolve_mode
+from sim2real.sysid.residuals import TrialResiduals, Weights, one_line, step_params
 from sim2real.trials import PoseSeries, compute_outcome, outcome_errors, path_rms
 
 #: Held-out prediction metrics checked for a rise: key of :func:`overall`, words, unit factor, unit,

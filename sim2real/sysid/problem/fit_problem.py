@@ -15,7 +15,7 @@ from sim2real.errors import InputError
 from sim2real.params import ParameterSet
 from sim2real.sysid.problem.free import FreeParameters
 from sim2real.sysid.problem.runs import TrialFailure
-from sim2real.sysid.residuals.types import ResidualSpec
+from sim2real.sysid.residuals import ResidualSpec
 from sim2real.trials import TrialRecord
 
 

@@ -19,7 +19,7 @@ from sim2real.errors import InputError
 from sim2real.model import load_arm
 from sim2real.params import ParameterSet
 from sim2real.sim import BoxState, SolveSummary
-from sim2real.sysid.problem.data import TrialData
+from sim2real.sysid.problem import TrialData
 from sim2real.sysid.residuals.types import MAX_HARD_STEPS
 
 

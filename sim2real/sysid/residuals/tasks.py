@@ -16,8 +16,7 @@ from dataclasses import dataclass
 from sim2real.errors import Sim2RealError
 from sim2real.execution import Executor, Shared
 from sim2real.params import ParameterSet
-from sim2real.sysid.problem.data import TrialData
-from sim2real.sysid.problem.objects import NO_GRADIENTS, ColumnMap
+from sim2real.sysid.problem import NO_GRADIENTS, ColumnMap, TrialData
 from sim2real.sysid.residuals.trial import ResidualSpec, TrialResiduals, residuals_of
 
 

@@ -67,9 +67,11 @@ from sim2real.physics import SolverSettings
 from sim2real.sim import STATE_SIZE, BoxState, SolveLog, SolveSummary, StepOutcome, World, rollout
 from sim2real.sim.servo import ServoParams, delay_split, servo_step
 from sim2real.sim.trajectory import Trajectory
-from sim2real.sysid.problem.data import TrialData, box_states
-from sim2real.sysid.problem.inputs import (
+from sim2real.sysid.problem import (
     SIMULATED_ARM_MODES,
+    ColumnMap,
+    TrialData,
+    box_states,
     check_pusher_shape,
     check_start_above_table,
     pusher_path,
@@ -78,7 +80,6 @@ from sim2real.sysid.problem.inputs import (
     resolve_pusher,
     trial_shape,
 )
-from sim2real.sysid.problem.objects import ColumnMap
 from sim2real.sysid.residuals.arm_trials import arm_solve, simulate_recorded_arm
 from sim2real.sysid.residuals.types import (  # noqa: F401  (also this module's public names)
     COM_PARAMS,

@@ -21,8 +21,7 @@ from sim2real.engines import engine as engine_entry
 from sim2real.errors import InputError
 from sim2real.sim import SolveSummary
 from sim2real.spatial import conjugate, left_matrix
-from sim2real.sysid.problem.data import TrialData
-from sim2real.sysid.problem.inputs import (
+from sim2real.sysid.problem import (
     MODES,
     PUSHER_SHAPES,
     PUSHER_SOURCES,
@@ -30,6 +29,7 @@ from sim2real.sysid.problem.inputs import (
     PusherShape,
     PusherSource,
     ReplayMode,
+    TrialData,
     check_pusher_shape,
     mode_pusher_source,
     resolve_mode,

@@ -24,11 +24,15 @@ from sim2real.errors import InputError, Sim2RealError, SolverError
 from sim2real.execution import Executor, Shared
 from sim2real.params import ParameterSet
 from sim2real.sim import SolveSummary
-from sim2real.sysid.problem.data import TrialData
-from sim2real.sysid.problem.objects import ColumnMap
-from sim2real.sysid.problem.runs import TrialFailure
-from sim2real.sysid.residuals.tasks import TaskFailure, TrialTask, evaluate_tasks
-from sim2real.sysid.residuals.trial import MAX_HARD_STEPS, ResidualSpec, TrialResiduals
+from sim2real.sysid.problem import ColumnMap, TrialData, TrialFailure
+from sim2real.sysid.residuals import (
+    MAX_HARD_STEPS,
+    ResidualSpec,
+    TaskFailure,
+    TrialResiduals,
+    TrialTask,
+    evaluate_tasks,
+)
 from sim2real.sysid.solve.optimizer import FitAbortedError, TraceEntry, loss_weights
 
 #: ``(x (p,), object label or None) -> {registry name: value}`` for every name a fit involves, as a

@@ -29,22 +29,22 @@ from sim2real.engines import engine as engine_entry
 from sim2real.errors import InputError, Sim2RealError
 from sim2real.execution import Executor, open_executor
 from sim2real.params import ParameterSet
-from sim2real.sysid.files.fitted_objects import trial_objects
-from sim2real.sysid.prediction.whole_trials import horizon_rms, predict, prediction_block, rising_metrics
-from sim2real.sysid.problem.data import TrialData, prepare_trial
-from sim2real.sysid.problem.fit_problem import FitProblem
-from sim2real.sysid.problem.free import (  # noqa: F401  (Unknowns, parse_bounds: part of this module's interface)
+from sim2real.sysid.files import trial_objects
+from sim2real.sysid.prediction import horizon_rms, predict, prediction_block, rising_metrics
+from sim2real.sysid.problem import (
+    FitProblem,
     FreeParameters,
+    TrialData,
+    TrialFailure,
     Unknowns,
+    describe_pusher,
     param_scale,
-    parse_bounds,
+    prepare_trial,
+    raise_all_failed,
+    registry_name,
     unknowns,
 )
-from sim2real.sysid.problem.inputs import describe_pusher
-from sim2real.sysid.problem.objects import registry_name
-from sim2real.sysid.problem.runs import TrialFailure, raise_all_failed
-from sim2real.sysid.residuals.tasks import one_line
-from sim2real.sysid.residuals.trial import ResidualSpec, TrialResiduals, Weights, available_gradients
+from sim2real.sysid.residuals import ResidualSpec, TrialResiduals, Weights, available_gradients, one_line
 from sim2real.sysid.solve.evaluation import FitEvaluator, HeldOut, merge_summaries
 from sim2real.sysid.solve.optimizer import (
     STOP_MAX_ITERATIONS,
@@ -66,13 +66,15 @@ from sim2real.sysid.solve.starts import (
     start_points,
     starts_warnings,
 )
-from sim2real.sysid.uncertainty.covariance import Uncertainty, summarize_uncertainty
-from sim2real.sysid.uncertainty.jackknife import refit_jackknife, with_refit_jackknife
-from sim2real.sysid.uncertainty.status import (
+from sim2real.sysid.uncertainty import (
+    Uncertainty,
     bound_problems,
     corner_problem,
     fit_problems,
     fit_status,
+    refit_jackknife,
+    summarize_uncertainty,
+    with_refit_jackknife,
 )
 from sim2real.trials import TrialRecord
 

@@ -30,10 +30,10 @@ import numpy as np
 
 from sim2real.errors import InputError, Sim2RealError
 from sim2real.params import ParameterSet, spec
-from sim2real.sysid.residuals.trial import ResidualSpec, trial_residuals
+from sim2real.sysid.residuals import ResidualSpec, trial_residuals
 from sim2real.sysid.solve.fit import FitResult, prepare_trials, with_verdicts
 from sim2real.sysid.solve.optimizer import LOSSES, loss_weights
-from sim2real.sysid.uncertainty.covariance import measured_jackknife
+from sim2real.sysid.uncertainty import measured_jackknife
 from sim2real.trials import TrialRecord
 
 

@@ -8,12 +8,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sim2real.params import ParameterSet, spec
-from sim2real.sysid.files.fit_file import FIT_FORMAT, FitDocument
-from sim2real.sysid.problem.free import FreeParameters, param_scale
-from sim2real.sysid.problem.objects import registry_name
-from sim2real.sysid.problem.runs import TrialFailure
+from sim2real.sysid.files import FIT_FORMAT, FitDocument
+from sim2real.sysid.problem import FreeParameters, TrialFailure, param_scale, registry_name
 from sim2real.sysid.solve.starts import start_dependence, unevaluated_starts
-from sim2real.sysid.uncertainty.status import (
+from sim2real.sysid.uncertainty import (
     NOT_DETERMINED,
     determination_problems,
     poorly_determined,

@@ -51,8 +51,8 @@ import numpy as np
 from scipy import stats
 
 from sim2real.params import spec
-from sim2real.sysid.problem.objects import registry_name
-from sim2real.sysid.solve.damped_step import at_bounds
+from sim2real.sysid.problem import registry_name
+from sim2real.sysid.solve import at_bounds
 
 #: Two-sided 95 % quantile of the standard normal distribution.
 Z95 = 1.959963984540054

@@ -23,7 +23,7 @@ from scipy import stats
 
 from sim2real.errors import Sim2RealError
 from sim2real.execution import Executor, LocalExecutor, Shared
-from sim2real.sysid.problem.fit_problem import FitProblem
+from sim2real.sysid.problem import FitProblem
 from sim2real.sysid.uncertainty.covariance import measured_jackknife
 
 

@@ -25,9 +25,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from sim2real.sysid.problem.runs import TrialFailure
-from sim2real.sysid.solve.damped_step import at_bounds
-from sim2real.sysid.solve.stopping import STOP_MAX_ITERATIONS
+from sim2real.sysid.problem import TrialFailure
+from sim2real.sysid.solve import STOP_MAX_ITERATIONS, at_bounds
 
 CONVERGED = "converged"
 NOT_CONVERGED = "not converged"
