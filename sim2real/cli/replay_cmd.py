@@ -226,7 +226,7 @@ def check_spread(args: argparse.Namespace) -> SpreadInputs | None:
     if args.start_error is not None:
         parse_start_error(args.start_error)
     document = read_fit_document(args.spread)
-    calibrated = _calibrated_with(document)
+    calibrated = _calibrated_with(document, str(args.spread))
     for name, default in SPREAD_DEFAULTS.items():
         if getattr(args, name) is None:
             setattr(args, name, calibrated.get(name, default))
@@ -288,7 +288,7 @@ def _same_noise(noise: Any, text: str) -> bool:
     return all(math.isclose(mine[k], theirs[k], rel_tol=1e-5, abs_tol=1e-9) for k in ("position_mm", "yaw_deg"))
 
 
-def _calibrated_with(document: Any) -> dict[str, Any]:
+def _calibrated_with(document: Any, source: str) -> dict[str, Any]:
     """The draws and start noise (as ``--draws`` and ``--start-noise`` take them) of the spread a fit.json's band
     was calibrated on (``validation.spread``); empty without one."""
     spread = (document.validation or {}).get("spread")
@@ -302,8 +302,15 @@ def _calibrated_with(document: Any) -> dict[str, Any]:
         out["start_noise"] = "auto"
     elif isinstance(noise, dict) and all(isinstance(noise.get(k), (int, float)) for k in ("position_mm", "yaw_deg")):
         out["start_noise"] = f"{noise['position_mm']:g},{noise['yaw_deg']:g}"
-    error = spread.get("start_error")
-    if isinstance(error, dict) and all(isinstance(error.get(k), (int, float)) for k in ("position_mm", "yaw_deg")):
+    if "start_error" in spread:
+        from sim2real.sysid.prediction import StartError
+
+        try:
+            error = StartError.from_dict(spread["start_error"]).as_dict()
+        except ValueError as err:
+            from sim2real.errors import DataError
+
+            raise DataError(f"{source}: validation.spread.start_error: {err}") from None
         out["start_error"] = f"{error['position_mm']:g},{error['yaw_deg']:g}"
     return out
 

@@ -87,3 +87,21 @@ def test_a_replay_start_error_without_a_spread_is_refused(tmp_path: Path, capsys
     assert main(["replay", str(run), "--start-error", "1,1", "--out", str(tmp_path / "r")]) == 2
     err = capsys.readouterr().err
     assert "--start-error given without --spread FIT_JSON" in err and not (tmp_path / "r").exists()
+
+
+def test_a_fit_json_with_a_broken_start_error_is_refused_before_any_replay(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = _run(tmp_path / "run", (0.36, 0.42, 0.38, 0.45))
+    out = tmp_path / "fitted.yaml"
+    assert main(["fit", str(run), "--free", "contact.mu_table", "--spread-draws", "3", "--cross-fit", "2",
+                 "--level", "0.6", "--start-error", "0,0", "--out", str(out)]) in (0, 3)
+    fit_json = out.with_suffix(".json")
+    document = json.loads(fit_json.read_text())
+    document["validation"]["spread"]["start_error"] = {"position_mm": -1, "yaw_deg": 0}
+    fit_json.write_text(json.dumps(document))
+    capsys.readouterr()
+    assert main(["replay", str(run), "--spread", str(fit_json), "--out", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err
+    assert "validation.spread.start_error: a start error's position_mm and yaw_deg must be finite numbers >= 0" \
+        in err and err.strip().count("\n") == 0, err
+    assert not (tmp_path / "r").exists()
