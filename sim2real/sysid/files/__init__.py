@@ -77,11 +77,7 @@ __all__ = [
 
 if not TYPE_CHECKING:
     def __getattr__(name: str) -> Any:
-        """``sim2real.sysid.files.NAME``: the name from the module of the face that defines it (PEP 562)."""
-        module = _FACE.get(name)
-        if module is None:
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        import importlib
+        """``sim2real.sysid.files.NAME`` (:func:`sim2real.sysid.faces.face_attribute`)."""
+        from sim2real.sysid.faces import face_attribute
 
-        # not kept here: the module's attribute as it is now (a test may have replaced it), every time
-        return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+        return face_attribute(__name__, _FACE, name)
