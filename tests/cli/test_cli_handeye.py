@@ -31,6 +31,9 @@ from sim2real.spatial import from_rotation_vector, to_matrix
 from sim2real.spatial.rigid import rigid, rotation_angle, to_pose
 from sim2real.vision.setup import CameraSetup, dump_camera_setup, load_camera_setup
 
+#: 11 s of rendering and fitting: make test runs it, make check does not.
+pytestmark = pytest.mark.slow
+
 BAGS = {"main": HandEyeBag(), "few": HandEyeBag(poses=3), "slipped": HandEyeBag(joint_error=(3, 0, 0.005)),
         "ros1_png": HandEyeBag(poses=5, encoding="png", ros1=True)}
 #: The recovered camera's largest errors (the task's targets).

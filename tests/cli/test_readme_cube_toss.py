@@ -27,6 +27,7 @@ def _readme_commands() -> list[list[str]]:
     return [shlex.split(line)[1:] for line in wanted]
 
 
+@pytest.mark.slow  # 19 s: the README's fit of 25 tosses with its start-error ladder (make test, not make check)
 def test_the_readme_cube_toss_band_figures_are_what_the_commands_give(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.chdir(tmp_path)

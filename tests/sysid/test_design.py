@@ -124,6 +124,7 @@ def test_the_standard_push_is_feasible() -> None:
     assert reason is None and reference is not None
 
 
+@pytest.mark.slow  # 5 s: every designed push planned and simulated again (make test, not make check)
 def test_every_designed_push_is_feasible_and_keeps_the_box_upright() -> None:
     """Designed pushes, planned and simulated again: every joint inside its limits, every joint rate within its
     limit, the pusher inside the workspace box, and (no-topple) the box tilted at most 10 degrees at every
