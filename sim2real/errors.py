@@ -43,18 +43,25 @@ class Sim2RealError(Exception):
         The argparse ``dest`` of the command-line option that sets the quantity the message is
         about (``"set_grid"``, ``"bounds"``, ``"frames"``, ``"tool_offset"``): a plain key with no
         dashes. None (the default) when no option sets it.
+    see : sequence of str, optional
+        The dests of the options that set what the message asks to check, in its order (a scene
+        check's frame transform, box offset and size, and the option that imports anyway): the CLI
+        ends the line with their flags (``(see --transform, --box-offset, --force)``), those the command has.
 
     Attributes
     ----------
     option : str or None
         The ``option`` given.
+    see : tuple of str
+        The ``see`` given.
     """
 
     exit_status = 2
 
-    def __init__(self, message: str, *, option: str | None = None) -> None:
+    def __init__(self, message: str, *, option: str | None = None, see: tuple[str, ...] = ()) -> None:
         super().__init__(message)
         self.option = option
+        self.see = tuple(see)
 
 
 class InputError(Sim2RealError):

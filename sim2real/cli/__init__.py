@@ -131,9 +131,17 @@ def _run(argv: Sequence[str] | None) -> int:
             compile_with_progress()  # says so when the kernels are not compiled yet (after an install)
         return int(args.handler(args) or 0)
     except Sim2RealError as err:
-        flag = _flag_of(_chosen_parser(parser, args), err.option) if err.option else None
-        print(f"sim2real: error: {flag}: {err}" if flag else f"sim2real: error: {err}", file=sys.stderr)
+        print(f"sim2real: error: {_error_line(err, _chosen_parser(parser, args))}", file=sys.stderr)
         return err.exit_status
+
+
+def _error_line(err: Sim2RealError, parser: argparse.ArgumentParser) -> str:
+    """A library error in the words of ``parser``'s command: the flag of its :attr:`~Sim2RealError.option` first,
+    the flags of its :attr:`~Sim2RealError.see` last (those the command has)."""
+    flag = _flag_of(parser, err.option) if err.option else None
+    line = f"{flag}: {err}" if flag else str(err)
+    see = [f for f in (_flag_of(parser, dest) for dest in err.see) if f]
+    return f"{line} (see {', '.join(dict.fromkeys(see))})" if see else line
 
 
 def _chosen_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:

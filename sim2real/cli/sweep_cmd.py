@@ -143,6 +143,12 @@ def band_calibration(args: argparse.Namespace) -> tuple[dict[str, Any] | None, s
             band_note(calibration, kept_in=SWEEP_JSON, used_by="report --sweep"))
 
 
+#: The sweep configuration's keys in the words of this command's options, for the refusal to resume.
+_CONFIG_WORDS = {"distances": "--distances", "columns": "the table's columns (varied parameters)",
+                 "points": "the number of parameter points", "points_sha256": "the parameter points' values",
+                 "push": "the push (--experiment)", "write_trials": "--write-trials"}
+
+
 def open_sweep_dir(out: Path, config: dict[str, Any], source: dict[str, Any],
                    band: tuple[dict[str, Any] | None, str | None] = (None, None)) -> bool:
     """Create the sweep directory with its sweep.json, or check the one there (resume).
@@ -181,7 +187,7 @@ def open_sweep_dir(out: Path, config: dict[str, Any], source: dict[str, Any],
                 raise Sim2RealError(f"{meta}: not valid JSON; not resuming into {out}") from None
             if not isinstance(stored, dict) or stored.get("schema") != SWEEP_SCHEMA:
                 raise Sim2RealError(f"{meta}: not a sweep description ({SWEEP_SCHEMA}); not resuming into {out}")
-            differences = config_differences(stored.get("config") or {}, config)
+            differences = [_CONFIG_WORDS.get(k, k) for k in config_differences(stored.get("config") or {}, config)]
             if differences:
                 raise Sim2RealError(f"--out {out} holds a sweep with a different configuration "
                                     f"({'; '.join(differences)}); resume it with the same options, or give a new "

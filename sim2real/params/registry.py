@@ -74,10 +74,10 @@ PARAMETERS: tuple[Parameter, ...] = (
        "central-path value the forward simulation converges to (hard contact)", frozen=True),
     _P("contact.table_height", "m", 0.0, -0.1, 0.1, "height of the table surface above the world z = 0 plane"),
     _P("pusher.radius", "m", 0.02, 0.002, 0.1,
-       "radius of the pusher: the sphere on the flange, or the rod of a recorded pusher (--pusher-shape rod)"),
+       "radius of the pusher: the sphere on the flange, or the rod of a recorded pusher (the rod pusher shape)"),
     _P("pusher.offset", "m", 0.06, 0.0, 0.3, "distance of the pusher centre from the flange along flange z"),
     _P("pusher.length", "m", 0.05, 0.0, 0.5,
-       "straight length of a vertical-rod pusher (--pusher-shape rod; the recorded pusher position is its lower "
+       "straight length of a vertical-rod pusher (the rod pusher shape; the recorded pusher position is its lower "
        "end-point centre, the tip); places the rod, so it cannot be fitted (no simulator gradient)"),
     _P("arm.servo_tau", "s", 0.05, 0.001, 1.0, "time constant of the xArm joint-velocity servo (first-order lag)"),
     _P("arm.command_delay", "s", 0.015, 0.0, 0.2,

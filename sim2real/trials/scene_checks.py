@@ -69,12 +69,23 @@ SCENE_CHECKS_KEY = "scene_checks"
 #: Checks by name, in the order they are run and reported.
 CHECKS: tuple[str, ...] = ("sunken", "floating", "pusher_inside", "out_of_reach")
 
-#: What to look at, per check (the importers' options).
+#: What to look at, per check, in words (an import's quantities).
 HINTS: dict[str, str] = {
-    "sunken": "check --box-size, --transform and --box-offset (sim2real calibrate estimates the box's frame)",
-    "floating": "check --transform, --box-offset and --box-size (sim2real calibrate estimates the box's frame)",
-    "pusher_inside": "check --pusher-radius, --tool-offset and the pusher's frame",
-    "out_of_reach": "check --transform, --tool-offset and --pusher-pose",
+    "sunken": "check the box's size, the frame transform and the box's offset in its tracked frame (sim2real "
+              "calibrate estimates the box's frame)",
+    "floating": "check the frame transform, the box's offset in its tracked frame and its size (sim2real calibrate "
+                "estimates the box's frame)",
+    "pusher_inside": "check the pusher's radius, the tool offset and the pusher's frame",
+    "out_of_reach": "check the frame transform, the tool offset and the pusher's pose source",
+}
+
+#: The importers' options (argparse dests) that set what :data:`HINTS` names, per check, in its order; the CLI
+#: names their flags (:attr:`~sim2real.errors.Sim2RealError.see`), then the one that imports anyway (``force``).
+HINT_OPTIONS: dict[str, tuple[str, ...]] = {
+    "sunken": ("box_size", "transform", "box_offset"),
+    "floating": ("transform", "box_offset", "box_size"),
+    "pusher_inside": ("pusher_radius", "tool_offset"),
+    "out_of_reach": ("transform", "tool_offset", "pusher_pose"),
 }
 
 _GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
@@ -425,7 +436,7 @@ def scene_error(failed: Sequence[tuple[str, Sequence[SceneProblem]]], total: int
     elif others:
         line += f" (also {', '.join(others)})"
     them = "them" if len(failed) > 1 else "it"
-    return f"{line}; {hint or HINTS[first.check]}, or --force to import {them} flagged"
+    return f"{line}; {hint or HINTS[first.check]}, or import {them} flagged (forced)"
 
 
 def check_trials(scenes: Sequence[tuple[str, SceneSamples]], params: Mapping[str, float] | None, shape: str | None,
@@ -466,7 +477,8 @@ def check_trials(scenes: Sequence[tuple[str, SceneSamples]], params: Mapping[str
     results = [(name, scene, check_scene(scene, params, shape, tolerance_m)) for name, scene in scenes]
     failed = [(name, problems) for name, _, problems in results if problems]
     if failed and not force:
-        raise InputError(scene_error(failed, len(results), hint))
+        see = () if hint else HINT_OPTIONS[failed[0][1][0].check]
+        raise InputError(scene_error(failed, len(results), hint), see=(*see, "force"))
     for name, problems in failed:
-        log(f"WARNING: trial {name} imported flagged (--force): " + "; ".join(p.text for p in problems))
+        log(f"WARNING: trial {name} imported flagged (forced): " + "; ".join(p.text for p in problems))
     return {name: scene_record(scene, problems, tolerance_m) for name, scene, problems in results}

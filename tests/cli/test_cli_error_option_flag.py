@@ -79,6 +79,19 @@ def test_an_unknown_option_prints_the_plain_message(raising, capsys, argv, optio
     assert capsys.readouterr().err == "sim2real: error: the parameter grid names a parameter twice\n"
 
 
+def test_the_options_to_check_end_the_line_with_the_flags_the_command_has(raising, capsys) -> None:
+    raising(InputError("the box floats; check the frame transform and the box's size, or import it flagged",
+                       see=("transform", "box_size", "frames_of_nothing", "force")))
+    assert cli.main(["import", "csv", "rec.csv", "--out", "run"]) == 2
+    assert capsys.readouterr().err == ("sim2real: error: the box floats; check the frame transform and the box's "
+                                       "size, or import it flagged (see --transform, --box-size, --force)\n")
+    raising(InputError("the box floats; check the frame transform and the box's size, or import it flagged",
+                       see=("transform", "box_size")))
+    assert cli.main(["params"]) == 2  # no such options: the message alone
+    assert capsys.readouterr().err == ("sim2real: error: the box floats; check the frame transform and the box's "
+                                       "size, or import it flagged\n")
+
+
 def test_the_exit_status_stays_the_kinds(raising, capsys) -> None:
     raising(RunFailedError("a node process died", option="timeout"))
     assert cli.main(["run", "--mode", "sim", "--out", "r"]) == 5

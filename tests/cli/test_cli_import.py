@@ -106,13 +106,13 @@ def test_a_toss_starting_inside_the_surface_is_refused_unless_forced(tmp_path: P
     err = capsys.readouterr().err
     assert err == ("sim2real: error: trial 'toss_001': the box starts 30.0 mm inside the table (its lowest corner; "
                    "tolerance 2.0 mm): a box cannot start inside the table; check the file's frame (the landing "
-                   "surface at z = 0) and cube_side_m, or --force to import it flagged\n")
+                   "surface at z = 0) and cube_side_m, or import it flagged (forced) (see --force)\n")
     assert not out.exists()
     assert main(["import", "cube-toss", str(npz), "--out", str(out), "--scene-tolerance", "31"]) == 0
     capsys.readouterr()
     forced = tmp_path / "forced"
     assert main(["import", "cube-toss", str(npz), "--out", str(forced), "--force"]) == 0
-    assert "import: WARNING: trial toss_001 imported flagged (--force)" in capsys.readouterr().err
+    assert "import: WARNING: trial toss_001 imported flagged (forced)" in capsys.readouterr().err
     problems = read_trial(forced / "toss_001").meta["import"]["scene_checks"]["problems"]
     assert [p["check"] for p in problems] == ["sunken"] and problems[0]["value_m"] == pytest.approx(0.03)
     assert read_trial(forced / "toss_000").meta["import"]["scene_checks"]["problems"] == []

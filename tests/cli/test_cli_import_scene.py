@@ -104,17 +104,21 @@ AWAY = Scene(gap=0.030)
 #: Scene, check, the exact refusal of a trial 'push' (tolerance 2 mm).
 BAD = {
     "floating": (FLOATING, "trial 'push': the box starts 10.0 mm above the table (its lowest corner; tolerance "
-                 "2.0 mm): a push starts with the box on the table; check --transform, --box-offset and "
-                 "--box-size (sim2real calibrate estimates the box's frame), or --force to import it flagged"),
+                 "2.0 mm): a push starts with the box on the table; check the frame transform, the box's offset in its "
+                 "tracked frame and its size (sim2real calibrate estimates the box's frame), or import it flagged "
+                 "(forced) (see --transform, --box-offset, --box-size, --force)"),
     "sunken": (SUNKEN, "trial 'push': the box starts 61.0 mm inside the table (its lowest corner; tolerance "
-               "2.0 mm): a box cannot start inside the table; check --box-size, --transform and --box-offset "
-               "(sim2real calibrate estimates the box's frame), or --force to import it flagged"),
+               "2.0 mm): a box cannot start inside the table; check the box's size, the frame transform and the box's "
+               "offset in its tracked frame (sim2real calibrate estimates the box's frame), or import it flagged "
+               "(forced) (see --box-size, --transform, --box-offset, --force)"),
     "pusher_inside": (INSIDE, "trial 'push': the sphere pusher starts 8.0 mm inside the box (median of its first "
                       "5 samples; tolerance 2.0 mm): it would push the box away before the trial begins; check "
-                      "--pusher-radius, --tool-offset and the pusher's frame, or --force to import it flagged"),
+                      "the pusher's radius, the tool offset and the pusher's frame, or import it flagged (forced) "
+                      "(see --pusher-radius, --tool-offset, --force)"),
     "out_of_reach": (AWAY, "trial 'push': the sphere pusher never comes within 5.0 mm of the box (closest 30.0 mm; "
-                     "tolerance 2.0 mm + 3.0 mm reach margin): it never touches the box; check --transform, "
-                     "--tool-offset and --pusher-pose, or --force to import it flagged"),
+                     "tolerance 2.0 mm + 3.0 mm reach margin): it never touches the box; check the frame transform, "
+                     "the tool offset and the pusher's pose source, or import it flagged (forced) "
+                     "(see --transform, --tool-offset, --force)"),  # csv columns give the pusher: no --pusher-pose
 }
 
 
@@ -140,7 +144,7 @@ def test_force_imports_it_flagged_in_trial_json(tmp_path: Path, capsys: pytest.C
     assert _import([_csv(tmp_path / "push.csv", scene)], out, "--force") == 0
     err = capsys.readouterr().err
     text = message.removeprefix("trial 'push': ").split("; check ")[0]
-    assert f"import: WARNING: trial push imported flagged (--force): {text}" in err.splitlines()
+    assert f"import: WARNING: trial push imported flagged (forced): {text}" in err.splitlines()
     record = _scene_record(out, "push")
     (problem,) = record["problems"]
     assert problem["check"] == check and problem["text"] == text
@@ -162,7 +166,7 @@ def test_several_failing_trials_are_counted_and_each_named(tmp_path: Path,
     assert line.startswith("sim2real: error: trial 'b_floating': the box starts 10.0 mm above the table")
     assert ("(3 of 4 trials fail the scene checks; also 'c_away' pusher never nearer than 30.0 mm, 'd_both' box "
             "10.0 mm above the table, 'd_both' pusher never nearer than 30.0 mm)") in line
-    assert line.endswith("or --force to import them flagged")
+    assert line.endswith("or import them flagged (forced) (see --transform, --box-offset, --box-size, --force)")
     assert not (tmp_path / "run").exists()
 
 

@@ -59,3 +59,21 @@ def test_library_raises_name_no_cli_flag() -> None:
                     found.append(f"{where}:{line} ({function}) names {flag}")
     assert not found, ("library errors name the quantity and pass option=<argparse dest>; the CLI adds the "
                        "flag:\n" + "\n".join(found))
+
+
+def _flag_constants(path: Path) -> list[tuple[int, str]]:
+    """``(line, flag)`` for each module-level constant of ``path`` (the texts messages are built from, such as a
+    check's hints) whose strings name a flag."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    return [(node.lineno, flag) for node in tree.body
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None
+            for text in _strings(node.value) for flag in FLAG.findall(text)]
+
+
+def test_library_constants_name_no_cli_flag() -> None:
+    found = [f"{path.relative_to(PACKAGE.parent).as_posix()}:{line} names {flag}"
+             for package in LIBRARY for path in sorted((PACKAGE / package).rglob("*.py"))
+             for line, flag in _flag_constants(path)]
+    assert not found, ("texts the library builds messages from name quantities; an error lists the options to check "
+                       "as dests (see=...), and the CLI names their flags:\n" + "\n".join(found))
+

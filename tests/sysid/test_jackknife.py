@@ -15,7 +15,7 @@ from test_validation import probe_push
 
 from sim2real.cli import main
 from sim2real.errors import Sim2RealError
-from sim2real.sysid import FitProblem, ResidualSpec, fit_trials
+from sim2real.sysid import FitProblem, FreeParameters, ResidualSpec, fit_trials
 from sim2real.sysid.uncertainty.jackknife import RefitJackknife, refit_jackknife, with_refit_jackknife
 from sim2real.trials import TrialRecord, write_run_meta, write_trial
 
@@ -53,6 +53,11 @@ class _Result:
     std: dict
     ci95: dict
     data: dict
+
+    @property
+    def free(self) -> FreeParameters:
+        """Every value a shared unknown of its own."""
+        return FreeParameters(tuple((name,) for name in self.values))
 
 
 def test_wider_refits_widen_the_interval_and_narrower_ones_do_not() -> None:

@@ -65,6 +65,7 @@ def test_per_object_names_must_be_free_and_trials_labelled(run: Path, tmp_path: 
 def test_a_per_object_fit_predicts_each_trial_as_a_spread_with_its_own_objects_values(
         run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """``replay --spread`` of a per-object fit used to stop at ``unknown parameter 'contact.mu_table[alu]'``."""
+    from sim2real.sysid.files.fit_file import FitDocument
     from sim2real.sysid.prediction.spread import trial_values
 
     labels = ("contact.mu_table[alu]", "contact.mu_table[plastic]", "contact.mu_table[steel]", "contact.mu_pusher")
@@ -81,5 +82,6 @@ def test_a_per_object_fit_predicts_each_trial_as_a_spread_with_its_own_objects_v
     spread = json.loads((out / "spread.json").read_text())
     assert spread["judged"] == 3 and all(t["failed_draws"] == 0 for t in spread["trials"])
     row = [0.35, 0.5, 0.2, 0.45]
-    assert trial_values(labels, row, "steel") == {"contact.mu_table": 0.2, "contact.mu_pusher": 0.45}
-    assert trial_values(labels, row, None) == {"contact.mu_pusher": 0.45}
+    unknowns = FitDocument.from_json(document, "blocks").unknowns
+    assert trial_values(unknowns, row, "steel") == {"contact.mu_table": 0.2, "contact.mu_pusher": 0.45}
+    assert trial_values(unknowns, row, None) == {"contact.mu_pusher": 0.45}

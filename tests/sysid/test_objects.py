@@ -8,7 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sim2real.errors import Sim2RealError
-from sim2real.sysid.problem.objects import ObjectLayout, label_object, parse_per_object, registry_name
+from sim2real.sysid.files.fit_file import FitDocument
+from sim2real.sysid.problem.objects import ObjectLayout, Unknown, parse_per_object
 
 GROUPS = (("contact.mu_table",), ("contact.mu_pusher",), ("box.com_x", "box.com_y"))
 TRIALS = [("steel_1", "steel"), ("alu_1", "alu"), ("steel_2", "steel"), ("pp_1", "plastic")]
@@ -18,8 +19,27 @@ def test_per_object_unknowns_are_labelled_and_ordered() -> None:
     layout = ObjectLayout.build(GROUPS, parse_per_object("contact.mu_table", GROUPS), TRIALS)
     assert layout.labels == ("contact.mu_table[alu]", "contact.mu_table[plastic]", "contact.mu_table[steel]",
                              "contact.mu_pusher", "box.com_x")
-    assert [registry_name(label) for label in layout.labels[:3]] == ["contact.mu_table"] * 3
-    assert label_object("contact.mu_table[steel]") == "steel" and label_object("box.com_x") is None
+    assert [u.name for u in layout.unknown_list[:3]] == ["contact.mu_table"] * 3
+    assert layout.unknown_list[2] == Unknown(("contact.mu_table",), "steel")
+    assert layout.unknown_list[4] == Unknown(("box.com_x", "box.com_y"), None)
+    assert layout.unknown_list[4].reported == ("box.com_x", "box.com_y")
+
+
+def test_fit_json_keeps_each_unknowns_names_and_object_and_older_files_are_read_from_their_labels() -> None:
+    layout = ObjectLayout.build(GROUPS, parse_per_object("contact.mu_table", GROUPS), TRIALS)
+    labels = list(layout.labels)
+    values = {key: 0.1 for u in layout.unknown_list for key in u.reported}
+    correlation = {"names": labels, "matrix": np.eye(len(labels)).tolist()}
+    written = FitDocument.from_json({"values": values, "correlation": correlation,
+                                     "unknowns": [u.as_dict() for u in layout.unknown_list]}, "fit")
+    assert written.unknowns == layout.unknown_list
+    assert FitDocument.from_json(written.to_json(), "fit").unknowns == layout.unknown_list
+    older = FitDocument.from_json({"values": values, "correlation": correlation,
+                                   "tied": [["box.com_x", "box.com_y"]]}, "old fit")
+    assert older.unknowns == layout.unknown_list
+    with pytest.raises(Sim2RealError, match=r"'unknowns' .* do not match the correlation's names"):
+        FitDocument.from_json({"values": values, "correlation": correlation,
+                               "unknowns": [u.as_dict() for u in layout.unknown_list[::-1]]}, "fit")
 
 
 def test_each_trial_takes_its_own_objects_value_and_columns() -> None:

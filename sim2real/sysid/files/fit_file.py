@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from sim2real.errors import DataError
+from sim2real.sysid.problem import Unknown
 from sim2real.trials.jsonio import jsonable
 
 #: fit.json's format tag (``"format"``); the number counts incompatible changes.
@@ -54,6 +55,10 @@ class FitDocument:
     ci95 : dict of str to ((float, float) or None), or None
         95 % intervals.
     correlation : Correlation or None
+    unknowns : tuple of Unknown
+        One per unknown, in the correlation's order: its registry names (tied ones together) and its object
+        (fit.json ``unknowns``; in a file written before it, read from the correlation's labels and ``tied``).
+        Empty without a correlation.
     trace : tuple of dict
         The optimizer's iterations (``iteration``, ``cost``, ...).
     stop_reason : str or None
@@ -84,6 +89,7 @@ class FitDocument:
     std: dict[str, float | None] | None = None
     ci95: dict[str, Interval | None] | None = None
     correlation: Correlation | None = None
+    unknowns: tuple[Unknown, ...] = ()
     trace: tuple[dict[str, Any], ...] = ()
     stop_reason: str | None = None
     warnings: tuple[str, ...] = ()
@@ -112,6 +118,7 @@ class FitDocument:
             "ci95": None if self.ci95 is None else {k: None if v is None else list(v) for k, v in self.ci95.items()},
             "correlation": None if self.correlation is None else {
                 "names": list(self.correlation.names), "matrix": [list(row) for row in self.correlation.matrix]},
+            "unknowns": [u.as_dict() for u in self.unknowns],
             "trace": list(self.trace), "stop_reason": self.stop_reason, "warnings": list(self.warnings),
             "data": self.data, "validation": self.validation, "solver": self.solver,
             "dropped_rows": self.dropped_rows, "bounds": {k: list(v) for k, v in self.bounds.items()}})
@@ -148,10 +155,12 @@ class FitDocument:
         read = _Fields(document, source, unusable)
         values = read.numbers("values", required=True)
         assert values is not None
+        correlation = read.correlation()
         return cls(
             values=values, status=read.text("status"), problems=read.texts("problems"),
             start_values=read.numbers("start_values"), std=read.optional_numbers("std"),
-            ci95=read.intervals("ci95"), correlation=read.correlation(), trace=read.objects("trace"),
+            ci95=read.intervals("ci95"), correlation=correlation, unknowns=read.unknowns(correlation),
+            trace=read.objects("trace"),
             stop_reason=read.text("stop_reason"), warnings=read.texts("warnings"), data=read.object("data") or {},
             validation=read.object("validation"), solver=read.object("solver") or {},
             dropped_rows=read.count("dropped_rows"), bounds=read.bounds(), params_file=read.text("params_file"),
@@ -160,7 +169,8 @@ class FitDocument:
 
 
 #: The keys :class:`FitDocument` reads into fields of their own (the others are kept as written).
-_FIELDS = frozenset({"format", "status", "problems", "values", "start_values", "std", "ci95", "correlation", "trace",
+_FIELDS = frozenset({"format", "status", "problems", "values", "start_values", "std", "ci95", "correlation",
+                     "unknowns", "trace",
                      "stop_reason", "warnings", "data", "validation", "solver", "dropped_rows", "bounds",
                      "params_file", "params_object"})
 
@@ -264,6 +274,44 @@ class _Fields:
                 or not all(isinstance(row, list) and all(v is None or _is_number(v) for v in row) for row in matrix)):
             return self._bad("correlation", expected, None)
         return Correlation(tuple(names), tuple(tuple(None if v is None else float(v) for v in row) for row in matrix))
+
+
+    def unknowns(self, correlation: Correlation | None) -> tuple[Unknown, ...]:
+        """``unknowns`` checked against the correlation's labels; from those labels in an older file."""
+        value = self._get("unknowns")
+        if value is None:
+            return () if correlation is None else _labelled_unknowns(correlation.names, self._get("tied"))
+        expected = "a list of objects with 'names' (a list of strings) and 'object' (a string or null)"
+        if not isinstance(value, list) or not all(_is_unknown(v) for v in value):
+            return self._bad("unknowns", expected, ())
+        found = tuple(Unknown(tuple(v["names"]), v.get("object")) for v in value)
+        labels = [u.label for u in found]
+        if correlation is not None and labels != list(correlation.names):
+            raise DataError(f"{self.source}: fit.json 'unknowns' ({', '.join(labels)}) do not match the "
+                            f"correlation's names ({', '.join(correlation.names)})")
+        return found
+
+
+def _is_unknown(value: object) -> bool:
+    """One entry of fit.json ``unknowns``."""
+    return (isinstance(value, Mapping) and isinstance(value.get("names"), list) and bool(value["names"])
+            and all(isinstance(n, str) and n for n in value["names"])
+            and (value.get("object") is None or isinstance(value.get("object"), str)))
+
+
+def _labelled_unknowns(labels: Sequence[str], tied: object) -> tuple[Unknown, ...]:
+    """The unknowns of a fit.json written before ``unknowns``, from its correlation's labels: ``NAME`` shared,
+    ``NAME[OBJECT]`` per object, ``A=B`` tied (or tied by ``tied``, lists of names led by the label's)."""
+    groups = [g for g in tied if isinstance(g, list) and g] if isinstance(tied, list) else []
+    by_leader = {str(g[0]): tuple(str(n) for n in g) for g in groups}
+    out = []
+    for label in labels:
+        name, obj = label, None
+        if label.endswith("]") and "[" in label:
+            name, _, rest = label[:-1].partition("[")
+            obj = rest
+        out.append(Unknown(tuple(name.split("=")) if "=" in name else by_leader.get(name, (name,)), obj))
+    return tuple(out)
 
 
 def _is_int(value: object) -> bool:

@@ -36,7 +36,7 @@ from scipy import stats
 from sim2real.errors import DataError, InputError
 from sim2real.params import spec
 from sim2real.sysid.files import FitDocument, read_fit_document
-from sim2real.sysid.problem import FreeParameters, label_object, registry_name
+from sim2real.sysid.problem import FreeParameters, Unknown
 from sim2real.sysid.solve import measured_refits
 from sim2real.sysid.uncertainty import determination_problems
 
@@ -61,8 +61,8 @@ class FitDistribution:
     source : str
         The fit.json it was read from.
     free : FreeParameters
-        The fit's unknowns: registry names per unknown, the first the leader, the others tied to it
-        (the type a fit sets its unknowns up with, :mod:`sim2real.sysid.problem.free`).
+        The fit's unknowns as reported: per unknown, the names its value is reported under (registry names;
+        ``NAME[OBJECT]`` per object), the first the leader, the others tied to it.
     mean : ndarray, shape (p,)
         Fitted values, SI units of each parameter.
     std : ndarray, shape (p,)
@@ -98,6 +98,8 @@ class FitDistribution:
         (:func:`sim2real.sysid.solve.result.measured_refits`; empty without one).
     bounds_source : str
         Where ``lower`` and ``upper`` come from, in words (for messages).
+    unknowns : tuple of Unknown
+        Per unknown, its registry names and object (fit.json ``unknowns``), in the order of ``free``.
     """
 
     source: str
@@ -117,6 +119,11 @@ class FitDistribution:
     ci95: np.ndarray | None = None
     refits: tuple[Mapping[str, float | None], ...] = ()
     bounds_source: str = "the registry bounds"
+    unknowns: tuple[Unknown, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.unknowns:  # a distribution built in code: shared unknowns under their registry names
+            object.__setattr__(self, "unknowns", tuple(Unknown(g) for g in self.free.groups))
 
     @property
     def groups(self) -> tuple[tuple[str, ...], ...]:
@@ -148,7 +155,7 @@ class FitDistribution:
     @property
     def objects(self) -> tuple[str, ...]:
         """The object labels of a fit with per-object unknowns (``NAME[OBJECT]``; empty for a fit without)."""
-        return tuple(sorted({obj for obj in map(label_object, self.labels) if obj is not None}))
+        return tuple(sorted({u.obj for u in self.unknowns if u.obj is not None}))
 
     def for_object(self, obj: str) -> FitDistribution:
         """The marginal distribution one object's trials are simulated with: the shared unknowns and the object's
@@ -163,11 +170,12 @@ class FitDistribution:
         if obj not in self.objects:
             raise InputError(f"{self.source}: no object '{obj}' in the fit (its objects: "
                              f"{', '.join(self.objects) or 'none: the fit has no per-object parameters'})")
-        keep = [k for k, label in enumerate(self.labels) if label_object(label) in (None, obj)]
-        groups = tuple(tuple(registry_name(name) for name in self.groups[k]) for k in keep)
+        keep = [k for k, u in enumerate(self.unknowns) if u.obj in (None, obj)]
+        groups = tuple(self.unknowns[k].names for k in keep)
         index = np.array(keep)
         return replace(
-            self, free=FreeParameters(groups), mean=self.mean[index], std=self.std[index],
+            self, free=FreeParameters(groups), unknowns=tuple(Unknown(g) for g in groups), mean=self.mean[index],
+            std=self.std[index],
             correlation=self.correlation[np.ix_(index, index)], lower=self.lower[index], upper=self.upper[index],
             ci95=None if self.ci95 is None else self.ci95[index],
             refits=tuple(self.refits[k] for k in keep) if len(self.refits) == len(self.labels) else ())
@@ -192,16 +200,6 @@ def _number(value: object, what: str, source: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise DataError(f"{source}: {what} must be a finite number, got {value!r}")
     return float(value)
-
-
-def _free(document: FitDocument, labels: Sequence[str], source: str) -> FreeParameters:
-    """The fit's unknowns from fit.json ``tied`` and the correlation's labels (one per unknown)."""
-    tied = document.others.get("tied") or []
-    if not isinstance(tied, list) or not all(isinstance(g, list) and g for g in tied):
-        raise DataError(f"{source}: 'tied' must be a list of lists of parameter names")
-    by_leader = {str(g[0]): tuple(str(n) for n in g) for g in tied}
-    return FreeParameters(tuple(tuple(label.split("=")) if "=" in label else by_leader.get(label, (label,))
-                                for label in labels))
 
 
 def read_fit_distribution(path: str | os.PathLike[str], allow_unconverged: bool = False,
@@ -250,7 +248,7 @@ def fit_distribution(document: FitDocument, source: str, allow_unconverged: bool
     labels = document.correlation.names
     if not labels:
         raise DataError(f"{source}: no covariance: 'correlation.names' is empty")
-    free = _free(document, labels, source)
+    free = FreeParameters(tuple(u.reported for u in document.unknowns))
     groups = free.groups
     names = [n for g in groups for n in g]
     if sorted(names) != sorted(values) or len(set(names)) != len(names):
@@ -260,8 +258,9 @@ def fit_distribution(document: FitDocument, source: str, allow_unconverged: bool
     if undetermined and not allow_undetermined:
         raise InputError(f"{source}: no standard deviation for {', '.join(undetermined)} (not determined by the "
                             "data): the fit has no covariance to sample; fix or drop it and refit")
-    for name in names:
-        spec(registry_name(name))
+    for unknown in document.unknowns:
+        for name in unknown.names:
+            spec(name)
     mean = np.array([_number(values[g[0]], f"values['{g[0]}']", source) for g in groups])
     std = np.array([math.inf if std_doc.get(g[0]) is None else _number(std_doc[g[0]], f"std['{g[0]}']", source)
                     for g in groups])
@@ -272,7 +271,7 @@ def fit_distribution(document: FitDocument, source: str, allow_unconverged: bool
             if _number(values[name], f"values['{name}']", source) != value:
                 raise DataError(f"{source}: tied parameters {', '.join(group)} have different values")
     correlation = _correlation(document.correlation.matrix, len(groups), source, ~np.isfinite(std))
-    lower, upper, narrowed = _bounds(document.bounds, groups, source)
+    lower, upper, narrowed = _bounds(document.bounds, document.unknowns, source)
     where = "the fit's bounds" if narrowed else "the registry bounds"
     outside = [g[0] for g, v, lo, hi in zip(groups, mean, lower, upper, strict=True) if not lo <= v <= hi]
     if outside:
@@ -295,7 +294,7 @@ def fit_distribution(document: FitDocument, source: str, allow_unconverged: bool
         dof=min(finite) if finite else None,
         ci95=intervals,
         refits=tuple(measured_refits(uncertainty, g[0], float(v)) for g, v in zip(groups, mean, strict=True)),
-        bounds_source=where,
+        bounds_source=where, unknowns=document.unknowns,
     )
 
 
@@ -309,22 +308,23 @@ def _pair(value: object, what: str, source: str) -> tuple[float, float]:
     return low, high
 
 
-def _bounds(recorded: Mapping[str, tuple[float, float]], groups: Sequence[Sequence[str]], source: str
+def _bounds(recorded: Mapping[str, tuple[float, float]], unknowns: Sequence[Unknown], source: str
             ) -> tuple[np.ndarray, np.ndarray, bool]:
-    """Bounds (p,) of each unknown: the fit's (fit.json ``bounds`` of its first name, when recorded) within
+    """Bounds (p,) of each unknown: the fit's (fit.json ``bounds`` of its label, when recorded) within
     the registry's of every tied name, and whether the fit's narrowed any of them."""
-    lower = np.array([max(spec(registry_name(n)).lower for n in g) for g in groups])
-    upper = np.array([min(spec(registry_name(n)).upper for n in g) for g in groups])
+    lower = np.array([max(spec(n).lower for n in u.names) for u in unknowns])
+    upper = np.array([min(spec(n).upper for n in u.names) for u in unknowns])
     narrowed = False
-    for k, group in enumerate(groups):
-        if recorded.get(group[0]) is None:
+    for k, unknown in enumerate(unknowns):
+        label = unknown.label
+        if recorded.get(label) is None:
             continue
-        low, high = _pair(recorded[group[0]], f"bounds['{group[0]}']", source)
+        low, high = _pair(recorded[label], f"bounds['{label}']", source)
         if low > lower[k] or high < upper[k]:
             narrowed = True
         lower[k], upper[k] = max(lower[k], low), min(upper[k], high)
         if lower[k] > upper[k]:
-            raise DataError(f"{source}: bounds['{group[0]}'] [{low:g}, {high:g}] lie outside the registry bounds")
+            raise DataError(f"{source}: bounds['{label}'] [{low:g}, {high:g}] lie outside the registry bounds")
     return lower, upper, narrowed
 
 

@@ -52,7 +52,7 @@ from sim2real.sysid.prediction.bands import (
     find_modes,
 )
 from sim2real.sysid.prediction.whole_trials import simulate_whole
-from sim2real.sysid.problem import TrialData
+from sim2real.sysid.problem import TrialData, Unknown
 from sim2real.sysid.residuals import one_line
 from sim2real.trials import PoseSeries, compute_outcome
 from sim2real.trials.frames_file import FrameUncertainty
@@ -497,19 +497,26 @@ def spread_of_fit(executor: Executor, dist: Any, params: ParameterSet, trials: S
     from sim2real.sysid.prediction.sampling import draw_samples
 
     draw = draw_samples(dist, draws, rng, undetermined="uniform")
-    sets = [[params.replace(trial_values(dist.names, row, data.object_name)) for row in draw.values]
+    sets = [[params.replace(trial_values(dist.unknowns, row, data.object_name)) for row in draw.values]
             for data in trials]
     return draw, predict_spread(executor, trials, sets, mode, pusher, pusher_shape, engine, noise, rng, start_error)
 
 
-def trial_values(labels: Sequence[str], row: np.ndarray, obj: str | None) -> dict[str, float]:
-    """One draw's values for a trial of object ``obj``: the shared labels as they are, the per-object labels
-    ``NAME[OBJECT]`` of its own object under their registry name (:mod:`sim2real.sysid.problem.objects`), the
-    other objects' left out."""
-    from sim2real.sysid.problem import label_object, registry_name
+def trial_values(unknowns: Sequence[Unknown], row: Sequence[float] | np.ndarray, obj: str | None) -> dict[str, float]:
+    """One draw's values for a trial of object ``obj``: the shared unknowns' names and the names of ``obj``'s own
+    (:class:`~sim2real.sysid.problem.objects.Unknown`), each under its registry name; the other objects' left out.
 
-    return {registry_name(label): float(v) for label, v in zip(labels, row, strict=True)
-            if label_object(label) in (None, obj)}
+    Parameters
+    ----------
+    unknowns : sequence of Unknown
+        The fit's unknowns, in order.
+    row : sequence of float, shape (number of reported names,)
+        One draw, a value per reported name (each unknown's names in turn, :attr:`FitDistribution.names`).
+    obj : str or None
+        The trial's object.
+    """
+    names = [(name, u.obj) for u in unknowns for name in u.names]
+    return {name: float(v) for (name, owner), v in zip(names, row, strict=True) if owner in (None, obj)}
 
 
 @dataclass(frozen=True)

@@ -399,16 +399,10 @@ def sweep_config(distances: Sequence[float], points: SweepPoints, push: PushConf
             "push": asdict(push), "write_trials": bool(write_trials)}
 
 
-#: Words for the configuration keys, in refusal messages.
-CONFIG_WORDS = {"distances": "--distances", "columns": "the table's columns (varied parameters)",
-                "points": "the number of parameter points", "points_sha256": "the parameter points' values",
-                "push": "the push (--experiment)", "write_trials": "--write-trials"}
-
-
 def config_differences(stored: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
-    """The configuration keys whose values differ, in words."""
+    """The configuration keys whose values differ (a key either lacks counts as differing), current ones first."""
     keys = list(dict.fromkeys([*current, *stored]))
-    return [CONFIG_WORDS.get(k, k) for k in keys if stored.get(k) != current.get(k)]
+    return [k for k in keys if stored.get(k) != current.get(k)]
 
 
 def finished_rows(path: Path, columns: Sequence[str], expected: Iterable[tuple[int, str]]) -> set[tuple[int, str]]:

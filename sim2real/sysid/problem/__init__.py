@@ -32,7 +32,7 @@ if TYPE_CHECKING:
         resolve_pusher,
         trial_shape,
     )
-    from sim2real.sysid.problem.objects import NO_GRADIENTS, ColumnMap, label_object, registry_name
+    from sim2real.sysid.problem.objects import NO_GRADIENTS, ColumnMap, Unknown, registry_names_of
     from sim2real.sysid.problem.runs import (
         LoadedTrials,
         TrialFailure,
@@ -61,6 +61,7 @@ _FACE: dict[str, str] = {
     "TrialData": "data",
     "TrialFailure": "runs",
     "TrialInputError": "inputs",
+    "Unknown": "objects",
     "Unknowns": "free",
     "box_states": "data",
     "check_pusher_shape": "inputs",
@@ -68,7 +69,6 @@ _FACE: dict[str, str] = {
     "check_unique_names": "runs",
     "describe_pusher": "inputs",
     "hold_out": "runs",
-    "label_object": "objects",
     "mode_pusher_source": "inputs",
     "param_scale": "free",
     "parse_bounds": "free",
@@ -80,7 +80,7 @@ _FACE: dict[str, str] = {
     "raise_all_failed": "runs",
     "read_trials": "runs",
     "recorded_platform": "data",
-    "registry_name": "objects",
+    "registry_names_of": "objects",
     "resolve_mode": "inputs",
     "resolve_pusher": "inputs",
     "split_holdout": "runs",
@@ -103,6 +103,7 @@ __all__ = [
     "TrialData",
     "TrialFailure",
     "TrialInputError",
+    "Unknown",
     "Unknowns",
     "box_states",
     "check_pusher_shape",
@@ -110,7 +111,6 @@ __all__ = [
     "check_unique_names",
     "describe_pusher",
     "hold_out",
-    "label_object",
     "mode_pusher_source",
     "param_scale",
     "parse_bounds",
@@ -122,7 +122,7 @@ __all__ = [
     "raise_all_failed",
     "read_trials",
     "recorded_platform",
-    "registry_name",
+    "registry_names_of",
     "resolve_mode",
     "resolve_pusher",
     "split_holdout",

@@ -15,7 +15,7 @@ import numpy as np
 
 from sim2real.errors import InputError
 from sim2real.params import ParameterSet, spec
-from sim2real.sysid.problem.objects import ColumnMap, ObjectLayout, object_label, parse_per_object, registry_name
+from sim2real.sysid.problem.objects import ColumnMap, ObjectLayout, Unknown, parse_per_object, registry_names_of
 
 
 @dataclass(frozen=True)
@@ -105,10 +105,19 @@ class FreeParameters:
         return self.layout.labels
 
     @property
+    def unknown_list(self) -> tuple[Unknown, ...]:
+        """One :class:`~sim2real.sysid.problem.objects.Unknown` per unknown, in order."""
+        return self.layout.unknown_list
+
+    @property
     def unknown_groups(self) -> tuple[tuple[str, ...], ...]:
         """Per unknown, the names it stands for (``NAME[OBJECT]`` per object): the keys it is reported under."""
-        return tuple(self.groups[g] if obj is None else tuple(object_label(n, obj) for n in self.groups[g])
-                     for g, obj in self.layout.unknowns)
+        return tuple(u.reported for u in self.unknown_list)
+
+    @property
+    def registry_of(self) -> dict[str, str]:
+        """``{reported name: registry name}`` of every :attr:`unknown_names` entry."""
+        return registry_names_of(self.unknown_list)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -184,15 +193,14 @@ def _bounds(free_set: FreeParameters, x0: np.ndarray,
         if name not in free_set.names:
             raise InputError(f"the bounds name '{name}', which is not a free parameter", option="bounds")
     lower, upper = np.empty(len(x0)), np.empty(len(x0))
-    for i, labels in enumerate(free_set.unknown_groups):
-        group = [registry_name(label) for label in labels]
-        lo = max(spec(n).lower for n in group)
-        hi = min(spec(n).upper for n in group)
-        for n in group:
+    for i, unknown in enumerate(free_set.unknown_list):
+        lo = max(spec(n).lower for n in unknown.names)
+        hi = min(spec(n).upper for n in unknown.names)
+        for n in unknown.names:
             if n in bounds:
                 lo, hi = max(lo, bounds[n][0]), min(hi, bounds[n][1])
         if not lo <= x0[i] <= hi:
-            raise InputError(f"bounds [{lo:g}, {hi:g}] of '{labels[0]}' exclude its start value {x0[i]:g}")
+            raise InputError(f"bounds [{lo:g}, {hi:g}] of '{unknown.label}' exclude its start value {x0[i]:g}")
         lower[i], upper[i] = lo, hi
     return lower, upper
 
@@ -243,10 +251,9 @@ def unknowns(free_set: FreeParameters, start: ParameterSet,
         ``bounds`` names a parameter that is not free, or excludes a start value.
     """
     start, warnings = _tie_start(free_set, start)
-    x0 = np.array([float(start[registry_name(g[0])]) for g in free_set.unknown_groups])
+    x0 = np.array([float(start[u.name]) for u in free_set.unknown_list])
     lower, upper = _bounds(free_set, x0, dict(bounds or {}))
-    typical = np.array([param_scale(registry_name(g[0]), float(v))
-                        for g, v in zip(free_set.unknown_groups, x0, strict=True)])
+    typical = np.array([param_scale(u.name, float(v)) for u, v in zip(free_set.unknown_list, x0, strict=True)])
     return Unknowns(start, x0, lower, upper, typical, warnings)
 
 

@@ -15,16 +15,14 @@ columns of the other objects' unknowns.
 from __future__ import annotations
 
 import itertools
-import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 
 from sim2real.errors import InputError
-
-_LABEL = re.compile(r"^(?P<name>[^\[\]]+)\[(?P<object>[^\[\]]+)\]$")
 
 
 def object_label(name: str, obj: str) -> str:
@@ -32,16 +30,48 @@ def object_label(name: str, obj: str) -> str:
     return f"{name}[{obj}]"
 
 
-def registry_name(label: str) -> str:
-    """The registry name of an unknown's label (``contact.mu_table[steel]`` -> ``contact.mu_table``)."""
-    match = _LABEL.match(label)
-    return match.group("name") if match else label
+@dataclass(frozen=True)
+class Unknown:
+    """One fitted unknown: the registry names it sets (a tied group, its leader first) and its object.
+
+    The one place a label is made: the fit reports each unknown under :attr:`label` (``contact.mu_table`` or,
+    per object, ``contact.mu_table[steel]``) and its tied names under :attr:`reported`; code that needs the
+    registry name or the object reads the fields, never the label (fit.json keeps them in ``unknowns``).
+
+    Attributes
+    ----------
+    names : tuple of str
+        Registry names, the leader first (more than one when tied).
+    obj : str or None
+        The object label of a per-object unknown; None for a shared one.
+    """
+
+    names: tuple[str, ...]
+    obj: str | None = None
+
+    @property
+    def name(self) -> str:
+        """The leader's registry name."""
+        return self.names[0]
+
+    @property
+    def reported(self) -> tuple[str, ...]:
+        """The key of each of :attr:`names` in the fit's values (``NAME[OBJECT]`` per object)."""
+        return self.names if self.obj is None else tuple(object_label(n, self.obj) for n in self.names)
+
+    @property
+    def label(self) -> str:
+        """The unknown's own key: its leader's :attr:`reported` name."""
+        return self.reported[0]
+
+    def as_dict(self) -> dict[str, Any]:
+        """fit.json's form: ``{"label": ..., "names": [...], "object": ... or None}``."""
+        return {"label": self.label, "names": list(self.names), "object": self.obj}
 
 
-def label_object(label: str) -> str | None:
-    """The object of a per-object label, None for a shared one."""
-    match = _LABEL.match(label)
-    return match.group("object") if match else None
+def registry_names_of(unknowns: Sequence[Unknown]) -> dict[str, str]:
+    """``{reported name: registry name}`` of every name of ``unknowns``."""
+    return {key: name for u in unknowns for key, name in zip(u.reported, u.names, strict=True)}
 
 
 def parse_per_object(text: str | Sequence[str] | None, groups: Sequence[Sequence[str]]) -> frozenset[str]:
@@ -192,10 +222,14 @@ class ObjectLayout:
         return tuple(out)
 
     @property
+    def unknown_list(self) -> tuple[Unknown, ...]:
+        """One :class:`Unknown` per unknown, in the order of :attr:`unknowns`."""
+        return tuple(Unknown(self.groups[g], obj) for g, obj in self.unknowns)
+
+    @property
     def labels(self) -> tuple[str, ...]:
         """One label per unknown: the group's first name, with ``[OBJECT]`` when per object."""
-        return tuple(self.groups[g][0] if obj is None else object_label(self.groups[g][0], obj)
-                     for g, obj in self.unknowns)
+        return tuple(u.label for u in self.unknown_list)
 
     @property
     def names(self) -> tuple[str, ...]:

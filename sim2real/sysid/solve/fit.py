@@ -41,7 +41,6 @@ from sim2real.sysid.problem import (
     param_scale,
     prepare_trial,
     raise_all_failed,
-    registry_name,
     unknowns,
 )
 from sim2real.sysid.residuals import ResidualSpec, TrialResiduals, Weights, available_gradients, one_line
@@ -549,8 +548,7 @@ def _result(result: LMResult, start: ParameterSet, free_set: FreeParameters, x0:
     afterwards, by :func:`with_verdicts`.
     """
     labels = free_set.labels
-    scale = np.array([param_scale(registry_name(g[0]), float(v))
-                      for g, v in zip(free_set.unknown_groups, result.x, strict=True)])
+    scale = np.array([param_scale(u.name, float(v)) for u, v in zip(free_set.unknown_list, result.x, strict=True)])
     unc: Uncertainty = summarize_uncertainty(labels, result.x, result.jacobian, result.residuals,
                                              result.loss_weights, lower, upper, scale, settings.null_tolerance,
                                              clusters=evaluator.rows_per_trial)

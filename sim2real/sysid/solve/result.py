@@ -9,7 +9,7 @@ from typing import Any
 
 from sim2real.params import ParameterSet, spec
 from sim2real.sysid.files import FIT_FORMAT, FitDocument
-from sim2real.sysid.problem import FreeParameters, TrialFailure, param_scale, registry_name
+from sim2real.sysid.problem import FreeParameters, TrialFailure, param_scale
 from sim2real.sysid.solve.starts import start_dependence, unevaluated_starts
 from sim2real.sysid.uncertainty import (
     NOT_DETERMINED,
@@ -112,13 +112,14 @@ class FitResult:
 
     def to_json(self) -> dict[str, Any]:
         """The fields of fit.json (:meth:`document` adds the format tag first): ``status`` and ``problems``
-        first, then ``values``, ``start_values``, ``std``, ``ci95``, ``correlation``, ``trace``,
+        first, then ``values``, ``start_values``, ``std``, ``ci95``, ``correlation``, ``unknowns``, ``trace``,
         ``stop_reason``, ``warnings``, ``data``, ``versions``, ``tied``, ``undetermined``, ``cost``,
         ``failures``, ``solver``, ``dropped_rows``, ``validation``, ``hard_steps`` (their count), ``bounds``."""
         return {
             "status": self.status, "problems": list(self.problems),
             "values": self.values, "start_values": self.start_values, "std": self.std, "ci95": self.ci95,
-            "correlation": self.correlation, "trace": self.trace, "stop_reason": self.stop_reason,
+            "correlation": self.correlation, "unknowns": [u.as_dict() for u in self.free.unknown_list],
+            "trace": self.trace, "stop_reason": self.stop_reason,
             "warnings": self.warnings, "data": self.data, "versions": versions(),
             "tied": [list(g) for g in self.free.groups if len(g) > 1],
             "undetermined": list(self.undetermined),
@@ -197,18 +198,18 @@ def with_verdicts(result: FitResult) -> FitResult:
     determination: list[str] = []
     poorly: list[str] = []
     flagged: list[str] = []
-    for group in result.free.unknown_groups:
-        name = group[0]
+    for unknown in result.free.unknown_list:
+        group, name = unknown.reported, unknown.label
         measured = measured_refits(uncertainty, name, result.values[name])
         label = name if len(group) == 1 else "=".join(group)
-        entry = spec(registry_name(name))
+        entry = spec(unknown.name)
         lines = determination_problems(label, result.values[name], result.ci95.get(name),
                                        result.bounds.get(name, [entry.lower, entry.upper]), measured)
         determination += lines
         if lines:
             flagged += list(group)
         std = result.std.get(name)
-        line = poorly_determined(label, std, param_scale(registry_name(name), result.values[name]))
+        line = poorly_determined(label, std, param_scale(unknown.name, result.values[name]))
         if line is not None:
             poorly.append(line)
     record = result.data.get("starts") or {}

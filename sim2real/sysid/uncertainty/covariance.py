@@ -51,7 +51,6 @@ import numpy as np
 from scipy import stats
 
 from sim2real.params import spec
-from sim2real.sysid.problem import registry_name
 from sim2real.sysid.solve import at_bounds
 
 #: Two-sided 95 % quantile of the standard normal distribution.
@@ -383,7 +382,7 @@ def measured_jackknife(result: Any, name: str, jackknife_std: float, jackknife_h
     fitted = result.std.get(name)
     fitted_std = float(fitted) if fitted is not None else 0.0
     base = float(sandwich) if sandwich is not None else fitted_std
-    entry, value = spec(registry_name(name)), float(result.values[name])
+    entry, value = spec(result.free.registry_of[name]), float(result.values[name])
     low, high = (getattr(result, "bounds", None) or {}).get(name, (entry.lower, entry.upper))
 
     def interval(half: float) -> list[float]:
