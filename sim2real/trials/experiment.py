@@ -35,6 +35,7 @@ from sim2real.errors import InputError
 from sim2real.model import ArmModel, solve_pusher_ik
 from sim2real.params import ParameterSet
 from sim2real.spatial import multiply, normalize, rotate
+from sim2real.trials.meta import TrialMeta
 from sim2real.trials.outcome import Outcome
 from sim2real.trials.schema import trial_name
 
@@ -349,9 +350,10 @@ class TrialWindow:
 def recorded_outcomes(trial_dir: Path, platforms: Sequence[str]) -> dict[str, Mapping[str, Any] | None]:
     """Each platform's outcome as the recorder stored it in ``trial_dir/trial.json`` (None: none stored)."""
     try:
-        stored = json.loads((Path(trial_dir) / "trial.json").read_text()).get("outcomes") or {}
+        document = json.loads((Path(trial_dir) / "trial.json").read_text())
     except (OSError, ValueError):
-        stored = {}
+        document = None
+    stored = TrialMeta(document).outcomes if isinstance(document, Mapping) else {}
     return {ns: stored.get(ns) if isinstance(stored.get(ns), Mapping) else None for ns in platforms}
 
 
