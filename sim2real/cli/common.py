@@ -262,15 +262,16 @@ def is_sim2real_params_file(path: Path) -> bool:
 
 
 def is_fit_report(path: Path) -> bool:
-    """Whether ``path`` is a fit report (fit.json) that ``sim2real fit`` wrote."""
-    import json
+    """Whether ``path`` is a fit report (fit.json) that ``sim2real fit`` wrote: its reader takes it, with a status
+    and start values."""
+    from sim2real.errors import Sim2RealError
+    from sim2real.sysid.files import read_fit_document
 
     try:
-        with path.open("rb") as handle:
-            document = json.loads(handle.read(64 * 1024 * 1024))
-    except (OSError, ValueError):
+        document = read_fit_document(path)
+    except (Sim2RealError, OSError):
         return False
-    return isinstance(document, dict) and {"status", "values", "start_values", "trace"} <= set(document)
+    return document.status is not None and document.start_values is not None
 
 
 def finite_float(text: str) -> float:
