@@ -131,7 +131,8 @@ def _run(argv: Sequence[str] | None) -> int:
             compile_with_progress()  # says so when the kernels are not compiled yet (after an install)
         return int(args.handler(args) or 0)
     except Sim2RealError as err:
-        print(f"sim2real: error: {_error_line(err, _chosen_parser(parser, args))}", file=sys.stderr)
+        line = _error_line(err, _chosen_parser(parser, args)) if err.option or err.see else str(err)
+        print(f"sim2real: error: {line}", file=sys.stderr)
         return err.exit_status
 
 
