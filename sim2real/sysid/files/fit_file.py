@@ -275,7 +275,6 @@ class _Fields:
             return self._bad("correlation", expected, None)
         return Correlation(tuple(names), tuple(tuple(None if v is None else float(v) for v in row) for row in matrix))
 
-
     def unknowns(self, correlation: Correlation | None) -> tuple[Unknown, ...]:
         """``unknowns`` checked against the correlation's labels; from those labels in an older file."""
         value = self._get("unknowns")
@@ -287,6 +286,9 @@ class _Fields:
         found = tuple(Unknown(tuple(v["names"]), v.get("object")) for v in value)
         labels = [u.label for u in found]
         if correlation is not None and labels != list(correlation.names):
+            if self.unusable is not None:  # read leniently: the report shows the rest
+                self.unusable.append("unknowns")
+                return ()
             raise DataError(f"{self.source}: fit.json 'unknowns' ({', '.join(labels)}) do not match the "
                             f"correlation's names ({', '.join(correlation.names)})")
         return found
