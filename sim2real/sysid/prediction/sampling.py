@@ -174,7 +174,7 @@ class FitDistribution:
         groups = tuple(self.unknowns[k].names for k in keep)
         index = np.array(keep)
         return replace(
-            self, free=FreeParameters(groups), unknowns=tuple(Unknown(g) for g in groups), mean=self.mean[index],
+            self, free=FreeParameters(groups), unknowns=(), mean=self.mean[index],
             std=self.std[index],
             correlation=self.correlation[np.ix_(index, index)], lower=self.lower[index], upper=self.upper[index],
             ci95=None if self.ci95 is None else self.ci95[index],
