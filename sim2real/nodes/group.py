@@ -146,12 +146,32 @@ def main(argv: Sequence[str] | None = None) -> int:
 #: Exit status of a group stopped by a signal before its nodes were built (128 + SIGINT, as a shell says).
 STOPPED_AT_START = 130
 
+
+def end_stopped_start(err: BaseException) -> None:
+    """End the process quietly (:data:`STOPPED_AT_START`) when ``err``, which escaped :func:`main` before
+    the nodes took the stop over, is an interrupt; return (for the caller to raise it) otherwise.
+
+    A second stop signal may follow the first at once: Ctrl-C reaches every process of the group and the
+    parent then stops its children with SIGINT too. From here on SIGINT is ignored, and one landing before
+    that (while :func:`sim2real.interrupts.is_interrupt` is imported or runs) still counts as the stop.
+    """
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        from sim2real.interrupts import is_interrupt  # light; imported only here, as said above
+
+        stopped = is_interrupt(err)  # (also as Python wraps one inside an imported class body)
+    except KeyboardInterrupt:
+        stopped = True
+    if stopped:
+        os._exit(STOPPED_AT_START)  # nothing started: no traceback, no finalization; the parent reports the stop
+
+
 if __name__ == "__main__":
     try:
         sys.exit(main())
     except BaseException as err:  # SIGINT or SIGTERM while importing, before the nodes could take the stop over
-        from sim2real.interrupts import is_interrupt  # light; imported only here, as said above
-
-        if not is_interrupt(err):  # (also as Python wraps one inside an imported class body)
-            raise
-        os._exit(STOPPED_AT_START)  # nothing started: no traceback, no finalization; the parent reports the stop
+        try:
+            end_stopped_start(err)
+        except KeyboardInterrupt:  # the second stop landed as that function began
+            os._exit(STOPPED_AT_START)
+        raise
