@@ -16,12 +16,13 @@ trials are written as a user's recordings (no parameters in trial.json), then:
    drawn from the same push space, seeded);
 3. each set of six is fitted as in 1.
 
-Reported per seed and strategy: the 95 % interval width of each parameter (the whole bound range where the fit
-gives none: not determined), whether it holds the hidden value
-(the per-trial friction's mean for ``contact.mu_table``), the fit's exit status and problems, and for the
-designed pushes the forecast width beside the achieved one. Over the seeds: the median over seeds of the median
-over parameters of the width ratios standard / designed and random / designed (target: at least 2), and each
-strategy's coverage of the hidden values (target: the designed one's not below the others').
+Reported per seed and strategy: the 95 % interval width of each parameter (the whole bound range where the fit gives
+none: not determined), whether it holds the hidden value (the per-trial friction's mean for ``contact.mu_table``),
+the fit's exit status and problems, and for the designed pushes the forecast width beside the achieved one, and the
+design's own forecast of as many random pushes from its feasible candidates against the designed ones
+(``design.json`` ``random``). Over the seeds: the median over seeds of the median over parameters of the width
+ratios standard / designed and random / designed (target: at least 2), and each strategy's coverage of the hidden
+values (target: the designed one's not below the others').
 
 Two scenarios (``--scenario``, repeatable; default ``box``): ``box``, the published box and push, first pushes at
 0.30, 0.35 and 0.40 m; ``flat``, a flat block (10 x 10 x 5 cm, 0.3 kg) pushed slowly (0.1 m/s) at its centre
@@ -224,6 +225,8 @@ def one_seed(job: tuple[str, int]) -> dict[str, Any]:
             figures["pushes"] = [c.as_dict() for c in pushes]
             result[name] = figures
         result["designed"]["forecast_width"] = {n: record["after"][-1][n]["width"] for n in FREE}
+        # the design's own forecast of random sets from its feasible candidates against the designed set
+        result["designed"]["forecast_random_ratio"] = (record.get("random") or {}).get("width_ratio")
     result["wall_s"] = time.perf_counter() - started
     return result
 
@@ -251,7 +254,12 @@ def summary(seeds: list[dict[str, Any]]) -> dict[str, Any]:
     determined = {k: sum(1 for s in seeds if k in s and not s[k].get("undetermined")) for k in coverage}
     achieved_over_forecast = [s["designed"]["width"][n] / s["designed"]["forecast_width"][n] for s in seeds
                               if "designed" in s for n in FREE if s["designed"]["forecast_width"][n] > 0]
+    forecast_random = [s["designed"]["forecast_random_ratio"]["median"] for s in seeds
+                       if (s.get("designed") or {}).get("forecast_random_ratio")]
     return {"seeds": len(seeds), "all_determined": determined,
+            "forecast_random_over_designed": {"median": _median(forecast_random),
+                                              "quartiles": [float(np.percentile(forecast_random, q)) for q in (25, 75)]
+                                              if forecast_random else None},
             "achieved_over_forecast": {"median": _median(achieved_over_forecast),
                                        "quartiles": [float(np.percentile(achieved_over_forecast, q)) for q in (25, 75)]
                                        if achieved_over_forecast else None},

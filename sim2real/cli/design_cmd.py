@@ -248,20 +248,28 @@ def forecast_table(design: Design) -> str:
     prior = design.prior
     count = len(design.pushes)
     lines = [f"Forecast (linearised at {prior.source}'s values; {prior.noise_note}):",
-             f"  {'parameter':28s} {'value':>10s} {'now ±':>12s} {f'after {count} designed ±':>22s} "
-             f"{f'after {count} standard ±':>22s}"]
+             f"  {'parameter':28s} {'value':>10s} {'now ±':>12s} {f'{count} designed ±':>16s} "
+             f"{f'{count} standard ±':>16s} {f'{count} random ±':>16s}"]
 
     def half(forecast: Forecast | None, k: int) -> str:
         if forecast is None:
             return "-"
         return f"{float(forecast.width[k]) / 2.0:.3g}" + (" (undet.)" if forecast.undetermined[k] else "")
 
+    random = design.random.median if design.random is not None else None
     for k, label in enumerate(prior.labels):
         mark = "*" if k in design.targets else " "
         lines.append(f"{mark} {label:28s} {prior.values[k]:10.4g} {half(design.before, k):>12s} "
-                     f"{half(design.after[-1], k):>22s} {half(design.standard, k):>22s}")
-    lines.append("  (* target; ± is half the 95 % interval as the refit would report it, clipped to the bounds; "
-                 "undet.: it covers most of the bounds)")
+                     f"{half(design.after[-1], k):>16s} {half(design.standard, k):>16s} {half(random, k):>16s}")
+    lines.append("  (* target; ± is half the 95 % interval as the refit would report it after the pushes, clipped to "
+                 "the bounds; undet.: it covers most of the bounds; random: the median over sets drawn from the "
+                 "feasible candidates)")
+    if design.random is not None:
+        ratio, sets = design.random.ratio_summary(), len(design.random.width_ratio)
+        lines.append(f"Pushes drawn at random from the same space are forecast to give intervals "
+                     f"{ratio['median']:.2g}x as wide as the designed ones (median over the targets and {sets} "
+                     f"sets of {count}; 10-90 % of sets: {ratio['p10']:.2g}-{ratio['p90']:.2g}x; 1x: the design "
+                     "buys nothing over pushing anywhere the arm can).")
     lines.append(f"Designed pushes ({design.selection.criterion}-optimal, greedy then {design.selection.exchanges} "
                  f"exchange(s); {len(design.feasible)} of {len(design.evaluated)} candidates feasible), simulated "
                  f"at the current values:")

@@ -65,6 +65,11 @@ def test_a_design_from_a_fit_is_an_experiment_that_run_reads(fitted: tuple[Path,
     after = [record["after"][-1][name]["width"] for name in HIDDEN]
     assert sum(map(math.log, after)) < sum(map(math.log, before))  # the targets' geometric mean narrows
     assert "Forecast (linearised" in captured.out and "Designed pushes" in captured.out
+    # pushes drawn at random from the same candidates, forecast beside the designed ones
+    ratio = record["random"]["width_ratio"]
+    assert record["random"]["sets"] == 200 and ratio["p10"] <= ratio["median"] <= ratio["p90"]
+    assert set(record["random"]["after"]) == set(record["before"])
+    assert f"intervals {ratio['median']:.2g}x as wide as the designed ones" in captured.out
     assert ("WARNING: the forecast is linearised at values that are not determined" in captured.err) == \
         bool(record["prior"]["undetermined"])
     assert out.read_text().startswith("# sim2real design: 2 pushes")

@@ -12,7 +12,7 @@ from sim2real.execution import open_executor
 from sim2real.model import load_arm
 from sim2real.params import ParameterSet
 from sim2real.sysid.design import PushSpace, design_pushes, plan_candidate, prior_from_bounds
-from sim2real.sysid.design.select import Known, outlook, select_pushes
+from sim2real.sysid.design.select import Known, outlook, random_half_widths, select_pushes
 from sim2real.sysid.design.space import LEFT_OUT_KINDS, Candidate
 from sim2real.sysid.prediction.standard_trial import run_standard_trial
 from sim2real.sysid.problem.free import FreeParameters
@@ -77,6 +77,27 @@ def test_the_criterion_is_averaged_over_the_points() -> None:
     informations = [[sharp[0], steady[0]], [sharp[1], steady[1]]]
     assert select_pushes(known, informations, 1, np.arange(1), "D").chosen == (1,)
     assert select_pushes(known, informations, 1, np.arange(1), "W").chosen == (1,)
+
+
+def test_random_sets_are_forecast_as_the_designed_one_is() -> None:
+    """Sets drawn at random from the candidates get the same forecast as a chosen set of those pushes: with
+    every candidate alike each set's half-widths are the designed ones; with one informative candidate among
+    nine that inform nothing, a set of one holds it in about a tenth of the draws, and only those sets are as
+    narrow as the design's."""
+    known = _known(2)
+    alike = [[np.diag([4.0, 9.0])] * 5]
+    chosen = select_pushes(known, alike, 2, np.arange(2))
+    halves = random_half_widths(known, alike, 2, np.random.default_rng(0), sets=20)
+    np.testing.assert_allclose(halves, np.tile(chosen.half_widths[-1], (20, 1)))
+    one = [[np.diag([10.0, 10.0])] + [np.zeros((2, 2))] * 9]
+    designed = select_pushes(known, one, 1, np.arange(2)).half_widths[-1]
+    halves = random_half_widths(known, one, 1, np.random.default_rng(1), sets=400)
+    as_narrow = np.all(np.isclose(halves, designed), axis=1)
+    assert 0.05 < as_narrow.mean() < 0.15
+    assert np.all(halves[~as_narrow] > 100 * designed)
+    # nothing to draw from is refused
+    with pytest.raises(InputError, match="random sets"):
+        random_half_widths(known, [[]], 1, np.random.default_rng(0))
 
 
 def test_the_search_refuses_what_it_cannot_do() -> None:
@@ -153,6 +174,8 @@ def test_every_designed_push_is_feasible_and_keeps_the_box_upright() -> None:
     assert config.distances == tuple(info.candidate.distance for info in design.pushes)
     # the forecast narrows the targets' intervals (their geometric mean: the search's criterion)
     assert np.mean(np.log(design.after[-1].width)) < np.mean(np.log(design.before.width))
+    # and random pushes from the same candidates are forecast no narrower than the designed ones, in the median
+    assert design.random is not None and design.random.ratio_summary()["median"] >= 1.0 - 1e-9
 
 
 def test_the_design_record_reads_back_and_finds_its_recorded_pushes(tmp_path) -> None:

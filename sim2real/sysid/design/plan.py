@@ -3,9 +3,10 @@
 :func:`design_pushes` spreads candidates over a :class:`~sim2real.sysid.design.space.PushSpace`, evaluates each
 (plan, feasibility, simulation at the linearisation point, information of the fit's residuals), chooses the
 pushes (:mod:`sim2real.sysid.design.select`) and forecasts every unknown's 95 % interval before and after them,
-beside the forecast for as many pushes of the experiment's standard sequence. The :class:`Design` it returns
-writes the experiment file that ``sim2real run --experiment`` and the launch file read, and its JSON record
-(``design.json``) that the report compares with the intervals a refit achieves.
+beside the forecast for as many pushes of the experiment's standard sequence and for sets of as many pushes drawn
+at random from the feasible candidates (what the search buys over pushing anywhere the arm can). The
+:class:`Design` it returns writes the experiment file that ``sim2real run --experiment`` and the launch file read,
+and its JSON record (``design.json``) that the report compares with the intervals a refit achieves.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from sim2real.execution import Executor
 from sim2real.sysid.design.information import CandidateInfo, evaluate_candidates
 from sim2real.sysid.design.prior import Prior
 from sim2real.sysid.design.record import DESIGN_FORMAT
-from sim2real.sysid.design.select import Known, Selection, mean_half_width, select_pushes
+from sim2real.sysid.design.select import Known, Selection, mean_half_width, random_half_widths, select_pushes
 from sim2real.sysid.design.space import Candidate, PushSpace
 from sim2real.sysid.uncertainty import determination_problems
 
@@ -65,6 +66,42 @@ def forecast(prior: Prior, scaled_half_width: np.ndarray, scale: np.ndarray) -> 
 
 
 @dataclass(frozen=True)
+class RandomForecast:
+    """The forecast after as many pushes drawn at random from the feasible candidates, over many sets.
+
+    Attributes
+    ----------
+    median : Forecast
+        Each unknown's median half-width over the sets, as an interval.
+    width_ratio : ndarray, shape (sets,)
+        Per set: the median over the targets of its forecast interval width over the designed one (both clipped to
+        the bounds; 1: as narrow as the design's, 2: twice as wide).
+    """
+
+    median: Forecast
+    width_ratio: np.ndarray
+
+    def ratio_summary(self) -> dict[str, float]:
+        """The width ratio's median and 10th and 90th percentiles over the sets."""
+        p10, median, p90 = np.percentile(self.width_ratio, [10, 50, 90])
+        return {"median": float(median), "p10": float(p10), "p90": float(p90)}
+
+
+def random_forecast(prior: Prior, known: Known, informations: Sequence[Sequence[np.ndarray]], designed: Forecast,
+                    targets: np.ndarray, count: int, scale: np.ndarray, rng: np.random.Generator) -> RandomForecast:
+    """:class:`RandomForecast` of sets of ``count`` random feasible candidates (scaled ``informations`` as for
+    :func:`~sim2real.sysid.design.select.select_pushes`) against the ``designed`` forecast."""
+    halves = random_half_widths(known, informations, count, rng)
+    designed_width = designed.width[targets]
+    ratios = []
+    for half in halves:
+        width = forecast(prior, half, scale).width[targets]
+        ratios.append(float(np.median(np.divide(width, designed_width, out=np.ones_like(width),
+                                                where=designed_width > 0))))
+    return RandomForecast(forecast(prior, np.median(halves, axis=0), scale), np.array(ratios))
+
+
+@dataclass(frozen=True)
 class Design:
     """A designed set of pushes with its forecast.
 
@@ -86,6 +123,8 @@ class Design:
         After as many pushes of the experiment's standard sequence (None: not evaluated).
     standard_pushes : tuple of CandidateInfo
         Those pushes (evaluated at the current values).
+    random : RandomForecast or None
+        After as many pushes drawn at random from the feasible candidates (None: not evaluated).
     points : int
         Linearisation points the criterion was averaged over.
     """
@@ -99,6 +138,7 @@ class Design:
     after: tuple[Forecast, ...]
     standard: Forecast | None = None
     standard_pushes: tuple[CandidateInfo, ...] = ()
+    random: RandomForecast | None = None
     points: int = 1
 
     @property
@@ -152,6 +192,9 @@ class Design:
             "after": [intervals(f) for f in self.after],
             "standard": None if self.standard is None else {
                 "pushes": [c.as_dict() for c in self.standard_pushes], "after": intervals(self.standard)},
+            "random": None if self.random is None else {
+                "sets": len(self.random.width_ratio), "after": intervals(self.random.median),
+                "width_ratio": self.random.ratio_summary()},
         }
 
 
@@ -221,6 +264,8 @@ def design_pushes(prior: Prior, space: PushSpace, count: int, executor: Executor
     informations = [[scaled(evaluated[k][j]) for k in feasible] for j in range(len(at))]
     selection = select_pushes(known, informations, count, target_index, criterion)
     after = tuple(forecast(prior, half, scale) for half in selection.half_widths[1:])
+    random = random_forecast(prior, known, informations, after[-1], target_index, count, scale,
+                             np.random.default_rng([seed, 1]))
     standard_forecast: Forecast | None = None
     standard_infos: tuple[CandidateInfo, ...] = ()
     if standard is not None:
@@ -233,7 +278,7 @@ def design_pushes(prior: Prior, space: PushSpace, count: int, executor: Executor
         standard_forecast = forecast(prior, mean_half_width(known, by_point, range(len(usable))), scale)
     return Design(prior, space, firsts, selection, target_index,
                   forecast(prior, selection.half_widths[0], scale), after, standard_forecast, standard_infos,
-                  points=len(at))
+                  random=random, points=len(at))
 
 
 def _judged(per_point: Sequence[CandidateInfo]) -> CandidateInfo:

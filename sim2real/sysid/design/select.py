@@ -26,6 +26,10 @@ standard deviations so that units do not weigh: **W** (default) minimises the me
 ``Σ_{j∈T} C_jj`` (the mean variance). The search is greedy (each push in turn the best given those before; a push
 may be chosen again, which repeats it), then an exchange pass (Fedorov): each chosen push is swapped for the best
 candidate given the others while that improves the criterion.
+
+What the search buys is forecast the same way: :func:`random_half_widths` forecasts many sets of as many pushes
+drawn at random from the same feasible candidates (what a lab would get by pushing anywhere the arm can), so that
+the designed forecast can be read against pushes chosen without design, not only against the standard sequence.
 """
 
 from __future__ import annotations
@@ -186,3 +190,39 @@ def select_pushes(known: Known, informations: Sequence[Sequence[np.ndarray]], co
             break
     return Selection(tuple(chosen), tuple(mean_half_width(known, informations, chosen[:n]) for n in range(count + 1)),
                      criterion, exchanges)
+
+
+#: Random sets :func:`random_half_widths` forecasts by default.
+RANDOM_SETS = 200
+
+
+def random_half_widths(known: Known, informations: Sequence[Sequence[np.ndarray]], count: int,
+                       rng: np.random.Generator, sets: int = RANDOM_SETS) -> np.ndarray:
+    """Forecast half-widths after ``count`` pushes drawn at random from the feasible candidates, per set.
+
+    Each set holds ``count`` distinct candidates (drawn with replacement only when fewer are feasible), drawn
+    uniformly; its half-widths are the mean over the points, as for the designed set (:func:`mean_half_width`).
+
+    Parameters
+    ----------
+    known : Known
+    informations : sequence (K points) of sequence (M candidates) of ndarray, shape (p, p)
+        As for :func:`select_pushes`.
+    count : int
+        Pushes per set (at least 1).
+    rng : numpy.random.Generator
+        Draws the sets.
+    sets : int
+        How many sets.
+
+    Returns
+    -------
+    ndarray, shape (sets, p)
+        Scaled half-widths of each set.
+    """
+    if count < 1 or sets < 1 or not informations or not informations[0]:
+        raise InputError("random sets need at least one push, one set and one feasible candidate")
+    pool = len(informations[0])
+    return np.array([mean_half_width(known, informations,
+                                     [int(k) for k in rng.choice(pool, size=count, replace=pool < count)])
+                     for _ in range(sets)])
