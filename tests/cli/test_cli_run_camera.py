@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import standin_runs
 
 from sim2real.trials import read_trial
 from sim2real.trials.meta import TrialMeta
@@ -26,10 +27,14 @@ def _run(*args: str, env: dict, timeout: float = 60.0) -> subprocess.CompletedPr
 
 
 def test_a_standin_run_seen_by_a_camera_records_the_box_poses_of_its_images(tmp_path, env):
-    out = tmp_path / "run"
-    done = _run("--mode", "standin", "--box-pose", "camera", "--distances", "0.30", "--out", str(out), env=env,
-                timeout=240)
-    assert done.returncode == 0, done.stderr[-3000:]
+    """Exit 0, or 3 when the busy machine starved the real control loop (named STARVED); a run the load cut or
+    stopped is made again, as every stand-in run's test does (:mod:`standin_runs`)."""
+    out, done = standin_runs.until_recorded(
+        lambda number: (tmp_path / f"run{number}", _run("--mode", "standin", "--box-pose", "camera", "--distances",
+                                                        "0.30", "--out", str(tmp_path / f"run{number}"), env=env,
+                                                        timeout=240)),
+        lambda run: (run[1].returncode, run[1].stdout, run[1].stderr))
+    assert standin_runs.recorded(done.returncode, done.stdout), done.stdout[-2000:] + done.stderr[-3000:]
     assert "images gave a pose" in done.stderr
     record = read_trial(next(p for p in out.iterdir() if p.is_dir()))
     assert record.complete, record.meta.get("note")
