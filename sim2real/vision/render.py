@@ -192,7 +192,7 @@ def render(camera: PinholeCamera, planes: list[tuple[FloatArray, TexturedPlane]]
     if optics.noise > 0.0:  # OpenCV's generator, seeded from ``rng`` per image: a quarter of NumPy's time here
         cv2.setRNGSeed(int(rng.integers(2**31)))
         noise = np.empty_like(image)
-        cv2.randn(noise, 0.0, float(optics.noise))
+        cv2.randn(noise, np.zeros(1), np.full(1, float(optics.noise)))
         image += noise
     return np.clip(image + 0.5, 0, 255).astype(np.uint8)
 
