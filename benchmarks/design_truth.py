@@ -112,12 +112,13 @@ def hidden_values(seed: int) -> dict[str, float]:
 
 
 def write_pushes(run: Path, candidates: list[Candidate], hidden: dict[str, float], rng: np.random.Generator,
-                 first_index: int = 0, box: dict[str, float] | None = None) -> list[float]:
-    """Simulate ``candidates`` with the hidden values and each trial's own table friction; write them with noisy
-    box poses. Returns each trial's table friction."""
+                 first_index: int = 0, box: dict[str, float] | None = None,
+                 spread: float = FRICTION_SPREAD) -> list[float]:
+    """Simulate ``candidates`` with the hidden values and each trial's own table friction (the hidden value times
+    1 + U(-``spread``, ``spread``)); write them with noisy box poses. Returns each trial's table friction."""
     frictions = []
     for k, candidate in enumerate(candidates):
-        mu = hidden["contact.mu_table"] * (1.0 + rng.uniform(-FRICTION_SPREAD, FRICTION_SPREAD))
+        mu = hidden["contact.mu_table"] * (1.0 + rng.uniform(-spread, spread))
         frictions.append(mu)
         params = ParameterSet.nominal().replace({**(box or {}), **hidden, "contact.mu_table": mu})
         trial = run_standard_trial(candidate.distance, params,
@@ -187,9 +188,9 @@ def _strategy_figures(status: int, document: dict[str, Any], hidden: dict[str, f
     return out
 
 
-def one_seed(job: tuple[str, int]) -> dict[str, Any]:
-    """Every strategy on one seed of one scenario."""
-    scenario_name, seed = job
+def one_seed(job: tuple[str, int, float]) -> dict[str, Any]:
+    """Every strategy on one seed of one scenario, with that per-trial friction spread."""
+    scenario_name, seed, spread = job
     scenario = SCENARIOS[scenario_name]
     rng = np.random.default_rng(seed)
     hidden = hidden_values(seed)
@@ -199,7 +200,7 @@ def one_seed(job: tuple[str, int]) -> dict[str, Any]:
         experiment = root / "experiment.yaml"
         save_experiment_config(experiment, ExperimentConfig(scenario.initial, scenario.push))
         frictions = write_pushes(root / "init", [Candidate(d, scenario.push) for d in scenario.initial], hidden,
-                                 rng, box=scenario.box)
+                                 rng, box=scenario.box, spread=spread)
         init_status, init = fit([root / "init"], root / "init.yaml", scenario)
         result: dict[str, Any] = {"scenario": scenario.name, "seed": seed, "hidden": hidden,
                                   "init": _strategy_figures(init_status, init, hidden)}
@@ -215,7 +216,7 @@ def one_seed(job: tuple[str, int]) -> dict[str, Any]:
         for name, pushes in strategies.items():
             extra_rng = np.random.default_rng([seed, len(name)])
             more = write_pushes(root / name, pushes, hidden, extra_rng, first_index=len(scenario.initial),
-                                box=scenario.box)
+                                box=scenario.box, spread=spread)
             truth = {**hidden, "contact.mu_table": float(np.mean(frictions + more))}
             status, document = fit([root / "init", root / name], root / f"fit_{name}.yaml", scenario)
             figures = _strategy_figures(status, document, truth)
@@ -275,18 +276,23 @@ def run() -> None:
     parser.add_argument("--scenario", choices=sorted(SCENARIOS), action="append",
                         help="box (default) and/or flat (repeatable)")
     parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--friction-spread", type=float, default=FRICTION_SPREAD,
+                        help="each trial's table friction is the hidden value times 1 + U(-S, S) (default "
+                             f"{FRICTION_SPREAD}; 0: no model error, the fitted model contains the truth)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     started = time.perf_counter()
     results = []
     scenarios = args.scenario or ["box"]
-    jobs = [(name, seed) for name in scenarios for seed in range(args.seeds)]
+    if not 0.0 <= args.friction_spread < 1.0:
+        parser.error("--friction-spread must be in [0, 1)")
+    jobs = [(name, seed, args.friction_spread) for name in scenarios for seed in range(args.seeds)]
     with ProcessPoolExecutor(args.workers) as pool:
         for result in pool.map(one_seed, jobs):
             print(f"design_truth: {result['scenario']} seed {result['seed']} done in {result.get('wall_s', 0):.0f} s",
                   file=sys.stderr, flush=True)
             results.append(result)
-    record = {"benchmark": "design_truth",
+    record = {"benchmark": "design_truth", "friction_spread": args.friction_spread,
               "summary": {name: summary([r for r in results if r["scenario"] == name]) for name in scenarios},
               "per_seed": results, "wall_s": time.perf_counter() - started}
     print(json.dumps(record, indent=1 if not args.json else None))

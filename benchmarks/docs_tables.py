@@ -15,6 +15,8 @@ Usage::
     python -m benchmarks.docs_tables --check         # exit 1 if a table differs from its source
     python -m benchmarks.docs_tables --run engine    # run benchmarks.engine --json, store its output, rewrite
     python -m benchmarks.docs_tables --run trial -- --repeat 5   # extra arguments for the benchmark
+    python -m benchmarks.docs_tables --run design_truth --as design_truth_exact -- --friction-spread 0
+                                                     # a second stored run of one benchmark, under its own name
 
 ``--json`` prints a JSON summary of what was done (``make bench`` runs every ``benchmarks/*.py``
 with ``--json``; this one only rewrites tables from the stored outputs, in well under a second).
@@ -149,10 +151,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 when a table is stale")
     parser.add_argument("--run", metavar="BENCHMARK", action="append", default=[],
                         help="first run benchmarks.BENCHMARK --json and store its output (repeatable)")
+    parser.add_argument("--as", dest="stored_as", metavar="NAME",
+                        help="with one --run: store its output as docs/benchmarks/NAME.json (a second stored run of "
+                             "one benchmark with other arguments)")
     parser.add_argument("extra", nargs="*", help="after --: arguments for the benchmark of --run")
     args = parser.parse_args(argv)
+    if args.stored_as is not None and (len(args.run) != 1 or not re.fullmatch(r"[a-z0-9_]+", args.stored_as)):
+        parser.error("--as takes one name of lower-case letters, digits and underscores, with exactly one --run")
     started = time.perf_counter()
-    stored = [str(run_benchmark(name, args.extra).relative_to(ROOT)) for name in args.run]
+    stored = [str(run_benchmark(name, args.extra, args.stored_as).relative_to(ROOT)) for name in args.run]
     summary = rewrite([*sorted(DOCS.glob("**/*.md")), ROOT / "README.md"], write=not args.check)
     summary = {"tool": "docs_tables", "stored": stored, **summary, "wall_s": round(time.perf_counter() - started, 3)}
     if args.json:

@@ -37,13 +37,16 @@ def git(*args: str) -> str:
         return "unknown"
 
 
-def run_benchmark(benchmark: str, extra: Sequence[str]) -> Path:
+def run_benchmark(benchmark: str, extra: Sequence[str], stored_as: str | None = None) -> Path:
     """Run ``python -m benchmarks.<benchmark> --json [extra]`` and store its output with the run's provenance.
+
+    ``stored_as`` names the stored record when it is not the benchmark's own (a second run of one benchmark with
+    other arguments, e.g. ``design_truth_exact``).
 
     Returns
     -------
     Path
-        ``docs/benchmarks/<benchmark>.json``.
+        ``docs/benchmarks/<stored_as or benchmark>.json``.
 
     Raises
     ------
@@ -76,7 +79,7 @@ def run_benchmark(benchmark: str, extra: Sequence[str]) -> Path:
         "output": output,
     }
     STORE.mkdir(parents=True, exist_ok=True)
-    path = STORE / f"{benchmark}.json"
+    path = STORE / f"{stored_as or benchmark}.json"
     path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
     return path
 

@@ -21,7 +21,6 @@ times in ns where they are ROS stamps.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,13 +30,14 @@ import numpy as np
 from numpy.typing import NDArray
 
 from sim2real.control.reference import JointTrajectory, PushConfig
-from sim2real.errors import InputError
+from sim2real.errors import InputError, Sim2RealError
 from sim2real.model import ArmModel, solve_pusher_ik
 from sim2real.params import ParameterSet
 from sim2real.spatial import multiply, normalize, rotate
+from sim2real.trials.jsonio import read_json
 from sim2real.trials.meta import TrialMeta
 from sim2real.trials.outcome import Outcome
-from sim2real.trials.schema import trial_name
+from sim2real.trials.schema import TRIAL_JSON, trial_name
 
 FloatArray = NDArray[np.float64]
 NS_PER_S = 1_000_000_000
@@ -350,10 +350,10 @@ class TrialWindow:
 def recorded_outcomes(trial_dir: Path, platforms: Sequence[str]) -> dict[str, Mapping[str, Any] | None]:
     """Each platform's outcome as the recorder stored it in ``trial_dir/trial.json`` (None: none stored)."""
     try:
-        document = json.loads((Path(trial_dir) / "trial.json").read_text())
-    except (OSError, ValueError):
+        document: Mapping[str, Any] | None = read_json(Path(trial_dir) / TRIAL_JSON, "trial file")
+    except (OSError, Sim2RealError):
         document = None
-    stored = TrialMeta(document).outcomes if isinstance(document, Mapping) else {}
+    stored = TrialMeta(document).outcomes if document is not None else {}
     return {ns: stored.get(ns) if isinstance(stored.get(ns), Mapping) else None for ns in platforms}
 
 

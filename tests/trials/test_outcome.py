@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -112,3 +115,16 @@ def test_path_rms_over_the_common_time_span() -> None:
     expected = np.linalg.norm(path[:6] - path[15:21], axis=1)
     assert path_rms(real, late) == pytest.approx(np.sqrt(np.mean(expected**2)))
     assert path_rms(real, PoseSeries(t + 3.0, path, identity)) is None
+
+
+def test_recorded_outcomes_are_read_back_and_a_missing_or_broken_trial_file_gives_none(tmp_path: Path) -> None:
+    from sim2real.trials.experiment import recorded_outcomes
+
+    stored = {"final_x": 0.46, "flipped": True}
+    (tmp_path / "good").mkdir()
+    (tmp_path / "good" / "trial.json").write_text(json.dumps({"outcomes": {"real": stored, "sim": None}}))
+    assert recorded_outcomes(tmp_path / "good", ("real", "sim")) == {"real": stored, "sim": None}
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "trial.json").write_text("{not json")
+    assert recorded_outcomes(tmp_path / "broken", ("real",)) == {"real": None}
+    assert recorded_outcomes(tmp_path / "missing", ("real",)) == {"real": None}
