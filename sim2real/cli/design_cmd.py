@@ -269,9 +269,10 @@ def forecast_table(design: Design) -> str:
         lines.append(f"Pushes drawn at random from the same space are forecast to give intervals "
                      f"{ratio['median']:.2g}x as wide as the designed ones (median over the targets and {sets} "
                      f"sets of {count}; 10-90 % of sets: {ratio['p10']:.2g}-{ratio['p90']:.2g}x; 1x: the design "
-                     "buys nothing over pushing anywhere the arm can). This forecast counts the noise, not the "
-                     "model's error, and overstates the gain: on known truth with model error the refits gained "
-                     "far less than forecast (docs/fitting.md, 'Designed pushes on known truth').")
+                     "buys nothing over pushing anywhere the arm can). This forecast is linearised at the current "
+                     "values and counts the noise, not the model's error, and it overstates the gain: on known "
+                     "truth the refits gained less than forecast, with and without model error, by far on pushes "
+                     "that turn the box (docs/fitting.md, 'Designed pushes on known truth').")
     lines.append(f"Designed pushes ({design.selection.criterion}-optimal, greedy then {design.selection.exchanges} "
                  f"exchange(s); {len(design.feasible)} of {len(design.evaluated)} candidates feasible), simulated "
                  f"at the current values:")

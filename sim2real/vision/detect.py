@@ -65,6 +65,12 @@ class TagDetector:
         dictionary = cv2.aruco.getPredefinedDictionary(getattr(cv2.aruco, FAMILIES[family]))
         parameters = cv2.aruco.DetectorParameters()
         parameters.cornerRefinementMethod = getattr(cv2.aruco, self.REFINEMENTS[refine])
+        # each cell's bit read from 12 x 12 samples of the unwarped square, its outer 30 % ignored (OpenCV's 4 x 4
+        # and 13 %): a 3 cm tag at 1 m (18 px) decoded in 85 % of 200 views instead of 75 %, still with no false
+        # detection among 9000 random tag-like grids. The error correction stays OpenCV's: 0.8 or 1.0 decoded 92 or
+        # 97 % at 1 m, but also 13 or 110 of those grids as tags.
+        parameters.perspectiveRemovePixelPerCell = 12
+        parameters.perspectiveRemoveIgnoredMarginPerCell = 0.3
         self._cells = int(dictionary.markerSize) + 2
         self._detector = cv2.aruco.ArucoDetector(dictionary, parameters)
 

@@ -70,7 +70,8 @@ def test_a_design_from_a_fit_is_an_experiment_that_run_reads(fitted: tuple[Path,
     assert record["random"]["sets"] == 200 and ratio["p10"] <= ratio["median"] <= ratio["p90"]
     assert set(record["random"]["after"]) == set(record["before"])
     assert f"intervals {ratio['median']:.2g}x as wide as the designed ones" in captured.out
-    assert "counts the noise, not the model's error, and overstates the gain" in captured.out
+    assert "is linearised at the current values and counts the noise, not the model's error, and it overstates " \
+           "the gain" in " ".join(captured.out.split())
     assert ("WARNING: the forecast is linearised at values that are not determined" in captured.err) == \
         bool(record["prior"]["undetermined"])
     assert out.read_text().startswith("# sim2real design: 2 pushes")
