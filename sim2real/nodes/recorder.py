@@ -210,12 +210,12 @@ class RecorderNode(LeanNode):
         event = json.loads(msg.data)
         kind = event.get("event")
         if kind == "run":
-            meta = {k: v for k, v in event.items() if k != "event"}
-            self._run = {k: meta[k] for k in ("mode", "mirror", "engine") if k in meta}
-            named = [ns for ns in meta.get("platforms") or () if ns in PLATFORMS]
+            run = {k: v for k, v in event.items() if k != "event"}  # run.json, not a trial's metadata
+            self._run = {k: run[k] for k in ("mode", "mirror", "engine") if k in run}
+            named = [ns for ns in run.get("platforms") or () if ns in PLATFORMS]
             self._platforms = tuple(named) or PLATFORMS
-            meta["params"] = {name: float(value) for name, value in self.params.items()}
-            write_run_meta(self.out_dir, meta)
+            run["params"] = {name: float(value) for name, value in self.params.items()}
+            write_run_meta(self.out_dir, run)
         elif kind == "start":
             push = event.get("push")
             self._start(TrialWindow.from_dict(event), {"push": push} if isinstance(push, dict) else {})

@@ -108,7 +108,7 @@ class _Run:
     label: str
     path: Path
     trials: tuple[TrialRecord, ...]
-    meta: dict
+    run_json: dict  # the run's run.json (mode, mirror, ...), not a trial's metadata
 
 
 def _labels(run_dirs: Sequence[Path], labels: Sequence[str] | None) -> list[str]:
@@ -147,7 +147,7 @@ def _input_blocks(runs: Sequence[_Run], fits: Sequence[FitSummary]) -> list[Bloc
     for run in runs:
         incomplete = sum(1 for t in run.trials if not t.complete)
         rows.append((run.label, str(run.path), str(len(run.trials)), _platform_summary(run.trials),
-                     str(run.meta.get("mode", "—")), str(run.meta.get("mirror", "—")),
+                     str(run.run_json.get("mode", "—")), str(run.run_json.get("mirror", "—")),
                      str(incomplete) if incomplete else "0"))
     blocks: list[Block] = [
         Heading("Inputs"),
