@@ -37,7 +37,7 @@ def _design_truth_rows(record: Mapping, model_error: str) -> list[tuple]:
 
 def _model_error(record: Mapping) -> str:
     """The run's model error in words: each trial's own table friction, or none."""
-    spread = record["output"].get("friction_spread", 0.15)
+    spread = record["output"].get("friction_spread", 0.15)  # a run stored before the option had its default
     return f"trial friction ±{100 * spread:.0f} %" if spread else "none"
 
 

@@ -186,9 +186,28 @@ def render(camera: PinholeCamera, planes: list[tuple[FloatArray, TexturedPlane]]
     image = np.full((camera.height, camera.width), TABLE / WHITE, np.float32)
     for camera_from_plane, plane in planes:
         _draw(image, camera, camera_from_plane, plane)
+    return exposed(image, optics, rng)
+
+
+def exposed(image: NDArray[np.float32], optics: Optics, rng: np.random.Generator) -> NDArray[np.uint8]:
+    """What the camera makes of a scene's brightness: ``optics``' blur, gain and pixel noise, then grey levels.
+
+    Parameters
+    ----------
+    image : ndarray (height, width), float32
+        Brightness, 1 for the tags' white (:data:`WHITE` grey levels at gain 1).
+    optics : Optics
+    rng : numpy.random.Generator
+        The pixel noise's generator.
+
+    Returns
+    -------
+    ndarray (height, width), uint8
+    """
+    image = np.asarray(image, np.float32)
     if optics.blur_px > 0.0:
         image = np.asarray(cv2.GaussianBlur(image, (0, 0), optics.blur_px), np.float32)
-    image *= np.float32(WHITE * optics.gain)
+    image = image * np.float32(WHITE * optics.gain)
     if optics.noise > 0.0:  # OpenCV's generator, seeded from ``rng`` per image: a quarter of NumPy's time here
         cv2.setRNGSeed(int(rng.integers(2**31)))
         noise = np.empty_like(image)

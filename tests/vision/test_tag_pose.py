@@ -12,7 +12,7 @@ from sim2real.vision.detect import TagDetector
 from sim2real.vision.edges import refine_corners
 from sim2real.vision.estimate import BoxPoseEstimator
 from sim2real.vision.pose import Refusal, single_tag_solutions, solve_box_pose, unambiguous_tag_pose
-from sim2real.vision.render import BoxRenderer, Optics, plane_of, render
+from sim2real.vision.render import BoxRenderer, Optics, exposed, plane_of, render
 from sim2real.vision.tags import BoxTags, TagMount, box_tags, face_mount
 
 CAMERA = PinholeCamera.ideal()
@@ -133,28 +133,20 @@ def test_two_tags_on_different_faces_settle_what_one_tag_leaves_ambiguous() -> N
 
 def _tag_like_clutter(rng: np.random.Generator, grids: int) -> np.ndarray:
     """A grey image of random rectangles and ``grids`` random 8 x 8 black-bordered bit grids (2-5 px cells, a
-    white margin each): shaped like tags, almost never a code of the family."""
-    image = np.full((CAMERA.height, CAMERA.width), 128, np.uint8)
+    white margin each), through a camera's blur and noise: shaped like tags, almost never a code of the family."""
+    scene = np.full((CAMERA.height, CAMERA.width), 0.5, np.float32)  # brightness, 1: a tag's white
     for _ in range(60):
         x, y = rng.integers(0, CAMERA.width - 20), rng.integers(0, CAMERA.height - 20)
         w, h = rng.integers(5, 60, 2)
-        image[y:y + h, x:x + w] = rng.integers(0, 256)
+        scene[y:y + h, x:x + w] = rng.uniform(0.0, 1.0)
     for _ in range(grids):
         cell = int(rng.integers(2, 6))
-        bits = (rng.random((8, 8)) > 0.5).astype(np.uint8) * 255
-        bits[0, :] = bits[-1, :] = bits[:, 0] = bits[:, -1] = 0
-        grid = np.pad(np.kron(bits, np.ones((cell, cell), np.uint8)), cell, constant_values=255)
+        bits = (rng.random((8, 8)) > 0.5).astype(np.float32)
+        bits[0, :] = bits[-1, :] = bits[:, 0] = bits[:, -1] = 0.0
+        grid = np.pad(np.kron(bits, np.ones((cell, cell), np.float32)), cell, constant_values=1.0)
         x, y = rng.integers(0, CAMERA.width - grid.shape[1]), rng.integers(0, CAMERA.height - grid.shape[0])
-        image[y:y + grid.shape[0], x:x + grid.shape[1]] = grid
-    return render_noise(image, rng)
-
-
-def render_noise(image: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """``image`` blurred (0.8 px) with pixel noise (3 grey levels), as a camera gives it."""
-    import cv2
-
-    blurred = cv2.GaussianBlur(image, (0, 0), 0.8).astype(float)
-    return np.clip(blurred + rng.normal(0.0, 3.0, blurred.shape), 0, 255).astype(np.uint8)
+        scene[y:y + grid.shape[0], x:x + grid.shape[1]] = grid
+    return exposed(scene, Optics(blur_px=0.8, noise=3.0), rng)
 
 
 def test_tag_like_clutter_is_read_as_tags_no_more_often_than_by_opencvs_own_decoding() -> None:
@@ -166,7 +158,8 @@ def test_tag_like_clutter_is_read_as_tags_no_more_often_than_by_opencvs_own_deco
 
     rng = np.random.default_rng(5)
     images = [_tag_like_clutter(rng, 30) for _ in range(100)]
-    ours = sum(len(TagDetector().detect(image)) for image in images)
+    detector = TagDetector()
+    ours = sum(len(detector.detect(image)) for image in images)
     dictionary = cv2.aruco.getPredefinedDictionary(cv2.aruco.DICT_APRILTAG_36h11)
     opencv = cv2.aruco.ArucoDetector(dictionary, cv2.aruco.DetectorParameters())
     theirs = sum(0 if ids is None else len(ids) for _, ids, _ in (opencv.detectMarkers(image) for image in images))
