@@ -52,10 +52,12 @@ from typing import Any
 import numpy as np
 
 from sim2real.cli import main as cli
+from sim2real.cli.design_cmd import SPACE_OPTIONS
 from sim2real.control import ExperimentConfig, PushConfig, load_experiment_config, save_experiment_config
 from sim2real.params import ParameterSet, spec
 from sim2real.sysid.design import Candidate, PushSpace
 from sim2real.sysid.design.information import EvaluationTask, evaluate_candidate
+from sim2real.sysid.design.space import DEFAULT_YAW_DEG
 from sim2real.sysid.prediction import run_standard_trial
 from sim2real.sysid.problem import ColumnMap
 from sim2real.sysid.residuals import ResidualSpec
@@ -151,8 +153,8 @@ def random_pushes(params_yaml: Path, seed: int, scenario: Scenario) -> list[Cand
     count = scenario.added
     space = PushSpace.default(scenario.push, params)
     options = dict(zip(scenario.design_options[::2], scenario.design_options[1::2], strict=True))
-    ranges = {key.lstrip("-").replace("-", "_"): tuple(float(v) for v in text.split(":"))
-              for key, text in options.items()}
+    dimension_of = {option: dimension for option, dimension, _ in SPACE_OPTIONS}
+    ranges = {dimension_of[key]: tuple(float(v) for v in text.split(":")) for key, text in options.items()}
     pool = space.with_ranges(**ranges).candidates(4 * count + 8, params, seed=50_000 + seed)  # type: ignore[arg-type]
     spec = ResidualSpec(horizon=None, mode="kinematic")
     chosen = []
@@ -188,10 +190,13 @@ def _strategy_figures(status: int, document: dict[str, Any], hidden: dict[str, f
     return out
 
 
-def one_seed(job: tuple[str, int, float]) -> dict[str, Any]:
-    """Every strategy on one seed of one scenario, with that per-trial friction spread."""
-    scenario_name, seed, spread = job
+def one_seed(job: tuple[str, int, float, str | None]) -> dict[str, Any]:
+    """Every strategy on one seed of one scenario, with that per-trial friction spread and the box's yaw range
+    (``--box-yaw`` of the design and of the random pushes; None: the design's default)."""
+    scenario_name, seed, spread, box_yaw = job
     scenario = SCENARIOS[scenario_name]
+    if box_yaw is not None:
+        scenario = dataclasses.replace(scenario, design_options=(*scenario.design_options, "--box-yaw", box_yaw))
     rng = np.random.default_rng(seed)
     hidden = hidden_values(seed)
     started = time.perf_counter()
@@ -279,6 +284,10 @@ def run() -> None:
     parser.add_argument("--friction-spread", type=float, default=FRICTION_SPREAD,
                         help="each trial's table friction is the hidden value times 1 + U(-S, S) (default "
                              f"{FRICTION_SPREAD}; 0: no model error, the fitted model contains the truth)")
+    parser.add_argument("--box-yaw", metavar="LOW:HIGH",
+                        help="the design's and the random pushes' range of the box's yaw at the start, deg (default "
+                             f"the design's, {-DEFAULT_YAW_DEG:g}:{DEFAULT_YAW_DEG:g}; 0: square to the push, the "
+                             "space before the yaw was in it)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     started = time.perf_counter()
@@ -286,13 +295,16 @@ def run() -> None:
     scenarios = args.scenario or ["box"]
     if not 0.0 <= args.friction_spread < 1.0:
         parser.error("--friction-spread must be in [0, 1)")
-    jobs = [(name, seed, args.friction_spread) for name in scenarios for seed in range(args.seeds)]
+    jobs = [(name, seed, args.friction_spread, args.box_yaw) for name in scenarios for seed in range(args.seeds)]
+    yaw_range = ([float(v) for v in args.box_yaw.split(":")] if args.box_yaw is not None
+                 else [-DEFAULT_YAW_DEG, DEFAULT_YAW_DEG])
     with ProcessPoolExecutor(args.workers) as pool:
         for result in pool.map(one_seed, jobs):
             print(f"design_truth: {result['scenario']} seed {result['seed']} done in {result.get('wall_s', 0):.0f} s",
                   file=sys.stderr, flush=True)
             results.append(result)
     record = {"benchmark": "design_truth", "friction_spread": args.friction_spread,
+              "box_yaw_range_deg": [yaw_range[0], yaw_range[-1]],
               "summary": {name: summary([r for r in results if r["scenario"] == name]) for name in scenarios},
               "per_seed": results, "wall_s": time.perf_counter() - started}
     print(json.dumps(record, indent=1 if not args.json else None))

@@ -17,7 +17,7 @@ def _coverage(summary: Mapping, strategy: str) -> str:
 
 
 def _design_truth_rows(record: Mapping, model_error: str) -> list[tuple]:
-    """One row per scenario of a stored design_truth run."""
+    """One row per scenario of a stored design_truth run, with its push space's range of the box's yaw."""
     out = record["output"]
     rows = []
     for name, summary in out["summary"].items():
@@ -26,13 +26,19 @@ def _design_truth_rows(record: Mapping, model_error: str) -> list[tuple]:
         forecast = summary.get("achieved_over_forecast") or {}
         forecast_random = (summary.get("forecast_random_over_designed") or {}).get("median")
         random = f"{num(ratios['random'], 2)}x" + (f" ({num(forecast_random, 2)}x)" if forecast_random else "")
-        rows.append((f"{name}: {_SCENARIOS.get(name, name)}", model_error, seeds,
+        rows.append((f"{name}: {_SCENARIOS.get(name, name)}", _box_yaw(record), model_error, seeds,
                      f"{summary['initial_undetermined']}/{seeds}",
                      " / ".join(f"{summary['all_determined'][k]}" for k in ("designed", "standard", "random")),
                      f"{num(ratios['standard'], 2)}x", random,
                      " / ".join(_coverage(summary, k) for k in ("designed", "standard", "random")),
                      num(forecast.get("median"), 2)))
     return rows
+
+
+def _box_yaw(record: Mapping) -> str:
+    """The push space's range of the box's yaw at the start, deg; a run stored before the yaw was in the space: 0."""
+    low, high = record["output"].get("box_yaw_range_deg", (0.0, 0.0))
+    return f"{num(low, 2)}° to {num(high, 2)}°" if low < high else f"{num(low, 2)}°"
 
 
 def _model_error(record: Mapping) -> str:
@@ -44,13 +50,14 @@ def _model_error(record: Mapping) -> str:
 def design_truth_table() -> str | None:
     """benchmarks.design_truth: per scenario, fits with every parameter determined, width ratios, coverage; with the
     model error the fitted model cannot represent (``design_truth``) and, when stored, without it
-    (``design_truth_exact``: the machinery's own figures)."""
-    records = {name: load(name) for name in ("design_truth", "design_truth_exact")}
+    (``design_truth_exact``: the machinery's own figures), and with the box's yaw in the push space
+    (``design_truth_yaw``, first)."""
+    records = {name: load(name) for name in ("design_truth_yaw", "design_truth", "design_truth_exact")}
     stored = {name: record for name, record in records.items() if record is not None}
     if "design_truth" not in stored:
         return None
     rows = [row for record in stored.values() for row in _design_truth_rows(record, _model_error(record))]
-    table = md_table(("scenario", "model error", "seeds", "first fit undetermined",
+    table = md_table(("scenario", "box yaw", "model error", "seeds", "first fit undetermined",
                       "all determined: designed / standard / random", "width standard / designed",
                       "width random / designed (forecast)", "intervals holding the truth: designed / standard / random",
                       "achieved / forecast width"), rows)

@@ -30,13 +30,16 @@ SPACE_OPTIONS = (("--distance", "distance", "box start distance along base x, m"
                  ("--lateral", "lateral", "contact offset from the box's centre line (pusher y), m"),
                  ("--height", "height", "pusher centre height above the table, m"),
                  ("--speed", "speed", "push cruise speed, m/s"),
-                 ("--end-x", "end_x", "pusher x at the end of the stroke, m"))
+                 ("--end-x", "end_x", "pusher x at the end of the stroke, m"),
+                 ("--box-yaw", "box_yaw_deg", "the box's yaw at the start about base z, deg: the push's angle to "
+                                              "its near face's normal"))
 
 EPILOG = """\
 What it does. Spreads --candidates pushes over the push space (a Latin hypercube over the
 ranges below), plans each on the xArm 6 model and leaves out what the arm cannot do (a path
 point out of reach, a joint within 0.05 rad of its limit, a joint rate above its limit, the
-pusher outside the PD law's workspace box, a contact off the box's face) and, with
+pusher outside the PD law's workspace box, a contact off the box's near face or within
+1 cm of its edges) and, with
 --no-topple, what tips the box more than --max-tilt at the current values. Each feasible push
 is simulated at the current values and the fit's own residuals are formed on it with the
 implicit Jacobians of the free parameters: its information. Then N pushes are chosen, greedy
@@ -61,8 +64,10 @@ compare (report --design DESIGN.json shows the forecast beside the refit's inter
 Push space (each option LOW:HIGH, or one number to fix it; defaults around the experiment
 file's push): --distance 0.30:0.50; --lateral across the face up to 1 cm from its sides;
 --height from 1 cm above the table's contact to the push's own; --speed 40-100 % of the
-push's; --end-x from the push's end to 10 cm further. The push direction is the base x axis
-(the experiment places the box without turning it).
+push's; --end-x from the push's end to 10 cm further; --box-yaw -30:30 (deg, at most 45 either
+way). The pusher moves along base x; the box's yaw at the start (the experiment places it so)
+sets the push's direction relative to the box: 0 meets the near face square on, 30 deg lets a
+pusher with friction below tan 30 deg = 0.58 slide along the face.
 
 Writes --out FILE (an experiment file: `sim2real run --experiment FILE`, or the launch file's
 experiment_file:=FILE, runs the designed pushes in order) and FILE's .json beside it (the
@@ -96,7 +101,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``design`` subcommand."""
     parser = subparsers.add_parser(
         "design", help="choose the next pushes to record so that a fit determines its parameters (experiment design)",
-        description="Choose the next N pushes (start distance, contact offset, height, speed, stroke) that most "
+        description="Choose the next N pushes (start distance, contact offset, height, speed, stroke, the box's "
+                    "yaw) that most "
                     "reduce the forecast uncertainty of the fit's parameters, from a fit (--fit) or before any push "
                     "(--free), and write them as an experiment file that 'sim2real run --experiment' runs.",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -116,8 +122,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "smallest mean variance")
     parser.add_argument("--candidates", type=bounded_int(1, MAX_CANDIDATES), default=120, metavar="M",
                         help="candidate pushes spread over the space (default 120; 2-4 s each per core)")
-    for option, _, what in SPACE_OPTIONS:
-        parser.add_argument(option, type=_range, metavar="LOW:HIGH", help=what)
+    for option, dimension, what in SPACE_OPTIONS:
+        parser.add_argument(option, dest=dimension, type=_range, metavar="LOW:HIGH", help=what)
     parser.add_argument("--no-topple", action="store_true",
                         help="leave out pushes that tip the box more than --max-tilt at the current values")
     parser.add_argument("--max-tilt", type=bounded_float(0.0, 90.0, low_open=True), metavar="DEG",

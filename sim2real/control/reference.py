@@ -24,6 +24,7 @@ from numpy.typing import NDArray
 
 from sim2real.errors import Sim2RealError
 from sim2real.model import PUSHER_LINK, ArmModel, solve_pusher_ik
+from sim2real.params import ParameterSet
 from sim2real.params.yaml_io import node_parameters
 
 FloatArray = NDArray[np.float64]
@@ -33,6 +34,8 @@ FloatArray = NDArray[np.float64]
 MAX_TRIAL_SECONDS = 120.0
 #: Largest |coordinate| of the push (m), fastest push (m/s), highest reference rate (Hz).
 MAX_PUSH_EXTENT, MAX_PUSH_SPEED, MAX_RATE_HZ = 2.0, 2.0, 1000.0
+#: Largest |yaw| of the box at the start (deg): beyond 45 deg the pusher meets another face first.
+MAX_BOX_YAW_DEG = 45.0
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,10 @@ class PushConfig:
         Hold at the end pose after the push (s).
     rate_hz : float
         Sample rate of the reference (Hz).
+    box_yaw_deg : float
+        Yaw of the box at the start, about base z (deg; 0: its body axes along the base axes, so the pusher
+        meets its near face square on; otherwise at that angle to the face's normal). The pusher's path does
+        not depend on it: it places the box.
     """
 
     height: float = 0.15
@@ -68,6 +75,7 @@ class PushConfig:
     pre_time: float = 0.2
     settle_time: float = 1.5
     rate_hz: float = 100.0
+    box_yaw_deg: float = 0.0
 
     def __post_init__(self) -> None:
         values = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -80,6 +88,8 @@ class PushConfig:
                 problems.append(f"{name} = {values[name]:g} m is beyond ±{MAX_PUSH_EXTENT:g} m")
         if self.speed > MAX_PUSH_SPEED:
             problems.append(f"speed {self.speed:g} m/s is above {MAX_PUSH_SPEED:g} m/s")
+        if abs(self.box_yaw_deg) > MAX_BOX_YAW_DEG:
+            problems.append(f"box_yaw_deg {self.box_yaw_deg:g} is beyond ±{MAX_BOX_YAW_DEG:g} deg")
         if self.rate_hz > MAX_RATE_HZ:
             problems.append(f"rate_hz {self.rate_hz:g} is above {MAX_RATE_HZ:g} Hz")
         if self.end_x <= self.start_x:
@@ -101,7 +111,32 @@ class PushConfig:
 
 #: Push keys a trial may set for itself (the file's ``trials`` section: one list per key, one entry per start
 #: distance); the others (timing, rate) are the run's.
-TRIAL_PUSH_KEYS = ("height", "lateral", "start_x", "end_x", "speed")
+TRIAL_PUSH_KEYS = ("height", "lateral", "start_x", "end_x", "speed", "box_yaw_deg")
+
+
+def box_start_pose(distance: float, params: ParameterSet, yaw_deg: float = 0.0) -> tuple[FloatArray, FloatArray]:
+    """The box's start pose in a trial: upright on the table, centre ``distance`` m along base x.
+
+    Parameters
+    ----------
+    distance : float
+        Box centre x, m, base frame (its y is 0).
+    params : ParameterSet
+        ``contact.table_height`` and ``box.size_z`` (m).
+    yaw_deg : float
+        Yaw about base z, deg (the trial push's :attr:`PushConfig.box_yaw_deg`; 0: body axes along the base axes,
+        ``box.size_x`` along the pushing direction, ``box.size_z`` up).
+
+    Returns
+    -------
+    position : ndarray, shape (3,)
+        Box centre, m, base frame.
+    quaternion : ndarray, shape (4,)
+        (w, x, y, z).
+    """
+    height = float(params["contact.table_height"]) + 0.5 * float(params["box.size_z"])
+    half = 0.5 * math.radians(yaw_deg)
+    return np.array([distance, 0.0, height]), np.array([math.cos(half), 0.0, 0.0, math.sin(half)])
 
 
 @dataclass(frozen=True)

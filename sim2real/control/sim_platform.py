@@ -26,7 +26,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from sim2real.control.pd import CommandLimits, PDGains, pd_command
-from sim2real.control.reference import JointTrajectory
+from sim2real.control.reference import JointTrajectory, box_start_pose
 from sim2real.errors import Sim2RealError
 from sim2real.model import ArmModel, load_arm
 from sim2real.params import ParameterSet
@@ -105,14 +105,11 @@ class ArmTrialResult:
     hard_steps: tuple[Reproduction, ...] = ()
 
 
-def box_at_distance(distance: float, params: ParameterSet) -> BoxState:
-    """The box standing upright on the table with its centre ``distance`` m along base x.
-
-    The box's body axes are aligned with the base axes (``box.size_x`` along x, the
-    pushing direction; ``box.size_z`` up).
-    """
-    height = float(params["contact.table_height"]) + 0.5 * float(params["box.size_z"])
-    return BoxState(position=np.array([distance, 0.0, height]), quaternion=np.array([1.0, 0.0, 0.0, 0.0]))
+def box_at_distance(distance: float, params: ParameterSet, yaw_deg: float = 0.0) -> BoxState:
+    """The box at rest at its start pose (:func:`sim2real.control.reference.box_start_pose`: upright, centre
+    ``distance`` m along base x, turned ``yaw_deg`` deg about base z)."""
+    position, quaternion = box_start_pose(distance, params, yaw_deg)
+    return BoxState(position=position, quaternion=quaternion)
 
 
 def _check_grad_names(names: Sequence[str]) -> None:

@@ -3,7 +3,8 @@
 For each start distance: home the real arm to the push start, have the box placed (the
 stand-in places it on ``experiment/box_request``; in ``real``/``mirror`` mode the operator
 places it and confirms with the ``experiment/box_placed`` service, std_srvs/Trigger), wait
-until the measured box pose is within ``start_tolerance`` of the requested start, reset the
+until the measured box pose is within ``start_tolerance`` of the requested start (and within
+:data:`START_YAW_TOLERANCE_DEG` of its yaw, the push's ``box_yaw_deg``), reset the
 sim to the measured state (``sim`` mode: once its PD controller holds the start pose),
 publish the push reference stamped ``lead_time`` ahead, wait until every platform reported
 past its end, and close the trial (events for the ``recorder`` on
@@ -23,7 +24,9 @@ Parameters (type, default: meaning, unit); config/experiment.yaml holds the stan
     push.speed         cruise speed, m/s
     push.ramp_time, push.pre_time, push.settle_time  s
     push.rate_hz       reference sample rate, Hz
-    trials.height, trials.lateral, trials.start_x, trials.end_x (m), trials.speed (m/s)
+    push.box_yaw_deg   the box's yaw at the start about base z, deg (0: square to the push)
+    trials.height, trials.lateral, trials.start_x, trials.end_x (m), trials.speed (m/s),
+    trials.box_yaw_deg (deg)
                        double[], unset: the experiment file's trials section, each trial's own
                        push (one entry per distance; a key not given is push's); unset: every
                        trial pushes push
@@ -93,12 +96,14 @@ from sim2real.nodes.common import (
 )
 from sim2real.nodes.process import run_node
 from sim2real.nodes.streams import StreamHub, subscribe_stream
+from sim2real.spatial import yaw
 from sim2real.trials import read_trial
 from sim2real.trials.experiment import (
     ReplayStart,
     TrialWindow,
     arm_settled,
     box_within,
+    box_yaw_off_deg,
     check_mirror,
     missing_matches,
     parse_distances,
@@ -111,6 +116,9 @@ from sim2real.trials.experiment import (
     resting_pose,
     return_trajectory,
 )
+
+#: The measured box yaw must be within this of the requested start (deg; the push's ``box_yaw_deg``).
+START_YAW_TOLERANCE_DEG = 3.0
 
 
 class ExperimentNode(LeanNode):
@@ -324,28 +332,38 @@ class ExperimentNode(LeanNode):
             return arm_settled(q_now, v_now, start, self.joint_tolerance)
         self._wait(settled, float(move.t[-1]) + 10.0, "the real arm to reach the start pose")
 
-    def _place_real(self, requested: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _place_real(self, requested: np.ndarray, turned: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Have the box placed at ``requested`` (3,) m turned to ``turned`` (4,) (w, x, y, z); its measured pose."""
         self._placed.clear()
-        request = pose_msg(now_ns(self), requested, (1.0, 0.0, 0.0, 0.0))
+        request = pose_msg(now_ns(self), requested, turned)
         self._pub_request.publish(request)
+        requested_yaw = float(np.degrees(yaw(turned)))
         if self.confirm:
-            self.progress(f"place the box at x = {requested[0]:.3f} m, y = {requested[1]:.3f} m, then call "
+            turn = f", turned {requested_yaw:+.1f} deg about z" if abs(requested_yaw) > 1e-9 else ""
+            self.progress(f"place the box at x = {requested[0]:.3f} m, y = {requested[1]:.3f} m{turn}, then call "
                           f"the service experiment/box_placed (std_srvs/Trigger)")
         asked_ns = now_ns(self)
+
+        def at_start(sample: tuple[int, np.ndarray, np.ndarray]) -> bool:
+            return (box_within(sample[1], requested, self.tolerance)
+                    and box_yaw_off_deg(sample[2], turned) <= START_YAW_TOLERANCE_DEG)
 
         def placed() -> bool:
             if self.confirm and not self._placed.is_set():
                 return False
             samples = [s for s in self._recent_boxes("real", 10) if s[0] > asked_ns]
-            return len(samples) >= 5 and all(box_within(s[1], requested, self.tolerance) for s in samples[-5:])
+            return len(samples) >= 5 and all(at_start(s) for s in samples[-5:])
         def ask_again() -> None:  # the request was lost or the box is off: place it again
             if not self.confirm and not placed():
                 self._pub_request.publish(request)
-        self._wait(placed, self.placement_timeout, f"the box within {self.tolerance} m of its start",
+        self._wait(placed, self.placement_timeout,
+                   f"the box within {self.tolerance} m and {START_YAW_TOLERANCE_DEG:g} deg of its start",
                    retry=ask_again, retry_every=2.0)
         samples = self._recent_boxes("real", 5)
         position = np.mean([s[1] for s in samples], axis=0)
-        return resting_pose(position, samples[-1][2], self.params)
+        headings = yaw(np.array([s[2] for s in samples]))  # their circular mean: the noise of one pose, averaged
+        heading = float(np.arctan2(np.mean(np.sin(headings)), np.mean(np.cos(headings))))
+        return resting_pose(position, np.array([np.cos(heading / 2.0), 0.0, 0.0, np.sin(heading / 2.0)]), self.params)
 
     def _hold_sim(self, q: np.ndarray) -> None:
         """Sim only: have the sim's PD controller hold ``q`` (6,) rad before the sim is reset there.
@@ -380,16 +398,15 @@ class ExperimentNode(LeanNode):
 
     def _trial(self, index: int, distance: float) -> Path:
         self._wait_connected()
-        requested, _ = requested_box_pose(distance, self.params)
+        requested, turned = requested_box_pose(distance, self.params, self.config.push_of(index).box_yaw_deg)
         reference = self.references[index]
         q_start = reference.position[0] if self.replay is None else self.replay.joints
         if "real" in self.platforms:
             self._home(reference)
-            position, quaternion = self._place_real(requested)
+            position, quaternion = self._place_real(requested, turned)
             q_start = self._latest_joints("real")[1]  # type: ignore[index]
         else:
-            start: tuple[np.ndarray, np.ndarray] = ((requested, np.array([1.0, 0.0, 0.0, 0.0])) if self.replay is None
-                                                    else self.replay.box_pose)
+            start = (requested, turned) if self.replay is None else self.replay.box_pose
             position, quaternion = resting_pose(*start, self.params)
         if "sim" in self.platforms:
             if "real" not in self.platforms:
@@ -427,9 +444,9 @@ class ExperimentNode(LeanNode):
         self._event(event="end", trial=window.name, complete=True, meta=meta)
         self._wait(lambda: window.name in self._written, 30.0, f"the recorder to write {window.name}")
         path, problems = self._written[window.name]
-        lateral = 0.0 if self.replay is not None else self.config.push_of(index).lateral
+        push_made = PushConfig() if self.replay is not None else self.config.push_of(index)
         self.progress(progress_line(window, len(self.distances), recorded_outcomes(path, self.platforms),
-                                    lateral=lateral))
+                                    lateral=push_made.lateral, box_yaw_deg=push_made.box_yaw_deg))
         if problems:
             self.progress(f"  {window.name} is recorded incomplete: {'; '.join(problems)}")
             self.incomplete.append(window.name)

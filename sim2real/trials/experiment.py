@@ -29,11 +29,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from sim2real.control.reference import JointTrajectory, PushConfig
+from sim2real.control.reference import JointTrajectory, PushConfig, box_start_pose
 from sim2real.errors import InputError, Sim2RealError
 from sim2real.model import ArmModel, solve_pusher_ik
 from sim2real.params import ParameterSet
-from sim2real.spatial import multiply, normalize, rotate
+from sim2real.spatial import multiply, normalize, rotate, yaw
 from sim2real.trials.jsonio import read_json
 from sim2real.trials.meta import TrialMeta
 from sim2real.trials.outcome import Outcome
@@ -200,18 +200,24 @@ def arm_settled(q: FloatArray, v: FloatArray, q_target: FloatArray, joint_tolera
                 and np.max(np.abs(v)) <= velocity_tolerance)
 
 
-def requested_box_pose(distance: float, params: ParameterSet) -> tuple[FloatArray, FloatArray]:
-    """Start pose of the box: upright on the table, centre ``distance`` m along base x.
+def requested_box_pose(distance: float, params: ParameterSet, yaw_deg: float = 0.0) -> tuple[FloatArray, FloatArray]:
+    """Start pose of the box the experiment requests (:func:`sim2real.control.reference.box_start_pose`): upright,
+    centre ``distance`` m along base x, turned ``yaw_deg`` deg about base z (the trial push's ``box_yaw_deg``).
 
     Returns
     -------
     position : ndarray, shape (3,)
         Box centre, m, base frame.
     quaternion : ndarray, shape (4,)
-        (w, x, y, z); body axes aligned with the base axes.
+        (w, x, y, z); yaw 0: body axes aligned with the base axes.
     """
-    height = float(params["contact.table_height"]) + 0.5 * float(params["box.size_z"])
-    return np.array([distance, 0.0, height]), np.array([1.0, 0.0, 0.0, 0.0])
+    return box_start_pose(distance, params, yaw_deg)
+
+
+def box_yaw_off_deg(quaternion: FloatArray, requested: FloatArray) -> float:
+    """|yaw of ``quaternion`` − yaw of ``requested``| about base z (deg, wrapped to [0, 180]); both (w, x, y, z)."""
+    turn = yaw(np.asarray(quaternion, dtype=float)) - yaw(np.asarray(requested, dtype=float))
+    return float(abs(np.degrees(np.arctan2(np.sin(turn), np.cos(turn)))))
 
 
 def box_within(position: FloatArray, requested: FloatArray, tolerance: float) -> bool:
@@ -358,12 +364,12 @@ def recorded_outcomes(trial_dir: Path, platforms: Sequence[str]) -> dict[str, Ma
 
 
 def progress_line(window: TrialWindow, total: int, outcomes: Mapping[str, Outcome | Mapping[str, Any] | None],
-                  lateral: float = 0.0) -> str:
+                  lateral: float = 0.0, box_yaw_deg: float = 0.0) -> str:
     """One line per finished trial, e.g. ``trial 1/2 d=0.300 m: real 0.300→0.462 m upright; ...``.
 
     ``outcomes`` per platform: an :class:`Outcome`, its trial.json form, or None (no box pose). A trial
-    whose push runs off the box's centre line (``lateral``, the pusher y in m) says so:
-    ``trial 2/2 d=0.300 m lateral=+0.030 m: ...``.
+    whose push runs off the box's centre line (``lateral``, the pusher y in m) or meets a box turned at the start
+    (``box_yaw_deg``) says so: ``trial 2/2 d=0.300 m lateral=+0.030 m yaw=+20.0 deg: ...``.
     """
     parts = []
     for ns in sorted(outcomes):
@@ -374,5 +380,5 @@ def progress_line(window: TrialWindow, total: int, outcomes: Mapping[str, Outcom
         else:
             state = "FLIPPED" if data.get("flipped") else "upright"
             parts.append(f"{ns} {data['initial_distance_m']:.3f}->{data['final_distance_m']:.3f} m {state}")
-    offset = f" lateral={lateral:+.3f} m" if lateral else ""
+    offset = (f" lateral={lateral:+.3f} m" if lateral else "") + (f" yaw={box_yaw_deg:+.1f} deg" if box_yaw_deg else "")
     return f"trial {window.index + 1}/{total} d={window.distance:.3f} m{offset}: " + "; ".join(parts)

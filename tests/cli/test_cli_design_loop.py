@@ -1,4 +1,5 @@
-"""The design loop end to end: design → ``run --mode standin --experiment designed.yaml`` → fit → report --design."""
+"""The design loop end to end: design (the box turned at the start) → ``run --mode standin --experiment designed.yaml``
+→ fit → report --design."""
 
 import json
 import os
@@ -7,8 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
+
 from sim2real.cli import main
 from sim2real.control import load_experiment_config
+from sim2real.nodes.experiment import START_YAW_TOLERANCE_DEG
+from sim2real.spatial import yaw
 from sim2real.trials import read_run
 from sim2real.trials.meta import TrialMeta
 
@@ -31,7 +36,8 @@ def test_designed_pushes_are_recorded_on_the_standin_fitted_and_reported(tmp_pat
     experiment.write_text(SHORT)
     designed = tmp_path / "designed.yaml"
     assert main(["design", "--free", FREE, "-n", "2", "--candidates", "10", "--points", "1", "--no-topple",
-                 "--height", "0.08:0.12", "--experiment", str(experiment), "--out", str(designed)]) in (0, 3)
+                 "--height", "0.08:0.12", "--box-yaw", "10:20", "--experiment", str(experiment),
+                 "--out", str(designed)]) in (0, 3)
     config = load_experiment_config(designed)
     assert len(config.trial_pushes) == 2
     run = tmp_path / "run"
@@ -47,6 +53,13 @@ def test_designed_pushes_are_recorded_on_the_standin_fitted_and_reported(tmp_pat
         recorded = TrialMeta(trial.meta).push
         assert recorded is not None and recorded["lateral"] == push.lateral and recorded["end_x"] == push.end_x
         assert trial.info.initial_distance_m == distance
+        # the box was placed turned as designed, on both platforms (the stand-in's motion capture, the sim's reset)
+        assert 10.0 <= push.box_yaw_deg <= 20.0 and recorded["box_yaw_deg"] == push.box_yaw_deg
+        # (the median of the first 10 poses, at rest: the stand-in's operator places the box with 1 deg of error,
+        # its motion capture adds 0.5 deg of noise, and the experiment waits for it within 3 deg)
+        real, sim = (float(np.median(np.degrees(yaw(trial.platforms[ns].box_pose.quaternion[:10]))))
+                     for ns in ("real", "sim"))
+        assert abs(real - push.box_yaw_deg) <= START_YAW_TOLERANCE_DEG and abs(sim - real) < 1.5
         pusher = trial.platforms["real"].pusher_pose.position
         assert abs(float(pusher[len(pusher) // 2, 1]) - push.lateral) < 3e-3  # the real arm pushed on its line
     fit = tmp_path / "fit.yaml"

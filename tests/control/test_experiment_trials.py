@@ -1,6 +1,6 @@
 """Per-trial pushes of the experiment file (its ``trials`` section): reading, writing, errors, ``with_distances``."""
 
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 
 import pytest
@@ -60,7 +60,7 @@ def test_without_a_trials_section_every_trial_pushes_the_push(tmp_path: Path) ->
 
 @pytest.mark.parametrize(("body", "message"), [
     ("    trials:\n      ramp_time: [0.1, 0.2]\n",
-     r"unknown trials keys \['ramp_time'\] \(a trial may set height, lateral, start_x, end_x, speed\)"),
+     r"unknown trials keys \['ramp_time'\] \(a trial may set height, lateral, start_x, end_x, speed, box_yaw_deg\)"),
     ("    trials:\n      lateral: [0.0, 0.01, 0.02]\n", "trials.lateral has 3 entries but distances has 2"),
     ("    trials:\n      lateral: 0.03\n", "trials.lateral must be a list of 2 numbers, one per start distance"),
     ("    trials:\n      end_x: [0.4, abc]\n", r"trials.end_x must hold numbers, got \[0.4, 'abc'\]"),
@@ -95,8 +95,9 @@ def test_the_node_s_parameters_follow_the_same_rule() -> None:
     with pytest.raises(Sim2RealError, match=r"^experiment parameters: trials.height has 2 entries but distances "
                                             r"has 1; give one entry per start distance$"):
         build_trial_pushes({"height": [0.12, 0.18]}, PUSH, (0.3,), "experiment parameters")
-    assert set(TRIAL_PUSH_KEYS) < {"height", "lateral", "start_x", "end_x", "speed", "ramp_time", "pre_time",
-                                   "settle_time", "rate_hz"}
+    # a trial's own keys are push keys, and the timing and rate stay the run's
+    assert set(TRIAL_PUSH_KEYS) < {f.name for f in fields(PushConfig)}
+    assert not set(TRIAL_PUSH_KEYS) & {"ramp_time", "pre_time", "settle_time", "rate_hz"}
 
 
 def test_other_distances_are_refused_when_the_trials_have_their_own_pushes() -> None:

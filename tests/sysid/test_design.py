@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from scipy import stats
@@ -133,10 +135,73 @@ def test_a_push_the_arm_cannot_make_is_left_out_with_its_reason(point: dict[str,
     params = ParameterSet.nominal()
     base = load_experiment_config().push
     space = PushSpace.default(base, params)
-    values = {"distance": 0.35, "lateral": 0.0, "height": 0.15, "speed": 0.55, "end_x": 0.40, **point}
+    values = {"distance": 0.35, "lateral": 0.0, "height": 0.15, "speed": 0.55, "end_x": 0.40, "box_yaw_deg": 0.0,
+              **point}
     reference, reason = plan_candidate(space.candidate(values, params), load_arm(params), params)
     assert reference is None and reason is not None
     assert reason.split(":")[0] == kind and kind in LEFT_OUT_KINDS
+
+
+def _first_contact_by_sweep(distance: float, lateral: float, yaw_deg: float, params: ParameterSet) -> float:
+    """The body y of the first contact of the pusher sphere (moving along base +x at ``lateral``) with the box's
+    footprint turned ``yaw_deg``, found by sweeping the sphere's centre in 0.01 mm steps."""
+    half = np.array([0.5 * params["box.size_x"], 0.5 * params["box.size_y"]])
+    turn = np.radians(yaw_deg)
+    to_body = np.array([[np.cos(turn), np.sin(turn)], [-np.sin(turn), np.cos(turn)]])
+    for x in np.arange(distance - 0.3, distance, 1e-5):
+        centre = to_body @ np.array([x - distance, lateral])
+        nearest = np.clip(centre, -half, half)
+        if np.linalg.norm(centre - nearest) <= params["pusher.radius"]:
+            return float(nearest[1]) if nearest[0] == -half[0] else float("nan")  # nan: not the near face
+    raise AssertionError("the sphere never reached the box")
+
+
+@pytest.mark.parametrize(("lateral", "yaw_deg"), [(0.0, 0.0), (0.03, 0.0), (0.0, 25.0), (0.02, -30.0),
+                                                  (-0.04, 15.0), (0.03, 44.0)])
+def test_the_contact_on_a_turned_box_is_where_a_sweep_of_the_sphere_first_touches(lateral: float,
+                                                                                 yaw_deg: float) -> None:
+    """face_offset's closed form against the sphere swept along its path: where it first touches the box's
+    footprint, on the near face, to 0.02 mm; a pusher that first meets another face is not on the near face."""
+    from sim2real.sysid.design.space import face_offset
+
+    params = ParameterSet.nominal()
+    base = load_experiment_config().push
+    candidate = Candidate(0.40, replace(base, lateral=lateral, box_yaw_deg=yaw_deg))
+    swept = _first_contact_by_sweep(0.40, lateral, yaw_deg, params)
+    offset = face_offset(candidate, params)
+    assert offset is not None
+    if np.isnan(swept):
+        assert abs(offset) > 0.5 * params["box.size_y"]
+    else:
+        assert offset == pytest.approx(swept, abs=2e-5)
+
+
+def test_a_turned_box_is_placed_turned_and_a_push_that_misses_its_face_is_left_out() -> None:
+    """The box's start pose carries the push's yaw (both the experiment's request and the simulated trial); a
+    pusher line that meets a turned box beyond the near face's edge margin is "off the face"; a yaw range beyond
+    45 degrees is refused in one line."""
+    from sim2real.control.reference import box_start_pose
+    from sim2real.spatial import yaw
+    from sim2real.trials.experiment import requested_box_pose
+
+    params = ParameterSet.nominal()
+    base = load_experiment_config().push
+    position, quaternion = box_start_pose(0.35, params, 20.0)
+    assert position.tolist() == pytest.approx([0.35, 0.0, params["contact.table_height"] + 0.5 * params["box.size_z"]])
+    assert np.degrees(yaw(quaternion)) == pytest.approx(20.0) and np.linalg.norm(quaternion) == pytest.approx(1.0)
+    assert np.allclose(requested_box_pose(0.35, params, 20.0)[1], quaternion)
+    turned = Candidate(0.35, replace(base, lateral=0.0, box_yaw_deg=20.0))
+    reference, reason = plan_candidate(turned, load_arm(params), params)
+    assert reason is None and reference is not None
+    trial = run_standard_trial(0.35, params, reference=reference, push=turned.push)
+    assert np.degrees(yaw(trial.result.box[0, 3:7])) == pytest.approx(20.0)
+    assert trial.record().meta["push"]["box_yaw_deg"] == 20.0
+    # 5 cm off the line of a box turned 30 degrees: the contact would be 10.1 cm off the face centre, past its 6.5 cm
+    off = Candidate(0.35, replace(base, lateral=0.05, box_yaw_deg=30.0))
+    reference, reason = plan_candidate(off, load_arm(params), params)
+    assert reference is None and reason is not None and reason.startswith("off the face: the pusher at y +0.050 m")
+    with pytest.raises(InputError, match=r"^push space box_yaw_deg: \[-50, 50\] deg goes beyond ±45 deg"):
+        PushSpace.default(base, params).with_ranges(box_yaw_deg=(-50.0, 50.0))
 
 
 def test_the_standard_push_is_feasible() -> None:

@@ -113,7 +113,8 @@ def _at_point(task: EvaluationTask, reference: JointTrajectory, params: Paramete
     """The planned candidate simulated and differentiated at ``params``."""
     candidate = task.candidate
     try:
-        trial = run_standard_trial(candidate.distance, params, reference=reference, engine=task.spec.engine)
+        trial = run_standard_trial(candidate.distance, params, reference=reference, engine=task.spec.engine,
+                                   push=candidate.push)
     except Sim2RealError as err:
         return CandidateInfo(candidate, None, reason=f"simulation failed: {err}")
     outcome = trial.outcome

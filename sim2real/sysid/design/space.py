@@ -1,36 +1,45 @@
 """The pushes an experiment design chooses from: the push space, its candidates and which of them the arm can do.
 
 A candidate is one trial of the box-push experiment: the box placed upright with its centre ``distance`` m along
-the arm base's x axis (body axes along the base axes), pushed along +x by the pusher sphere on the path of a
-:class:`~sim2real.control.PushConfig` (height above the table, lateral offset ``y`` of the contact from the box's
-centre line, speed, the stroke's end). The push direction is the base x axis in every trial (the experiment
-places the box without turning it); turning the contact off the centre line is what makes the box turn.
+the arm base's x axis, turned ``box_yaw_deg`` about base z, pushed along +x by the pusher sphere on the path of a
+:class:`~sim2real.control.PushConfig` (height above the table, lateral offset ``y`` of the pusher from the base x
+axis, speed, the stroke's end). The pusher always moves along base x; the box's yaw is the push's direction
+relative to the box (0: square to its near face; otherwise that far from the face's normal, so the pusher can
+slide along the face), and the contact's offset from the face's centre follows from both.
 
 :class:`PushSpace` holds the range of each of these; :meth:`PushSpace.candidates` spreads candidates over it
 (a Latin hypercube, seeded); :func:`plan_candidate` plans one on the arm model and says why it is not
 feasible: a path point out of reach (pusher IK), a joint outside its limits less a margin, a joint rate above
 its limit times a margin, the pusher centre outside the PD law's workspace box, the pusher starting inside or
-too near the box. Lengths m, speeds m/s, base frame, table top at ``contact.table_height``.
+too near the box, a contact off the near face or too near its edges. Lengths m, speeds m/s, angles deg, base
+frame, table top at ``contact.table_height``.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 
 import numpy as np
 from scipy.stats import qmc
 
 from sim2real.control import JointTrajectory, PushConfig, Workspace, plan_push
+from sim2real.control.reference import MAX_BOX_YAW_DEG
 from sim2real.errors import InputError, Sim2RealError
 from sim2real.model import ArmModel
 from sim2real.params import ParameterSet
 
-#: Dimensions of the push space, in the order of :attr:`PushSpace.ranges` (units: m, m, m, m/s, m).
-DIMENSIONS = ("distance", "lateral", "height", "speed", "end_x")
-UNITS = {"distance": "m", "lateral": "m", "height": "m", "speed": "m/s", "end_x": "m"}
-#: Decimals each dimension is rounded to (mm, and mm/s for the speed): what a lab places and commands.
-ROUNDING = {"distance": 3, "lateral": 3, "height": 3, "speed": 3, "end_x": 3}
+#: Dimensions of the push space, in the order of :attr:`PushSpace.ranges` (units: m, m, m, m/s, m, deg).
+DIMENSIONS = ("distance", "lateral", "height", "speed", "end_x", "box_yaw_deg")
+UNITS = {"distance": "m", "lateral": "m", "height": "m", "speed": "m/s", "end_x": "m", "box_yaw_deg": "deg"}
+#: Decimals each dimension is rounded to (mm, mm/s for the speed, a tenth of a degree for the yaw): what a lab places
+#: and commands.
+ROUNDING = {"distance": 3, "lateral": 3, "height": 3, "speed": 3, "end_x": 3, "box_yaw_deg": 1}
+#: The default range of the box's yaw at the start (deg, either way): the push up to this far from the near face's
+#: normal, beyond the friction cone of a pusher friction up to tan(30 deg) = 0.58, so that the pusher slides along
+#: the face.
+DEFAULT_YAW_DEG = 30.0
 #: Joint angles must stay this far inside their limits (rad); the reference's joint rates within this share of
 #: theirs (the published push at 0.55 m/s already runs joint 2 at 91 % of the URDF's limit).
 JOINT_MARGIN_RAD, RATE_SHARE = 0.05, 1.0
@@ -52,22 +61,23 @@ class Candidate:
     distance : float
         Box centre start distance along base x (m).
     push : PushConfig
-        The pusher path (``lateral`` is the contact's offset from the box's centre line, m).
+        The pusher path (``lateral``: the pusher's y, m) and the box's yaw at the start (``box_yaw_deg``).
     """
 
     distance: float
     push: PushConfig
 
     def label(self) -> str:
-        """One line, e.g. ``d 0.350 m, y +0.030 m, h 0.150 m, 0.55 m/s to x 0.400 m``."""
+        """One line, e.g. ``d 0.350 m, y +0.030 m, h 0.150 m, 0.55 m/s to x 0.400 m, yaw +12.5 deg``."""
         p = self.push
         return (f"d {self.distance:.3f} m, y {p.lateral:+.3f} m, h {p.height:.3f} m, {p.speed:.2f} m/s "
-                f"to x {p.end_x:.3f} m")
+                f"to x {p.end_x:.3f} m" + (f", yaw {p.box_yaw_deg:+.1f} deg" if p.box_yaw_deg else ""))
 
     def as_dict(self) -> dict[str, float]:
         """The candidate's coordinates in the push space (:data:`DIMENSIONS`), plus the push's start x."""
         return {"distance": self.distance, "lateral": self.push.lateral, "height": self.push.height,
-                "speed": self.push.speed, "end_x": self.push.end_x, "start_x": self.push.start_x}
+                "speed": self.push.speed, "end_x": self.push.end_x, "box_yaw_deg": self.push.box_yaw_deg,
+                "start_x": self.push.start_x}
 
 
 @dataclass(frozen=True)
@@ -92,19 +102,25 @@ class PushSpace:
         for name, (low, high) in self.ranges.items():
             if not (np.isfinite(low) and np.isfinite(high) and low <= high):
                 raise InputError(f"push space {name}: [{low:g}, {high:g}] {UNITS[name]} is not a range")
+        low, high = self.ranges["box_yaw_deg"]
+        if max(abs(low), abs(high)) > MAX_BOX_YAW_DEG:
+            raise InputError(f"push space box_yaw_deg: [{low:g}, {high:g}] deg goes beyond ±{MAX_BOX_YAW_DEG:g} deg "
+                             f"(further turned, the pusher meets a side face first)", option="box-yaw")
 
     @classmethod
     def default(cls, base: PushConfig, params: ParameterSet) -> PushSpace:
         """The space around ``base`` for the box of ``params``: distances 0.30-0.50 m (the published ones),
         contacts across the face up to :data:`EDGE_MARGIN` from its sides, heights from just above the table to
-        the push's own, speeds from 40 % of the push's to it, strokes ending at its end to 0.10 m further."""
+        the push's own, speeds from 40 % of the push's to it, strokes ending at its end to 0.10 m further, the box
+        turned up to :data:`DEFAULT_YAW_DEG` either way."""
         radius = float(params["pusher.radius"])
         half_y = 0.5 * float(params["box.size_y"])
         lateral = max(0.0, half_y - EDGE_MARGIN)
         low_height = min(radius + EDGE_MARGIN, base.height)
         return cls(base, {"distance": (0.30, 0.50), "lateral": (-lateral, lateral),
                           "height": (low_height, base.height), "speed": (0.4 * base.speed, base.speed),
-                          "end_x": (base.end_x, base.end_x + 0.10)})
+                          "end_x": (base.end_x, base.end_x + 0.10),
+                          "box_yaw_deg": (-DEFAULT_YAW_DEG, DEFAULT_YAW_DEG)})
 
     def with_ranges(self, **ranges: tuple[float, float]) -> PushSpace:
         """The same space with some dimensions' ranges replaced."""
@@ -115,7 +131,7 @@ class PushSpace:
 
     def candidate(self, point: dict[str, float], params: ParameterSet) -> Candidate:
         """The candidate at ``point`` (a value per dimension): the push starts at the base's start x, or
-        :data:`START_CLEARANCE` behind the box's near face when the box stands nearer.
+        :data:`START_CLEARANCE` behind the box's nearest point when the box stands nearer.
 
         Raises
         ------
@@ -124,11 +140,12 @@ class PushSpace:
         """
         point = {d: round(float(v), ROUNDING[d]) for d, v in point.items()}
         distance = point["distance"]
-        near_face = distance - 0.5 * float(params["box.size_x"])
-        start_x = min(self.base.start_x, near_face - float(params["pusher.radius"]) - START_CLEARANCE)
+        start_x = min(self.base.start_x, nearest_x(distance, point["box_yaw_deg"], params)
+                      - float(params["pusher.radius"]) - START_CLEARANCE)
         try:
             push = dataclasses.replace(self.base, lateral=float(point["lateral"]), height=float(point["height"]),
-                                       speed=float(point["speed"]), end_x=float(point["end_x"]), start_x=start_x)
+                                       speed=float(point["speed"]), end_x=float(point["end_x"]), start_x=start_x,
+                                       box_yaw_deg=float(point["box_yaw_deg"]))
         except Sim2RealError as err:
             raise InputError(f"push at {point}: {err}") from None
         return Candidate(distance, push)
@@ -164,6 +181,36 @@ class PushSpace:
         return {d: {"range": list(self.ranges[d]), "unit": UNITS[d]} for d in DIMENSIONS}
 
 
+def nearest_x(distance: float, box_yaw_deg: float, params: ParameterSet) -> float:
+    """The smallest base x of the box's footprint (m): its centre at ``distance`` m on base x, turned
+    ``box_yaw_deg`` deg."""
+    turn = math.radians(abs(box_yaw_deg))
+    half_x, half_y = 0.5 * float(params["box.size_x"]), 0.5 * float(params["box.size_y"])
+    return distance - (half_x * math.cos(turn) + half_y * math.sin(turn))
+
+
+def face_offset(candidate: Candidate, params: ParameterSet) -> float | None:
+    """Where the pusher sphere first touches the box's near face (the body's -x face): the contact's offset from the
+    face's centre along the body's y axis (m), or None when its path does not meet that face's plane.
+
+    The sphere (radius ``pusher.radius``) moves along base +x at y = ``push.lateral``; the box stands at
+    ``(distance, 0)`` turned ``box_yaw_deg``. In the box's frame the sphere's centre moves along
+    ``u = (cos ψ, -sin ψ)`` and touches the face's plane ``x = -size_x / 2`` when its centre is ``radius`` in front
+    of it; the contact is the foot of the perpendicular, at the centre's body y then. When that offset is within the
+    face, the face is what the sphere meets first (the box is convex and lies behind the face's plane).
+    """
+    push = candidate.push
+    turn = math.radians(push.box_yaw_deg)
+    cos_t, sin_t = math.cos(turn), math.sin(turn)
+    if cos_t <= 1e-9:
+        return None
+    half_x, radius = 0.5 * float(params["box.size_x"]), float(params["pusher.radius"])
+    # body coordinates of the sphere centre at base x = distance (the box's centre line crossing)
+    along = -half_x - radius - sin_t * push.lateral  # body x to travel from there, over cos(turn) per base metre
+    travel = along / cos_t
+    return -sin_t * travel + cos_t * push.lateral
+
+
 def plan_candidate(candidate: Candidate, arm: ArmModel, params: ParameterSet,
                    workspace: Workspace | None = None) -> tuple[JointTrajectory | None, str | None]:
     """Plan ``candidate`` on the arm model and check what the arm can do.
@@ -189,12 +236,14 @@ def plan_candidate(candidate: Candidate, arm: ArmModel, params: ParameterSet,
     push = candidate.push
     size_y, size_z = float(params["box.size_y"]), float(params["box.size_z"])
     radius = float(params["pusher.radius"])
-    if abs(push.lateral) > 0.5 * size_y - EDGE_MARGIN + 1e-12:
-        return None, f"off the face: contact {push.lateral:+.3f} m off the centre line of the {size_y:.3f} m face"
+    offset = face_offset(candidate, params)
+    if offset is None or abs(offset) > 0.5 * size_y - EDGE_MARGIN + 1e-12:
+        where = "misses the near face" if offset is None else f"meets it {offset:+.3f} m off the centre"
+        return None, (f"off the face: the pusher at y {push.lateral:+.3f} m {where} of the {size_y:.3f} m face "
+                      f"(box turned {push.box_yaw_deg:+.1f} deg)")
     if not radius + EDGE_MARGIN - 1e-12 <= push.height <= size_z - EDGE_MARGIN + 1e-12:
         return None, f"off the face: pusher height {push.height:.3f} m on the box's {size_z:.3f} m face"
-    near_face = candidate.distance - 0.5 * float(params["box.size_x"])
-    if push.start_x + radius > near_face - START_CLEARANCE + 1e-12:
+    if push.start_x + radius > nearest_x(candidate.distance, push.box_yaw_deg, params) - START_CLEARANCE + 1e-12:
         return None, f"starts at the box: the pusher would start within {START_CLEARANCE * 1e3:.0f} mm of it"
     try:
         reference = plan_push(arm, push, float(params["contact.table_height"]))

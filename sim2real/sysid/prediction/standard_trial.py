@@ -133,7 +133,7 @@ class StandardTrial:
 def run_standard_trial(distance: float, params: ParameterSet, grad_names: Sequence[str] = (),
                        experiment: ExperimentConfig | None = None,
                        reference: JointTrajectory | None = None, strict: bool = False,
-                       engine: str = "ours") -> StandardTrial:
+                       engine: str = "ours", push: PushConfig | None = None) -> StandardTrial:
     """Simulate the standard push with the box centre at ``distance`` m along base x.
 
     Parameters
@@ -153,20 +153,24 @@ def run_standard_trial(distance: float, params: ParameterSet, grad_names: Sequen
         ``result.solve``).
     engine : str
         ``"ours"`` (default) or ``"mujoco"`` (no gradients).
+    push : PushConfig, optional
+        The push to make (planned here without ``reference``; default the experiment's), or the one ``reference``
+        was planned from (default: none, the box square to the push). Its ``box_yaw_deg`` turns the box at the
+        start, and the record carries it.
     """
     if not DISTANCE_RANGE[0] <= distance <= DISTANCE_RANGE[1]:
         raise InputError(f"the distance {distance} m is outside the push workspace "
                          f"({DISTANCE_RANGE[0]:g} to {DISTANCE_RANGE[1]:g} m)", option="distance")
-    push = None
     if reference is None:
-        experiment = experiment or load_experiment_config()
-        if experiment.trial_pushes:
-            raise InputError("the experiment file gives each trial its own push (its 'trials' section); the "
-                             "standard trial takes one push: run the file with 'sim2real run', or give a file "
-                             "with one push", option="experiment")
-        push = experiment.push
+        if push is None:
+            experiment = experiment or load_experiment_config()
+            if experiment.trial_pushes:
+                raise InputError("the experiment file gives each trial its own push (its 'trials' section); the "
+                                 "standard trial takes one push: run the file with 'sim2real run', or give a file "
+                                 "with one push", option="experiment")
+            push = experiment.push
         reference = plan_push(load_arm(params), push, float(params["contact.table_height"]))
-    initial = box_at_distance(distance, params)
+    initial = box_at_distance(distance, params, push.box_yaw_deg if push is not None else 0.0)
     start = time.perf_counter()
     result = simulate_arm_trial(params, reference, initial, grad_names=grad_names, strict=strict,
                                 context=trial_name(0, distance), engine=engine)
