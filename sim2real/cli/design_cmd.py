@@ -27,7 +27,8 @@ DEFAULT_MAX_TILT_DEG = 10.0
 MAX_PUSHES, MAX_CANDIDATES = 50, 5000
 #: The push-space options: option, dimension, what it is.
 SPACE_OPTIONS = (("--distance", "distance", "box start distance along base x, m"),
-                 ("--lateral", "lateral", "contact offset from the box's centre line (pusher y), m"),
+                 ("--lateral", "lateral", "where the pusher meets the box's near face: offset from the face's "
+                                          "centre, m (the pusher's y when the box is square to the push)"),
                  ("--height", "height", "pusher centre height above the table, m"),
                  ("--speed", "speed", "push cruise speed, m/s"),
                  ("--end-x", "end_x", "pusher x at the end of the stroke, m"),
@@ -67,7 +68,8 @@ file's push): --distance 0.30:0.50; --lateral across the face up to 1 cm from it
 push's; --end-x from the push's end to 10 cm further; --box-yaw -30:30 (deg, at most 45 either
 way). The pusher moves along base x; the box's yaw at the start (the experiment places it so)
 sets the push's direction relative to the box: 0 meets the near face square on, 30 deg lets a
-pusher with friction below tan 30 deg = 0.58 slide along the face.
+pusher with friction below tan 30 deg = 0.58 slide along the face. The pusher's y is chosen so
+that it meets the face at --lateral from the face's centre, whatever the yaw.
 
 Writes --out FILE (an experiment file: `sim2real run --experiment FILE`, or the launch file's
 experiment_file:=FILE, runs the designed pushes in order) and FILE's .json beside it (the

@@ -96,7 +96,6 @@ from sim2real.nodes.common import (
 )
 from sim2real.nodes.process import run_node
 from sim2real.nodes.streams import StreamHub, subscribe_stream
-from sim2real.spatial import yaw
 from sim2real.trials import read_trial
 from sim2real.trials.experiment import (
     ReplayStart,
@@ -105,6 +104,7 @@ from sim2real.trials.experiment import (
     box_within,
     box_yaw_off_deg,
     check_mirror,
+    mean_heading,
     missing_matches,
     parse_distances,
     platforms_of,
@@ -115,6 +115,7 @@ from sim2real.trials.experiment import (
     required_matches,
     resting_pose,
     return_trajectory,
+    yaw_deg,
 )
 
 #: The measured box yaw must be within this of the requested start (deg; the push's ``box_yaw_deg``).
@@ -337,7 +338,7 @@ class ExperimentNode(LeanNode):
         self._placed.clear()
         request = pose_msg(now_ns(self), requested, turned)
         self._pub_request.publish(request)
-        requested_yaw = float(np.degrees(yaw(turned)))
+        requested_yaw = yaw_deg(turned)
         if self.confirm:
             turn = f", turned {requested_yaw:+.1f} deg about z" if abs(requested_yaw) > 1e-9 else ""
             self.progress(f"place the box at x = {requested[0]:.3f} m, y = {requested[1]:.3f} m{turn}, then call "
@@ -361,9 +362,7 @@ class ExperimentNode(LeanNode):
                    retry=ask_again, retry_every=2.0)
         samples = self._recent_boxes("real", 5)
         position = np.mean([s[1] for s in samples], axis=0)
-        headings = yaw(np.array([s[2] for s in samples]))  # their circular mean: the noise of one pose, averaged
-        heading = float(np.arctan2(np.mean(np.sin(headings)), np.mean(np.cos(headings))))
-        return resting_pose(position, np.array([np.cos(heading / 2.0), 0.0, 0.0, np.sin(heading / 2.0)]), self.params)
+        return resting_pose(position, mean_heading(np.array([s[2] for s in samples])), self.params)
 
     def _hold_sim(self, q: np.ndarray) -> None:
         """Sim only: have the sim's PD controller hold ``q`` (6,) rad before the sim is reset there.

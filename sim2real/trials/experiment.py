@@ -220,6 +220,21 @@ def box_yaw_off_deg(quaternion: FloatArray, requested: FloatArray) -> float:
     return float(abs(np.degrees(np.arctan2(np.sin(turn), np.cos(turn)))))
 
 
+def yaw_deg(quaternion: FloatArray) -> float:
+    """The yaw of ``quaternion`` (4,) (w, x, y, z) about base z (deg, in (-180, 180])."""
+    return float(np.degrees(yaw(np.asarray(quaternion, dtype=float))))
+
+
+def mean_heading(quaternions: FloatArray) -> FloatArray:
+    """The circular mean of the yaws of ``quaternions`` (n, 4) (w, x, y, z), as a yaw-only quaternion (4,).
+
+    The noise of one measured pose, averaged over several: tilts are dropped (a box at rest is level).
+    """
+    headings = yaw(np.asarray(quaternions, dtype=float))
+    heading = float(np.arctan2(np.mean(np.sin(headings)), np.mean(np.cos(headings))))
+    return np.array([np.cos(heading / 2.0), 0.0, 0.0, np.sin(heading / 2.0)])
+
+
 def box_within(position: FloatArray, requested: FloatArray, tolerance: float) -> bool:
     """True when the box centre is within ``tolerance`` m of ``requested`` in the table plane."""
     return bool(np.hypot(*(np.asarray(position)[:2] - np.asarray(requested)[:2])) <= tolerance)

@@ -4,7 +4,7 @@ import subprocess
 import sys
 import time
 
-from children import default_sigint
+from children import HANG_GUARD_S, default_sigint
 
 from sim2real.nodes.run_children import _Child
 
@@ -31,8 +31,8 @@ def test_a_child_that_ignores_sigint_is_killed_after_the_grace_and_stop_returns(
 
 
 def test_a_child_that_exits_on_sigint_is_not_killed():
-    child = _started("import time; print('up', flush=True); time.sleep(60)")
-    child.stop(grace=30.0)
+    child = _started("import time; print('up', flush=True); time.sleep(600)")
+    child.stop(grace=HANG_GUARD_S)  # a guard only: at idle priority beside the ROS tier, it may wait for CPU
     assert child.process.returncode in (1, -2)  # KeyboardInterrupt's traceback exit or the default SIGINT
 
 

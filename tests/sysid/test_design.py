@@ -178,8 +178,9 @@ def test_the_contact_on_a_turned_box_is_where_a_sweep_of_the_sphere_first_touche
 
 def test_a_turned_box_is_placed_turned_and_a_push_that_misses_its_face_is_left_out() -> None:
     """The box's start pose carries the push's yaw (both the experiment's request and the simulated trial); a
-    pusher line that meets a turned box beyond the near face's edge margin is "off the face"; a yaw range beyond
-    45 degrees is refused in one line."""
+    pusher line that meets a turned box beyond the near face's edge margin is "off the face"; the space's candidates
+    meet the face where their lateral says, whatever the yaw; a yaw range beyond 45 degrees is refused in one
+    line."""
     from sim2real.control.reference import box_start_pose
     from sim2real.spatial import yaw
     from sim2real.trials.experiment import requested_box_pose
@@ -200,6 +201,16 @@ def test_a_turned_box_is_placed_turned_and_a_push_that_misses_its_face_is_left_o
     off = Candidate(0.35, replace(base, lateral=0.05, box_yaw_deg=30.0))
     reference, reason = plan_candidate(off, load_arm(params), params)
     assert reference is None and reason is not None and reason.startswith("off the face: the pusher at y +0.050 m")
+    # the space's lateral is where the pusher meets the face: its y is chosen for that at the candidate's yaw
+    from sim2real.sysid.design.space import face_offset
+
+    space = PushSpace.default(base, params)
+    for contact, yaw_deg in ((0.03, 25.0), (-0.05, -30.0), (0.0, 12.3)):
+        point = {"distance": 0.4, "lateral": contact, "height": 0.15, "speed": 0.5, "end_x": 0.45,
+                 "box_yaw_deg": yaw_deg}
+        candidate = space.candidate(point, params)
+        assert face_offset(candidate, params) == pytest.approx(contact, abs=6e-4)  # the pusher's y is whole mm
+        assert plan_candidate(candidate, load_arm(params), params)[1] is None
     with pytest.raises(InputError, match=r"^push space box_yaw_deg: \[-50, 50\] deg goes beyond ±45 deg"):
         PushSpace.default(base, params).with_ranges(box_yaw_deg=(-50.0, 50.0))
 

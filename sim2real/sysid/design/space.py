@@ -2,10 +2,11 @@
 
 A candidate is one trial of the box-push experiment: the box placed upright with its centre ``distance`` m along
 the arm base's x axis, turned ``box_yaw_deg`` about base z, pushed along +x by the pusher sphere on the path of a
-:class:`~sim2real.control.PushConfig` (height above the table, lateral offset ``y`` of the pusher from the base x
-axis, speed, the stroke's end). The pusher always moves along base x; the box's yaw is the push's direction
-relative to the box (0: square to its near face; otherwise that far from the face's normal, so the pusher can
-slide along the face), and the contact's offset from the face's centre follows from both.
+:class:`~sim2real.control.PushConfig` (height above the table, the pusher's y, speed, the stroke's end). The pusher
+always moves along base x; the box's yaw is the push's direction relative to the box (0: square to its near face;
+otherwise that far from the face's normal, so the pusher can slide along the face). The space's ``lateral`` is
+where the pusher meets the near face, its offset from the face's centre: the pusher's y follows from it and the
+yaw (:func:`pusher_y`; they are the same at yaw 0).
 
 :class:`PushSpace` holds the range of each of these; :meth:`PushSpace.candidates` spreads candidates over it
 (a Latin hypercube, seeded); :func:`plan_candidate` plans one on the arm model and says why it is not
@@ -74,7 +75,8 @@ class Candidate:
                 f"to x {p.end_x:.3f} m" + (f", yaw {p.box_yaw_deg:+.1f} deg" if p.box_yaw_deg else ""))
 
     def as_dict(self) -> dict[str, float]:
-        """The candidate's coordinates in the push space (:data:`DIMENSIONS`), plus the push's start x."""
+        """The candidate as a trial records it: the start distance and the push's fields that the design sets
+        (``lateral``: the pusher's y, m; its start x)."""
         return {"distance": self.distance, "lateral": self.push.lateral, "height": self.push.height,
                 "speed": self.push.speed, "end_x": self.push.end_x, "box_yaw_deg": self.push.box_yaw_deg,
                 "start_x": self.push.start_x}
@@ -130,7 +132,8 @@ class PushSpace:
         return dataclasses.replace(self, ranges={**self.ranges, **ranges})
 
     def candidate(self, point: dict[str, float], params: ParameterSet) -> Candidate:
-        """The candidate at ``point`` (a value per dimension): the push starts at the base's start x, or
+        """The candidate at ``point`` (a value per dimension; ``lateral``: the contact's offset on the near face):
+        the pusher's y meets the face there (:func:`pusher_y`), and the push starts at the base's start x, or
         :data:`START_CLEARANCE` behind the box's nearest point when the box stands nearer.
 
         Raises
@@ -143,7 +146,9 @@ class PushSpace:
         start_x = min(self.base.start_x, nearest_x(distance, point["box_yaw_deg"], params)
                       - float(params["pusher.radius"]) - START_CLEARANCE)
         try:
-            push = dataclasses.replace(self.base, lateral=float(point["lateral"]), height=float(point["height"]),
+            lateral = pusher_y(point["lateral"], point["box_yaw_deg"], params)
+            push = dataclasses.replace(self.base, lateral=round(lateral, ROUNDING["lateral"]),
+                                       height=float(point["height"]),
                                        speed=float(point["speed"]), end_x=float(point["end_x"]), start_x=start_x,
                                        box_yaw_deg=float(point["box_yaw_deg"]))
         except Sim2RealError as err:
@@ -191,24 +196,28 @@ def nearest_x(distance: float, box_yaw_deg: float, params: ParameterSet) -> floa
 
 def face_offset(candidate: Candidate, params: ParameterSet) -> float | None:
     """Where the pusher sphere first touches the box's near face (the body's -x face): the contact's offset from the
-    face's centre along the body's y axis (m), or None when its path does not meet that face's plane.
+    face's centre along the body's y axis (m), or None when the box is turned so far that its path runs along the
+    face.
 
-    The sphere (radius ``pusher.radius``) moves along base +x at y = ``push.lateral``; the box stands at
-    ``(distance, 0)`` turned ``box_yaw_deg``. In the box's frame the sphere's centre moves along
-    ``u = (cos ψ, -sin ψ)`` and touches the face's plane ``x = -size_x / 2`` when its centre is ``radius`` in front
-    of it; the contact is the foot of the perpendicular, at the centre's body y then. When that offset is within the
-    face, the face is what the sphere meets first (the box is convex and lies behind the face's plane).
+    The sphere (radius ``r = pusher.radius``) moves along base +x at ``y0 = push.lateral``; the box stands at
+    ``(distance, 0)`` turned ``ψ = box_yaw_deg``, its near face ``a = size_x / 2`` behind its centre. The sphere
+    touches the face's plane when its centre is ``r`` in front of it; the contact is the foot of the perpendicular,
+    at ``tan ψ (a + r) + y0 / cos ψ``. When that is within the face, the face is what the sphere meets first (the
+    box is convex and lies behind the face's plane).
     """
-    push = candidate.push
-    turn = math.radians(push.box_yaw_deg)
-    cos_t, sin_t = math.cos(turn), math.sin(turn)
-    if cos_t <= 1e-9:
+    turn = math.radians(candidate.push.box_yaw_deg)
+    if math.cos(turn) <= 1e-9:
         return None
-    half_x, radius = 0.5 * float(params["box.size_x"]), float(params["pusher.radius"])
-    # body coordinates of the sphere centre at base x = distance (the box's centre line crossing)
-    along = -half_x - radius - sin_t * push.lateral  # body x to travel from there, over cos(turn) per base metre
-    travel = along / cos_t
-    return -sin_t * travel + cos_t * push.lateral
+    reach = 0.5 * float(params["box.size_x"]) + float(params["pusher.radius"])
+    return math.tan(turn) * reach + candidate.push.lateral / math.cos(turn)
+
+
+def pusher_y(contact: float, box_yaw_deg: float, params: ParameterSet) -> float:
+    """The pusher's y (m) whose path meets the near face of the box turned ``box_yaw_deg`` at ``contact`` m from the
+    face's centre: :func:`face_offset` solved for ``y0``, ``cos ψ · contact − sin ψ (a + r)``."""
+    turn = math.radians(box_yaw_deg)
+    reach = 0.5 * float(params["box.size_x"]) + float(params["pusher.radius"])
+    return math.cos(turn) * contact - math.sin(turn) * reach
 
 
 def plan_candidate(candidate: Candidate, arm: ArmModel, params: ParameterSet,
